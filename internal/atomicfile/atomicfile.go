@@ -1,0 +1,147 @@
+// Package atomicfile writes files so that a reader, or a process restarted
+// after a crash, sees either the old content or the complete new content of
+// a path, never a partial file.
+//
+// A File is written under a temporary name in the destination directory
+// (NAME.tmp-RANDOM). Commit fsyncs it, renames it over NAME and fsyncs the
+// directory. Abort, or a crash, leaves only the temporary file, which
+// CleanTemps removes.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tmpMarker separates the final name from the random suffix.
+const tmpMarker = ".tmp-"
+
+// ErrDone is returned when a committed or aborted File is used again.
+var ErrDone = errors.New("atomicfile: file already committed or aborted")
+
+// File is a file being written atomically. It is not safe for concurrent
+// use.
+type File struct {
+	f     *os.File
+	final string
+	done  bool
+}
+
+// Create starts writing path. The directory must exist.
+func Create(path string) (*File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+tmpMarker+"*")
+	if err != nil {
+		return nil, fmt.Errorf("atomicfile: %w", err)
+	}
+	return &File{f: f, final: path}, nil
+}
+
+// Name is the final path.
+func (f *File) Name() string { return f.final }
+
+// TempName is the temporary path being written.
+func (f *File) TempName() string { return f.f.Name() }
+
+// Write implements io.Writer.
+func (f *File) Write(p []byte) (int, error) {
+	if f.done {
+		return 0, ErrDone
+	}
+	return f.f.Write(p)
+}
+
+// WriteAt implements io.WriterAt.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if f.done {
+		return 0, ErrDone
+	}
+	return f.f.WriteAt(p, off)
+}
+
+// Commit makes the written content visible under the final name.
+func (f *File) Commit() error {
+	if f.done {
+		return ErrDone
+	}
+	f.done = true
+	tmp := f.f.Name()
+	if err := f.f.Sync(); err != nil {
+		f.f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("atomicfile: sync %s: %w", f.final, err)
+	}
+	if err := f.f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("atomicfile: close %s: %w", f.final, err)
+	}
+	if err := os.Rename(tmp, f.final); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	return SyncDir(filepath.Dir(f.final))
+}
+
+// Abort discards the file. It is a no-op after Commit, so it can be
+// deferred.
+func (f *File) Abort() error {
+	if f.done {
+		return nil
+	}
+	f.done = true
+	f.f.Close()
+	return os.Remove(f.f.Name())
+}
+
+// WriteFile writes data to path atomically.
+func WriteFile(path string, data []byte) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("atomicfile: write %s: %w", path, err)
+	}
+	return f.Commit()
+}
+
+// SyncDir fsyncs a directory so that renames in it are durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("atomicfile: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// IsTemp reports whether name looks like a temporary file of this package.
+func IsTemp(name string) bool { return strings.Contains(filepath.Base(name), tmpMarker) }
+
+// CleanTemps removes temporary files left in dir by crashed writers. It
+// returns how many it removed.
+func CleanTemps(dir string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("atomicfile: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Type().IsRegular() && IsTemp(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,316 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/x448/float16"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// CreateOptions configures Create.
+type CreateOptions struct {
+	// Force allows overwriting an existing dataset. Its manifest is removed
+	// first, so an interrupted overwrite leaves no dataset behind, and its
+	// derived directories (partitions/, profile/) are removed because they
+	// would be stale.
+	Force bool
+}
+
+// derivedDirs are subdirectories computed from a dataset, removed on
+// overwrite.
+var derivedDirs = []string{"partitions", "profile", "spill"}
+
+// Builder writes a new dataset directory. Arrays are written one at a time
+// or concurrently, each atomically; Finish writes the manifest last, so a
+// crash at any point leaves a directory that Open rejects.
+type Builder struct {
+	dir   string
+	files map[string]FileEntry
+}
+
+// Create prepares dir for a new dataset.
+func Create(dir string, opts *CreateOptions) (*Builder, error) {
+	if opts == nil {
+		opts = &CreateOptions{}
+	}
+	mpath := filepath.Join(dir, ManifestName)
+	if _, err := os.Stat(mpath); err == nil {
+		if !opts.Force {
+			return nil, fmt.Errorf("%w: %s", ErrExists, dir)
+		}
+		if err := os.Remove(mpath); err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return nil, err
+		}
+		for _, d := range derivedDirs {
+			if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+				return nil, fmt.Errorf("storage: %w", err)
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if _, err := atomicfile.CleanTemps(dir); err != nil {
+		return nil, err
+	}
+	return &Builder{dir: dir, files: map[string]FileEntry{}}, nil
+}
+
+// Dir is the dataset directory.
+func (b *Builder) Dir() string { return b.dir }
+
+// ArrayWriter streams one .npy array into the dataset. It is not safe for
+// concurrent use, but distinct ArrayWriters may be used concurrently.
+type ArrayWriter struct {
+	b    *Builder
+	name string
+	af   *atomicfile.File
+	w    *npy.Writer
+	h    *xxhash.Digest
+	buf  []byte
+	done bool
+}
+
+// CreateArray starts the array file name with dtype d and trailing
+// dimensions tail. Its leading dimension is the number of rows written.
+func (b *Builder) CreateArray(name string, d npy.DType, tail []int64) (*ArrayWriter, error) {
+	af, err := atomicfile.Create(filepath.Join(b.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	w, err := npy.NewWriter(af, d, tail)
+	if err != nil {
+		af.Abort()
+		return nil, fmt.Errorf("storage: %s: %w", name, err)
+	}
+	return &ArrayWriter{b: b, name: name, af: af, w: w, h: xxhash.New()}, nil
+}
+
+// Write appends raw little-endian element bytes.
+func (a *ArrayWriter) Write(p []byte) (int, error) {
+	a.h.Write(p)
+	n, err := a.w.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("storage: write %s: %w", a.name, err)
+	}
+	return n, nil
+}
+
+// WriteInt64s appends int64 elements.
+func (a *ArrayWriter) WriteInt64s(v []int64) error {
+	_, err := a.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*8))
+	return err
+}
+
+// WriteInt32s appends int32 elements.
+func (a *ArrayWriter) WriteInt32s(v []int32) error {
+	_, err := a.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4))
+	return err
+}
+
+// WriteFloat32s appends float32 elements.
+func (a *ArrayWriter) WriteFloat32s(v []float32) error {
+	_, err := a.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4))
+	return err
+}
+
+// WriteFloat32sAsFloat16 converts float32 elements to IEEE half precision
+// (round to nearest even) and appends them.
+func (a *ArrayWriter) WriteFloat32sAsFloat16(v []float32) error {
+	if cap(a.buf) < 2*len(v) {
+		a.buf = make([]byte, 2*len(v))
+	}
+	buf := a.buf[:2*len(v)]
+	for i, x := range v {
+		h := float16.Fromfloat32(x).Bits()
+		buf[2*i], buf[2*i+1] = byte(h), byte(h>>8)
+	}
+	_, err := a.Write(buf)
+	return err
+}
+
+// WriteIDs appends node ids, narrowing to int32 when the array is int32.
+// The caller guarantees ids fit.
+func (a *ArrayWriter) WriteIDs(d npy.DType, v []int64) error {
+	if d == npy.Int64 {
+		return a.WriteInt64s(v)
+	}
+	if cap(a.buf) < 4*len(v) {
+		a.buf = make([]byte, 4*len(v))
+	}
+	out := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(a.buf))), len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	_, err := a.Write(a.buf[:4*len(v)])
+	return err
+}
+
+// Rows is the number of complete rows written so far.
+func (a *ArrayWriter) Rows() int64 { return a.w.Rows() }
+
+// Commit finishes the array: it patches the header, fsyncs, renames the
+// file into place and records its entry for the manifest.
+func (a *ArrayWriter) Commit() error {
+	if a.done {
+		return atomicfile.ErrDone
+	}
+	a.done = true
+	hdr, err := a.w.Close()
+	if err != nil {
+		a.af.Abort()
+		return fmt.Errorf("storage: %s: %w", a.name, err)
+	}
+	if err := a.af.Commit(); err != nil {
+		return err
+	}
+	a.b.files[a.name] = FileEntry{
+		Name:       a.name,
+		DType:      hdr.DType.String(),
+		Shape:      hdr.Shape,
+		Bytes:      hdr.DataOffset + hdr.DataBytes(),
+		DataOffset: hdr.DataOffset,
+		Checksum:   formatChecksum(a.h.Sum64()),
+	}
+	return nil
+}
+
+// Abort discards the array. It is a no-op after Commit.
+func (a *ArrayWriter) Abort() {
+	if !a.done {
+		a.done = true
+		a.af.Abort()
+	}
+}
+
+func formatChecksum(s uint64) string { return fmt.Sprintf("xxhash64:%016x", s) }
+
+// Finish fills m.Files from the committed arrays, validates the manifest
+// and writes it atomically. Until Finish returns nil the directory is not
+// a dataset.
+func (b *Builder) Finish(m Manifest) error {
+	m.Format, m.Version = FormatName, FormatVersion
+	m.Files = m.Files[:0]
+	for _, f := range b.files {
+		m.Files = append(m.Files, f)
+	}
+	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return atomicfile.WriteFile(filepath.Join(b.dir, ManifestName), append(js, '\n'))
+}
+
+// CSRWriter writes indptr.npy and indices.npy from neighbour lists given in
+// ascending node order. Memory is O(1) in the graph size.
+type CSRWriter struct {
+	numNodes int64
+	idType   npy.DType
+	indptr   *ArrayWriter
+	indices  *ArrayWriter
+	next     int64 // next node whose indptr entry is due
+	edges    int64
+	ptrBuf   []int64
+}
+
+// CreateCSR starts the CSR of a graph with numNodes nodes.
+func (b *Builder) CreateCSR(numNodes int64) (*CSRWriter, error) {
+	ip, err := b.CreateArray(FileIndptr, npy.Int64, nil)
+	if err != nil {
+		return nil, err
+	}
+	idt := IndicesDType(numNodes)
+	ix, err := b.CreateArray(FileIndices, idt, nil)
+	if err != nil {
+		ip.Abort()
+		return nil, err
+	}
+	c := &CSRWriter{numNodes: numNodes, idType: idt, indptr: ip, indices: ix}
+	c.ptrBuf = append(c.ptrBuf, 0)
+	return c, nil
+}
+
+func (c *CSRWriter) flushPtr(force bool) error {
+	if len(c.ptrBuf) >= 8192 || (force && len(c.ptrBuf) > 0) {
+		if err := c.indptr.WriteInt64s(c.ptrBuf); err != nil {
+			return err
+		}
+		c.ptrBuf = c.ptrBuf[:0]
+	}
+	return nil
+}
+
+// Append adds the neighbour list of node v. Nodes must come in strictly
+// ascending order; nodes skipped get empty lists. Neighbour ids must be in
+// [0, numNodes).
+func (c *CSRWriter) Append(v int64, nbrs []int64) error {
+	if v < c.next || v >= c.numNodes {
+		return fmt.Errorf("storage: CSR node %d out of order or range (next %d, num_nodes %d)", v, c.next, c.numNodes)
+	}
+	for c.next < v {
+		c.ptrBuf = append(c.ptrBuf, c.edges)
+		c.next++
+		if err := c.flushPtr(false); err != nil {
+			return err
+		}
+	}
+	for _, u := range nbrs {
+		if u < 0 || u >= c.numNodes {
+			return fmt.Errorf("storage: node %d: neighbour %d out of range [0,%d)", v, u, c.numNodes)
+		}
+	}
+	if err := c.indices.WriteIDs(c.idType, nbrs); err != nil {
+		return err
+	}
+	c.edges += int64(len(nbrs))
+	c.ptrBuf = append(c.ptrBuf, c.edges)
+	c.next++
+	return c.flushPtr(false)
+}
+
+// Edges is the number of edges appended so far.
+func (c *CSRWriter) Edges() int64 { return c.edges }
+
+// Commit pads indptr for trailing nodes and commits both arrays.
+func (c *CSRWriter) Commit() error {
+	for c.next < c.numNodes {
+		c.ptrBuf = append(c.ptrBuf, c.edges)
+		c.next++
+		if err := c.flushPtr(false); err != nil {
+			return err
+		}
+	}
+	if err := c.flushPtr(true); err != nil {
+		return err
+	}
+	if err := c.indptr.Commit(); err != nil {
+		c.indices.Abort()
+		return err
+	}
+	return c.indices.Commit()
+}
+
+// Abort discards both arrays.
+func (c *CSRWriter) Abort() {
+	c.indptr.Abort()
+	c.indices.Abort()
+}

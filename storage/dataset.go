@@ -1,0 +1,385 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	mmap "github.com/edsrzf/mmap-go"
+	"github.com/x448/float16"
+	"golang.org/x/sys/unix"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// Advice is a madvise hint for a mapping.
+type Advice int
+
+// Advice values.
+const (
+	AdviceNormal Advice = iota
+	AdviceRandom
+	AdviceSequential
+	AdviceWillNeed
+	AdviceDontNeed
+)
+
+func (a Advice) unix() int {
+	switch a {
+	case AdviceRandom:
+		return unix.MADV_RANDOM
+	case AdviceSequential:
+		return unix.MADV_SEQUENTIAL
+	case AdviceWillNeed:
+		return unix.MADV_WILLNEED
+	case AdviceDontNeed:
+		return unix.MADV_DONTNEED
+	}
+	return unix.MADV_NORMAL
+}
+
+// OpenOptions configures Open.
+type OpenOptions struct {
+	// Advice is applied to the indices and features mappings, the two large
+	// arrays that training reads at random. Default AdviceRandom, which
+	// stops the kernel's readahead from inflating bytes read.
+	Advice Advice
+	// Accounting receives the dataset's I/O counts; nil allocates one.
+	Accounting *Accounting
+}
+
+// mapped is one memory-mapped array file.
+type mapped struct {
+	entry *FileEntry
+	m     mmap.MMap
+	data  []byte // m[DataOffset:]
+}
+
+// Dataset is an open, memory-mapped dataset.
+//
+// Every slice a Dataset returns aliases the read-only mapping: writing to
+// it faults, and it is valid only until Close. A Dataset is safe for
+// concurrent readers.
+type Dataset struct {
+	dir    string
+	m      *Manifest
+	acct   *Accounting
+	arrays map[string]*mapped
+
+	indptr  []int64
+	idx32   []int32
+	idx64   []int64
+	feat    []byte
+	rowSize int64
+	labels  []int32
+	splits  [3][]int64
+}
+
+// Open maps the dataset in dir after checking every file against the
+// manifest: existence, byte size, and the .npy header's dtype and shape.
+// It does not read the data; Validate does.
+func Open(dir string, opts *OpenOptions) (*Dataset, error) {
+	if opts == nil {
+		opts = &OpenOptions{Advice: AdviceRandom}
+	}
+	m, err := LoadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dataset{dir: dir, m: m, acct: opts.Accounting, arrays: map[string]*mapped{}}
+	if d.acct == nil {
+		d.acct = NewAccounting()
+	}
+	for i := range m.Files {
+		if err := d.mapFile(&m.Files[i]); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	d.indptr = viewInt64(d.data(FileIndptr))
+	if IndicesDType(m.NumNodes) == npy.Int32 {
+		d.idx32 = viewInt32(d.data(FileIndices))
+	} else {
+		d.idx64 = viewInt64(d.data(FileIndices))
+	}
+	d.feat = d.data(FileFeatures)
+	if m.FeatDim > 0 {
+		fd, _ := npy.ParseDType(m.FeatDType)
+		d.rowSize = m.FeatDim * int64(fd.Size())
+	}
+	d.labels = viewInt32(d.data(FileLabels))
+	for i, name := range []string{FileTrain, FileValid, FileTest} {
+		d.splits[i] = viewInt64(d.data(name))
+	}
+	for _, name := range []string{FileIndices, FileFeatures} {
+		if _, ok := d.arrays[name]; ok {
+			if err := d.Advise(name, opts.Advice); err != nil {
+				d.Close()
+				return nil, err
+			}
+		}
+	}
+	return d, nil
+}
+
+func (d *Dataset) mapFile(e *FileEntry) error {
+	path := filepath.Join(d.dir, e.Name)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s: listed in %s but missing", ErrMismatch, path, ManifestName)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if st.Size() != e.Bytes {
+		return fmt.Errorf("%w: %s: size %d bytes, manifest says %d", ErrMismatch, path, st.Size(), e.Bytes)
+	}
+	h, err := npy.ReadHeader(f)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
+	}
+	if h.DType.String() != e.DType || !equalShape(h.Shape, e.Shape) || h.DataOffset != e.DataOffset {
+		return fmt.Errorf("%w: %s: header says %s%v at offset %d, manifest says %s%v at offset %d",
+			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
+	}
+	mp := &mapped{entry: e}
+	if e.Bytes > 0 {
+		mp.m, err = mmap.Map(f, mmap.RDONLY, 0)
+		if err != nil {
+			return fmt.Errorf("storage: mmap %s (%d bytes): %w", path, e.Bytes, err)
+		}
+		mp.data = mp.m[e.DataOffset:]
+	}
+	d.arrays[e.Name] = mp
+	return nil
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Dataset) data(name string) []byte {
+	if mp, ok := d.arrays[name]; ok {
+		return mp.data
+	}
+	return nil
+}
+
+func viewInt64(b []byte) []int64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+func viewInt32(b []byte) []int32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// Close unmaps every file. Slices obtained from d must not be used after.
+func (d *Dataset) Close() error {
+	var first error
+	for _, mp := range d.arrays {
+		if mp.m != nil {
+			if err := mp.m.Unmap(); err != nil && first == nil {
+				first = fmt.Errorf("storage: unmap %s: %w", mp.entry.Name, err)
+			}
+		}
+	}
+	d.arrays = nil
+	return first
+}
+
+// Advise applies a madvise hint to the mapping of file name.
+func (d *Dataset) Advise(name string, a Advice) error {
+	mp, ok := d.arrays[name]
+	if !ok {
+		return fmt.Errorf("storage: advise: no file %s", name)
+	}
+	if len(mp.m) == 0 {
+		return nil
+	}
+	if err := unix.Madvise(mp.m, a.unix()); err != nil {
+		return fmt.Errorf("storage: madvise %s: %w", name, err)
+	}
+	return nil
+}
+
+// Dir is the dataset directory.
+func (d *Dataset) Dir() string { return d.dir }
+
+// Manifest is the dataset's manifest. Callers must not modify it.
+func (d *Dataset) Manifest() *Manifest { return d.m }
+
+// Accounting is the dataset's I/O accounting.
+func (d *Dataset) Accounting() *Accounting { return d.acct }
+
+// NumNodes is the number of nodes.
+func (d *Dataset) NumNodes() int64 { return d.m.NumNodes }
+
+// NumEdges is the number of directed edges stored.
+func (d *Dataset) NumEdges() int64 { return d.m.NumEdges }
+
+// FeatDim is the feature dimension (0 when there are no features).
+func (d *Dataset) FeatDim() int { return int(d.m.FeatDim) }
+
+// FeatRowBytes is the size of one feature row on disk.
+func (d *Dataset) FeatRowBytes() int64 { return d.rowSize }
+
+// Indptr is the CSR offsets array, N+1 entries.
+func (d *Dataset) Indptr() []int64 { return d.indptr }
+
+// Indices32 is the CSR indices array when stored as int32, else nil.
+func (d *Dataset) Indices32() []int32 { return d.idx32 }
+
+// Indices64 is the CSR indices array when stored as int64, else nil.
+func (d *Dataset) Indices64() []int64 { return d.idx64 }
+
+// Degree is the out-degree of v.
+func (d *Dataset) Degree(v int64) int64 { return d.indptr[v+1] - d.indptr[v] }
+
+// Neighbors returns v's neighbour list as a zero-copy view.
+func (d *Dataset) Neighbors(v int64) NodeList {
+	lo, hi := d.indptr[v], d.indptr[v+1]
+	if d.idx32 != nil {
+		return NodeList{i32: d.idx32[lo:hi]}
+	}
+	return NodeList{i64: d.idx64[lo:hi]}
+}
+
+// FeatureBytes returns v's feature row as raw bytes (zero-copy).
+func (d *Dataset) FeatureBytes(v int64) []byte {
+	off := v * d.rowSize
+	return d.feat[off : off+d.rowSize]
+}
+
+// FeaturesF32 returns the whole feature matrix as float32 (zero-copy), or
+// ErrDType when features are stored as float16.
+func (d *Dataset) FeaturesF32() ([]float32, error) {
+	if d.m.FeatDType != "float32" {
+		return nil, fmt.Errorf("%w: features are %s", ErrDType, d.m.FeatDType)
+	}
+	if len(d.feat) == 0 {
+		return nil, nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&d.feat[0])), len(d.feat)/4), nil
+}
+
+// FeatureRow decodes v's feature row into dst as float32, converting from
+// float16 where needed, and returns dst[:FeatDim].
+func (d *Dataset) FeatureRow(v int64, dst []float32) []float32 {
+	return DecodeFeatureRow(d.m.FeatDType, d.FeatureBytes(v), dst)
+}
+
+// DecodeFeatureRow converts one stored row (float32 or float16 bytes) to
+// float32.
+func DecodeFeatureRow(dtype string, row []byte, dst []float32) []float32 {
+	if dtype == "float16" {
+		n := len(row) / 2
+		if cap(dst) < n {
+			dst = make([]float32, n)
+		}
+		dst = dst[:n]
+		for i := range dst {
+			dst[i] = float16.Frombits(uint16(row[2*i]) | uint16(row[2*i+1])<<8).Float32()
+		}
+		return dst
+	}
+	n := len(row) / 4
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	if n > 0 {
+		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), n))
+	}
+	return dst
+}
+
+// Labels is the per-node class array (-1 = unlabelled), or nil.
+func (d *Dataset) Labels() []int32 { return d.labels }
+
+// TrainIdx is the sorted training node ids.
+func (d *Dataset) TrainIdx() []int64 { return d.splits[0] }
+
+// ValidIdx is the sorted validation node ids.
+func (d *Dataset) ValidIdx() []int64 { return d.splits[1] }
+
+// TestIdx is the sorted test node ids.
+func (d *Dataset) TestIdx() []int64 { return d.splits[2] }
+
+// BytesOnDisk is the total size of the dataset's array files.
+func (d *Dataset) BytesOnDisk() int64 {
+	var n int64
+	for _, f := range d.m.Files {
+		n += f.Bytes
+	}
+	return n
+}
+
+// NodeList is a zero-copy view of a neighbour list, stored as int32 or
+// int64 ids.
+type NodeList struct {
+	i32 []int32
+	i64 []int64
+}
+
+// Len is the number of ids.
+func (l NodeList) Len() int {
+	if l.i64 != nil {
+		return len(l.i64)
+	}
+	return len(l.i32)
+}
+
+// At returns the i-th id.
+func (l NodeList) At(i int) int64 {
+	if l.i64 != nil {
+		return l.i64[i]
+	}
+	return int64(l.i32[i])
+}
+
+// AppendTo appends all ids to dst.
+func (l NodeList) AppendTo(dst []int64) []int64 {
+	if l.i64 != nil {
+		return append(dst, l.i64...)
+	}
+	for _, v := range l.i32 {
+		dst = append(dst, int64(v))
+	}
+	return dst
+}
+
+// Int32 returns the underlying int32 slice, or nil for int64 storage.
+func (l NodeList) Int32() []int32 { return l.i32 }
+
+// Int64 returns the underlying int64 slice, or nil for int32 storage.
+func (l NodeList) Int64() []int64 { return l.i64 }
+
+// Bytes is the storage size of the list.
+func (l NodeList) Bytes() int64 {
+	if l.i64 != nil {
+		return int64(len(l.i64)) * 8
+	}
+	return int64(len(l.i32)) * 4
+}
