@@ -1,0 +1,221 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadMode selects how a RowReader fetches bytes.
+type ReadMode int
+
+// Read modes.
+const (
+	// ReadBuffered preads exactly the requested bytes through the page
+	// cache.
+	ReadBuffered ReadMode = iota
+	// ReadDirect opens the file with O_DIRECT and reads the aligned blocks
+	// that contain the requested bytes, bypassing the page cache. Bytes
+	// read is then exact and independent of what the page cache holds.
+	ReadDirect
+)
+
+// String names the mode as the CLI spells it.
+func (m ReadMode) String() string {
+	if m == ReadDirect {
+		return "direct"
+	}
+	return "buffered"
+}
+
+// ParseReadMode parses "buffered" or "direct".
+func ParseReadMode(s string) (ReadMode, error) {
+	switch s {
+	case "buffered", "":
+		return ReadBuffered, nil
+	case "direct":
+		return ReadDirect, nil
+	}
+	return 0, fmt.Errorf("storage: read mode %q: want buffered or direct", s)
+}
+
+// ErrDirectUnsupported is returned when the file system refuses O_DIRECT
+// (tmpfs, some overlay file systems).
+var ErrDirectUnsupported = errors.New("storage: O_DIRECT not supported on this file system")
+
+// directAlign is the alignment O_DIRECT needs for offsets, lengths and
+// buffers. 4 KiB covers every NVMe logical block size in use.
+const directAlign = 4096
+
+// RowReader reads rows of one array file with pread, bypassing the
+// mapping. It is safe for concurrent use. Every read is counted on its
+// StageCounters: requested bytes, and bytes read from the file (for
+// ReadDirect, the aligned blocks).
+type RowReader struct {
+	name     string
+	f        *os.File
+	mode     ReadMode
+	dataOff  int64
+	dataEnd  int64
+	rowBytes int64
+	stage    *StageCounters
+	bufs     sync.Pool // *[]byte aligned scratch for ReadDirect
+}
+
+// OpenRowReader opens file name of the dataset for pread access. rowBytes
+// is the unit ReadRows reads (a feature row, or one id for indices).
+// stage receives the counts; nil uses the dataset's "gather" stage.
+func (d *Dataset) OpenRowReader(name string, mode ReadMode, stage *StageCounters) (*RowReader, error) {
+	e := d.m.File(name)
+	if e == nil {
+		return nil, fmt.Errorf("storage: dataset has no %s", name)
+	}
+	flags := os.O_RDONLY
+	if mode == ReadDirect {
+		flags |= unix.O_DIRECT
+	}
+	path := filepath.Join(d.dir, name)
+	f, err := os.OpenFile(path, flags, 0)
+	if err != nil {
+		if mode == ReadDirect && errors.Is(err, unix.EINVAL) {
+			return nil, fmt.Errorf("%w: %s", ErrDirectUnsupported, path)
+		}
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	var rowBytes int64
+	switch name {
+	case FileFeatures:
+		rowBytes = d.rowSize
+	default:
+		rowBytes = int64(elemSize(e.DType))
+		if len(e.Shape) == 2 {
+			rowBytes *= e.Shape[1]
+		}
+	}
+	if stage == nil {
+		stage = d.acct.Stage(StageGather)
+	}
+	r := &RowReader{name: path, f: f, mode: mode, dataOff: e.DataOffset, dataEnd: e.Bytes, rowBytes: rowBytes, stage: stage}
+	if mode == ReadDirect {
+		// Probe once: some file systems accept the flag and fail reads.
+		var probe [1]byte
+		if err := r.readAt(probe[:], 0); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EINVAL) {
+				return nil, fmt.Errorf("%w: %s", ErrDirectUnsupported, path)
+			}
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func elemSize(dtype string) int {
+	switch dtype {
+	case "int64", "uint64", "float64":
+		return 8
+	case "int32", "uint32", "float32":
+		return 4
+	case "int16", "uint16", "float16":
+		return 2
+	}
+	return 1
+}
+
+// RowBytes is the size of one row.
+func (r *RowReader) RowBytes() int64 { return r.rowBytes }
+
+// Close closes the file.
+func (r *RowReader) Close() error { return r.f.Close() }
+
+// ReadRows reads the rows ids into dst, which must hold len(ids)*RowBytes
+// bytes, in order.
+func (r *RowReader) ReadRows(ids []int64, dst []byte) error {
+	if int64(len(dst)) < int64(len(ids))*r.rowBytes {
+		return fmt.Errorf("storage: ReadRows: dst holds %d bytes, need %d", len(dst), int64(len(ids))*r.rowBytes)
+	}
+	for i, id := range ids {
+		if err := r.ReadRange(id, 1, dst[int64(i)*r.rowBytes:int64(i+1)*r.rowBytes]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadRange reads n consecutive rows starting at row first into dst.
+func (r *RowReader) ReadRange(first, n int64, dst []byte) error {
+	want := n * r.rowBytes
+	if first < 0 || n < 0 || r.dataOff+(first+n)*r.rowBytes > r.dataEnd {
+		return fmt.Errorf("storage: %s: rows [%d,%d) out of range", r.name, first, first+n)
+	}
+	r.stage.Request(n, want)
+	return r.readAt(dst[:want], first*r.rowBytes)
+}
+
+// readAt reads len(dst) data bytes at data offset off.
+func (r *RowReader) readAt(dst []byte, off int64) error {
+	pos := r.dataOff + off
+	if r.mode == ReadBuffered {
+		if _, err := r.f.ReadAt(dst, pos); err != nil {
+			return fmt.Errorf("storage: read %s at byte %d: %w", r.name, pos, err)
+		}
+		r.stage.Read(int64(len(dst)))
+		return nil
+	}
+	start := pos &^ (directAlign - 1)
+	end := (pos + int64(len(dst)) + directAlign - 1) &^ (directAlign - 1)
+	buf := r.alignedBuf(int(end - start))
+	defer r.bufs.Put(buf)
+	b := (*buf)[:end-start]
+	got, err := r.f.ReadAt(b, start)
+	// The last block of a file is short; that is expected.
+	if int64(got) < pos+int64(len(dst))-start {
+		if err == nil {
+			err = fmt.Errorf("short read")
+		}
+		return fmt.Errorf("storage: read %s at byte %d: %w", r.name, pos, err)
+	}
+	r.stage.Read(int64(got))
+	copy(dst, b[pos-start:])
+	return nil
+}
+
+// alignedBuf returns a scratch buffer of at least n bytes whose first byte
+// is directAlign-aligned.
+func (r *RowReader) alignedBuf(n int) *[]byte {
+	if p, ok := r.bufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return p
+	}
+	raw := make([]byte, n+directAlign)
+	shift := int(directAlign-uintptr(unsafe.Pointer(&raw[0]))%directAlign) % directAlign
+	b := raw[shift : shift+n : shift+n]
+	return &b
+}
+
+// ReadNeighbors reads v's neighbour list with r, a reader of indices.npy,
+// into buf, and returns a view of it. The indptr lookup uses the mapping;
+// only the list itself is read with pread.
+func (d *Dataset) ReadNeighbors(r *RowReader, v int64, buf []byte) (NodeList, []byte, error) {
+	lo, hi := d.indptr[v], d.indptr[v+1]
+	n := hi - lo
+	need := int(n * r.rowBytes)
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	if n == 0 {
+		return NodeList{}, buf, nil
+	}
+	if err := r.ReadRange(lo, n, buf); err != nil {
+		return NodeList{}, buf, err
+	}
+	if r.rowBytes == 4 {
+		return NodeList{i32: unsafe.Slice((*int32)(unsafe.Pointer(&buf[0])), n)}, buf, nil
+	}
+	return NodeList{i64: unsafe.Slice((*int64)(unsafe.Pointer(&buf[0])), n)}, buf, nil
+}

@@ -1,0 +1,223 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/x448/float16"
+
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+)
+
+// ValidateOptions configures Validate.
+type ValidateOptions struct {
+	// MaxProblems caps how many problems are listed (all are counted).
+	// Default 20.
+	MaxProblems int
+	Progress    progress.Reporter
+}
+
+// ValidateReport is the outcome of a full scan.
+type ValidateReport struct {
+	Dir          string   `json:"dir"`
+	BytesScanned int64    `json:"bytes_scanned"`
+	NumProblems  int64    `json:"num_problems"`
+	Problems     []string `json:"problems"`
+	FeatureNaN   int64    `json:"feature_nan"`
+	FeatureInf   int64    `json:"feature_inf"`
+	Unlabelled   int64    `json:"unlabelled"`
+	IsolatedNode int64    `json:"isolated_nodes"`
+}
+
+// OK reports whether the scan found no problem.
+func (r *ValidateReport) OK() bool { return r.NumProblems == 0 }
+
+type validator struct {
+	d    *Dataset
+	rep  *ValidateReport
+	max  int
+	task progress.Task
+}
+
+func (v *validator) problem(err error) {
+	v.rep.NumProblems++
+	if len(v.rep.Problems) < v.max {
+		v.rep.Problems = append(v.rep.Problems, err.Error())
+	}
+}
+
+// chunk is the scan granularity: large enough for sequential throughput,
+// small enough to keep progress fluid.
+const chunk = 4 << 20
+
+// scan feeds the data section of name to fn in chunks of whole elements,
+// verifies its checksum and returns the element count seen.
+func (v *validator) scan(name string, elem int, fn func(first int64, b []byte)) {
+	e := v.d.m.File(name)
+	if e == nil {
+		return
+	}
+	data := v.d.data(name)
+	_ = v.d.Advise(name, AdviceSequential)
+	defer v.d.Advise(name, AdviceRandom)
+	h := xxhash.New()
+	step := chunk - chunk%elem
+	for off := 0; off < len(data); off += step {
+		end := min(off+step, len(data))
+		b := data[off:end]
+		h.Write(b)
+		if fn != nil {
+			fn(int64(off/elem), b)
+		}
+		v.task.Add(int64(len(b)))
+		v.rep.BytesScanned += int64(len(b))
+	}
+	if got := formatChecksum(h.Sum64()); got != e.Checksum {
+		v.problem(&CorruptError{File: v.d.path(name), Index: -1, Offset: e.DataOffset,
+			Msg: fmt.Sprintf("checksum %s, manifest says %s", got, e.Checksum)})
+	}
+}
+
+func (d *Dataset) path(name string) string { return d.dir + "/" + name }
+
+// Validate opens the dataset in dir and scans every byte: CSR structure,
+// id ranges, label ranges, split order, range and disjointness, feature
+// NaN/Inf, and every checksum. It returns an error only when the dataset
+// cannot be opened; problems found by the scan are in the report.
+func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
+	if opts == nil {
+		opts = &ValidateOptions{}
+	}
+	d, err := Open(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var total int64
+	for _, f := range d.m.Files {
+		total += f.Bytes - f.DataOffset
+	}
+	v := &validator{d: d, rep: &ValidateReport{Dir: dir}, max: opts.MaxProblems}
+	if v.max <= 0 {
+		v.max = 20
+	}
+	v.task = progress.Or(opts.Progress).Start("validate", total, progress.Bytes)
+	defer v.task.Done()
+	n, m := d.m.NumNodes, d.m.NumEdges
+
+	// indptr: starts at 0, monotone, ends at num_edges.
+	prev := int64(0)
+	v.scan(FileIndptr, 8, func(first int64, b []byte) {
+		for i, x := range viewInt64(b) {
+			idx := first + int64(i)
+			switch {
+			case idx == 0 && x != 0:
+				v.problem(corruptAt(d.path(FileIndptr), "indptr", 0, "first offset is %d, want 0", x))
+			case idx > 0 && x < prev:
+				v.problem(corruptAt(d.path(FileIndptr), "indptr", idx, "offset %d decreases (previous %d)", x, prev))
+			case idx > 0 && x == prev:
+				v.rep.IsolatedNode++
+			}
+			if idx == n && x != m {
+				v.problem(corruptAt(d.path(FileIndptr), "indptr", idx, "last offset is %d, want num_edges %d", x, m))
+			}
+			prev = x
+		}
+	})
+
+	// indices: every id in [0, N).
+	inRange := func(idx, x int64) {
+		if x < 0 || x >= n {
+			v.problem(corruptAt(d.path(FileIndices), "indices", idx, "node id %d out of range [0,%d)", x, n))
+		}
+	}
+	if d.idx32 != nil || IndicesDType(n).Size() == 4 {
+		v.scan(FileIndices, 4, func(first int64, b []byte) {
+			for i, x := range viewInt32(b) {
+				inRange(first+int64(i), int64(x))
+			}
+		})
+	} else {
+		v.scan(FileIndices, 8, func(first int64, b []byte) {
+			for i, x := range viewInt64(b) {
+				inRange(first+int64(i), x)
+			}
+		})
+	}
+
+	// features: count NaN and Inf.
+	if d.m.FeatDim > 0 {
+		dim := d.m.FeatDim
+		count := func(idx int64, f float32) {
+			switch {
+			case f != f:
+				if v.rep.FeatureNaN == 0 {
+					v.problem(corruptAt(d.path(FileFeatures), "features", idx/dim, "NaN at column %d (all NaN/Inf are counted in the report)", idx%dim))
+				}
+				v.rep.FeatureNaN++
+			case math.IsInf(float64(f), 0):
+				if v.rep.FeatureInf == 0 {
+					v.problem(corruptAt(d.path(FileFeatures), "features", idx/dim, "Inf at column %d (all NaN/Inf are counted in the report)", idx%dim))
+				}
+				v.rep.FeatureInf++
+			}
+		}
+		if d.m.FeatDType == "float16" {
+			v.scan(FileFeatures, 2, func(first int64, b []byte) {
+				for i := 0; i+1 < len(b); i += 2 {
+					h := float16.Frombits(uint16(b[i]) | uint16(b[i+1])<<8)
+					if h.IsNaN() || h.IsInf(0) {
+						count(first+int64(i/2), h.Float32())
+					}
+				}
+			})
+		} else {
+			v.scan(FileFeatures, 4, func(first int64, b []byte) {
+				fs := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+				for i, f := range fs {
+					if f != f || f > math.MaxFloat32 || f < -math.MaxFloat32 {
+						count(first+int64(i), f)
+					}
+				}
+			})
+		}
+	}
+
+	// labels: -1 or in [0, num_classes).
+	v.scan(FileLabels, 4, func(first int64, b []byte) {
+		for i, l := range viewInt32(b) {
+			switch {
+			case l == -1:
+				v.rep.Unlabelled++
+			case l < -1 || int64(l) >= d.m.NumClasses:
+				v.problem(corruptAt(d.path(FileLabels), "labels", first+int64(i), "label %d out of range [-1,%d)", l, d.m.NumClasses))
+			}
+		}
+	})
+
+	// splits: strictly ascending, in range, pairwise disjoint.
+	seen := make([]uint64, (n+63)/64)
+	for _, name := range []string{FileTrain, FileValid, FileTest} {
+		last := int64(-1)
+		v.scan(name, 8, func(first int64, b []byte) {
+			for i, x := range viewInt64(b) {
+				idx := first + int64(i)
+				if x < 0 || x >= n {
+					v.problem(corruptAt(d.path(name), name[:len(name)-4], idx, "node id %d out of range [0,%d)", x, n))
+					continue
+				}
+				if x <= last {
+					v.problem(corruptAt(d.path(name), name[:len(name)-4], idx, "id %d not strictly ascending (previous %d)", x, last))
+				}
+				last = x
+				if seen[x/64]&(1<<(x%64)) != 0 {
+					v.problem(corruptAt(d.path(name), name[:len(name)-4], idx, "node %d is also in an earlier split (or repeated)", x))
+				}
+				seen[x/64] |= 1 << (x % 64)
+			}
+		})
+	}
+	return v.rep, nil
+}
