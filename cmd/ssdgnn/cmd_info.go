@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// infoReport is the JSON shape of `ssdgnn info --json`.
+type infoReport struct {
+	Dir         string              `json:"dir"`
+	Name        string              `json:"name"`
+	NumNodes    int64               `json:"num_nodes"`
+	NumEdges    int64               `json:"num_edges"`
+	FeatDim     int64               `json:"feat_dim"`
+	FeatDType   string              `json:"feat_dtype"`
+	NumClasses  int64               `json:"num_classes"`
+	NumTrain    int64               `json:"num_train"`
+	NumValid    int64               `json:"num_valid"`
+	NumTest     int64               `json:"num_test"`
+	Symmetrized bool                `json:"symmetrized"`
+	BytesOnDisk int64               `json:"bytes_on_disk"`
+	AvgDegree   float64             `json:"avg_degree"`
+	Files       []storage.FileEntry `json:"files"`
+}
+
+func newInfoCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "info DIR",
+		Short: "Print a dataset's size, shape and splits",
+		Long: `info opens the dataset in DIR (checking every file against dataset.json) and
+prints its sizes. It reads no data; run validate for a full scan.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := storage.Open(args[0], nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			m := d.Manifest()
+			r := infoReport{
+				Dir: args[0], Name: m.Name, NumNodes: m.NumNodes, NumEdges: m.NumEdges,
+				FeatDim: m.FeatDim, FeatDType: m.FeatDType, NumClasses: m.NumClasses,
+				NumTrain: int64(len(d.TrainIdx())), NumValid: int64(len(d.ValidIdx())), NumTest: int64(len(d.TestIdx())),
+				Symmetrized: m.Symmetrized, BytesOnDisk: d.BytesOnDisk(), Files: m.Files,
+			}
+			if m.NumNodes > 0 {
+				r.AvgDegree = float64(m.NumEdges) / float64(m.NumNodes)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, r)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "dataset\t%s (%s)\n", r.Name, r.Dir)
+			fmt.Fprintf(tw, "nodes\t%s\n", humanize.Comma(r.NumNodes))
+			fmt.Fprintf(tw, "edges\t%s directed (avg degree %.2f, symmetrised: %v)\n", humanize.Comma(r.NumEdges), r.AvgDegree, r.Symmetrized)
+			fmt.Fprintf(tw, "features\t%d x %s\n", r.FeatDim, r.FeatDType)
+			fmt.Fprintf(tw, "classes\t%d\n", r.NumClasses)
+			fmt.Fprintf(tw, "split\ttrain %s / valid %s / test %s\n", humanize.Comma(r.NumTrain), humanize.Comma(r.NumValid), humanize.Comma(r.NumTest))
+			fmt.Fprintf(tw, "on disk\t%s\n", humanize.IBytes(uint64(r.BytesOnDisk)))
+			tw.Flush()
+			fmt.Fprintln(out)
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "file\tdtype\tshape\tbytes\t")
+			for _, f := range m.Files {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\n", f.Name, f.DType, f.Shape, humanize.IBytes(uint64(f.Bytes)))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
