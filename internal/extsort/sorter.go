@@ -1,0 +1,402 @@
+package extsort
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+)
+
+// Edge is a directed edge. Ids must be non-negative.
+type Edge struct{ Src, Dst int64 }
+
+// Stats describes the work a Sorter did.
+type Stats struct {
+	Edges        int64 // edges accepted by Add/AddBatch
+	Runs         int64 // runs spilled from the buffer (not counting intermediate merge outputs)
+	MergePasses  int64 // merges of run files, each of at most MaxFanIn inputs, the final streaming merge included
+	SpilledBytes int64 // bytes written to run files, intermediate merges included
+	Duplicates   int64 // pairs dropped by Dedup; final once iteration has completed
+}
+
+// initialRecords is the starting buffer capacity in records.
+const initialRecords = 4096
+
+type state uint8
+
+const (
+	stateAdding state = iota
+	stateSorted
+	stateClosed
+)
+
+// Sorter accumulates edges and sorts them. It is not safe for concurrent
+// use. Always call Close.
+type Sorter struct {
+	opts  Options
+	state state
+	err   error // sticky failure; temp files are already gone when set
+
+	packed  bool     // buffer holds packed keys (all ids so far < 2^32)
+	keys    []uint64 // packed buffer
+	wide    []Edge   // wide buffer
+	maxKeys int      // buffer limits in records
+	maxWide int
+
+	runs  []run               // spilled, unmerged runs, oldest first
+	files map[string]struct{} // temp files on disk that this Sorter owns
+	it    *Iterator
+	stats Stats
+}
+
+// New returns a Sorter. A nil opts means the defaults. New checks that
+// TempDir is a directory but creates nothing in it.
+func New(opts *Options) (*Sorter, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	fi, err := os.Stat(o.TempDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: TempDir: %w", ErrInvalidOptions, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: TempDir %s is not a directory", ErrInvalidOptions, o.TempDir)
+	}
+	return &Sorter{
+		opts:    o,
+		packed:  true,
+		maxKeys: int(min(o.MemBytes/8, math.MaxInt32)),
+		maxWide: int(min(o.MemBytes/16, math.MaxInt32)),
+		files:   make(map[string]struct{}),
+	}, nil
+}
+
+// capFor returns the buffer capacity to allocate for need records under
+// limit: the ladder initialRecords·2^k clamped to limit. Growing along
+// the ladder keeps a growth step's old+new buffers within 1.5× the limit.
+func capFor(need, limit int) int {
+	c := min(initialRecords, limit)
+	for c < need && c < limit {
+		c = min(2*c, limit)
+	}
+	return c
+}
+
+func (s *Sorter) check() error {
+	switch {
+	case s.err != nil:
+		return s.err
+	case s.state == stateClosed:
+		return ErrClosed
+	case s.state == stateSorted:
+		return ErrSorted
+	}
+	return nil
+}
+
+// Add buffers one edge, spilling a sorted run when the buffer is full.
+// Negative ids are rejected with ErrNegativeID and leave the Sorter usable;
+// any other error is final.
+func (s *Sorter) Add(e Edge) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.add(e)
+}
+
+func (s *Sorter) add(e Edge) error {
+	if e.Src < 0 || e.Dst < 0 {
+		return fmt.Errorf("%w: edge (%d, %d)", ErrNegativeID, e.Src, e.Dst)
+	}
+	if s.packed {
+		if uint64(e.Src)|uint64(e.Dst) <= math.MaxUint32 {
+			if len(s.keys) == cap(s.keys) {
+				if err := s.makeRoomKeys(); err != nil {
+					return err
+				}
+			}
+			s.keys = append(s.keys, packEdge(e))
+			s.stats.Edges++
+			return nil
+		}
+		if err := s.switchToWide(); err != nil {
+			return err
+		}
+	}
+	if len(s.wide) == cap(s.wide) {
+		if err := s.makeRoomWide(); err != nil {
+			return err
+		}
+	}
+	s.wide = append(s.wide, e)
+	s.stats.Edges++
+	return nil
+}
+
+// AddBatch adds every edge of es in order. On error, the edges before the
+// failing one have been added.
+func (s *Sorter) AddBatch(es []Edge) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := s.add(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sorter) makeRoomKeys() error {
+	if c := cap(s.keys); c < s.maxKeys {
+		nk := make([]uint64, len(s.keys), capFor(c+1, s.maxKeys))
+		copy(nk, s.keys)
+		s.keys = nk
+		return nil
+	}
+	return s.spill()
+}
+
+func (s *Sorter) makeRoomWide() error {
+	if c := cap(s.wide); c < s.maxWide {
+		nw := make([]Edge, len(s.wide), capFor(c+1, s.maxWide))
+		copy(nw, s.wide)
+		s.wide = nw
+		return nil
+	}
+	return s.spill()
+}
+
+// switchToWide moves the Sorter to 16-byte records. The packed buffer is
+// converted in memory when the wide copy fits in the budget: then the old
+// buffer is at most half the budget, so both together stay within
+// 1.5× MemBytes. Otherwise it is spilled first.
+func (s *Sorter) switchToWide() error {
+	n := len(s.keys)
+	if n > s.maxWide {
+		if err := s.spill(); err != nil {
+			return err
+		}
+		n = 0
+	}
+	s.wide = make([]Edge, n, capFor(n+1, s.maxWide))
+	for i, k := range s.keys {
+		s.wide[i] = unpackEdge(k)
+	}
+	s.keys = nil
+	s.packed = false
+	return nil
+}
+
+// sortBuffer sorts (and with Dedup compacts) the in-memory buffer.
+func (s *Sorter) sortBuffer() {
+	var d int64
+	if s.packed {
+		sortKeys(s.keys)
+		if s.opts.Dedup {
+			s.keys, d = dedupKeys(s.keys)
+		}
+	} else {
+		sortEdges(s.wide)
+		if s.opts.Dedup {
+			s.wide, d = dedupEdges(s.wide)
+		}
+	}
+	s.stats.Duplicates += d
+}
+
+// spill sorts the buffer and writes it as a run. Any error is final.
+func (s *Sorter) spill() error {
+	s.sortBuffer()
+	enc := encWide
+	if s.packed {
+		enc = encPacked
+	}
+	w, err := createRun(s.opts.TempDir, enc)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.files[w.path] = struct{}{}
+	if s.packed {
+		for _, k := range s.keys {
+			if err = w.putKey(k); err != nil {
+				break
+			}
+		}
+	} else {
+		for _, e := range s.wide {
+			if err = w.putEdge(e); err != nil {
+				break
+			}
+		}
+	}
+	r, err := s.finishRun(w, err)
+	if err != nil {
+		return err
+	}
+	s.runs = append(s.runs, r)
+	s.stats.Runs++
+	s.keys, s.wide = s.keys[:0], s.wide[:0]
+	return nil
+}
+
+// finishRun completes w unless err is already set, and accounts its bytes.
+func (s *Sorter) finishRun(w *runWriter, err error) (run, error) {
+	var r run
+	if err == nil {
+		r, err = w.finish()
+	}
+	s.stats.SpilledBytes += w.bytes
+	if err != nil {
+		w.abort()
+		delete(s.files, w.path)
+		return run{}, s.fail(err)
+	}
+	return r, nil
+}
+
+// Sort ends the input and returns an iterator over the sorted edges. When
+// there are more runs than MaxFanIn, Sort first performs intermediate
+// merges. No Add is allowed afterwards. The Iterator is owned by s.
+func (s *Sorter) Sort() (*Iterator, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	s.state = stateSorted
+	s.sortBuffer()
+	mem := 0
+	if len(s.keys)+len(s.wide) > 0 {
+		mem = 1
+	}
+	fan := s.opts.MaxFanIn
+	// Merge the oldest runs first. The first merge takes just enough runs
+	// that every later one can take a full MaxFanIn and the last leaves
+	// exactly MaxFanIn inputs (the in-memory buffer counts as one).
+	for total := len(s.runs) + mem; total > fan; total = len(s.runs) + mem {
+		k := 2 + (total-2)%(fan-1)
+		if err := s.mergeRuns(k); err != nil {
+			return nil, err
+		}
+	}
+	srcs := make([]*source, 0, len(s.runs)+mem)
+	it := &Iterator{s: s}
+	for _, r := range s.runs {
+		rr, err := openRun(r.path, s.opts.Dedup)
+		if err != nil {
+			for _, src := range srcs {
+				_ = src.r.close()
+			}
+			return nil, s.fail(err)
+		}
+		srcs = append(srcs, &source{r: rr})
+	}
+	if mem == 1 {
+		srcs = append(srcs, &source{keys: s.keys, wide: s.wide})
+	}
+	if len(s.runs) > 0 {
+		s.stats.MergePasses++
+	}
+	it.runs, s.runs = s.runs, nil
+	it.m = newMerger(srcs, s.opts.Dedup, &s.stats.Duplicates)
+	s.it = it
+	return it, nil
+}
+
+// mergeRuns merges the k oldest runs into one new run appended at the end.
+func (s *Sorter) mergeRuns(k int) error {
+	in := s.runs[:k]
+	enc := encPacked
+	srcs := make([]*source, 0, k)
+	for _, r := range in {
+		if r.enc == encWide {
+			enc = encWide
+		}
+		rr, err := openRun(r.path, s.opts.Dedup)
+		if err != nil {
+			newMerger(srcs, false, nil).close()
+			return s.fail(err)
+		}
+		srcs = append(srcs, &source{r: rr})
+	}
+	m := newMerger(srcs, s.opts.Dedup, &s.stats.Duplicates)
+	w, err := createRun(s.opts.TempDir, enc)
+	if err != nil {
+		m.close()
+		return s.fail(err)
+	}
+	s.files[w.path] = struct{}{}
+	for {
+		e, ok := m.next()
+		if !ok {
+			err = m.err
+			break
+		}
+		if err = w.putEdge(e); err != nil {
+			break
+		}
+	}
+	if cerr := m.close(); err == nil {
+		err = cerr
+	}
+	out, err := s.finishRun(w, err)
+	if err != nil {
+		return err
+	}
+	for _, r := range in {
+		if err := s.removeFile(r.path); err != nil {
+			return s.fail(err)
+		}
+	}
+	s.runs = append(s.runs[k:], out)
+	s.stats.MergePasses++
+	return nil
+}
+
+// fail records a final error and removes every temp file.
+func (s *Sorter) fail(err error) error {
+	if s.err == nil {
+		s.err = err
+	}
+	_ = s.cleanup()
+	return err
+}
+
+// cleanup closes the iterator, removes every temp file and drops buffers.
+func (s *Sorter) cleanup() error {
+	var first error
+	if s.it != nil {
+		first = s.it.Close()
+	}
+	for p := range s.files {
+		if err := s.removeFile(p); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.runs = nil
+	s.releaseBuffers()
+	return first
+}
+
+func (s *Sorter) removeFile(path string) error {
+	delete(s.files, path)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("extsort: remove run: %w", err)
+	}
+	return nil
+}
+
+func (s *Sorter) releaseBuffers() { s.keys, s.wide = nil, nil }
+
+// Close releases the buffer, closes the iterator and removes every temp
+// file. It is safe to call more than once and after errors.
+func (s *Sorter) Close() error {
+	if s.state == stateClosed {
+		return nil
+	}
+	s.state = stateClosed
+	return s.cleanup()
+}
+
+// Stats returns counters of the work done so far.
+func (s *Sorter) Stats() Stats { return s.stats }
