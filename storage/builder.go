@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -34,8 +35,11 @@ var derivedDirs = []string{"partitions", "profile", "spill"}
 // or concurrently, each atomically; Finish writes the manifest last, so a
 // crash at any point leaves a directory that Open rejects.
 type Builder struct {
-	dir   string
-	files map[string]FileEntry
+	dir string
+	mu  struct {
+		sync.Mutex
+		files map[string]FileEntry
+	}
 }
 
 // Create prepares dir for a new dataset.
@@ -68,7 +72,9 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	if _, err := atomicfile.CleanTemps(dir); err != nil {
 		return nil, err
 	}
-	return &Builder{dir: dir, files: map[string]FileEntry{}}, nil
+	b := &Builder{dir: dir}
+	b.mu.files = map[string]FileEntry{}
+	return b, nil
 }
 
 // Dir is the dataset directory.
@@ -179,7 +185,9 @@ func (a *ArrayWriter) Commit() error {
 	if err := a.af.Commit(); err != nil {
 		return err
 	}
-	a.b.files[a.name] = FileEntry{
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	a.b.mu.files[a.name] = FileEntry{
 		Name:       a.name,
 		DType:      hdr.DType.String(),
 		Shape:      hdr.Shape,
@@ -206,9 +214,11 @@ func formatChecksum(s uint64) string { return fmt.Sprintf("xxhash64:%016x", s) }
 func (b *Builder) Finish(m Manifest) error {
 	m.Format, m.Version = FormatName, FormatVersion
 	m.Files = m.Files[:0]
-	for _, f := range b.files {
+	b.mu.Lock()
+	for _, f := range b.mu.files {
 		m.Files = append(m.Files, f)
 	}
+	b.mu.Unlock()
 	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
 	if err := m.Validate(); err != nil {
 		return err
