@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/progress"
@@ -63,3 +65,24 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// byteSize is a pflag.Value for sizes such as "512MiB" or "4GB".
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if *b == 0 {
+		return "0"
+	}
+	return humanize.IBytes(uint64(*b))
+}
+
+func (b *byteSize) Set(s string) error {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return fmt.Errorf("size %q: want a number with an optional unit such as 512MiB or 4GB", s)
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+func (b *byteSize) Type() string { return "size" }

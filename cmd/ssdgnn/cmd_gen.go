@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/storage/synth"
+)
+
+func init() { extraCommands = append(extraCommands, newGenCmd) }
+
+// genReport is the JSON shape of `ssdgnn gen --json`.
+type genReport struct {
+	Dir               string  `json:"dir"`
+	Nodes             int64   `json:"num_nodes"`
+	Edges             int64   `json:"num_edges"`
+	Communities       int     `json:"communities"`
+	SelfLoopsDropped  int64   `json:"self_loops_dropped"`
+	DuplicatesDropped int64   `json:"duplicates_dropped"`
+	BytesWritten      int64   `json:"bytes_written"`
+	SortRuns          int64   `json:"sort_runs"`
+	SpilledBytes      int64   `json:"spilled_bytes"`
+	WallSeconds       float64 `json:"wall_seconds"`
+	EdgesPerSecond    float64 `json:"edges_per_second"`
+	MBPerSecond       float64 `json:"mb_per_second"`
+	PeakRSS           int64   `json:"peak_rss_bytes"`
+}
+
+func newGenCmd(g *globals) *cobra.Command {
+	var cfg synth.Config
+	var force, asJSON bool
+	var mem byteSize
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "gen DIR",
+		Short: "Generate a synthetic community-structured dataset of any size",
+		Long: `gen writes a synthetic dataset to DIR: a degree-corrected stochastic block
+model with power-law degrees and planted communities scattered over the node
+ids, labels derived from communities, and features that are a class signal
+plus noise (so a GNN that averages neighbours beats an MLP on features alone).
+Generation streams: memory stays near 1.5 x --mem whatever the size. The
+same flags and --seed give byte-identical files.`,
+		Example: `  ssdgnn gen data/small --nodes 100000
+  ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := &synth.Options{Force: force, MemBytes: int64(mem), Progress: g.progress(), Workers: workers}
+			rep, err := synth.Generate(args[0], cfg, opts)
+			if err != nil {
+				return err
+			}
+			secs := rep.Wall.Seconds()
+			r := genReport{
+				Dir: args[0], Nodes: rep.Nodes, Edges: rep.Edges, Communities: rep.Config.Communities,
+				SelfLoopsDropped: rep.SelfLoopsDropped, DuplicatesDropped: rep.DuplicatesDropped,
+				BytesWritten: rep.BytesWritten, SortRuns: rep.SortRuns, SpilledBytes: rep.SpilledBytes,
+				WallSeconds: secs, PeakRSS: rep.PeakRSS,
+			}
+			if secs > 0 {
+				r.EdgesPerSecond = float64(rep.Edges) / secs
+				r.MBPerSecond = float64(rep.BytesWritten) / 1e6 / secs
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "generated %s: %s nodes, %s edges, %d communities, %s in %s (%s edges/s, %.0f MB/s, peak RSS %s)\n",
+				args[0], humanize.Comma(rep.Nodes), humanize.Comma(rep.Edges), rep.Config.Communities,
+				humanize.IBytes(uint64(rep.BytesWritten)), rep.Wall.Round(time.Millisecond),
+				humanize.SIWithDigits(r.EdgesPerSecond, 1, ""), r.MBPerSecond, humanize.IBytes(uint64(rep.PeakRSS)))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&cfg.Nodes, "nodes", 100000, "number of nodes")
+	f.Float64Var(&cfg.AvgDegree, "avg-degree", synth.DefaultAvgDegree, "average directed degree before dropping duplicates")
+	f.IntVar(&cfg.Communities, "communities", 0, "planted communities (0: about one per 1000 nodes, a multiple of --classes)")
+	f.IntVar(&cfg.FeatDim, "feat-dim", synth.DefaultFeatDim, "feature dimension")
+	f.IntVar(&cfg.Classes, "classes", synth.DefaultClasses, "number of classes")
+	f.Float64Var(&cfg.TrainFrac, "train-frac", 0, "fraction of nodes in the training split (0 with --valid-frac and --test-frac 0: 0.1/0.05/0.05)")
+	f.Float64Var(&cfg.ValidFrac, "valid-frac", 0, "fraction of nodes in the validation split")
+	f.Float64Var(&cfg.TestFrac, "test-frac", 0, "fraction of nodes in the test split")
+	f.Float64Var(&cfg.Homophily, "homophily", synth.DefaultHomophily, "fraction of edges inside a node's community")
+	f.Float64Var(&cfg.DegreeExp, "degree-exp", synth.DefaultDegreeExp, "power-law exponent of the degrees (> 2)")
+	f.Float64Var(&cfg.FeatNoise, "feat-noise", 0, "feature noise relative to the class signal (0: 0.75*sqrt(feat-dim))")
+	f.StringVar(&cfg.FeatDType, "feat-dtype", "float32", "feature dtype: float32 or float16")
+	f.Int64Var(&cfg.Seed, "seed", 1, "random seed; the same seed gives byte-identical output")
+	f.StringVar(&cfg.Name, "name", "", "dataset name (default synth-<nodes>)")
+	f.BoolVar(&force, "force", false, "overwrite an existing dataset in DIR")
+	f.Var(&mem, "mem", "edge sort buffer budget (default 256MiB); peak memory is about 1.5x this")
+	f.IntVar(&workers, "workers", 0, "generator goroutines (0: one per core)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
