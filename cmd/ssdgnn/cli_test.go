@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run executes the CLI in-process and returns stdout, stderr and the error.
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(append([]string{"--quiet"}, args...))
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+func TestGenInfoValidate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "4", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "info", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("info --json: %v\n%s", err, out)
+	}
+	for _, k := range []string{"num_nodes", "num_edges", "feat_dim", "feat_dtype", "num_classes", "num_train", "num_valid", "num_test", "bytes_on_disk"} {
+		if _, ok := info[k]; !ok {
+			t.Errorf("info --json lacks %q", k)
+		}
+	}
+	if info["num_nodes"].(float64) != 2000 || info["feat_dim"].(float64) != 8 {
+		t.Errorf("info: %v", info)
+	}
+	if _, _, err := run(t, "validate", dir); err != nil {
+		t.Fatalf("validate clean dataset: %v", err)
+	}
+	// Re-running gen without --force must refuse and keep the dataset.
+	if _, _, err := run(t, "gen", dir, "--nodes", "100"); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("gen over existing dataset: %v", err)
+	}
+	// Corrupt one index: validate must fail and name the file.
+	f, err := os.OpenFile(filepath.Join(dir, "indices.npy"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xff, 0xff, 0xff, 0x7f}, 128)
+	f.Close()
+	_, stderr, err := run(t, "validate", dir)
+	if !errors.Is(err, errProblems) || !strings.Contains(stderr, "indices.npy: indices[0]") {
+		t.Fatalf("validate corrupt dataset: err %v, stderr %q", err, stderr)
+	}
+}
+
+func TestInfoRejectsNonDataset(t *testing.T) {
+	_, _, err := run(t, "info", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "not a dataset") {
+		t.Fatalf("got %v", err)
+	}
+}
