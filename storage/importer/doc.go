@@ -1,0 +1,74 @@
+// Package importer converts graphs in OGB, IGB/NumPy and edge-list form
+// into ssdgnn datasets (see package storage and docs/format.md) with
+// bounded memory.
+//
+// # Entry points
+//
+//   - ImportOGB: OGB's raw node-property layout (gzip CSV), and the npz
+//     form of ogbn-papers100M (raw/data.npz, raw/node-label.npz).
+//   - ImportNPY: the IGB layout of .npy arrays, including the headerless
+//     raw arrays of IGB large/full (Options.Raw).
+//   - ImportEdgeList: a text edge list with optional feature and label
+//     files.
+//
+// All three share one pipeline: edges are streamed into an external sorter
+// (package extsort) together with their reverses when symmetrising (the
+// default; Options.Directed turns it off), self loops are dropped and
+// counted before sorting, duplicates are dropped and counted by the sorter,
+// and the sorted stream is written as CSR. Features and labels are then
+// streamed in node order, splits are read and checked, or a seeded random
+// split over labelled nodes is made. The manifest is written last
+// (storage.Builder.Finish), so a failed import leaves no dataset behind:
+// storage.Open reports storage.ErrNotDataset.
+//
+// # Counting
+//
+//   - Report.EdgesRead counts edges as listed in the source;
+//     Report.EdgesStored (the manifest's num_edges) counts directed edges in
+//     the CSR.
+//   - Self loops are counted once per source edge. Duplicates are counted
+//     after symmetrising, as directed copies: an undirected edge listed as
+//     both (u, v) and (v, u) yields two dropped copies.
+//   - Labels: NaN and -1 mean unlabelled (stored as -1). Other labels must
+//     be integers (integral floats such as "3.0" are accepted). With
+//     Options.NumClasses set every label must lie in [0, NumClasses);
+//     otherwise num_classes is inferred as the largest label + 1 and
+//     labels must lie in [0, 2^31-1).
+//   - A source split is checked (ids in [0, N), no id twice, splits
+//     disjoint), sorted and stored as int64. A random split has exact sizes
+//     round(L × SplitFrac) over the L labelled nodes and depends only on
+//     Options.Seed and the labelled set.
+//
+// # Memory
+//
+// Nothing proportional to the number of edges is held in memory beyond the
+// sorter's buffer (Options.MemBytes; the sorter peaks at about 1.5× that,
+// plus 64 KiB per merged run). O(N) memory is used in two places: one bit
+// per node for the labelled set and two bits per node for split
+// disjointness, and the ids of one source split while it is sorted (at
+// most N int64s). Feature files are streamed row by row, never loaded
+// whole; .npy members of a zip are streamed through the zip reader, and the
+// [2, E] edge_index is read by two readers in step, the second one skipped
+// E elements ahead (by seeking in a stored member, by inflating and
+// discarding in a deflated one).
+//
+// # Errors
+//
+// Errors about a source file's content match ErrFormat and name the file
+// and the 1-based line (text) or 0-based element index (.npy) with what
+// was expected, in one line. Missing files match ErrLayout; bad options
+// match ErrInvalidOptions. Nothing panics on bad input.
+//
+// # Caveats
+//
+//   - Sort runs are spilled to a fresh subdirectory of Options.TempDir
+//     (default: the output directory), removed when the import ends. A
+//     crashed import leaves a .import-tmp-* directory behind; later imports
+//     into the same place remove those older than extsort.StaleAge.
+//   - The CRC-32 of a deflated .npz member is verified (the stream is read
+//     to its end); a stored member read by seeking is not.
+//   - The package starts no goroutines; an import runs on the caller's
+//     goroutine.
+//   - When N is inferred from the largest edge id, a stray huge id makes a
+//     huge (mostly empty) indptr; set Options.NumNodes to have ids checked.
+package importer

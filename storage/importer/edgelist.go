@@ -1,0 +1,80 @@
+package importer
+
+import (
+	"strings"
+
+	"github.com/ssdgnn/ssdgnn/internal/csvnum"
+)
+
+// ImportEdgeList imports a text edge list, one "src dst" pair per line
+// (gzip if the name ends in .gz), into a new dataset in outDir.
+//
+// Fields are separated by Options.Delim (default: runs of spaces and
+// tabs); lines starting with Options.Comment (default "#") and blank lines
+// are skipped; a line with other than two fields is an error. Node ids are
+// 0-based. N is Options.NumNodes, else the row count of a .npy FeatFile,
+// else the largest id + 1; when N is given, every id is checked against it
+// on the line that holds it. Optional Options.FeatFile and
+// Options.LabelFile must have one row per node. With labels, a random
+// split over labelled nodes is made.
+func ImportEdgeList(edgeFile, outDir string, opts *Options) (Report, error) {
+	source := "edgelist:" + absPath(edgeFile)
+	return run(outDir, baseName(edgeFile), source, opts, func(j *job) error {
+		var feat *npyStream
+		defer func() {
+			if feat != nil {
+				feat.Close()
+			}
+		}()
+		if j.o.NumNodes > 0 {
+			j.setNumNodes(j.o.NumNodes)
+		}
+		if isNPYPath(j.o.FeatFile) {
+			s, size, err := openNPYFile(j.o.FeatFile, RoleFeat, rawSpec(j, RoleFeat))
+			if err != nil {
+				return err
+			}
+			feat = s
+			j.addBytesIn(size)
+			if j.numNodes < 0 && len(s.h.Shape) > 0 {
+				j.setNumNodes(s.h.Shape[0])
+			}
+		}
+		copts := &csvnum.Options{Delim: j.o.Delim, Comment: j.o.Comment}
+		if _, err := j.readTextEdges(edgeFile, copts); err != nil {
+			return err
+		}
+		if err := j.writeCSR(); err != nil {
+			return err
+		}
+		switch {
+		case feat != nil:
+			if err := j.copyNPYFeatures(feat); err != nil {
+				return err
+			}
+		case j.o.FeatFile != "":
+			if err := j.copyTextFeatures(j.o.FeatFile); err != nil {
+				return err
+			}
+		}
+		switch {
+		case isNPYPath(j.o.LabelFile):
+			s, size, err := openNPYFile(j.o.LabelFile, RoleLabel, rawSpec(j, RoleLabel))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			j.addBytesIn(size)
+			if err := j.copyNPYLabels(s); err != nil {
+				return err
+			}
+		case j.o.LabelFile != "":
+			if err := j.copyTextLabels(j.o.LabelFile); err != nil {
+				return err
+			}
+		}
+		return j.randomSplit()
+	})
+}
+
+func isNPYPath(p string) bool { return strings.HasSuffix(p, ".npy") }

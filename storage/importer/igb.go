@@ -1,0 +1,159 @@
+package importer
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// IGB layout, relative to the source directory.
+const (
+	igbFeat  = "paper/node_feat.npy"
+	igbEdges = "paper__cites__paper/edge_index.npy"
+	igbLabel = "paper/node_label_19.npy"
+	igbLab2K = "paper/node_label_2K.npy"
+)
+
+// ImportNPY imports a graph in the IGB (Illinois Graph Benchmark)
+// homogeneous layout from srcDir into a new dataset in outDir:
+//
+//	paper/node_feat.npy                  [N, D] float16/32/64 (optional)
+//	paper/node_label_19.npy or _2K.npy   [N] or [N, 1], ints or floats (optional; Options.LabelFile)
+//	paper__cites__paper/edge_index.npy   [E, 2] (or [2, E]) integer ids
+//
+// N is taken from the features, else the labels, else Options.NumNodes.
+// Files without the .npy magic (IGB large/full) are read as raw arrays
+// described by Options.Raw[RoleFeat|RoleLabel|RoleEdges]; every file's
+// size must equal its header (or spec) exactly. IGB has no split, so a
+// random split over labelled nodes is made.
+func ImportNPY(srcDir, outDir string, opts *Options) (Report, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	labelPath := ""
+	switch {
+	case o.LabelFile != "":
+		labelPath = filepath.Join(srcDir, "paper", o.LabelFile)
+		if !exists(labelPath) {
+			return Report{}, fmt.Errorf("%w: missing %s (Options.LabelFile)", ErrLayout, labelPath)
+		}
+	case exists(filepath.Join(srcDir, igbLabel)):
+		labelPath = filepath.Join(srcDir, igbLabel)
+	case exists(filepath.Join(srcDir, igbLab2K)):
+		labelPath = filepath.Join(srcDir, igbLab2K)
+	}
+	source := "igb:" + absPath(srcDir)
+	return run(outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+		var feat, label *npyStream
+		defer func() {
+			if feat != nil {
+				feat.Close()
+			}
+			if label != nil {
+				label.Close()
+			}
+		}()
+		if p := filepath.Join(srcDir, igbFeat); exists(p) {
+			s, size, err := openNPYFile(p, RoleFeat, rawSpec(j, RoleFeat))
+			if err != nil {
+				return err
+			}
+			feat = s
+			j.addBytesIn(size)
+		}
+		if labelPath != "" {
+			s, size, err := openNPYFile(labelPath, RoleLabel, rawSpec(j, RoleLabel))
+			if err != nil {
+				return err
+			}
+			label = s
+			j.addBytesIn(size)
+		}
+		n := j.o.NumNodes
+		for _, s := range []*npyStream{feat, label} {
+			if s == nil || len(s.h.Shape) == 0 {
+				continue
+			}
+			rows := s.h.Shape[0]
+			if n > 0 && rows != n {
+				return fileErr(s.name, "%d rows, want %d (NumNodes or the other arrays)", rows, n)
+			}
+			n = rows
+		}
+		if feat == nil && label == nil && n == 0 {
+			return fmt.Errorf("%w: %s has neither %s nor labels: set NumNodes", ErrLayout, srcDir, igbFeat)
+		}
+		j.setNumNodes(n)
+		if err := j.npyEdges(filepath.Join(srcDir, igbEdges)); err != nil {
+			return err
+		}
+		if err := j.writeCSR(); err != nil {
+			return err
+		}
+		if feat != nil {
+			if err := j.copyNPYFeatures(feat); err != nil {
+				return err
+			}
+		}
+		if label != nil {
+			if err := j.copyNPYLabels(label); err != nil {
+				return err
+			}
+		}
+		return j.randomSplit()
+	})
+}
+
+func rawSpec(j *job, role string) *RawSpec {
+	if s, ok := j.o.Raw[role]; ok {
+		return &s
+	}
+	return nil
+}
+
+// npyEdges streams an edge array of shape [E, 2] (rows of src, dst) or
+// [2, E] (a row of sources, then a row of destinations) into the sorter.
+func (j *job) npyEdges(path string) error {
+	s, size, err := openNPYFile(path, RoleEdges, rawSpec(j, RoleEdges))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	j.addBytesIn(size)
+	sh := s.h.Shape
+	switch {
+	case len(sh) == 2 && sh[1] == 2:
+		buf := make([]int64, 1<<16)
+		for {
+			start := s.pos
+			n, err := s.int64s(buf)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return s.drain()
+			}
+			for i := 0; i < n; i += 2 {
+				if msg := j.idMsg("source", buf[i]); msg != "" {
+					return elemErr(path, start+int64(i), "edge %d: %s", (start+int64(i))/2, msg)
+				}
+				if msg := j.idMsg("destination", buf[i+1]); msg != "" {
+					return elemErr(path, start+int64(i)+1, "edge %d: %s", (start+int64(i))/2, msg)
+				}
+				if err := j.addEdge(buf[i], buf[i+1]); err != nil {
+					return err
+				}
+			}
+		}
+	case len(sh) == 2 && sh[0] == 2:
+		numE := sh[1]
+		s.end = numE
+		dst, err := reopenAt(s, numE)
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		return j.addEdgePairs(s, dst, numE)
+	}
+	return fileErr(path, "shape %v, want [num_edges, 2] or [2, num_edges]", sh)
+}

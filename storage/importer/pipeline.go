@@ -1,0 +1,716 @@
+package importer
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// job is one import in progress: the pipeline the three formats share.
+// Its methods are called in order: edges (addEdge… then writeCSR),
+// features, labels, splits, finish. cleanup always runs.
+type job struct {
+	o      Options
+	start  time.Time
+	outDir string
+	b      *storage.Builder
+	tmp    string
+	open   []*storage.ArrayWriter // every writer created; aborted on failure
+	names  []string               // their file names
+	rep    Report
+
+	numNodes int64 // -1 until known
+
+	// edges
+	sorter  *extsort.Sorter
+	batch   []extsort.Edge
+	maxID   int64
+	edgeBar progress.Task
+
+	// features
+	featDim int64
+	featBar progress.Task // open feature progress task, or nil
+
+	// labels
+	labelled   bitset // nil without labels
+	numLabels  int64
+	maxLabel   int64
+	labelLimit int64
+}
+
+// begin validates opts and creates the output directory.
+func begin(outDir, name, source string, opts *Options) (*job, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	j := &job{o: opts.withDefaults(), start: time.Now(), outDir: outDir, numNodes: -1, maxID: -1, maxLabel: -1}
+	if j.o.Name == "" {
+		j.o.Name = name
+	}
+	j.rep = Report{Name: j.o.Name, Source: source, OutDir: outDir, FeatDType: j.o.FeatDType, Symmetrized: !j.o.Directed}
+	j.labelLimit = math.MaxInt32
+	if j.o.NumClasses > 0 {
+		j.labelLimit = j.o.NumClasses
+	}
+	b, err := storage.Create(outDir, &storage.CreateOptions{Force: j.o.Force})
+	if err != nil {
+		return nil, err
+	}
+	j.b = b
+	base := j.o.TempDir
+	if base == "" {
+		base = outDir
+	}
+	cleanStaleTemps(base, j.o.Logger)
+	j.tmp, err = os.MkdirTemp(base, tempPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("importer: temp dir: %w", err)
+	}
+	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.o.MemBytes, Dedup: !j.o.KeepDuplicates})
+	if err != nil {
+		j.cleanup()
+		return nil, fmt.Errorf("importer: %w", err)
+	}
+	j.batch = make([]extsort.Edge, 0, 4096)
+	j.edgeBar = j.o.Progress.Start("edges", 0, progress.Items)
+	j.o.Logger.Info("import started", "name", j.o.Name, "source", source, "out", outDir, "mem_bytes", j.o.MemBytes)
+	return j, nil
+}
+
+// cleanup aborts every uncommitted array and removes the temp dir. It is
+// safe after finish.
+func (j *job) cleanup() {
+	for _, w := range j.open {
+		w.Abort()
+	}
+	j.open = nil
+	if j.sorter != nil {
+		_ = j.sorter.Close()
+	}
+	for _, t := range []*progress.Task{&j.edgeBar, &j.featBar} {
+		if *t != nil {
+			(*t).Done()
+			*t = nil
+		}
+	}
+	if j.tmp != "" {
+		_ = os.RemoveAll(j.tmp)
+	}
+}
+
+// removeArrays aborts the arrays of a failed import and removes those
+// already committed, so that a failed import leaves neither a manifest nor
+// stale arrays.
+func (j *job) removeArrays() {
+	for _, w := range j.open {
+		w.Abort()
+	}
+	for _, name := range j.names {
+		_ = os.Remove(filepath.Join(j.outDir, name))
+	}
+}
+
+func (j *job) create(name string, d npy.DType, tail []int64) (*storage.ArrayWriter, error) {
+	w, err := j.b.CreateArray(name, d, tail)
+	if err != nil {
+		return nil, err
+	}
+	j.open = append(j.open, w)
+	j.names = append(j.names, name)
+	return w, nil
+}
+
+func (j *job) addBytesIn(n int64) { j.rep.BytesIn += n }
+
+// setNumNodes fixes N; it must be called before node ids are checked.
+func (j *job) setNumNodes(n int64) {
+	j.numNodes = n
+	j.rep.Nodes = n
+}
+
+// idMsg checks one node id of an edge (role "source" or "destination")
+// against N and returns what is wrong with it, or "".
+func (j *job) idMsg(role string, v int64) string {
+	switch {
+	case v < 0:
+		return fmt.Sprintf("negative %s node id %d", role, v)
+	case j.numNodes >= 0 && v >= j.numNodes:
+		return fmt.Sprintf("%s node %d out of range [0, %d)", role, v, j.numNodes)
+	}
+	return ""
+}
+
+// edgeMsg checks both ends of an edge.
+func (j *job) edgeMsg(src, dst int64) string {
+	if msg := j.idMsg("source", src); msg != "" {
+		return msg
+	}
+	return j.idMsg("destination", dst)
+}
+
+// addEdge queues one checked source edge: it drops self loops unless
+// kept and adds the reverse edge when symmetrising.
+func (j *job) addEdge(src, dst int64) error {
+	j.rep.EdgesRead++
+	j.maxID = max(j.maxID, src, dst)
+	if src == dst {
+		if !j.o.KeepSelfLoops {
+			j.rep.SelfLoopsDropped++
+			return nil
+		}
+		j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
+	} else {
+		j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
+		if !j.o.Directed {
+			j.batch = append(j.batch, extsort.Edge{Src: dst, Dst: src})
+		}
+	}
+	if len(j.batch) >= cap(j.batch)-1 {
+		return j.flushEdges()
+	}
+	return nil
+}
+
+func (j *job) flushEdges() error {
+	if len(j.batch) == 0 {
+		return nil
+	}
+	if err := j.sorter.AddBatch(j.batch); err != nil {
+		return fmt.Errorf("importer: sorting edges: %w", err)
+	}
+	j.edgeBar.Add(int64(len(j.batch)))
+	j.batch = j.batch[:0]
+	return nil
+}
+
+// writeCSR sorts the queued edges and streams indptr.npy and indices.npy.
+// Memory is the sorter's budget plus fixed buffers, whatever the degrees.
+func (j *job) writeCSR() error {
+	if err := j.flushEdges(); err != nil {
+		return err
+	}
+	if j.numNodes < 0 {
+		j.setNumNodes(j.maxID + 1)
+	}
+	n := j.numNodes
+	j.edgeBar.Describe("sorting edges")
+	it, err := j.sorter.Sort()
+	if err != nil {
+		return fmt.Errorf("importer: sorting edges: %w", err)
+	}
+	ip, err := j.create(storage.FileIndptr, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	idt := storage.IndicesDType(n)
+	ix, err := j.create(storage.FileIndices, idt, nil)
+	if err != nil {
+		return err
+	}
+	ptr := make([]int64, 0, 8192)
+	idx := make([]int64, 0, 1<<16)
+	ptr = append(ptr, 0)
+	var count, done int64 // edges written; nodes whose end offset is written
+	flushPtr := func(force bool) error {
+		if len(ptr) == cap(ptr) || (force && len(ptr) > 0) {
+			if err := ip.WriteInt64s(ptr); err != nil {
+				return err
+			}
+			ptr = ptr[:0]
+		}
+		return nil
+	}
+	for e, ok := it.Next(); ok; e, ok = it.Next() {
+		if e.Src >= n || e.Dst >= n {
+			return fmt.Errorf("importer: internal error: sorted edge (%d, %d) out of range [0, %d)", e.Src, e.Dst, n)
+		}
+		for done < e.Src {
+			ptr = append(ptr, count)
+			done++
+			if err := flushPtr(false); err != nil {
+				return err
+			}
+		}
+		idx = append(idx, e.Dst)
+		count++
+		if len(idx) == cap(idx) {
+			if err := ix.WriteIDs(idt, idx); err != nil {
+				return err
+			}
+			idx = idx[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("importer: sorting edges: %w", err)
+	}
+	for done < n {
+		ptr = append(ptr, count)
+		done++
+		if err := flushPtr(false); err != nil {
+			return err
+		}
+	}
+	if err := flushPtr(true); err != nil {
+		return err
+	}
+	if err := ix.WriteIDs(idt, idx); err != nil {
+		return err
+	}
+	if err := ip.Commit(); err != nil {
+		return err
+	}
+	if err := ix.Commit(); err != nil {
+		return err
+	}
+	st := j.sorter.Stats()
+	j.rep.EdgesStored = count
+	j.rep.DuplicatesDropped = st.Duplicates
+	j.rep.SortRuns = st.Runs
+	j.rep.SortSpilledBytes = st.SpilledBytes
+	_ = j.sorter.Close()
+	j.edgeBar.Done()
+	j.edgeBar = nil
+	j.o.Logger.Info("edges written", "nodes", n, "edges_read", j.rep.EdgesRead, "edges_stored", count,
+		"self_loops_dropped", j.rep.SelfLoopsDropped, "duplicates_dropped", st.Duplicates, "runs", st.Runs)
+	return nil
+}
+
+// featWriter streams feature rows into features.npy.
+type featWriter struct {
+	j    *job
+	w    *storage.ArrayWriter
+	f16  bool
+	dim  int64
+	rows int64
+}
+
+func (j *job) startFeatures(dim int64) (*featWriter, error) {
+	if dim <= 0 {
+		return nil, fmt.Errorf("importer: internal error: feature width %d", dim)
+	}
+	f16 := j.o.FeatDType == "float16"
+	d := npy.Float32
+	if f16 {
+		d = npy.Float16
+	}
+	w, err := j.create(storage.FileFeatures, d, []int64{dim})
+	if err != nil {
+		return nil, err
+	}
+	j.featBar = j.o.Progress.Start("features", j.numNodes, progress.Items)
+	return &featWriter{j: j, w: w, f16: f16, dim: dim}, nil
+}
+
+// write appends whole rows (len(v) a multiple of dim).
+func (f *featWriter) write(v []float32) error {
+	f.rows += int64(len(v)) / f.dim
+	f.j.featBar.Add(int64(len(v)) / f.dim)
+	if f.f16 {
+		return f.w.WriteFloat32sAsFloat16(v)
+	}
+	return f.w.WriteFloat32s(v)
+}
+
+// commit checks the row count against N (file names the source).
+func (f *featWriter) commit(file string) error {
+	f.j.featBar.Done()
+	f.j.featBar = nil
+	if f.rows != f.j.numNodes {
+		return fileErr(file, "%d feature rows, want one per node (%d)", f.rows, f.j.numNodes)
+	}
+	if err := f.w.Commit(); err != nil {
+		return err
+	}
+	f.j.featDim = f.dim
+	f.j.rep.FeatDim = f.dim
+	f.j.rep.FeatRows = f.rows
+	f.j.o.Logger.Info("features written", "rows", f.rows, "dim", f.dim, "dtype", f.j.o.FeatDType)
+	return nil
+}
+
+// copyNPYFeatures streams an [N, D] array into features.npy.
+func (j *job) copyNPYFeatures(s *npyStream) error {
+	switch {
+	case len(s.h.Shape) == 2 && s.h.Shape[1] > 0:
+	case len(s.h.Shape) == 1:
+		s.h.Shape = []int64{s.h.Shape[0], 1}
+	default:
+		return fileErr(s.name, "features have shape %v, want [num_nodes, dim]", s.h.Shape)
+	}
+	if s.h.Shape[0] != j.numNodes {
+		return fileErr(s.name, "%d feature rows, want one per node (%d)", s.h.Shape[0], j.numNodes)
+	}
+	dim := s.h.Shape[1]
+	fw, err := j.startFeatures(dim)
+	if err != nil {
+		return err
+	}
+	rows := max(1, (1<<18)/dim)
+	buf := make([]float32, rows*dim)
+	for {
+		n, err := s.float32s(buf)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if err := fw.write(buf[:n]); err != nil {
+			return err
+		}
+	}
+	if err := s.drain(); err != nil {
+		return err
+	}
+	return fw.commit(s.name)
+}
+
+// labelWriter streams labels into labels.npy.
+type labelWriter struct {
+	j   *job
+	w   *storage.ArrayWriter
+	buf []int32
+	n   int64
+}
+
+func (j *job) startLabels() (*labelWriter, error) {
+	w, err := j.create(storage.FileLabels, npy.Int32, nil)
+	if err != nil {
+		return nil, err
+	}
+	j.labelled = newBitset(j.numNodes)
+	return &labelWriter{j: j, w: w, buf: make([]int32, 0, 1<<14)}, nil
+}
+
+// add appends the label of the next node and returns what is wrong with
+// x, or "". NaN and -1 mean unlabelled; other values must be integers in
+// [0, NumClasses) (or [0, 2^31-1) when NumClasses is inferred).
+func (l *labelWriter) add(x float64) string {
+	if l.n >= l.j.numNodes {
+		return fmt.Sprintf("more labels than nodes (%d)", l.j.numNodes)
+	}
+	v := int32(-1)
+	switch {
+	case math.IsNaN(x) || x == -1:
+	case x != math.Trunc(x):
+		return fmt.Sprintf("label %v is not an integer", x)
+	case x < 0 || x >= float64(l.j.labelLimit):
+		if l.j.o.NumClasses > 0 {
+			return fmt.Sprintf("label %v out of range [0, %d) (NumClasses %d)", x, l.j.labelLimit, l.j.o.NumClasses)
+		}
+		return fmt.Sprintf("label %v out of range [0, %d); -1 or NaN mark unlabelled nodes", x, l.j.labelLimit)
+	default:
+		v = int32(x)
+		l.j.labelled.set(l.n)
+		l.j.numLabels++
+		l.j.maxLabel = max(l.j.maxLabel, int64(v))
+	}
+	l.buf = append(l.buf, v)
+	l.n++
+	return ""
+}
+
+// flush writes buffered labels when the buffer is full (or always, with
+// force).
+func (l *labelWriter) flush(force bool) error {
+	if len(l.buf) == cap(l.buf) || (force && len(l.buf) > 0) {
+		if err := l.w.WriteInt32s(l.buf); err != nil {
+			return err
+		}
+		l.buf = l.buf[:0]
+	}
+	return nil
+}
+
+func (l *labelWriter) commit(file string) error {
+	if err := l.flush(true); err != nil {
+		return err
+	}
+	if l.n != l.j.numNodes {
+		return fileErr(file, "%d labels, want one per node (%d)", l.n, l.j.numNodes)
+	}
+	if err := l.w.Commit(); err != nil {
+		return err
+	}
+	j := l.j
+	j.rep.Labelled = j.numLabels
+	j.rep.NumClasses = j.o.NumClasses
+	if j.rep.NumClasses == 0 {
+		j.rep.NumClasses = j.maxLabel + 1
+	}
+	j.o.Logger.Info("labels written", "labelled", j.numLabels, "num_classes", j.rep.NumClasses)
+	return nil
+}
+
+// copyNPYLabels streams a [N] or [N, 1] array of labels.
+func (j *job) copyNPYLabels(s *npyStream) error {
+	if !(len(s.h.Shape) == 1 || (len(s.h.Shape) == 2 && s.h.Shape[1] == 1)) {
+		return fileErr(s.name, "labels have shape %v, want [num_nodes] or [num_nodes, 1]", s.h.Shape)
+	}
+	if s.h.Shape[0] != j.numNodes {
+		return fileErr(s.name, "%d labels, want one per node (%d)", s.h.Shape[0], j.numNodes)
+	}
+	lw, err := j.startLabels()
+	if err != nil {
+		return err
+	}
+	buf := make([]float64, 1<<14)
+	for {
+		start := s.pos
+		n, err := s.float64s(buf)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		for i, x := range buf[:n] {
+			if msg := lw.add(x); msg != "" {
+				return elemErr(s.name, start+int64(i), "%s", msg)
+			}
+			if err := lw.flush(false); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.drain(); err != nil {
+		return err
+	}
+	return lw.commit(s.name)
+}
+
+// splitNames are the split array files in train, valid, test order.
+var splitNames = [3]string{storage.FileTrain, storage.FileValid, storage.FileTest}
+
+// splitChecker checks that split lists are in range and disjoint, with 2
+// bits per node recording which split holds it.
+type splitChecker struct {
+	n    int64
+	tags []byte
+}
+
+func newSplitChecker(n int64) *splitChecker {
+	return &splitChecker{n: n, tags: make([]byte, (n+3)/4)}
+}
+
+var splitLabels = [3]string{"train", "valid", "test"}
+
+// add records node v in split k and returns what is wrong, or "".
+func (c *splitChecker) add(v int64, k int) string {
+	if v < 0 || v >= c.n {
+		return fmt.Sprintf("node %d out of range [0, %d)", v, c.n)
+	}
+	sh := uint(v&3) * 2
+	if t := (c.tags[v>>2] >> sh) & 3; t != 0 {
+		if int(t-1) == k {
+			return fmt.Sprintf("node %d listed twice in %s", v, splitLabels[k])
+		}
+		return fmt.Sprintf("node %d is also in %s: splits must be disjoint", v, splitLabels[t-1])
+	}
+	c.tags[v>>2] |= byte(k+1) << sh
+	return ""
+}
+
+// writeSplit sorts ids (already checked) and writes split k.
+func (j *job) writeSplit(k int, ids []int64) error {
+	slices.Sort(ids)
+	w, err := j.create(splitNames[k], npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	if err := w.WriteInt64s(ids); err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	switch k {
+	case 0:
+		j.rep.Train = int64(len(ids))
+	case 1:
+		j.rep.Valid = int64(len(ids))
+	case 2:
+		j.rep.Test = int64(len(ids))
+	}
+	return nil
+}
+
+// randomSplit assigns labelled nodes to train/valid/test with exact sizes
+// round(L × SplitFrac[k]) (test shrinks if rounding overshoots L). It scans
+// nodes in order and puts each labelled node in split k with probability
+// need[k]/remaining (selection sampling), so every assignment with those
+// sizes is equally likely, the output is sorted, and memory is the
+// labelled bitset plus fixed buffers.
+func (j *job) randomSplit() error {
+	if j.labelled == nil || j.numLabels == 0 {
+		return nil
+	}
+	L := j.numLabels
+	var need [3]int64
+	for k, f := range j.o.SplitFrac {
+		need[k] = int64(math.Round(float64(L) * f))
+	}
+	need[0] = min(need[0], L)
+	need[1] = min(need[1], L-need[0])
+	need[2] = min(need[2], L-need[0]-need[1])
+	var ws [3]*storage.ArrayWriter
+	var bufs [3][]int64
+	for k := range ws {
+		w, err := j.create(splitNames[k], npy.Int64, nil)
+		if err != nil {
+			return err
+		}
+		ws[k] = w
+		bufs[k] = make([]int64, 0, 4096)
+	}
+	rng := rand.New(rand.NewPCG(uint64(j.o.Seed), 0x9e3779b97f4a7c15))
+	sizes := need
+	remaining := L
+	for v := int64(0); v < j.numNodes; v++ {
+		if !j.labelled.has(v) {
+			continue
+		}
+		r := rng.Int64N(remaining)
+		remaining--
+		k := -1
+		switch {
+		case r < need[0]:
+			k = 0
+		case r < need[0]+need[1]:
+			k = 1
+		case r < need[0]+need[1]+need[2]:
+			k = 2
+		}
+		if k < 0 {
+			continue
+		}
+		need[k]--
+		bufs[k] = append(bufs[k], v)
+		if len(bufs[k]) == cap(bufs[k]) {
+			if err := ws[k].WriteInt64s(bufs[k]); err != nil {
+				return err
+			}
+			bufs[k] = bufs[k][:0]
+		}
+	}
+	for k := range ws {
+		if err := ws[k].WriteInt64s(bufs[k]); err != nil {
+			return err
+		}
+		if err := ws[k].Commit(); err != nil {
+			return err
+		}
+	}
+	j.rep.Train, j.rep.Valid, j.rep.Test = sizes[0], sizes[1], sizes[2]
+	j.rep.Split, j.rep.RandomSplit = "random", true
+	j.o.Logger.Info("random split written", "seed", j.o.Seed, "train", sizes[0], "valid", sizes[1], "test", sizes[2])
+	return nil
+}
+
+// finish writes the manifest and completes the report.
+func (j *job) finish() (Report, error) {
+	if j.featDim == 0 {
+		j.rep.FeatDType = ""
+	}
+	m := storage.Manifest{
+		Name:              j.o.Name,
+		NumNodes:          j.numNodes,
+		NumEdges:          j.rep.EdgesStored,
+		FeatDim:           j.featDim,
+		FeatDType:         j.o.FeatDType,
+		NumClasses:        j.rep.NumClasses,
+		Symmetrized:       !j.o.Directed,
+		Source:            j.rep.Source,
+		SelfLoopsDropped:  j.rep.SelfLoopsDropped,
+		DuplicatesDropped: j.rep.DuplicatesDropped,
+	}
+	if j.rep.RandomSplit {
+		m.Seed = j.o.Seed
+	}
+	if err := j.b.Finish(m); err != nil {
+		return Report{}, err
+	}
+	if mf, err := storage.LoadManifest(j.outDir); err == nil {
+		for _, f := range mf.Files {
+			j.rep.BytesOut += f.Bytes
+		}
+	}
+	j.rep.Wall = time.Since(j.start)
+	j.o.Logger.Info("import finished", "name", j.o.Name, "nodes", j.rep.Nodes, "edges", j.rep.EdgesStored, "wall", j.rep.Wall)
+	return j.rep, nil
+}
+
+// run executes body on a new job and finishes it, cleaning up on every
+// path. body fills the dataset's arrays.
+func run(outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+	j, err := begin(outDir, name, source, opts)
+	if err != nil {
+		return Report{}, err
+	}
+	defer j.cleanup()
+	if err := body(j); err != nil {
+		j.o.Logger.Error("import failed", "err", err)
+		j.removeArrays()
+		return Report{}, err
+	}
+	rep, err := j.finish()
+	if err != nil {
+		j.removeArrays()
+	}
+	return rep, err
+}
+
+// tempPrefix names the per-import temp directories.
+const tempPrefix = ".import-tmp-"
+
+// cleanStaleTemps removes temp directories of crashed imports: those in
+// dir untouched for extsort.StaleAge. Failures are only logged.
+func cleanStaleTemps(dir string, log *slog.Logger) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-extsort.StaleAge)
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			p := filepath.Join(dir, e.Name())
+			if err := os.RemoveAll(p); err != nil {
+				log.Warn("cannot remove stale import temp dir", "dir", p, "err", err)
+			} else {
+				log.Info("removed stale import temp dir", "dir", p)
+			}
+		}
+	}
+}
+
+// bitset is a fixed-size set of node ids.
+type bitset []uint64
+
+func newBitset(n int64) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int64)      { b[i>>6] |= 1 << uint(i&63) }
+func (b bitset) has(i int64) bool { return b[i>>6]&(1<<uint(i&63)) != 0 }
+func baseName(path string) string { return trimExt(filepath.Base(filepath.Clean(path))) }
+
+// trimExt removes compression and table extensions from a file name.
+func trimExt(s string) string {
+	for _, ext := range []string{".gz", ".csv", ".tsv", ".txt", ".el", ".edges", ".edgelist"} {
+		if len(s) > len(ext) && s[len(s)-len(ext):] == ext {
+			s = s[:len(s)-len(ext)]
+		}
+	}
+	return s
+}

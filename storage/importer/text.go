@@ -1,0 +1,195 @@
+package importer
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/ssdgnn/ssdgnn/internal/csvnum"
+)
+
+// textReader opens path (gzip if it ends in .gz) as numeric delimited text.
+func (j *job) textReader(path string, opts *csvnum.Options) (*csvnum.Reader, func(), error) {
+	rc, size, err := openText(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	j.addBytesIn(size)
+	return csvnum.NewReader(rc, path, opts), func() { rc.Close() }, nil
+}
+
+// readTextEdges streams "src<delim>dst" lines into the sorter, checking
+// every id against N when N is known. It returns the number of edges read.
+func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
+	r, done, err := j.textReader(path, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	before := j.rep.EdgesRead
+	pair := make([]int64, 2)
+	for r.Next() {
+		pair, err = r.Int64sN(pair, 2)
+		if err != nil {
+			return 0, badInput(err)
+		}
+		if msg := j.edgeMsg(pair[0], pair[1]); msg != "" {
+			return 0, lineErr(path, r.Line(), "%s", msg)
+		}
+		if err := j.addEdge(pair[0], pair[1]); err != nil {
+			return 0, err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return 0, badInput(err)
+	}
+	return j.rep.EdgesRead - before, nil
+}
+
+// copyTextFeatures streams comma-separated feature rows, one per node in
+// node order. The first row fixes the width; every later row must match.
+func (j *job) copyTextFeatures(path string) error {
+	r, done, err := j.textReader(path, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var fw *featWriter
+	var row []float32
+	var width int
+	for r.Next() {
+		nf := r.NumFields()
+		if fw == nil {
+			width = nf
+			if fw, err = j.startFeatures(int64(nf)); err != nil {
+				return err
+			}
+		} else if nf != width {
+			return lineErr(path, r.Line(), "feature row has %d values, want %d (the width of the first row)", nf, width)
+		}
+		if fw.rows >= j.numNodes {
+			return lineErr(path, r.Line(), "more feature rows than nodes (%d)", j.numNodes)
+		}
+		if row, err = r.Float32sN(row, width); err != nil {
+			return badInput(err)
+		}
+		if err := fw.write(row); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return badInput(err)
+	}
+	if fw == nil {
+		if j.numNodes == 0 {
+			return nil
+		}
+		return fileErr(path, "no feature rows, want one per node (%d)", j.numNodes)
+	}
+	return fw.commit(path)
+}
+
+// parseLabel parses one label field: an integer, an integral float such
+// as "3.0", or "nan" (unlabelled).
+func parseLabel(b []byte) (float64, bool) {
+	b = bytes.TrimSpace(b)
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return float64(i), true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, false
+	}
+	return f, true
+}
+
+// copyTextLabels streams one label per line, in node order.
+func (j *job) copyTextLabels(path string) error {
+	r, done, err := j.textReader(path, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	lw, err := j.startLabels()
+	if err != nil {
+		return err
+	}
+	for r.Next() {
+		if nf := r.NumFields(); nf != 1 {
+			return lineErr(path, r.Line(), "got %d fields, want 1 label", nf)
+		}
+		x, ok := parseLabel(r.Bytes())
+		if !ok {
+			return lineErr(path, r.Line(), "invalid label %q", truncate(r.Bytes()))
+		}
+		if msg := lw.add(x); msg != "" {
+			return lineErr(path, r.Line(), "%s", msg)
+		}
+		if err := lw.flush(false); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return badInput(err)
+	}
+	return lw.commit(path)
+}
+
+// readTextSplit reads one node id per line into ids, checking each with c.
+func (j *job) readTextSplit(path string, k int, c *splitChecker) ([]int64, error) {
+	r, done, err := j.textReader(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var ids []int64
+	one := make([]int64, 1)
+	for r.Next() {
+		if one, err = r.Int64sN(one, 1); err != nil {
+			return nil, badInput(err)
+		}
+		if msg := c.add(one[0], k); msg != "" {
+			return nil, lineErr(path, r.Line(), "%s", msg)
+		}
+		ids = append(ids, one[0])
+	}
+	if err := r.Err(); err != nil {
+		return nil, badInput(err)
+	}
+	return ids, nil
+}
+
+// readTextInts reads a small file of one integer per line (OGB's
+// num-node-list and num-edge-list).
+func (j *job) readTextInts(path string) ([]int64, error) {
+	r, done, err := j.textReader(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var out []int64
+	one := make([]int64, 1)
+	for r.Next() {
+		if one, err = r.Int64sN(one, 1); err != nil {
+			return nil, badInput(err)
+		}
+		out = append(out, one[0])
+		if len(out) > 1<<20 {
+			return nil, lineErr(path, r.Line(), "too many lines for a count file")
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, badInput(err)
+	}
+	return out, nil
+}
+
+func truncate(b []byte) string {
+	s := string(b)
+	if len(s) > 32 {
+		s = s[:32] + "..."
+	}
+	return strings.ToValidUTF8(s, "?")
+}
