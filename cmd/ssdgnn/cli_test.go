@@ -69,3 +69,46 @@ func TestInfoRejectsNonDataset(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestImportCora(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "cora")
+	dir := filepath.Join(t.TempDir(), "cora")
+	if _, _, err := run(t, "import", "ogb", src, dir); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "info", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type counts struct {
+		N  int64 `json:"num_nodes"`
+		E  int64 `json:"num_edges"`
+		D  int64 `json:"feat_dim"`
+		C  int64 `json:"num_classes"`
+		Tr int64 `json:"num_train"`
+		Va int64 `json:"num_valid"`
+		Te int64 `json:"num_test"`
+	}
+	var info counts
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatal(err)
+	}
+	want := counts{2708, 10556, 1433, 7, 140, 500, 1000}
+	if info != want {
+		t.Fatalf("cora: got %+v want %+v", info, want)
+	}
+}
+
+func TestImportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	edges := filepath.Join(dir, "e.txt")
+	os.WriteFile(edges, []byte("0 1\n1 x\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	_, _, err := run(t, "import", "edgelist", edges, out)
+	if err == nil || !strings.Contains(err.Error(), "e.txt: line 2, column 2") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %v, want one line naming file, line and column", err)
+	}
+	if _, _, err := run(t, "info", out); err == nil {
+		t.Fatal("a failed import left a dataset behind")
+	}
+}

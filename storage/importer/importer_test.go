@@ -557,7 +557,7 @@ func TestProgressAndLogging(t *testing.T) {
 		writeFiles(t, src, files)
 		rec := &recReporter{}
 		logs.Reset()
-		_, err := ImportOGB(src, t.TempDir(), &Options{Progress: rec, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		_, err := ImportOGB(src, t.TempDir(), &Options{Progress: rec, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		if rec.started < 2 || rec.started != rec.done {
 			t.Errorf("err %v: %d tasks started, %d done", err, rec.started, rec.done)
 		}

@@ -270,36 +270,36 @@ func (o *Options) withDefaults() Options {
 
 // Report describes a finished import.
 type Report struct {
-	Name   string
-	Source string // as recorded in the manifest
-	OutDir string
+	Name   string `json:"name"`
+	Source string `json:"source"` // as recorded in the manifest
+	OutDir string `json:"out_dir"`
 
-	Nodes             int64
-	EdgesRead         int64 // edges in the source, as listed
-	EdgesStored       int64 // directed edges in the CSR (num_edges)
-	SelfLoopsDropped  int64
-	DuplicatesDropped int64 // directed copies dropped after symmetrising
-	Symmetrized       bool
+	Nodes             int64 `json:"nodes"`
+	EdgesRead         int64 `json:"edges_read"`   // edges in the source, as listed
+	EdgesStored       int64 `json:"edges_stored"` // directed edges in the CSR (num_edges)
+	SelfLoopsDropped  int64 `json:"self_loops_dropped"`
+	DuplicatesDropped int64 `json:"duplicates_dropped"` // directed copies dropped after symmetrising
+	Symmetrized       bool  `json:"symmetrized"`
 
-	FeatDim   int64
-	FeatDType string
-	FeatRows  int64
+	FeatDim   int64  `json:"feat_dim"`
+	FeatDType string `json:"feat_dtype"`
+	FeatRows  int64  `json:"feat_rows"`
 
-	Labelled   int64 // nodes with a label
-	NumClasses int64
+	Labelled   int64 `json:"labelled"` // nodes with a label
+	NumClasses int64 `json:"num_classes"`
 
-	Split       string // split name, "random" for a generated split, "" for none
-	Train       int64
-	Valid       int64
-	Test        int64
-	RandomSplit bool
+	Split       string `json:"split"` // split name, "random" for a generated split, "" for none
+	Train       int64  `json:"train"`
+	Valid       int64  `json:"valid"`
+	Test        int64  `json:"test"`
+	RandomSplit bool   `json:"random_split"`
 
-	SortRuns         int64 // runs the edge sorter spilled
-	SortSpilledBytes int64
+	SortRuns         int64 `json:"sort_runs"` // runs the edge sorter spilled
+	SortSpilledBytes int64 `json:"sort_spilled_bytes"`
 
-	BytesIn  int64 // size of the source files read
-	BytesOut int64 // size of the dataset's array files
-	Wall     time.Duration
+	BytesIn  int64         `json:"bytes_in"`  // size of the source files read
+	BytesOut int64         `json:"bytes_out"` // size of the dataset's array files
+	Wall     time.Duration `json:"wall_ns"`
 }
 
 // String is a multi-line human summary.

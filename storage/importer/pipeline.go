@@ -660,7 +660,7 @@ func run(outDir, name, source string, opts *Options, body func(j *job) error) (R
 	}
 	defer j.cleanup()
 	if err := body(j); err != nil {
-		j.o.Logger.Error("import failed", "err", err)
+		j.o.Logger.Debug("import failed", "err", err)
 		j.removeArrays()
 		return Report{}, err
 	}
