@@ -1,0 +1,567 @@
+package featurecache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// Errors returned by the package. Every error wraps one of them.
+var (
+	// ErrInvalidOptions is wrapped by Options.Validate's errors.
+	ErrInvalidOptions = errors.New("featurecache: invalid options")
+	// ErrBudget reports a non-zero budget too small for the address table.
+	ErrBudget = errors.New("featurecache: budget too small")
+	// ErrNodeRange reports a node id outside [0, NumNodes).
+	ErrNodeRange = errors.New("featurecache: node id out of range")
+	// ErrShortBuffer reports a destination too small for the rows asked.
+	ErrShortBuffer = errors.New("featurecache: destination buffer too small")
+	// ErrClosed reports use after Close.
+	ErrClosed = errors.New("featurecache: cache closed")
+)
+
+// Policy selects which rows the cache holds.
+type Policy int
+
+// Policies. The zero value, PolicyAuto, is PolicyProfiled when
+// Options.Counts is set and PolicyDegree otherwise.
+const (
+	PolicyAuto Policy = iota
+	PolicyProfiled
+	PolicyDegree
+	PolicyDynamic
+)
+
+// String names the policy as ParsePolicy spells it.
+func (p Policy) String() string {
+	switch p {
+	case PolicyAuto:
+		return "auto"
+	case PolicyProfiled:
+		return "profiled"
+	case PolicyDegree:
+		return "degree"
+	case PolicyDynamic:
+		return "dynamic"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy parses "auto", "profiled", "degree" or "dynamic".
+func ParsePolicy(s string) (Policy, error) {
+	for p := PolicyAuto; p <= PolicyDynamic; p++ {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: policy %q: want auto, profiled, degree or dynamic", ErrInvalidOptions, s)
+}
+
+// Memory constants of the dynamic policy (see the package doc).
+const (
+	// DynamicItemOverhead is charged per resident row on top of its bytes:
+	// the []byte header (24) plus ristretto's internal per-item charge.
+	DynamicItemOverhead = 24 + 48
+	// DynamicCounterBytes is charged per TinyLFU counter.
+	DynamicCounterBytes = 3
+	// dynamicCountersPerRow is the number of counters per row that fits,
+	// as ristretto recommends.
+	dynamicCountersPerRow = 10
+)
+
+// Options tunes New. A nil *Options means the defaults.
+type Options struct {
+	// Policy selects the cached rows. Default PolicyAuto.
+	Policy Policy
+	// Counts holds one access count per node for PolicyProfiled (from a
+	// profiling or pre-sampling epoch). It is read only during New.
+	Counts []uint32
+	// Mode is how misses (and the fill) are read. Default
+	// storage.ReadBuffered.
+	Mode storage.ReadMode
+	// Workers bounds the goroutines that fill the cache at New and that
+	// read the misses of one Gather. Default runtime.GOMAXPROCS(0).
+	Workers int
+	// Stage receives Gather's counts. Default: the dataset's "gather"
+	// stage.
+	Stage *storage.StageCounters
+	// LoadStage receives the fill's counts. Default: the dataset's "load"
+	// stage.
+	LoadStage *storage.StageCounters
+	// Logger receives one Info line when the cache is filled. Default: no
+	// logging.
+	Logger *slog.Logger
+}
+
+// Validate reports whether o is usable. A nil receiver is valid.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.Policy < PolicyAuto || o.Policy > PolicyDynamic {
+		return fmt.Errorf("%w: Policy %d", ErrInvalidOptions, int(o.Policy))
+	}
+	if o.Policy == PolicyProfiled && o.Counts == nil {
+		return fmt.Errorf("%w: PolicyProfiled needs Counts", ErrInvalidOptions)
+	}
+	if o.Workers < 0 {
+		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)
+	}
+	if o.Mode != storage.ReadBuffered && o.Mode != storage.ReadDirect {
+		return fmt.Errorf("%w: Mode %d", ErrInvalidOptions, int(o.Mode))
+	}
+	return nil
+}
+
+func (o *Options) withDefaults(d *storage.Dataset) Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Policy == PolicyAuto {
+		r.Policy = PolicyDegree
+		if r.Counts != nil {
+			r.Policy = PolicyProfiled
+		}
+	}
+	if r.Workers == 0 {
+		r.Workers = runtime.GOMAXPROCS(0)
+	}
+	if r.Stage == nil {
+		r.Stage = d.Accounting().Stage(storage.StageGather)
+	}
+	if r.LoadStage == nil {
+		r.LoadStage = d.Accounting().Stage(storage.StageLoad)
+	}
+	return r
+}
+
+// BytesFor is the memory a static cache of n rows of rowBytes bytes over a
+// graph of numNodes nodes needs: the int32 address table plus the rows.
+func BytesFor(n, rowBytes, numNodes int64) int64 {
+	return 4*numNodes + n*rowBytes
+}
+
+// CapacityFor is the number of rows a static cache fits in budget bytes
+// (see BytesFor); 0 when the budget cannot hold the table, and never more
+// than numNodes.
+func CapacityFor(budget, rowBytes, numNodes int64) int64 {
+	if rowBytes <= 0 || budget < 4*numNodes {
+		return 0
+	}
+	return min((budget-4*numNodes)/rowBytes, numNodes)
+}
+
+// DynamicCapacityFor is the number of rows the dynamic policy is sized
+// for in budget bytes (its TinyLFU counters are sized from it), charging
+// each row its overhead and its counters. The rows resident at once are
+// bounded by ristretto's MaxCost, which is the budget less the counters'
+// bytes, so a few more rows than this may be resident.
+func DynamicCapacityFor(budget, rowBytes int64) int64 {
+	per := rowBytes + DynamicItemOverhead + dynamicCountersPerRow*DynamicCounterBytes
+	if per <= 0 || budget <= 0 {
+		return 0
+	}
+	return budget / per
+}
+
+// Stats are Gather's counts since New. Requests = Hits + Misses always.
+type Stats struct {
+	Policy         string `json:"policy"`
+	CachedRows     int64  `json:"cached_rows"` // static: rows held; dynamic: resident after the last processed Set
+	CapacityRows   int64  `json:"capacity_rows"`
+	MemoryBytes    int64  `json:"memory_bytes"` // static: BytesFor; dynamic: the budget
+	Requests       int64  `json:"requests"`
+	Hits           int64  `json:"hits"`
+	Misses         int64  `json:"misses"`
+	BytesRequested int64  `json:"bytes_requested"`
+	BytesMissed    int64  `json:"bytes_missed"` // payload bytes fetched from storage
+	// Dynamic policy only; exact after Wait.
+	Offered  int64 `json:"offered,omitempty"`  // misses offered to ristretto
+	Admitted int64 `json:"admitted,omitempty"` // keys added
+	Rejected int64 `json:"rejected,omitempty"` // rejected by TinyLFU admission or dropped from the set buffer
+	Evicted  int64 `json:"evicted,omitempty"`
+}
+
+// HitRate is Hits/Requests, 0 without requests.
+func (s Stats) HitRate() float64 {
+	if s.Requests == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(s.Requests)
+}
+
+// Cache is a feature cache over one dataset. See the package doc.
+type Cache struct {
+	d        *storage.Dataset
+	opts     Options
+	numNodes int64
+	rowBytes int64
+	capacity int64
+	budget   int64
+
+	slots  []int32 // node → slot, -1 absent; nil when disabled or dynamic
+	rows   []byte  // capacity·rowBytes
+	cached int64
+
+	reader *storage.RowReader
+	dyn    *ristretto.Cache[int64, []byte]
+
+	closed   atomic.Bool
+	requests atomic.Int64
+	hits     atomic.Int64
+	bytesReq atomic.Int64
+	bytesMis atomic.Int64
+	offered  atomic.Int64
+
+	scratch sync.Pool // *[]int for miss indices
+}
+
+// New builds a cache of at most budget bytes over d's features and, for
+// the static policies, fills it. ctx cancels the fill.
+func New(ctx context.Context, d *storage.Dataset, budget int64, opts *Options) (*Cache, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults(d)
+	n := d.NumNodes()
+	if o.Counts != nil && int64(len(o.Counts)) != n {
+		return nil, fmt.Errorf("%w: Counts has %d entries for %d nodes", ErrInvalidOptions, len(o.Counts), n)
+	}
+	if budget < 0 {
+		return nil, fmt.Errorf("%w: budget %d < 0", ErrBudget, budget)
+	}
+	c := &Cache{d: d, opts: o, numNodes: n, rowBytes: d.FeatRowBytes(), budget: budget}
+	r, err := d.OpenRowReader(storage.FileFeatures, o.Mode, o.Stage)
+	if err != nil {
+		return nil, err
+	}
+	c.reader = r
+	switch {
+	case budget == 0:
+	case o.Policy == PolicyDynamic:
+		err = c.initDynamic()
+	default:
+		err = c.initStatic(ctx)
+	}
+	if err != nil {
+		c.reader.Close()
+		return nil, err
+	}
+	if o.Logger != nil {
+		o.Logger.Info("feature cache ready", "policy", o.Policy.String(), "rows", c.cached,
+			"capacity", c.capacity, "budget_bytes", budget)
+	}
+	return c, nil
+}
+
+func (c *Cache) initDynamic() error {
+	c.capacity = DynamicCapacityFor(c.budget, c.rowBytes)
+	if c.capacity == 0 {
+		return fmt.Errorf("%w: %d bytes hold no %d-byte row with its overhead", ErrBudget, c.budget, c.rowBytes)
+	}
+	counters := c.capacity * dynamicCountersPerRow
+	maxCost := c.budget - counters*DynamicCounterBytes
+	dyn, err := ristretto.NewCache(&ristretto.Config[int64, []byte]{
+		NumCounters: counters,
+		MaxCost:     maxCost,
+		BufferItems: 64,
+		Metrics:     true,
+		// Charge our own per-item overhead; ristretto's internal charge
+		// is part of DynamicItemOverhead.
+		IgnoreInternalCost: true,
+	})
+	if err != nil {
+		return fmt.Errorf("featurecache: ristretto: %w", err)
+	}
+	c.dyn = dyn
+	return nil
+}
+
+func (c *Cache) initStatic(ctx context.Context) error {
+	if c.budget < 4*c.numNodes {
+		return fmt.Errorf("%w: %d bytes cannot hold the %d-byte address table of %d nodes", ErrBudget, c.budget, 4*c.numNodes, c.numNodes)
+	}
+	c.capacity = CapacityFor(c.budget, c.rowBytes, c.numNodes)
+	var sel []int64
+	if c.opts.Policy == PolicyProfiled {
+		counts := c.opts.Counts
+		sel = topK(c.numNodes, c.capacity, func(v int64) uint64 { return uint64(counts[v]) })
+	} else {
+		d := c.d
+		sel = topK(c.numNodes, c.capacity, func(v int64) uint64 { return uint64(d.Degree(v)) })
+	}
+	c.slots = make([]int32, c.numNodes)
+	for i := range c.slots {
+		c.slots[i] = -1
+	}
+	for s, v := range sel {
+		c.slots[v] = int32(s)
+	}
+	c.rows = make([]byte, int64(len(sel))*c.rowBytes)
+	c.cached = int64(len(sel))
+	return c.fill(ctx, sel)
+}
+
+// fill reads the rows of sel (ascending ids, slot i = sel[i]) with at most
+// Workers goroutines, coalescing runs of consecutive ids into one read.
+func (c *Cache) fill(ctx context.Context, sel []int64) error {
+	if len(sel) == 0 {
+		return nil
+	}
+	r, err := c.d.OpenRowReader(storage.FileFeatures, c.opts.Mode, c.opts.LoadStage)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	const chunk = 1024
+	nChunks := (len(sel) + chunk - 1) / chunk
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, min(c.opts.Workers, nChunks))
+	for w := range errs {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= nChunks {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				lo, hi := k*chunk, min((k+1)*chunk, len(sel))
+				for i := lo; i < hi; {
+					j := i + 1
+					for j < hi && sel[j] == sel[j-1]+1 {
+						j++
+					}
+					dst := c.rows[int64(i)*c.rowBytes : int64(j)*c.rowBytes]
+					if err := r.ReadRange(sel[i], int64(j-i), dst); err != nil {
+						errs[w] = err
+						return
+					}
+					i = j
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// RowBytes is the size of one feature row in the dataset's dtype.
+func (c *Cache) RowBytes() int64 { return c.rowBytes }
+
+// Policy is the effective policy.
+func (c *Cache) Policy() Policy { return c.opts.Policy }
+
+// Rows is the static cache's backing buffer (see the package doc).
+// Read-only; valid until Close.
+func (c *Cache) Rows() []byte { return c.rows }
+
+// Slots is the static cache's address table, node → slot or -1 (see the
+// package doc). Read-only; valid until Close.
+func (c *Cache) Slots() []int32 { return c.slots }
+
+// Contains reports whether v's row is served from memory (for the dynamic
+// policy: resident right now).
+func (c *Cache) Contains(v int64) bool {
+	if v < 0 || v >= c.numNodes {
+		return false
+	}
+	if c.dyn != nil {
+		_, ok := c.dyn.Get(v)
+		return ok
+	}
+	return c.slots != nil && c.slots[v] >= 0
+}
+
+// Gather copies the rows of ids, in ids order, into dst, which must hold
+// len(ids)·RowBytes() bytes: hits from memory, misses from storage read in
+// parallel by at most Workers goroutines. Rows are in the dataset's
+// feature dtype. Duplicate ids are served (and counted) once per
+// occurrence.
+func (c *Cache) Gather(ids []int64, dst []byte) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	need := int64(len(ids)) * c.rowBytes
+	if int64(len(dst)) < need {
+		return fmt.Errorf("%w: %d bytes for %d rows of %d", ErrShortBuffer, len(dst), len(ids), c.rowBytes)
+	}
+	for i, v := range ids {
+		if v < 0 || v >= c.numNodes {
+			return fmt.Errorf("%w: ids[%d] = %d, have %d nodes", ErrNodeRange, i, v, c.numNodes)
+		}
+	}
+	mp := c.getScratch()
+	defer c.scratch.Put(mp)
+	miss := (*mp)[:0]
+	rb := c.rowBytes
+	switch {
+	case c.dyn != nil:
+		for i, v := range ids {
+			if row, ok := c.dyn.Get(v); ok && int64(len(row)) == rb {
+				copy(dst[int64(i)*rb:], row)
+			} else {
+				miss = append(miss, i)
+			}
+		}
+	case c.slots != nil:
+		for i, v := range ids {
+			if s := c.slots[v]; s >= 0 {
+				copy(dst[int64(i)*rb:int64(i+1)*rb], c.rows[int64(s)*rb:int64(s+1)*rb])
+			} else {
+				miss = append(miss, i)
+			}
+		}
+	default:
+		for i := range ids {
+			miss = append(miss, i)
+		}
+	}
+	*mp = miss
+	hits := int64(len(ids) - len(miss))
+	c.opts.Stage.Request(hits, hits*rb)
+	c.requests.Add(int64(len(ids)))
+	c.hits.Add(hits)
+	c.bytesReq.Add(need)
+	c.bytesMis.Add(int64(len(miss)) * rb)
+	if err := c.readMisses(ids, miss, dst); err != nil {
+		return err
+	}
+	if c.dyn != nil {
+		for _, i := range miss {
+			row := make([]byte, rb)
+			copy(row, dst[int64(i)*rb:int64(i+1)*rb])
+			c.dyn.Set(ids[i], row, rb+DynamicItemOverhead)
+		}
+		c.offered.Add(int64(len(miss)))
+	}
+	return nil
+}
+
+// minPerWorker is the fewest misses worth a goroutine of their own.
+const minPerWorker = 64
+
+func (c *Cache) readMisses(ids []int64, miss []int, dst []byte) error {
+	rb := c.rowBytes
+	read := func(part []int) error {
+		for _, i := range part {
+			if err := c.reader.ReadRange(ids[i], 1, dst[int64(i)*rb:int64(i+1)*rb]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	workers := min(c.opts.Workers, (len(miss)+minPerWorker-1)/minPerWorker)
+	if workers <= 1 {
+		return read(miss)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	per := (len(miss) + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*per, min((w+1)*per, len(miss))
+		if lo >= hi {
+			break
+		}
+		wg.Go(func() { errs[w] = read(miss[lo:hi]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *Cache) getScratch() *[]int {
+	if p, ok := c.scratch.Get().(*[]int); ok {
+		return p
+	}
+	s := make([]int, 0, 1024)
+	return &s
+}
+
+// GatherF32 is Gather decoding the rows to float32 (float16 features are
+// widened) into dst, which must hold len(ids)·FeatDim floats.
+func (c *Cache) GatherF32(ids []int64, dst []float32) error {
+	dim := int64(c.d.FeatDim())
+	if int64(len(dst)) < int64(len(ids))*dim {
+		return fmt.Errorf("%w: %d floats for %d rows of %d", ErrShortBuffer, len(dst), len(ids), dim)
+	}
+	buf := make([]byte, int64(len(ids))*c.rowBytes)
+	if err := c.Gather(ids, buf); err != nil {
+		return err
+	}
+	dtype := c.d.Manifest().FeatDType
+	for i := range ids {
+		storage.DecodeFeatureRow(dtype, buf[int64(i)*c.rowBytes:int64(i+1)*c.rowBytes], dst[int64(i)*dim:int64(i+1)*dim])
+	}
+	return nil
+}
+
+// Wait blocks until the dynamic policy has applied every offered row, so
+// that Stats' admission figures and CachedRows are exact. A no-op for the
+// static policies.
+func (c *Cache) Wait() {
+	if c.dyn != nil && !c.closed.Load() {
+		c.dyn.Wait()
+	}
+}
+
+// Stats returns the counts since New.
+func (c *Cache) Stats() Stats {
+	s := Stats{
+		Policy:         c.opts.Policy.String(),
+		CachedRows:     c.cached,
+		CapacityRows:   c.capacity,
+		Requests:       c.requests.Load(),
+		Hits:           c.hits.Load(),
+		BytesRequested: c.bytesReq.Load(),
+		BytesMissed:    c.bytesMis.Load(),
+	}
+	s.Misses = s.Requests - s.Hits
+	switch {
+	case c.dyn != nil:
+		s.MemoryBytes = c.budget
+		s.Offered = c.offered.Load()
+		if m := c.dyn.Metrics; m != nil && !c.closed.Load() {
+			s.Admitted = int64(m.KeysAdded())
+			s.Rejected = int64(m.SetsRejected() + m.SetsDropped())
+			s.Evicted = int64(m.KeysEvicted())
+			s.CachedRows = s.Admitted - s.Evicted
+		}
+	case c.slots != nil:
+		s.MemoryBytes = BytesFor(c.cached, c.rowBytes, c.numNodes)
+	}
+	return s
+}
+
+// ResidentCostBytes is the dynamic policy's charged bytes right now
+// (ristretto's cost added minus evicted; exact after Wait), never more than
+// its MaxCost. 0 for the static policies.
+func (c *Cache) ResidentCostBytes() int64 {
+	if c.dyn == nil || c.closed.Load() || c.dyn.Metrics == nil {
+		return 0
+	}
+	return int64(c.dyn.Metrics.CostAdded() - c.dyn.Metrics.CostEvicted())
+}
+
+// Close stops the dynamic policy's goroutines, releases the buffers and
+// closes the storage reader. Rows and Slots must not be used afterwards.
+func (c *Cache) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.dyn != nil {
+		c.dyn.Close()
+	}
+	c.rows, c.slots = nil, nil
+	return c.reader.Close()
+}

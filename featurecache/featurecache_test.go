@@ -1,0 +1,527 @@
+package featurecache_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed of the randomised tests (0: time-based)")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed=%d)", s, s)
+	return s
+}
+
+// writeDataset writes a dataset with the given adjacency and dim-wide
+// features whose entry j of node v is v + j/1000.
+func writeDataset(t testing.TB, dir string, adj [][]int64, dim int, dtype string) *storage.Dataset {
+	t.Helper()
+	b, err := storage.Create(dir, &storage.CreateOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(adj))
+	csr, err := b.CreateCSR(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges int64
+	for v, nb := range adj {
+		if err := csr.Append(int64(v), nb); err != nil {
+			t.Fatal(err)
+		}
+		edges += int64(len(nb))
+	}
+	if err := csr.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	fd := npy.Float32
+	if dtype == "float16" {
+		fd = npy.Float16
+	}
+	fw, err := b.CreateArray(storage.FileFeatures, fd, []int64{int64(dim)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make([]float32, dim)
+	for v := range n {
+		for j := range row {
+			row[j] = float32(v%1000) + float32(j)/1000
+		}
+		if fd == npy.Float16 {
+			err = fw.WriteFloat32sAsFloat16(row)
+		} else {
+			err = fw.WriteFloat32s(row)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := b.CreateArray(storage.FileLabels, npy.Int32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.WriteInt32s(make([]int32, n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{storage.FileTrain, storage.FileValid, storage.FileTest} {
+		w, err := b.CreateArray(name, npy.Int64, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == storage.FileTrain {
+			err = w.WriteInt64s([]int64{0})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Finish(storage.Manifest{Name: "fc", NumNodes: n, NumEdges: edges, FeatDim: int64(dim), FeatDType: dtype, NumClasses: 2}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// randomGraph is a symmetric graph with a few hubs.
+func randomGraph(rng *rand.Rand, n int, avgDeg int) [][]int64 {
+	set := make([]map[int64]bool, n)
+	for i := range set {
+		set[i] = map[int64]bool{}
+	}
+	for range n * avgDeg / 2 {
+		u := rng.IntN(n)
+		v := rng.IntN(n)
+		if rng.IntN(3) == 0 {
+			v = rng.IntN(max(1, n/20)) // hubs
+		}
+		if u != v {
+			set[u][int64(v)] = true
+			set[v][int64(u)] = true
+		}
+	}
+	adj := make([][]int64, n)
+	for v := range adj {
+		for u := range set[v] {
+			adj[v] = append(adj[v], u)
+		}
+		sortInt64(adj[v])
+	}
+	return adj
+}
+
+func sortInt64(s []int64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+type policyCase struct {
+	name   string
+	policy featurecache.Policy
+	frac   float64 // of the feature bytes; 0: budget 0
+}
+
+var policyCases = []policyCase{
+	{"none", featurecache.PolicyDegree, 0},
+	{"profiled", featurecache.PolicyProfiled, 0.3},
+	{"degree", featurecache.PolicyDegree, 0.3},
+	{"dynamic", featurecache.PolicyDynamic, 0.3},
+	{"all", featurecache.PolicyDegree, 2},
+}
+
+func budgetFor(d *storage.Dataset, frac float64) int64 {
+	if frac == 0 {
+		return 0
+	}
+	return 4*d.NumNodes() + int64(frac*float64(d.NumNodes()*d.FeatRowBytes()))
+}
+
+func randomCounts(rng *rand.Rand, n int64) []uint32 {
+	c := make([]uint32, n)
+	for i := range c {
+		if rng.IntN(2) == 0 {
+			c[i] = uint32(rng.IntN(100))
+		}
+	}
+	return c
+}
+
+func TestGatherReturnsDatasetRows(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	adj := randomGraph(rng, 600, 8)
+	for _, dtype := range []string{"float32", "float16"} {
+		d := writeDataset(t, filepath.Join(t.TempDir(), dtype), adj, 12, dtype)
+		for _, mode := range []storage.ReadMode{storage.ReadBuffered, storage.ReadDirect} {
+			for _, pc := range policyCases {
+				t.Run(fmt.Sprintf("%s/%s/%s", dtype, mode, pc.name), func(t *testing.T) {
+					acct := storage.NewAccounting()
+					opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), Workers: 3}
+					if pc.policy == featurecache.PolicyProfiled {
+						opts.Counts = randomCounts(rng, d.NumNodes())
+					}
+					c, err := featurecache.New(context.Background(), d, budgetFor(d, pc.frac), opts)
+					if errors.Is(err, storage.ErrDirectUnsupported) {
+						t.Skip(err)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Close()
+					g0 := snapshot(acct, "g") // O_DIRECT's open probe reads a block
+					rb := d.FeatRowBytes()
+					var total int64
+					for round := range 4 {
+						ids := make([]int64, 50+rng.IntN(400))
+						for i := range ids {
+							ids[i] = rng.Int64N(d.NumNodes())
+						}
+						dst := make([]byte, int64(len(ids))*rb)
+						if err := c.Gather(ids, dst); err != nil {
+							t.Fatal(err)
+						}
+						for i, v := range ids {
+							if got := dst[int64(i)*rb : int64(i+1)*rb]; !bytes.Equal(got, d.FeatureBytes(v)) {
+								t.Fatalf("round %d: row %d (node %d) differs", round, i, v)
+							}
+						}
+						f := make([]float32, len(ids)*d.FeatDim())
+						if err := c.GatherF32(ids, f); err != nil {
+							t.Fatal(err)
+						}
+						want := make([]float32, d.FeatDim())
+						for i, v := range ids {
+							d.FeatureRow(v, want)
+							for j, x := range want {
+								if f[i*d.FeatDim()+j] != x {
+									t.Fatalf("GatherF32 row %d col %d: %v, want %v", i, j, f[i*d.FeatDim()+j], x)
+								}
+							}
+						}
+						total += 2 * int64(len(ids))
+						c.Wait()
+					}
+					s := c.Stats()
+					if s.Hits+s.Misses != s.Requests || s.Requests != total {
+						t.Fatalf("stats %+v: want hits+misses = requests = %d", s, total)
+					}
+					if s.BytesRequested != total*rb || s.BytesMissed != s.Misses*rb {
+						t.Fatalf("stats %+v: byte counts inconsistent", s)
+					}
+					g := snapshot(acct, "g")
+					g.BytesRead -= g0.BytesRead
+					if g.Rows != total || g.BytesRequested != total*rb {
+						t.Fatalf("gather stage %+v, want %d rows", g, total)
+					}
+					if g.BytesRead < s.BytesMissed {
+						t.Fatalf("gather stage read %d bytes < %d missed", g.BytesRead, s.BytesMissed)
+					}
+					switch pc.name {
+					case "none":
+						if s.Hits != 0 {
+							t.Fatalf("budget 0 hit %d times", s.Hits)
+						}
+					case "all":
+						if s.Misses != 0 || g.BytesRead != 0 {
+							t.Fatalf("whole graph cached yet %d misses, %d bytes read", s.Misses, g.BytesRead)
+						}
+					case "profiled", "degree":
+						if s.Hits == 0 {
+							t.Fatalf("30%% cache never hit: %+v", s)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func snapshot(a *storage.Accounting, stage string) storage.StageStats {
+	for _, s := range a.Snapshot() {
+		if s.Stage == stage {
+			return s
+		}
+	}
+	return storage.StageStats{}
+}
+
+// TestSelection checks on a hand-made graph that degree and profiled pick
+// different, correct nodes.
+func TestSelection(t *testing.T) {
+	// Node 0 is a hub of degree 5; node 6 is a leaf; 7 is isolated.
+	adj := [][]int64{
+		{1, 2, 3, 4, 5}, {0, 2}, {0, 1}, {0}, {0}, {0, 6}, {5}, {},
+	}
+	d := writeDataset(t, t.TempDir(), adj, 4, "float32")
+	rb := d.FeatRowBytes()
+	counts := []uint32{1, 0, 0, 9, 0, 0, 7, 9} // 3 and 7 tie: both fit
+	cases := []struct {
+		name   string
+		opts   *featurecache.Options
+		rows   int64
+		cached []int64
+	}{
+		{"degree-2", &featurecache.Options{Policy: featurecache.PolicyDegree}, 2, []int64{0, 1}}, // deg 5, then 1,2,5 tie at 2 → smallest id
+		{"degree-4", &featurecache.Options{Policy: featurecache.PolicyDegree}, 4, []int64{0, 1, 2, 5}},
+		{"degree-all", &featurecache.Options{Policy: featurecache.PolicyDegree}, 8, []int64{0, 1, 2, 3, 4, 5, 6}}, // 7 has degree 0
+		{"profiled-1", &featurecache.Options{Counts: counts}, 1, []int64{3}},                                      // auto → profiled; tie 3/7 → 3
+		{"profiled-3", &featurecache.Options{Policy: featurecache.PolicyProfiled, Counts: counts}, 3, []int64{3, 6, 7}},
+		{"profiled-all", &featurecache.Options{Policy: featurecache.PolicyProfiled, Counts: counts}, 8, []int64{0, 3, 6, 7}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			budget := featurecache.BytesFor(tc.rows, rb, d.NumNodes())
+			c, err := featurecache.New(context.Background(), d, budget, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var got []int64
+			for v, s := range c.Slots() {
+				if s >= 0 {
+					if want := int32(len(got)); s != want {
+						t.Errorf("node %d in slot %d, want %d (ascending id order)", v, s, want)
+					}
+					got = append(got, int64(v))
+					if !bytes.Equal(c.Rows()[int64(s)*rb:int64(s+1)*rb], d.FeatureBytes(int64(v))) {
+						t.Errorf("slot %d holds a row other than node %d's", s, v)
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.cached) {
+				t.Fatalf("cached %v, want %v", got, tc.cached)
+			}
+			if s := c.Stats(); s.MemoryBytes > budget {
+				t.Fatalf("memory %d > budget %d", s.MemoryBytes, budget)
+			}
+		})
+	}
+}
+
+// TestBudgetProperty checks over random dims and budgets that a static
+// cache never exceeds its budget and fills it as far as rows allow, and
+// that the dynamic cache's charged bytes stay within MaxCost.
+func TestBudgetProperty(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for trial := range 6 {
+		n := 50 + rng.IntN(300)
+		dim := 1 + rng.IntN(40)
+		dtype := []string{"float32", "float16"}[rng.IntN(2)]
+		adj := randomGraph(rng, n, 4)
+		d := writeDataset(t, filepath.Join(t.TempDir(), fmt.Sprint(trial)), adj, dim, dtype)
+		rb := d.FeatRowBytes()
+		counts := randomCounts(rng, d.NumNodes())
+		nonzero := int64(0)
+		for _, x := range counts {
+			if x > 0 {
+				nonzero++
+			}
+		}
+		for range 8 {
+			budget := 4*int64(n) + rng.Int64N(int64(n)*rb*5/4+1)
+			c, err := featurecache.New(context.Background(), d, budget, &featurecache.Options{Counts: counts})
+			if err != nil {
+				t.Fatalf("trial %d: n %d dim %d budget %d: %v", trial, n, dim, budget, err)
+			}
+			s := c.Stats()
+			if s.MemoryBytes > budget || featurecache.BytesFor(s.CachedRows, rb, int64(n)) != s.MemoryBytes {
+				t.Fatalf("n %d rowBytes %d budget %d: memory %d", n, rb, budget, s.MemoryBytes)
+			}
+			if s.CachedRows < nonzero && featurecache.BytesFor(s.CachedRows+1, rb, int64(n)) <= budget {
+				t.Fatalf("n %d rowBytes %d budget %d: %d rows cached, one more fits", n, rb, budget, s.CachedRows)
+			}
+			c.Close()
+
+			dyn, err := featurecache.New(context.Background(), d, budget, &featurecache.Options{Policy: featurecache.PolicyDynamic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]int64, 4*n)
+			for i := range ids {
+				ids[i] = rng.Int64N(int64(n))
+			}
+			if err := dyn.Gather(ids, make([]byte, int64(len(ids))*rb)); err != nil {
+				t.Fatal(err)
+			}
+			dyn.Wait()
+			if got := dyn.ResidentCostBytes(); got > budget {
+				t.Fatalf("dynamic: %d bytes charged > budget %d", got, budget)
+			}
+			ds := dyn.Stats()
+			if ds.CachedRows*(rb+featurecache.DynamicItemOverhead) > budget {
+				t.Fatalf("dynamic: %d rows resident exceed budget %d", ds.CachedRows, budget)
+			}
+			if ds.Hits+ds.Misses != ds.Requests {
+				t.Fatalf("dynamic stats %+v", ds)
+			}
+			dyn.Close()
+		}
+	}
+}
+
+func TestConcurrentGather(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	d := writeDataset(t, t.TempDir(), randomGraph(rng, 500, 6), 8, "float32")
+	rb := d.FeatRowBytes()
+	for _, pc := range policyCases {
+		t.Run(pc.name, func(t *testing.T) {
+			opts := &featurecache.Options{Policy: pc.policy, Workers: 2}
+			if pc.policy == featurecache.PolicyProfiled {
+				opts.Counts = randomCounts(rng, d.NumNodes())
+			}
+			c, err := featurecache.New(context.Background(), d, budgetFor(d, pc.frac), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for g := range 4 {
+				grng := rand.New(rand.NewPCG(seed, uint64(10+g)))
+				wg.Go(func() {
+					for range 10 {
+						ids := make([]int64, 300)
+						for i := range ids {
+							ids[i] = grng.Int64N(d.NumNodes())
+						}
+						dst := make([]byte, int64(len(ids))*rb)
+						if err := c.Gather(ids, dst); err != nil {
+							errs <- err
+							return
+						}
+						for i, v := range ids {
+							if !bytes.Equal(dst[int64(i)*rb:int64(i+1)*rb], d.FeatureBytes(v)) {
+								errs <- fmt.Errorf("node %d: wrong row", v)
+								return
+							}
+						}
+						_ = c.Stats()
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if s := c.Stats(); s.Requests != 4*10*300 || s.Hits+s.Misses != s.Requests {
+				t.Fatalf("stats %+v", s)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	d := writeDataset(t, t.TempDir(), [][]int64{{1}, {0}, {}}, 2, "float32")
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		budget int64
+		opts   *featurecache.Options
+		want   error
+	}{
+		{"negative budget", -1, nil, featurecache.ErrBudget},
+		{"table does not fit", 11, nil, featurecache.ErrBudget},
+		{"dynamic no row fits", 10, &featurecache.Options{Policy: featurecache.PolicyDynamic}, featurecache.ErrBudget},
+		{"profiled without counts", 100, &featurecache.Options{Policy: featurecache.PolicyProfiled}, featurecache.ErrInvalidOptions},
+		{"counts wrong length", 100, &featurecache.Options{Counts: []uint32{1}}, featurecache.ErrInvalidOptions},
+		{"bad policy", 100, &featurecache.Options{Policy: 9}, featurecache.ErrInvalidOptions},
+		{"bad workers", 100, &featurecache.Options{Workers: -1}, featurecache.ErrInvalidOptions},
+		{"ok nil options", 12, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := featurecache.New(ctx, d, tc.budget, tc.opts)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if c != nil {
+				c.Close()
+			}
+		})
+	}
+	c, err := featurecache.New(ctx, d, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Gather([]int64{3}, make([]byte, 8)); !errors.Is(err, featurecache.ErrNodeRange) {
+		t.Fatalf("out of range id: %v", err)
+	}
+	if err := c.Gather([]int64{0, 1}, make([]byte, 8)); !errors.Is(err, featurecache.ErrShortBuffer) {
+		t.Fatalf("short buffer: %v", err)
+	}
+	c.Close()
+	if err := c.Gather([]int64{0}, make([]byte, 8)); !errors.Is(err, featurecache.ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+	ctxc, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := featurecache.New(ctxc, d, 100, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled fill: %v", err)
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	for _, p := range []featurecache.Policy{featurecache.PolicyAuto, featurecache.PolicyProfiled, featurecache.PolicyDegree, featurecache.PolicyDynamic} {
+		got, err := featurecache.ParsePolicy(p.String())
+		if err != nil || got != p {
+			t.Fatalf("ParsePolicy(%q) = %v, %v", p.String(), got, err)
+		}
+	}
+	if _, err := featurecache.ParsePolicy("lru"); !errors.Is(err, featurecache.ErrInvalidOptions) {
+		t.Fatal(err)
+	}
+}
+
+func TestCapacityFor(t *testing.T) {
+	cases := []struct{ budget, rowBytes, n, want int64 }{
+		{0, 8, 10, 0}, {39, 8, 10, 0}, {40, 8, 10, 0}, {47, 8, 10, 0}, {48, 8, 10, 1}, {1000, 8, 10, 10}, {100, 0, 10, 0},
+	}
+	for _, tc := range cases {
+		if got := featurecache.CapacityFor(tc.budget, tc.rowBytes, tc.n); got != tc.want {
+			t.Errorf("CapacityFor(%d, %d, %d) = %d, want %d", tc.budget, tc.rowBytes, tc.n, got, tc.want)
+		}
+		if got := featurecache.CapacityFor(tc.budget, tc.rowBytes, tc.n); got > 0 && featurecache.BytesFor(got, tc.rowBytes, tc.n) > tc.budget {
+			t.Errorf("capacity %d exceeds budget %d", got, tc.budget)
+		}
+	}
+}

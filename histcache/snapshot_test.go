@@ -1,0 +1,152 @@
+package histcache_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/histcache"
+)
+
+// filled returns a cache over 20 nodes with candidates 2, 5, 9, 11, 14 of
+// width 3 holding Valid, MustRefresh and Empty entries.
+func filled(t testing.TB) *histcache.Cache {
+	c := newCache(t, 20, []int64{2, 5, 9, 11, 14}, 3, &histcache.Options{Policy: histcache.PolicyGrad, PGrad: 0.5})
+	nodes := []int64{2, 5, 9, 11}
+	if _, err := c.Push(7, nodes, rows(nodes, 3, 7), []float32{1, 2, 3, 4}); err != nil { // admits 2, 5
+		t.Fatal(err)
+	}
+	if _, err := c.EvictUnstable([]int64{5}, []float32{10}); err != nil { // 5 → MustRefresh
+		t.Fatal(err)
+	}
+	if err := c.MarkInBatch([]int64{2}); err != nil { // written as Valid
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	c := filled(t)
+	var buf bytes.Buffer
+	n, err := c.WriteTo(&buf)
+	if err != nil || n != int64(buf.Len()) {
+		t.Fatalf("WriteTo %d, %v (buffer %d)", n, err, buf.Len())
+	}
+	if want := int64(48 + 2*(8+1+8+4*3) + 8); n != want {
+		t.Fatalf("snapshot is %d bytes, want %d", n, want)
+	}
+	d := newCache(t, 20, []int64{2, 5, 9, 11, 14}, 3, nil)
+	trailing := append(buf.Bytes(), "next"...)
+	r := bytes.NewReader(trailing)
+	m, err := d.ReadFrom(r)
+	if err != nil || m != n || r.Len() != 4 {
+		t.Fatalf("ReadFrom %d, %v, left %d", m, err, r.Len())
+	}
+	for v := int64(0); v < 20; v++ {
+		want := c.State(v)
+		if want == histcache.InBatchCompute {
+			want = histcache.Valid
+		}
+		if got := d.State(v); got != want {
+			t.Fatalf("node %d: %v, want %v", v, got, want)
+		}
+	}
+	dst := make([]float32, 3)
+	if err := d.Pull(8, []int64{2}, dst); err != nil || fmt.Sprint(dst) != fmt.Sprint(rows([]int64{2}, 3, 7)) {
+		t.Fatalf("pull after restore: %v %v", dst, err)
+	}
+	if s := d.Stats(); s.Valid != 1 {
+		t.Fatalf("valid %d", s.Valid)
+	}
+	var again bytes.Buffer
+	if _, err := d.WriteTo(&again); err != nil || !bytes.Equal(again.Bytes(), buf.Bytes()) {
+		t.Fatalf("rewrite differs: %v", err)
+	}
+}
+
+func TestSnapshotDamage(t *testing.T) {
+	c := filled(t)
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	flip := func(off int) []byte {
+		b := bytes.Clone(good)
+		b[off] ^= 0x40
+		return b
+	}
+	cases := []struct {
+		name   string
+		data   []byte
+		cache  func() *histcache.Cache
+		want   error
+		offset int64 // for corrupt errors, -1 to skip
+	}{
+		{"empty", nil, nil, histcache.ErrCorrupt, 0},
+		{"bad magic", flip(0), nil, histcache.ErrCorrupt, 8},
+		{"bad version", flip(8), nil, histcache.ErrCorrupt, 12},
+		{"truncated header", good[:30], nil, histcache.ErrCorrupt, 30},
+		{"truncated record", good[:60], nil, histcache.ErrCorrupt, 60},
+		{"no checksum", good[:len(good)-8], nil, histcache.ErrCorrupt, int64(len(good) - 8)},
+		{"flipped embedding", flip(48 + 8 + 1 + 8), nil, histcache.ErrCorrupt, int64(len(good) - 8)},
+		{"flipped checksum", flip(len(good) - 1), nil, histcache.ErrCorrupt, int64(len(good) - 8)},
+		{"bad state", flip(48 + 8), nil, histcache.ErrCorrupt, -1},
+		{"other width", good, func() *histcache.Cache { return newCache(t, 20, []int64{2, 5, 9, 11, 14}, 4, nil) }, histcache.ErrMismatch, -1},
+		{"other candidates", good, func() *histcache.Cache { return newCache(t, 20, []int64{1, 5, 9, 11, 14}, 3, nil) }, histcache.ErrMismatch, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filled(t)
+			if tc.cache != nil {
+				d = tc.cache()
+			}
+			var before bytes.Buffer
+			d.WriteTo(&before)
+			_, err := d.ReadFrom(bytes.NewReader(tc.data))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			var ce *histcache.CorruptError
+			if tc.offset >= 0 && errors.As(err, &ce) && ce.Offset != tc.offset {
+				t.Fatalf("offset %d, want %d (%v)", ce.Offset, tc.offset, err)
+			}
+			var after bytes.Buffer
+			d.WriteTo(&after)
+			if !bytes.Equal(before.Bytes(), after.Bytes()) {
+				t.Fatal("a failed ReadFrom changed the cache")
+			}
+		})
+	}
+}
+
+func FuzzReadFrom(f *testing.F) {
+	c := filled(f)
+	var buf bytes.Buffer
+	c.WriteTo(&buf)
+	f.Add(buf.Bytes())
+	f.Add([]byte("SSDHIST\x00"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := newCache(t, 20, []int64{2, 5, 9, 11, 14}, 3, nil)
+		n, err := d.ReadFrom(bytes.NewReader(data))
+		if n > int64(len(data)) {
+			t.Fatalf("read %d of %d bytes", n, len(data))
+		}
+		if err != nil {
+			return
+		}
+		// Whatever was accepted must write back its records byte for
+		// byte (the staleness field is informational: the cache's own is
+		// written).
+		var out bytes.Buffer
+		if _, err := d.WriteTo(&out); err != nil {
+			t.Fatal(err)
+		}
+		o := out.Bytes()
+		if int64(len(o)) != n || !bytes.Equal(o[40:len(o)-8], data[40:n-8]) || !bytes.Equal(o[:32], data[:32]) {
+			t.Fatalf("accepted snapshot does not round-trip")
+		}
+	})
+}

@@ -1,0 +1,475 @@
+package partition
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// levelSpec describes one streaming partitioning problem: k parts over a
+// scope of nodes (the whole graph, or one first-level part).
+type levelSpec struct {
+	k      int
+	nodes  []int64 // scope, ascending; nil = every node 0..n-1
+	n      int64   // |scope|
+	m      float64 // undirected edges inside the scope (for α)
+	t      int64   // training nodes in scope
+	order  []int64 // stream order (ids); nil = nodes (or 0..n-1)
+	out    []int32 // global output array; out[v] = base + local part
+	base   int32
+	filter bool // Bloom membership (Fennel) rather than exact (FennelExact)
+
+	// Scope test for neighbours (level 2). Exactly one of these is set, or
+	// neither for the whole graph.
+	scopeArr   []int32 // exact: u in scope iff scopeArr[u] == scopePart
+	scopePart  int32
+	scopeBloom *bloom.BloomFilter // Bloom: u in scope iff the filter says so
+}
+
+// streamer runs FENNEL over one levelSpec. It is used by one goroutine,
+// which may fan out to helper goroutines for high-degree nodes.
+type streamer struct {
+	d     *storage.Dataset
+	opts  *Options
+	spec  levelSpec
+	train func(v int64) bool
+
+	alpha, gamma, lambda, avgT float64
+	capN, capT                 int64
+	size, trainLoad            []int64
+	// sumRoom is Σ_P min(training room, node room); unplacedT counts the
+	// training nodes not currently placed. A non-training node may not
+	// take the last node slot a training node needs (see allowed).
+	sumRoom, unplacedT int64
+	all, trn           *tourney
+
+	counts  []int32
+	touched []int32
+	mark    []bool
+
+	// Bloom state.
+	hashK       uint
+	filters     []*bloom.BloomFilter
+	prev        []*bloom.BloomFilter // previous pass (restreaming)
+	filterBytes int64
+	pos         []int32 // random order, pass > 1: stream position by local index
+	posGlobal   bool    // pos is indexed by global id (level 1)
+
+	// Scratch.
+	nbrs []int64
+	locs []uint64
+	key  [8]byte
+
+	// Statistics of the last pass.
+	seen, internal int64   // neighbours already assigned / of them in v's part
+	intra          []int64 // per part: edges to earlier nodes of the same part
+	onProgress     func(done int64, seen, internal int64)
+}
+
+func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(int64) bool) *streamer {
+	s := &streamer{d: d, opts: o, spec: spec, train: isTrain, gamma: o.Gamma, lambda: o.Lambda}
+	k := spec.k
+	n := float64(max(spec.n, 1))
+	s.alpha = math.Pow(float64(k), o.Gamma-1) * max(spec.m, 1) / math.Pow(n, o.Gamma)
+	s.capN = int64(math.Ceil((1 + o.Epsilon) * float64(spec.n) / float64(k)))
+	s.capT = int64(math.Ceil((1 + o.Epsilon) * float64(spec.t) / float64(k)))
+	s.avgT = max(float64(spec.t)/float64(k), 1)
+	s.size = make([]int64, k)
+	s.trainLoad = make([]int64, k)
+	s.intra = make([]int64, k)
+	s.all, s.trn = newTourney(k), newTourney(k)
+	s.counts = make([]int32, k)
+	s.mark = make([]bool, k)
+	if spec.filter {
+		s.filters = s.newFilters()
+		s.hashK = s.filters[0].K()
+		s.filterBytes = int64(k) * int64((s.filters[0].Cap()+63)/64*8)
+		if o.Passes > 1 {
+			s.filterBytes *= 2 // previous and current pass
+		}
+		if spec.scopeBloom != nil && spec.scopeBloom.K() > s.hashK {
+			s.hashK = spec.scopeBloom.K()
+		}
+	}
+	for p := range k {
+		s.refresh(p)
+		s.sumRoom += s.room(p)
+	}
+	s.unplacedT = spec.t
+	return s
+}
+
+// room is how many more training nodes part p can take.
+func (s *streamer) room(p int) int64 {
+	if s.spec.t == 0 {
+		return 0
+	}
+	return min(s.capT-s.trainLoad[p], s.capN-s.size[p])
+}
+
+// move adds dn nodes, of which dt training nodes, to part p.
+func (s *streamer) move(p int, dn, dt int64) {
+	s.sumRoom -= s.room(p)
+	s.size[p] += dn
+	s.trainLoad[p] += dt
+	s.unplacedT -= dt
+	s.sumRoom += s.room(p)
+	s.refresh(p)
+}
+
+// allowed reports whether a non-training node may join p without leaving
+// too few slots for the training nodes still to be placed.
+func (s *streamer) allowed(p int) bool {
+	if s.spec.t == 0 || s.capN-s.size[p] > s.capT-s.trainLoad[p] {
+		return true
+	}
+	return s.sumRoom-1 >= s.unplacedT
+}
+
+// newFilters allocates one filter per part, each sized for the part's cap
+// ((1+ε)·n/k members), never for the whole graph.
+func (s *streamer) newFilters() []*bloom.BloomFilter {
+	f := make([]*bloom.BloomFilter, s.spec.k)
+	per := uint(max(s.capN, 1))
+	for i := range f {
+		f[i] = bloom.NewWithEstimates(per, s.opts.FalsePositive)
+	}
+	return f
+}
+
+func (s *streamer) penalty(p int) float64 {
+	sz := float64(s.size[p])
+	var g float64
+	if s.gamma == 1.5 {
+		g = math.Sqrt(sz)
+	} else {
+		g = math.Pow(sz, s.gamma-1)
+	}
+	return s.alpha*s.gamma*g + s.lambda*float64(s.trainLoad[p])/s.avgT
+}
+
+func (s *streamer) fullN(p int) bool { return s.size[p] >= s.capN }
+func (s *streamer) fullT(p int) bool { return s.spec.t > 0 && s.trainLoad[p] >= s.capT }
+
+// refresh recomputes part p's entries in both tournaments.
+func (s *streamer) refresh(p int) {
+	pen := s.penalty(p)
+	if s.fullN(p) {
+		s.all.set(p, math.Inf(1))
+		s.trn.set(p, math.Inf(1))
+		return
+	}
+	s.all.set(p, pen)
+	if s.fullT(p) {
+		s.trn.set(p, math.Inf(1))
+	} else {
+		s.trn.set(p, pen)
+	}
+}
+
+func (s *streamer) touch(p int32) {
+	if !s.mark[p] {
+		s.mark[p] = true
+		s.touched = append(s.touched, p)
+	}
+}
+
+func (s *streamer) setKey(u int64) []byte {
+	binary.LittleEndian.PutUint64(s.key[:], uint64(u))
+	return s.key[:]
+}
+
+// inScope reports whether neighbour u belongs to the level's scope. For
+// Bloom scope it also leaves u's hash locations at the end of s.locs.
+func (s *streamer) gather(v int64) {
+	s.nbrs = s.d.Neighbors(v).AppendTo(s.nbrs[:0])
+	s.locs = s.locs[:0]
+	j := 0
+	for _, u := range s.nbrs {
+		if u == v {
+			continue
+		}
+		if s.spec.scopeArr != nil && s.spec.scopeArr[u] != s.spec.scopePart {
+			continue
+		}
+		if s.spec.filter {
+			l := bloom.Locations(s.setKey(u), s.hashK)
+			if s.spec.scopeBloom != nil && !s.spec.scopeBloom.TestLocations(l[:s.spec.scopeBloom.K()]) {
+				continue
+			}
+			s.locs = append(s.locs, l...)
+		}
+		s.nbrs[j] = u
+		j++
+	}
+	s.nbrs = s.nbrs[:j]
+}
+
+// filterSet returns the filters that hold neighbour u's current part: the
+// current pass's filters if u was streamed earlier in this pass, else the
+// previous pass's.
+func (s *streamer) filterSet(u, v int64, vpos int32) []*bloom.BloomFilter {
+	if s.prev == nil {
+		return s.filters
+	}
+	if s.pos == nil {
+		if u < v {
+			return s.filters
+		}
+		return s.prev
+	}
+	var up int32 = -1
+	if s.posGlobal {
+		up = s.pos[u]
+	} else if i := sort.Search(len(s.spec.nodes), func(i int) bool { return s.spec.nodes[i] >= u }); i < len(s.spec.nodes) && s.spec.nodes[i] == u {
+		up = s.pos[i]
+	}
+	if up >= 0 && up < vpos {
+		return s.filters
+	}
+	return s.prev
+}
+
+// count fills s.counts/s.touched with |N(v) ∩ P| for the candidate parts.
+func (s *streamer) count(v int64, vpos int32) {
+	nb := s.nbrs
+	if !s.spec.filter {
+		ex := s.spec.out
+		base := s.spec.base
+		if s.parallel(len(nb)) {
+			s.countParallel(func(lo, hi int, cnt []int32, touch func(int32)) {
+				for _, u := range nb[lo:hi] {
+					if q := ex[u]; q >= 0 {
+						q -= base
+						cnt[q]++
+						touch(q)
+					}
+				}
+			})
+			return
+		}
+		for _, u := range nb {
+			if q := ex[u]; q >= 0 {
+				q -= base
+				s.counts[q]++
+				s.touch(q)
+			}
+		}
+		return
+	}
+	// Bloom: discover candidates by probing a few neighbours against every
+	// filter, then count all neighbours against the candidates only.
+	hk := int(s.hashK)
+	c := min(s.opts.Candidates, len(nb))
+	for i := range c {
+		j := i * len(nb) / c
+		fs := s.filterSet(nb[j], v, vpos)
+		l := s.locs[j*hk : (j+1)*hk]
+		for p, f := range fs {
+			if f.TestLocations(l[:f.K()]) {
+				s.touch(int32(p))
+			}
+		}
+	}
+	if len(s.touched) == 0 {
+		return
+	}
+	if s.parallel(len(nb)) {
+		cands := append([]int32(nil), s.touched...)
+		s.countParallel(func(lo, hi int, cnt []int32, _ func(int32)) {
+			for j := lo; j < hi; j++ {
+				fs := s.filterSet(nb[j], v, vpos)
+				l := s.locs[j*hk : (j+1)*hk]
+				for _, p := range cands {
+					if f := fs[p]; f.TestLocations(l[:f.K()]) {
+						cnt[p]++
+					}
+				}
+			}
+		})
+		return
+	}
+	for j, u := range nb {
+		fs := s.filterSet(u, v, vpos)
+		l := s.locs[j*hk : (j+1)*hk]
+		for _, p := range s.touched {
+			if f := fs[p]; f.TestLocations(l[:f.K()]) {
+				s.counts[p]++
+			}
+		}
+	}
+}
+
+func (s *streamer) parallel(deg int) bool {
+	return s.opts.Workers > 1 && s.opts.ParallelDegree > 0 && deg >= s.opts.ParallelDegree
+}
+
+// countParallel splits the neighbour list into Workers chunks, counts each
+// into a private array and merges in chunk order (sums are order-free, so
+// the result is deterministic).
+func (s *streamer) countParallel(body func(lo, hi int, cnt []int32, touch func(int32))) {
+	w := s.opts.Workers
+	n := len(s.nbrs)
+	type part struct {
+		cnt     []int32
+		touched []int32
+	}
+	parts := make([]part, w)
+	var wg sync.WaitGroup
+	for i := range w {
+		lo, hi := i*n/w, (i+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cnt := make([]int32, s.spec.k)
+			var touched []int32
+			body(lo, hi, cnt, func(q int32) {
+				if cnt[q] == 1 {
+					touched = append(touched, q)
+				}
+			})
+			parts[i] = part{cnt, touched}
+		}()
+	}
+	wg.Wait()
+	for _, pt := range parts {
+		for _, q := range pt.touched {
+			s.touch(q)
+		}
+		for _, q := range s.touched {
+			s.counts[q] += pt.cnt[q]
+		}
+	}
+}
+
+// choose picks v's part from the counted candidates and the globally
+// least-penalised non-full part.
+func (s *streamer) choose(isTrain bool) (int, error) {
+	best, bestScore := -1, math.Inf(-1)
+	consider := func(p int) {
+		if p < 0 || s.fullN(p) || (isTrain && s.fullT(p)) || (!isTrain && !s.allowed(p)) {
+			return
+		}
+		sc := float64(s.counts[p]) - s.penalty(p)
+		if best < 0 || sc > bestScore ||
+			(sc == bestScore && (s.size[p] < s.size[best] || (s.size[p] == s.size[best] && p < best))) {
+			best, bestScore = p, sc
+		}
+	}
+	for _, p := range s.touched {
+		consider(int(p))
+	}
+	if isTrain {
+		consider(s.trn.min())
+	} else if p := s.all.min(); p >= 0 && s.allowed(p) {
+		consider(p)
+	} else {
+		// The least-loaded part must keep its slots for training nodes
+		// (rare: only when the training slack is exhausted): scan.
+		for p := range s.spec.k {
+			if s.counts[p] == 0 {
+				consider(p)
+			}
+		}
+	}
+	if best < 0 {
+		return -1, ErrInfeasible
+	}
+	return best, nil
+}
+
+// run streams every pass.
+func (s *streamer) run(passes int) error {
+	sp := &s.spec
+	for pass := range passes {
+		if pass > 0 && sp.filter {
+			s.prev = s.filters
+			s.filters = s.newFilters()
+		}
+		if pass > 0 && sp.order != nil && sp.filter && s.pos == nil {
+			s.buildPos()
+		}
+		s.seen, s.internal = 0, 0
+		clear(s.intra)
+		for i := range s.streamLen() {
+			v := s.streamAt(i)
+			isTrain := s.train(v)
+			if pass > 0 {
+				old := int(sp.out[v] - sp.base)
+				if isTrain {
+					s.move(old, -1, -1)
+				} else {
+					s.move(old, -1, 0)
+				}
+				if !sp.filter {
+					sp.out[v] = -1
+				}
+			}
+			s.gather(v)
+			s.count(v, int32(i))
+			p, err := s.choose(isTrain)
+			if err != nil {
+				return err
+			}
+			for _, q := range s.touched {
+				s.seen += int64(s.counts[q])
+			}
+			s.internal += int64(s.counts[p])
+			s.intra[p] += int64(s.counts[p])
+			for _, q := range s.touched {
+				s.counts[q] = 0
+				s.mark[q] = false
+			}
+			s.touched = s.touched[:0]
+			sp.out[v] = sp.base + int32(p)
+			if sp.filter {
+				s.filters[p].Add(s.setKey(v))
+			}
+			if isTrain {
+				s.move(p, 1, 1)
+			} else {
+				s.move(p, 1, 0)
+			}
+			if s.onProgress != nil && (i+1)%4096 == 0 {
+				s.onProgress(4096, s.seen, s.internal)
+			}
+		}
+		if s.onProgress != nil {
+			s.onProgress(int64(s.streamLen()%4096), s.seen, s.internal)
+		}
+		s.prev = nil
+	}
+	return nil
+}
+
+func (s *streamer) streamLen() int { return int(s.spec.n) }
+
+func (s *streamer) streamAt(i int) int64 {
+	switch {
+	case s.spec.order != nil:
+		return s.spec.order[i]
+	case s.spec.nodes != nil:
+		return s.spec.nodes[i]
+	}
+	return int64(i)
+}
+
+// buildPos records each node's stream position, for restreaming in random
+// order.
+func (s *streamer) buildPos() {
+	s.pos = make([]int32, s.spec.n)
+	s.posGlobal = s.spec.nodes == nil
+	for i, v := range s.spec.order {
+		if s.posGlobal {
+			s.pos[v] = int32(i)
+		} else {
+			j := sort.Search(len(s.spec.nodes), func(j int) bool { return s.spec.nodes[j] >= v })
+			s.pos[j] = int32(i)
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package partition
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+	mmap "github.com/edsrzf/mmap-go"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// Partitioning is an open, memory-mapped partitioning.
+//
+// Every slice it returns aliases a read-only mapping: writing to it faults,
+// and it is valid only until Close. A Partitioning is safe for concurrent
+// readers.
+type Partitioning struct {
+	dir   string
+	man   *Manifest
+	stats Stats
+	maps  map[string]mmap.MMap
+	data  map[string][]byte
+
+	part, cross    []int32
+	off, members   []int64
+	toff, tmembers []int64
+	adjPtr         []int64
+	adj32          []int32
+	adj64          []int64
+	adjFile        *storage.FileEntry
+}
+
+// expected dtype and shape (-1 = any) of each array, given the manifest.
+func (m *Manifest) expect() map[string]struct {
+	dtype string
+	shape int64
+} {
+	type e = struct {
+		dtype string
+		shape int64
+	}
+	return map[string]e{
+		FilePart:           {"int32", m.NumNodes},
+		FileCross:          {"int32", m.NumNodes},
+		FileMembersOffsets: {"int64", int64(m.K) + 1},
+		FileMembers:        {"int64", m.NumNodes},
+		FileTrainOffsets:   {"int64", int64(m.K) + 1},
+		FileTrainMembers:   {"int64", m.NumTrain},
+		FileAdjIndptr:      {"int64", m.NumNodes + 1},
+		FileAdjIndices:     {storage.IndicesDType(m.NumNodes).String(), m.NumEdges},
+	}
+}
+
+// ParseManifest decodes and checks manifest bytes; path is used in errors.
+func ParseManifest(b []byte, path string) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, &CorruptError{File: path, Index: -1, Offset: se.Offset, Msg: "invalid JSON: " + se.Error()}
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &CorruptError{File: path, Index: -1, Offset: te.Offset, Msg: "field " + te.Field + ": " + te.Error()}
+		}
+		return nil, &CorruptError{File: path, Index: -1, Offset: -1, Msg: err.Error()}
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrMismatch, path, fmt.Sprintf(format, args...))
+	}
+	if m.Format != FormatName || m.Version != FormatVersion {
+		return nil, bad("format %q version %d, this build reads %q version %d", m.Format, m.Version, FormatName, FormatVersion)
+	}
+	if m.K < 1 || m.NumNodes < 0 || m.NumEdges < 0 || m.NumTrain < 0 || m.NumTrain > m.NumNodes {
+		return nil, bad("bad counts: k=%d nodes=%d edges=%d train=%d", m.K, m.NumNodes, m.NumEdges, m.NumTrain)
+	}
+	for name, e := range m.expect() {
+		f := m.File(name)
+		if f == nil {
+			return nil, bad("missing entry for %s", name)
+		}
+		if f.DType != e.dtype || len(f.Shape) != 1 || f.Shape[0] != e.shape {
+			return nil, bad("%s: %s%v, want %s[%d]", name, f.DType, f.Shape, e.dtype, e.shape)
+		}
+		d, _ := npy.ParseDType(e.dtype)
+		if f.DataOffset < 0 || f.Bytes != f.DataOffset+e.shape*int64(d.Size()) {
+			return nil, bad("%s: bytes %d inconsistent with data_offset %d and shape", name, f.Bytes, f.DataOffset)
+		}
+	}
+	return &m, nil
+}
+
+// Open maps partitioning name of the dataset in datasetDir. It checks the
+// manifest against the dataset's manifest (node and edge counts) and every
+// file's size and .npy header against the manifest; it does not read the
+// data (Verify does).
+func Open(datasetDir, name string) (*Partitioning, error) {
+	dir := Dir(datasetDir, name)
+	mpath := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(mpath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	m, err := ParseManifest(b, mpath)
+	if err != nil {
+		return nil, err
+	}
+	dm, err := storage.LoadManifest(datasetDir)
+	if err != nil {
+		return nil, err
+	}
+	if dm.NumNodes != m.NumNodes || dm.NumEdges != m.NumEdges {
+		return nil, fmt.Errorf("%w: %s: made for %d nodes / %d edges, dataset has %d / %d (stale partitioning?)",
+			ErrMismatch, mpath, m.NumNodes, m.NumEdges, dm.NumNodes, dm.NumEdges)
+	}
+	p := &Partitioning{dir: dir, man: m, maps: map[string]mmap.MMap{}, data: map[string][]byte{}}
+	for name := range m.expect() {
+		if err := p.mapFile(m.File(name)); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	sb, err := os.ReadFile(filepath.Join(dir, FileStats))
+	if err == nil {
+		err = json.Unmarshal(sb, &p.stats)
+	}
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrMismatch, FileStats, err)
+	}
+	p.part = view32(p.data[FilePart])
+	p.cross = view32(p.data[FileCross])
+	p.off = view64(p.data[FileMembersOffsets])
+	p.members = view64(p.data[FileMembers])
+	p.toff = view64(p.data[FileTrainOffsets])
+	p.tmembers = view64(p.data[FileTrainMembers])
+	p.adjPtr = view64(p.data[FileAdjIndptr])
+	p.adjFile = m.File(FileAdjIndices)
+	if p.adjFile.DType == "int32" {
+		p.adj32 = view32(p.data[FileAdjIndices])
+	} else {
+		p.adj64 = view64(p.data[FileAdjIndices])
+	}
+	return p, nil
+}
+
+func (p *Partitioning) mapFile(e *storage.FileEntry) error {
+	path := filepath.Join(p.dir, e.Name)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s: listed in %s but missing", ErrMismatch, path, ManifestName)
+	}
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	if st.Size() != e.Bytes {
+		return fmt.Errorf("%w: %s: size %d bytes, manifest says %d", ErrMismatch, path, st.Size(), e.Bytes)
+	}
+	h, err := npy.ReadHeader(f)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
+	}
+	if h.DType.String() != e.DType || len(h.Shape) != 1 || h.Shape[0] != e.Shape[0] || h.DataOffset != e.DataOffset {
+		return fmt.Errorf("%w: %s: header says %s%v at %d, manifest says %s%v at %d",
+			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
+	}
+	if e.Bytes == e.DataOffset {
+		p.data[e.Name] = nil
+		return nil
+	}
+	mm, err := mmap.Map(f, mmap.RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("partition: mmap %s (%d bytes): %w", path, e.Bytes, err)
+	}
+	p.maps[e.Name] = mm
+	p.data[e.Name] = mm[e.DataOffset:]
+	return nil
+}
+
+func view64(b []byte) []int64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+func view32(b []byte) []int32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// Close unmaps every file.
+func (p *Partitioning) Close() error {
+	var first error
+	for name, m := range p.maps {
+		if err := m.Unmap(); err != nil && first == nil {
+			first = fmt.Errorf("partition: unmap %s: %w", name, err)
+		}
+	}
+	p.maps, p.data = nil, nil
+	return first
+}
+
+// Dir is the partitioning's directory.
+func (p *Partitioning) Dir() string { return p.dir }
+
+// Manifest is the parsed manifest. Callers must not modify it.
+func (p *Partitioning) Manifest() *Manifest { return p.man }
+
+// Stats is the content of stats.json.
+func (p *Partitioning) Stats() Stats { return p.stats }
+
+// K is the number of parts.
+func (p *Partitioning) K() int { return p.man.K }
+
+// Part is every node's part id.
+func (p *Partitioning) Part() []int32 { return p.part }
+
+// Cross is, per node, the number of its neighbours in other parts.
+func (p *Partitioning) Cross() []int32 { return p.cross }
+
+// Members is part q's node ids, ascending.
+func (p *Partitioning) Members(q int) []int64 { return p.members[p.off[q]:p.off[q+1]] }
+
+// TrainMembers is part q's training node ids, ascending.
+func (p *Partitioning) TrainMembers(q int) []int64 { return p.tmembers[p.toff[q]:p.toff[q+1]] }
+
+// Adjacency is one part's stored adjacency: the neighbour lists (global
+// ids) of its members, in Members order, contiguous in adj_indices.npy.
+type Adjacency struct {
+	// Nodes is the part's members, ascending.
+	Nodes []int64
+	// Indptr has len(Nodes)+1 global offsets into adj_indices.npy: node
+	// Nodes[i]'s neighbours are entries Indptr[i]..Indptr[i+1] of the file,
+	// i.e. Indices[Indptr[i]-Indptr[0] : Indptr[i+1]-Indptr[0]].
+	Indptr []int64
+	// Exactly one of Indices32 / Indices64 is set (by the dataset's index
+	// dtype); it covers entries Indptr[0]..Indptr[len(Nodes)].
+	Indices32 []int32
+	Indices64 []int64
+	// FileOffset and FileBytes locate the indices in adj_indices.npy, for
+	// loading them with one sequential read instead of the mapping.
+	FileOffset, FileBytes int64
+}
+
+// Len is the number of nodes.
+func (a *Adjacency) Len() int { return len(a.Nodes) }
+
+// AppendNeighbors appends the neighbours of a.Nodes[i] to dst.
+func (a *Adjacency) AppendNeighbors(i int, dst []int64) []int64 {
+	lo, hi := a.Indptr[i]-a.Indptr[0], a.Indptr[i+1]-a.Indptr[0]
+	if a.Indices64 != nil {
+		return append(dst, a.Indices64[lo:hi]...)
+	}
+	for _, u := range a.Indices32[lo:hi] {
+		dst = append(dst, int64(u))
+	}
+	return dst
+}
+
+// AdjacencyOf returns part q's adjacency as views of the mappings.
+func (p *Partitioning) AdjacencyOf(q int) Adjacency {
+	lo, hi := p.off[q], p.off[q+1]
+	ptr := p.adjPtr[lo : hi+1]
+	a := Adjacency{Nodes: p.members[lo:hi], Indptr: ptr}
+	b, e := ptr[0], ptr[len(ptr)-1]
+	size := int64(4)
+	if p.adj64 != nil {
+		size = 8
+		a.Indices64 = p.adj64[b:e]
+	} else if p.adj32 != nil {
+		a.Indices32 = p.adj32[b:e]
+	} else {
+		a.Indices32 = []int32{}
+	}
+	a.FileOffset = p.adjFile.DataOffset + b*size
+	a.FileBytes = (e - b) * size
+	return a
+}
+
+// AdjacencyPath is the path of adj_indices.npy, for callers that read
+// AdjacencyOf(q).FileOffset/FileBytes themselves.
+func (p *Partitioning) AdjacencyPath() string { return filepath.Join(p.dir, FileAdjIndices) }
+
+// Verify reads every file, checks its checksum against the manifest and
+// the cross-file invariants: membership agrees with part.npy, training
+// members are training nodes of the right part, offsets are monotone and
+// adj_indptr matches the members' degrees as stored in adj_indices.
+func (p *Partitioning) Verify() error {
+	for name := range p.man.expect() {
+		e := p.man.File(name)
+		if got := checksum(xxhash.Sum64(p.data[name])); got != e.Checksum {
+			return &CorruptError{File: filepath.Join(p.dir, name), Index: -1, Offset: -1,
+				Msg: fmt.Sprintf("checksum %s, manifest says %s", got, e.Checksum)}
+		}
+	}
+	corrupt := func(file string, i int64, format string, args ...any) error {
+		return &CorruptError{File: filepath.Join(p.dir, file), Index: i, Offset: -1, Msg: fmt.Sprintf(format, args...)}
+	}
+	k := p.man.K
+	n := p.man.NumNodes
+	for _, o := range []struct {
+		name string
+		off  []int64
+		tot  int64
+	}{{FileMembersOffsets, p.off, n}, {FileTrainOffsets, p.toff, p.man.NumTrain}} {
+		if o.off[0] != 0 || o.off[k] != o.tot {
+			return corrupt(o.name, 0, "offsets span [%d,%d], want [0,%d]", o.off[0], o.off[k], o.tot)
+		}
+		for q := range k {
+			if o.off[q+1] < o.off[q] {
+				return corrupt(o.name, int64(q+1), "offsets decrease")
+			}
+		}
+	}
+	for v, q := range p.part {
+		if q < 0 || int(q) >= k {
+			return corrupt(FilePart, int64(v), "part %d not in [0,%d)", q, k)
+		}
+	}
+	for q := range k {
+		for i, list := range [][]int64{p.Members(q), p.TrainMembers(q)} {
+			file := []string{FileMembers, FileTrainMembers}[i]
+			base := []int64{p.off[q], p.toff[q]}[i]
+			for j, v := range list {
+				if v < 0 || v >= n || p.part[v] != int32(q) || (j > 0 && list[j-1] >= v) {
+					return corrupt(file, base+int64(j), "node %d misplaced in part %d", v, q)
+				}
+			}
+		}
+	}
+	if p.adjPtr[0] != 0 || p.adjPtr[n] != p.man.NumEdges {
+		return corrupt(FileAdjIndptr, 0, "indptr spans [%d,%d], want [0,%d]", p.adjPtr[0], p.adjPtr[n], p.man.NumEdges)
+	}
+	for i := range n {
+		if p.adjPtr[i+1] < p.adjPtr[i] {
+			return corrupt(FileAdjIndptr, i+1, "indptr decreases")
+		}
+	}
+	for i := range p.adjPtr[n] {
+		var u int64
+		if p.adj64 != nil {
+			u = p.adj64[i]
+		} else {
+			u = int64(p.adj32[i])
+		}
+		if u < 0 || u >= n {
+			return corrupt(FileAdjIndices, i, "neighbour %d out of range", u)
+		}
+	}
+	return nil
+}

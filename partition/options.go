@@ -1,0 +1,218 @@
+package partition
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+)
+
+// Method names a partitioning algorithm.
+type Method string
+
+// Methods.
+const (
+	// Fennel is two-level streaming FENNEL whose neighbour-membership test
+	// uses one Bloom filter per partition.
+	Fennel Method = "fennel"
+	// FennelExact is the same algorithm with exact membership (an int32
+	// assignment array), for comparison.
+	FennelExact Method = "fennel-exact"
+	// Random assigns nodes uniformly at random, balanced in nodes and in
+	// training nodes.
+	Random Method = "random"
+	// Metis runs the external gpmetis binary (quality comparison only).
+	Metis Method = "metis"
+)
+
+// Methods lists every method, in documentation order.
+var Methods = []Method{Fennel, FennelExact, Random, Metis}
+
+// Stream orders.
+const (
+	OrderID     = "id"
+	OrderRandom = "random"
+)
+
+// Defaults.
+const (
+	DefaultParts          = 10000
+	DefaultGamma          = 1.5
+	DefaultEpsilon        = 0.1
+	DefaultLambda         = 1.0
+	DefaultFalsePositive  = 0.01
+	DefaultCandidates     = 4
+	DefaultParallelDegree = 4096
+)
+
+// Options configures Run. A nil *Options means the defaults; zero fields
+// take their defaults.
+type Options struct {
+	// Parts is the requested number of partitions k (default 10,000).
+	Parts int
+	// FirstLevel is k1, the number of first-level parts; each is split into
+	// k2 = ceil(Parts/k1) second-level parts, so the final count is k1*k2.
+	// Default ceil(sqrt(Parts)) (100 for 10,000). FirstLevel == Parts means
+	// a single level.
+	FirstLevel int
+	// Method is the algorithm (default Fennel).
+	Method Method
+	// Name is the output directory name under DIR/partitions/ (default the
+	// method name). It must be a plain name, no path separators.
+	Name string
+	// Gamma is FENNEL's size-penalty exponent γ > 1 (default 1.5).
+	Gamma float64
+	// Epsilon is the balance slack ε: every part holds at most
+	// ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k) training nodes (default 0.1).
+	Epsilon float64
+	// Lambda weighs the training-load penalty λ·T(P)/(t/k), in units of
+	// shared neighbours per average training load (default 1; negative
+	// values are rejected; use NoLambda for 0).
+	Lambda float64
+	// NoLambda sets λ = 0 (Lambda's zero value means the default).
+	NoLambda bool
+	// FalsePositive is each Bloom filter's target false-positive rate
+	// (default 0.01). Fennel only.
+	FalsePositive float64
+	// Candidates is how many neighbours of each node are probed against
+	// every filter of the level to discover candidate partitions (default
+	// 4). Fennel only; see the package doc.
+	Candidates int
+	// Passes is the number of streaming passes; passes after the first
+	// restream every node using the previous pass's assignment (default 1).
+	Passes int
+	// Order is the stream order: OrderID (default) or OrderRandom (seeded).
+	Order string
+	// Seed seeds every random choice (random order, random method, gpmetis).
+	Seed int64
+	// Workers bounds the second-level worker pool and the parallel
+	// frontier scoring (default GOMAXPROCS).
+	Workers int
+	// ParallelDegree is the degree from which one node's neighbour list is
+	// scored by Workers goroutines in parallel (default 4096; -1 disables).
+	ParallelDegree int
+	// Force overwrites an existing partitioning of the same name.
+	Force bool
+	// Progress receives progress (nil: none). The task description shows
+	// nodes/s and the running edge cut.
+	Progress progress.Reporter
+	// Logger receives log records (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of o (or of the zero Options) with defaults
+// filled in.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Parts == 0 {
+		c.Parts = DefaultParts
+	}
+	if c.FirstLevel == 0 && c.Parts > 0 {
+		c.FirstLevel = int(math.Ceil(math.Sqrt(float64(c.Parts))))
+	}
+	if c.Method == "" {
+		c.Method = Fennel
+	}
+	if c.Name == "" {
+		c.Name = string(c.Method)
+	}
+	if c.Gamma == 0 {
+		c.Gamma = DefaultGamma
+	}
+	if c.Epsilon == 0 {
+		c.Epsilon = DefaultEpsilon
+	}
+	if c.Lambda == 0 && !c.NoLambda {
+		c.Lambda = DefaultLambda
+	}
+	if c.NoLambda {
+		c.Lambda = 0
+	}
+	if c.FalsePositive == 0 {
+		c.FalsePositive = DefaultFalsePositive
+	}
+	if c.Candidates == 0 {
+		c.Candidates = DefaultCandidates
+	}
+	if c.Passes == 0 {
+		c.Passes = 1
+	}
+	if c.Order == "" {
+		c.Order = OrderID
+	}
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.ParallelDegree == 0 {
+		c.ParallelDegree = DefaultParallelDegree
+	}
+	c.Progress = progress.Or(c.Progress)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first invalid field, after filling defaults.
+func (o *Options) Validate() error {
+	c := o.withDefaults()
+	return c.validate()
+}
+
+func (c *Options) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrOptions, field, fmt.Sprintf(format, args...))
+	}
+	if c.Parts < 1 || c.Parts > math.MaxInt32 {
+		return bad("Parts", "%d not in [1, 2^31)", c.Parts)
+	}
+	if c.FirstLevel < 1 || c.FirstLevel > c.Parts {
+		return bad("FirstLevel", "%d not in [1, Parts=%d]", c.FirstLevel, c.Parts)
+	}
+	switch c.Method {
+	case Fennel, FennelExact, Random, Metis:
+	default:
+		return bad("Method", "unknown method %q (want one of %v)", c.Method, Methods)
+	}
+	if c.Name == "." || c.Name == ".." || strings.ContainsAny(c.Name, `/\`) || filepath.Base(c.Name) != c.Name {
+		return bad("Name", "%q is not a plain directory name", c.Name)
+	}
+	if !(c.Gamma > 1) || math.IsInf(c.Gamma, 0) {
+		return bad("Gamma", "%v must be > 1", c.Gamma)
+	}
+	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
+		return bad("Epsilon", "%v must be > 0", c.Epsilon)
+	}
+	if c.Lambda < 0 || math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0) {
+		return bad("Lambda", "%v must be finite and >= 0", c.Lambda)
+	}
+	if !(c.FalsePositive > 0 && c.FalsePositive < 1) {
+		return bad("FalsePositive", "%v not in (0, 1)", c.FalsePositive)
+	}
+	if c.Candidates < 1 {
+		return bad("Candidates", "%d must be >= 1", c.Candidates)
+	}
+	if c.Passes < 1 || c.Passes > 100 {
+		return bad("Passes", "%d not in [1, 100]", c.Passes)
+	}
+	if c.Order != OrderID && c.Order != OrderRandom {
+		return bad("Order", "%q (want %q or %q)", c.Order, OrderID, OrderRandom)
+	}
+	if c.Workers < 1 {
+		return bad("Workers", "%d must be >= 1", c.Workers)
+	}
+	if c.ParallelDegree < -1 {
+		return bad("ParallelDegree", "%d must be >= 1 or -1", c.ParallelDegree)
+	}
+	return nil
+}
+
+// k2 is the number of second-level parts per first-level part.
+func (c *Options) k2() int { return (c.Parts + c.FirstLevel - 1) / c.FirstLevel }

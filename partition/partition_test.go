@@ -1,0 +1,325 @@
+package partition
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// checkPartitioning verifies every invariant tying the output files to
+// each other and to the dataset, and the balance caps.
+func checkPartitioning(t *testing.T, dir string, g *graph, o *Options) Stats {
+	t.Helper()
+	p, err := Open(dir, o.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	n := int64(len(g.adj))
+	part := p.Part()
+	if int64(len(part)) != n {
+		t.Fatalf("part has %d entries, want %d", len(part), n)
+	}
+	seen := make([]bool, n)
+	for q := range p.K() {
+		for _, v := range p.Members(q) {
+			if seen[v] {
+				t.Fatalf("node %d listed twice", v)
+			}
+			seen[v] = true
+		}
+		adj := p.AdjacencyOf(q)
+		var buf []int64
+		for i, v := range adj.Nodes {
+			buf = adj.AppendNeighbors(i, buf[:0])
+			if fmt.Sprint(buf) != fmt.Sprint(g.adj[v]) && !(len(buf) == 0 && len(g.adj[v]) == 0) {
+				t.Fatalf("part %d node %d: adjacency %v, want %v", q, v, buf, g.adj[v])
+			}
+			var cross int32
+			for _, u := range g.adj[v] {
+				if part[u] != part[v] {
+					cross++
+				}
+			}
+			if p.Cross()[v] != cross {
+				t.Fatalf("node %d: cross %d, want %d", v, p.Cross()[v], cross)
+			}
+		}
+	}
+	for v, ok := range seen {
+		if !ok {
+			t.Fatalf("node %d unassigned", v)
+		}
+	}
+	var ntrain int
+	for q := range p.K() {
+		ntrain += len(p.TrainMembers(q))
+	}
+	if ntrain != len(g.train) {
+		t.Fatalf("%d training members, want %d", ntrain, len(g.train))
+	}
+	// Caps: level-1 cap, then the level-2 cap inside a full level-1 part.
+	if o.Method == Fennel || o.Method == FennelExact {
+		c := o.withDefaults()
+		k1, k2 := float64(c.FirstLevel), float64(c.k2())
+		eps := c.Epsilon
+		capN := math.Ceil((1 + eps) * float64(n) / k1)
+		capT := math.Ceil((1 + eps) * float64(len(g.train)) / k1)
+		if k2 > 1 {
+			capN = math.Ceil((1 + eps) * capN / k2)
+			capT = math.Ceil((1 + eps) * capT / k2)
+		}
+		if float64(st.MaxNodes) > capN {
+			t.Errorf("max nodes %d > cap %v", st.MaxNodes, capN)
+		}
+		if float64(st.MaxTrain) > capT {
+			t.Errorf("max train %d > cap %v", st.MaxTrain, capT)
+		}
+	}
+	return st
+}
+
+func TestProperties(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(uint64(seed), 1))
+	for i := range 12 {
+		n := 200 + r.IntN(1500)
+		g, _ := planted(n, 2+r.IntN(20), 2+r.Float64()*12, r.Float64(), r.Float64()*0.5, r.Int64())
+		dir := t.TempDir()
+		d := g.write(t, dir)
+		k := 1 + r.IntN(64)
+		o := &Options{
+			Method:     []Method{Fennel, FennelExact, Random}[i%3],
+			Parts:      k,
+			FirstLevel: 1 + r.IntN(k),
+			Passes:     1 + r.IntN(3),
+			Order:      []string{OrderID, OrderRandom}[r.IntN(2)],
+			Seed:       r.Int64(),
+			Epsilon:    0.05 + r.Float64()*0.5,
+			Workers:    1 + r.IntN(3),
+			Name:       "p",
+		}
+		if r.IntN(4) == 0 {
+			o.ParallelDegree = 1 + r.IntN(8) // exercise parallel frontier scoring
+		}
+		t.Run(fmt.Sprintf("%d-%s-n%d-k%d-k1%d", i, o.Method, n, k, o.FirstLevel), func(t *testing.T) {
+			if _, err := Run(d, o); err != nil {
+				t.Fatal(err)
+			}
+			checkPartitioning(t, dir, g, o)
+		})
+	}
+}
+
+func TestBloomMatchesExact(t *testing.T) {
+	seed := testSeed(t)
+	g, _ := planted(4000, 40, 12, 0.8, 0.2, seed)
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	cuts := map[Method]float64{}
+	for _, m := range []Method{FennelExact, Fennel, Random} {
+		st, err := Run(d, &Options{Method: m, Parts: 64, FirstLevel: 8, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cuts[m] = st.EdgeCut
+	}
+	t.Logf("edge cut: exact %.4f bloom %.4f random %.4f", cuts[FennelExact], cuts[Fennel], cuts[Random])
+	if math.Abs(cuts[Fennel]-cuts[FennelExact]) > 0.05 {
+		t.Errorf("bloom cut %.4f differs from exact %.4f by more than 0.05", cuts[Fennel], cuts[FennelExact])
+	}
+	if cuts[Fennel] > 0.8*cuts[Random] {
+		t.Errorf("bloom cut %.4f not clearly better than random %.4f", cuts[Fennel], cuts[Random])
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	seed := testSeed(t)
+	g, _ := planted(3000, 30, 10, 0.7, 0.3, seed)
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	for _, m := range []Method{Fennel, FennelExact, Random} {
+		for _, order := range []string{OrderID, OrderRandom} {
+			var first []byte
+			for i, workers := range []int{1, 2, 3, 2} {
+				name := fmt.Sprintf("%s-%s-%d", m, order, i)
+				_, err := Run(d, &Options{Method: m, Parts: 100, FirstLevel: 10, Order: order, Seed: seed,
+					Workers: workers, Passes: 2, ParallelDegree: 5, Name: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(filepath.Join(Dir(dir, name), FilePart))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first == nil {
+					first = b
+				} else if !bytes.Equal(first, b) {
+					t.Fatalf("%s order=%s: part.npy differs with %d workers", m, order, workers)
+				}
+			}
+		}
+	}
+}
+
+func TestMetis(t *testing.T) {
+	if _, err := exec.LookPath("gpmetis"); err != nil {
+		t.Skip("gpmetis not on PATH")
+	}
+	g := cliques(4, 25)
+	g.edge(0, 30)
+	g.finish()
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	o := &Options{Method: Metis, Parts: 4}
+	st, err := Run(d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CutEdges != 2 {
+		t.Errorf("metis cut %d directed edges, want 2", st.CutEdges)
+	}
+	checkPartitioning(t, dir, g, o.withDefaultsPtr())
+}
+
+func (o *Options) withDefaultsPtr() *Options { c := o.withDefaults(); return &c }
+
+func TestMetisMissing(t *testing.T) {
+	if _, err := exec.LookPath("gpmetis"); err == nil {
+		t.Setenv("PATH", t.TempDir())
+	}
+	g := cliques(2, 5)
+	g.finish()
+	d := g.write(t, t.TempDir())
+	if _, err := Run(d, &Options{Method: Metis, Parts: 2}); !errors.Is(err, ErrNoMetis) {
+		t.Fatalf("got %v, want ErrNoMetis", err)
+	}
+}
+
+func TestExistsForceAndOpenErrors(t *testing.T) {
+	g := cliques(2, 10)
+	g.finish()
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	if _, err := Open(dir, "fennel"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Open before Run: %v", err)
+	}
+	o := &Options{Parts: 2}
+	if _, err := Run(d, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(d, o); !errors.Is(err, ErrExists) {
+		t.Fatalf("second Run: %v, want ErrExists", err)
+	}
+	o.Force = true
+	if _, err := Run(d, o); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(Dir(dir, "fennel"), ManifestName)
+	good, _ := os.ReadFile(mpath)
+	// A truncated file is caught by the size check.
+	ppath := filepath.Join(Dir(dir, "fennel"), FilePart)
+	pb, _ := os.ReadFile(ppath)
+	os.WriteFile(ppath, pb[:len(pb)-4], 0o644)
+	if _, err := Open(dir, "fennel"); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("truncated part.npy: %v", err)
+	}
+	// A flipped byte is caught by Verify's checksum.
+	pb[len(pb)-1] ^= 1
+	os.WriteFile(ppath, pb, 0o644)
+	p, err := Open(dir, "fennel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *CorruptError
+	if err := p.Verify(); !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("flipped byte: Verify = %v", err)
+	}
+	p.Close()
+	os.WriteFile(mpath, good[:len(good)/2], 0o644)
+	if _, err := Open(dir, "fennel"); !errors.As(err, &ce) {
+		t.Fatalf("truncated manifest: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    *Options
+		ok   bool
+	}{
+		{"nil", nil, true},
+		{"zero", &Options{}, true},
+		{"single level", &Options{Parts: 8, FirstLevel: 8}, true},
+		{"bad method", &Options{Method: "kl"}, false},
+		{"k1 > k", &Options{Parts: 4, FirstLevel: 5}, false},
+		{"gamma", &Options{Gamma: 0.5}, false},
+		{"epsilon", &Options{Epsilon: -1}, false},
+		{"fp", &Options{FalsePositive: 1.5}, false},
+		{"lambda", &Options{Lambda: -1}, false},
+		{"order", &Options{Order: "bfs"}, false},
+		{"name", &Options{Name: "../x"}, false},
+		{"passes", &Options{Passes: -1}, false},
+		{"parts", &Options{Parts: -3}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Validate = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrOptions) {
+				t.Fatalf("error %v does not wrap ErrOptions", err)
+			}
+		})
+	}
+}
+
+func TestTourney(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(uint64(seed), 2))
+	for range 50 {
+		k := 1 + r.IntN(40)
+		tr := newTourney(k)
+		vals := make([]float64, k)
+		for range 200 {
+			i := r.IntN(k)
+			v := float64(r.IntN(5))
+			if r.IntN(6) == 0 {
+				v = math.Inf(1)
+			}
+			vals[i] = v
+			tr.set(i, v)
+			want := -1
+			for j, x := range vals {
+				if !math.IsInf(x, 1) && (want < 0 || x < vals[want]) {
+					want = j
+				}
+			}
+			if got := tr.min(); got != want {
+				t.Fatalf("min = %d, want %d (vals %v)", got, want, vals)
+			}
+		}
+	}
+}
+
+func FuzzParseManifest(f *testing.F) {
+	f.Add([]byte(`{"format":"ssdgnn-partitions","version":1,"k":2,"num_nodes":3,"files":[]}`))
+	f.Add([]byte(`{`))
+	f.Add([]byte(`{"k":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseManifest(b, "manifest.json")
+		if err == nil && m == nil {
+			t.Fatal("nil manifest without error")
+		}
+	})
+}

@@ -1,0 +1,332 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// DirName is the subdirectory of a dataset that holds partitionings.
+const DirName = "partitions"
+
+// Dir is the directory of partitioning name inside datasetDir.
+func Dir(datasetDir, name string) string { return filepath.Join(datasetDir, DirName, name) }
+
+// result is what a method hands to the writer.
+type result struct {
+	part        []int32
+	k, k1, k2   int
+	filterBytes int64
+	extSeconds  float64
+	extRSS      int64
+}
+
+// Run partitions d and writes DIR/partitions/<name>/ (see docs/format.md).
+// The manifest is written last: an interrupted Run leaves no partitioning
+// that Open accepts.
+func Run(d *storage.Dataset, opts *Options) (Stats, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return Stats{}, err
+	}
+	start := time.Now()
+	memstat.ResetPeak()
+	dir := Dir(d.Dir(), o.Name)
+	if err := prepareDir(dir, o.Force); err != nil {
+		return Stats{}, err
+	}
+	o.Logger.Info("partition: start", "dataset", d.Dir(), "name", o.Name, "method", o.Method,
+		"k", o.Parts, "k1", o.FirstLevel, "nodes", d.NumNodes(), "edges", d.NumEdges())
+	isTrain := trainTest(d.TrainIdx())
+	var (
+		res result
+		err error
+	)
+	switch o.Method {
+	case Fennel, FennelExact:
+		res, err = runFennel(d, &o, isTrain)
+	case Random:
+		res = runRandom(d, &o, isTrain)
+	case Metis:
+		res, err = runMetis(d, &o)
+	}
+	if err != nil {
+		return Stats{}, err
+	}
+	assignSecs := time.Since(start).Seconds()
+	st, err := write(d, dir, &o, res, start, assignSecs)
+	if err != nil {
+		return Stats{}, err
+	}
+	o.Logger.Info("partition: done", "name", o.Name, "edge_cut", st.EdgeCut, "max_nodes", st.MaxNodes,
+		"seconds", st.WallSeconds, "peak_rss_mib", st.PeakRSSBytes>>20)
+	return st, nil
+}
+
+// prepareDir creates dir, refusing to overwrite a finished partitioning
+// unless force is set; an overwrite removes the manifest first.
+func prepareDir(dir string, force bool) error {
+	mpath := filepath.Join(dir, ManifestName)
+	if _, err := os.Stat(mpath); err == nil {
+		if !force {
+			return fmt.Errorf("%w: %s", ErrExists, dir)
+		}
+		if err := os.Remove(mpath); err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("partition: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	_, err := atomicfile.CleanTemps(dir)
+	return err
+}
+
+// trainTest returns a membership test over the sorted training ids. It
+// costs no memory beyond the mapped array.
+func trainTest(train []int64) func(int64) bool {
+	return func(v int64) bool {
+		i := sort.Search(len(train), func(i int) bool { return train[i] >= v })
+		return i < len(train) && train[i] == v
+	}
+}
+
+func newRand(seed int64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), stream^0x9e3779b97f4a7c15))
+}
+
+// shuffled returns a seeded permutation of ids (or of 0..n-1 when ids is
+// nil).
+func shuffled(ids []int64, n int64, seed int64, stream uint64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		if ids != nil {
+			out[i] = ids[i]
+		} else {
+			out[i] = int64(i)
+		}
+	}
+	r := newRand(seed, stream)
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// runFennel runs both levels.
+func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result, error) {
+	n := d.NumNodes()
+	k1, k2 := o.FirstLevel, o.k2()
+	useBloom := o.Method == Fennel
+	part1 := make([]int32, n)
+	for i := range part1 {
+		part1[i] = -1
+	}
+	var order []int64
+	if o.Order == OrderRandom {
+		order = shuffled(nil, n, o.Seed, 0)
+	}
+	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: int64(len(d.TrainIdx())),
+		order: order, out: part1, filter: useBloom}
+	s1 := newStreamer(d, o, spec, isTrain)
+	task := o.Progress.Start(fmt.Sprintf("partition level 1 (k1=%d)", k1), n*int64(o.Passes), progress.Items)
+	t0 := time.Now()
+	var done int64
+	s1.onProgress = func(add, seen, internal int64) {
+		task.Add(add)
+		done += add
+		if done%(1<<16) < add || add < 4096 {
+			task.Describe(describe("partition level 1", done, t0, seen, internal))
+		}
+	}
+	err := s1.run(o.Passes)
+	task.Done()
+	if err != nil {
+		return result{}, err
+	}
+	order = nil
+	res := result{part: part1, k: k1 * k2, k1: k1, k2: k2, filterBytes: s1.filterBytes}
+	if k2 == 1 {
+		return res, nil
+	}
+
+	// Group the nodes by first-level part (ascending ids within a part).
+	off1, mem1 := group(part1, k1)
+	final := make([]int32, n)
+	for i := range final {
+		final[i] = -1
+	}
+	task = o.Progress.Start(fmt.Sprintf("partition level 2 (k2=%d)", k2), n*int64(o.Passes), progress.Items)
+	defer task.Done()
+	t0 = time.Now()
+	var (
+		next        atomic.Int64
+		doneNodes   atomic.Int64
+		seenAll     atomic.Int64
+		internalAll atomic.Int64
+		maxFilter   atomic.Int64
+		mu          sync.Mutex
+		firstErr    error
+		errPart     = k1
+		wg          sync.WaitGroup
+	)
+	workers := min(o.Workers, k1)
+	// Level-2 streamers run on the pool; a high-degree node inside one
+	// must not fan out again.
+	o2 := *o
+	o2.Workers = 1
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				p := int(next.Add(1) - 1)
+				if p >= k1 {
+					return
+				}
+				nodes := mem1[off1[p]:off1[p+1]]
+				if len(nodes) == 0 {
+					continue
+				}
+				var t int64
+				for _, v := range nodes {
+					if isTrain(v) {
+						t++
+					}
+				}
+				m := float64(s1.intra[p])
+				if o.Passes > 1 {
+					m /= 2
+				}
+				var ord []int64
+				if o.Order == OrderRandom {
+					ord = shuffled(nodes, int64(len(nodes)), o.Seed, uint64(p)+1)
+				}
+				sp := levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: m, t: t, order: ord,
+					out: final, base: int32(p * k2), filter: useBloom}
+				if useBloom {
+					sp.scopeBloom = s1.filters[p]
+				} else {
+					sp.scopeArr, sp.scopePart = part1, int32(p)
+				}
+				s2 := newStreamer(d, &o2, sp, isTrain)
+				if s2.filterBytes > maxFilter.Load() {
+					maxFilter.Store(s2.filterBytes) // racy max is fine: a statistic
+				}
+				var lastSeen, lastIn int64
+				s2.onProgress = func(add, seen, internal int64) {
+					if seen < lastSeen {
+						lastSeen, lastIn = 0, 0 // a new pass restarted the counters
+					}
+					task.Add(add)
+					dn := doneNodes.Add(add)
+					se := seenAll.Add(seen - lastSeen)
+					in := internalAll.Add(internal - lastIn)
+					lastSeen, lastIn = seen, internal
+					if dn%(1<<16) < add {
+						task.Describe(describe("partition level 2", dn, t0, se, in))
+					}
+				}
+				if err := s2.run(o.Passes); err != nil {
+					mu.Lock()
+					if p < errPart {
+						firstErr, errPart = err, p
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	res.part = final
+	res.filterBytes += int64(workers) * maxFilter.Load()
+	return res, nil
+}
+
+func describe(what string, done int64, t0 time.Time, seen, internal int64) string {
+	rate := float64(done) / max(time.Since(t0).Seconds(), 1e-9)
+	cut := 0.0
+	if seen > 0 {
+		cut = 1 - float64(internal)/float64(seen)
+	}
+	return fmt.Sprintf("%s: %.0f nodes/s, cut≈%.3f", what, rate, cut)
+}
+
+// group returns CSR-style membership: ids of part p are
+// members[off[p]:off[p+1]], ascending.
+func group(part []int32, k int) (off []int64, members []int64) {
+	off = make([]int64, k+1)
+	for _, p := range part {
+		off[p+1]++
+	}
+	for p := range k {
+		off[p+1] += off[p]
+	}
+	members = make([]int64, len(part))
+	fill := make([]int64, k)
+	copy(fill, off[:k])
+	for v, p := range part {
+		members[fill[p]] = int64(v)
+		fill[p]++
+	}
+	return off, members
+}
+
+// groupIDs groups the sorted ids by part.
+func groupIDs(part []int32, ids []int64, k int) (off []int64, members []int64) {
+	off = make([]int64, k+1)
+	for _, v := range ids {
+		off[part[v]+1]++
+	}
+	for p := range k {
+		off[p+1] += off[p]
+	}
+	members = make([]int64, len(ids))
+	fill := make([]int64, k)
+	copy(fill, off[:k])
+	for _, v := range ids {
+		p := part[v]
+		members[fill[p]] = v
+		fill[p]++
+	}
+	return off, members
+}
+
+// runRandom assigns a seeded random permutation round-robin, training
+// nodes first, so parts differ by at most one node and one training node.
+func runRandom(d *storage.Dataset, o *Options, isTrain func(int64) bool) result {
+	n := d.NumNodes()
+	k := o.Parts
+	perm := shuffled(nil, n, o.Seed, 0)
+	part := make([]int32, n)
+	var ti, oi int64
+	nt := int64(len(d.TrainIdx()))
+	for _, v := range perm {
+		if isTrain(v) {
+			part[v] = int32(ti % int64(k))
+			ti++
+		} else {
+			part[v] = int32((nt + oi) % int64(k))
+			oi++
+		}
+	}
+	return result{part: part, k: k, k1: k, k2: 1}
+}
