@@ -112,3 +112,34 @@ func TestImportBadInput(t *testing.T) {
 		t.Fatal("a failed import left a dataset behind")
 	}
 }
+
+func TestPartitionCora(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cora")
+	if _, _, err := run(t, "import", "ogb", filepath.Join("..", "..", "testdata", "cora"), dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"fennel", "fennel-exact", "random"} {
+		out, _, err := run(t, "partition", dir, "--parts", "100", "--method", method, "--json")
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var st struct {
+			K       int     `json:"k"`
+			EdgeCut float64 `json:"edge_cut"`
+			Nodes   int64   `json:"num_nodes"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.K != 100 || st.Nodes != 2708 || st.EdgeCut <= 0 || st.EdgeCut > 1 {
+			t.Fatalf("%s: %+v", method, st)
+		}
+		if method != "random" && st.EdgeCut > 0.8 {
+			t.Errorf("%s: edge cut %.3f is no better than random", method, st.EdgeCut)
+		}
+	}
+	// Same name again without --force is refused.
+	if _, _, err := run(t, "partition", dir, "--parts", "100", "--method", "random"); err == nil {
+		t.Fatal("overwrote a partitioning without --force")
+	}
+}
