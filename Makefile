@@ -5,7 +5,7 @@ DEMO    := demo-data
 # Packages that run goroutines: tested with the race detector.
 RACE_PKGS := ./storage/... ./internal/extsort/... ./partition/... ./featurecache/... ./histcache/...
 
-.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-partition clean
+.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition clean
 
 all: build
 
@@ -33,7 +33,16 @@ demo: build
 	$(BIN) import ogb testdata/cora $(DEMO)/cora --force
 	$(BIN) info $(DEMO)/cora
 
-bench: bench-import bench-gen
+bench: bench-import bench-gen bench-storage
+
+# End to end under a real memory cgroup (root): a 2.2 GiB dataset generated
+# under a 512 MiB cap, and a 618 MB edge list imported under a 256 MiB cap.
+BENCH_DIR ?= /tmp/ssdgnn-bench
+bench-storage: build
+	@mkdir -p $(BENCH_DIR)
+	bench/capped-run.sh $$((512<<20)) $(BIN) gen $(BENCH_DIR)/g4m --nodes 4000000 --avg-degree 20 --feat-dim 128 --mem 64MiB --seed 1 --force
+	@[ -f $(BENCH_DIR)/edges40m.txt ] || awk 'BEGIN{srand(1); for(i=0;i<40000000;i++) printf "%d %d\n", int(rand()*4000000), int(rand()*4000000)}' > $(BENCH_DIR)/edges40m.txt
+	bench/capped-run.sh $$((256<<20)) $(BIN) import edgelist $(BENCH_DIR)/edges40m.txt $(BENCH_DIR)/el40m --mem 64MiB --force
 
 bench-import:
 	$(GO) test -run '^$$' -bench 'Import' -benchtime 1x ./storage/importer/
