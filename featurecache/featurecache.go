@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -293,10 +294,10 @@ func (c *Cache) initStatic(ctx context.Context) error {
 	var sel []int64
 	if c.opts.Policy == PolicyProfiled {
 		counts := c.opts.Counts
-		sel = topK(c.numNodes, c.capacity, func(v int64) uint64 { return uint64(counts[v]) })
+		sel = topk.Select(c.numNodes, c.capacity, func(v int64) uint32 { return counts[v] })
 	} else {
 		d := c.d
-		sel = topK(c.numNodes, c.capacity, func(v int64) uint64 { return uint64(d.Degree(v)) })
+		sel = topk.Select(c.numNodes, c.capacity, d.Degree)
 	}
 	c.slots = make([]int32, c.numNodes)
 	for i := range c.slots {

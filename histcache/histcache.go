@@ -2,13 +2,14 @@ package histcache
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/ssdgnn/ssdgnn/internal/topk"
 )
 
 // Errors returned by the package. Every error wraps one of them.
@@ -203,7 +204,7 @@ func New(cfg Config, opts *Options) (*Cache, error) {
 	capacity := CapacityFor(cfg.BudgetBytes, n, cfg.Hidden)
 	capacity = min(capacity, math.MaxInt32) // slots are int32
 	c := &Cache{numNodes: n, hidden: cfg.Hidden, opts: o}
-	c.nodes = topScores(cfg.Scores, capacity)
+	c.nodes = topk.Slice(cfg.Scores, capacity)
 	c.slots = make([]int32, n)
 	for i := range c.slots {
 		c.slots[i] = -1
@@ -225,56 +226,6 @@ func New(cfg Config, opts *Options) (*Cache, error) {
 			"bytes", c.mu.stats.MemBytes, "staleness", o.Staleness, "policy", o.Policy.String())
 	}
 	return c, nil
-}
-
-// topScores returns the at most k nodes of largest positive score (NaN
-// counts as 0), ties towards the smaller id, in ascending id order.
-func topScores(scores []float32, k int64) []int64 {
-	if k <= 0 {
-		return nil
-	}
-	h := &worstFirst{}
-	for v, s := range scores {
-		if !(s > 0) {
-			continue
-		}
-		if int64(len(h.e)) < k {
-			heap.Push(h, scored{s, int64(v)})
-		} else if s > h.e[0].s {
-			h.e[0] = scored{s, int64(v)}
-			heap.Fix(h, 0)
-		}
-	}
-	out := make([]int64, len(h.e))
-	for i, e := range h.e {
-		out[i] = e.v
-	}
-	slices.Sort(out)
-	return out
-}
-
-type scored struct {
-	s float32
-	v int64
-}
-
-// worstFirst is a heap whose root has the smallest score and, among
-// equals, the largest id.
-type worstFirst struct{ e []scored }
-
-func (h *worstFirst) Len() int { return len(h.e) }
-func (h *worstFirst) Less(i, j int) bool {
-	if h.e[i].s != h.e[j].s {
-		return h.e[i].s < h.e[j].s
-	}
-	return h.e[i].v > h.e[j].v
-}
-func (h *worstFirst) Swap(i, j int) { h.e[i], h.e[j] = h.e[j], h.e[i] }
-func (h *worstFirst) Push(x any)    { h.e = append(h.e, x.(scored)) }
-func (h *worstFirst) Pop() any {
-	x := h.e[len(h.e)-1]
-	h.e = h.e[:len(h.e)-1]
-	return x
 }
 
 // NumNodes is N.

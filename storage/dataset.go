@@ -99,20 +99,20 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	d.indptr = viewInt64(d.data(FileIndptr))
+	d.indptr = npy.AsInt64(d.data(FileIndptr))
 	if IndicesDType(m.NumNodes) == npy.Int32 {
-		d.idx32 = viewInt32(d.data(FileIndices))
+		d.idx32 = npy.AsInt32(d.data(FileIndices))
 	} else {
-		d.idx64 = viewInt64(d.data(FileIndices))
+		d.idx64 = npy.AsInt64(d.data(FileIndices))
 	}
 	d.feat = d.data(FileFeatures)
 	if m.FeatDim > 0 {
 		fd, _ := npy.ParseDType(m.FeatDType)
 		d.rowSize = m.FeatDim * int64(fd.Size())
 	}
-	d.labels = viewInt32(d.data(FileLabels))
+	d.labels = npy.AsInt32(d.data(FileLabels))
 	for i, name := range []string{FileTrain, FileValid, FileTest} {
-		d.splits[i] = viewInt64(d.data(name))
+		d.splits[i] = npy.AsInt64(d.data(name))
 	}
 	for _, name := range []string{FileIndices, FileFeatures} {
 		if _, ok := d.arrays[name]; ok {
@@ -179,20 +179,6 @@ func (d *Dataset) data(name string) []byte {
 		return mp.data
 	}
 	return nil
-}
-
-func viewInt64(b []byte) []int64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
-}
-
-func viewInt32(b []byte) []int32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // Close unmaps every file. Slices obtained from d must not be used after.

@@ -8,6 +8,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/x448/float16"
 
+	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -110,7 +111,7 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 	// indptr: starts at 0, monotone, ends at num_edges.
 	prev := int64(0)
 	v.scan(FileIndptr, 8, func(first int64, b []byte) {
-		for i, x := range viewInt64(b) {
+		for i, x := range npy.AsInt64(b) {
 			idx := first + int64(i)
 			switch {
 			case idx == 0 && x != 0:
@@ -135,13 +136,13 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 	}
 	if d.idx32 != nil || IndicesDType(n).Size() == 4 {
 		v.scan(FileIndices, 4, func(first int64, b []byte) {
-			for i, x := range viewInt32(b) {
+			for i, x := range npy.AsInt32(b) {
 				inRange(first+int64(i), int64(x))
 			}
 		})
 	} else {
 		v.scan(FileIndices, 8, func(first int64, b []byte) {
-			for i, x := range viewInt64(b) {
+			for i, x := range npy.AsInt64(b) {
 				inRange(first+int64(i), x)
 			}
 		})
@@ -187,7 +188,7 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 
 	// labels: -1 or in [0, num_classes).
 	v.scan(FileLabels, 4, func(first int64, b []byte) {
-		for i, l := range viewInt32(b) {
+		for i, l := range npy.AsInt32(b) {
 			switch {
 			case l == -1:
 				v.rep.Unlabelled++
@@ -202,7 +203,7 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 	for _, name := range []string{FileTrain, FileValid, FileTest} {
 		last := int64(-1)
 		v.scan(name, 8, func(first int64, b []byte) {
-			for i, x := range viewInt64(b) {
+			for i, x := range npy.AsInt64(b) {
 				idx := first + int64(i)
 				if x < 0 || x >= n {
 					v.problem(corruptAt(d.path(name), name[:len(name)-4], idx, "node id %d out of range [0,%d)", x, n))
