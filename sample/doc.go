@@ -1,0 +1,89 @@
+// Package sample is ssdgnn's Sample stage: it constructs training batches
+// (random or OUTRE's partition-based selection), samples their L-hop
+// neighbourhoods into DGL-style message-flow blocks, looks neighbour lists
+// up through a global cache, a per-macro-batch dynamic cache and storage,
+// optionally spills sampled batches to disk (the decoupled Sample stage of
+// OUTRE §4.1), and measures the redundancy ratio (OUTRE §3) for
+// `ssdgnn rr`. Formats and measured figures: docs/sample.md.
+//
+// # Batches
+//
+// ModeRandom shuffles the training ids with a generator seeded from
+// (Seed, epoch) and cuts batches of BatchSize. ModePartition permutes the
+// K partitions (seeded from (Seed, epoch)), takes them PartsPerBatch at a
+// time as macro batches (so every partition is used once per epoch),
+// shuffles each macro batch's training nodes and cuts micro batches of
+// BatchSize; the last micro batch of a macro batch may be short, and a
+// macro batch without training nodes yields no batch. Either way every
+// training node is a target exactly once per epoch. Sampler.Plan exposes
+// the construction without sampling.
+//
+// # Blocks
+//
+// A batch of L layers has L blocks, Blocks[0] the input layer and
+// Blocks[L-1] the layer that outputs the targets. All blocks share one
+// node array, Blocks[0].Src, which lists the collective sampled
+// neighbourhood Ñ_b: the targets first, then nodes in the order they were
+// first reached (hop 1, then hop 2, ...). For every l:
+//
+//   - Blocks[l].Src is a prefix of Blocks[0].Src, so a node's local id is
+//     the same in every block;
+//   - Blocks[l].Src[:NumDst] are the destinations, and for l < L-1,
+//     Blocks[l].NumDst == len(Blocks[l+1].Src) (a layer's outputs are the
+//     next layer's inputs); Blocks[L-1].Dst() are the targets;
+//   - Indptr (NumDst+1 entries, int64) and Indices (int32 source-local
+//     ids) hold the sampled edges in CSR by destination: destination i
+//     aggregates Src[Indices[Indptr[i]:Indptr[i+1]]];
+//   - each destination has exactly min(Fanouts[l], degree) distinct
+//     sampled neighbours (all of them for fanout -1), each a real edge,
+//     except reused nodes (below), which have none.
+//
+// Sampling is uniform without replacement (Floyd's algorithm) with a PCG
+// generator seeded from (Seed, epoch, batch index), so batches do not
+// depend on Workers or scheduling. As in DGL, each block samples its
+// destinations afresh, so a target is sampled once per layer; its
+// neighbour list is looked up only once per batch.
+//
+// Historical-embedding reuse (Options.Reuse): a reused node reached at hop
+// 1 that is not itself a target is not expanded in blocks 0..L-2; its
+// local id is listed in Batch.Reused and the training loop substitutes its
+// cached layer-(L-1) input embedding.
+//
+// # Neighbour lookups
+//
+// Each expanded node's list is looked up once per batch, in order: the
+// global neighborcache.Cache (Options.NeighborCache), the macro batch's
+// DynamicCache (partition mode: the adjacency of its partitions, loaded by
+// Partitions.LoadAdjacency when its first batch is sampled and dropped after
+// its last), then storage (Options.Source: the mapping, or pread through
+// page cache or O_DIRECT). LookupStats counts hits, misses and bytes at
+// every level; Global.Hits+Global.Misses == Lookups, and each level's
+// misses are the next level's lookups. Storage.BytesRead counts list bytes
+// requested from storage; the exact device bytes of the pread sources are
+// on the dataset's "sample" accounting stage.
+//
+// # Concurrency
+//
+// Sampler.Epoch starts a dispatcher and Options.Workers sampling
+// goroutines; at most Prefetch sampled batches wait for the consumer. The
+// Iterator owns them: they stop at the end of the epoch, on Close and
+// on context cancellation, and Close waits for them. SpillEpoch adds one
+// writer goroutine owned by the SpillIterator. Batches returned are owned
+// by the caller and share nothing with the sampler.
+//
+// # Spill files
+//
+// SpillEpoch writes batches to DIR/spill/spill-<pid>-<epoch>-<seq>.bin
+// (a checksummed record per batch, specified in docs/sample.md) and reads
+// them back in order. The file is removed on Close, including after
+// cancellation; files of dead processes are removed when the next spill
+// starts (CleanStaleSpills). A damaged record is a *CorruptError naming
+// the file and the record's byte offset.
+//
+// # Caveats
+//
+// Per worker, the global→local id map is dense (8 bytes per graph node)
+// for graphs up to 2^23 nodes and a Go map beyond. A batch's
+// neighbourhood must stay below 2^31 nodes. The RR report keeps one bit
+// per node to count unique nodes.
+package sample

@@ -1,0 +1,130 @@
+package sample_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: random)")
+
+func testSeed(t testing.TB) uint64 {
+	s := *seedFlag
+	if s == 0 {
+		s = rand.Uint64()
+	}
+	t.Logf("seed %d (rerun with -seed=%d)", s, s)
+	return s
+}
+
+// writeDataset writes a dataset with adjacency adj (lists are sorted
+// here), training ids train and featDim float32 features.
+func writeDataset(t testing.TB, adj [][]int64, train []int64, featDim int) *storage.Dataset {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := storage.Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(adj))
+	csr, err := b.CreateCSR(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges int64
+	for v, nb := range adj {
+		nb = slices.Clone(nb)
+		slices.Sort(nb)
+		if err := csr.Append(int64(v), nb); err != nil {
+			t.Fatal(err)
+		}
+		edges += int64(len(nb))
+	}
+	if err := csr.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if featDim > 0 {
+		fw, err := b.CreateArray(storage.FileFeatures, npy.Float32, []int64{int64(featDim)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := make([]float32, featDim)
+		for v := range adj {
+			row[0] = float32(v)
+			if err := fw.WriteFloat32s(row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fw.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := slices.Clone(train)
+	slices.Sort(tr)
+	tw, err := b.CreateArray(storage.FileTrain, npy.Int64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.WriteInt64s(tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	fdt := ""
+	if featDim > 0 {
+		fdt = "float32"
+	}
+	if err := b.Finish(storage.Manifest{Name: "test", NumNodes: n, NumEdges: edges, FeatDim: int64(featDim), FeatDType: fdt}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// communityGraph returns a graph of c communities of size m with intra
+// probability pin and inter-community edges, symmetric, plus its planted
+// partition and a training set of every trainEvery-th node.
+func communityGraph(r *rand.Rand, c, m int, intraDeg, interDeg int, trainEvery int) (adj [][]int64, part []int32, train []int64) {
+	n := c * m
+	sets := make([]map[int64]bool, n)
+	for v := range sets {
+		sets[v] = map[int64]bool{}
+	}
+	add := func(u, v int64) {
+		if u != v {
+			sets[u][v] = true
+			sets[v][u] = true
+		}
+	}
+	for v := 0; v < n; v++ {
+		com := v / m
+		for range intraDeg / 2 {
+			add(int64(v), int64(com*m+r.IntN(m)))
+		}
+		for range interDeg / 2 {
+			add(int64(v), int64(r.IntN(n)))
+		}
+	}
+	adj = make([][]int64, n)
+	part = make([]int32, n)
+	for v := range adj {
+		for u := range sets[v] {
+			adj[v] = append(adj[v], u)
+		}
+		slices.Sort(adj[v])
+		part[v] = int32(v / m)
+		if v%trainEvery == 0 {
+			train = append(train, int64(v))
+		}
+	}
+	return adj, part, train
+}

@@ -1,0 +1,198 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// macroState is one macro batch's dynamic cache, loaded by the first
+// worker that needs it and dropped when its last batch is sampled.
+type macroState struct {
+	once      sync.Once
+	cache     *DynamicCache
+	err       error
+	remaining atomic.Int32
+	first     int // index of the macro batch's first batch
+}
+
+type result struct {
+	b   *Batch
+	err error
+}
+
+type job struct {
+	i   int
+	out chan result
+}
+
+// Iterator delivers one epoch's batches in batch order. Its goroutines
+// stop when the epoch is exhausted, on Close, or when the context given to
+// Epoch is cancelled. Next and Close must not be called concurrently.
+type Iterator struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	pending chan chan result
+	plan    *Plan
+	err     error
+	stats   LookupStats
+	done    bool
+}
+
+// Epoch starts sampling epoch's batches with Options.Workers goroutines.
+// The caller must Close the iterator.
+func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
+	ctx, cancel := context.WithCancel(ctx)
+	it := &Iterator{ctx: ctx, cancel: cancel}
+	plan, err := s.Plan(epoch)
+	if err != nil {
+		it.err = err
+		return it
+	}
+	it.plan = plan
+	macros := make([]*macroState, len(plan.MacroParts))
+	for i, m := range plan.Macro {
+		if m < 0 {
+			continue
+		}
+		if macros[m] == nil {
+			macros[m] = &macroState{first: i}
+		}
+		macros[m].remaining.Add(1)
+	}
+	jobs := make(chan job)
+	it.pending = make(chan chan result, s.o.Prefetch)
+	it.wg.Add(1 + s.o.Workers)
+	go func() {
+		defer it.wg.Done()
+		defer close(it.pending)
+		defer close(jobs)
+		for i := range plan.Batches {
+			out := make(chan result, 1)
+			select {
+			case jobs <- job{i, out}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case it.pending <- out:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for range s.o.Workers {
+		go func() {
+			defer it.wg.Done()
+			w := s.newWorker()
+			for j := range jobs {
+				if ctx.Err() != nil {
+					j.out <- result{err: ctx.Err()}
+					continue
+				}
+				b, err := w.run(plan, macros, j.i)
+				j.out <- result{b, err}
+			}
+		}()
+	}
+	return it
+}
+
+// run samples batch i of plan, loading its macro batch's cache if needed.
+func (w *worker) run(plan *Plan, macros []*macroState, i int) (*Batch, error) {
+	m := plan.Macro[i]
+	var dyn *DynamicCache
+	var ms *macroState
+	if m >= 0 {
+		ms = macros[m]
+		ms.once.Do(func() {
+			c := NewDynamicCache(w.s.wide)
+			if err := w.s.parts.LoadAdjacency(plan.MacroParts[m], c); err != nil {
+				ms.err = fmt.Errorf("sample: load macro batch %d: %w", m, err)
+				return
+			}
+			ms.cache = c
+		})
+		if ms.err != nil {
+			return nil, ms.err
+		}
+		dyn = ms.cache
+	}
+	b, err := w.sample(plan.Epoch, i, m, plan.Batches[i], dyn)
+	if ms != nil {
+		if err == nil && ms.first == i {
+			b.Stats.LoadBytes = dyn.DataBytes()
+		}
+		if ms.remaining.Add(-1) == 0 {
+			ms.cache = nil
+		}
+	}
+	return b, err
+}
+
+// Plan is the epoch's batch construction (nil if it failed).
+func (it *Iterator) Plan() *Plan { return it.plan }
+
+// Next returns the next batch, io.EOF after the last one, or the first
+// error (sampling, storage, or the context's).
+func (it *Iterator) Next() (*Batch, error) {
+	if it.err != nil {
+		return nil, it.err
+	}
+	if it.done {
+		return nil, ErrClosed
+	}
+	if err := it.ctx.Err(); err != nil {
+		it.err = err
+		return nil, err
+	}
+	var out chan result
+	var ok bool
+	select {
+	case out, ok = <-it.pending:
+	case <-it.ctx.Done():
+		it.err = it.ctx.Err()
+		return nil, it.err
+	}
+	if !ok {
+		if err := it.ctx.Err(); err != nil {
+			it.err = err
+			return nil, err
+		}
+		it.err = io.EOF
+		return nil, io.EOF
+	}
+	var r result
+	select {
+	case r = <-out:
+	case <-it.ctx.Done():
+		it.err = it.ctx.Err()
+		return nil, it.err
+	}
+	if r.err != nil {
+		it.err = r.err
+		it.cancel()
+		return nil, r.err
+	}
+	it.stats.Add(r.b.Stats)
+	return r.b, nil
+}
+
+// Stats sums the Stats of the batches delivered so far.
+func (it *Iterator) Stats() LookupStats { return it.stats }
+
+// Close stops the iterator's goroutines and waits for them.
+func (it *Iterator) Close() error {
+	it.cancel()
+	it.wg.Wait()
+	if !it.done {
+		it.done = true
+		if it.err == nil || it.err == io.EOF {
+			it.err = ErrClosed
+		}
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package sample
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/ssdgnn/ssdgnn/neighborcache"
+)
+
+// Mode is a batch-construction method.
+type Mode string
+
+// Batch-construction modes.
+const (
+	// ModeRandom shuffles the training nodes each epoch and cuts batches.
+	ModeRandom Mode = "random"
+	// ModePartition is OUTRE's partition-based selection: macro batches of
+	// PartsPerBatch random partitions, micro batches cut from their
+	// shuffled training nodes.
+	ModePartition Mode = "partition"
+)
+
+// ParseMode parses "random" or "partition".
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeRandom, ModePartition:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("%w: mode %q: want random or partition", ErrInvalidOptions, s)
+}
+
+// Source selects how neighbour lists that miss every cache are read.
+type Source int
+
+// Sources.
+const (
+	// SourceMmap reads indices through the dataset's mapping (default).
+	SourceMmap Source = iota
+	// SourcePread reads each list with pread through the page cache.
+	SourcePread
+	// SourceDirect reads each list with pread on an O_DIRECT descriptor.
+	SourceDirect
+)
+
+// String names the source as the CLI spells it.
+func (s Source) String() string {
+	switch s {
+	case SourcePread:
+		return "pread"
+	case SourceDirect:
+		return "direct"
+	}
+	return "mmap"
+}
+
+// ParseSource parses "mmap", "pread" or "direct".
+func ParseSource(s string) (Source, error) {
+	switch s {
+	case "mmap", "":
+		return SourceMmap, nil
+	case "pread":
+		return SourcePread, nil
+	case "direct":
+		return SourceDirect, nil
+	}
+	return 0, fmt.Errorf("%w: source %q: want mmap, pread or direct", ErrInvalidOptions, s)
+}
+
+// Defaults.
+const (
+	DefaultBatchSize     = 1000
+	DefaultPartsPerBatch = 20
+)
+
+// DefaultFanouts is the default per-layer fanout (3-layer GraphSAGE).
+var DefaultFanouts = []int{10, 10, 10}
+
+// NodeSet is a set of node ids (historical-embedding reuse candidates).
+type NodeSet interface {
+	Contains(v int64) bool
+}
+
+// Options configures a Sampler. A nil *Options means the defaults; zero
+// fields take their defaults.
+type Options struct {
+	// Fanouts is the number of neighbours sampled per destination node,
+	// one entry per layer in block order: Fanouts[0] belongs to Blocks[0],
+	// the input layer, and Fanouts[L-1] to the block that outputs the
+	// training nodes (DGL's convention). -1 takes all neighbours. Default
+	// {10, 10, 10}.
+	Fanouts []int
+	// BatchSize is the number of training nodes per (micro) batch
+	// (default 1000). The last batch of an epoch, and in partition mode the
+	// last batch of each macro batch, may be smaller.
+	BatchSize int
+	// Mode is the batch-construction method (default ModeRandom).
+	Mode Mode
+	// PartsPerBatch is the number of partitions per macro batch in
+	// ModePartition (default 20).
+	PartsPerBatch int
+	// Seed seeds batch construction and sampling. Results depend only on
+	// (Seed, epoch, batch index), never on worker scheduling.
+	Seed uint64
+	// Workers is the number of sampling goroutines (default GOMAXPROCS).
+	Workers int
+	// Prefetch bounds the number of sampled batches waiting to be consumed
+	// (default 2·Workers).
+	Prefetch int
+	// Source selects how lists that miss both caches are read (default
+	// SourceMmap).
+	Source Source
+	// NeighborCache is the global neighbour cache, consulted first; nil
+	// means none.
+	NeighborCache *neighborcache.Cache
+	// Reuse marks nodes whose historical (second-layer) embeddings are
+	// reused: such a node reached at hop 1 that is not a target is not
+	// expanded further. nil disables reuse.
+	Reuse NodeSet
+	// Train is the pool of target nodes in ModeRandom (default the
+	// dataset's training split). ModePartition takes targets from
+	// Partitions.TrainMembers.
+	Train []int64
+}
+
+// Validate reports whether o is usable. A nil receiver is valid. Errors
+// wrap ErrInvalidOptions.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	}
+	for i, f := range o.Fanouts {
+		if f == 0 || f < -1 {
+			return bad("Fanouts[%d] = %d, want > 0 or -1", i, f)
+		}
+	}
+	switch {
+	case o.BatchSize < 0:
+		return bad("BatchSize %d, want > 0", o.BatchSize)
+	case o.PartsPerBatch < 0:
+		return bad("PartsPerBatch %d, want > 0", o.PartsPerBatch)
+	case o.Workers < 0:
+		return bad("Workers %d, want >= 0", o.Workers)
+	case o.Prefetch < 0:
+		return bad("Prefetch %d, want >= 0", o.Prefetch)
+	case o.Source < SourceMmap || o.Source > SourceDirect:
+		return bad("Source %d unknown", o.Source)
+	}
+	switch o.Mode {
+	case "", ModeRandom, ModePartition:
+	default:
+		return bad("Mode %q, want random or partition", o.Mode)
+	}
+	return nil
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if len(c.Fanouts) == 0 {
+		c.Fanouts = DefaultFanouts
+	}
+	c.Fanouts = append([]int(nil), c.Fanouts...)
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Mode == "" {
+		c.Mode = ModeRandom
+	}
+	if c.PartsPerBatch == 0 {
+		c.PartsPerBatch = DefaultPartsPerBatch
+	}
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = 2 * c.Workers
+	}
+	return c
+}

@@ -1,0 +1,83 @@
+package sample
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// PartitionFiles adapts an open partition.Partitioning to Partitions.
+// LoadAdjacency reads each partition's adjacency from adj_indices.npy with
+// one sequential pread (the partition's lists are contiguous there),
+// counted on the dataset's "load" stage.
+type PartitionFiles struct {
+	p     *partition.Partitioning
+	f     *os.File
+	wide  bool
+	stage *storage.StageCounters
+}
+
+// NewPartitionFiles wraps p, a partitioning of d. The caller still owns p
+// and must Close both (this first).
+func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*PartitionFiles, error) {
+	if int64(len(p.Part())) != d.NumNodes() {
+		return nil, fmt.Errorf("%w: partitioning covers %d nodes, dataset has %d", ErrInvalidOptions, len(p.Part()), d.NumNodes())
+	}
+	f, err := os.Open(p.AdjacencyPath())
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
+	}
+	return &PartitionFiles{p: p, f: f, wide: d.Indices32() == nil, stage: d.Accounting().Stage(storage.StageLoad)}, nil
+}
+
+// Close closes the adjacency file.
+func (pf *PartitionFiles) Close() error { return pf.f.Close() }
+
+// K is the number of partitions.
+func (pf *PartitionFiles) K() int { return pf.p.K() }
+
+// TrainMembers lists partition q's training nodes.
+func (pf *PartitionFiles) TrainMembers(q int) []int64 { return pf.p.TrainMembers(q) }
+
+// Cross is the per-node cross-partition neighbour count.
+func (pf *PartitionFiles) Cross() []int32 { return pf.p.Cross() }
+
+// LoadAdjacency reads the adjacency of partitions ps into dst.
+func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
+	var buf []byte
+	for _, q := range ps {
+		if q < 0 || q >= pf.p.K() {
+			return fmt.Errorf("%w: partition %d out of range [0,%d)", ErrInvalidOptions, q, pf.p.K())
+		}
+		a := pf.p.AdjacencyOf(q)
+		if cap(buf) < int(a.FileBytes) {
+			buf = make([]byte, a.FileBytes)
+		}
+		buf = buf[:a.FileBytes]
+		if a.FileBytes > 0 {
+			if _, err := pf.f.ReadAt(buf, a.FileOffset); err != nil {
+				return fmt.Errorf("sample: read %s at byte %d: %w", pf.p.AdjacencyPath(), a.FileOffset, err)
+			}
+		}
+		pf.stage.Request(int64(a.Len()), a.FileBytes)
+		pf.stage.Read(a.FileBytes)
+		base := a.Indptr[0]
+		for i, v := range a.Nodes {
+			lo, hi := a.Indptr[i]-base, a.Indptr[i+1]-base
+			var l neighborcache.List
+			switch {
+			case lo == hi:
+			case a.Indices64 != nil:
+				l.I64 = unsafe.Slice((*int64)(unsafe.Pointer(&buf[8*lo])), hi-lo)
+			default:
+				l.I32 = unsafe.Slice((*int32)(unsafe.Pointer(&buf[4*lo])), hi-lo)
+			}
+			dst.Add(v, l)
+		}
+	}
+	return nil
+}

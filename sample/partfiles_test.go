@@ -1,0 +1,61 @@
+package sample_test
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
+)
+
+func TestPartitionFilesAdapter(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 13))
+	adj, _, train := communityGraph(r, 6, 30, 8, 2, 2)
+	d := writeDataset(t, adj, train, 0)
+	if _, err := partition.Run(d, &partition.Options{Parts: 6, FirstLevel: 6, Method: partition.FennelExact, Seed: int64(seed >> 1), Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.Open(d.Dir(), string(partition.FennelExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pf, err := sample.NewPartitionFiles(d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	var _ sample.Partitions = pf
+	c := sample.NewDynamicCache(false)
+	all := make([]int, pf.K())
+	for i := range all {
+		all[i] = i
+	}
+	if err := pf.LoadAdjacency(all, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Len() != len(adj) {
+		t.Fatalf("dynamic cache holds %d nodes, want %d", c.Len(), len(adj))
+	}
+	for v := range adj {
+		l, ok := c.Lookup(int64(v))
+		if !ok || !slices.Equal(l.AppendTo(nil), d.Neighbors(int64(v)).AppendTo(nil)) {
+			t.Fatalf("node %d: loaded list differs from the dataset's", v)
+		}
+	}
+	s, err := sample.New(d, pf, &sample.Options{Fanouts: []int{4, 4}, BatchSize: 10, Mode: sample.ModePartition, PartsPerBatch: 2, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bs, st := collect(t, s, 0)
+	for _, b := range bs {
+		checkBatch(t, d, []int{4, 4}, b, nil)
+	}
+	if st.Dynamic.Hits == 0 {
+		t.Fatal("no dynamic-cache hits from partition files")
+	}
+}

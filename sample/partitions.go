@@ -1,0 +1,213 @@
+package sample
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// Partitions is what batch construction needs from a partitioning. The
+// sampler calls it from several goroutines at once, so implementations
+// must be safe for concurrent use.
+type Partitions interface {
+	// K is the number of partitions.
+	K() int
+	// TrainMembers lists partition p's training nodes. The sampler does
+	// not modify the slice.
+	TrainMembers(p int) []int64
+	// LoadAdjacency adds the neighbour list of every member of the
+	// partitions ps to dst (the macro batch's dynamic cache).
+	LoadAdjacency(ps []int, dst *DynamicCache) error
+	// Cross is the per-node number of cross-partition neighbours (for the
+	// neighbour cache's cross policy), or nil when unknown.
+	Cross() []int32
+}
+
+// DynamicCache is a macro batch's dynamic neighbour cache: the neighbour
+// lists of its partitions' members, held while the macro batch is active.
+// It is filled by one goroutine (Add) and then read concurrently (Lookup).
+type DynamicCache struct {
+	index map[int64]int32
+	offs  []int64
+	ids32 []int32
+	ids64 []int64
+	wide  bool
+}
+
+// NewDynamicCache returns an empty cache that stores ids as int64 when
+// wideIDs, else int32 (the dataset's indices width; see
+// storage.IndicesDType).
+func NewDynamicCache(wideIDs bool) *DynamicCache {
+	return &DynamicCache{index: map[int64]int32{}, offs: []int64{0}, wide: wideIDs}
+}
+
+// Add stores v's list. Adding a node twice keeps the first list.
+func (c *DynamicCache) Add(v int64, l neighborcache.List) {
+	if _, ok := c.index[v]; ok {
+		return
+	}
+	c.index[v] = int32(len(c.offs) - 1)
+	if c.wide {
+		c.ids64 = l.AppendTo(c.ids64)
+		c.offs = append(c.offs, int64(len(c.ids64)))
+		return
+	}
+	if l.I32 != nil {
+		c.ids32 = append(c.ids32, l.I32...)
+	} else {
+		for _, u := range l.I64 {
+			c.ids32 = append(c.ids32, int32(u))
+		}
+	}
+	c.offs = append(c.offs, int64(len(c.ids32)))
+}
+
+// Lookup returns v's list, or false when v is not in the cache. A nil
+// cache is empty.
+func (c *DynamicCache) Lookup(v int64) (neighborcache.List, bool) {
+	if c == nil {
+		return neighborcache.List{}, false
+	}
+	s, ok := c.index[v]
+	if !ok {
+		return neighborcache.List{}, false
+	}
+	lo, hi := c.offs[s], c.offs[s+1]
+	if c.wide {
+		return neighborcache.List{I64: c.ids64[lo:hi:hi]}, true
+	}
+	return neighborcache.List{I32: c.ids32[lo:hi:hi]}, true
+}
+
+// Len is the number of nodes cached.
+func (c *DynamicCache) Len() int { return len(c.offs) - 1 }
+
+// DataBytes is the size of the cached lists as stored (the bytes a load
+// reads from the partition files' indices).
+func (c *DynamicCache) DataBytes() int64 {
+	if c.wide {
+		return int64(len(c.ids64)) * 8
+	}
+	return int64(len(c.ids32)) * 4
+}
+
+// MemPartitions is an in-memory Partitions built from a node → partition
+// assignment; adjacency is copied from the dataset on LoadAdjacency. It
+// serves tests and datasets without partition files.
+type MemPartitions struct {
+	d       *storage.Dataset
+	k       int
+	memOff  []int64 // members of p: members[memOff[p]:memOff[p+1]], ascending
+	members []int64
+	train   [][]int64
+	cross   []int32
+}
+
+// NewMemPartitions groups d's nodes by part (length NumNodes, values in
+// [0, k)) and counts cross-partition neighbours.
+func NewMemPartitions(d *storage.Dataset, k int, part []int32) (*MemPartitions, error) {
+	n := d.NumNodes()
+	if int64(len(part)) != n {
+		return nil, fmt.Errorf("%w: part has %d entries, dataset has %d nodes", ErrInvalidOptions, len(part), n)
+	}
+	if k <= 0 {
+		return nil, fmt.Errorf("%w: k = %d, want > 0", ErrInvalidOptions, k)
+	}
+	m := &MemPartitions{d: d, k: k, memOff: make([]int64, k+1), train: make([][]int64, k), cross: make([]int32, n)}
+	for v, p := range part {
+		if p < 0 || int(p) >= k {
+			return nil, fmt.Errorf("%w: part[%d] = %d, want in [0,%d)", ErrInvalidOptions, v, p, k)
+		}
+		m.memOff[p+1]++
+	}
+	for p := 0; p < k; p++ {
+		m.memOff[p+1] += m.memOff[p]
+	}
+	m.members = make([]int64, n)
+	fill := append([]int64(nil), m.memOff[:k]...)
+	for v, p := range part {
+		m.members[fill[p]] = int64(v)
+		fill[p]++
+	}
+	for _, v := range d.TrainIdx() {
+		m.train[part[v]] = append(m.train[part[v]], v)
+	}
+	for v := int64(0); v < n; v++ {
+		l := d.Neighbors(v)
+		var c int32
+		for i := 0; i < l.Len(); i++ {
+			if part[l.At(i)] != part[v] {
+				c++
+			}
+		}
+		m.cross[v] = c
+	}
+	return m, nil
+}
+
+// K is the number of partitions.
+func (m *MemPartitions) K() int { return m.k }
+
+// Members lists partition p's nodes in ascending order.
+func (m *MemPartitions) Members(p int) []int64 { return m.members[m.memOff[p]:m.memOff[p+1]] }
+
+// TrainMembers lists partition p's training nodes in ascending order.
+func (m *MemPartitions) TrainMembers(p int) []int64 { return m.train[p] }
+
+// Cross is the per-node number of cross-partition neighbours.
+func (m *MemPartitions) Cross() []int32 { return m.cross }
+
+// LoadAdjacency copies the lists of the members of ps into dst.
+func (m *MemPartitions) LoadAdjacency(ps []int, dst *DynamicCache) error {
+	st := m.d.Accounting().Stage(storage.StageLoad)
+	for _, p := range ps {
+		if p < 0 || p >= m.k {
+			return fmt.Errorf("%w: partition %d out of range [0,%d)", ErrInvalidOptions, p, m.k)
+		}
+		var bytes int64
+		for _, v := range m.Members(p) {
+			l := m.d.Neighbors(v)
+			bytes += l.Bytes()
+			dst.Add(v, neighborcache.FromNodeList(l))
+		}
+		st.Request(int64(len(m.Members(p))), bytes)
+	}
+	return nil
+}
+
+// Bitmap is a fixed-size set of node ids.
+type Bitmap []uint64
+
+// NewBitmap returns an empty set over ids [0, n).
+func NewBitmap(n int64) Bitmap { return make(Bitmap, (n+63)/64) }
+
+// Set adds v.
+func (b Bitmap) Set(v int64) { b[v>>6] |= 1 << (v & 63) }
+
+// Contains reports whether v is in the set; ids out of range are not.
+func (b Bitmap) Contains(v int64) bool {
+	return v >= 0 && v>>6 < int64(len(b)) && b[v>>6]&(1<<(v&63)) != 0
+}
+
+// TopDegree returns the ceil(frac·N) highest-degree nodes of d (ties by
+// ascending id): OUTRE's historical-embedding reuse candidates (§3.3).
+func TopDegree(d *storage.Dataset, frac float64) Bitmap {
+	n := d.NumNodes()
+	b := NewBitmap(n)
+	want := int64(frac*float64(n) + 0.999999)
+	if want <= 0 {
+		return b
+	}
+	want = min(want, n)
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	sort.SliceStable(ids, func(i, j int) bool { return d.Degree(ids[i]) > d.Degree(ids[j]) })
+	for _, v := range ids[:want] {
+		b.Set(v)
+	}
+	return b
+}

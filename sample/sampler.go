@@ -1,0 +1,434 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// Block is one message-flow layer of a batch (see the package doc).
+type Block struct {
+	// Src are the global ids of the block's source nodes. Src[:NumDst] are
+	// the destination nodes, in the same order; the rest are nodes first
+	// reached in this block. Src aliases the batch's node array.
+	Src []int64
+	// NumDst is the number of destination nodes.
+	NumDst int
+	// Indptr (length NumDst+1) and Indices are the sampled edges in CSR
+	// over destination-local ids: destination i's sampled neighbours are
+	// Src[Indices[Indptr[i]:Indptr[i+1]]].
+	Indptr  []int64
+	Indices []int32
+}
+
+// Dst returns the destination nodes, Src[:NumDst].
+func (b *Block) Dst() []int64 { return b.Src[:b.NumDst] }
+
+// NumEdges is the number of sampled edges.
+func (b *Block) NumEdges() int { return len(b.Indices) }
+
+// Batch is one sampled (micro) batch.
+type Batch struct {
+	// Epoch and Index locate the batch: Index counts batches within the
+	// epoch from 0, in delivery order.
+	Epoch, Index int
+	// Macro is the macro batch's index in partition mode, -1 otherwise.
+	Macro int
+	// Blocks are the layers, input layer first: Blocks[0].Src are the
+	// nodes whose features are needed, Blocks[L-1].Dst() the targets.
+	Blocks []Block
+	// Reused are local ids (positions in Blocks[0].Src, valid in every
+	// block whose Src contains them) of hop-1 nodes that were not expanded
+	// because their historical embedding is reused. Sorted ascending.
+	Reused []int32
+	// Stats counts this batch's neighbour lookups.
+	Stats LookupStats
+}
+
+// Targets returns the training nodes of the batch.
+func (b *Batch) Targets() []int64 { return b.Blocks[len(b.Blocks)-1].Dst() }
+
+// Nodes returns the batch's collective sampled neighbourhood Ñ_b (targets
+// first), Blocks[0].Src.
+func (b *Batch) Nodes() []int64 { return b.Blocks[0].Src }
+
+// LevelStats counts one lookup level.
+type LevelStats struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	// BytesSaved is the list bytes served by this level (cache levels).
+	BytesSaved int64 `json:"bytes_saved"`
+	// BytesRead is the list bytes requested from storage (storage level).
+	BytesRead int64 `json:"bytes_read"`
+}
+
+// HitRate is Hits / (Hits + Misses), 0 when there were no lookups.
+func (l LevelStats) HitRate() float64 {
+	if l.Hits+l.Misses == 0 {
+		return 0
+	}
+	return float64(l.Hits) / float64(l.Hits+l.Misses)
+}
+
+// LookupStats counts neighbour-list lookups at each level. Invariants:
+// Global.Hits+Global.Misses == Lookups; Dynamic.Hits+Dynamic.Misses ==
+// Global.Misses; Storage.Hits == Dynamic.Misses; Storage.Misses == 0.
+type LookupStats struct {
+	Lookups int64      `json:"lookups"`
+	Global  LevelStats `json:"global"`
+	Dynamic LevelStats `json:"dynamic"`
+	Storage LevelStats `json:"storage"`
+	// LoadBytes is the list bytes loaded into dynamic caches (counted on
+	// the first batch of each macro batch).
+	LoadBytes int64 `json:"load_bytes"`
+}
+
+// BytesRequested is the list bytes requested at all levels.
+func (s LookupStats) BytesRequested() int64 {
+	return s.Global.BytesSaved + s.Dynamic.BytesSaved + s.Storage.BytesRead
+}
+
+// Add accumulates o into s.
+func (s *LookupStats) Add(o LookupStats) {
+	s.Lookups += o.Lookups
+	for _, p := range [][2]*LevelStats{{&s.Global, &o.Global}, {&s.Dynamic, &o.Dynamic}, {&s.Storage, &o.Storage}} {
+		p[0].Hits += p[1].Hits
+		p[0].Misses += p[1].Misses
+		p[0].BytesSaved += p[1].BytesSaved
+		p[0].BytesRead += p[1].BytesRead
+	}
+	s.LoadBytes += o.LoadBytes
+}
+
+// Plan is an epoch's batch construction: the targets of every batch, in
+// delivery order.
+type Plan struct {
+	Epoch int
+	// Batches[i] are batch i's targets.
+	Batches [][]int64
+	// Macro[i] is batch i's macro batch (-1 in random mode).
+	Macro []int
+	// MacroParts[m] are macro batch m's partitions (nil in random mode).
+	MacroParts [][]int
+}
+
+// Sampler samples batches from one dataset. It is safe for concurrent use
+// by several iterators; each iterator owns its goroutines.
+type Sampler struct {
+	d     *storage.Dataset
+	parts Partitions
+	o     Options
+	rr    *storage.RowReader
+	stage *storage.StageCounters
+	wide  bool
+}
+
+// New returns a sampler over d. parts may be nil unless opts.Mode is
+// ModePartition.
+func New(d *storage.Dataset, parts Partitions, opts *Options) (*Sampler, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	if o.Mode == ModePartition && parts == nil {
+		return nil, ErrNoPartitions
+	}
+	if o.Train == nil {
+		o.Train = d.TrainIdx()
+	}
+	s := &Sampler{d: d, parts: parts, o: o, stage: d.Accounting().Stage(storage.StageSample), wide: d.Indices32() == nil}
+	if o.Source != SourceMmap {
+		mode := storage.ReadBuffered
+		if o.Source == SourceDirect {
+			mode = storage.ReadDirect
+		}
+		rr, err := d.OpenRowReader(storage.FileIndices, mode, s.stage)
+		if err != nil {
+			return nil, fmt.Errorf("sample: %w", err)
+		}
+		s.rr = rr
+	}
+	return s, nil
+}
+
+// Close releases the pread descriptor, if any. Iterators must be closed
+// first.
+func (s *Sampler) Close() error {
+	if s.rr != nil {
+		return s.rr.Close()
+	}
+	return nil
+}
+
+// Options returns the sampler's options with defaults filled in.
+func (s *Sampler) Options() Options { return s.o }
+
+// mix is SplitMix64's finaliser.
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// rng returns the generator of stream (epoch, kind, i).
+func (s *Sampler) rng(epoch int, kind uint64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(s.o.Seed, mix(mix(uint64(epoch))^kind<<56^uint64(i))))
+}
+
+const (
+	streamShuffle = 1
+	streamMacro   = 2
+	streamSample  = 3
+)
+
+// Plan constructs epoch's batches without sampling them.
+func (s *Sampler) Plan(epoch int) (*Plan, error) {
+	bs := s.o.BatchSize
+	pl := &Plan{Epoch: epoch}
+	if s.o.Mode == ModeRandom {
+		ids := slices.Clone(s.o.Train)
+		r := s.rng(epoch, streamShuffle, 0)
+		r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		for lo := 0; lo < len(ids); lo += bs {
+			pl.Batches = append(pl.Batches, ids[lo:min(lo+bs, len(ids)):min(lo+bs, len(ids))])
+			pl.Macro = append(pl.Macro, -1)
+		}
+		return pl, nil
+	}
+	k := s.parts.K()
+	perm := s.rng(epoch, streamShuffle, 0).Perm(k)
+	for lo := 0; lo < k; lo += s.o.PartsPerBatch {
+		ps := perm[lo:min(lo+s.o.PartsPerBatch, k):min(lo+s.o.PartsPerBatch, k)]
+		var ids []int64
+		for _, p := range ps {
+			ids = append(ids, s.parts.TrainMembers(p)...)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		m := len(pl.MacroParts)
+		pl.MacroParts = append(pl.MacroParts, ps)
+		r := s.rng(epoch, streamMacro, m)
+		r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		for b := 0; b < len(ids); b += bs {
+			pl.Batches = append(pl.Batches, ids[b:min(b+bs, len(ids)):min(b+bs, len(ids))])
+			pl.Macro = append(pl.Macro, m)
+		}
+	}
+	return pl, nil
+}
+
+// denseLimit is the largest node count for which a worker keeps a dense
+// global→local map (8 bytes per node); larger graphs use a Go map.
+const denseLimit = 1 << 23
+
+// idMap maps global ids to batch-local ids.
+type idMap struct {
+	local []int32
+	stamp []uint32
+	gen   uint32
+	m     map[int64]int32
+}
+
+func newIDMap(n int64) *idMap {
+	if n <= denseLimit {
+		return &idMap{local: make([]int32, n), stamp: make([]uint32, n)}
+	}
+	return &idMap{m: map[int64]int32{}}
+}
+
+func (m *idMap) reset() {
+	if m.m != nil {
+		clear(m.m)
+		return
+	}
+	m.gen++
+	if m.gen == 0 {
+		clear(m.stamp)
+		m.gen = 1
+	}
+}
+
+func (m *idMap) get(v int64) (int32, bool) {
+	if m.m != nil {
+		id, ok := m.m[v]
+		return id, ok
+	}
+	if m.stamp[v] != m.gen {
+		return 0, false
+	}
+	return m.local[v], true
+}
+
+func (m *idMap) put(v int64, id int32) {
+	if m.m != nil {
+		m.m[v] = id
+		return
+	}
+	m.stamp[v] = m.gen
+	m.local[v] = id
+}
+
+// worker holds one sampling goroutine's scratch state.
+type worker struct {
+	s     *Sampler
+	ids   *idMap
+	lists []neighborcache.List
+	arena []byte
+	pos   []int
+	set   map[int]struct{}
+}
+
+func (s *Sampler) newWorker() *worker {
+	return &worker{s: s, ids: newIDMap(s.d.NumNodes()), set: map[int]struct{}{}}
+}
+
+// fetch looks v's list up in the global cache, the dynamic cache, then
+// storage.
+func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, error) {
+	s := w.s
+	st.Lookups++
+	if l, ok := s.o.NeighborCache.Lookup(v); ok {
+		st.Global.Hits++
+		st.Global.BytesSaved += l.Bytes()
+		s.stage.Request(1, l.Bytes())
+		return l, nil
+	}
+	st.Global.Misses++
+	if l, ok := dyn.Lookup(v); ok {
+		st.Dynamic.Hits++
+		st.Dynamic.BytesSaved += l.Bytes()
+		s.stage.Request(1, l.Bytes())
+		return l, nil
+	}
+	st.Dynamic.Misses++
+	st.Storage.Hits++
+	if s.rr == nil {
+		l := s.d.Neighbors(v)
+		st.Storage.BytesRead += l.Bytes()
+		s.stage.Request(1, l.Bytes())
+		return neighborcache.FromNodeList(l), nil
+	}
+	need := int(s.d.Degree(v)) * int(s.rr.RowBytes())
+	if cap(w.arena)-len(w.arena) < need {
+		w.arena = make([]byte, 0, max(need, 1<<20))
+	}
+	l, buf, err := s.d.ReadNeighbors(s.rr, v, w.arena[len(w.arena):])
+	if err != nil {
+		return neighborcache.List{}, fmt.Errorf("sample: node %d: %w", v, err)
+	}
+	w.arena = w.arena[:len(w.arena)+len(buf)]
+	st.Storage.BytesRead += l.Bytes()
+	return neighborcache.FromNodeList(l), nil
+}
+
+// choose fills w.pos with k distinct positions drawn uniformly from
+// [0, deg) (Floyd's algorithm), or all positions when k < 0 or k >= deg.
+func (w *worker) choose(r *rand.Rand, deg, k int) []int {
+	w.pos = w.pos[:0]
+	if k < 0 || k >= deg {
+		for i := 0; i < deg; i++ {
+			w.pos = append(w.pos, i)
+		}
+		return w.pos
+	}
+	if k <= 64 {
+		for j := deg - k; j < deg; j++ {
+			t := r.IntN(j + 1)
+			if slices.Contains(w.pos, t) {
+				t = j
+			}
+			w.pos = append(w.pos, t)
+		}
+		return w.pos
+	}
+	clear(w.set)
+	for j := deg - k; j < deg; j++ {
+		t := r.IntN(j + 1)
+		if _, ok := w.set[t]; ok {
+			t = j
+		}
+		w.set[t] = struct{}{}
+		w.pos = append(w.pos, t)
+	}
+	return w.pos
+}
+
+// sample builds the blocks of one batch.
+func (w *worker) sample(epoch, index, macro int, targets []int64, dyn *DynamicCache) (*Batch, error) {
+	s := w.s
+	L := len(s.o.Fanouts)
+	r := s.rng(epoch, streamSample, index)
+	b := &Batch{Epoch: epoch, Index: index, Macro: macro, Blocks: make([]Block, L)}
+	w.ids.reset()
+	w.lists = w.lists[:0]
+	w.arena = w.arena[:0]
+	nodes := make([]int64, 0, len(targets)*4)
+	for _, v := range targets {
+		if _, dup := w.ids.get(v); dup {
+			return nil, fmt.Errorf("%w: batch %d: target %d appears twice", ErrInvalidOptions, index, v)
+		}
+		w.ids.put(v, int32(len(nodes)))
+		nodes = append(nodes, v)
+	}
+	srcLen := make([]int, L)
+	numDst := len(nodes)
+	hop1End := numDst
+	for l := L - 1; l >= 0; l-- {
+		hop := L - l
+		k := s.o.Fanouts[l]
+		blk := &b.Blocks[l]
+		blk.NumDst = numDst
+		blk.Indptr = make([]int64, numDst+1)
+		blk.Indices = make([]int32, 0, numDst*max(min(k, 16), 1))
+		for i := 0; i < numDst; i++ {
+			v := nodes[i]
+			if hop >= 2 && i >= len(targets) && i < hop1End && s.o.Reuse != nil && s.o.Reuse.Contains(v) {
+				if hop == 2 {
+					b.Reused = append(b.Reused, int32(i))
+				}
+				if i == len(w.lists) {
+					w.lists = append(w.lists, neighborcache.List{})
+				}
+				blk.Indptr[i+1] = int64(len(blk.Indices))
+				continue
+			}
+			if i == len(w.lists) {
+				l, err := w.fetch(v, dyn, &b.Stats)
+				if err != nil {
+					return nil, err
+				}
+				w.lists = append(w.lists, l)
+			}
+			list := w.lists[i]
+			for _, p := range w.choose(r, list.Len(), k) {
+				u := list.At(p)
+				id, ok := w.ids.get(u)
+				if !ok {
+					id = int32(len(nodes))
+					w.ids.put(u, id)
+					nodes = append(nodes, u)
+				}
+				blk.Indices = append(blk.Indices, id)
+			}
+			blk.Indptr[i+1] = int64(len(blk.Indices))
+		}
+		srcLen[l] = len(nodes)
+		if l == L-1 {
+			hop1End = len(nodes)
+		}
+		numDst = len(nodes)
+	}
+	for l := range b.Blocks {
+		b.Blocks[l].Src = nodes[:srcLen[l]:srcLen[l]]
+	}
+	if len(nodes) > 1<<31-1 {
+		return nil, errors.New("sample: batch neighbourhood exceeds 2^31 nodes")
+	}
+	return b, nil
+}
