@@ -143,3 +143,34 @@ func TestPartitionCora(t *testing.T) {
 		t.Fatal("overwrote a partitioning without --force")
 	}
 }
+
+func TestRR(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "5000", "--feat-dim", "8", "--classes", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "rr", dir); err == nil || !strings.Contains(err.Error(), "ssdgnn partition") {
+		t.Fatalf("rr without a partitioning: %v", err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "50", "--first-level", "50"); err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(t.TempDir(), "rr.png")
+	out, _, err := run(t, "rr", dir, "--fanouts", "5,5", "--batch-size", "50", "--parts-per-batch", "5", "--json", "--plot", png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"rr_random", "rr_partition", "rr_partition_hist"} {
+		v, ok := res[k].(float64)
+		if !ok || v < 1 {
+			t.Errorf("%s = %v, want a ratio >= 1", k, res[k])
+		}
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("plot: %v", err)
+	}
+}

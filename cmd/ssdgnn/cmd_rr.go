@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+func init() { extraCommands = append(extraCommands, newRRCmd) }
+
+func newRRCmd(g *globals) *cobra.Command {
+	var o sample.RROptions
+	var fanouts, partName, source, plot string
+	var seed int64
+	var ncache byteSize
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rr DIR",
+		Short: "Report the redundancy ratio: how much data an epoch will request",
+		Long: `rr samples one epoch (or --epochs) without training and reports the
+redundancy ratio RR = sum over batches of |sampled L-hop neighbourhood| /
+number of training nodes (OUTRE, eq. 2), with the neighbour-list and feature
+bytes an epoch requests and the unique nodes it touches, for:
+  random           training nodes shuffled into batches
+  partition        batches built from --parts-per-batch random partitions
+  partition+hist   partition batches, with the second-layer embeddings of the
+                   top --hist-frac nodes by degree reused (not expanded below)
+It needs a partitioning (run 'ssdgnn partition DIR' first).`,
+		Example: `  ssdgnn partition data/synth --parts 1000
+  ssdgnn rr data/synth --partition fennel --plot rr.png`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
+				return err
+			}
+			if o.Source, err = sample.ParseSource(source); err != nil {
+				return err
+			}
+			o.Seed, o.NeighborCacheBytes, o.Progress = uint64(seed), int64(ncache), g.progress()
+			d, err := storage.Open(args[0], nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			pt, err := partition.Open(args[0], partName)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
+				return fmt.Errorf("no partitioning %q in %s: run 'ssdgnn partition %s' first (%w)", partName, args[0], args[0], err)
+			}
+			if err != nil {
+				return err
+			}
+			defer pt.Close()
+			parts, err := sample.NewPartitionFiles(d, pt)
+			if err != nil {
+				return err
+			}
+			res, err := sample.RRReport(cmd.Context(), d, parts, &o)
+			if err != nil {
+				return err
+			}
+			if plot != "" {
+				if err := sample.PlotRR(res, plot); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			return sample.WriteRRTable(cmd.OutOrStdout(), res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fanouts, "fanouts", "10,10,10", "neighbours sampled per layer, input layer first (-1: all)")
+	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch")
+	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 20, "partitions per macro batch")
+	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions")
+	f.Float64Var(&o.HistFrac, "hist-frac", 0.2, "fraction of nodes (top by degree) whose second-layer embeddings are reused")
+	f.BoolVar(&o.NoHist, "no-hist", false, "skip the partition+hist configuration")
+	f.IntVar(&o.Epochs, "epochs", 1, "epochs to average")
+	f.Var(&ncache, "neighbor-cache", "add a global neighbour cache of this size (e.g. 64MiB)")
+	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
+	f.Int64Var(&seed, "seed", 1, "random seed")
+	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
+	f.StringVar(&plot, "plot", "", "write a bar chart PNG to this file")
+	f.BoolVar(&asJSON, "json", false, "print JSON (keys rr_random, rr_partition, rr_partition_hist, byte counts)")
+	return cmd
+}
