@@ -24,14 +24,17 @@ test: fmt-check vet
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
 # The main job on embedded data: generate a graph, import the bundled Cora,
-# and show both.
+# partition both, and report how much data an epoch requests (RR).
 demo: build
 	@mkdir -p $(DEMO)
-	$(BIN) gen $(DEMO)/synth --nodes 100000 --avg-degree 20 --feat-dim 64 --classes 8 --seed 1 --force
+	$(BIN) gen $(DEMO)/synth --nodes 200000 --avg-degree 20 --feat-dim 64 --classes 8 --seed 1 --force
 	$(BIN) info $(DEMO)/synth
 	$(BIN) validate $(DEMO)/synth
+	$(BIN) partition $(DEMO)/synth --parts 200 --force
+	$(BIN) rr $(DEMO)/synth --fanouts 10,10,10 --batch-size 1000 --parts-per-batch 20 --plot $(DEMO)/rr.png
 	$(BIN) import ogb testdata/cora $(DEMO)/cora --force
 	$(BIN) info $(DEMO)/cora
+	$(BIN) partition $(DEMO)/cora --parts 100 --force
 
 bench: bench-import bench-gen bench-storage
 
