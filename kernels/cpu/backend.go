@@ -1,0 +1,582 @@
+// Package cpu is the pure-Go float32 implementation of kernels.Backend.
+//
+// Tensors live in ordinary Go slices that the backend owns; nothing outside
+// the package sees them. Work is split over a fixed pool of Options.Workers
+// goroutines (the calling goroutine counts as one), started by New and
+// stopped by Close. Every parallel op partitions its output by disjoint row
+// (or column) ranges and every reduction runs in a fixed order, so results
+// are bit-identical for a given worker count regardless of scheduling; the
+// element-wise, aggregation and GAT ops are also independent of the worker
+// count. GEMM goes through gonum's Sgemm (which runs its own short-lived
+// goroutines, joined before it returns) or a row-parallel kernel on the
+// backend's pool built from gonum's assembly AXPY/DOT, chosen per call by
+// Options.GEMM.
+//
+// Backward aggregation uses a transposed CSR built at UploadBlock, so each
+// source row's gradient is one ordered sum with no atomics.
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ssdgnn/ssdgnn/kernels"
+)
+
+// GEMMKernel selects the matrix-multiply implementation.
+type GEMMKernel int
+
+const (
+	// GEMMAuto picks GEMMRows when the vectorised inner loop is long
+	// (n >= 128, or k >= 128 with op(B) = Bᵀ) and GEMMGonum otherwise, from
+	// benchmarks on a 2-core AMD EPYC (see bench_test.go).
+	GEMMAuto GEMMKernel = iota
+	// GEMMGonum uses gonum.org/v1/gonum/blas/gonum Implementation.Sgemm.
+	GEMMGonum
+	// GEMMRows splits C's rows over the backend pool and runs the
+	// vectorised gonum level-1 routines per row.
+	GEMMRows
+)
+
+// Options configures a CPU backend. A nil *Options means the defaults.
+type Options struct {
+	// Workers is the number of goroutines that run an op, the caller
+	// included. 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// GEMM selects the GEMM kernel; default GEMMAuto.
+	GEMM GEMMKernel
+	// MaxBytes caps MemStats.Allocated; Alloc beyond it fails with
+	// kernels.ErrOutOfMemory. 0 means no cap.
+	MaxBytes int64
+	// Grain is the smallest number of elements worth handing to another
+	// worker; 0 means 16384. Tests set 1 to drive the parallel paths with
+	// tiny inputs.
+	Grain int
+}
+
+// Validate reports invalid settings.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.Workers < 0 {
+		return fmt.Errorf("%w: cpu: Workers %d < 0", kernels.ErrInvalidArg, o.Workers)
+	}
+	if o.GEMM < GEMMAuto || o.GEMM > GEMMRows {
+		return fmt.Errorf("%w: cpu: unknown GEMM kernel %d", kernels.ErrInvalidArg, o.GEMM)
+	}
+	if o.Grain < 0 {
+		return fmt.Errorf("%w: cpu: Grain %d < 0", kernels.ErrInvalidArg, o.Grain)
+	}
+	if o.MaxBytes < 0 {
+		return fmt.Errorf("%w: cpu: MaxBytes %d < 0", kernels.ErrInvalidArg, o.MaxBytes)
+	}
+	return nil
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Workers == 0 {
+		r.Workers = runtime.GOMAXPROCS(0)
+	}
+	if r.Grain == 0 {
+		r.Grain = defaultGrain
+	}
+	return r
+}
+
+// Backend is the CPU backend. Not safe for concurrent use except MemStats.
+type Backend struct {
+	opts   Options
+	grain  int
+	pool   *pool
+	err    error
+	closed bool
+
+	mem struct {
+		sync.Mutex
+		stats kernels.MemStats
+	}
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+
+// New starts a CPU backend and its worker pool; Close stops it.
+func New(opts *Options) (*Backend, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	return &Backend{opts: o, grain: o.Grain, pool: newPool(o.Workers)}, nil
+}
+
+// Name returns "cpu".
+func (b *Backend) Name() string { return "cpu" }
+
+// Workers returns the number of goroutines an op may use.
+func (b *Backend) Workers() int { return b.opts.Workers }
+
+// Close stops the worker pool. It is idempotent.
+func (b *Backend) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	b.pool.stop()
+	return nil
+}
+
+// Err returns the first recorded error.
+func (b *Backend) Err() error { return b.err }
+
+func (b *Backend) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *Backend) failf(op string, format string, args ...any) {
+	b.fail(fmt.Errorf("cpu: %s: %w", op, fmt.Errorf(format, args...)))
+}
+
+// ok reports whether an op may run: no sticky error and not closed.
+func (b *Backend) ok() bool {
+	if b.err != nil {
+		return false
+	}
+	if b.closed {
+		b.err = kernels.ErrClosed
+		return false
+	}
+	return true
+}
+
+// MemStats returns the memory accounting.
+func (b *Backend) MemStats() kernels.MemStats {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	return b.mem.stats
+}
+
+func (b *Backend) reserve(bytes int64) error {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	s := &b.mem.stats
+	if b.opts.MaxBytes > 0 && s.Allocated+bytes > b.opts.MaxBytes {
+		return fmt.Errorf("%w: cpu: %d bytes requested, %d of %d in use", kernels.ErrOutOfMemory, bytes, s.Allocated, b.opts.MaxBytes)
+	}
+	s.Allocated += bytes
+	s.Handles++
+	s.Peak = max(s.Peak, s.Allocated)
+	return nil
+}
+
+func (b *Backend) release(bytes int64) {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	b.mem.stats.Allocated -= bytes
+	b.mem.stats.Handles--
+}
+
+// tensor is the CPU Tensor.
+type tensor struct {
+	owner      *Backend
+	rows, cols int
+	data       []float32
+	freed      bool
+}
+
+func (t *tensor) Rows() int { return t.rows }
+func (t *tensor) Cols() int { return t.cols }
+
+type intTensor struct {
+	owner *Backend
+	data  []int32
+	freed bool
+}
+
+func (t *intTensor) Len() int { return len(t.data) }
+
+// Alloc returns a zeroed rows×cols tensor.
+func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if rows < 0 || cols < 0 || (cols > 0 && rows > (1<<62)/4/cols) {
+		return nil, fmt.Errorf("%w: cpu: Alloc(%d, %d)", kernels.ErrInvalidArg, rows, cols)
+	}
+	if err := b.reserve(int64(rows) * int64(cols) * 4); err != nil {
+		return nil, err
+	}
+	return &tensor{owner: b, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
+}
+
+// Free releases t.
+func (b *Backend) Free(t kernels.Tensor) {
+	if t == nil {
+		return
+	}
+	ct, ok := t.(*tensor)
+	if !ok || ct.owner != b {
+		b.fail(fmt.Errorf("cpu: Free: %w", kernels.ErrForeignTensor))
+		return
+	}
+	if ct.freed {
+		b.fail(fmt.Errorf("cpu: Free: double free: %w", kernels.ErrFreed))
+		return
+	}
+	ct.freed = true
+	b.release(int64(len(ct.data)) * 4)
+	ct.data = nil
+}
+
+// AllocInts returns a zeroed int32 vector.
+func (b *Backend) AllocInts(n int) (kernels.IntTensor, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%w: cpu: AllocInts(%d)", kernels.ErrInvalidArg, n)
+	}
+	if err := b.reserve(int64(n) * 4); err != nil {
+		return nil, err
+	}
+	return &intTensor{owner: b, data: make([]int32, n)}, nil
+}
+
+// FreeInts releases t.
+func (b *Backend) FreeInts(t kernels.IntTensor) {
+	if t == nil {
+		return
+	}
+	it, ok := t.(*intTensor)
+	if !ok || it.owner != b {
+		b.fail(fmt.Errorf("cpu: FreeInts: %w", kernels.ErrForeignTensor))
+		return
+	}
+	if it.freed {
+		b.fail(fmt.Errorf("cpu: FreeInts: double free: %w", kernels.ErrFreed))
+		return
+	}
+	it.freed = true
+	b.release(int64(len(it.data)) * 4)
+	it.data = nil
+}
+
+// t resolves a Tensor handle for op, recording an error if it is unusable.
+func (b *Backend) t(op string, x kernels.Tensor) *tensor {
+	if x == nil {
+		b.failf(op, "%w: nil tensor", kernels.ErrInvalidArg)
+		return nil
+	}
+	ct, ok := x.(*tensor)
+	if !ok || ct.owner != b {
+		b.failf(op, "%w", kernels.ErrForeignTensor)
+		return nil
+	}
+	if ct.freed {
+		b.failf(op, "%w", kernels.ErrFreed)
+		return nil
+	}
+	return ct
+}
+
+func (b *Backend) it(op string, x kernels.IntTensor) *intTensor {
+	if x == nil {
+		b.failf(op, "%w: nil int tensor", kernels.ErrInvalidArg)
+		return nil
+	}
+	ct, ok := x.(*intTensor)
+	if !ok || ct.owner != b {
+		b.failf(op, "%w", kernels.ErrForeignTensor)
+		return nil
+	}
+	if ct.freed {
+		b.failf(op, "%w", kernels.ErrFreed)
+		return nil
+	}
+	return ct
+}
+
+// shape records ErrShape unless x is rows×cols.
+func (b *Backend) shape(op, name string, x *tensor, rows, cols int) bool {
+	if x.rows != rows || x.cols != cols {
+		b.failf(op, "%w: %s is %d×%d, want %d×%d", kernels.ErrShape, name, x.rows, x.cols, rows, cols)
+		return false
+	}
+	return true
+}
+
+func (b *Backend) same(op string, x, y *tensor) bool {
+	return b.shape(op, "second operand", y, x.rows, x.cols)
+}
+
+// Upload copies src into dst.
+func (b *Backend) Upload(dst kernels.Tensor, src []float32) {
+	if !b.ok() {
+		return
+	}
+	d := b.t("Upload", dst)
+	if d == nil {
+		return
+	}
+	if len(src) != len(d.data) {
+		b.failf("Upload", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(src), d.rows, d.cols)
+		return
+	}
+	copy(d.data, src)
+}
+
+// Download copies src into dst.
+func (b *Backend) Download(dst []float32, src kernels.Tensor) error {
+	if !b.ok() {
+		return b.err
+	}
+	s := b.t("Download", src)
+	if s == nil {
+		return b.err
+	}
+	if len(dst) != len(s.data) {
+		b.failf("Download", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(dst), s.rows, s.cols)
+		return b.err
+	}
+	copy(dst, s.data)
+	return nil
+}
+
+// UploadInts copies src into dst.
+func (b *Backend) UploadInts(dst kernels.IntTensor, src []int32) {
+	if !b.ok() {
+		return
+	}
+	d := b.it("UploadInts", dst)
+	if d == nil {
+		return
+	}
+	if len(src) != len(d.data) {
+		b.failf("UploadInts", "%w: %d values for length %d", kernels.ErrShape, len(src), len(d.data))
+		return
+	}
+	copy(d.data, src)
+}
+
+// DownloadInts copies src into dst.
+func (b *Backend) DownloadInts(dst []int32, src kernels.IntTensor) error {
+	if !b.ok() {
+		return b.err
+	}
+	s := b.it("DownloadInts", src)
+	if s == nil {
+		return b.err
+	}
+	if len(dst) != len(s.data) {
+		b.failf("DownloadInts", "%w: %d values for length %d", kernels.ErrShape, len(dst), len(s.data))
+		return b.err
+	}
+	copy(dst, s.data)
+	return nil
+}
+
+// Zero clears t.
+func (b *Backend) Zero(t kernels.Tensor) {
+	if !b.ok() {
+		return
+	}
+	if x := b.t("Zero", t); x != nil {
+		clear(x.data)
+	}
+}
+
+// Copy copies src into dst.
+func (b *Backend) Copy(dst, src kernels.Tensor) {
+	if !b.ok() {
+		return
+	}
+	d, s := b.t("Copy", dst), b.t("Copy", src)
+	if d == nil || s == nil || !b.same("Copy", d, s) {
+		return
+	}
+	copy(d.data, s.data)
+}
+
+// block is the CPU DeviceBlock: the CSR plus its transpose and normalisers.
+type block struct {
+	owner          *Backend
+	numDst, numSrc int
+	indptr         []int32
+	indices        []int32
+	// Transposed CSR over sources: source j's in-edges are
+	// tEdge[tIndptr[j]:tIndptr[j+1]] (edge ids, ascending), whose
+	// destinations are tDst at the same positions.
+	tIndptr []int32
+	tEdge   []int32
+	tDst    []int32
+	dstNorm []float32 // GCN 1/sqrt(deg+1)
+	srcNorm []float32 // GCN 1/sqrt(out+1)
+	bytes   int64
+	freed   bool
+}
+
+func (k *block) NumDst() int   { return k.numDst }
+func (k *block) NumSrc() int   { return k.numSrc }
+func (k *block) NumEdges() int { return len(k.indices) }
+
+// UploadBlock validates and copies hb, building the transposed CSR.
+func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if hb == nil {
+		return nil, fmt.Errorf("%w: cpu: nil block", kernels.ErrInvalidArg)
+	}
+	if err := hb.Validate(); err != nil {
+		return nil, err
+	}
+	e := len(hb.Indices)
+	bytes := int64(4 * (len(hb.Indptr) + e + (hb.NumSrc + 1) + 2*e + hb.NumDst + hb.NumSrc))
+	if err := b.reserve(bytes); err != nil {
+		return nil, err
+	}
+	k := &block{
+		owner:   b,
+		numDst:  hb.NumDst,
+		numSrc:  hb.NumSrc,
+		indptr:  append([]int32(nil), hb.Indptr...),
+		indices: append([]int32(nil), hb.Indices...),
+		tIndptr: make([]int32, hb.NumSrc+1),
+		tEdge:   make([]int32, e),
+		tDst:    make([]int32, e),
+		bytes:   bytes,
+	}
+	for _, j := range k.indices {
+		k.tIndptr[j+1]++
+	}
+	for j := 0; j < k.numSrc; j++ {
+		k.tIndptr[j+1] += k.tIndptr[j]
+	}
+	next := append([]int32(nil), k.tIndptr[:k.numSrc]...)
+	for i := 0; i < k.numDst; i++ {
+		for e := k.indptr[i]; e < k.indptr[i+1]; e++ {
+			j := k.indices[e]
+			p := next[j]
+			next[j]++
+			k.tEdge[p] = e
+			k.tDst[p] = int32(i)
+		}
+	}
+	k.dstNorm, k.srcNorm = hb.GCNNorms()
+	return k, nil
+}
+
+// FreeBlock releases a block.
+func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
+	if db == nil {
+		return
+	}
+	k, ok := db.(*block)
+	if !ok || k.owner != b {
+		b.fail(fmt.Errorf("cpu: FreeBlock: %w", kernels.ErrForeignTensor))
+		return
+	}
+	if k.freed {
+		b.fail(fmt.Errorf("cpu: FreeBlock: double free: %w", kernels.ErrFreed))
+		return
+	}
+	k.freed = true
+	b.release(k.bytes)
+	*k = block{owner: b, freed: true}
+}
+
+func (b *Backend) blk(op string, db kernels.DeviceBlock) *block {
+	if db == nil {
+		b.failf(op, "%w: nil block", kernels.ErrInvalidArg)
+		return nil
+	}
+	k, ok := db.(*block)
+	if !ok || k.owner != b {
+		b.failf(op, "%w", kernels.ErrForeignTensor)
+		return nil
+	}
+	if k.freed {
+		b.failf(op, "%w", kernels.ErrFreed)
+		return nil
+	}
+	return k
+}
+
+// pool runs chunks of a parallel loop on a fixed set of goroutines.
+type pool struct {
+	workers int
+	jobs    chan *job
+	wg      sync.WaitGroup
+}
+
+type job struct {
+	fn     func(lo, hi int)
+	n      int
+	chunk  int
+	chunks int
+	next   atomic.Int64
+	done   sync.WaitGroup
+}
+
+func newPool(workers int) *pool {
+	p := &pool{workers: workers, jobs: make(chan *job)}
+	for i := 1; i < workers; i++ {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for j := range p.jobs {
+				j.work()
+				j.done.Done()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *pool) stop() {
+	close(p.jobs)
+	p.wg.Wait()
+}
+
+func (j *job) work() {
+	for {
+		c := int(j.next.Add(1)) - 1
+		if c >= j.chunks {
+			return
+		}
+		lo := c * j.chunk
+		j.fn(lo, min(lo+j.chunk, j.n))
+	}
+}
+
+// parallel calls fn over disjoint ranges covering [0, n). grain is the
+// smallest range worth handing to another goroutine. Ranges are claimed
+// dynamically, so fn must write only outputs owned by its range.
+func (p *pool) parallel(n, grain int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	grain = max(grain, 1)
+	if p.workers <= 1 || n < 2*grain {
+		fn(0, n)
+		return
+	}
+	chunks := min(4*p.workers, n/grain)
+	chunk := (n + chunks - 1) / chunks
+	chunks = (n + chunk - 1) / chunk
+	j := &job{fn: fn, n: n, chunk: chunk, chunks: chunks}
+	helpers := min(p.workers-1, chunks-1)
+	j.done.Add(helpers)
+	for range helpers {
+		p.jobs <- j
+	}
+	j.work()
+	j.done.Wait()
+}

@@ -1,0 +1,295 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/ssdgnn/ssdgnn/kernels"
+)
+
+// heads checks the H·F layout: wh is NumSrc×(H·F) for H = edge.Cols() >= 1,
+// and edge is E×H. It returns F.
+func (b *Backend) heads(op string, K *block, edge, wh *tensor) (int, bool) {
+	h := edge.cols
+	if h < 1 || wh.cols%h != 0 {
+		b.failf(op, "%w: %d heads do not divide %d feature columns", kernels.ErrShape, h, wh.cols)
+		return 0, false
+	}
+	if !b.shape(op, "edge tensor", edge, len(K.indices), h) || !b.shape(op, "wh", wh, K.numSrc, wh.cols) {
+		return 0, false
+	}
+	return wh.cols / h, true
+}
+
+// headDots sets out[r, h] = Σ_f a[h·F+f]·x[r, h·F+f] for rows [0, rows).
+func (b *Backend) headDots(out []float32, x *tensor, rows int, a []float32, H, F int) {
+	hf := H * F
+	b.pool.parallel(rows, b.rowGrain(hf), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := x.data[r*hf : (r+1)*hf]
+			for h := 0; h < H; h++ {
+				var s float32
+				for f := h * F; f < (h+1)*F; f++ {
+					s += a[f] * row[f]
+				}
+				out[r*H+h] = s
+			}
+		}
+	})
+}
+
+// GATScores sets per-edge LeakyReLU attention logits.
+func (b *Backend) GATScores(db kernels.DeviceBlock, scores, wh, attnL, attnR kernels.Tensor, slope float32) {
+	const op = "GATScores"
+	if !b.ok() {
+		return
+	}
+	K, S, W, AL, AR := b.blk(op, db), b.t(op, scores), b.t(op, wh), b.t(op, attnL), b.t(op, attnR)
+	if K == nil || S == nil || W == nil || AL == nil || AR == nil {
+		return
+	}
+	F, ok := b.heads(op, K, S, W)
+	if !ok || !b.shape(op, "attnL", AL, 1, W.cols) || !b.shape(op, "attnR", AR, 1, W.cols) {
+		return
+	}
+	H := S.cols
+	el := make([]float32, K.numDst*H)
+	er := make([]float32, K.numSrc*H)
+	b.headDots(el, W, K.numDst, AL.data, H, F)
+	b.headDots(er, W, K.numSrc, AR.data, H, F)
+	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for k := K.indptr[i]; k < K.indptr[i+1]; k++ {
+				j := int(K.indices[k])
+				for h := 0; h < H; h++ {
+					x := el[i*H+h] + er[j*H+h]
+					if x < 0 {
+						x *= slope
+					}
+					S.data[int(k)*H+h] = x
+				}
+			}
+		}
+	})
+}
+
+// GATScoresBackward sets dWh, dAttnL and dAttnR.
+func (b *Backend) GATScoresBackward(db kernels.DeviceBlock, dWh, dAttnL, dAttnR, dScores, scores, wh, attnL, attnR kernels.Tensor, slope float32) {
+	const op = "GATScoresBackward"
+	if !b.ok() {
+		return
+	}
+	K := b.blk(op, db)
+	DW, DAL, DAR, DS, S, W, AL, AR := b.t(op, dWh), b.t(op, dAttnL), b.t(op, dAttnR), b.t(op, dScores), b.t(op, scores), b.t(op, wh), b.t(op, attnL), b.t(op, attnR)
+	if K == nil || DW == nil || DAL == nil || DAR == nil || DS == nil || S == nil || W == nil || AL == nil || AR == nil {
+		return
+	}
+	F, ok := b.heads(op, K, S, W)
+	if !ok || !b.same(op, S, DS) || !b.same(op, W, DW) {
+		return
+	}
+	for _, x := range []*tensor{AL, AR, DAL, DAR} {
+		if !b.shape(op, "attention vector", x, 1, W.cols) {
+			return
+		}
+	}
+	H, hf := S.cols, W.cols
+	g := make([]float32, len(S.data))
+	b.elementwise(len(g), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			if S.data[k] > 0 {
+				g[k] = DS.data[k]
+			} else {
+				g[k] = DS.data[k] * slope
+			}
+		}
+	})
+	dEl := make([]float32, K.numDst*H)
+	dEr := make([]float32, K.numSrc*H)
+	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for k := K.indptr[i]; k < K.indptr[i+1]; k++ {
+				addTo(dEl[i*H:(i+1)*H], g[int(k)*H:(int(k)+1)*H])
+			}
+		}
+	})
+	b.pool.parallel(K.numSrc, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numSrc, 1)), 1)), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			for _, k := range K.tEdge[K.tIndptr[j]:K.tIndptr[j+1]] {
+				addTo(dEr[j*H:(j+1)*H], g[int(k)*H:(int(k)+1)*H])
+			}
+		}
+	})
+	b.pool.parallel(K.numSrc, b.rowGrain(hf), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			row := DW.data[j*hf : (j+1)*hf]
+			for h := 0; h < H; h++ {
+				r := row[h*F : (h+1)*F]
+				ar := AR.data[h*F : (h+1)*F]
+				der := dEr[j*H+h]
+				if j < K.numDst {
+					al := AL.data[h*F : (h+1)*F]
+					del := dEl[j*H+h]
+					for f := range r {
+						r[f] = del*al[f] + der*ar[f]
+					}
+				} else {
+					for f := range r {
+						r[f] = der * ar[f]
+					}
+				}
+			}
+		}
+	})
+	// Attention-vector gradients: column-parallel, each sum in row order.
+	b.pool.parallel(hf, max(8, b.grain/max(K.numSrc, 1)), func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			h := c / F
+			var sl, sr float32
+			for i := 0; i < K.numDst; i++ {
+				sl += dEl[i*H+h] * W.data[i*hf+c]
+			}
+			for j := 0; j < K.numSrc; j++ {
+				sr += dEr[j*H+h] * W.data[j*hf+c]
+			}
+			DAL.data[c], DAR.data[c] = sl, sr
+		}
+	})
+}
+
+// EdgeSoftmax normalises scores over each destination's in-edges, per head.
+func (b *Backend) EdgeSoftmax(db kernels.DeviceBlock, alpha, scores kernels.Tensor) {
+	const op = "EdgeSoftmax"
+	if !b.ok() {
+		return
+	}
+	K, A, S := b.blk(op, db), b.t(op, alpha), b.t(op, scores)
+	if K == nil || A == nil || S == nil || !b.shape(op, "scores", S, len(K.indices), S.cols) || !b.same(op, S, A) {
+		return
+	}
+	H := S.cols
+	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s, e := int(K.indptr[i]), int(K.indptr[i+1])
+			for h := 0; h < H; h++ {
+				m := float32(math.Inf(-1))
+				for k := s; k < e; k++ {
+					m = max(m, S.data[k*H+h])
+				}
+				var sum float32
+				for k := s; k < e; k++ {
+					x := float32(math.Exp(float64(S.data[k*H+h] - m)))
+					A.data[k*H+h] = x
+					sum += x
+				}
+				inv := 1 / sum
+				for k := s; k < e; k++ {
+					A.data[k*H+h] *= inv
+				}
+			}
+		}
+	})
+}
+
+// EdgeSoftmaxBackward sets dScores = alpha·(dAlpha - Σ alpha·dAlpha).
+func (b *Backend) EdgeSoftmaxBackward(db kernels.DeviceBlock, dScores, dAlpha, alpha kernels.Tensor) {
+	const op = "EdgeSoftmaxBackward"
+	if !b.ok() {
+		return
+	}
+	K, DS, DA, A := b.blk(op, db), b.t(op, dScores), b.t(op, dAlpha), b.t(op, alpha)
+	if K == nil || DS == nil || DA == nil || A == nil || !b.shape(op, "alpha", A, len(K.indices), A.cols) || !b.same(op, A, DA) || !b.same(op, A, DS) {
+		return
+	}
+	H := A.cols
+	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s, e := int(K.indptr[i]), int(K.indptr[i+1])
+			for h := 0; h < H; h++ {
+				var dot float32
+				for k := s; k < e; k++ {
+					dot += A.data[k*H+h] * DA.data[k*H+h]
+				}
+				for k := s; k < e; k++ {
+					DS.data[k*H+h] = A.data[k*H+h] * (DA.data[k*H+h] - dot)
+				}
+			}
+		}
+	})
+}
+
+// EdgeWeightedSum sets out[i] = Σ_k alpha[k,h]·wh[j_k] per head.
+func (b *Backend) EdgeWeightedSum(db kernels.DeviceBlock, out, alpha, wh kernels.Tensor) {
+	const op = "EdgeWeightedSum"
+	if !b.ok() {
+		return
+	}
+	K, O, A, W := b.blk(op, db), b.t(op, out), b.t(op, alpha), b.t(op, wh)
+	if K == nil || O == nil || A == nil || W == nil {
+		return
+	}
+	F, ok := b.heads(op, K, A, W)
+	if !ok || !b.shape(op, "out", O, K.numDst, W.cols) {
+		return
+	}
+	H, hf := A.cols, W.cols
+	avg := max(1, len(K.indices)/max(K.numDst, 1))
+	b.pool.parallel(K.numDst, max(1, b.grain/max(hf*avg, 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o := O.data[i*hf : (i+1)*hf]
+			clear(o)
+			for k := K.indptr[i]; k < K.indptr[i+1]; k++ {
+				j := int(K.indices[k])
+				for h := 0; h < H; h++ {
+					addScaledTo(o[h*F:(h+1)*F], A.data[int(k)*H+h], W.data[j*hf+h*F:j*hf+(h+1)*F])
+				}
+			}
+		}
+	})
+}
+
+// EdgeWeightedSumBackward sets dAlpha and dWh.
+func (b *Backend) EdgeWeightedSumBackward(db kernels.DeviceBlock, dAlpha, dWh, dOut, alpha, wh kernels.Tensor) {
+	const op = "EdgeWeightedSumBackward"
+	if !b.ok() {
+		return
+	}
+	K, DA, DW, DO, A, W := b.blk(op, db), b.t(op, dAlpha), b.t(op, dWh), b.t(op, dOut), b.t(op, alpha), b.t(op, wh)
+	if K == nil || DA == nil || DW == nil || DO == nil || A == nil || W == nil {
+		return
+	}
+	F, ok := b.heads(op, K, A, W)
+	if !ok || !b.same(op, A, DA) || !b.same(op, W, DW) || !b.shape(op, "dOut", DO, K.numDst, W.cols) {
+		return
+	}
+	H, hf := A.cols, W.cols
+	avg := max(1, len(K.indices)/max(K.numDst, 1))
+	b.pool.parallel(K.numDst, max(1, b.grain/max(hf*avg, 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			do := DO.data[i*hf : (i+1)*hf]
+			for k := K.indptr[i]; k < K.indptr[i+1]; k++ {
+				j := int(K.indices[k])
+				for h := 0; h < H; h++ {
+					var s float32
+					w := W.data[j*hf+h*F : j*hf+(h+1)*F]
+					for f, x := range do[h*F : (h+1)*F] {
+						s += x * w[f]
+					}
+					DA.data[int(k)*H+h] = s
+				}
+			}
+		}
+	})
+	avg = max(1, len(K.indices)/max(K.numSrc, 1))
+	b.pool.parallel(K.numSrc, max(1, b.grain/max(hf*avg, 1)), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			dw := DW.data[j*hf : (j+1)*hf]
+			clear(dw)
+			for p := K.tIndptr[j]; p < K.tIndptr[j+1]; p++ {
+				k, i := int(K.tEdge[p]), int(K.tDst[p])
+				for h := 0; h < H; h++ {
+					addScaledTo(dw[h*F:(h+1)*F], A.data[k*H+h], DO.data[i*hf+h*F:i*hf+(h+1)*F])
+				}
+			}
+		}
+	})
+}
