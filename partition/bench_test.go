@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -20,7 +22,14 @@ import (
 var (
 	benchNodes = flag.Int64("partbench.nodes", 2_000_000, "nodes of the generated benchmark graph")
 	benchDir   = flag.String("partbench.dir", filepath.Join(os.TempDir(), "ssdgnn-partition-bench"), "cache directory for benchmark datasets")
-	benchPass  = flag.Int("partbench.passes", 1, "FENNEL passes in BenchmarkPartition")
+	benchPass  = flag.Int("partbench.passes", 0, "FENNEL passes in BenchmarkPartition (0: default)")
+	benchOrder = flag.String("partbench.order", "", "stream order in BenchmarkPartition (default: the package default)")
+	benchGamma = flag.Float64("partbench.gamma", 0, "FENNEL γ in BenchmarkPartition (0: default)")
+	benchFP    = flag.Float64("partbench.fp", 0, "Bloom false-positive rate in BenchmarkPartition (0: default)")
+	benchAS    = flag.Float64("partbench.alphascale", 0, "AlphaScale in BenchmarkPartition (0: default)")
+	benchK     = flag.Int("partbench.k", 0, "parts for the synthetic graph in BenchmarkPartition (0: 10,000)")
+	benchK1    = flag.Int("partbench.k1", 0, "first-level parts in BenchmarkPartition (0: default)")
+	benchOnly  = flag.String("partbench.methods", "", "comma-separated methods to run (default all)")
 	coraSrc    = flag.String("partbench.cora", "/work/shared/datasets/cora", "Cora in OGB raw layout (skipped if absent)")
 )
 
@@ -75,10 +84,16 @@ func BenchmarkPartition(b *testing.B) {
 			})
 		}},
 	}
+	if *benchK > 0 {
+		sets[0].k = *benchK
+	}
 	for _, set := range sets {
 		b.Run(set.name, func(b *testing.B) {
 			d := set.open(b)
 			for _, m := range Methods {
+				if *benchOnly != "" && !slices.Contains(strings.Split(*benchOnly, ","), string(m)) {
+					continue
+				}
 				b.Run(string(m), func(b *testing.B) {
 					if m == Metis {
 						if _, err := exec.LookPath("gpmetis"); err != nil {
@@ -91,6 +106,7 @@ func BenchmarkPartition(b *testing.B) {
 						debug.FreeOSMemory()
 						var err error
 						st, err = Run(d, &Options{Method: m, Parts: set.k, Seed: 1, Force: true, Passes: *benchPass,
+							Order: *benchOrder, Gamma: *benchGamma, FalsePositive: *benchFP, FirstLevel: *benchK1, AlphaScale: *benchAS,
 							Name: "bench-" + string(m)})
 						if err != nil {
 							b.Fatal(err)

@@ -5,19 +5,21 @@
 //
 // # Algorithm
 //
-// Run streams the nodes (in id order, or a seeded random order) and puts
-// each node v into the part P maximising FENNEL's score (Tsourakakis et
-// al., WSDM'14) extended with OUTRE's training-load term:
+// Run streams the nodes (breadth-first by default, or in id order, or a
+// seeded random order) and puts each node v into the part P maximising
+// FENNEL's score (Tsourakakis et al., WSDM'14) extended with OUTRE's
+// training-load term:
 //
-//	score(P) = |N(v) ∩ P| − α·γ·|P|^(γ−1) − λ·T(P)/(t/k),  α = k^(γ−1)·m/n^γ
+//	score(P) = |N(v) ∩ P| − α·γ·|P|^(γ−1) − λ·T(P)/(t/k),  α = s·k^(γ−1)·m/n^γ
 //
-// where T(P) is P's training nodes and t/k the average. Hard caps: a part
-// never exceeds ceil((1+ε)·n/k) nodes nor ceil((1+ε)·t/k) training nodes,
-// and a non-training node never takes the last slot a training node still
-// needs, so both caps always hold together. Only parts that hold a
-// neighbour are scored, plus the least-penalised non-full part, found in
-// O(1) from a tournament tree, so a node costs O(deg + candidates·log k),
-// not O(k).
+// where m is the number of undirected edges in the stream's scope (half
+// the directed CSR entries), n its nodes, s = AlphaScale (default 1), T(P)
+// is P's training nodes and t/k the average. Hard caps: a part never
+// exceeds ceil((1+ε)·n/k) nodes nor ceil((1+ε)·t/k) training nodes, and a
+// non-training node never takes the last slot a training node still needs,
+// so both caps always hold together. Every part holding a neighbour is
+// scored, plus the least-penalised non-full part, found in O(1) from a
+// tournament tree, so a node costs O(deg + candidates·log k), not O(k).
 //
 // Partitioning is two-level as in OUTRE: k1 parts over the whole graph,
 // then k2 = ceil(k/k1) parts inside each first-level part, ignoring
@@ -26,10 +28,28 @@
 // (10,000 = 100×100 by default). Second-level parts run on a pool of
 // Workers goroutines; each is a pure function of its inputs and of the
 // seed, so part.npy is identical for any worker count. α for a
-// second-level part uses the first-level stream's count of edges inside
-// that part. Passes > 1 restream: each node is taken out of its part and
-// re-placed, with not-yet-restreamed neighbours counted at their previous
-// pass's part.
+// second-level part uses that part's own n and its own m (the undirected
+// edges with both ends in it, counted exactly from the level-1 assignment
+// before its stream starts). Passes > 1 restream (default 3): each node is
+// taken out of its part and re-placed, with not-yet-restreamed neighbours
+// counted at their previous pass's part. Since a part's cap bounds its
+// size, the final largest part can reach about (1+ε)² times the average.
+//
+// # Stream order
+//
+// OrderBFS (the default) streams breadth-first over the CSR from a seeded
+// start node, restarting at the next unvisited id when a component is
+// exhausted; the order array doubles as the queue, so it costs 8 bytes
+// per node plus an N-bit visited set (level 1). At level 2 each
+// first-level part is streamed breadth-first over its own induced
+// subgraph (a seeded start among its members; |P| ids plus a worker-owned
+// N-bit visited set, cleared after each part; the scope test reads the
+// level-1 assignment array). On a whole graph with random cross edges a
+// BFS frontier soon covers everything, so BFS helps level 1 little; inside
+// a first-level part, where few cross edges survive, it streams
+// communities nearly one at a time, which is where it pays off (measured
+// in docs/partition-format.md). OrderRandom costs 8 bytes per node;
+// OrderID nothing.
 //
 // A node whose in-scope degree reaches ParallelDegree has its neighbour
 // list counted by Workers goroutines (first level only; second-level
@@ -38,44 +58,62 @@
 //
 // # Membership: Bloom (Fennel) versus exact (FennelExact)
 //
-// FennelExact answers "which part holds neighbour u" with an int32
+// FennelExact answers "which part holds neighbour u" with the int32
 // assignment array: one random 4-byte read per edge, 4 bytes per node.
 //
-// Fennel (the default) never reads the assignment during streaming; the
-// array is only written, for part.npy. Membership goes through one
-// github.com/bits-and-blooms/bloom/v3 filter per part, each sized for its
-// cap (1+ε)·n/k members at FalsePositive (about 9.6 bits per member at 1 %,
-// ~1.3 bytes per node for a whole level, instead of OUTRE's filters sized
-// for all N nodes each). Testing every neighbour against every filter
-// would cost deg·k probes, so candidates are discovered first: Candidates
-// (default 4) evenly spaced neighbours are probed against every filter of
-// the level; only the parts they hit are then counted over the whole
-// neighbour list (hash locations are computed once per neighbour and
-// reused for every filter). A part holding only neighbours outside the
-// probed ones is missed; a false positive adds a spurious candidate or
-// count. At the second level the first-level part's filter decides which
-// neighbours are in scope (false positives admit a few outside
-// neighbours).
+// Fennel never reads the assignment of a neighbour while streaming.
+// Membership goes through one Bloom filter per part, each sized for the
+// part's cap (1+ε)·n/k members at FalsePositive, stored bit-sliced: all k
+// filters of a level share (m, h) = bloom.EstimateParameters(cap, fp)
+// (github.com/bits-and-blooms/bloom/v3) and row r < m holds a k-bit
+// vector whose bit j is bit r of part j's filter; bit positions are
+// exactly the library's (bloom.Locations(id, h)[i] mod m, with id as 8
+// little-endian bytes). Looking up neighbour u ANDs its h rows into a
+// bitmask of the parts that (probably) hold u; the set bits are counted,
+// over the full neighbour list (no sampling). Inserting v into part j
+// sets bit j in its h rows. Memory per level is m·k bits, exactly that of
+// k separate filters, plus the padding of every row to whole 64-bit words
+// (m·64·ceil(k/64) bits): at the default fp = 1 % m ≈ 9.59·cap bits, so
+// for the 2M-node benchmark's level 1 (k1 = 100, cap = 22,000) m =
+// 210,872 rows × 128 bits = 3.2 MiB, about 13 bits per node including
+// the 28 % padding of 100 to 128 bits (10.5 without), against 32 bits per
+// node for the int32 array; a level-2 matrix (cap 220) is 33 KiB and
+// stays in cache. Restreaming keeps the previous pass's matrix too (2×)
+// plus an N-bit "already re-placed this pass" set per stream, which
+// decides which matrix a neighbour is looked up in. Stats.FilterBytes
+// reports the matrices alive at the peak.
 //
-// The trade-off, measured in docs/format.md ("Measured"): the filters' random-access
-// working set is about 3× smaller than the int32 array (1.3 vs 4 bytes per
-// node per level, and only (1+ε)·|P|·1.2 bytes, cache-resident, for a
-// second-level part), but each membership test hashes and probes several
-// bits, and discovery probes Candidates·k filters per node. On graphs
-// whose assignment array fits in memory the exact variant is faster.
+// False positives: a lookup of a node in no filter returns about fp·k
+// spurious parts (1 at fp = 1 %, k = 100), each adding 1 to that part's
+// count; a true part collects one count per neighbour it holds, so the
+// noise rarely changes the winner. Measured on the benchmark graph, the
+// cut at fp = 1 % is within 1 % of FennelExact's and fp = 0.1 % did not
+// improve it while costing 2× the time. At level 2 the level-1 filters
+// decide which neighbours are in scope (testing one bit per row; false
+// positives admit a few outside neighbours, which then rarely hit a
+// level-2 filter).
+//
+// The trade-off is memory, not speed: each lookup hashes the id (murmur3,
+// ~20 ns) and reads h random rows (7 at 1 %), against one random 4-byte
+// read for the exact array. On the 2-core benchmark machine, where the
+// 8 MB assignment array is cache-friendly, Fennel is several times slower
+// than FennelExact (docs/partition-format.md, "Measured"); it pays off
+// only where the assignment array would not fit in memory.
 //
 // # Memory
 //
-// Peak memory is O(N + k·bits per filter): while streaming, the output
-// assignment (4 bytes per node; FennelExact a second 4-byte array for the
-// second level), the stream order for OrderRandom (8 bytes per node), the
-// first-level grouping (8 bytes per node), the level-1 filters plus one
-// set of level-2 filters per worker (Fennel) and O(k) per level for sizes,
-// loads and the tournament trees. Writing the outputs then needs the
-// assignment, the cross counts (4 bytes per node) and the membership
-// lists (8 bytes per node); the adjacency is streamed from the mapped CSR,
-// whose resident pages also count in the process RSS that Stats reports.
-// Nothing is O(E) in memory.
+// Peak memory is O(N + filters): while streaming, the output assignment
+// (4 bytes per node; the first-level array stays alive during level 2),
+// the level-1 stream order (8 bytes per node for OrderBFS and
+// OrderRandom, freed before level 2) and BFS visited set (N bits), the
+// first-level grouping (8 bytes per node plus 8 per first-level part),
+// per worker an N-bit BFS visited set and, for Fennel restreaming, an
+// N-bit re-placed set, the bit-sliced filters (see above), and O(k) per
+// level for sizes, loads and the tournament trees. Writing the outputs
+// then needs the assignment, the cross counts (4 bytes per node) and the
+// membership lists (8 bytes per node); the adjacency is streamed from the
+// mapped CSR, whose resident pages also count in the process RSS that
+// Stats reports. Nothing is O(E) in memory.
 //
 // # Outputs
 //
@@ -91,6 +129,8 @@
 //
 //   - One FENNEL pass on a small dense graph scatters the first nodes of
 //     the stream (α·γ exceeds one shared neighbour); Passes ≥ 2 repairs it.
+//   - Options.Candidates is ignored: the bit-sliced filters find every
+//     part holding a neighbour in one lookup (kept for API stability).
 //   - Determinism holds for a fixed seed, options and dataset, across
 //     worker counts; it is not promised across versions of this package.
 //   - The metis method needs gpmetis on PATH and loads the whole graph in

@@ -1,12 +1,9 @@
 package partition
 
 import (
-	"encoding/binary"
 	"math"
-	"sort"
+	"math/bits"
 	"sync"
-
-	"github.com/bits-and-blooms/bloom/v3"
 
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -24,11 +21,18 @@ type levelSpec struct {
 	base   int32
 	filter bool // Bloom membership (Fennel) rather than exact (FennelExact)
 
-	// Scope test for neighbours (level 2). Exactly one of these is set, or
-	// neither for the whole graph.
-	scopeArr   []int32 // exact: u in scope iff scopeArr[u] == scopePart
+	// Scope test for neighbours (level 2): u is in scope iff
+	// scopeArr[u] == scopePart (FennelExact) or iff the level-1 filters
+	// say u is in part scopePart (Fennel); neither is set for the whole
+	// graph.
+	scopeArr   []int32
 	scopePart  int32
-	scopeBloom *bloom.BloomFilter // Bloom: u in scope iff the filter says so
+	scopeSlice *sliced
+
+	// done is an N-bit scratch bitset (global ids) for Fennel restreaming:
+	// bit v is set once v has been re-placed in the current pass. Every bit
+	// of the scope is clear on entry and on return. Allocated if nil.
+	done []uint64
 }
 
 // streamer runs FENNEL over one levelSpec. It is used by one goroutine,
@@ -53,17 +57,16 @@ type streamer struct {
 	mark    []bool
 
 	// Bloom state.
-	hashK       uint
-	filters     []*bloom.BloomFilter
-	prev        []*bloom.BloomFilter // previous pass (restreaming)
+	hashK       uint // locations per neighbour (max of level and scope h)
+	filters     *sliced
+	prev        *sliced // previous pass (restreaming)
+	hs          *hasher
+	mask        []uint64
 	filterBytes int64
-	pos         []int32 // random order, pass > 1: stream position by local index
-	posGlobal   bool    // pos is indexed by global id (level 1)
 
 	// Scratch.
 	nbrs []int64
 	locs []uint64
-	key  [8]byte
 
 	// Statistics of the last pass.
 	seen, internal int64   // neighbours already assigned / of them in v's part
@@ -75,7 +78,7 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	s := &streamer{d: d, opts: o, spec: spec, train: isTrain, gamma: o.Gamma, lambda: o.Lambda}
 	k := spec.k
 	n := float64(max(spec.n, 1))
-	s.alpha = math.Pow(float64(k), o.Gamma-1) * max(spec.m, 1) / math.Pow(n, o.Gamma)
+	s.alpha = o.AlphaScale * math.Pow(float64(k), o.Gamma-1) * max(spec.m, 1) / math.Pow(n, o.Gamma)
 	s.capN = int64(math.Ceil((1 + o.Epsilon) * float64(spec.n) / float64(k)))
 	s.capT = int64(math.Ceil((1 + o.Epsilon) * float64(spec.t) / float64(k)))
 	s.avgT = max(float64(spec.t)/float64(k), 1)
@@ -86,15 +89,17 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	s.counts = make([]int32, k)
 	s.mark = make([]bool, k)
 	if spec.filter {
-		s.filters = s.newFilters()
-		s.hashK = s.filters[0].K()
-		s.filterBytes = int64(k) * int64((s.filters[0].Cap()+63)/64*8)
+		s.filters = newSliced(k, s.capN, o.FalsePositive)
+		s.hashK = s.filters.h
+		s.filterBytes = s.filters.bytes()
 		if o.Passes > 1 {
 			s.filterBytes *= 2 // previous and current pass
 		}
-		if spec.scopeBloom != nil && spec.scopeBloom.K() > s.hashK {
-			s.hashK = spec.scopeBloom.K()
+		if spec.scopeSlice != nil {
+			s.hashK = max(s.hashK, spec.scopeSlice.h)
 		}
+		s.hs = newHasher(s.hashK)
+		s.mask = make([]uint64, s.filters.words)
 	}
 	for p := range k {
 		s.refresh(p)
@@ -129,17 +134,6 @@ func (s *streamer) allowed(p int) bool {
 		return true
 	}
 	return s.sumRoom-1 >= s.unplacedT
-}
-
-// newFilters allocates one filter per part, each sized for the part's cap
-// ((1+ε)·n/k members), never for the whole graph.
-func (s *streamer) newFilters() []*bloom.BloomFilter {
-	f := make([]*bloom.BloomFilter, s.spec.k)
-	per := uint(max(s.capN, 1))
-	for i := range f {
-		f[i] = bloom.NewWithEstimates(per, s.opts.FalsePositive)
-	}
-	return f
 }
 
 func (s *streamer) penalty(p int) float64 {
@@ -179,17 +173,15 @@ func (s *streamer) touch(p int32) {
 	}
 }
 
-func (s *streamer) setKey(u int64) []byte {
-	binary.LittleEndian.PutUint64(s.key[:], uint64(u))
-	return s.key[:]
-}
+func (s *streamer) isDone(u int64) bool { return s.spec.done[u>>6]&(1<<(u&63)) != 0 }
 
-// inScope reports whether neighbour u belongs to the level's scope. For
-// Bloom scope it also leaves u's hash locations at the end of s.locs.
+// gather loads v's in-scope neighbours into s.nbrs (and, for Bloom, their
+// hash locations, hashK per neighbour, into s.locs).
 func (s *streamer) gather(v int64) {
 	s.nbrs = s.d.Neighbors(v).AppendTo(s.nbrs[:0])
 	s.locs = s.locs[:0]
 	j := 0
+	sc := s.spec.scopeSlice
 	for _, u := range s.nbrs {
 		if u == v {
 			continue
@@ -198,8 +190,8 @@ func (s *streamer) gather(v int64) {
 			continue
 		}
 		if s.spec.filter {
-			l := bloom.Locations(s.setKey(u), s.hashK)
-			if s.spec.scopeBloom != nil && !s.spec.scopeBloom.TestLocations(l[:s.spec.scopeBloom.K()]) {
+			l := s.hs.locations(u)
+			if sc != nil && !sc.test(l, int(s.spec.scopePart)) {
 				continue
 			}
 			s.locs = append(s.locs, l...)
@@ -210,33 +202,9 @@ func (s *streamer) gather(v int64) {
 	s.nbrs = s.nbrs[:j]
 }
 
-// filterSet returns the filters that hold neighbour u's current part: the
-// current pass's filters if u was streamed earlier in this pass, else the
-// previous pass's.
-func (s *streamer) filterSet(u, v int64, vpos int32) []*bloom.BloomFilter {
-	if s.prev == nil {
-		return s.filters
-	}
-	if s.pos == nil {
-		if u < v {
-			return s.filters
-		}
-		return s.prev
-	}
-	var up int32 = -1
-	if s.posGlobal {
-		up = s.pos[u]
-	} else if i := sort.Search(len(s.spec.nodes), func(i int) bool { return s.spec.nodes[i] >= u }); i < len(s.spec.nodes) && s.spec.nodes[i] == u {
-		up = s.pos[i]
-	}
-	if up >= 0 && up < vpos {
-		return s.filters
-	}
-	return s.prev
-}
-
-// count fills s.counts/s.touched with |N(v) ∩ P| for the candidate parts.
-func (s *streamer) count(v int64, vpos int32) {
+// count fills s.counts/s.touched with |N(v) ∩ P| for every part P holding
+// a neighbour.
+func (s *streamer) count() {
 	nb := s.nbrs
 	if !s.spec.filter {
 		ex := s.spec.out
@@ -262,47 +230,52 @@ func (s *streamer) count(v int64, vpos int32) {
 		}
 		return
 	}
-	// Bloom: discover candidates by probing a few neighbours against every
-	// filter, then count all neighbours against the candidates only.
-	hk := int(s.hashK)
-	c := min(s.opts.Candidates, len(nb))
-	for i := range c {
-		j := i * len(nb) / c
-		fs := s.filterSet(nb[j], v, vpos)
-		l := s.locs[j*hk : (j+1)*hk]
-		for p, f := range fs {
-			if f.TestLocations(l[:f.K()]) {
-				s.touch(int32(p))
-			}
-		}
-	}
-	if len(s.touched) == 0 {
-		return
-	}
+	// Bloom: one bit-sliced lookup per neighbour yields every part that
+	// (probably) holds it. A neighbour re-placed earlier in this pass is
+	// looked up in the current filters, any other in the previous pass's.
 	if s.parallel(len(nb)) {
-		cands := append([]int32(nil), s.touched...)
-		s.countParallel(func(lo, hi int, cnt []int32, _ func(int32)) {
+		s.countParallel(func(lo, hi int, cnt []int32, touch func(int32)) {
+			mask := make([]uint64, s.filters.words)
 			for j := lo; j < hi; j++ {
-				fs := s.filterSet(nb[j], v, vpos)
-				l := s.locs[j*hk : (j+1)*hk]
-				for _, p := range cands {
-					if f := fs[p]; f.TestLocations(l[:f.K()]) {
-						cnt[p]++
+				if s.lookup(nb[j], j, mask) {
+					for i, x := range mask {
+						for x != 0 {
+							q := int32(i<<6 + bits.TrailingZeros64(x))
+							x &= x - 1
+							cnt[q]++
+							touch(q)
+						}
 					}
 				}
 			}
 		})
 		return
 	}
+	mask := s.mask
 	for j, u := range nb {
-		fs := s.filterSet(u, v, vpos)
-		l := s.locs[j*hk : (j+1)*hk]
-		for _, p := range s.touched {
-			if f := fs[p]; f.TestLocations(l[:f.K()]) {
-				s.counts[p]++
+		if !s.lookup(u, j, mask) {
+			continue
+		}
+		for i, x := range mask {
+			for x != 0 {
+				q := int32(i<<6 + bits.TrailingZeros64(x))
+				x &= x - 1
+				s.counts[q]++
+				s.touch(q)
 			}
 		}
 	}
+}
+
+// lookup ANDs the rows of neighbour j (id u) into mask.
+func (s *streamer) lookup(u int64, j int, mask []uint64) bool {
+	hk := int(s.hashK)
+	l := s.locs[j*hk : (j+1)*hk]
+	f := s.filters
+	if s.prev != nil && !s.isDone(u) {
+		f = s.prev
+	}
+	return f.lookup(l, mask)
 }
 
 func (s *streamer) parallel(deg int) bool {
@@ -388,11 +361,15 @@ func (s *streamer) run(passes int) error {
 	sp := &s.spec
 	for pass := range passes {
 		if pass > 0 && sp.filter {
-			s.prev = s.filters
-			s.filters = s.newFilters()
-		}
-		if pass > 0 && sp.order != nil && sp.filter && s.pos == nil {
-			s.buildPos()
+			if s.prev == nil {
+				s.prev = newSliced(sp.k, s.capN, s.opts.FalsePositive)
+			} else {
+				s.prev.reset()
+			}
+			s.prev, s.filters = s.filters, s.prev
+			if sp.done == nil {
+				sp.done = make([]uint64, (s.d.NumNodes()+63)/64)
+			}
 		}
 		s.seen, s.internal = 0, 0
 		clear(s.intra)
@@ -411,7 +388,7 @@ func (s *streamer) run(passes int) error {
 				}
 			}
 			s.gather(v)
-			s.count(v, int32(i))
+			s.count()
 			p, err := s.choose(isTrain)
 			if err != nil {
 				return err
@@ -428,7 +405,10 @@ func (s *streamer) run(passes int) error {
 			s.touched = s.touched[:0]
 			sp.out[v] = sp.base + int32(p)
 			if sp.filter {
-				s.filters[p].Add(s.setKey(v))
+				s.filters.add(s.hs.locations(v), p)
+				if pass > 0 {
+					sp.done[v>>6] |= 1 << (v & 63)
+				}
 			}
 			if isTrain {
 				s.move(p, 1, 1)
@@ -442,9 +422,23 @@ func (s *streamer) run(passes int) error {
 		if s.onProgress != nil {
 			s.onProgress(int64(s.streamLen()%4096), s.seen, s.internal)
 		}
-		s.prev = nil
+		if pass > 0 && sp.filter {
+			s.clearDone()
+		}
 	}
+	s.prev = nil
 	return nil
+}
+
+// clearDone clears the scope's bits of spec.done.
+func (s *streamer) clearDone() {
+	if s.spec.nodes == nil {
+		clear(s.spec.done)
+		return
+	}
+	for _, v := range s.spec.nodes {
+		s.spec.done[v>>6] = 0
+	}
 }
 
 func (s *streamer) streamLen() int { return int(s.spec.n) }
@@ -457,19 +451,4 @@ func (s *streamer) streamAt(i int) int64 {
 		return s.spec.nodes[i]
 	}
 	return int64(i)
-}
-
-// buildPos records each node's stream position, for restreaming in random
-// order.
-func (s *streamer) buildPos() {
-	s.pos = make([]int32, s.spec.n)
-	s.posGlobal = s.spec.nodes == nil
-	for i, v := range s.spec.order {
-		if s.posGlobal {
-			s.pos[v] = int32(i)
-		} else {
-			j := sort.Search(len(s.spec.nodes), func(j int) bool { return s.spec.nodes[j] >= v })
-			s.pos[j] = int32(i)
-		}
-	}
 }

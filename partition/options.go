@@ -36,17 +36,24 @@ var Methods = []Method{Fennel, FennelExact, Random, Metis}
 const (
 	OrderID     = "id"
 	OrderRandom = "random"
+	// OrderBFS streams breadth-first over the CSR from a seeded start node
+	// (restarting at the next unvisited id); level 2 streams each part in
+	// the order its nodes had in the level-1 stream.
+	OrderBFS = "bfs"
 )
 
 // Defaults.
 const (
 	DefaultParts          = 10000
 	DefaultGamma          = 1.5
+	DefaultAlphaScale     = 1.0
 	DefaultEpsilon        = 0.1
 	DefaultLambda         = 1.0
 	DefaultFalsePositive  = 0.01
 	DefaultCandidates     = 4
 	DefaultParallelDegree = 4096
+	DefaultPasses         = 3
+	DefaultOrder          = OrderBFS
 )
 
 // Options configures Run. A nil *Options means the defaults; zero fields
@@ -73,21 +80,27 @@ type Options struct {
 	// shared neighbours per average training load (default 1; negative
 	// values are rejected; use NoLambda for 0).
 	Lambda float64
+	// AlphaScale multiplies FENNEL's α (default 1). The hard caps enforce
+	// balance whatever α is, so α below FENNEL's value trades nothing but
+	// slack usage for a lower cut; see docs/partition-format.md.
+	AlphaScale float64
 	// NoLambda sets λ = 0 (Lambda's zero value means the default).
 	NoLambda bool
 	// FalsePositive is each Bloom filter's target false-positive rate
 	// (default 0.01). Fennel only.
 	FalsePositive float64
-	// Candidates is how many neighbours of each node are probed against
-	// every filter of the level to discover candidate partitions (default
-	// 4). Fennel only; see the package doc.
+	// Candidates is ignored since the filters became bit-sliced (one lookup
+	// finds every part holding a neighbour); kept for API stability. It is
+	// still validated (>= 1 after defaults).
 	Candidates int
 	// Passes is the number of streaming passes; passes after the first
-	// restream every node using the previous pass's assignment (default 1).
+	// restream every node using the previous pass's assignment (default 3).
 	Passes int
-	// Order is the stream order: OrderID (default) or OrderRandom (seeded).
+	// Order is the stream order: OrderBFS (default; seeded start),
+	// OrderID or OrderRandom (seeded).
 	Order string
-	// Seed seeds every random choice (random order, random method, gpmetis).
+	// Seed seeds every random choice (BFS start nodes, random order, random
+	// method, gpmetis).
 	Seed int64
 	// Workers bounds the second-level worker pool and the parallel
 	// frontier scoring (default GOMAXPROCS).
@@ -123,6 +136,9 @@ func (o *Options) withDefaults() Options {
 	if c.Name == "" {
 		c.Name = string(c.Method)
 	}
+	if c.AlphaScale == 0 {
+		c.AlphaScale = DefaultAlphaScale
+	}
 	if c.Gamma == 0 {
 		c.Gamma = DefaultGamma
 	}
@@ -142,10 +158,10 @@ func (o *Options) withDefaults() Options {
 		c.Candidates = DefaultCandidates
 	}
 	if c.Passes == 0 {
-		c.Passes = 1
+		c.Passes = DefaultPasses
 	}
 	if c.Order == "" {
-		c.Order = OrderID
+		c.Order = DefaultOrder
 	}
 	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
@@ -187,6 +203,9 @@ func (c *Options) validate() error {
 	if !(c.Gamma > 1) || math.IsInf(c.Gamma, 0) {
 		return bad("Gamma", "%v must be > 1", c.Gamma)
 	}
+	if !(c.AlphaScale > 0) || math.IsInf(c.AlphaScale, 0) {
+		return bad("AlphaScale", "%v must be > 0 and finite", c.AlphaScale)
+	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		return bad("Epsilon", "%v must be > 0", c.Epsilon)
 	}
@@ -202,8 +221,8 @@ func (c *Options) validate() error {
 	if c.Passes < 1 || c.Passes > 100 {
 		return bad("Passes", "%d not in [1, 100]", c.Passes)
 	}
-	if c.Order != OrderID && c.Order != OrderRandom {
-		return bad("Order", "%q (want %q or %q)", c.Order, OrderID, OrderRandom)
+	if c.Order != OrderID && c.Order != OrderRandom && c.Order != OrderBFS {
+		return bad("Order", "%q (want %q, %q or %q)", c.Order, OrderID, OrderRandom, OrderBFS)
 	}
 	if c.Workers < 1 {
 		return bad("Workers", "%d must be >= 1", c.Workers)

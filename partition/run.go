@@ -138,8 +138,11 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 		part1[i] = -1
 	}
 	var order []int64
-	if o.Order == OrderRandom {
+	switch o.Order {
+	case OrderRandom:
 		order = shuffled(nil, n, o.Seed, 0)
+	case OrderBFS:
+		order = bfsOrder(d, o.Seed)
 	}
 	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: int64(len(d.TrainIdx())),
 		order: order, out: part1, filter: useBloom}
@@ -159,13 +162,13 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	if err != nil {
 		return result{}, err
 	}
-	order = nil
 	res := result{part: part1, k: k1 * k2, k1: k1, k2: k2, filterBytes: s1.filterBytes}
 	if k2 == 1 {
 		return res, nil
 	}
 
 	// Group the nodes by first-level part (ascending ids within a part).
+	order = nil
 	off1, mem1 := group(part1, k1)
 	final := make([]int32, n)
 	for i := range final {
@@ -194,6 +197,7 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var done, seen []uint64 // N-bit scratch, reused across parts
 			for {
 				p := int(next.Add(1) - 1)
 				if p >= k1 {
@@ -209,20 +213,29 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 						t++
 					}
 				}
-				m := float64(s1.intra[p])
-				if o.Passes > 1 {
-					m /= 2
-				}
+				m := intraEdges(d, part1, nodes, int32(p))
 				var ord []int64
-				if o.Order == OrderRandom {
+				switch o.Order {
+				case OrderRandom:
 					ord = shuffled(nodes, int64(len(nodes)), o.Seed, uint64(p)+1)
+				case OrderBFS:
+					if seen == nil {
+						seen = make([]uint64, (n+63)/64)
+					}
+					ord = bfsScope(d, nodes, part1, int32(p), seen, o.Seed)
 				}
 				sp := levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: m, t: t, order: ord,
-					out: final, base: int32(p * k2), filter: useBloom}
+					out: final, base: int32(p * k2), filter: useBloom, scopePart: int32(p)}
 				if useBloom {
-					sp.scopeBloom = s1.filters[p]
+					sp.scopeSlice = s1.filters
+					if o.Passes > 1 {
+						if done == nil {
+							done = make([]uint64, (n+63)/64)
+						}
+						sp.done = done
+					}
 				} else {
-					sp.scopeArr, sp.scopePart = part1, int32(p)
+					sp.scopeArr = part1
 				}
 				s2 := newStreamer(d, &o2, sp, isTrain)
 				if s2.filterBytes > maxFilter.Load() {
@@ -259,6 +272,94 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	res.part = final
 	res.filterBytes += int64(workers) * maxFilter.Load()
 	return res, nil
+}
+
+// intraEdges counts the undirected edges (self loops excluded) with both
+// ends in first-level part p, whose members are nodes: the m of α for the
+// part's second-level stream.
+func intraEdges(d *storage.Dataset, part1 []int32, nodes []int64, p int32) float64 {
+	var e int64
+	var buf []int64
+	for _, v := range nodes {
+		buf = d.Neighbors(v).AppendTo(buf[:0])
+		for _, u := range buf {
+			if u != v && part1[u] == p {
+				e++
+			}
+		}
+	}
+	return float64(e) / 2
+}
+
+// bfsScope is a breadth-first order over the subgraph induced by nodes
+// (ascending; the members of first-level part p), from a seeded start
+// node and restarting at the next unvisited member. seen is an N-bit
+// scratch set, all clear on entry and on return. Inside one first-level
+// part, whose induced subgraph is far sparser across communities than the
+// whole graph, this streams communities nearly one at a time.
+func bfsScope(d *storage.Dataset, nodes []int64, part1 []int32, p int32, seen []uint64, seed int64) []int64 {
+	order := make([]int64, 0, len(nodes))
+	start := newRand(seed, uint64(p)+7).IntN(len(nodes))
+	var buf []int64
+	head := 0
+	for i := range nodes {
+		r := nodes[(start+i)%len(nodes)]
+		if seen[r>>6]&(1<<(r&63)) != 0 {
+			continue
+		}
+		seen[r>>6] |= 1 << (r & 63)
+		order = append(order, r)
+		for ; head < len(order); head++ {
+			buf = d.Neighbors(order[head]).AppendTo(buf[:0])
+			for _, u := range buf {
+				if part1[u] == p && seen[u>>6]&(1<<(u&63)) == 0 {
+					seen[u>>6] |= 1 << (u & 63)
+					order = append(order, u)
+				}
+			}
+		}
+	}
+	for _, v := range nodes {
+		seen[v>>6] = 0
+	}
+	return order
+}
+
+// bfsOrder is a breadth-first order over the whole graph from a seeded
+// start node, restarting at the next unvisited id (cyclically) whenever the
+// queue runs dry. The returned order doubles as the queue, so the memory
+// is 8 bytes per node plus an N-bit visited set.
+func bfsOrder(d *storage.Dataset, seed int64) []int64 {
+	n := d.NumNodes()
+	order := make([]int64, 0, n)
+	if n == 0 {
+		return order
+	}
+	seen := make([]uint64, (n+63)/64)
+	start := newRand(seed, 7).Int64N(n)
+	var buf []int64
+	head := 0
+	for i := range n {
+		r := start + i
+		if r >= n {
+			r -= n
+		}
+		if seen[r>>6]&(1<<(r&63)) != 0 {
+			continue
+		}
+		seen[r>>6] |= 1 << (r & 63)
+		order = append(order, r)
+		for ; head < len(order); head++ {
+			buf = d.Neighbors(order[head]).AppendTo(buf[:0])
+			for _, u := range buf {
+				if seen[u>>6]&(1<<(u&63)) == 0 {
+					seen[u>>6] |= 1 << (u & 63)
+					order = append(order, u)
+				}
+			}
+		}
+	}
+	return order
 }
 
 func describe(what string, done int64, t0 time.Time, seen, internal int64) string {
