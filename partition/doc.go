@@ -22,9 +22,9 @@
 // tournament tree, so a node costs O(deg + candidates·log k), not O(k).
 //
 // Partitioning is two-level as in OUTRE: k1 parts over the whole graph,
-// then k2 = ceil(k/k1) parts inside each first-level part, ignoring
+// then k2 = k/k1 parts inside each first-level part (k1 divides k), ignoring
 // neighbours outside it and counting training load locally. The final id
-// of second-level part q of first-level part P is P·k2+q, so K = k1·k2
+// of second-level part q of first-level part P is P·k2+q, so K = k1·k2 = k
 // (10,000 = 100×100 by default). Second-level parts run on a pool of
 // Workers goroutines; each is a pure function of its inputs and of the
 // seed, so part.npy is identical for any worker count. α for a

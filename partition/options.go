@@ -62,8 +62,9 @@ type Options struct {
 	// Parts is the requested number of partitions k (default 10,000).
 	Parts int
 	// FirstLevel is k1, the number of first-level parts; each is split into
-	// k2 = ceil(Parts/k1) second-level parts, so the final count is k1*k2.
-	// Default ceil(sqrt(Parts)) (100 for 10,000). FirstLevel == Parts means
+	// k2 = Parts/k1 second-level parts, so k1 must divide Parts and the
+	// final count is exactly Parts. Default: the divisor of Parts closest to
+	// sqrt(Parts) (100 for 10,000; 10 for 200). FirstLevel == Parts means
 	// a single level.
 	FirstLevel int
 	// Method is the algorithm (default Fennel).
@@ -128,7 +129,7 @@ func (o *Options) withDefaults() Options {
 		c.Parts = DefaultParts
 	}
 	if c.FirstLevel == 0 && c.Parts > 0 {
-		c.FirstLevel = int(math.Ceil(math.Sqrt(float64(c.Parts))))
+		c.FirstLevel = defaultFirstLevel(c.Parts)
 	}
 	if c.Method == "" {
 		c.Method = Fennel
@@ -192,6 +193,9 @@ func (c *Options) validate() error {
 	if c.FirstLevel < 1 || c.FirstLevel > c.Parts {
 		return bad("FirstLevel", "%d not in [1, Parts=%d]", c.FirstLevel, c.Parts)
 	}
+	if c.Parts%c.FirstLevel != 0 {
+		return bad("FirstLevel", "%d does not divide Parts=%d (the final count is FirstLevel x Parts/FirstLevel)", c.FirstLevel, c.Parts)
+	}
 	switch c.Method {
 	case Fennel, FennelExact, Random, Metis:
 	default:
@@ -234,4 +238,22 @@ func (c *Options) validate() error {
 }
 
 // k2 is the number of second-level parts per first-level part.
-func (c *Options) k2() int { return (c.Parts + c.FirstLevel - 1) / c.FirstLevel }
+func (c *Options) k2() int { return c.Parts / c.FirstLevel }
+
+// defaultFirstLevel is the divisor of k closest to sqrt(k), preferring the
+// smaller on ties; for a prime k it is 1 (one level of k parts).
+func defaultFirstLevel(k int) int {
+	r := math.Sqrt(float64(k))
+	best := 1
+	for d := 1; d*d <= k; d++ {
+		if k%d != 0 {
+			continue
+		}
+		for _, c := range []int{d, k / d} {
+			if math.Abs(float64(c)-r) < math.Abs(float64(best)-r) {
+				best = c
+			}
+		}
+	}
+	return best
+}

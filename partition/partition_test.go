@@ -101,7 +101,7 @@ func TestProperties(t *testing.T) {
 		o := &Options{
 			Method:     []Method{Fennel, FennelExact, Random}[i%3],
 			Parts:      k,
-			FirstLevel: 1 + r.IntN(k),
+			FirstLevel: randomDivisor(r, k),
 			Passes:     1 + r.IntN(3),
 			Order:      []string{OrderID, OrderRandom}[r.IntN(2)],
 			Seed:       r.Int64(),
@@ -263,6 +263,7 @@ func TestValidate(t *testing.T) {
 		{"single level", &Options{Parts: 8, FirstLevel: 8}, true},
 		{"bad method", &Options{Method: "kl"}, false},
 		{"k1 > k", &Options{Parts: 4, FirstLevel: 5}, false},
+		{"k1 does not divide k", &Options{Parts: 200, FirstLevel: 15}, false},
 		{"gamma", &Options{Gamma: 0.5}, false},
 		{"epsilon", &Options{Epsilon: -1}, false},
 		{"fp", &Options{FalsePositive: 1.5}, false},
@@ -323,4 +324,23 @@ func FuzzParseManifest(f *testing.F) {
 			t.Fatal("nil manifest without error")
 		}
 	})
+}
+
+// randomDivisor returns a uniformly chosen divisor of k.
+func randomDivisor(r interface{ IntN(int) int }, k int) int {
+	var ds []int
+	for d := 1; d <= k; d++ {
+		if k%d == 0 {
+			ds = append(ds, d)
+		}
+	}
+	return ds[r.IntN(len(ds))]
+}
+
+func TestDefaultFirstLevel(t *testing.T) {
+	for _, c := range []struct{ k, want int }{{10000, 100}, {200, 10}, {100, 10}, {97, 1}, {1, 1}, {12, 3}, {1024, 32}} {
+		if got := defaultFirstLevel(c.k); got != c.want {
+			t.Errorf("defaultFirstLevel(%d) = %d, want %d", c.k, got, c.want)
+		}
+	}
 }

@@ -65,7 +65,7 @@ atomically with a manifest; see docs/format.md.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Parts, "parts", partition.DefaultParts, "number of parts k")
-	f.IntVar(&o.FirstLevel, "first-level", 0, "first-level parts k1 (0: sqrt(k)); --first-level = --parts means one level")
+	f.IntVar(&o.FirstLevel, "first-level", 0, "first-level parts k1, a divisor of --parts (0: the divisor closest to sqrt(parts)); equal to --parts means one level")
 	f.StringVar(&method, "method", string(partition.Fennel), "fennel, fennel-exact, random or metis")
 	f.StringVar(&o.Name, "name", "", "output name under DIR/partitions (default: the method)")
 	f.Float64Var(&o.Gamma, "gamma", 0, "FENNEL size-penalty exponent (0: default 1.5)")

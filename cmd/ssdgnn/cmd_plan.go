@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+func init() { extraCommands = append(extraCommands, newPlanCmd) }
+
+func newPlanCmd(g *globals) *cobra.Command {
+	var o planner.PlanOptions
+	var mem byteSize
+	var name, out, plot string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plan DIR",
+		Short: "Split a memory budget between the caches from a profile",
+		Long: `plan reads DIR/profile/NAME (from 'ssdgnn profile') and chooses alpha, the
+feature cache's share of the memory left after the cache tables (the history
+cache gets 1-alpha), maximising OUTRE's Eq. 5 in steps of 0.01. Without
+--decoupled the three caches are resident together and the neighbour cache's
+share is searched as well; with it, the neighbour cache gets all of --mem
+while sampling. It prints the split, the memory arithmetic, the predicted
+I/O saved per epoch and why; plan.json goes to --out.`,
+		Example: `  ssdgnn plan data/synth --mem 4GiB --hidden 256 --plot benefit.png
+  ssdgnn plan data/synth --mem 512MiB --decoupled --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.MemBytes = int64(mem)
+			if o.MemBytes <= 0 {
+				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
+			}
+			d, err := storage.Open(args[0], nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			p, err := planner.LoadProfile(args[0], name)
+			if err != nil {
+				return err
+			}
+			if sum := planner.DatasetChecksum(d); sum != p.Meta.DatasetChecksum {
+				return fmt.Errorf("%w: profile %s was made on dataset %s, DIR holds %s: run 'ssdgnn profile' again",
+					planner.ErrMismatch, name, p.Meta.DatasetChecksum, sum)
+			}
+			o.Indptr = d.Indptr()
+			if p.Meta.Partition != "" && !o.Decoupled {
+				pt, err := partition.Open(args[0], p.Meta.Partition)
+				if err != nil {
+					return err
+				}
+				defer pt.Close()
+				o.Cross = pt.Cross()
+			}
+			res, err := planner.Plan(p, &o)
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = filepath.Join(planner.ProfilePath(args[0], name), "plan.json")
+			}
+			if err := res.Save(out); err != nil {
+				return err
+			}
+			if plot != "" {
+				if err := planner.PlotPlan(res, plot); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			if err := planner.WritePlan(cmd.OutOrStdout(), res); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "plan written to %s\n", out)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.Var(&mem, "mem", "host-memory budget for the caches (e.g. 4GiB); required")
+	f.StringVar(&name, "profile", planner.DefaultProfileName, "profile name under DIR/profile")
+	f.IntVar(&o.Hidden, "hidden", planner.DefaultHidden, "hidden width of the historical embeddings (float32)")
+	f.BoolVar(&o.Decoupled, "decoupled", false, "the Sample stage runs on its own: the neighbour cache gets all of --mem while sampling")
+	f.StringVar(&out, "out", "", "where to write plan.json (default DIR/profile/NAME/plan.json)")
+	f.StringVar(&plot, "plot", "", "write the benefit-vs-alpha PNG to this file")
+	f.BoolVar(&asJSON, "json", false, "print plan.json's content")
+	return cmd
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+func init() { extraCommands = append(extraCommands, newProfileCmd) }
+
+func newProfileCmd(g *globals) *cobra.Command {
+	var o planner.ProfileOptions
+	var fanouts, selection, partName string
+	var seed int64
+	var ncache byteSize
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "profile DIR",
+		Short: "Run the profiling epoch that the memory planner needs",
+		Long: `profile runs OUTRE's profiling epoch (sample, then gather, with the feature
+and history caches off) and records, per node, how much I/O caching it would
+save: saved_IO_feat, saved_IO_hist_sample, saved_IO_hist_gather and the
+neighbour lookups, plus the measured sample and gather times and beta (Eq. 3).
+With --presample-epochs K the counts are summed over K epochs (GNNLab
+PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
+'ssdgnn plan'.`,
+		Example: `  ssdgnn partition data/synth --parts 1000
+  ssdgnn profile data/synth --partition fennel --neighbor-cache 64MiB
+  ssdgnn plan data/synth --mem 4GiB`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
+				return err
+			}
+			if o.Mode, err = sample.ParseMode(selection); err != nil {
+				return err
+			}
+			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
+			d, err := storage.Open(args[0], nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			var parts sample.Partitions
+			var cross []int32
+			if o.Mode == sample.ModePartition {
+				pt, err := partition.Open(args[0], partName)
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
+					return fmt.Errorf("no partitioning %q in %s: run 'ssdgnn partition %s' first (%w)", partName, args[0], args[0], err)
+				}
+				if err != nil {
+					return err
+				}
+				defer pt.Close()
+				pf, err := sample.NewPartitionFiles(d, pt)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				parts, o.Part, o.Partition, cross = pf, pt.Part(), partName, pt.Cross()
+			}
+			if ncache > 0 {
+				no := &neighborcache.Options{Budget: int64(ncache), Policy: neighborcache.PolicyDegree, Progress: o.Progress}
+				if cross != nil {
+					no.Policy, no.Cross = neighborcache.PolicyCross, cross
+				}
+				if o.NeighborCache, err = neighborcache.Build(d, no); err != nil {
+					return err
+				}
+			}
+			p, err := planner.RunProfile(cmd.Context(), d, parts, &o)
+			if err != nil {
+				return err
+			}
+			if err := p.Save(args[0]); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), p.Meta)
+			}
+			return planner.WriteProfileSummary(cmd.OutOrStdout(), p)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fanouts, "fanouts", "10,10,10", "neighbours sampled per layer, input layer first (-1: all)")
+	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch")
+	f.StringVar(&selection, "selection", "partition", "batch selection: partition or random")
+	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 20, "partitions per macro batch")
+	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions (partition selection)")
+	f.IntVar(&o.PresampleEpochs, "presample-epochs", 1, "epochs whose counts are summed (GNNLab PreSC#K)")
+	f.Var(&ncache, "neighbor-cache", "global neighbour cache active while profiling (e.g. 64MiB; 0: none)")
+	f.Int64Var(&seed, "seed", 1, "random seed; the same seed gives the same profile (except timings)")
+	f.StringVar(&o.Name, "name", planner.DefaultProfileName, "profile name under DIR/profile")
+	f.IntVar(&o.Workers, "workers", 0, "sampler and gather goroutines (0: one per core)")
+	f.BoolVar(&asJSON, "json", false, "print profile.json's content")
+	return cmd
+}

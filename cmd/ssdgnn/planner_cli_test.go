@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/planner"
+)
+
+func TestProfilePlan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "3000", "--feat-dim", "16", "--classes", "4", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "30"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "profile", dir, "--partition", "fennel", "--fanouts", "5,5", "--batch-size", "50",
+		"--parts-per-batch", "5", "--presample-epochs", "2", "--neighbor-cache", "32KiB", "--seed", "4", "--name", "p1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal([]byte(out), &meta); err != nil {
+		t.Fatalf("profile --json: %v\n%s", err, out)
+	}
+	for _, k := range []string{"beta", "sample_seconds", "gather_seconds", "sampled_neighbors", "gathered_rows", "batches", "dataset_checksum"} {
+		if _, ok := meta[k]; !ok {
+			t.Errorf("profile --json lacks %q", k)
+		}
+	}
+	if out, _, err := run(t, "profile", dir, "--selection", "random", "--fanouts", "5,5", "--batch-size", "50", "--name", "p2"); err != nil ||
+		!strings.Contains(out, "β (Eq. 3)") {
+		t.Fatalf("profile random: %v\n%s", err, out)
+	}
+
+	const mem = 256 << 10
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	png := filepath.Join(t.TempDir(), "b.png")
+	for _, extra := range [][]string{nil, {"--decoupled"}} {
+		args := append([]string{"plan", dir, "--mem", "256KiB", "--profile", "p1", "--hidden", "16", "--out", plan, "--plot", png, "--json"}, extra...)
+		out, _, err = run(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res planner.PlanResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("plan --json: %v\n%s", err, out)
+		}
+		if res.Memory.MemBytes != mem || res.Memory.GatherPhaseBytes > mem || res.Memory.SamplePhaseBytes > mem ||
+			res.Feature.Bytes()+res.History.Bytes() > mem || res.Alpha < 0 || res.Alpha > 1 || len(res.Curve) != 101 {
+			t.Fatalf("plan %v: %+v", extra, res)
+		}
+		saved, err := os.ReadFile(plan)
+		if err != nil || !json.Valid(saved) {
+			t.Fatalf("plan.json: %v", err)
+		}
+		if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+			t.Fatalf("plot: %v", err)
+		}
+	}
+	if out, _, err := run(t, "plan", dir, "--mem", "1MiB", "--profile", "p2", "--decoupled"); err != nil || !strings.Contains(out, "why") {
+		t.Fatalf("plan table: %v\n%s", err, out)
+	}
+	_, _, err = run(t, "plan", dir, "--mem", "1KiB", "--profile", "p1")
+	if !errors.Is(err, planner.ErrBudget) || !strings.Contains(err.Error(), "budget too small") {
+		t.Fatalf("tiny --mem: %v", err)
+	}
+	if _, _, err := run(t, "plan", dir, "--mem", "1MiB", "--profile", "nope"); !errors.Is(err, planner.ErrNotFound) {
+		t.Fatalf("missing profile: %v", err)
+	}
+}
