@@ -48,7 +48,7 @@
 // BFS frontier soon covers everything, so BFS helps level 1 little; inside
 // a first-level part, where few cross edges survive, it streams
 // communities nearly one at a time, which is where it pays off (measured
-// in docs/partition-format.md). OrderRandom costs 8 bytes per node;
+// in docs/benchmarks.md). OrderRandom costs 8 bytes per node;
 // OrderID nothing.
 //
 // A node whose in-scope degree reaches ParallelDegree has its neighbour
@@ -97,7 +97,7 @@
 // ~20 ns) and reads h random rows (7 at 1 %), against one random 4-byte
 // read for the exact array. On the 2-core benchmark machine, where the
 // 8 MB assignment array is cache-friendly, Fennel is several times slower
-// than FennelExact (docs/partition-format.md, "Measured"); it pays off
+// than FennelExact (docs/benchmarks.md, "Partitioning"); it pays off
 // only where the assignment array would not fit in memory.
 //
 // # Memory

@@ -83,7 +83,7 @@ type Options struct {
 	Lambda float64
 	// AlphaScale multiplies FENNEL's α (default 1). The hard caps enforce
 	// balance whatever α is, so α below FENNEL's value trades nothing but
-	// slack usage for a lower cut; see docs/partition-format.md.
+	// slack usage for a lower cut; see docs/benchmarks.md.
 	AlphaScale float64
 	// NoLambda sets λ = 0 (Lambda's zero value means the default).
 	NoLambda bool

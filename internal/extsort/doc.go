@@ -58,5 +58,5 @@
 // switches the Sorter to 16-byte records for the rest of the input (the
 // packed buffer is converted in memory if that fits in the budget, otherwise
 // it is spilled first). Runs of both encodings merge together. The run file
-// format is specified in FORMAT.md next to this file.
+// format is specified in docs/format.md, "External-sort run files".
 package extsort

@@ -11,7 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Run file layout; see FORMAT.md.
+// Run file layout; see docs/format.md, "External-sort run files".
 const (
 	runPattern   = "ssdgnn-sort-*.run"
 	runMagic     = "SSDGSORT"
