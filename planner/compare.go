@@ -1,0 +1,98 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+)
+
+// Save writes res as indented JSON to path, atomically.
+func (res *PlanResult) Save(path string) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Clean(path), append(b, '\n')); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	return nil
+}
+
+// Measured are the storage savings one training epoch actually achieved,
+// filled in by the trainer from the caches' and sampler's counters.
+type Measured struct {
+	// FeatRows: feature-cache hits; HistGatherRows: input rows not
+	// gathered because of history-cache hits (if known, else 0).
+	FeatRows       float64 `json:"feat_rows"`
+	HistGatherRows float64 `json:"hist_gather_rows"`
+	// FeatureBytesSaved and NeighborBytesSaved: storage bytes not read.
+	FeatureBytesSaved  float64 `json:"feature_bytes_saved"`
+	NeighborBytesSaved float64 `json:"neighbor_bytes_saved"`
+}
+
+// ComparisonRow is one quantity, predicted against measured.
+type ComparisonRow struct {
+	Quantity  string  `json:"quantity"`
+	Unit      string  `json:"unit"`
+	Predicted float64 `json:"predicted"`
+	Measured  float64 `json:"measured"`
+	// Ratio is Measured/Predicted (0 when nothing was predicted).
+	Ratio float64 `json:"ratio"`
+}
+
+// Comparison is the planner's prediction next to one or more measured
+// epochs (averaged).
+type Comparison struct {
+	Epochs int             `json:"epochs"`
+	Rows   []ComparisonRow `json:"rows"`
+}
+
+// Compare lines pred's per-epoch prediction up against the mean of the
+// measured epochs.
+func Compare(pred *PlanResult, measured ...Measured) Comparison {
+	var m Measured
+	for _, x := range measured {
+		m.FeatRows += x.FeatRows
+		m.HistGatherRows += x.HistGatherRows
+		m.FeatureBytesSaved += x.FeatureBytesSaved
+		m.NeighborBytesSaved += x.NeighborBytesSaved
+	}
+	if k := float64(len(measured)); k > 0 {
+		m.FeatRows /= k
+		m.HistGatherRows /= k
+		m.FeatureBytesSaved /= k
+		m.NeighborBytesSaved /= k
+	}
+	pr := pred.Predicted
+	row := func(q, u string, p, x float64) ComparisonRow {
+		r := ComparisonRow{Quantity: q, Unit: u, Predicted: p, Measured: x}
+		if p != 0 {
+			r.Ratio = x / p
+		}
+		return r
+	}
+	return Comparison{Epochs: len(measured), Rows: []ComparisonRow{
+		row("feature-cache hits", "rows", pr.FeatRows, m.FeatRows),
+		row("history: rows not gathered", "rows", pr.HistGatherRows, m.HistGatherRows),
+		row("feature bytes saved", "bytes", pr.FeatureBytesSaved, m.FeatureBytesSaved),
+		row("neighbour bytes saved", "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved),
+	}}
+}
+
+// WriteComparison prints c as a table.
+func WriteComparison(w io.Writer, c Comparison) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "quantity\tpredicted/epoch\tmeasured/epoch (%d epochs)\tmeasured/predicted\t\n", c.Epochs)
+	for _, r := range c.Rows {
+		p, m := fmt.Sprintf("%.0f", r.Predicted), fmt.Sprintf("%.0f", r.Measured)
+		if r.Unit == "bytes" {
+			p, m = fmtBytes(r.Predicted), fmtBytes(r.Measured)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", r.Quantity, p, m, r.Ratio)
+	}
+	return tw.Flush()
+}

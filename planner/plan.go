@@ -1,0 +1,426 @@
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/histcache"
+)
+
+// Defaults of PlanOptions.
+const (
+	DefaultStep    = 0.01
+	DefaultNbrStep = 0.05
+	DefaultHidden  = 256
+)
+
+// PlanOptions configures Plan. Zero fields take their defaults; MemBytes
+// is required.
+type PlanOptions struct {
+	// MemBytes is the host-memory budget B for the caches.
+	MemBytes int64
+	// Hidden is the width of a historical embedding (float32). Default
+	// DefaultHidden. A negative value disables the history cache.
+	Hidden int
+	// FeatRowBytes and NumNodes default to the profile's.
+	FeatRowBytes int64
+	NumNodes     int64
+	// Decoupled says the Sample stage runs on its own (OUTRE §4.1): the
+	// neighbour cache then gets all of MemBytes while sampling and the
+	// feature and history caches share MemBytes afterwards. Otherwise
+	// all three caches are resident together and the planner also sizes
+	// the neighbour cache (see the package doc).
+	Decoupled bool
+	// Indptr is the dataset's CSR offsets (N+1 entries), used to cost the
+	// neighbour cache. Required unless Decoupled; when Decoupled it only
+	// adds the neighbour cache's predicted entries and savings.
+	Indptr []int64
+	// Cross, when set, models the neighbour cache's PolicyCross selection
+	// (cross-partition neighbour counts); otherwise PolicyDegree.
+	Cross []int32
+	// Step is the α step (default 0.01); NbrStep the step of the
+	// neighbour-cache share grid (default 0.05).
+	Step, NbrStep float64
+	// Beta overrides the profile's β when > 0.
+	Beta float64
+}
+
+// Validate reports whether o is usable.
+func (o *PlanOptions) Validate() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(f, a...)) }
+	switch {
+	case o == nil:
+		return bad("nil PlanOptions: MemBytes is required")
+	case o.MemBytes <= 0:
+		return bad("MemBytes %d, want > 0", o.MemBytes)
+	case o.FeatRowBytes < 0 || o.NumNodes < 0:
+		return bad("negative FeatRowBytes or NumNodes")
+	case o.Step < 0 || o.Step > 1 || o.NbrStep < 0 || o.NbrStep > 1:
+		return bad("Step %g / NbrStep %g, want in (0, 1]", o.Step, o.NbrStep)
+	case o.Beta < 0 || math.IsNaN(o.Beta):
+		return bad("Beta %g, want >= 0", o.Beta)
+	case !o.Decoupled && o.Indptr == nil:
+		return bad("Indptr is required unless Decoupled (the neighbour cache is sized from degrees)")
+	}
+	return nil
+}
+
+// CacheSplit is one cache's share of the budget.
+type CacheSplit struct {
+	// BudgetBytes is what to pass to the cache's constructor (its
+	// table included); the cache then holds exactly Entries entries.
+	BudgetBytes int64 `json:"budget_bytes"`
+	TableBytes  int64 `json:"table_bytes"`
+	DataBytes   int64 `json:"data_bytes"`
+	// Entries is the number of rows, embeddings or lists held.
+	Entries int64 `json:"entries"`
+}
+
+// Bytes is TableBytes + DataBytes.
+func (c CacheSplit) Bytes() int64 { return c.TableBytes + c.DataBytes }
+
+// MemItem is one line of the memory arithmetic.
+type MemItem struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Memory is the plan's memory arithmetic. Each phase's sum is at most
+// MemBytes (Plan checks it).
+type Memory struct {
+	MemBytes int64     `json:"mem_bytes"`
+	Items    []MemItem `json:"items"`
+	// GatherPhaseBytes: feature + history caches (+ neighbour cache when
+	// not decoupled). SamplePhaseBytes: the neighbour cache when
+	// decoupled, else equal to GatherPhaseBytes.
+	GatherPhaseBytes int64 `json:"gather_phase_bytes"`
+	SamplePhaseBytes int64 `json:"sample_phase_bytes"`
+}
+
+// Predicted are the plan's predicted savings per epoch (profile sums
+// divided by PresampleEpochs).
+type Predicted struct {
+	// Benefit is Eq. 5 at the chosen split, in feature rows per epoch
+	// (plus the neighbour cache's row-equivalents when not decoupled).
+	Benefit float64 `json:"benefit_rows"`
+	// FeatRows are the feature-cache hits; HistGatherRows the rows the
+	// history cache removes from Gather; HistSampledNeighbors the sampled
+	// neighbours it removes from Sample (β-weighted in Benefit).
+	FeatRows             float64 `json:"feat_rows"`
+	HistGatherRows       float64 `json:"hist_gather_rows"`
+	HistSampledNeighbors float64 `json:"hist_sampled_neighbors"`
+	// NeighborCacheBytes: list bytes the neighbour cache serves.
+	NeighborCacheBytes float64 `json:"neighbor_cache_bytes"`
+	// FeatureBytesSaved = (FeatRows + HistGatherRows)·FeatRowBytes.
+	FeatureBytesSaved float64 `json:"feature_bytes_saved"`
+	// NeighborBytesSaved = NeighborCacheBytes + HistSampledNeighbors·IDBytes
+	// (the history part counts sampled ids, a lower bound on list bytes).
+	NeighborBytesSaved float64 `json:"neighbor_bytes_saved"`
+}
+
+// CurvePoint is Eq. 5 at one α (with the chosen neighbour share).
+type CurvePoint struct {
+	Alpha    float64 `json:"alpha"`
+	Benefit  float64 `json:"benefit_rows"`
+	FeatRows int64   `json:"feat_entries"`
+	HistRows int64   `json:"hist_entries"`
+}
+
+// PlanResult is a memory split.
+type PlanResult struct {
+	Profile      string  `json:"profile"`
+	Dataset      string  `json:"dataset"`
+	NumNodes     int64   `json:"num_nodes"`
+	FeatRowBytes int64   `json:"feat_row_bytes"`
+	Hidden       int     `json:"hidden"`
+	Decoupled    bool    `json:"decoupled"`
+	Beta         float64 `json:"beta"`
+	Step         float64 `json:"step"`
+	// Alpha is the feature cache's share of the memory left after the
+	// tables (and the neighbour cache); the history cache gets 1−Alpha.
+	Alpha float64 `json:"alpha"`
+	// NeighborFrac is the neighbour cache's share of MemBytes (0 when
+	// decoupled: it then gets all of it while sampling).
+	NeighborFrac float64    `json:"neighbor_frac"`
+	Feature      CacheSplit `json:"feature"`
+	History      CacheSplit `json:"history"`
+	Neighbor     CacheSplit `json:"neighbor"`
+	Memory       Memory     `json:"memory"`
+	Predicted    Predicted  `json:"predicted_per_epoch"`
+	// Curve is Eq. 5 for every α step at the chosen NeighborFrac.
+	Curve  []CurvePoint `json:"curve"`
+	Reason string       `json:"reason"`
+}
+
+// prefix returns the prefix sums of x sorted descending: p[k] = sum of
+// the k largest.
+func prefix(x []float64) []float64 {
+	s := slices.Clone(x)
+	slices.SortFunc(s, func(a, b float64) int { return cmp.Compare(b, a) })
+	p := make([]float64, len(s)+1)
+	for i, v := range s {
+		p[i+1] = p[i] + v
+	}
+	return p
+}
+
+func topSum(p []float64, k int64) float64 { return p[min(k, int64(len(p)-1))] }
+
+// nbrModel costs the neighbour cache: nodes in selection order with
+// prefix sums of their bytes and of their benefit.
+type nbrModel struct {
+	fixed   int64     // bitmap + rank directory
+	cost    []int64   // cost[k]: offsets+ids of the first k nodes (excluding the final offset)
+	bytes   []float64 // list bytes served by the first k nodes per epoch
+	entries []int64
+}
+
+func nbrFixedTable(n int64) int64 { return (n+63)/64*8 + ((n+511)/512+1)*4 }
+
+func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs float64) (*nbrModel, error) {
+	if int64(len(o.Indptr)) != n+1 {
+		return nil, fmt.Errorf("%w: Indptr has %d entries, want %d", ErrMismatch, len(o.Indptr), n+1)
+	}
+	if o.Cross != nil && int64(len(o.Cross)) != n {
+		return nil, fmt.Errorf("%w: Cross has %d entries, want %d", ErrMismatch, len(o.Cross), n)
+	}
+	score := func(v int64) int64 { return o.Indptr[v+1] - o.Indptr[v] }
+	if o.Cross != nil {
+		score = func(v int64) int64 { return int64(o.Cross[v]) }
+	}
+	var order []int64
+	for v := range n {
+		if score(v) > 0 {
+			order = append(order, v)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return score(order[i]) > score(order[j]) })
+	m := &nbrModel{fixed: nbrFixedTable(n), cost: make([]int64, len(order)+1), bytes: make([]float64, len(order)+1)}
+	for i, v := range order {
+		deg := o.Indptr[v+1] - o.Indptr[v]
+		m.cost[i+1] = m.cost[i] + 8 + deg*idBytes
+		m.bytes[i+1] = m.bytes[i] + float64(p.Nbr[v])*float64(deg*idBytes)/epochs
+	}
+	return m, nil
+}
+
+// fit returns the entries and bytes of the neighbour cache that fits
+// budget b (0 entries, 0 bytes when the fixed table does not fit).
+func (m *nbrModel) fit(b int64) (k int64, split CacheSplit) {
+	avail := b - m.fixed - 8 // the final offset
+	if avail < 0 {
+		return 0, CacheSplit{}
+	}
+	k = int64(sort.Search(len(m.cost), func(i int) bool { return m.cost[i] > avail })) - 1
+	table := m.fixed + 8*(k+1)
+	// The budget handed to neighborcache.Build is the modelled size, so
+	// the real cache can never take more than the plan counts.
+	data := m.cost[k] - 8*k
+	return k, CacheSplit{BudgetBytes: table + data, TableBytes: table, DataBytes: data, Entries: k}
+}
+
+// Plan chooses the memory split maximising OUTRE Eq. 5 over α in steps
+// of opts.Step (see the package doc).
+func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := *opts
+	if o.Hidden == 0 {
+		o.Hidden = DefaultHidden
+	}
+	if o.Step == 0 {
+		o.Step = DefaultStep
+	}
+	if o.NbrStep == 0 {
+		o.NbrStep = DefaultNbrStep
+	}
+	if o.FeatRowBytes == 0 {
+		o.FeatRowBytes = p.Meta.FeatRowBytes
+	}
+	if o.NumNodes == 0 {
+		o.NumNodes = p.Meta.NumNodes
+	}
+	beta := p.Meta.Beta
+	if o.Beta > 0 {
+		beta = o.Beta
+	}
+	n := o.NumNodes
+	if int64(len(p.Feat)) != n || int64(len(p.HistSample)) != n || int64(len(p.HistGather)) != n || int64(len(p.Nbr)) != n {
+		return nil, fmt.Errorf("%w: profile arrays do not have %d entries", ErrMismatch, n)
+	}
+	if o.FeatRowBytes <= 0 {
+		return nil, fmt.Errorf("%w: FeatRowBytes %d", ErrInvalidOptions, o.FeatRowBytes)
+	}
+	epochs := float64(max(p.Meta.PresampleEpochs, 1))
+	idBytes := max(p.Meta.IDBytes, 4)
+	hist := o.Hidden > 0
+
+	// Prefix sums, built once.
+	feat := make([]float64, n)
+	for i, x := range p.Feat {
+		feat[i] = float64(x) / epochs
+	}
+	pFeat := prefix(feat)
+	var pHist, pHistS, pHistG []float64
+	if hist {
+		score := make([]float64, n)
+		for i := range score {
+			score[i] = (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) / epochs
+		}
+		// Components in the same order as the score, for the prediction.
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] > score[idx[b]] })
+		pHist = make([]float64, n+1)
+		pHistS = make([]float64, n+1)
+		pHistG = make([]float64, n+1)
+		for r, i := range idx {
+			pHist[r+1] = pHist[r] + score[i]
+			pHistS[r+1] = pHistS[r] + float64(p.HistSample[i])/epochs
+			pHistG[r+1] = pHistG[r] + float64(p.HistGather[i])/epochs
+		}
+	}
+	var nm *nbrModel
+	if o.Indptr != nil {
+		var err error
+		if nm, err = newNbrModel(p, &o, n, idBytes, epochs); err != nil {
+			return nil, err
+		}
+	}
+
+	tables := 4 * n
+	if hist {
+		tables += 4 * n
+	}
+	steps := int(math.Round(1 / o.Step))
+	type choice struct {
+		ok                bool
+		benefit           float64
+		alpha, gamma      float64
+		i                 int
+		feat, hist, nbr   CacheSplit
+		kNbr              int64
+		featRows, histIdx int64
+	}
+	// eval fills the feature/history part for memory left r (after
+	// tables) at α step i.
+	eval := func(r int64, i int) (CacheSplit, CacheSplit, float64) {
+		fData := int64(math.Floor(float64(r) * float64(i) / float64(steps)))
+		fBudget := 4*n + fData
+		kf := featurecache.CapacityFor(fBudget, o.FeatRowBytes, n)
+		fs := CacheSplit{BudgetBytes: fBudget, TableBytes: 4 * n, DataBytes: kf * o.FeatRowBytes, Entries: kf}
+		b := topSum(pFeat, kf)
+		var hs CacheSplit
+		if hist {
+			hBudget := 4*n + r - fData
+			kh := histcache.CapacityFor(hBudget, n, o.Hidden)
+			hs = CacheSplit{BudgetBytes: hBudget, TableBytes: 4 * n, Entries: kh,
+				DataBytes: histcache.BytesFor(n, kh, o.Hidden) - 4*n}
+			b += topSum(pHist, kh)
+		}
+		return fs, hs, b
+	}
+	var best choice
+	var bestCurve []CurvePoint
+	gammas := []float64{0}
+	if !o.Decoupled {
+		for g := 1; float64(g)*o.NbrStep < 1-1e-9; g++ {
+			gammas = append(gammas, float64(g)*o.NbrStep)
+		}
+	}
+	for _, gamma := range gammas {
+		var ns CacheSplit
+		var nbrBenefit float64
+		var kn int64
+		if gamma > 0 {
+			kn, ns = nm.fit(int64(math.Floor(gamma * float64(o.MemBytes))))
+			nbrBenefit = nm.bytes[kn] / float64(o.FeatRowBytes)
+		}
+		r := o.MemBytes - ns.Bytes() - tables
+		if r < 0 {
+			continue
+		}
+		curve := make([]CurvePoint, 0, steps+1)
+		local := choice{}
+		for i := 0; i <= steps; i++ {
+			fs, hs, b := eval(r, i)
+			b += nbrBenefit
+			curve = append(curve, CurvePoint{Alpha: float64(i) / float64(steps), Benefit: b, FeatRows: fs.Entries, HistRows: hs.Entries})
+			if !local.ok || b > local.benefit {
+				local = choice{ok: true, benefit: b, alpha: float64(i) / float64(steps), gamma: gamma, i: i, feat: fs, hist: hs, nbr: ns, kNbr: kn}
+			}
+		}
+		if !best.ok || local.benefit > best.benefit {
+			best, bestCurve = local, curve
+		}
+	}
+	if !best.ok {
+		return nil, fmt.Errorf("%w: %d bytes cannot hold the caches' tables (%d bytes: %d-byte address table per cache over %d nodes)",
+			ErrBudget, o.MemBytes, tables, 4*n, n)
+	}
+
+	res := &PlanResult{Profile: p.Meta.Name, Dataset: p.Meta.Dataset, NumNodes: n, FeatRowBytes: o.FeatRowBytes,
+		Hidden: max(o.Hidden, 0), Decoupled: o.Decoupled, Beta: beta, Step: o.Step, Alpha: best.alpha,
+		NeighborFrac: best.gamma, Feature: best.feat, History: best.hist, Neighbor: best.nbr, Curve: bestCurve}
+	if o.Decoupled && nm != nil {
+		kn, ns := nm.fit(o.MemBytes)
+		res.Neighbor, best.kNbr = ns, kn
+	}
+	pr := &res.Predicted
+	pr.Benefit = best.benefit
+	pr.FeatRows = topSum(pFeat, best.feat.Entries)
+	if hist {
+		pr.HistGatherRows = topSum(pHistG, best.hist.Entries)
+		pr.HistSampledNeighbors = topSum(pHistS, best.hist.Entries)
+	}
+	if nm != nil {
+		pr.NeighborCacheBytes = nm.bytes[best.kNbr]
+	}
+	pr.FeatureBytesSaved = (pr.FeatRows + pr.HistGatherRows) * float64(o.FeatRowBytes)
+	pr.NeighborBytesSaved = pr.NeighborCacheBytes + pr.HistSampledNeighbors*float64(idBytes)
+
+	mem := &res.Memory
+	mem.MemBytes = o.MemBytes
+	add := func(name string, b int64) { mem.Items = append(mem.Items, MemItem{name, b}) }
+	add("feature address table (4·N)", res.Feature.TableBytes)
+	add("feature rows", res.Feature.DataBytes)
+	if hist {
+		add("history slot table (4·N)", res.History.TableBytes)
+		add("history embeddings + state + iteration", res.History.DataBytes)
+	}
+	if res.Neighbor.Entries > 0 || res.Neighbor.TableBytes > 0 {
+		add("neighbour bitmap + rank + offsets", res.Neighbor.TableBytes)
+		add("neighbour ids", res.Neighbor.DataBytes)
+	}
+	mem.GatherPhaseBytes = res.Feature.Bytes() + res.History.Bytes()
+	if o.Decoupled {
+		mem.SamplePhaseBytes = res.Neighbor.Bytes()
+	} else {
+		mem.GatherPhaseBytes += res.Neighbor.Bytes()
+		mem.SamplePhaseBytes = mem.GatherPhaseBytes
+	}
+	if mem.GatherPhaseBytes > o.MemBytes || mem.SamplePhaseBytes > o.MemBytes ||
+		res.Feature.Bytes() > res.Feature.BudgetBytes || res.History.Bytes() > res.History.BudgetBytes {
+		return nil, fmt.Errorf("planner: internal error: plan uses %d/%d bytes of a %d-byte budget", mem.GatherPhaseBytes, mem.SamplePhaseBytes, o.MemBytes)
+	}
+	res.Reason = reason(res, bestCurve)
+	return res, nil
+}
+
+func reason(r *PlanResult, curve []CurvePoint) string {
+	first, last := curve[0], curve[len(curve)-1]
+	s := fmt.Sprintf("α=%.2f maximises Eq. 5 over %d steps: %.0f rows/epoch saved (feature cache %.0f, history cache %.0f gather rows + β=%.3g × %.0f sampled neighbours)",
+		r.Alpha, len(curve), r.Predicted.Benefit, r.Predicted.FeatRows, r.Predicted.HistGatherRows, r.Beta, r.Predicted.HistSampledNeighbors)
+	s += fmt.Sprintf("; all to history (α=0): %.0f, all to features (α=1): %.0f", first.Benefit, last.Benefit)
+	if !r.Decoupled {
+		s += fmt.Sprintf("; neighbour cache share %.2f of the budget", r.NeighborFrac)
+	}
+	return s
+}

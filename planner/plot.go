@@ -1,0 +1,71 @@
+package planner
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+)
+
+// PlotPlan writes a PNG of Eq. 5's benefit against α (like OUTRE Fig. 5)
+// to path, atomically, with the chosen α marked.
+func PlotPlan(res *PlanResult, path string) error {
+	if res == nil || len(res.Curve) == 0 {
+		return fmt.Errorf("%w: empty plan", ErrInvalidOptions)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Memory split, %s (%s budget)", res.Dataset, fmtBytes(float64(res.Memory.MemBytes)))
+	p.X.Label.Text = "α (feature cache share; history cache 1−α)"
+	p.Y.Label.Text = "benefit (feature rows saved / epoch)"
+	pts := make(plotter.XYs, len(res.Curve))
+	var top float64
+	for i, c := range res.Curve {
+		pts[i] = plotter.XY{X: c.Alpha, Y: c.Benefit}
+		top = max(top, c.Benefit)
+	}
+	line, err := plotter.NewLine(pts)
+	if err != nil {
+		return fmt.Errorf("planner: plot: %w", err)
+	}
+	line.Color = color.RGBA{R: 200, A: 255}
+	line.Width = vg.Points(1.5)
+	p.Add(line)
+	mark, err := plotter.NewLine(plotter.XYs{{X: res.Alpha, Y: 0}, {X: res.Alpha, Y: top}})
+	if err != nil {
+		return fmt.Errorf("planner: plot: %w", err)
+	}
+	mark.Color = color.RGBA{G: 150, A: 255}
+	mark.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(mark)
+	p.Legend.Add("Eq. 5 benefit", line)
+	p.Legend.Add(fmt.Sprintf("chosen α = %.2f", res.Alpha), mark)
+	p.Legend.Top = true
+	p.X.Min, p.X.Max, p.Y.Min = 0, 1, 0
+	wt, err := p.WriterTo(6*vg.Inch, 4*vg.Inch, "png")
+	if err != nil {
+		return fmt.Errorf("planner: plot: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return fmt.Errorf("planner: plot: %w", err)
+	}
+	return atomicfile.WriteFile(path, buf.Bytes())
+}
+
+func fmtBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", b)
+	}
+	return fmt.Sprintf("%.1f %s", b, units[i])
+}

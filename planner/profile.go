@@ -1,0 +1,409 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// DefaultProfileName is the profile name used when none is given.
+const DefaultProfileName = "default"
+
+// ProfileOptions configures RunProfile. A nil *ProfileOptions means the
+// defaults; zero fields take their defaults.
+type ProfileOptions struct {
+	// Name names the profile (its directory DIR/profile/<Name>). Default
+	// DefaultProfileName. Only used by Save; recorded in the profile.
+	Name string
+	// Fanouts, BatchSize, Mode, PartsPerBatch, Seed, Workers and Source are
+	// passed to the sampler (see sample.Options; same defaults).
+	Fanouts       []int
+	BatchSize     int
+	Mode          sample.Mode
+	PartsPerBatch int
+	Seed          uint64
+	Workers       int
+	Source        sample.Source
+	// PresampleEpochs is the number of epochs whose counts are summed
+	// (GNNLab's PreSC#K); default 1. Only epoch 0 is timed and gathered.
+	PresampleEpochs int
+	// NeighborCache is the global neighbour cache active while profiling
+	// (nil: none). Lists it serves do not count towards
+	// saved_IO_hist_sample.
+	NeighborCache *neighborcache.Cache
+	// Part is the node → partition assignment, used in ModePartition to
+	// tell which lists the macro batch's dynamic cache serves. When nil,
+	// it is derived from parts if parts has a Members(p int) []int64
+	// method; otherwise ModePartition is an error.
+	Part []int32
+	// Partition names the partitioning, recorded in the profile.
+	Partition string
+	// Progress receives one task per pass (nil: none).
+	Progress progress.Reporter
+	// Logger receives one Info line per profile (nil: none).
+	Logger *slog.Logger
+}
+
+// Validate reports whether o is usable. A nil receiver is valid.
+func (o *ProfileOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.PresampleEpochs < 0 {
+		return fmt.Errorf("%w: PresampleEpochs %d, want >= 1", ErrInvalidOptions, o.PresampleEpochs)
+	}
+	if o.Name != "" && !validName(o.Name) {
+		return fmt.Errorf("%w: Name %q: want letters, digits, '-', '_' or '.'", ErrInvalidOptions, o.Name)
+	}
+	so := o.samplerOptions()
+	if err := so.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (o *ProfileOptions) samplerOptions() sample.Options {
+	return sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Mode, PartsPerBatch: o.PartsPerBatch,
+		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache}
+}
+
+func (o *ProfileOptions) withDefaults() ProfileOptions {
+	var c ProfileOptions
+	if o != nil {
+		c = *o
+	}
+	if c.Name == "" {
+		c.Name = DefaultProfileName
+	}
+	if c.PresampleEpochs == 0 {
+		c.PresampleEpochs = 1
+	}
+	if len(c.Fanouts) == 0 {
+		c.Fanouts = sample.DefaultFanouts
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = sample.DefaultBatchSize
+	}
+	if c.Mode == "" {
+		c.Mode = sample.ModeRandom
+	}
+	if c.PartsPerBatch == 0 {
+		c.PartsPerBatch = sample.DefaultPartsPerBatch
+	}
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	c.Progress = progress.Or(c.Progress)
+	return c
+}
+
+// Meta is a profile's scalar content, written as profile.json.
+type Meta struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+
+	// The dataset profiled.
+	Dataset         string `json:"dataset"`
+	DatasetChecksum string `json:"dataset_checksum"`
+	NumNodes        int64  `json:"num_nodes"`
+	NumEdges        int64  `json:"num_edges"`
+	FeatDim         int    `json:"feat_dim"`
+	FeatRowBytes    int64  `json:"feat_row_bytes"`
+	// IDBytes is the width of one neighbour id on storage (4 or 8).
+	IDBytes int64 `json:"id_bytes"`
+
+	// The options used.
+	Mode                string `json:"mode"`
+	Fanouts             []int  `json:"fanouts"`
+	BatchSize           int    `json:"batch_size"`
+	PartsPerBatch       int    `json:"parts_per_batch"`
+	Partition           string `json:"partition,omitempty"`
+	Seed                uint64 `json:"seed"`
+	PresampleEpochs     int    `json:"presample_epochs"`
+	NeighborCacheBytes  int64  `json:"neighbor_cache_bytes"`
+	NeighborCachePolicy string `json:"neighbor_cache_policy,omitempty"`
+
+	// Counts of the profiling epoch (epoch 0): the inputs of β.
+	Batches          int64 `json:"batches"`
+	SampledNeighbors int64 `json:"sampled_neighbors"`
+	GatheredRows     int64 `json:"gathered_rows"`
+	// Lookups are epoch 0's neighbour-list lookups per level.
+	Lookups sample.LookupStats `json:"lookups"`
+	// Timings of epoch 0 (the only fields that vary between runs with the
+	// same seed, together with Beta).
+	SampleSeconds float64 `json:"sample_seconds"`
+	GatherSeconds float64 `json:"gather_seconds"`
+	// Beta is OUTRE Eq. 3: (SampleSeconds/SampledNeighbors) /
+	// (GatherSeconds/GatheredRows); 1 when an input is zero.
+	Beta float64 `json:"beta"`
+
+	// Sums of the arrays over all PresampleEpochs epochs.
+	SumFeat       uint64 `json:"sum_saved_io_feat"`
+	SumHistSample uint64 `json:"sum_saved_io_hist_sample"`
+	SumHistGather uint64 `json:"sum_saved_io_hist_gather"`
+	SumNbr        uint64 `json:"sum_nbr_lookups"`
+
+	Files []FileInfo `json:"files"`
+}
+
+// FileInfo describes one array file of a profile.
+type FileInfo struct {
+	Name     string  `json:"name"`
+	DType    string  `json:"dtype"`
+	Shape    []int64 `json:"shape"`
+	Checksum string  `json:"checksum"` // "xxhash64:" + 16 hex digits of the data section
+}
+
+// Profile is the result of a profiling run: OUTRE's three N-length arrays
+// plus the per-node neighbour-lookup benefit, and Meta. Arrays are
+// uint32 (4·N bytes each, 16·N in all), saturating at 2^32−1.
+type Profile struct {
+	Meta Meta
+	// Feat is saved_IO_feat: the number of batches whose input layer
+	// contains v.
+	Feat []uint32
+	// HistSample is saved_IO_hist_sample: for v at hop 1 (not a target),
+	// the size of v's sampled (L−1)-hop subtree counted as sampled edges
+	// whose parent's list came from storage, summed over batches.
+	HistSample []uint32
+	// HistGather is saved_IO_hist_gather: v's unique contribution to the
+	// batch's nodes below hop 1, summed over batches.
+	HistGather []uint32
+	// Nbr is the neighbour-cache benefit: the number of batches that
+	// looked v's list up without the macro batch's dynamic cache serving
+	// it (whether or not the global cache did).
+	Nbr []uint32
+}
+
+// Beta is the profile's β.
+func (p *Profile) Beta() float64 { return p.Meta.Beta }
+
+// ComputeBeta is OUTRE Eq. 3, (tSample/sampled) / (tGather/gathered), or 1
+// when any input is not positive.
+func ComputeBeta(tSample float64, sampled int64, tGather float64, gathered int64) float64 {
+	if tSample <= 0 || tGather <= 0 || sampled <= 0 || gathered <= 0 {
+		return 1
+	}
+	return (tSample / float64(sampled)) / (tGather / float64(gathered))
+}
+
+// DatasetChecksum identifies a dataset by the checksums of its files.
+func DatasetChecksum(d *storage.Dataset) string {
+	h := xxhash.New()
+	for _, f := range d.Manifest().Files {
+		fmt.Fprintf(h, "%s=%s;", f.Name, f.Checksum)
+	}
+	return fmt.Sprintf("xxhash64:%016x", h.Sum64())
+}
+
+type memberser interface{ Members(p int) []int64 }
+
+// RunProfile runs the profiling epoch(s) over d (OUTRE §4.4): sampling,
+// then gathering with the feature and history caches disabled and the
+// neighbour cache as configured. parts is needed in ModePartition.
+//
+// Epoch 0 is sampled twice: once with all workers and nothing else
+// running, timed as t_sample, and once more with one sampling worker to
+// collect the counts and gather every batch's input rows from storage,
+// each Gather timed on its own as t_gather. Batches depend only on (Seed,
+// epoch, index), so both passes see the same batches. Epochs 1..K−1 only
+// add counts.
+func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions, opts *ProfileOptions) (*Profile, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	n := d.NumNodes()
+	an := &analyzer{}
+	if o.NeighborCache != nil {
+		an.global = o.NeighborCache.Contains
+	}
+	part := o.Part
+	if o.Mode == sample.ModePartition {
+		if parts == nil {
+			return nil, fmt.Errorf("%w: partition mode needs partitions", ErrInvalidOptions)
+		}
+		if part == nil {
+			m, ok := parts.(memberser)
+			if !ok {
+				return nil, fmt.Errorf("%w: partition mode needs ProfileOptions.Part", ErrInvalidOptions)
+			}
+			part = make([]int32, n)
+			for q := 0; q < parts.K(); q++ {
+				for _, v := range m.Members(q) {
+					part[v] = int32(q)
+				}
+			}
+		}
+		if int64(len(part)) != n {
+			return nil, fmt.Errorf("%w: Part has %d entries, dataset %d nodes", ErrInvalidOptions, len(part), n)
+		}
+	}
+	so := o.samplerOptions()
+	fast, err := sample.New(d, parts, &so)
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	defer fast.Close()
+	so1 := so
+	so1.Workers, so1.Prefetch = 1, 1
+	slow, err := sample.New(d, parts, &so1)
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	defer slow.Close()
+	eff := fast.Options()
+
+	idBytes := int64(4)
+	if d.Indices32() == nil {
+		idBytes = 8
+	}
+	m := Meta{Format: "ssdgnn-profile", Version: 1, Name: o.Name, Dataset: d.Manifest().Name,
+		DatasetChecksum: DatasetChecksum(d), NumNodes: n, NumEdges: d.NumEdges(), FeatDim: d.FeatDim(),
+		FeatRowBytes: d.FeatRowBytes(), IDBytes: idBytes, Mode: string(eff.Mode), Fanouts: eff.Fanouts,
+		BatchSize: eff.BatchSize, PartsPerBatch: eff.PartsPerBatch, Partition: o.Partition, Seed: eff.Seed,
+		PresampleEpochs: o.PresampleEpochs}
+	if eff.Mode != sample.ModePartition {
+		m.PartsPerBatch = 0
+		m.Partition = ""
+	}
+	if o.NeighborCache != nil {
+		st := o.NeighborCache.Stats()
+		m.NeighborCacheBytes, m.NeighborCachePolicy = st.Bytes(), string(st.Policy)
+	}
+
+	// Pass A: the timed Sample stage.
+	task := o.Progress.Start("profile: sample", 0, progress.Items)
+	start := time.Now()
+	it := fast.Epoch(ctx, 0)
+	for {
+		b, err := it.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			it.Close()
+			task.Done()
+			return nil, fmt.Errorf("planner: sample: %w", err)
+		}
+		_ = b
+		task.Add(1)
+	}
+	m.SampleSeconds = time.Since(start).Seconds()
+	it.Close()
+	task.Done()
+
+	// Pass B: counts and the timed Gather stage (caches disabled).
+	fc, err := featurecache.New(ctx, d, 0, &featurecache.Options{Policy: featurecache.PolicyDegree, Workers: o.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	defer fc.Close()
+	c := newCounters(n)
+	var buf []byte
+	rb := d.FeatRowBytes()
+	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
+		s := fast
+		if epoch == 0 {
+			s = slow
+		}
+		task := o.Progress.Start(fmt.Sprintf("profile: epoch %d", epoch), 0, progress.Items)
+		it := s.Epoch(ctx, epoch)
+		plan := it.Plan()
+		inMacro := make([]bool, max(parts0K(parts), 1))
+		curMacro := -1
+		if part != nil {
+			an.dynamic = func(v int64) bool { return inMacro[part[v]] }
+		}
+		for {
+			b, err := it.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				it.Close()
+				task.Done()
+				return nil, fmt.Errorf("planner: sample: %w", err)
+			}
+			if b.Macro != curMacro && b.Macro >= 0 && plan != nil {
+				clear(inMacro)
+				for _, q := range plan.MacroParts[b.Macro] {
+					inMacro[q] = true
+				}
+				curMacro = b.Macro
+			}
+			tot := an.add(b, c)
+			if epoch == 0 {
+				m.Batches++
+				m.SampledNeighbors += tot.sampled
+				m.GatheredRows += tot.gathered
+				m.Lookups.Add(b.Stats)
+				ids := b.Nodes()
+				need := int64(len(ids)) * rb
+				if int64(cap(buf)) < need {
+					buf = make([]byte, need)
+				}
+				t0 := time.Now()
+				if err := fc.Gather(ids, buf[:need]); err != nil {
+					it.Close()
+					task.Done()
+					return nil, fmt.Errorf("planner: gather: %w", err)
+				}
+				m.GatherSeconds += time.Since(t0).Seconds()
+			}
+			task.Add(1)
+		}
+		it.Close()
+		task.Done()
+	}
+	m.Beta = ComputeBeta(m.SampleSeconds, m.SampledNeighbors, m.GatherSeconds, m.GatheredRows)
+	p := &Profile{Meta: m, Feat: c.feat, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr}
+	p.Meta.SumFeat, p.Meta.SumHistSample, p.Meta.SumHistGather, p.Meta.SumNbr = sum(p.Feat), sum(p.HistSample), sum(p.HistGather), sum(p.Nbr)
+	if o.Logger != nil {
+		o.Logger.Info("profile done", "name", m.Name, "batches", m.Batches, "beta", m.Beta,
+			"sample_s", m.SampleSeconds, "gather_s", m.GatherSeconds)
+	}
+	return p, nil
+}
+
+func parts0K(p sample.Partitions) int {
+	if p == nil {
+		return 0
+	}
+	return p.K()
+}
+
+func sum(a []uint32) uint64 {
+	var s uint64
+	for _, x := range a {
+		s += uint64(x)
+	}
+	return s
+}

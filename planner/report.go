@@ -1,0 +1,83 @@
+package planner
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/ssdgnn/ssdgnn/internal/topk"
+)
+
+// TopNodes returns the k nodes of largest a, ties towards the smaller id,
+// in descending order of a.
+func TopNodes(a []uint32, k int) []int64 {
+	sel := topk.Slice(a, int64(k))
+	// topk returns ascending ids; order by score.
+	for i := 1; i < len(sel); i++ {
+		for j := i; j > 0 && a[sel[j]] > a[sel[j-1]]; j-- {
+			sel[j], sel[j-1] = sel[j-1], sel[j]
+		}
+	}
+	return sel
+}
+
+// WriteProfileSummary prints the profile's counts, times, β and top nodes.
+func WriteProfileSummary(w io.Writer, p *Profile) error {
+	m := &p.Meta
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "profile\t%s of %s (%d nodes), %s batches of %d, fanouts %v, seed %d, %d epoch(s)\n",
+		m.Name, m.Dataset, m.NumNodes, m.Mode, m.BatchSize, m.Fanouts, m.Seed, m.PresampleEpochs)
+	if m.NeighborCacheBytes > 0 {
+		fmt.Fprintf(tw, "neighbour cache\t%s (%s)\n", fmtBytes(float64(m.NeighborCacheBytes)), m.NeighborCachePolicy)
+	}
+	fmt.Fprintf(tw, "batches (epoch 0)\t%d\n", m.Batches)
+	fmt.Fprintf(tw, "sampled neighbours\t%d\n", m.SampledNeighbors)
+	fmt.Fprintf(tw, "gathered rows\t%d (%s)\n", m.GatheredRows, fmtBytes(float64(m.GatheredRows*m.FeatRowBytes)))
+	fmt.Fprintf(tw, "t_sample\t%.3fs (%.1f ns/neighbour)\n", m.SampleSeconds, 1e9*m.SampleSeconds/float64(max(m.SampledNeighbors, 1)))
+	fmt.Fprintf(tw, "t_gather\t%.3fs (%.1f ns/row)\n", m.GatherSeconds, 1e9*m.GatherSeconds/float64(max(m.GatheredRows, 1)))
+	fmt.Fprintf(tw, "β (Eq. 3)\t%.4g\n", m.Beta)
+	fmt.Fprintf(tw, "sums\tfeat %d, hist_sample %d, hist_gather %d, nbr lookups %d\n", m.SumFeat, m.SumHistSample, m.SumHistGather, m.SumNbr)
+	for _, e := range []struct {
+		name string
+		a    []uint32
+	}{{"top saved_IO_feat", p.Feat}, {"top saved_IO_hist_sample", p.HistSample}, {"top saved_IO_hist_gather", p.HistGather}} {
+		s := ""
+		for i, v := range TopNodes(e.a, 5) {
+			if i > 0 {
+				s += ", "
+			}
+			s += fmt.Sprintf("%d (%d)", v, e.a[v])
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", e.name, s)
+	}
+	return tw.Flush()
+}
+
+// WritePlan prints the split, the memory arithmetic, the predicted
+// savings and the reason for α.
+func WritePlan(w io.Writer, r *PlanResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "plan\tprofile %s of %s, budget %s, hidden %d, β %.4g, decoupled %v\n",
+		r.Profile, r.Dataset, fmtBytes(float64(r.Memory.MemBytes)), r.Hidden, r.Beta, r.Decoupled)
+	fmt.Fprintf(tw, "α\t%.2f (feature cache share of the memory after tables; history 1−α)\n", r.Alpha)
+	fmt.Fprintf(tw, "feature cache\t%s budget, %d rows\n", fmtBytes(float64(r.Feature.BudgetBytes)), r.Feature.Entries)
+	fmt.Fprintf(tw, "history cache\t%s budget, %d embeddings\n", fmtBytes(float64(r.History.BudgetBytes)), r.History.Entries)
+	nb := "while sampling"
+	if !r.Decoupled {
+		nb = fmt.Sprintf("share %.2f", r.NeighborFrac)
+	}
+	fmt.Fprintf(tw, "neighbour cache\t%s budget, %d lists (%s)\n", fmtBytes(float64(r.Neighbor.BudgetBytes)), r.Neighbor.Entries, nb)
+	fmt.Fprintf(tw, "\t\n")
+	for _, it := range r.Memory.Items {
+		fmt.Fprintf(tw, "  %s\t%d B\n", it.Name, it.Bytes)
+	}
+	fmt.Fprintf(tw, "  gather phase total\t%d B of %d B\n", r.Memory.GatherPhaseBytes, r.Memory.MemBytes)
+	if r.Decoupled {
+		fmt.Fprintf(tw, "  sample phase total\t%d B of %d B\n", r.Memory.SamplePhaseBytes, r.Memory.MemBytes)
+	}
+	fmt.Fprintf(tw, "\t\n")
+	pr := r.Predicted
+	fmt.Fprintf(tw, "predicted per epoch\tfeature bytes saved %s, neighbour bytes saved %s\n", fmtBytes(pr.FeatureBytesSaved), fmtBytes(pr.NeighborBytesSaved))
+	fmt.Fprintf(tw, "why\t%s\n", r.Reason)
+	return tw.Flush()
+}

@@ -1,0 +1,187 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// Profile file names inside DIR/profile/<name>/.
+const (
+	ProfileDir            = "profile"
+	FileProfileJSON       = "profile.json"
+	FileSavedIOFeat       = "saved_io_feat.npy"
+	FileSavedIOHistSample = "saved_io_hist_sample.npy"
+	FileSavedIOHistGather = "saved_io_hist_gather.npy"
+	FileNbrLookups        = "nbr_lookups.npy"
+)
+
+// ProfilePath is the directory of profile name under dataset dir.
+func ProfilePath(dir, name string) string { return filepath.Join(dir, ProfileDir, name) }
+
+func (p *Profile) arrays() []struct {
+	name string
+	a    *[]uint32
+} {
+	return []struct {
+		name string
+		a    *[]uint32
+	}{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr}}
+}
+
+// Save writes p to DIR/profile/<p.Meta.Name>/: the four arrays as .npy
+// uint32 [N], then profile.json, each file atomically. An existing
+// profile.json is removed first, so a crash never leaves a manifest
+// describing arrays of another run.
+func (p *Profile) Save(dir string) error {
+	if !validName(p.Meta.Name) {
+		return fmt.Errorf("%w: profile name %q", ErrInvalidOptions, p.Meta.Name)
+	}
+	out := ProfilePath(dir, p.Meta.Name)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	if _, err := atomicfile.CleanTemps(out); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	if err := os.Remove(filepath.Join(out, FileProfileJSON)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("planner: %w", err)
+	}
+	m := p.Meta
+	m.Files = nil
+	for _, e := range p.arrays() {
+		a := *e.a
+		if int64(len(a)) != m.NumNodes {
+			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), m.NumNodes)
+		}
+		hdr, err := npy.EncodeHeader(npy.Uint32, []int64{int64(len(a))})
+		if err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+		data := make([]byte, len(a)*4)
+		for i, x := range a {
+			binary.LittleEndian.PutUint32(data[4*i:], x)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(out, e.name), append(hdr, data...)); err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+		m.Files = append(m.Files, FileInfo{Name: e.name, DType: npy.Uint32.String(), Shape: []int64{int64(len(a))},
+			Checksum: fmt.Sprintf("xxhash64:%016x", xxhash.Sum64(data))})
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(out, FileProfileJSON), append(b, '\n')); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	p.Meta.Files = m.Files
+	return atomicfile.SyncDir(out)
+}
+
+// LoadProfile reads the profile name of dataset dir and verifies every
+// array against profile.json (dtype, shape, checksum). A missing profile
+// wraps ErrNotFound; damage is a *CorruptError.
+func LoadProfile(dir, name string) (*Profile, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("%w: profile name %q", ErrInvalidOptions, name)
+	}
+	out := ProfilePath(dir, name)
+	mp := filepath.Join(out, FileProfileJSON)
+	b, err := os.ReadFile(mp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s (run 'ssdgnn profile' first): %w", ErrNotFound, mp, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	m, err := ParseMeta(b, mp)
+	if err != nil {
+		return nil, err
+	}
+	p := &Profile{Meta: *m}
+	for _, e := range p.arrays() {
+		var fi *FileInfo
+		for i := range m.Files {
+			if m.Files[i].Name == e.name {
+				fi = &m.Files[i]
+			}
+		}
+		path := filepath.Join(out, e.name)
+		if fi == nil {
+			return nil, &CorruptError{File: mp, Reason: "no entry for " + e.name}
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("planner: %w", err)
+		}
+		a, err := decodeArray(raw, path, m.NumNodes, fi.Checksum)
+		if err != nil {
+			return nil, err
+		}
+		*e.a = a
+	}
+	return p, nil
+}
+
+// ParseMeta parses and checks profile.json; path names it in errors.
+func ParseMeta(b []byte, path string) (*Meta, error) {
+	var m Meta
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil {
+		var se *json.SyntaxError
+		off := int64(0)
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		return nil, &CorruptError{File: path, Offset: off, Reason: err.Error()}
+	}
+	switch {
+	case m.Format != "ssdgnn-profile":
+		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("format %q, want ssdgnn-profile", m.Format)}
+	case m.Version != 1:
+		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("version %d, want 1", m.Version)}
+	case m.NumNodes < 0 || m.FeatRowBytes < 0 || (m.IDBytes != 4 && m.IDBytes != 8):
+		return nil, &CorruptError{File: path, Reason: "bad num_nodes, feat_row_bytes or id_bytes"}
+	case !(m.Beta > 0) || m.PresampleEpochs < 1:
+		return nil, &CorruptError{File: path, Reason: "beta must be > 0 and presample_epochs >= 1"}
+	}
+	return &m, nil
+}
+
+func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, error) {
+	h, err := npy.ParseHeader(raw)
+	if err != nil {
+		var he *npy.HeaderError
+		off := int64(0)
+		if errors.As(err, &he) {
+			off = he.Offset
+		}
+		return nil, &CorruptError{File: path, Offset: off, Reason: err.Error()}
+	}
+	if h.DType != npy.Uint32 || len(h.Shape) != 1 || h.Shape[0] != n {
+		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("%v %v, want uint32 [%d]", h.DType, h.Shape, n)}
+	}
+	data := raw[h.DataOffset:]
+	if int64(len(data)) != 4*n {
+		return nil, &CorruptError{File: path, Offset: h.DataOffset, Reason: fmt.Sprintf("%d data bytes, want %d", len(data), 4*n)}
+	}
+	if got := fmt.Sprintf("xxhash64:%016x", xxhash.Sum64(data)); got != checksum {
+		return nil, &CorruptError{File: path, Offset: h.DataOffset, Reason: fmt.Sprintf("checksum %s, manifest says %s", got, checksum)}
+	}
+	a := make([]uint32, n)
+	for i := range a {
+		a[i] = binary.LittleEndian.Uint32(data[4*i:])
+	}
+	return a, nil
+}
