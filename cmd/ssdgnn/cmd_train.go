@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
+)
+
+func init() { extraCommands = append(extraCommands, newTrainCmd) }
+
+func newTrainCmd(g *globals) *cobra.Command {
+	var o train.Options
+	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath string
+	var seed int64
+	var featCache, histCache, nbrCache byteSize
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "train DIR",
+		Short: "Train a GNN (GraphSAGE, GCN or GAT) on a dataset",
+		Long: `train runs mini-batch training as a four-stage pipeline (sample, gather,
+transfer, compute; OUTRE §2.2) with historical second-layer embeddings
+(OUTRE §4.3; --no-hist turns them off) and prints one row per epoch: loss,
+train/valid/test accuracy, busy seconds of each stage (Sa Ga Tr Co), their
+overlap (sum / wall), rows and bytes read from storage, /proc read_bytes and
+cache hit rates.
+
+Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
+--checkpoint-every epochs and at the end; Ctrl-C writes one and exits 0.
+--resume continues from one. See docs/train.md.`,
+		Example: `  ssdgnn train demo-data/cora --model gcn --hidden 64 --fanouts -1,-1 --batch-size 140 --epochs 100
+  ssdgnn partition data/synth --parts 100
+  ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			var err error
+			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
+				return err
+			}
+			if evalFanouts != "" {
+				if o.EvalFanouts, err = parseInts("eval-fanouts", evalFanouts); err != nil {
+					return err
+				}
+			}
+			if len(o.Fanouts) != o.Layers && cmd.Flags().Changed("layers") && !cmd.Flags().Changed("fanouts") {
+				o.Fanouts = make([]int, o.Layers)
+				for i := range o.Fanouts {
+					o.Fanouts[i] = 10
+				}
+			}
+			if o.Selection, err = sample.ParseMode(selection); err != nil {
+				return err
+			}
+			if o.HistPolicy, err = histcache.ParsePolicy(histPolicy); err != nil {
+				return err
+			}
+			if o.FeatPolicy, err = featurecache.ParsePolicy(featPolicy); err != nil {
+				return err
+			}
+			if o.Source, err = sample.ParseSource(source); err != nil {
+				return err
+			}
+			if o.Dropout == 0 {
+				o.Dropout = -1 // an explicit 0 means no dropout
+			}
+			if o.WeightDecay == 0 {
+				o.WeightDecay = -1
+			}
+			o.Seed = uint64(seed)
+			o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes = int64(featCache), int64(histCache), int64(nbrCache)
+			o.Progress, o.Logger = g.progress(), g.logger()
+			if o.CheckpointDir == "" {
+				o.CheckpointDir = filepath.Join(dir, "checkpoints")
+			}
+			d, err := storage.Open(dir, nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if o.Selection == sample.ModePartition {
+				pt, err := partition.Open(dir, partName)
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
+					return fmt.Errorf("no partitioning %q in %s: run 'ssdgnn partition %s' first (%w)", partName, dir, dir, err)
+				}
+				if err != nil {
+					return err
+				}
+				defer pt.Close()
+				if o.Partitions, err = sample.NewPartitionFiles(d, pt); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			var mf *os.File
+			if metrics != "" {
+				if mf, err = os.Create(metrics); err != nil {
+					return err
+				}
+				defer mf.Close()
+			}
+			tw := tabwriter.NewWriter(out, 9, 0, 2, ' ', tabwriter.AlignRight)
+			if !asJSON {
+				if err := train.WriteEpochHeader(tw); err != nil {
+					return err
+				}
+				tw.Flush()
+			}
+			var cbErr error
+			o.OnEpoch = func(e train.EpochStats) {
+				if mf != nil {
+					b, err := json.Marshal(e)
+					if err == nil {
+						_, err = mf.Write(append(b, '\n'))
+					}
+					cbErr = errors.Join(cbErr, err)
+				}
+				if !asJSON {
+					cbErr = errors.Join(cbErr, train.WriteEpochRow(tw, e), tw.Flush())
+				}
+			}
+			ctx := cmd.Context()
+			tr, err := train.New(ctx, d, &o)
+			if err != nil {
+				return err
+			}
+			defer tr.Close()
+			rep, err := tr.Run(ctx)
+			if err != nil {
+				return err
+			}
+			if cbErr != nil {
+				return cbErr
+			}
+			if plotPath != "" && len(rep.Epochs) > 0 {
+				if err := train.Plot(rep, plotPath); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				if err := writeJSON(out, rep); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
+					rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
+			}
+			if rep.Interrupted {
+				if rep.Checkpoint != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "interrupted: checkpoint written to %s\nresume with: ssdgnn train %s --resume %s (and the same flags)\n", rep.Checkpoint, dir, rep.Checkpoint)
+				} else {
+					fmt.Fprintln(cmd.ErrOrStderr(), "interrupted (no checkpoint directory)")
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Model, "model", train.DefaultModel, "model: sage, gcn or gat")
+	f.IntVar(&o.Layers, "layers", train.DefaultLayers, "number of layers")
+	f.IntVar(&o.Hidden, "hidden", train.DefaultHidden, "hidden width (per head for gat)")
+	f.IntVar(&o.Heads, "heads", train.DefaultHeads, "attention heads (gat)")
+	f.Float64Var(&o.Dropout, "dropout", train.DefaultDropout, "dropout probability on every layer's input")
+	f.Float64Var(&o.LR, "lr", train.DefaultLR, "Adam learning rate")
+	f.Float64Var(&o.WeightDecay, "weight-decay", train.DefaultWeightDecay, "L2 weight decay added to the gradient")
+	f.IntVar(&o.Epochs, "epochs", train.DefaultEpochs, "epochs to train")
+	f.IntVar(&o.BatchSize, "batch-size", train.DefaultBatchSize, "training nodes per batch")
+	f.StringVar(&fanouts, "fanouts", "10,10", "neighbours sampled per layer, input layer first (-1: all)")
+	f.StringVar(&evalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
+	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
+	f.StringVar(&selection, "selection", "random", "batch construction: random or partition")
+	f.StringVar(&partName, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
+	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 20, "partitions per macro batch")
+	f.Int64Var(&seed, "seed", 1, "random seed (same seed, same result)")
+	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
+	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
+	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
+	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")
+	f.Int64Var(&o.Staleness, "staleness", histcache.DefaultStaleness, "iterations a historical embedding stays usable (1: never reused)")
+	f.StringVar(&histPolicy, "hist-policy", "staleness", "history admission: staleness or grad (FreshGNN)")
+	f.Float64Var(&o.PGrad, "pgrad", histcache.DefaultPGrad, "fraction admitted by --hist-policy grad")
+	f.Var(&histCache, "hist-cache", "history cache size (default: 20% of nodes)")
+	f.Var(&featCache, "feat-cache", "feature cache size (0: none)")
+	f.StringVar(&featPolicy, "feat-policy", "degree", "feature cache policy: degree, profiled or dynamic")
+	f.Var(&nbrCache, "neighbor-cache", "global neighbour cache size (0: none)")
+	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
+	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")
+	f.BoolVar(&asJSON, "json", false, "print the final report as JSON instead of the table")
+	f.StringVar(&metrics, "metrics", "", "append one JSON line per epoch to this file")
+	f.StringVar(&plotPath, "plot", "", "plot loss and accuracy against time to this PNG")
+	return cmd
+}

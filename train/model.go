@@ -1,0 +1,573 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/ssdgnn/ssdgnn/kernels"
+)
+
+// Model kinds.
+const (
+	ModelSAGE = "sage"
+	ModelGCN  = "gcn"
+	ModelGAT  = "gat"
+)
+
+// gatSlope is the LeakyReLU slope of GAT's attention scores.
+const gatSlope = 0.2
+
+// ModelConfig describes a model's architecture.
+type ModelConfig struct {
+	Kind    string  `json:"kind"`    // ModelSAGE, ModelGCN or ModelGAT
+	InDim   int     `json:"in_dim"`  // input feature width
+	Hidden  int     `json:"hidden"`  // hidden width (per head for GAT)
+	Classes int     `json:"classes"` // output width
+	Layers  int     `json:"layers"`
+	Heads   int     `json:"heads"` // GAT attention heads (hidden layers concatenate, the output layer averages)
+	Dropout float32 `json:"dropout"`
+}
+
+func (c ModelConfig) validate() error {
+	switch c.Kind {
+	case ModelSAGE, ModelGCN, ModelGAT:
+	default:
+		return fmt.Errorf("%w: model %q (want sage, gcn or gat)", ErrInvalidOptions, c.Kind)
+	}
+	if c.InDim < 1 || c.Hidden < 1 || c.Classes < 1 || c.Layers < 1 {
+		return fmt.Errorf("%w: model dims in=%d hidden=%d classes=%d layers=%d must be >= 1", ErrInvalidOptions, c.InDim, c.Hidden, c.Classes, c.Layers)
+	}
+	if c.Kind == ModelGAT && c.Heads < 1 {
+		return fmt.Errorf("%w: GAT heads %d < 1", ErrInvalidOptions, c.Heads)
+	}
+	if c.Dropout < 0 || c.Dropout >= 1 || c.Dropout != c.Dropout {
+		return fmt.Errorf("%w: dropout %v not in [0,1)", ErrInvalidOptions, c.Dropout)
+	}
+	return nil
+}
+
+// HistWidth is the width of the layer-(L−1) embeddings (the input of the
+// last layer) that the historical cache stores.
+func (c ModelConfig) HistWidth() int {
+	if c.Kind == ModelGAT {
+		return c.Hidden * c.Heads
+	}
+	return c.Hidden
+}
+
+// Param is one trainable tensor with its gradient and Adam moments.
+type Param struct {
+	Name       string
+	Rows, Cols int
+	W, G, M, V kernels.Tensor
+}
+
+// layer is one message-passing layer. forward keeps what backward needs;
+// both allocate their outputs on the tape.
+type layer interface {
+	forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor
+	// backward sets the parameter gradients and returns dX (nil when
+	// needDX is false).
+	backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor
+	params() []*Param
+}
+
+// devBlock is a block on the backend plus the identity index of its
+// destinations (rows 0..NumDst-1 of its sources), created lazily.
+type devBlock struct {
+	blk  kernels.DeviceBlock
+	iota kernels.IntTensor
+}
+
+func (d *devBlock) dstIdx(t *tape) kernels.IntTensor {
+	if d.iota == nil {
+		n := d.blk.NumDst()
+		d.iota = t.allocInts(n)
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		t.be.UploadInts(d.iota, idx)
+	}
+	return d.iota
+}
+
+// tapeError carries an allocation failure out of forward/backward; it is
+// recovered at the batch boundary and never escapes the package.
+type tapeError struct{ err error }
+
+// tape allocates the temporaries of one batch and frees them together.
+type tape struct {
+	be kernels.Backend
+	ts []kernels.Tensor
+	is []kernels.IntTensor
+}
+
+func (t *tape) alloc(r, c int) kernels.Tensor {
+	x, err := t.be.Alloc(r, c)
+	if err != nil {
+		panic(tapeError{err})
+	}
+	t.ts = append(t.ts, x)
+	return x
+}
+
+func (t *tape) zeros(r, c int) kernels.Tensor {
+	x := t.alloc(r, c)
+	t.be.Zero(x)
+	return x
+}
+
+func (t *tape) allocInts(n int) kernels.IntTensor {
+	x, err := t.be.AllocInts(n)
+	if err != nil {
+		panic(tapeError{err})
+	}
+	t.is = append(t.is, x)
+	return x
+}
+
+func (t *tape) ints(v []int32) kernels.IntTensor {
+	x := t.allocInts(len(v))
+	t.be.UploadInts(x, v)
+	return x
+}
+
+func (t *tape) upload(r, c int, v []float32) kernels.Tensor {
+	x := t.alloc(r, c)
+	t.be.Upload(x, v)
+	return x
+}
+
+func (t *tape) free() {
+	for _, x := range t.ts {
+		t.be.Free(x)
+	}
+	for _, x := range t.is {
+		t.be.FreeInts(x)
+	}
+	t.ts, t.is = t.ts[:0], t.is[:0]
+}
+
+// run calls fn, turning a tape allocation failure into an error.
+func (t *tape) run(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			te, ok := r.(tapeError)
+			if !ok {
+				panic(r)
+			}
+			err = te.err
+		}
+	}()
+	fn()
+	return t.be.Err()
+}
+
+// sageLayer: h' = W_self·h_dst + W_neigh·mean(h_src) + b.
+type sageLayer struct {
+	ws, wn, b *Param
+	hd, agg   kernels.Tensor
+	in        int
+}
+
+func (l *sageLayer) params() []*Param { return []*Param{l.ws, l.wn, l.b} }
+
+func (l *sageLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
+	be, n := t.be, blk.blk.NumDst()
+	l.agg = t.alloc(n, l.in)
+	be.Aggregate(blk.blk, kernels.AggMean, l.agg, x)
+	l.hd = t.alloc(n, l.in)
+	be.GatherRows(l.hd, x, blk.dstIdx(t))
+	out := t.alloc(n, l.ws.Cols)
+	be.GEMM(false, false, 1, l.hd, l.ws.W, 0, out)
+	be.GEMM(false, false, 1, l.agg, l.wn.W, 1, out)
+	be.AddBias(out, l.b.W)
+	return out
+}
+
+func (l *sageLayer) backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor {
+	be, n := t.be, blk.blk.NumDst()
+	be.GEMM(true, false, 1, l.hd, dy, 0, l.ws.G)
+	be.GEMM(true, false, 1, l.agg, dy, 0, l.wn.G)
+	be.BiasGrad(l.b.G, dy)
+	if !needDX {
+		return nil
+	}
+	dhd := t.alloc(n, l.in)
+	be.GEMM(false, true, 1, dy, l.ws.W, 0, dhd)
+	dagg := t.alloc(n, l.in)
+	be.GEMM(false, true, 1, dy, l.wn.W, 0, dagg)
+	dx := t.alloc(blk.blk.NumSrc(), l.in)
+	be.AggregateBackward(blk.blk, kernels.AggMean, dx, dagg)
+	be.ScatterAddRows(dx, dhd, blk.dstIdx(t))
+	return dx
+}
+
+// gcnLayer: h' = Â·h·W + b with Â the GCN normalisation (implicit self loop).
+type gcnLayer struct {
+	w, b *Param
+	agg  kernels.Tensor
+	in   int
+}
+
+func (l *gcnLayer) params() []*Param { return []*Param{l.w, l.b} }
+
+func (l *gcnLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
+	be, n := t.be, blk.blk.NumDst()
+	l.agg = t.alloc(n, l.in)
+	be.Aggregate(blk.blk, kernels.AggGCN, l.agg, x)
+	out := t.alloc(n, l.w.Cols)
+	be.GEMM(false, false, 1, l.agg, l.w.W, 0, out)
+	be.AddBias(out, l.b.W)
+	return out
+}
+
+func (l *gcnLayer) backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor {
+	be, n := t.be, blk.blk.NumDst()
+	be.GEMM(true, false, 1, l.agg, dy, 0, l.w.G)
+	be.BiasGrad(l.b.G, dy)
+	if !needDX {
+		return nil
+	}
+	dagg := t.alloc(n, l.in)
+	be.GEMM(false, true, 1, dy, l.w.W, 0, dagg)
+	dx := t.alloc(blk.blk.NumSrc(), l.in)
+	be.AggregateBackward(blk.blk, kernels.AggGCN, dx, dagg)
+	return dx
+}
+
+// gatLayer: multi-head graph attention. Hidden layers concatenate the heads,
+// the output layer averages them (through a constant H·F×F matrix).
+type gatLayer struct {
+	w, al, ar, b         *Param
+	mean                 kernels.Tensor // H·F×F averaging matrix, nil when concatenating
+	in, heads, f         int
+	x, wh, scores, alpha kernels.Tensor
+}
+
+func (l *gatLayer) params() []*Param { return []*Param{l.w, l.al, l.ar, l.b} }
+
+func (l *gatLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
+	be, n, e := t.be, blk.blk.NumDst(), blk.blk.NumEdges()
+	hf := l.heads * l.f
+	l.x = x
+	l.wh = t.alloc(blk.blk.NumSrc(), hf)
+	be.GEMM(false, false, 1, x, l.w.W, 0, l.wh)
+	l.scores = t.alloc(e, l.heads)
+	be.GATScores(blk.blk, l.scores, l.wh, l.al.W, l.ar.W, gatSlope)
+	l.alpha = t.alloc(e, l.heads)
+	be.EdgeSoftmax(blk.blk, l.alpha, l.scores)
+	o := t.alloc(n, hf)
+	be.EdgeWeightedSum(blk.blk, o, l.alpha, l.wh)
+	out := o
+	if l.mean != nil {
+		out = t.alloc(n, l.f)
+		be.GEMM(false, false, 1, o, l.mean, 0, out)
+	}
+	be.AddBias(out, l.b.W)
+	return out
+}
+
+func (l *gatLayer) backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor {
+	be, n, e := t.be, blk.blk.NumDst(), blk.blk.NumEdges()
+	hf := l.heads * l.f
+	ns := blk.blk.NumSrc()
+	be.BiasGrad(l.b.G, dy)
+	do := dy
+	if l.mean != nil {
+		do = t.alloc(n, hf)
+		be.GEMM(false, true, 1, dy, l.mean, 0, do)
+	}
+	dAlpha := t.alloc(e, l.heads)
+	dWh := t.alloc(ns, hf)
+	be.EdgeWeightedSumBackward(blk.blk, dAlpha, dWh, do, l.alpha, l.wh)
+	dScores := t.alloc(e, l.heads)
+	be.EdgeSoftmaxBackward(blk.blk, dScores, dAlpha, l.alpha)
+	dWh2 := t.alloc(ns, hf)
+	be.GATScoresBackward(blk.blk, dWh2, l.al.G, l.ar.G, dScores, l.scores, l.wh, l.al.W, l.ar.W, gatSlope)
+	be.Add(dWh, dWh, dWh2)
+	be.GEMM(true, false, 1, l.x, dWh, 0, l.w.G)
+	if !needDX {
+		return nil
+	}
+	dx := t.alloc(ns, l.in)
+	be.GEMM(false, true, 1, dWh, l.w.W, 0, dx)
+	return dx
+}
+
+// Model is a stack of layers with its parameters on one backend. It is not
+// safe for concurrent use.
+type Model struct {
+	be     kernels.Backend
+	cfg    ModelConfig
+	layers []layer
+	params []*Param
+	consts []kernels.Tensor
+}
+
+// NewModel allocates a model on be with Glorot-uniform weights drawn from a
+// generator seeded by seed, zero biases and zero Adam moments.
+func NewModel(be kernels.Backend, cfg ModelConfig, seed uint64) (m *Model, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m = &Model{be: be, cfg: cfg}
+	rng := rand.New(rand.NewPCG(seed, 0x6d6f64656c))
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	newParam := func(name string, r, c int, glorot bool) (*Param, error) {
+		p := &Param{Name: name, Rows: r, Cols: c}
+		for _, dst := range []*kernels.Tensor{&p.W, &p.G, &p.M, &p.V} {
+			x, err := be.Alloc(r, c)
+			if err != nil {
+				return nil, err
+			}
+			be.Zero(x)
+			*dst = x
+		}
+		m.params = append(m.params, p)
+		if glorot {
+			lim := math.Sqrt(6 / float64(r+c))
+			v := make([]float32, r*c)
+			for i := range v {
+				v[i] = float32((2*rng.Float64() - 1) * lim)
+			}
+			be.Upload(p.W, v)
+		}
+		return p, nil
+	}
+	in := cfg.InDim
+	for l := 0; l < cfg.Layers; l++ {
+		last := l == cfg.Layers-1
+		out := cfg.Hidden
+		if last {
+			out = cfg.Classes
+		}
+		pre := fmt.Sprintf("layer%d.", l)
+		switch cfg.Kind {
+		case ModelSAGE:
+			ly := &sageLayer{in: in}
+			if ly.ws, err = newParam(pre+"w_self", in, out, true); err != nil {
+				return nil, err
+			}
+			if ly.wn, err = newParam(pre+"w_neigh", in, out, true); err != nil {
+				return nil, err
+			}
+			if ly.b, err = newParam(pre+"bias", 1, out, false); err != nil {
+				return nil, err
+			}
+			m.layers = append(m.layers, ly)
+			in = out
+		case ModelGCN:
+			ly := &gcnLayer{in: in}
+			if ly.w, err = newParam(pre+"w", in, out, true); err != nil {
+				return nil, err
+			}
+			if ly.b, err = newParam(pre+"bias", 1, out, false); err != nil {
+				return nil, err
+			}
+			m.layers = append(m.layers, ly)
+			in = out
+		case ModelGAT:
+			h := cfg.Heads
+			ly := &gatLayer{in: in, heads: h, f: out}
+			if ly.w, err = newParam(pre+"w", in, h*out, true); err != nil {
+				return nil, err
+			}
+			if ly.al, err = newParam(pre+"attn_l", 1, h*out, true); err != nil {
+				return nil, err
+			}
+			if ly.ar, err = newParam(pre+"attn_r", 1, h*out, true); err != nil {
+				return nil, err
+			}
+			bw := h * out
+			if last {
+				bw = out
+				mean, err := be.Alloc(h*out, out)
+				if err != nil {
+					return nil, err
+				}
+				m.consts = append(m.consts, mean)
+				v := make([]float32, h*out*out)
+				for k := 0; k < h; k++ {
+					for c := 0; c < out; c++ {
+						v[(k*out+c)*out+c] = 1 / float32(h)
+					}
+				}
+				be.Upload(mean, v)
+				ly.mean = mean
+			}
+			if ly.b, err = newParam(pre+"bias", 1, bw, false); err != nil {
+				return nil, err
+			}
+			m.layers = append(m.layers, ly)
+			in = bw
+		}
+	}
+	return m, nil
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() ModelConfig { return m.cfg }
+
+// Params returns the parameters in a fixed order (the checkpoint order).
+func (m *Model) Params() []*Param { return m.params }
+
+// NumParams is the number of trainable scalars.
+func (m *Model) NumParams() int {
+	n := 0
+	for _, p := range m.params {
+		n += p.Rows * p.Cols
+	}
+	return n
+}
+
+// Close frees the model's tensors.
+func (m *Model) Close() {
+	for _, p := range m.params {
+		for _, x := range []kernels.Tensor{p.W, p.G, p.M, p.V} {
+			if x != nil {
+				m.be.Free(x)
+			}
+		}
+	}
+	for _, x := range m.consts {
+		m.be.Free(x)
+	}
+	m.params, m.consts = nil, nil
+}
+
+// hist is the historical-embedding substitution of one batch: rows reused
+// of the layer-(L−1) output are replaced by pulled embeddings, and the
+// gradient at that output is captured for the cache.
+type hist struct {
+	reused   []int32   // local ids, ascending
+	computed []int32   // the other rows, ascending
+	pulled   []float32 // len(reused)·width
+	// filled by forward/backward
+	emb               []float32 // computed layer-(L−1) output, all rows (reused rows hold the pulled values)
+	grad              []float32 // gradient at that output, all rows
+	wantEmb, wantGrad bool      // download emb and grad
+}
+
+// pass is one forward (and optionally backward) pass over a batch.
+type pass struct {
+	train   bool
+	seed    uint64 // dropout seed
+	blocks  []*devBlock
+	x       kernels.Tensor
+	hist    *hist
+	masks   []kernels.Tensor
+	relus   []kernels.Tensor
+	compIdx kernels.IntTensor
+}
+
+// forward returns the logits of the last block's destinations.
+func (m *Model) forward(t *tape, p *pass) kernels.Tensor {
+	be := t.be
+	L := len(m.layers)
+	p.masks = make([]kernels.Tensor, L)
+	p.relus = make([]kernels.Tensor, L)
+	h := p.x
+	for l, ly := range m.layers {
+		if p.train && m.cfg.Dropout > 0 {
+			mask := t.alloc(h.Rows(), h.Cols())
+			d := t.alloc(h.Rows(), h.Cols())
+			be.Dropout(d, h, mask, m.cfg.Dropout, mixSeed(p.seed, uint64(l)))
+			p.masks[l] = mask
+			h = d
+		}
+		h = ly.forward(t, p.blocks[l], h)
+		if l == L-1 {
+			break
+		}
+		be.ReLU(h, h)
+		p.relus[l] = h
+		if l == L-2 && p.hist != nil {
+			h = m.substitute(t, p, h)
+		}
+	}
+	return h
+}
+
+// substitute replaces the reused rows of h by the pulled embeddings.
+func (m *Model) substitute(t *tape, p *pass, h kernels.Tensor) kernels.Tensor {
+	hs := p.hist
+	be := t.be
+	if len(hs.reused) > 0 {
+		w := h.Cols()
+		out := t.zeros(h.Rows(), w)
+		p.compIdx = t.ints(hs.computed)
+		if len(hs.computed) > 0 {
+			hc := t.alloc(len(hs.computed), w)
+			be.GatherRows(hc, h, p.compIdx)
+			be.ScatterAddRows(out, hc, p.compIdx)
+		}
+		pt := t.upload(len(hs.reused), w, hs.pulled)
+		be.ScatterAddRows(out, pt, t.ints(hs.reused))
+		h = out
+	}
+	if hs.wantEmb {
+		hs.emb = make([]float32, h.Rows()*h.Cols())
+		if err := be.Download(hs.emb, h); err != nil {
+			panic(tapeError{err})
+		}
+	}
+	return h
+}
+
+// backward propagates dLogits and fills every parameter gradient.
+func (m *Model) backward(t *tape, p *pass, dLogits kernels.Tensor) {
+	be := t.be
+	L := len(m.layers)
+	dh := dLogits
+	for l := L - 1; l >= 0; l-- {
+		dx := m.layers[l].backward(t, p.blocks[l], dh, l > 0)
+		if l == 0 {
+			return
+		}
+		if p.masks[l] != nil {
+			be.DropoutBackward(dx, dx, p.masks[l])
+		}
+		if l-1 == L-2 && p.hist != nil {
+			hs := p.hist
+			if hs.wantGrad {
+				hs.grad = make([]float32, dx.Rows()*dx.Cols())
+				if err := be.Download(hs.grad, dx); err != nil {
+					panic(tapeError{err})
+				}
+			}
+			if len(hs.reused) > 0 {
+				nd := t.zeros(dx.Rows(), dx.Cols())
+				if len(hs.computed) > 0 {
+					g := t.alloc(len(hs.computed), dx.Cols())
+					be.GatherRows(g, dx, p.compIdx)
+					be.ScatterAddRows(nd, g, p.compIdx)
+				}
+				dx = nd
+			}
+		}
+		be.ReLUBackward(dx, dx, p.relus[l-1])
+		dh = dx
+	}
+}
+
+// step applies one Adam step (t >= 1) to every parameter.
+func (m *Model) step(t int, cfg kernels.AdamConfig) {
+	for _, p := range m.params {
+		m.be.Adam(p.W, p.G, p.M, p.V, t, cfg)
+	}
+}
+
+// mixSeed derives a seed from a and b (SplitMix64 of a combination).
+func mixSeed(a, b uint64) uint64 {
+	z := a ^ (b+1)*0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}

@@ -1,0 +1,211 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/sample"
+)
+
+// Errors returned by the package. Every error wraps one of them or an error
+// of a package it builds on.
+var (
+	ErrInvalidOptions = errors.New("train: invalid options")
+	// ErrCheckpoint is wrapped by *CheckpointError.
+	ErrCheckpoint = errors.New("train: bad checkpoint")
+	// ErrMismatch reports a checkpoint of a different model or dataset.
+	ErrMismatch = errors.New("train: checkpoint does not match")
+)
+
+// Defaults of Options.
+const (
+	DefaultModel       = ModelSAGE
+	DefaultLayers      = 2
+	DefaultHidden      = 128
+	DefaultHeads       = 4
+	DefaultDropout     = 0.5
+	DefaultLR          = 0.01
+	DefaultWeightDecay = 5e-4
+	DefaultEpochs      = 100
+	DefaultBatchSize   = 1000
+	// PipelineDepth is D: batch i's reuse set is decided from the history
+	// cache as it stands after compute of batch i−D (see the package doc).
+	PipelineDepth = 2
+)
+
+// Options configures a Trainer. A nil *Options means the defaults; zero
+// fields take their defaults.
+type Options struct {
+	// Model architecture: ModelSAGE (default), ModelGCN or ModelGAT.
+	Model string `json:"model"`
+	// Layers (default 2), Hidden (default 128; per head for GAT), Heads
+	// (GAT only, default 4).
+	Layers int `json:"layers"`
+	Hidden int `json:"hidden"`
+	Heads  int `json:"heads"`
+	// Dropout probability on every layer's input while training. nil
+	// pointer semantics are avoided: a negative value means 0, zero means
+	// the default 0.5.
+	Dropout float64 `json:"dropout"`
+	// LR (default 0.01) and WeightDecay (L2 added to the gradient; default
+	// 5e-4, negative means 0) for Adam.
+	LR          float64 `json:"lr"`
+	WeightDecay float64 `json:"weight_decay"`
+	// Epochs (default 100) and BatchSize (default 1000) of training.
+	Epochs    int `json:"epochs"`
+	BatchSize int `json:"batch_size"`
+	// Fanouts per layer, input layer first; -1 takes every neighbour.
+	// Default: 10 per layer.
+	Fanouts []int `json:"fanouts"`
+	// EvalFanouts are the fanouts of sampled inference on the valid and
+	// test nodes (default Fanouts).
+	EvalFanouts []int `json:"eval_fanouts"`
+	// EvalEvery evaluates every that many epochs and after the last
+	// (default 1).
+	EvalEvery int `json:"eval_every"`
+	// Selection is the batch construction (default sample.ModeRandom);
+	// ModePartition needs Partitions.
+	Selection     sample.Mode       `json:"selection"`
+	Partitions    sample.Partitions `json:"-"`
+	PartsPerBatch int               `json:"parts_per_batch"`
+	Seed          uint64            `json:"seed"`
+	Workers       int               `json:"workers"` // sampling goroutines (default sample's)
+	Source        sample.Source     `json:"-"`
+	// NoHist disables historical embeddings. Staleness (default 100),
+	// HistPolicy and PGrad configure the cache (histcache.Options);
+	// HistCacheBytes is its budget (default: room for 20 % of the nodes).
+	NoHist         bool             `json:"no_hist"`
+	Staleness      int64            `json:"staleness"`
+	HistPolicy     histcache.Policy `json:"hist_policy"`
+	PGrad          float64          `json:"pgrad"`
+	HistCacheBytes int64            `json:"hist_cache_bytes"`
+	// FeatCacheBytes and FeatPolicy configure the feature cache (0: none);
+	// NeighborCacheBytes the global neighbour cache (0: none).
+	FeatCacheBytes     int64               `json:"feat_cache_bytes"`
+	FeatPolicy         featurecache.Policy `json:"-"`
+	NeighborCacheBytes int64               `json:"neighbor_cache_bytes"`
+	// NormalizeFeatures scales every gathered feature row to unit L1 norm
+	// (the usual preprocessing of Cora's bag-of-words features).
+	NormalizeFeatures bool `json:"normalize_features"`
+	// Backend runs the model (default: a kernels/cpu backend owned by the
+	// Trainer). A caller-supplied backend is not closed by the Trainer.
+	Backend kernels.Backend `json:"-"`
+	// CheckpointDir receives CheckpointFile every CheckpointEvery epochs
+	// (0: only at the end and on interruption); empty disables checkpoints.
+	CheckpointDir   string `json:"-"`
+	CheckpointEvery int    `json:"-"`
+	// Resume is a checkpoint file (or a directory holding CheckpointFile)
+	// to continue from.
+	Resume string `json:"-"`
+	// Progress shows one bar per epoch; Logger receives Info lines.
+	Progress progress.Reporter `json:"-"`
+	Logger   *slog.Logger      `json:"-"`
+	// OnEpoch, when set, is called after every epoch with its statistics.
+	OnEpoch func(EpochStats) `json:"-"`
+}
+
+// Validate reports whether o is usable. A nil receiver is valid.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	w := o.withDefaults()
+	if err := (ModelConfig{Kind: w.Model, InDim: 1, Hidden: w.Hidden, Classes: 1, Layers: w.Layers, Heads: w.Heads, Dropout: float32(w.Dropout)}).validate(); err != nil {
+		return err
+	}
+	if w.LR <= 0 || w.LR != w.LR {
+		return fmt.Errorf("%w: lr %v <= 0", ErrInvalidOptions, w.LR)
+	}
+	if w.Epochs < 0 || w.BatchSize < 1 || w.EvalEvery < 1 || w.CheckpointEvery < 0 {
+		return fmt.Errorf("%w: epochs %d, batch size %d, eval every %d, checkpoint every %d", ErrInvalidOptions, w.Epochs, w.BatchSize, w.EvalEvery, w.CheckpointEvery)
+	}
+	for name, f := range map[string][]int{"fanouts": w.Fanouts, "eval fanouts": w.EvalFanouts} {
+		if len(f) != w.Layers {
+			return fmt.Errorf("%w: %s has %d entries, want one per layer (%d)", ErrInvalidOptions, name, len(f), w.Layers)
+		}
+		for _, x := range f {
+			if x == 0 || x < -1 {
+				return fmt.Errorf("%w: %s entry %d (want >= 1 or -1)", ErrInvalidOptions, name, x)
+			}
+		}
+	}
+	if w.Selection == sample.ModePartition && w.Partitions == nil {
+		return fmt.Errorf("%w: partition selection needs Partitions", ErrInvalidOptions)
+	}
+	if w.Staleness < 1 || w.HistCacheBytes < 0 || w.FeatCacheBytes < 0 || w.NeighborCacheBytes < 0 {
+		return fmt.Errorf("%w: staleness %d, cache sizes must be >= 0", ErrInvalidOptions, w.Staleness)
+	}
+	hopts := histcache.Options{Staleness: w.Staleness, Policy: w.HistPolicy, PGrad: w.PGrad}
+	if err := hopts.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Model == "" {
+		r.Model = DefaultModel
+	}
+	if r.Layers == 0 {
+		r.Layers = DefaultLayers
+	}
+	if r.Hidden == 0 {
+		r.Hidden = DefaultHidden
+	}
+	if r.Heads == 0 {
+		r.Heads = DefaultHeads
+	}
+	switch {
+	case r.Dropout == 0:
+		r.Dropout = DefaultDropout
+	case r.Dropout < 0:
+		r.Dropout = 0
+	}
+	if r.LR == 0 {
+		r.LR = DefaultLR
+	}
+	switch {
+	case r.WeightDecay == 0:
+		r.WeightDecay = DefaultWeightDecay
+	case r.WeightDecay < 0:
+		r.WeightDecay = 0
+	}
+	if r.Epochs == 0 {
+		r.Epochs = DefaultEpochs
+	}
+	if r.BatchSize == 0 {
+		r.BatchSize = DefaultBatchSize
+	}
+	if r.Fanouts == nil {
+		r.Fanouts = make([]int, r.Layers)
+		for i := range r.Fanouts {
+			r.Fanouts[i] = 10
+		}
+	}
+	if r.EvalFanouts == nil {
+		r.EvalFanouts = r.Fanouts
+	}
+	if r.EvalEvery == 0 {
+		r.EvalEvery = 1
+	}
+	if r.Selection == "" {
+		r.Selection = sample.ModeRandom
+	}
+	if r.Staleness == 0 {
+		r.Staleness = histcache.DefaultStaleness
+	}
+	r.Progress = progress.Or(r.Progress)
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	return r
+}

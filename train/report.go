@@ -1,0 +1,99 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// WriteEpochHeader writes the header of the per-epoch table.
+func WriteEpochHeader(w io.Writer) error {
+	_, err := fmt.Fprintln(w, "epoch\tloss\ttrain\tvalid\ttest\twall\tSa\tGa\tTr\tCo\toverlap\tread rows\tread bytes\tio read\tnbr hit\tdyn hit\tfeat hit\thist hit\treused\t")
+	return err
+}
+
+// WriteEpochRow writes one row of the per-epoch table (tab-separated, for a
+// tabwriter).
+func WriteEpochRow(w io.Writer, e EpochStats) error {
+	acc := func(x float64) string {
+		if !e.Evaluated {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%%", 100*x)
+	}
+	var rows, bytesRead int64
+	for _, s := range e.Storage {
+		if s.Stage == "load" {
+			continue
+		}
+		rows += s.Rows
+		bytesRead += s.BytesRead
+	}
+	io := "-"
+	if e.IOReadBytes >= 0 {
+		io = humanize.IBytes(uint64(e.IOReadBytes))
+	}
+	_, err := fmt.Fprintf(w, "%d\t%.4f\t%.2f%%\t%s\t%s\t%.2fs\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%d\t\n",
+		e.Epoch, e.Loss, 100*e.TrainAcc, acc(e.ValidAcc), acc(e.TestAcc), e.WallSec,
+		e.Stages.Sample, e.Stages.Gather, e.Stages.Transfer, e.Stages.Compute, e.Overlap,
+		rows, humanize.IBytes(uint64(bytesRead)), io,
+		100*e.NeighborHit, 100*e.DynamicHit, 100*e.FeatureHit, 100*e.HistHit, e.Reused)
+	return err
+}
+
+// WriteTable writes the per-epoch table and a summary line of rep.
+func WriteTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if err := WriteEpochHeader(tw); err != nil {
+		return err
+	}
+	for _, e := range rep.Epochs {
+		if err := WriteEpochRow(tw, e); err != nil {
+			return err
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
+		rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
+	return err
+}
+
+// Plot draws loss and train/valid/test accuracy against elapsed time into
+// path (the format follows the extension: .png, .svg, .pdf).
+func Plot(rep *Report, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s training", rep.Model.Kind)
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "loss / accuracy"
+	var loss, tr, va, te plotter.XYs
+	for _, e := range rep.Epochs {
+		loss = append(loss, plotter.XY{X: e.ElapsedSec, Y: e.Loss})
+		tr = append(tr, plotter.XY{X: e.ElapsedSec, Y: e.TrainAcc})
+		if e.Evaluated {
+			va = append(va, plotter.XY{X: e.ElapsedSec, Y: e.ValidAcc})
+			te = append(te, plotter.XY{X: e.ElapsedSec, Y: e.TestAcc})
+		}
+	}
+	var args []any
+	for _, s := range []struct {
+		name string
+		xy   plotter.XYs
+	}{{"loss", loss}, {"train acc", tr}, {"valid acc", va}, {"test acc", te}} {
+		if len(s.xy) > 0 {
+			args = append(args, s.name, s.xy)
+		}
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return err
+	}
+	p.Legend.Top = true
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}

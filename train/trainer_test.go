@@ -1,0 +1,181 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+func synthOpts() *Options {
+	return &Options{Model: ModelSAGE, Hidden: 16, Epochs: 3, BatchSize: 50, Fanouts: []int{5, 5}, Workers: 2, Seed: *seedFlag}
+}
+
+func run(t *testing.T, d *storage.Dataset, o *Options) *Report {
+	t.Helper()
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rep, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+type curve struct {
+	loss, train, valid, test float64
+}
+
+func curves(rep *Report) []curve {
+	var out []curve
+	for _, e := range rep.Epochs {
+		out = append(out, curve{e.Loss, e.TrainAcc, e.ValidAcc, e.TestAcc})
+	}
+	return out
+}
+
+func sameCurves(t *testing.T, a, b []curve, what string) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d vs %d epochs", what, len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("%s: epoch %d: %+v vs %+v", what, i, a[i], b[i])
+		}
+	}
+}
+
+// TestStalenessOneIsExact: with staleness 1 no embedding is ever reused, so
+// training gives bit-identical losses and accuracies to --no-hist.
+func TestStalenessOneIsExact(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	d := smallSynth(t)
+	for _, pol := range []histcache.Policy{histcache.PolicyStaleness, histcache.PolicyGrad} {
+		o := synthOpts()
+		o.NoHist = true
+		exact := run(t, d, o)
+		o = synthOpts()
+		o.Staleness, o.HistPolicy = 1, pol
+		s1 := run(t, d, o)
+		sameCurves(t, curves(exact), curves(s1), "no-hist vs staleness 1 ("+pol.String()+")")
+		for _, e := range s1.Epochs {
+			if e.Reused != 0 {
+				t.Errorf("staleness 1 reused %d embeddings", e.Reused)
+			}
+		}
+	}
+}
+
+// TestReproducible: the same seed gives the same results with a pipelined
+// sampler of two workers, history on (reuse decisions are made at fixed
+// pipeline points), for every model.
+func TestReproducible(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	d := smallSynth(t)
+	for _, m := range []string{ModelSAGE, ModelGCN, ModelGAT} {
+		o := synthOpts()
+		o.Model, o.Heads = m, 2
+		a := run(t, d, o)
+		o = synthOpts()
+		o.Model, o.Heads = m, 2
+		b := run(t, d, o)
+		sameCurves(t, curves(a), curves(b), m)
+		var reused int64
+		for _, e := range a.Epochs {
+			reused += e.Reused
+		}
+		if reused == 0 {
+			t.Errorf("%s: staleness 100 reused no embedding", m)
+		}
+		if last := a.Epochs[len(a.Epochs)-1]; last.TestAcc < 0.5 {
+			t.Errorf("%s: test accuracy %.3f after 3 epochs on an easy graph", m, last.TestAcc)
+		}
+	}
+}
+
+// TestResume: training 2 epochs, checkpointing, and resuming for the rest
+// gives the same results as an uninterrupted run.
+func TestResume(t *testing.T) {
+	d := smallSynth(t)
+	full := run(t, d, synthOpts())
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir, o.CheckpointEvery = 2, dir, 1
+	run(t, d, o)
+	o = synthOpts()
+	o.Resume = dir
+	resumed := run(t, d, o)
+	sameCurves(t, curves(full), curves(resumed), "uninterrupted vs resumed")
+	// A damaged checkpoint is reported with its offset.
+	p := filepath.Join(dir, CheckpointFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadCheckpointInfo(p)
+	var ce *CheckpointError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCheckpoint) {
+		t.Fatalf("damaged checkpoint: %v", err)
+	}
+}
+
+// TestCancel: cancelling mid-epoch stops every goroutine (goleak in
+// TestMain), writes a checkpoint, and returns an interrupted report.
+func TestCancel(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 50, dir
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	o.OnEpoch = func(EpochStats) {
+		if n++; n == 2 {
+			cancel()
+		}
+	}
+	tr, err := New(ctx, d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rep, err := tr.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || rep.Checkpoint == "" {
+		t.Fatalf("report %+v", rep)
+	}
+	info, err := ReadCheckpointInfo(rep.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Epoch < 2 {
+		t.Errorf("checkpoint at epoch %d", info.Epoch)
+	}
+}
+
+// TestCoraFloor trains GCN on the bundled Cora (planetoid split) with the
+// documented defaults and checks a loose accuracy floor.
+func TestCoraFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	d := cora(t)
+	rep := run(t, d, &Options{Model: ModelGCN, Hidden: 64, Epochs: 100, BatchSize: 140, Fanouts: []int{-1, -1}, NoHist: true, Seed: 1, EvalEvery: 100})
+	t.Logf("GCN Cora test accuracy %.4f", rep.FinalTest)
+	if rep.FinalTest < 0.75 {
+		t.Errorf("test accuracy %.4f < 0.75", rep.FinalTest)
+	}
+}
