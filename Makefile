@@ -5,7 +5,7 @@ DEMO    := demo-data
 # Packages that run goroutines: tested with the race detector.
 RACE_PKGS := ./storage/... ./internal/extsort/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/...
 
-.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition clean
+.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
 
 all: build
 
@@ -55,6 +55,38 @@ bench-gen:
 
 bench-partition:
 	$(GO) test -run '^$$' -bench 'Partition' -benchtime 1x -timeout 60m ./partition/
+
+# --- CUDA (docs/cuda.md). The cuda-tagged binary links libcuda.so.1 only and
+# exits at start on a machine without a GPU (gorgonia.org/cu's init).
+build-cuda: vet-cuda
+	$(GO) build -tags cuda -o bin/ssdgnn-cuda ./cmd/ssdgnn
+
+# Compile check of every cuda-tagged file, installing the CUDA 11.8 headers
+# first when /usr/include/cuda.h is missing.
+vet-cuda:
+	@[ -f /usr/include/cuda.h ] || tools/install-cuda-dev.sh
+	$(GO) build -tags cuda ./...
+	$(GO) vet -tags cuda ./...
+	$(GO) test -tags cuda -c -o /dev/null ./kernels/cuda/gputest/
+
+# Regenerate the committed PTX (needs nvcc: tools/install-cuda-dev.sh --toolkit).
+ptx:
+	nvcc -arch=compute_80 -ptx -o kernels/cuda/kernels.ptx kernels/cuda/kernels.cu
+
+# Fail if the committed PTX is stale (nvcc output is deterministic).
+ptx-check:
+	nvcc -arch=compute_80 -ptx -o /tmp/ssdgnn-kernels.ptx kernels/cuda/kernels.cu
+	cmp /tmp/ssdgnn-kernels.ptx kernels/cuda/kernels.ptx
+
+# GPU tests: skipped unless a device is visible (the tagged test binary
+# exits at init without one).
+test-cuda:
+	@if ! nvidia-smi -L >/dev/null 2>&1; then echo "test-cuda: no GPU, skipped"; exit 0; fi; \
+	$(GO) test -tags cuda -count=1 -v ./kernels/cuda/gputest/ ./kernels/cuda/
+
+bench-cuda:
+	@nvidia-smi -L
+	$(GO) test -tags cuda -run '^$$' -bench . -benchtime 2s ./kernels/cuda/gputest/
 
 clean:
 	rm -rf bin $(DEMO)

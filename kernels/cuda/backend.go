@@ -1,0 +1,647 @@
+//go:build cuda && cgo && linux
+
+package cuda
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/ssdgnn/ssdgnn/kernels"
+)
+
+// Available reports whether this build contains the CUDA backend.
+const Available = true
+
+// Backend is the CUDA backend. Not safe for concurrent use except MemStats,
+// HostStats and PoolStats.
+type Backend struct {
+	opts   Options
+	dev    *device
+	err    error
+	closed bool
+
+	mem struct {
+		sync.Mutex
+		stats kernels.MemStats
+		host  HostStats
+	}
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+
+// New creates a context on opts.Device, JIT-compiles the embedded PTX and
+// starts the context-owner goroutine; Close stops it. It returns an error
+// wrapping ErrNoGPU when the device is missing or older than compute
+// capability 8.0.
+//
+// Note: importing this package (in a cuda-tagged build) runs
+// gorgonia.org/cu's init, which calls cuInit and exits the process when no
+// driver or device is present, before New can report anything.
+func New(opts *Options) (*Backend, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	d, err := newDevice(o)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{opts: o, dev: d}
+	b.mem.host.PinnedBytes = int64(len(d.staging)) * o.StagingBytes
+	b.mem.host.ZeroCopy = d.zeroCopy
+	return b, nil
+}
+
+// Name returns "cuda".
+func (b *Backend) Name() string { return "cuda" }
+
+// Device describes the GPU: name and compute capability.
+func (b *Backend) Device() string {
+	return fmt.Sprintf("%s (sm_%d%d)", b.dev.name, b.dev.ccMajor, b.dev.ccMinor)
+}
+
+// Close waits for queued work, releases the staging ring, the pool, the
+// streams, the module and the context, and stops the owner goroutine.
+// Handles must not be used afterwards. Close is idempotent.
+func (b *Backend) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	b.dev.stop()
+	return nil
+}
+
+// Err returns the first recorded error. On this backend it is a sync
+// point: it waits for queued work so that device-side failures (launch
+// errors, out-of-range indices or labels found by a kernel) are seen.
+func (b *Backend) Err() error {
+	if b.err != nil || b.closed {
+		return b.err
+	}
+	b.sync()
+	return b.err
+}
+
+// sync drains the queue, waits for the device and folds device errors into
+// b.err.
+func (b *Backend) sync() {
+	err := b.dev.call(func() error {
+		if e := b.dev.getErr(); e != nil {
+			return e
+		}
+		return b.dev.syncCheck()
+	})
+	if err != nil && b.err == nil {
+		b.err = err
+		b.dev.setErr(err)
+	}
+}
+
+func (b *Backend) fail(err error) {
+	if b.err != nil {
+		return
+	}
+	if b.dev.failed.Load() {
+		// An earlier asynchronous failure happened first.
+		b.err = b.dev.getErr()
+		return
+	}
+	b.err = err
+}
+
+func (b *Backend) failf(op string, format string, args ...any) {
+	b.fail(fmt.Errorf("cuda: %s: %w", op, fmt.Errorf(format, args...)))
+}
+
+// ok reports whether an op may run: no sticky error and not closed.
+func (b *Backend) ok() bool {
+	if b.err != nil {
+		return false
+	}
+	if b.closed {
+		b.err = kernels.ErrClosed
+		return false
+	}
+	if b.dev.failed.Load() {
+		b.err = b.dev.getErr()
+		return false
+	}
+	return true
+}
+
+// enqueue queues fn on the owner goroutine; a failure becomes the sticky
+// error.
+func (b *Backend) enqueue(op string, fn func(d *device) error) {
+	d := b.dev
+	d.submit(op, false, func() error { return fn(d) })
+}
+
+// MemStats returns the accounting of live handles. Bytes are the sizes the
+// interface promises (rows·cols·4, block arrays); the pool's rounding and
+// cached free lists are reported by PoolStats.
+func (b *Backend) MemStats() kernels.MemStats {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	return b.mem.stats
+}
+
+// HostStats returns the pinned and registered host memory accounting.
+func (b *Backend) HostStats() HostStats {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	return b.mem.host
+}
+
+// PoolStats reports the device memory the pool holds from the driver
+// (Reserved, including handles' class rounding) and how much of it sits in
+// free lists (Cached). It waits for queued work.
+func (b *Backend) PoolStats() (reserved, cached int64) {
+	if b.closed {
+		return 0, 0
+	}
+	b.dev.call(func() error {
+		reserved, cached = b.dev.pool.reserved, b.dev.pool.cached
+		return nil
+	})
+	return reserved, cached
+}
+
+func (b *Backend) reserve(bytes int64) error {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	s := &b.mem.stats
+	if b.opts.MaxBytes > 0 && s.Allocated+bytes > b.opts.MaxBytes {
+		return fmt.Errorf("%w: cuda: %d bytes requested, %d of %d in use", kernels.ErrOutOfMemory, bytes, s.Allocated, b.opts.MaxBytes)
+	}
+	s.Allocated += bytes
+	s.Handles++
+	s.Peak = max(s.Peak, s.Allocated)
+	return nil
+}
+
+func (b *Backend) release(bytes int64) {
+	b.mem.Lock()
+	defer b.mem.Unlock()
+	b.mem.stats.Allocated -= bytes
+	b.mem.stats.Handles--
+}
+
+// devAlloc reserves bytes in the accounting and gets device memory from
+// the pool (nothing for 0 bytes).
+func (b *Backend) devAlloc(op string, bytes int64) (cu.DevicePtr, error) {
+	if err := b.reserve(bytes); err != nil {
+		return 0, err
+	}
+	if bytes == 0 {
+		return 0, nil
+	}
+	var p cu.DevicePtr
+	err := b.dev.call(func() error {
+		var err error
+		p, err = b.dev.pool.get(bytes)
+		return err
+	})
+	if err != nil {
+		b.release(bytes)
+		return 0, cuErr(op, err)
+	}
+	return p, nil
+}
+
+// devFree returns memory to the pool, ordered after queued work.
+func (b *Backend) devFree(p cu.DevicePtr, bytes int64) {
+	b.release(bytes)
+	if p == 0 {
+		return
+	}
+	d := b.dev
+	d.submit("Free", true, func() error { return d.pool.put(p, bytes) })
+}
+
+// tensor is the CUDA Tensor: rows·cols float32 at ptr (0 when empty).
+type tensor struct {
+	owner      *Backend
+	rows, cols int
+	ptr        cu.DevicePtr
+	freed      bool
+}
+
+func (t *tensor) Rows() int      { return t.rows }
+func (t *tensor) Cols() int      { return t.cols }
+func (t *tensor) n() int64       { return int64(t.rows) * int64(t.cols) }
+func (t *tensor) bytes() int64   { return t.n() * 4 }
+func (t *tensor) String() string { return fmt.Sprintf("cuda tensor %d×%d", t.rows, t.cols) }
+
+type intTensor struct {
+	owner *Backend
+	n     int
+	ptr   cu.DevicePtr
+	freed bool
+}
+
+func (t *intTensor) Len() int { return t.n }
+
+// Alloc returns a rows×cols tensor with unspecified contents.
+func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if rows < 0 || cols < 0 || (cols > 0 && rows > (1<<62)/4/cols) {
+		return nil, fmt.Errorf("%w: cuda: Alloc(%d, %d)", kernels.ErrInvalidArg, rows, cols)
+	}
+	p, err := b.devAlloc("Alloc", int64(rows)*int64(cols)*4)
+	if err != nil {
+		return nil, err
+	}
+	return &tensor{owner: b, rows: rows, cols: cols, ptr: p}, nil
+}
+
+// Free releases t.
+func (b *Backend) Free(t kernels.Tensor) {
+	if t == nil {
+		return
+	}
+	ct, ok := t.(*tensor)
+	if !ok || ct.owner != b {
+		b.fail(fmt.Errorf("cuda: Free: %w", kernels.ErrForeignTensor))
+		return
+	}
+	if ct.freed {
+		b.fail(fmt.Errorf("cuda: Free: double free: %w", kernels.ErrFreed))
+		return
+	}
+	ct.freed = true
+	if b.closed {
+		b.release(ct.bytes())
+		return
+	}
+	b.devFree(ct.ptr, ct.bytes())
+	ct.ptr = 0
+}
+
+// AllocInts returns an int32 vector of length n.
+func (b *Backend) AllocInts(n int) (kernels.IntTensor, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if n < 0 || n > 1<<60 {
+		return nil, fmt.Errorf("%w: cuda: AllocInts(%d)", kernels.ErrInvalidArg, n)
+	}
+	p, err := b.devAlloc("AllocInts", int64(n)*4)
+	if err != nil {
+		return nil, err
+	}
+	return &intTensor{owner: b, n: n, ptr: p}, nil
+}
+
+// FreeInts releases t.
+func (b *Backend) FreeInts(t kernels.IntTensor) {
+	if t == nil {
+		return
+	}
+	it, ok := t.(*intTensor)
+	if !ok || it.owner != b {
+		b.fail(fmt.Errorf("cuda: FreeInts: %w", kernels.ErrForeignTensor))
+		return
+	}
+	if it.freed {
+		b.fail(fmt.Errorf("cuda: FreeInts: double free: %w", kernels.ErrFreed))
+		return
+	}
+	it.freed = true
+	if b.closed {
+		b.release(int64(it.n) * 4)
+		return
+	}
+	b.devFree(it.ptr, int64(it.n)*4)
+	it.ptr = 0
+}
+
+func (b *Backend) t(op string, x kernels.Tensor) *tensor {
+	if x == nil {
+		b.failf(op, "%w: nil tensor", kernels.ErrInvalidArg)
+		return nil
+	}
+	ct, ok := x.(*tensor)
+	if !ok || ct.owner != b {
+		b.failf(op, "%w", kernels.ErrForeignTensor)
+		return nil
+	}
+	if ct.freed {
+		b.failf(op, "%w", kernels.ErrFreed)
+		return nil
+	}
+	return ct
+}
+
+func (b *Backend) it(op string, x kernels.IntTensor) *intTensor {
+	if x == nil {
+		b.failf(op, "%w: nil int tensor", kernels.ErrInvalidArg)
+		return nil
+	}
+	ct, ok := x.(*intTensor)
+	if !ok || ct.owner != b {
+		b.failf(op, "%w", kernels.ErrForeignTensor)
+		return nil
+	}
+	if ct.freed {
+		b.failf(op, "%w", kernels.ErrFreed)
+		return nil
+	}
+	return ct
+}
+
+func (b *Backend) shape(op, name string, x *tensor, rows, cols int) bool {
+	if x.rows != rows || x.cols != cols {
+		b.failf(op, "%w: %s is %d×%d, want %d×%d", kernels.ErrShape, name, x.rows, x.cols, rows, cols)
+		return false
+	}
+	return true
+}
+
+func (b *Backend) same(op string, x, y *tensor) bool {
+	return b.shape(op, "second operand", y, x.rows, x.cols)
+}
+
+func f32bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*4)
+}
+
+func i32bytes(x []int32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*4)
+}
+
+// Upload copies src into dst through the staging ring; src may be reused
+// as soon as Upload returns.
+func (b *Backend) Upload(dst kernels.Tensor, src []float32) {
+	if !b.ok() {
+		return
+	}
+	d := b.t("Upload", dst)
+	if d == nil {
+		return
+	}
+	if int64(len(src)) != d.n() {
+		b.failf("Upload", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(src), d.rows, d.cols)
+		return
+	}
+	b.hostCall("Upload", func(dv *device) error { return dv.htod(d.ptr, f32bytes(src)) })
+}
+
+// hostCall runs fn synchronously on the owner (it reads caller memory)
+// unless a previous failure makes it a no-op.
+func (b *Backend) hostCall(op string, fn func(d *device) error) {
+	dv := b.dev
+	err := dv.call(func() error {
+		if dv.failed.Load() {
+			return nil
+		}
+		if err := fn(dv); err != nil {
+			err = cuErr(op, err)
+			dv.setErr(err)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		b.fail(err)
+	}
+}
+
+// syncRead runs fn (which issues device-to-host copies) after all queued
+// work and checks the device error flag; it is the body of every sync
+// point.
+func (b *Backend) syncRead(op string, fn func(d *device) error) error {
+	dv := b.dev
+	err := dv.call(func() error {
+		if e := dv.getErr(); e != nil {
+			return e
+		}
+		if err := fn(dv); err != nil {
+			return cuErr(op, err)
+		}
+		return dv.syncCheck()
+	})
+	if err != nil {
+		b.fail(err)
+		dv.setErr(err)
+		return b.err
+	}
+	return nil
+}
+
+// Download copies src into dst; it is a sync point.
+func (b *Backend) Download(dst []float32, src kernels.Tensor) error {
+	if !b.ok() {
+		return b.err
+	}
+	s := b.t("Download", src)
+	if s == nil {
+		return b.err
+	}
+	if int64(len(dst)) != s.n() {
+		b.failf("Download", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(dst), s.rows, s.cols)
+		return b.err
+	}
+	return b.syncRead("Download", func(d *device) error { return d.dtoh(f32bytes(dst), s.ptr) })
+}
+
+// UploadInts copies src into dst.
+func (b *Backend) UploadInts(dst kernels.IntTensor, src []int32) {
+	if !b.ok() {
+		return
+	}
+	d := b.it("UploadInts", dst)
+	if d == nil {
+		return
+	}
+	if len(src) != d.n {
+		b.failf("UploadInts", "%w: %d values for length %d", kernels.ErrShape, len(src), d.n)
+		return
+	}
+	b.hostCall("UploadInts", func(dv *device) error { return dv.htod(d.ptr, i32bytes(src)) })
+}
+
+// DownloadInts copies src into dst; it is a sync point.
+func (b *Backend) DownloadInts(dst []int32, src kernels.IntTensor) error {
+	if !b.ok() {
+		return b.err
+	}
+	s := b.it("DownloadInts", src)
+	if s == nil {
+		return b.err
+	}
+	if len(dst) != s.n {
+		b.failf("DownloadInts", "%w: %d values for length %d", kernels.ErrShape, len(dst), s.n)
+		return b.err
+	}
+	return b.syncRead("DownloadInts", func(d *device) error { return d.dtoh(i32bytes(dst), s.ptr) })
+}
+
+// Zero sets t to 0.
+func (b *Backend) Zero(t kernels.Tensor) {
+	if !b.ok() {
+		return
+	}
+	x := b.t("Zero", t)
+	if x == nil {
+		return
+	}
+	b.enqueue("Zero", func(d *device) error { return d.memset32(x.ptr, 0, x.n()) })
+}
+
+// Copy copies src into dst.
+func (b *Backend) Copy(dst, src kernels.Tensor) {
+	if !b.ok() {
+		return
+	}
+	d, s := b.t("Copy", dst), b.t("Copy", src)
+	if d == nil || s == nil || !b.same("Copy", d, s) {
+		return
+	}
+	if d.n() == 0 || d.ptr == s.ptr {
+		return
+	}
+	b.enqueue("Copy", func(dv *device) error { return cu.MemcpyDtoDAsync(d.ptr, s.ptr, d.bytes(), dv.compute) })
+}
+
+// block is the CUDA DeviceBlock: one device buffer holding the CSR, the
+// edge→destination map, the transposed CSR and the GCN normalisers.
+type block struct {
+	owner                 *Backend
+	numDst, numSrc, edges int
+	base                  cu.DevicePtr
+	bytes                 int64
+	indptr, indices, eDst cu.DevicePtr // int32 [numDst+1], [E], [E]
+	tIndptr, tEdge, tDst  cu.DevicePtr // int32 [numSrc+1], [E], [E]
+	dstNorm, srcNorm      cu.DevicePtr // float32 [numDst], [numSrc]
+	freed                 bool
+}
+
+func (k *block) NumDst() int   { return k.numDst }
+func (k *block) NumSrc() int   { return k.numSrc }
+func (k *block) NumEdges() int { return k.edges }
+
+// UploadBlock validates hb, builds the transposed CSR, the edge→destination
+// map and the GCN normalisers on the host and uploads them in one copy.
+func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if hb == nil {
+		return nil, fmt.Errorf("%w: cuda: nil block", kernels.ErrInvalidArg)
+	}
+	if err := hb.Validate(); err != nil {
+		return nil, err
+	}
+	e, nd, ns := len(hb.Indices), hb.NumDst, hb.NumSrc
+	eDst := make([]int32, e)
+	tIndptr := make([]int32, ns+1)
+	tEdge := make([]int32, e)
+	tDst := make([]int32, e)
+	for _, j := range hb.Indices {
+		tIndptr[j+1]++
+	}
+	for j := 0; j < ns; j++ {
+		tIndptr[j+1] += tIndptr[j]
+	}
+	next := append([]int32(nil), tIndptr[:ns]...)
+	for i := 0; i < nd; i++ {
+		for k := hb.Indptr[i]; k < hb.Indptr[i+1]; k++ {
+			eDst[k] = int32(i)
+			j := hb.Indices[k]
+			p := next[j]
+			next[j]++
+			tEdge[p] = k
+			tDst[p] = int32(i)
+		}
+	}
+	dstNorm, srcNorm := hb.GCNNorms()
+
+	// Pack the arrays at 256-byte aligned offsets.
+	parts := [][]byte{
+		i32bytes(hb.Indptr), i32bytes(hb.Indices), i32bytes(eDst),
+		i32bytes(tIndptr), i32bytes(tEdge), i32bytes(tDst),
+		f32bytes(dstNorm), f32bytes(srcNorm),
+	}
+	offs := make([]int64, len(parts))
+	var total int64
+	for i, p := range parts {
+		offs[i] = total
+		total += (int64(len(p)) + 255) &^ 255
+	}
+	buf := make([]byte, total)
+	for i, p := range parts {
+		copy(buf[offs[i]:], p)
+	}
+	base, err := b.devAlloc("UploadBlock", total)
+	if err != nil {
+		return nil, err
+	}
+	k := &block{owner: b, numDst: nd, numSrc: ns, edges: e, base: base, bytes: total}
+	at := func(i int) cu.DevicePtr { return base + cu.DevicePtr(offs[i]) }
+	k.indptr, k.indices, k.eDst = at(0), at(1), at(2)
+	k.tIndptr, k.tEdge, k.tDst = at(3), at(4), at(5)
+	k.dstNorm, k.srcNorm = at(6), at(7)
+	err = b.dev.call(func() error {
+		if err := b.dev.htod(base, buf); err != nil {
+			return cuErr("UploadBlock", err)
+		}
+		return nil
+	})
+	if err != nil {
+		b.devFree(base, total)
+		return nil, err
+	}
+	return k, nil
+}
+
+// FreeBlock releases a block.
+func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
+	if db == nil {
+		return
+	}
+	k, ok := db.(*block)
+	if !ok || k.owner != b {
+		b.fail(fmt.Errorf("cuda: FreeBlock: %w", kernels.ErrForeignTensor))
+		return
+	}
+	if k.freed {
+		b.fail(fmt.Errorf("cuda: FreeBlock: double free: %w", kernels.ErrFreed))
+		return
+	}
+	k.freed = true
+	if b.closed {
+		b.release(k.bytes)
+		return
+	}
+	b.devFree(k.base, k.bytes)
+	k.base = 0
+}
+
+func (b *Backend) blk(op string, db kernels.DeviceBlock) *block {
+	if db == nil {
+		b.failf(op, "%w: nil block", kernels.ErrInvalidArg)
+		return nil
+	}
+	k, ok := db.(*block)
+	if !ok || k.owner != b {
+		b.failf(op, "%w", kernels.ErrForeignTensor)
+		return nil
+	}
+	if k.freed {
+		b.failf(op, "%w", kernels.ErrFreed)
+		return nil
+	}
+	return k
+}
