@@ -7,10 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	mmap "github.com/edsrzf/mmap-go"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -22,11 +20,10 @@ import (
 // and it is valid only until Close. A Partitioning is safe for concurrent
 // readers.
 type Partitioning struct {
-	dir   string
-	man   *Manifest
-	stats Stats
-	maps  map[string]mmap.MMap
-	data  map[string][]byte
+	dir    string
+	man    *Manifest
+	stats  Stats
+	arrays map[string]*storage.Array
 
 	part, cross    []int32
 	off, members   []int64
@@ -123,12 +120,14 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 		return nil, fmt.Errorf("%w: %s: made for %d nodes / %d edges, dataset has %d / %d (stale partitioning?)",
 			ErrMismatch, mpath, m.NumNodes, m.NumEdges, dm.NumNodes, dm.NumEdges)
 	}
-	p := &Partitioning{dir: dir, man: m, maps: map[string]mmap.MMap{}, data: map[string][]byte{}}
+	p := &Partitioning{dir: dir, man: m, arrays: map[string]*storage.Array{}}
 	for name := range m.expect() {
-		if err := p.mapFile(m.File(name)); err != nil {
+		a, err := storage.MapArray(dir, m.File(name))
+		if err != nil {
 			p.Close()
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrMismatch, err)
 		}
+		p.arrays[name] = a
 	}
 	sb, err := os.ReadFile(filepath.Join(dir, FileStats))
 	if err == nil {
@@ -138,83 +137,39 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 		p.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrMismatch, FileStats, err)
 	}
-	p.part = view32(p.data[FilePart])
-	p.cross = view32(p.data[FileCross])
-	p.off = view64(p.data[FileMembersOffsets])
-	p.members = view64(p.data[FileMembers])
-	p.toff = view64(p.data[FileTrainOffsets])
-	p.tmembers = view64(p.data[FileTrainMembers])
-	p.adjPtr = view64(p.data[FileAdjIndptr])
+	p.part = npy.AsInt32(p.data(FilePart))
+	p.cross = npy.AsInt32(p.data(FileCross))
+	p.off = npy.AsInt64(p.data(FileMembersOffsets))
+	p.members = npy.AsInt64(p.data(FileMembers))
+	p.toff = npy.AsInt64(p.data(FileTrainOffsets))
+	p.tmembers = npy.AsInt64(p.data(FileTrainMembers))
+	p.adjPtr = npy.AsInt64(p.data(FileAdjIndptr))
 	p.adjFile = m.File(FileAdjIndices)
 	if p.adjFile.DType == "int32" {
-		p.adj32 = view32(p.data[FileAdjIndices])
+		p.adj32 = npy.AsInt32(p.data(FileAdjIndices))
 	} else {
-		p.adj64 = view64(p.data[FileAdjIndices])
+		p.adj64 = npy.AsInt64(p.data(FileAdjIndices))
 	}
 	return p, nil
 }
 
-func (p *Partitioning) mapFile(e *storage.FileEntry) error {
-	path := filepath.Join(p.dir, e.Name)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s: listed in %s but missing", ErrMismatch, path, ManifestName)
+// data is the data section of file name, or nil.
+func (p *Partitioning) data(name string) []byte {
+	if a, ok := p.arrays[name]; ok {
+		return a.Data
 	}
-	if err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if st.Size() != e.Bytes {
-		return fmt.Errorf("%w: %s: size %d bytes, manifest says %d", ErrMismatch, path, st.Size(), e.Bytes)
-	}
-	h, err := npy.ReadHeader(f)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
-	}
-	if h.DType.String() != e.DType || len(h.Shape) != 1 || h.Shape[0] != e.Shape[0] || h.DataOffset != e.DataOffset {
-		return fmt.Errorf("%w: %s: header says %s%v at %d, manifest says %s%v at %d",
-			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
-	}
-	if e.Bytes == e.DataOffset {
-		p.data[e.Name] = nil
-		return nil
-	}
-	mm, err := mmap.Map(f, mmap.RDONLY, 0)
-	if err != nil {
-		return fmt.Errorf("partition: mmap %s (%d bytes): %w", path, e.Bytes, err)
-	}
-	p.maps[e.Name] = mm
-	p.data[e.Name] = mm[e.DataOffset:]
 	return nil
-}
-
-func view64(b []byte) []int64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
-}
-
-func view32(b []byte) []int32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // Close unmaps every file.
 func (p *Partitioning) Close() error {
 	var first error
-	for name, m := range p.maps {
-		if err := m.Unmap(); err != nil && first == nil {
-			first = fmt.Errorf("partition: unmap %s: %w", name, err)
+	for _, a := range p.arrays {
+		if err := a.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
-	p.maps, p.data = nil, nil
+	p.arrays = nil
 	return first
 }
 
@@ -306,7 +261,7 @@ func (p *Partitioning) AdjacencyPath() string { return filepath.Join(p.dir, File
 func (p *Partitioning) Verify() error {
 	for name := range p.man.expect() {
 		e := p.man.File(name)
-		if got := checksum(xxhash.Sum64(p.data[name])); got != e.Checksum {
+		if got := checksum(xxhash.Sum64(p.data(name))); got != e.Checksum {
 			return &CorruptError{File: filepath.Join(p.dir, name), Index: -1, Offset: -1,
 				Msg: fmt.Sprintf("checksum %s, manifest says %s", got, e.Checksum)}
 		}

@@ -1,14 +1,9 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"unsafe"
 
-	mmap "github.com/edsrzf/mmap-go"
 	"github.com/x448/float16"
 	"golang.org/x/sys/unix"
 
@@ -51,13 +46,6 @@ type OpenOptions struct {
 	Accounting *Accounting
 }
 
-// mapped is one memory-mapped array file.
-type mapped struct {
-	entry *FileEntry
-	m     mmap.MMap
-	data  []byte // m[DataOffset:]
-}
-
 // Dataset is an open, memory-mapped dataset.
 //
 // Every slice a Dataset returns aliases the read-only mapping: writing to
@@ -67,7 +55,7 @@ type Dataset struct {
 	dir    string
 	m      *Manifest
 	acct   *Accounting
-	arrays map[string]*mapped
+	arrays map[string]*Array
 
 	indptr  []int64
 	idx32   []int32
@@ -89,15 +77,17 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{dir: dir, m: m, acct: opts.Accounting, arrays: map[string]*mapped{}}
+	d := &Dataset{dir: dir, m: m, acct: opts.Accounting, arrays: map[string]*Array{}}
 	if d.acct == nil {
 		d.acct = NewAccounting()
 	}
 	for i := range m.Files {
-		if err := d.mapFile(&m.Files[i]); err != nil {
+		a, err := MapArray(dir, &m.Files[i])
+		if err != nil {
 			d.Close()
 			return nil, err
 		}
+		d.arrays[a.Entry.Name] = a
 	}
 	d.indptr = npy.AsInt64(d.data(FileIndptr))
 	if IndicesDType(m.NumNodes) == npy.Int32 {
@@ -125,58 +115,9 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	return d, nil
 }
 
-func (d *Dataset) mapFile(e *FileEntry) error {
-	path := filepath.Join(d.dir, e.Name)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s: listed in %s but missing", ErrMismatch, path, ManifestName)
-	}
-	if err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	if st.Size() != e.Bytes {
-		return fmt.Errorf("%w: %s: size %d bytes, manifest says %d", ErrMismatch, path, st.Size(), e.Bytes)
-	}
-	h, err := npy.ReadHeader(f)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
-	}
-	if h.DType.String() != e.DType || !equalShape(h.Shape, e.Shape) || h.DataOffset != e.DataOffset {
-		return fmt.Errorf("%w: %s: header says %s%v at offset %d, manifest says %s%v at offset %d",
-			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
-	}
-	mp := &mapped{entry: e}
-	if e.Bytes > 0 {
-		mp.m, err = mmap.Map(f, mmap.RDONLY, 0)
-		if err != nil {
-			return fmt.Errorf("storage: mmap %s (%d bytes): %w", path, e.Bytes, err)
-		}
-		mp.data = mp.m[e.DataOffset:]
-	}
-	d.arrays[e.Name] = mp
-	return nil
-}
-
-func equalShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func (d *Dataset) data(name string) []byte {
-	if mp, ok := d.arrays[name]; ok {
-		return mp.data
+	if a, ok := d.arrays[name]; ok {
+		return a.Data
 	}
 	return nil
 }
@@ -184,11 +125,9 @@ func (d *Dataset) data(name string) []byte {
 // Close unmaps every file. Slices obtained from d must not be used after.
 func (d *Dataset) Close() error {
 	var first error
-	for _, mp := range d.arrays {
-		if mp.m != nil {
-			if err := mp.m.Unmap(); err != nil && first == nil {
-				first = fmt.Errorf("storage: unmap %s: %w", mp.entry.Name, err)
-			}
+	for _, a := range d.arrays {
+		if err := a.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
 	d.arrays = nil
@@ -196,18 +135,12 @@ func (d *Dataset) Close() error {
 }
 
 // Advise applies a madvise hint to the mapping of file name.
-func (d *Dataset) Advise(name string, a Advice) error {
-	mp, ok := d.arrays[name]
+func (d *Dataset) Advise(name string, adv Advice) error {
+	a, ok := d.arrays[name]
 	if !ok {
 		return fmt.Errorf("storage: advise: no file %s", name)
 	}
-	if len(mp.m) == 0 {
-		return nil
-	}
-	if err := unix.Madvise(mp.m, a.unix()); err != nil {
-		return fmt.Errorf("storage: madvise %s: %w", name, err)
-	}
-	return nil
+	return a.Advise(adv)
 }
 
 // Dir is the dataset directory.

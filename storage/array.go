@@ -1,0 +1,100 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	mmap "github.com/edsrzf/mmap-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// Array is one .npy file mapped read-only after its size and header were
+// checked against a manifest entry. Data aliases the mapping: it is
+// read-only and valid until Close.
+type Array struct {
+	Entry *FileEntry
+	Data  []byte // the data section; nil for an empty array
+	m     mmap.MMap
+}
+
+// MapArray maps dir/e.Name after checking that the file exists, has
+// e.Bytes bytes, and that its .npy header agrees with e's dtype, shape and
+// data offset. Errors wrap ErrMismatch and name the file. Every ssdgnn
+// directory with a manifest (datasets, partitionings) opens its arrays
+// through it.
+func MapArray(dir string, e *FileEntry) (*Array, error) {
+	path := filepath.Join(dir, e.Name)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: listed in the manifest but missing", ErrMismatch, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if st.Size() != e.Bytes {
+		return nil, fmt.Errorf("%w: %s: size %d bytes, manifest says %d", ErrMismatch, path, st.Size(), e.Bytes)
+	}
+	h, err := npy.ReadHeader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
+	}
+	if h.DType.String() != e.DType || !equalShape(h.Shape, e.Shape) || h.DataOffset != e.DataOffset {
+		return nil, fmt.Errorf("%w: %s: header says %s%v at offset %d, manifest says %s%v at offset %d",
+			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
+	}
+	a := &Array{Entry: e}
+	if e.Bytes > e.DataOffset {
+		a.m, err = mmap.Map(f, mmap.RDONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("storage: mmap %s (%d bytes): %w", path, e.Bytes, err)
+		}
+		a.Data = a.m[e.DataOffset:]
+	}
+	return a, nil
+}
+
+// Advise applies a madvise hint to the mapping.
+func (a *Array) Advise(adv Advice) error {
+	if len(a.m) == 0 {
+		return nil
+	}
+	if err := unix.Madvise(a.m, adv.unix()); err != nil {
+		return fmt.Errorf("storage: madvise %s: %w", a.Entry.Name, err)
+	}
+	return nil
+}
+
+// Close unmaps the file. Data must not be used afterwards.
+func (a *Array) Close() error {
+	if a.m == nil {
+		return nil
+	}
+	err := a.m.Unmap()
+	a.m, a.Data = nil, nil
+	if err != nil {
+		return fmt.Errorf("storage: unmap %s: %w", a.Entry.Name, err)
+	}
+	return nil
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
