@@ -76,6 +76,13 @@
 // mirrors an asynchronous device stream: check Err once per step. Out of
 // memory is returned directly by the allocating methods.
 //
+// The shape and argument rules of every op are written once, as the CheckX
+// functions of this package (CheckGEMM, CheckAggregate, CheckGATScores, ...).
+// A backend resolves its own handles (ownership, ErrFreed), calls the
+// matching CheckX and records a non-nil result, prefixed with its name and
+// the op's, as its sticky error; so every backend reports the same ErrShape
+// or ErrInvalidArg for the same bad call.
+//
 // # Determinism and concurrency
 //
 // For a fixed backend configuration every op is deterministic: the same

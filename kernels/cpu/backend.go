@@ -303,17 +303,14 @@ func (b *Backend) it(op string, x kernels.IntTensor) *intTensor {
 	return ct
 }
 
-// shape records ErrShape unless x is rows×cols.
-func (b *Backend) shape(op, name string, x *tensor, rows, cols int) bool {
-	if x.rows != rows || x.cols != cols {
-		b.failf(op, "%w: %s is %d×%d, want %d×%d", kernels.ErrShape, name, x.rows, x.cols, rows, cols)
+// check records err, the result of a kernels.CheckX validator, as op's
+// error; it reports whether err is nil.
+func (b *Backend) check(op string, err error) bool {
+	if err != nil {
+		b.fail(fmt.Errorf("cpu: %s: %w", op, err))
 		return false
 	}
 	return true
-}
-
-func (b *Backend) same(op string, x, y *tensor) bool {
-	return b.shape(op, "second operand", y, x.rows, x.cols)
 }
 
 // Upload copies src into dst.
@@ -325,8 +322,7 @@ func (b *Backend) Upload(dst kernels.Tensor, src []float32) {
 	if d == nil {
 		return
 	}
-	if len(src) != len(d.data) {
-		b.failf("Upload", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(src), d.rows, d.cols)
+	if !b.check("Upload", kernels.CheckTransfer(d, len(src))) {
 		return
 	}
 	copy(d.data, src)
@@ -341,8 +337,7 @@ func (b *Backend) Download(dst []float32, src kernels.Tensor) error {
 	if s == nil {
 		return b.err
 	}
-	if len(dst) != len(s.data) {
-		b.failf("Download", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(dst), s.rows, s.cols)
+	if !b.check("Download", kernels.CheckTransfer(s, len(dst))) {
 		return b.err
 	}
 	copy(dst, s.data)
@@ -358,8 +353,7 @@ func (b *Backend) UploadInts(dst kernels.IntTensor, src []int32) {
 	if d == nil {
 		return
 	}
-	if len(src) != len(d.data) {
-		b.failf("UploadInts", "%w: %d values for length %d", kernels.ErrShape, len(src), len(d.data))
+	if !b.check("UploadInts", kernels.CheckTransferInts(d, len(src))) {
 		return
 	}
 	copy(d.data, src)
@@ -374,8 +368,7 @@ func (b *Backend) DownloadInts(dst []int32, src kernels.IntTensor) error {
 	if s == nil {
 		return b.err
 	}
-	if len(dst) != len(s.data) {
-		b.failf("DownloadInts", "%w: %d values for length %d", kernels.ErrShape, len(dst), len(s.data))
+	if !b.check("DownloadInts", kernels.CheckTransferInts(s, len(dst))) {
 		return b.err
 	}
 	copy(dst, s.data)
@@ -398,7 +391,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 		return
 	}
 	d, s := b.t("Copy", dst), b.t("Copy", src)
-	if d == nil || s == nil || !b.same("Copy", d, s) {
+	if d == nil || s == nil || !b.check("Copy", kernels.CheckSame(d, s)) {
 		return
 	}
 	copy(d.data, s.data)

@@ -355,16 +355,14 @@ func (b *Backend) it(op string, x kernels.IntTensor) *intTensor {
 	return ct
 }
 
-func (b *Backend) shape(op, name string, x *tensor, rows, cols int) bool {
-	if x.rows != rows || x.cols != cols {
-		b.failf(op, "%w: %s is %d×%d, want %d×%d", kernels.ErrShape, name, x.rows, x.cols, rows, cols)
+// check records err, the result of a kernels.CheckX validator, as op's
+// error; it reports whether err is nil.
+func (b *Backend) check(op string, err error) bool {
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: %s: %w", op, err))
 		return false
 	}
 	return true
-}
-
-func (b *Backend) same(op string, x, y *tensor) bool {
-	return b.shape(op, "second operand", y, x.rows, x.cols)
 }
 
 func f32bytes(x []float32) []byte {
@@ -391,8 +389,7 @@ func (b *Backend) Upload(dst kernels.Tensor, src []float32) {
 	if d == nil {
 		return
 	}
-	if int64(len(src)) != d.n() {
-		b.failf("Upload", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(src), d.rows, d.cols)
+	if !b.check("Upload", kernels.CheckTransfer(d, len(src))) {
 		return
 	}
 	b.hostCall("Upload", func(dv *device) error { return dv.htod(d.ptr, f32bytes(src)) })
@@ -449,8 +446,7 @@ func (b *Backend) Download(dst []float32, src kernels.Tensor) error {
 	if s == nil {
 		return b.err
 	}
-	if int64(len(dst)) != s.n() {
-		b.failf("Download", "%w: %d values for a %d×%d tensor", kernels.ErrShape, len(dst), s.rows, s.cols)
+	if !b.check("Download", kernels.CheckTransfer(s, len(dst))) {
 		return b.err
 	}
 	return b.syncRead("Download", func(d *device) error { return d.dtoh(f32bytes(dst), s.ptr) })
@@ -465,8 +461,7 @@ func (b *Backend) UploadInts(dst kernels.IntTensor, src []int32) {
 	if d == nil {
 		return
 	}
-	if len(src) != d.n {
-		b.failf("UploadInts", "%w: %d values for length %d", kernels.ErrShape, len(src), d.n)
+	if !b.check("UploadInts", kernels.CheckTransferInts(d, len(src))) {
 		return
 	}
 	b.hostCall("UploadInts", func(dv *device) error { return dv.htod(d.ptr, i32bytes(src)) })
@@ -481,8 +476,7 @@ func (b *Backend) DownloadInts(dst []int32, src kernels.IntTensor) error {
 	if s == nil {
 		return b.err
 	}
-	if len(dst) != s.n {
-		b.failf("DownloadInts", "%w: %d values for length %d", kernels.ErrShape, len(dst), s.n)
+	if !b.check("DownloadInts", kernels.CheckTransferInts(s, len(dst))) {
 		return b.err
 	}
 	return b.syncRead("DownloadInts", func(d *device) error { return d.dtoh(i32bytes(dst), s.ptr) })
@@ -506,7 +500,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 		return
 	}
 	d, s := b.t("Copy", dst), b.t("Copy", src)
-	if d == nil || s == nil || !b.same("Copy", d, s) {
+	if d == nil || s == nil || !b.check("Copy", kernels.CheckSame(d, s)) {
 		return
 	}
 	if d.n() == 0 || d.ptr == s.ptr {

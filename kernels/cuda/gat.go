@@ -8,20 +8,6 @@ import (
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
 
-// heads checks the H·F layout: wh is NumSrc×(H·F) for H = edge.Cols() >= 1,
-// and edge is E×H. It returns F.
-func (b *Backend) heads(op string, K *block, edge, wh *tensor) (int, bool) {
-	h := edge.cols
-	if h < 1 || wh.cols%h != 0 {
-		b.failf(op, "%w: %d heads do not divide %d feature columns", kernels.ErrShape, h, wh.cols)
-		return 0, false
-	}
-	if !b.shape(op, "edge tensor", edge, K.edges, h) || !b.shape(op, "wh", wh, K.numSrc, wh.cols) {
-		return 0, false
-	}
-	return wh.cols / h, true
-}
-
 // GATScores sets per-edge LeakyReLU attention logits.
 func (b *Backend) GATScores(db kernels.DeviceBlock, scores, wh, attnL, attnR kernels.Tensor, slope float32) {
 	const op = "GATScores"
@@ -32,8 +18,8 @@ func (b *Backend) GATScores(db kernels.DeviceBlock, scores, wh, attnL, attnR ker
 	if K == nil || S == nil || W == nil || AL == nil || AR == nil {
 		return
 	}
-	F, ok := b.heads(op, K, S, W)
-	if !ok || !b.shape(op, "attnL", AL, 1, W.cols) || !b.shape(op, "attnR", AR, 1, W.cols) {
+	F, err := kernels.CheckGATScores(K, S, W, AL, AR)
+	if !b.check(op, err) {
 		return
 	}
 	H, nd, ns, E := int64(S.cols), int64(K.numDst), int64(K.numSrc), int64(K.edges)
@@ -65,14 +51,9 @@ func (b *Backend) GATScoresBackward(db kernels.DeviceBlock, dWh, dAttnL, dAttnR,
 	if K == nil || DW == nil || DAL == nil || DAR == nil || DS == nil || S == nil || W == nil || AL == nil || AR == nil {
 		return
 	}
-	F, ok := b.heads(op, K, S, W)
-	if !ok || !b.same(op, S, DS) || !b.same(op, W, DW) {
+	F, err := kernels.CheckGATScoresBackward(K, DW, DAL, DAR, DS, S, W, AL, AR)
+	if !b.check(op, err) {
 		return
-	}
-	for _, x := range []*tensor{AL, AR, DAL, DAR} {
-		if !b.shape(op, "attention vector", x, 1, W.cols) {
-			return
-		}
 	}
 	H, hf, nd, ns, E := int64(S.cols), int64(W.cols), int64(K.numDst), int64(K.numSrc), int64(K.edges)
 	b.enqueue(op, func(d *device) error {
@@ -105,7 +86,7 @@ func (b *Backend) EdgeSoftmax(db kernels.DeviceBlock, alpha, scores kernels.Tens
 		return
 	}
 	K, A, S := b.blk(op, db), b.t(op, alpha), b.t(op, scores)
-	if K == nil || A == nil || S == nil || !b.shape(op, "scores", S, K.edges, S.cols) || !b.same(op, S, A) {
+	if K == nil || A == nil || S == nil || !b.check(op, kernels.CheckEdgeSoftmax(K, A, S)) {
 		return
 	}
 	H := int64(S.cols)
@@ -121,7 +102,7 @@ func (b *Backend) EdgeSoftmaxBackward(db kernels.DeviceBlock, dScores, dAlpha, a
 		return
 	}
 	K, DS, DA, A := b.blk(op, db), b.t(op, dScores), b.t(op, dAlpha), b.t(op, alpha)
-	if K == nil || DS == nil || DA == nil || A == nil || !b.shape(op, "alpha", A, K.edges, A.cols) || !b.same(op, A, DA) || !b.same(op, A, DS) {
+	if K == nil || DS == nil || DA == nil || A == nil || !b.check(op, kernels.CheckEdgeSoftmaxBackward(K, DS, DA, A)) {
 		return
 	}
 	H := int64(A.cols)
@@ -140,8 +121,8 @@ func (b *Backend) EdgeWeightedSum(db kernels.DeviceBlock, out, alpha, wh kernels
 	if K == nil || O == nil || A == nil || W == nil {
 		return
 	}
-	F, ok := b.heads(op, K, A, W)
-	if !ok || !b.shape(op, "out", O, K.numDst, W.cols) {
+	F, err := kernels.CheckEdgeWeightedSum(K, O, A, W)
+	if !b.check(op, err) {
 		return
 	}
 	b.enqueue(op, func(d *device) error {
@@ -159,8 +140,8 @@ func (b *Backend) EdgeWeightedSumBackward(db kernels.DeviceBlock, dAlpha, dWh, d
 	if K == nil || DA == nil || DW == nil || DO == nil || A == nil || W == nil {
 		return
 	}
-	F, ok := b.heads(op, K, A, W)
-	if !ok || !b.same(op, A, DA) || !b.same(op, W, DW) || !b.shape(op, "dOut", DO, K.numDst, W.cols) {
+	F, err := kernels.CheckEdgeWeightedSumBackward(K, DA, DW, DO, A, W)
+	if !b.check(op, err) {
 		return
 	}
 	H, E := int64(A.cols), int64(K.edges)

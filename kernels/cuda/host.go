@@ -126,14 +126,9 @@ func (b *Backend) GatherHostRows(dst kernels.Tensor, src *HostTensor, idx []int3
 		return
 	}
 	D := b.t(op, dst)
-	if D == nil || !b.host(op, src) || !b.shape(op, "dst", D, len(idx), src.cols) {
+	if D == nil || !b.host(op, src) || !b.check(op, kernels.CheckShape("dst", D, len(idx), src.cols)) ||
+		!b.check(op, kernels.CheckIndexValues(idx, src.rows)) {
 		return
-	}
-	for r, j := range idx {
-		if j < 0 || int(j) >= src.rows {
-			b.failf(op, "%w: idx[%d] = %d out of range [0,%d)", kernels.ErrInvalidArg, r, j, src.rows)
-			return
-		}
 	}
 	if len(idx) == 0 {
 		return
@@ -193,7 +188,7 @@ func (b *Backend) GatherHostRowsDevice(dst kernels.Tensor, src *HostTensor, idx 
 		return
 	}
 	D, I := b.t(op, dst), b.it(op, idx)
-	if D == nil || I == nil || !b.host(op, src) || !b.shape(op, "dst", D, I.n, src.cols) {
+	if D == nil || I == nil || !b.host(op, src) || !b.check(op, kernels.CheckShape("dst", D, I.n, src.cols)) {
 		return
 	}
 	if src.zeroCopy {

@@ -44,19 +44,8 @@ func (b *Backend) GEMM(transA, transB bool, alpha float32, a, bb kernels.Tensor,
 	if A == nil || B == nil || C == nil {
 		return
 	}
-	m, k := A.rows, A.cols
-	if transA {
-		m, k = k, m
-	}
-	kb, n := B.rows, B.cols
-	if transB {
-		kb, n = n, kb
-	}
-	if kb != k {
-		b.failf(op, "%w: op(A) is %d×%d, op(B) is %d×%d", kernels.ErrShape, m, k, kb, n)
-		return
-	}
-	if !b.shape(op, "C", C, m, n) || m == 0 || n == 0 {
+	m, n, k, err := kernels.CheckGEMM(transA, transB, A, B, C)
+	if !b.check(op, err) || m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
@@ -87,7 +76,7 @@ func (b *Backend) GatherRows(dst, src kernels.Tensor, idx kernels.IntTensor) {
 		return
 	}
 	D, S, I := b.t(op, dst), b.t(op, src), b.it(op, idx)
-	if D == nil || S == nil || I == nil || !b.shape(op, "dst", D, I.n, S.cols) {
+	if D == nil || S == nil || I == nil || !b.check(op, kernels.CheckGatherRows(D, S, I)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error {
@@ -106,7 +95,7 @@ func (b *Backend) ScatterAddRows(dst, src kernels.Tensor, idx kernels.IntTensor)
 		return
 	}
 	D, S, I := b.t(op, dst), b.t(op, src), b.it(op, idx)
-	if D == nil || S == nil || I == nil || !b.shape(op, "src", S, I.n, D.cols) {
+	if D == nil || S == nil || I == nil || !b.check(op, kernels.CheckScatterAddRows(D, S, I)) {
 		return
 	}
 	if I.n == 0 || D.cols == 0 {
@@ -137,14 +126,7 @@ func (b *Backend) Aggregate(db kernels.DeviceBlock, op kernels.AggOp, dst, src k
 		return
 	}
 	K, D, S := b.blk(name, db), b.t(name, dst), b.t(name, src)
-	if K == nil || D == nil || S == nil {
-		return
-	}
-	if !op.Valid() {
-		b.failf(name, "%w: %v", kernels.ErrInvalidArg, op)
-		return
-	}
-	if !b.shape(name, "src", S, K.numSrc, S.cols) || !b.shape(name, "dst", D, K.numDst, S.cols) {
+	if K == nil || D == nil || S == nil || !b.check(name, kernels.CheckAggregate(K, op, D, S)) {
 		return
 	}
 	b.enqueue(name, func(d *device) error {
@@ -159,14 +141,7 @@ func (b *Backend) AggregateBackward(db kernels.DeviceBlock, op kernels.AggOp, dS
 		return
 	}
 	K, DS, DD := b.blk(name, db), b.t(name, dSrc), b.t(name, dDst)
-	if K == nil || DS == nil || DD == nil {
-		return
-	}
-	if !op.Valid() {
-		b.failf(name, "%w: %v", kernels.ErrInvalidArg, op)
-		return
-	}
-	if !b.shape(name, "dDst", DD, K.numDst, DD.cols) || !b.shape(name, "dSrc", DS, K.numSrc, DD.cols) {
+	if K == nil || DS == nil || DD == nil || !b.check(name, kernels.CheckAggregateBackward(K, op, DS, DD)) {
 		return
 	}
 	b.enqueue(name, func(d *device) error {
@@ -182,7 +157,7 @@ func (b *Backend) ReLU(dst, src kernels.Tensor) {
 		return
 	}
 	D, S := b.t(op, dst), b.t(op, src)
-	if D == nil || S == nil || !b.same(op, S, D) {
+	if D == nil || S == nil || !b.check(op, kernels.CheckSame(S, D)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error { return d.grid("relu", S.n(), D.ptr, S.ptr, S.n()) })
@@ -195,7 +170,7 @@ func (b *Backend) ReLUBackward(dX, dY, y kernels.Tensor) {
 		return
 	}
 	DX, DY, Y := b.t(op, dX), b.t(op, dY), b.t(op, y)
-	if DX == nil || DY == nil || Y == nil || !b.same(op, Y, DY) || !b.same(op, Y, DX) {
+	if DX == nil || DY == nil || Y == nil || !b.check(op, kernels.CheckSame(Y, DY, DX)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error { return d.grid("relu_backward", Y.n(), DX.ptr, DY.ptr, Y.ptr, Y.n()) })
@@ -208,11 +183,7 @@ func (b *Backend) Dropout(dst, src, mask kernels.Tensor, p float32, seed uint64)
 		return
 	}
 	D, S, M := b.t(op, dst), b.t(op, src), b.t(op, mask)
-	if D == nil || S == nil || M == nil || !b.same(op, S, D) || !b.same(op, S, M) {
-		return
-	}
-	if !(p >= 0 && p < 1) {
-		b.failf(op, "%w: p = %v not in [0,1)", kernels.ErrInvalidArg, p)
+	if D == nil || S == nil || M == nil || !b.check(op, kernels.CheckDropout(D, S, M, p)) {
 		return
 	}
 	keep := kernels.DropoutScale(p)
@@ -226,7 +197,7 @@ func (b *Backend) DropoutBackward(dX, dY, mask kernels.Tensor) {
 		return
 	}
 	DX, DY, M := b.t(op, dX), b.t(op, dY), b.t(op, mask)
-	if DX == nil || DY == nil || M == nil || !b.same(op, M, DY) || !b.same(op, M, DX) {
+	if DX == nil || DY == nil || M == nil || !b.check(op, kernels.CheckSame(M, DY, DX)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error { return d.grid("mul", M.n(), DX.ptr, DY.ptr, M.ptr, M.n()) })
@@ -239,7 +210,7 @@ func (b *Backend) AddBias(x, bias kernels.Tensor) {
 		return
 	}
 	X, B := b.t(op, x), b.t(op, bias)
-	if X == nil || B == nil || !b.shape(op, "bias", B, 1, X.cols) {
+	if X == nil || B == nil || !b.check(op, kernels.CheckAddBias(X, B)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error { return d.grid("add_bias", X.n(), X.ptr, B.ptr, int64(X.rows), int64(X.cols)) })
@@ -268,7 +239,7 @@ func (b *Backend) BiasGrad(dBias, dY kernels.Tensor) {
 		return
 	}
 	DB, DY := b.t(op, dBias), b.t(op, dY)
-	if DB == nil || DY == nil || !b.shape(op, "dBias", DB, 1, DY.cols) {
+	if DB == nil || DY == nil || !b.check(op, kernels.CheckBiasGrad(DB, DY)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error {
@@ -283,7 +254,7 @@ func (b *Backend) Add(dst, x, y kernels.Tensor) {
 		return
 	}
 	D, X, Y := b.t(op, dst), b.t(op, x), b.t(op, y)
-	if D == nil || X == nil || Y == nil || !b.same(op, X, Y) || !b.same(op, X, D) {
+	if D == nil || X == nil || Y == nil || !b.check(op, kernels.CheckSame(X, Y, D)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error { return d.grid("add", D.n(), D.ptr, X.ptr, Y.ptr, D.n()) })
@@ -308,7 +279,7 @@ func (b *Backend) AXPY(y kernels.Tensor, alpha float32, x kernels.Tensor) {
 		return
 	}
 	Y, X := b.t(op, y), b.t(op, x)
-	if Y == nil || X == nil || !b.same(op, X, Y) {
+	if Y == nil || X == nil || !b.check(op, kernels.CheckSame(X, Y)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error { return d.grid("axpy", Y.n(), Y.ptr, X.ptr, Y.n(), alpha) })
@@ -321,7 +292,7 @@ func (b *Backend) LogSoftmax(dst, src kernels.Tensor) {
 		return
 	}
 	D, S := b.t(op, dst), b.t(op, src)
-	if D == nil || S == nil || !b.same(op, S, D) || S.cols == 0 {
+	if D == nil || S == nil || !b.check(op, kernels.CheckSame(S, D)) || S.cols == 0 {
 		return
 	}
 	b.enqueue(op, func(d *device) error {
@@ -345,11 +316,7 @@ func (b *Backend) CrossEntropy(dLogits, logits kernels.Tensor, labels kernels.In
 			return 0, 0, b.err
 		}
 	}
-	if X == nil || L == nil || (D != nil && !b.same(op, X, D)) {
-		return 0, 0, b.err
-	}
-	if L.n != X.rows {
-		b.failf(op, "%w: %d labels for %d rows", kernels.ErrShape, L.n, X.rows)
+	if X == nil || L == nil || !b.check(op, kernels.CheckCrossEntropy(dLogits, X, L)) {
 		return 0, 0, b.err
 	}
 	if X.rows == 0 {
@@ -394,11 +361,7 @@ func (b *Backend) Argmax(dst kernels.IntTensor, src kernels.Tensor) {
 		return
 	}
 	D, S := b.it(op, dst), b.t(op, src)
-	if D == nil || S == nil {
-		return
-	}
-	if D.n != S.rows || (S.cols == 0 && S.rows > 0) {
-		b.failf(op, "%w: dst length %d for a %d×%d tensor", kernels.ErrShape, D.n, S.rows, S.cols)
+	if D == nil || S == nil || !b.check(op, kernels.CheckArgmax(D, S)) {
 		return
 	}
 	b.enqueue(op, func(d *device) error {
@@ -414,11 +377,7 @@ func (b *Backend) Accuracy(logits kernels.Tensor, labels kernels.IntTensor) (cor
 		return 0, 0, b.err
 	}
 	X, L := b.t(op, logits), b.it(op, labels)
-	if X == nil || L == nil {
-		return 0, 0, b.err
-	}
-	if L.n != X.rows {
-		b.failf(op, "%w: %d labels for %d rows", kernels.ErrShape, L.n, X.rows)
+	if X == nil || L == nil || !b.check(op, kernels.CheckLabels(X, L)) {
 		return 0, 0, b.err
 	}
 	if X.rows == 0 {
@@ -446,11 +405,7 @@ func (b *Backend) Adam(param, grad, m, v kernels.Tensor, t int, cfg kernels.Adam
 		return
 	}
 	P, G, M, V := b.t(op, param), b.t(op, grad), b.t(op, m), b.t(op, v)
-	if P == nil || G == nil || M == nil || V == nil || !b.same(op, P, G) || !b.same(op, P, M) || !b.same(op, P, V) {
-		return
-	}
-	if t < 1 {
-		b.failf(op, "%w: step %d < 1", kernels.ErrInvalidArg, t)
+	if P == nil || G == nil || M == nil || V == nil || !b.check(op, kernels.CheckAdam(P, G, M, V, t)) {
 		return
 	}
 	c1 := float32(1 - math.Pow(float64(cfg.Beta1), float64(t)))
