@@ -3,9 +3,9 @@ GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN     := bin/ssdgnn
 DEMO    := demo-data
 # Packages that run goroutines: tested with the race detector.
-RACE_PKGS := ./storage/... ./internal/extsort/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/...
+RACE_PKGS := ./storage/... ./internal/extsort/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
-.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
+.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
 
 all: build
 
@@ -52,6 +52,11 @@ bench-import:
 
 bench-gen:
 	$(GO) test -run '^$$' -bench 'Generate' -benchtime 1x ./storage/synth/
+
+# Epoch time and its Sa/Ga/Tr/Co breakdown: random + no cache vs partition +
+# planned caches + history, at 2 and 3 layers (docs/train.md).
+bench-train:
+	$(GO) test -v -run '^$$' -bench 'TrainConfigs' -benchtime 1x -timeout 60m ./train/ -args -bench-nodes 200000 -bench-dir $(BENCH_DIR)
 
 bench-partition:
 	$(GO) test -run '^$$' -bench 'Partition' -benchtime 1x -timeout 60m ./partition/

@@ -44,10 +44,19 @@
 // destinations afresh, so a target is sampled once per layer; its
 // neighbour list is looked up only once per batch.
 //
-// Historical-embedding reuse (Options.Reuse): a reused node reached at hop
-// 1 that is not itself a target is not expanded in blocks 0..L-2; its
-// local id is listed in Batch.Reused and the training loop substitutes its
-// cached layer-(L-1) input embedding.
+// Historical-embedding reuse (Options.Reuse, or per batch
+// Options.ReuseFor): a reused node reached at hop 1 that is not itself a
+// target is not expanded in blocks 0..L-2: its neighbour list is not looked
+// up, it has no sampled edges there, and nodes reachable only through it are
+// never reached. Its local id is listed in Batch.Reused and the training
+// loop substitutes its cached layer-(L-1) input embedding. A target is
+// always expanded, reused or not. ReuseFor is called once per batch, after
+// hop 1 and before hop 2, with the batch's hop-1 non-target nodes; its
+// answer may depend on the batch (the training loop decides batch i's set
+// after computing batch i−D). Each batch has its own generator, seeded
+// from (Seed, epoch, index), so a batch depends only on those and on the set
+// ReuseFor returns for it, never on which worker samples it or when
+// ReuseFor returns.
 //
 // # Neighbour lookups
 //
@@ -70,6 +79,15 @@
 // on context cancellation, and Close waits for them. SpillEpoch adds one
 // writer goroutine owned by the SpillIterator. Batches returned are owned
 // by the caller and share nothing with the sampler.
+//
+// Batches are handed to workers in index order, so batch i's ReuseFor runs
+// only after every batch < i has been handed out. A ReuseFor that waits
+// until the consumer has processed batch i−D (D ≥ 1) therefore cannot
+// deadlock provided Prefetch ≥ D−1 (the default 2·Workers is enough for
+// D ≤ 3), and sampling then runs at most D batches ahead of the consumer's
+// processing; Workers and Prefetch only bound how many of those wait. A
+// blocked ReuseFor must return once its ctx is cancelled; Close and
+// cancellation then stop the workers as usual.
 //
 // # Spill files
 //

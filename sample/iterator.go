@@ -93,7 +93,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 					j.out <- result{err: ctx.Err()}
 					continue
 				}
-				b, err := w.run(plan, macros, j.i)
+				b, err := w.run(ctx, plan, macros, j.i)
 				j.out <- result{b, err}
 			}
 		}()
@@ -102,7 +102,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 }
 
 // run samples batch i of plan, loading its macro batch's cache if needed.
-func (w *worker) run(plan *Plan, macros []*macroState, i int) (*Batch, error) {
+func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i int) (*Batch, error) {
 	m := plan.Macro[i]
 	var dyn *DynamicCache
 	var ms *macroState
@@ -121,7 +121,7 @@ func (w *worker) run(plan *Plan, macros []*macroState, i int) (*Batch, error) {
 		}
 		dyn = ms.cache
 	}
-	b, err := w.sample(plan.Epoch, i, m, plan.Batches[i], dyn)
+	b, err := w.sample(ctx, plan.Epoch, i, m, plan.Batches[i], dyn)
 	if ms != nil {
 		if err == nil && ms.first == i {
 			b.Stats.LoadBytes = dyn.DataBytes()

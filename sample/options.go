@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
@@ -80,6 +81,16 @@ type NodeSet interface {
 	Contains(v int64) bool
 }
 
+// ReuseFunc decides a batch's historical-embedding reuse while the batch is
+// being sampled (see Options.ReuseFor and the package doc). hop1 lists, in
+// local-id order, the batch's hop-1 nodes that are not targets (local ids
+// len(targets), len(targets)+1, ...); it is only valid during the call and
+// must not be modified. The returned set is consulted for those nodes only;
+// nil means no reuse. The function may block (for instance until the
+// training loop has decided the batch) but must return promptly once ctx is
+// cancelled; a non-nil error fails the batch (and the epoch).
+type ReuseFunc func(ctx context.Context, epoch, index int, hop1 []int64) (NodeSet, error)
+
 // Options configures a Sampler. A nil *Options means the defaults; zero
 // fields take their defaults.
 type Options struct {
@@ -114,8 +125,16 @@ type Options struct {
 	NeighborCache *neighborcache.Cache
 	// Reuse marks nodes whose historical (second-layer) embeddings are
 	// reused: such a node reached at hop 1 that is not a target is not
-	// expanded further. nil disables reuse.
+	// expanded further. nil disables reuse. Ignored when ReuseFor is set.
 	Reuse NodeSet
+	// ReuseFor, when set, is called once per batch of a model with at
+	// least two layers, after hop 1 is sampled and before any node is
+	// expanded at hop 2, and returns that batch's reuse set (replacing
+	// Reuse). It runs on the sampling worker, so a blocking ReuseFor holds
+	// that worker; the RNG stream of a batch does not depend on when it
+	// returns. See the package doc (# Concurrency) for how far sampling
+	// then runs ahead of the consumer.
+	ReuseFor ReuseFunc
 	// Train is the pool of target nodes in ModeRandom (default the
 	// dataset's training split). ModePartition takes targets from
 	// Partitions.TrainMembers.

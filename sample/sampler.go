@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -360,9 +361,13 @@ func (w *worker) choose(r *rand.Rand, deg, k int) []int {
 }
 
 // sample builds the blocks of one batch.
-func (w *worker) sample(epoch, index, macro int, targets []int64, dyn *DynamicCache) (*Batch, error) {
+func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []int64, dyn *DynamicCache) (*Batch, error) {
 	s := w.s
 	L := len(s.o.Fanouts)
+	reuse := s.o.Reuse
+	if s.o.ReuseFor != nil {
+		reuse = nil
+	}
 	r := s.rng(epoch, streamSample, index)
 	b := &Batch{Epoch: epoch, Index: index, Macro: macro, Blocks: make([]Block, L)}
 	w.ids.reset()
@@ -388,7 +393,7 @@ func (w *worker) sample(epoch, index, macro int, targets []int64, dyn *DynamicCa
 		blk.Indices = make([]int32, 0, numDst*max(min(k, 16), 1))
 		for i := 0; i < numDst; i++ {
 			v := nodes[i]
-			if hop >= 2 && i >= len(targets) && i < hop1End && s.o.Reuse != nil && s.o.Reuse.Contains(v) {
+			if hop >= 2 && i >= len(targets) && i < hop1End && reuse != nil && reuse.Contains(v) {
 				if hop == 2 {
 					b.Reused = append(b.Reused, int32(i))
 				}
@@ -421,6 +426,13 @@ func (w *worker) sample(epoch, index, macro int, targets []int64, dyn *DynamicCa
 		srcLen[l] = len(nodes)
 		if l == L-1 {
 			hop1End = len(nodes)
+			if s.o.ReuseFor != nil && L >= 2 {
+				set, err := s.o.ReuseFor(ctx, epoch, index, nodes[len(targets):hop1End:hop1End])
+				if err != nil {
+					return nil, fmt.Errorf("sample: batch %d: reuse decision: %w", index, err)
+				}
+				reuse = set
+			}
 		}
 		numDst = len(nodes)
 	}

@@ -16,13 +16,15 @@
 //
 // # Pipeline
 //
-// An epoch runs Sample (the sampler's workers, then the reuse decision and
-// block pruning), Gather (feature rows through the feature cache), Transfer
-// (upload to the backend) and Compute (forward, backward, Adam, history push)
-// as goroutines joined by channels of capacity 1, so gather of batch i+1
-// overlaps compute of batch i. Each stage's busy time is measured. Backend
-// calls are serialised by a mutex (backends are single-threaded objects), so
-// on the CPU backend transfer and compute do not overlap each other. Every
+// An epoch runs Sample (the sampler's workers, which apply the reuse
+// decision while sampling), Gather (feature rows through the feature cache),
+// Transfer (upload to the backend) and Compute (forward, backward, Adam,
+// history push) as goroutines joined by channels of capacity 1, so gather of
+// batch i+1 overlaps compute of batch i. Each stage's busy time is measured
+// (Sa is the consumer's time waiting in the sampler iterator, which with
+// history includes waiting for the reuse decision). Backend calls are
+// serialised by a mutex (backends are single-threaded objects), so on the
+// CPU backend transfer and compute do not overlap each other. Every
 // goroutine is owned by the epoch and joined before Run returns, also on
 // cancellation.
 //
@@ -30,16 +32,18 @@
 //
 // The layer-(L−1) output (the last layer's input, after ReLU) of hop-1
 // nodes is cached in a histcache.Cache whose candidates are the nodes of
-// largest degree that fit the budget. For batch i the reuse set is decided
-// and the embeddings pulled by the compute goroutine right after compute of
-// batch i−D (D = PipelineDepth = 2; at the start of an epoch, against the
-// cache as the previous epoch left it), so it depends only on the seed, never
-// on timing. Reused nodes lose their in-edges in blocks 0..L−2 and nodes
-// reachable only through them are dropped before Gather, so their subtrees
-// are neither gathered, transferred nor computed. Caveat: the sampler has
-// already expanded them (sample.Options.Reuse is consulted by concurrent
-// workers without batch identity, so it cannot implement a deterministic
-// per-batch decision); neighbour-list reads for those subtrees are still paid.
+// largest score that fit the budget (the planner's β·saved_IO_hist_sample +
+// saved_IO_hist_gather with a Profile, else the degree). For batch i the
+// reuse set is decided through the sampler's per-batch ReuseFor hook: the
+// sampler hands batch i's hop-1 candidates over after sampling hop 1, and
+// the compute goroutine answers right after compute of batch i−D (D =
+// PipelineDepth = 2; at the start of an epoch, against the cache as the
+// previous epoch left it), looking the candidates up and pulling the
+// embeddings at once. The decision depends only on the seed, never on
+// timing, and the sampler then does not expand reused nodes: their
+// neighbour lists are not read, and nodes reachable only through them are
+// neither sampled, gathered, transferred nor computed. Consequently sampling
+// of batch i cannot run more than D batches ahead of compute.
 // Rows computed in a batch are pushed with the batch's iteration number and,
 // under histcache.PolicyGrad, the L2 norms of their gradients; pulled rows
 // whose gradient norm exceeds the admission threshold are evicted. With
@@ -55,4 +59,17 @@
 // batches already trained and is exact too except that, with history on,
 // the reuse sets of the first D batches are decided against the
 // checkpointed cache.
+//
+// # Memory plan
+//
+// PlanMemory runs the profiling epoch and planner.Plan (or reads a
+// plan.json); with Options.Plan every cache whose byte option is 0 takes
+// the plan's size, an explicit positive size overrides it and a negative
+// one turns that cache off. With Options.MemBytes, New checks the caches'
+// memory (tables included) against the budget from the sizes before
+// building anything and again from the built caches, failing with
+// ErrBudget. Each epoch's Measured savings are compared with the plan's
+// prediction in Report.PlanComparison. Measured.HistGatherRows is not an
+// exact count (the pruned subtrees are never sampled): it is the hop-2
+// neighbours not drawn below reused nodes, Σ min(fanout, degree).
 package train

@@ -9,6 +9,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -20,6 +21,9 @@ var (
 	ErrCheckpoint = errors.New("train: bad checkpoint")
 	// ErrMismatch reports a checkpoint of a different model or dataset.
 	ErrMismatch = errors.New("train: checkpoint does not match")
+	// ErrBudget reports caches (tables included) that do not fit
+	// Options.MemBytes; New returns it before building anything.
+	ErrBudget = errors.New("train: memory budget too small")
 )
 
 // Defaults of Options.
@@ -78,17 +82,38 @@ type Options struct {
 	Source        sample.Source     `json:"-"`
 	// NoHist disables historical embeddings. Staleness (default 100),
 	// HistPolicy and PGrad configure the cache (histcache.Options);
-	// HistCacheBytes is its budget (default: room for 20 % of the nodes).
+	// HistCacheBytes is its budget (0: Plan's, else room for 20 % of the
+	// nodes; negative: no history cache, as NoHist).
 	NoHist         bool             `json:"no_hist"`
 	Staleness      int64            `json:"staleness"`
 	HistPolicy     histcache.Policy `json:"hist_policy"`
 	PGrad          float64          `json:"pgrad"`
 	HistCacheBytes int64            `json:"hist_cache_bytes"`
-	// FeatCacheBytes and FeatPolicy configure the feature cache (0: none);
-	// NeighborCacheBytes the global neighbour cache (0: none).
+	// FeatCacheBytes and FeatPolicy configure the feature cache;
+	// NeighborCacheBytes the global neighbour cache. 0 takes Plan's size
+	// (none without a Plan); a negative size means none even with a Plan.
+	// FeatPolicy featurecache.PolicyAuto is PolicyProfiled with Profile's
+	// counts when Profile is set, PolicyDegree otherwise.
 	FeatCacheBytes     int64               `json:"feat_cache_bytes"`
 	FeatPolicy         featurecache.Policy `json:"-"`
 	NeighborCacheBytes int64               `json:"neighbor_cache_bytes"`
+	// NeighborCross, when set, builds the neighbour cache with
+	// neighborcache.PolicyCross over these counts (as the planner models
+	// it for a partitioning); otherwise by degree.
+	NeighborCross []int32 `json:"-"`
+	// MemBytes, when positive, bounds the caches' memory (feature rows and
+	// address table, history embeddings and slot table, neighbour lists
+	// and index): New fails with ErrBudget before building anything when
+	// the configured sizes cannot fit, and after building when the built
+	// caches do not.
+	MemBytes int64 `json:"mem_bytes,omitempty"`
+	// Plan (from planner.Plan, see PlanMemory) sizes every cache whose
+	// byte option is 0. Profile, when set, supplies the feature cache's
+	// counts (saved_IO_feat) and the history cache's candidate scores
+	// (β·saved_IO_hist_sample + saved_IO_hist_gather, β from Plan when set);
+	// without it candidates are the nodes of largest degree.
+	Plan    *planner.PlanResult `json:"-"`
+	Profile *planner.Profile    `json:"-"`
 	// NormalizeFeatures scales every gathered feature row to unit L1 norm
 	// (the usual preprocessing of Cora's bag-of-words features).
 	NormalizeFeatures bool `json:"normalize_features"`
@@ -137,8 +162,11 @@ func (o *Options) Validate() error {
 	if w.Selection == sample.ModePartition && w.Partitions == nil {
 		return fmt.Errorf("%w: partition selection needs Partitions", ErrInvalidOptions)
 	}
-	if w.Staleness < 1 || w.HistCacheBytes < 0 || w.FeatCacheBytes < 0 || w.NeighborCacheBytes < 0 {
-		return fmt.Errorf("%w: staleness %d, cache sizes must be >= 0", ErrInvalidOptions, w.Staleness)
+	if w.Staleness < 1 || w.MemBytes < 0 {
+		return fmt.Errorf("%w: staleness %d (want >= 1), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
+	}
+	if w.Profile != nil && int64(len(w.Profile.Feat)) != w.Profile.Meta.NumNodes {
+		return fmt.Errorf("%w: profile arrays do not have %d entries", ErrInvalidOptions, w.Profile.Meta.NumNodes)
 	}
 	hopts := histcache.Options{Staleness: w.Staleness, Policy: w.HistPolicy, PGrad: w.PGrad}
 	if err := hopts.Validate(); err != nil {

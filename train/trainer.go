@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -38,6 +40,17 @@ type Trainer struct {
 	fc      *featurecache.Cache
 	nc      *neighborcache.Cache
 	hc      *histcache.Cache
+
+	// reuse is the running epoch's reuse broker (nil between epochs); the
+	// sampler's ReuseFor hook reaches it through reuseMu.
+	reuseMu sync.Mutex
+	reuse   *epochReuse
+
+	histOn bool
+	mem    MemoryUse
+	// firstEpochStat is the first entry of epochStats trained by this
+	// process (earlier ones come from a checkpoint).
+	firstEpochStat int
 
 	// Progress through training (checkpointed).
 	step       int64 // Adam steps done; also the history iteration of the next batch
@@ -73,24 +86,49 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		t.be, t.ownBE = be, true
 	}
 	cfg := t.modelConfig()
+	sz := o.sizes(d.NumNodes())
+	t.histOn = sz.histOn
+	t.mem = estimateMemory(d, &o, sz, cfg.HistWidth())
+	if err := checkMemory(t.mem, "planned sizes"); err != nil {
+		return nil, err
+	}
 	if t.model, err = NewModel(t.be, cfg, mixSeed(o.Seed, 1)); err != nil {
 		return nil, err
 	}
-	if o.NeighborCacheBytes > 0 {
-		if t.nc, err = neighborcache.Build(d, &neighborcache.Options{Budget: o.NeighborCacheBytes}); err != nil {
+	if sz.nbr > 0 {
+		no := &neighborcache.Options{Budget: sz.nbr}
+		if o.NeighborCross != nil {
+			no.Policy, no.Cross = neighborcache.PolicyCross, o.NeighborCross
+		}
+		if t.nc, err = neighborcache.Build(d, no); err != nil {
 			return nil, err
 		}
 	}
-	if t.fc, err = featurecache.New(ctx, d, o.FeatCacheBytes, &featurecache.Options{Policy: o.FeatPolicy, Logger: o.Logger}); err != nil {
+	fo := &featurecache.Options{Policy: o.FeatPolicy, Logger: o.Logger}
+	if o.Profile != nil && (o.FeatPolicy == featurecache.PolicyAuto || o.FeatPolicy == featurecache.PolicyProfiled) {
+		fo.Counts = o.Profile.Feat
+	}
+	if t.fc, err = featurecache.New(ctx, d, sz.feat, fo); err != nil {
 		return nil, err
 	}
 	if t.histEnabled() {
-		if t.hc, err = newHistCache(d, cfg.HistWidth(), &o); err != nil {
+		if t.hc, err = newHistCache(d, cfg.HistWidth(), sz.hist, &o); err != nil {
 			return nil, err
 		}
 	}
+	t.mem = MemoryUse{FeatureBytes: t.fc.Stats().MemoryBytes, NeighborBytes: t.nc.Bytes(), LimitBytes: o.MemBytes}
+	if t.hc != nil {
+		t.mem.HistoryBytes = t.hc.Stats().MemBytes
+	}
+	t.mem.sum()
+	if err := checkMemory(t.mem, "built caches"); err != nil {
+		return nil, err
+	}
 	so := &sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Selection, PartsPerBatch: o.PartsPerBatch,
 		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: t.nc}
+	if t.hc != nil {
+		so.ReuseFor = t.reuseFor
+	}
 	if t.sampler, err = sample.New(d, o.Partitions, so); err != nil {
 		return nil, err
 	}
@@ -108,22 +146,34 @@ func (t *Trainer) modelConfig() ModelConfig {
 		Layers: t.o.Layers, Heads: t.o.Heads, Dropout: float32(t.o.Dropout)}
 }
 
-func (t *Trainer) histEnabled() bool { return !t.o.NoHist && t.o.Layers >= 2 }
+func (t *Trainer) histEnabled() bool { return t.histOn }
 
-// newHistCache builds the history cache with degree as the candidate score
-// (the planner's saved_I/O_hist is degree-driven too); the budget defaults to
-// room for sample.DefaultHistFrac of the nodes.
-func newHistCache(d *storage.Dataset, width int, o *Options) (*histcache.Cache, error) {
+func defaultHistBudget(n int64, width int) int64 {
+	return histcache.BytesFor(n, int64(float64(n)*sample.DefaultHistFrac), width)
+}
+
+// newHistCache builds the history cache. Candidate scores are the
+// profile's β·saved_IO_hist_sample + saved_IO_hist_gather when Options has
+// a Profile, else the degree; a negative budget means room for
+// sample.DefaultHistFrac of the nodes.
+func newHistCache(d *storage.Dataset, width int, budget int64, o *Options) (*histcache.Cache, error) {
 	n := d.NumNodes()
 	scores := make([]float32, n)
-	ip := d.Indptr()
-	for v := int64(0); v < n; v++ {
-		scores[v] = float32(ip[v+1] - ip[v])
+	if p := o.Profile; p != nil {
+		beta := p.Meta.Beta
+		if o.Plan != nil && o.Plan.Beta > 0 {
+			beta = o.Plan.Beta
+		}
+		for v := range scores {
+			scores[v] = float32(beta*float64(p.HistSample[v]) + float64(p.HistGather[v]))
+		}
+	} else {
+		ip := d.Indptr()
+		for v := int64(0); v < n; v++ {
+			scores[v] = float32(ip[v+1] - ip[v])
+		}
 	}
-	budget := o.HistCacheBytes
-	if budget == 0 {
-		budget = histcache.BytesFor(n, int64(float64(n)*sample.DefaultHistFrac), width)
-	}
+	budget = histBudget(n, budget, width)
 	return histcache.New(histcache.Config{Scores: scores, Hidden: width, BudgetBytes: budget},
 		&histcache.Options{Staleness: o.Staleness, Policy: o.HistPolicy, PGrad: o.PGrad, Logger: o.Logger})
 }
@@ -191,6 +241,15 @@ type EpochStats struct {
 	Reused int64 `json:"hist_reused"`
 	// InputNodes sums the batches' input-layer node counts.
 	InputNodes int64 `json:"input_nodes"`
+	// Lookups are the sampler's neighbour-list lookups of the epoch (lists
+	// of reused nodes are not looked up).
+	Lookups sample.LookupStats `json:"lookups"`
+	// Measured are the storage savings of the epoch in the planner's terms
+	// (see docs/train.md): feature-cache hits and the bytes they served;
+	// HistGatherRows, the hop-2 neighbours not drawn below reused nodes
+	// (Σ min(fanout, degree) over reused embeddings); NeighborBytesSaved,
+	// the list bytes the neighbour cache served plus those hop-2 ids.
+	Measured planner.Measured `json:"measured"`
 }
 
 // Report is the result of Run.
@@ -204,8 +263,15 @@ type Report struct {
 	BestValid   float64      `json:"best_valid_acc"`
 	TestAtBest  float64      `json:"test_at_best_valid"`
 	Interrupted bool         `json:"interrupted"`
-	Checkpoint  string       `json:"checkpoint,omitempty"`
-	ElapsedSec  float64      `json:"elapsed_s"`
+	// Memory is the caches' memory (tables included) against MemBytes.
+	Memory MemoryUse `json:"memory"`
+	// Plan is the memory plan the caches were sized from (nil: none), and
+	// PlanComparison its predicted savings per epoch next to the measured
+	// ones (the mean of the epochs trained in this run).
+	Plan           *planner.PlanResult `json:"plan,omitempty"`
+	PlanComparison *planner.Comparison `json:"plan_comparison,omitempty"`
+	Checkpoint     string              `json:"checkpoint,omitempty"`
+	ElapsedSec     float64             `json:"elapsed_s"`
 }
 
 // Run trains until Options.Epochs epochs are done. When ctx is cancelled it
@@ -214,6 +280,7 @@ type Report struct {
 // and a nil error.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	t.start = time.Now()
+	t.firstEpochStat = len(t.epochStats)
 	o := &t.o
 	rep := &Report{Model: t.model.cfg, Params: t.model.NumParams(), Options: *o}
 	for t.epoch < o.Epochs {
@@ -260,6 +327,16 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 
 func (t *Trainer) finish(rep *Report) {
 	rep.Epochs = t.epochStats
+	rep.Memory = t.mem
+	if t.o.Plan != nil {
+		rep.Plan = t.o.Plan
+		var ms []planner.Measured
+		for _, e := range t.epochStats[t.firstEpochStat:] {
+			ms = append(ms, e.Measured)
+		}
+		c := planner.Compare(t.o.Plan, ms...)
+		rep.PlanComparison = &c
+	}
 	rep.ElapsedSec = t.elapsed + time.Since(t.start).Seconds()
 	for _, e := range t.epochStats {
 		if !e.Evaluated {
@@ -314,15 +391,81 @@ func (t *Trainer) freeJob(j *job) {
 
 type histReq struct {
 	iter  int64
-	local []int32 // candidate local ids, ascending
+	local []int32 // candidate positions in the batch's hop-1 list, ascending
 	nodes []int64
 	reply chan histResp
 }
 
 type histResp struct {
-	reused []int32
+	reused []int32 // positions in the hop-1 list, ascending
 	pulled []float32
 	err    error
+}
+
+// epochReuse connects the sampler's ReuseFor calls of one epoch with the
+// compute goroutine, which answers batch i's request right after computing
+// batch i−PipelineDepth (or at the start of the epoch for the first
+// PipelineDepth batches). Each batch has a slot of capacity 1, so a worker
+// never blocks handing its request over, only waiting for the answer.
+type epochReuse struct {
+	epoch int
+	skip  int   // batches before skip are not trained (resume): no reuse
+	step0 int64 // history iteration of batch skip
+	slots []chan histReq
+	mu    sync.Mutex
+	resp  map[int]histResp // decided, not yet taken by the consumer
+}
+
+type nodeSet map[int64]struct{}
+
+func (s nodeSet) Contains(v int64) bool { _, ok := s[v]; return ok }
+
+// reuseFor is the sampler's ReuseFor hook: it hands batch index's hop-1
+// candidates to the compute goroutine and waits for its decision.
+func (t *Trainer) reuseFor(ctx context.Context, epoch, index int, hop1 []int64) (sample.NodeSet, error) {
+	t.reuseMu.Lock()
+	er := t.reuse
+	t.reuseMu.Unlock()
+	if er == nil || er.epoch != epoch || index < er.skip || index >= len(er.slots) {
+		return nil, nil
+	}
+	req := histReq{iter: er.step0 + int64(index-er.skip), reply: make(chan histResp, 1)}
+	for k, v := range hop1 {
+		if t.hc.IsCandidate(v) {
+			req.local = append(req.local, int32(k))
+			req.nodes = append(req.nodes, v)
+		}
+	}
+	er.slots[index] <- req
+	var resp histResp
+	select {
+	case resp = <-req.reply:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if resp.err != nil {
+		return nil, resp.err
+	}
+	er.mu.Lock()
+	er.resp[index] = resp
+	er.mu.Unlock()
+	if len(resp.reused) == 0 {
+		return nil, nil
+	}
+	set := make(nodeSet, len(resp.reused))
+	for _, k := range resp.reused {
+		set[hop1[k]] = struct{}{}
+	}
+	return set, nil
+}
+
+// take returns (and forgets) batch index's decision.
+func (er *epochReuse) take(index int) (histResp, bool) {
+	er.mu.Lock()
+	defer er.mu.Unlock()
+	r, ok := er.resp[index]
+	delete(er.resp, index)
+	return r, ok
 }
 
 // stageClock accumulates busy nanoseconds.
@@ -339,6 +482,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	acc0 := t.d.Accounting().Snapshot()
 	io0, ioErr := iostat.Self()
 	fc0 := t.fc.Stats()
+	var histEdges int64 // hop-2 neighbours not drawn below reused nodes
 	var hc0 histcache.Stats
 	if t.hc != nil {
 		hc0 = t.hc.Stats()
@@ -360,6 +504,26 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		cancel()
 	}
 	var sa, ga, tr, co stageClock
+	skip, step0 := t.batchDone, t.step
+	var er *epochReuse
+	if t.hc != nil {
+		pl, err := t.sampler.Plan(t.epoch)
+		if err != nil {
+			return es, err
+		}
+		er = &epochReuse{epoch: t.epoch, skip: skip, step0: step0, slots: make([]chan histReq, len(pl.Batches)), resp: map[int]histResp{}}
+		for i := range er.slots {
+			er.slots[i] = make(chan histReq, 1)
+		}
+		t.reuseMu.Lock()
+		t.reuse = er
+		t.reuseMu.Unlock()
+		defer func() {
+			t.reuseMu.Lock()
+			t.reuse = nil
+			t.reuseMu.Unlock()
+		}()
+	}
 	it := t.sampler.Epoch(ctx, t.epoch)
 	total := int64(len(it.Plan().Batches))
 	task := o.Progress.Start(fmt.Sprintf("epoch %d", t.epoch), total, progress.Items)
@@ -369,24 +533,16 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	toGather := make(chan *job, 1)
 	toTransfer := make(chan *job, 1)
 	toCompute := make(chan *job, 1)
-	var reqCh chan histReq
-	if t.hc != nil {
-		reqCh = make(chan histReq)
-	}
 	gat := o.Model == ModelGAT
 	L := o.Layers
-	skip, step0 := t.batchDone, t.step
 	var wg sync.WaitGroup
 	wg.Add(3)
-	// Sample: deliver sampled batches, decide reuse, convert and prune.
+	// Sample: deliver sampled batches (the sampler has applied the reuse
+	// decision: reused nodes were not expanded) and convert them.
 	go func() {
 		defer wg.Done()
 		defer close(toGather)
-		if reqCh != nil {
-			defer close(reqCh)
-		}
 		defer it.Close()
-		reply := make(chan histResp, 1)
 		for i, iter := 0, step0; ; i++ {
 			t0 := time.Now()
 			b, err := it.Next()
@@ -404,34 +560,29 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			}
 			j := &job{idx: i, iter: iter}
 			iter++
-			var reused []int32
-			if reqCh != nil {
+			if er != nil {
 				top := &b.Blocks[L-1]
-				req := histReq{iter: j.iter, reply: reply}
-				for k := top.NumDst; k < len(top.Src); k++ {
-					if t.hc.IsCandidate(top.Src[k]) {
-						req.local = append(req.local, int32(k))
-						req.nodes = append(req.nodes, top.Src[k])
+				resp, ok := er.take(i)
+				if !ok {
+					fail(fmt.Errorf("train: internal error: batch %d sampled without a reuse decision", i))
+					return
+				}
+				reused := make([]int32, len(resp.reused))
+				for k, p := range resp.reused {
+					reused[k] = p + int32(top.NumDst)
+				}
+				if !slices.Equal(reused, b.Reused) {
+					fail(fmt.Errorf("train: internal error: batch %d: sampler reused %v, decided %v", i, b.Reused, reused))
+					return
+				}
+				k2 := o.Fanouts[L-2]
+				for _, r := range reused {
+					deg := t.d.Degree(top.Src[r])
+					if k2 >= 0 {
+						deg = min(deg, int64(k2))
 					}
+					histEdges += deg
 				}
-				sa.since(t0)
-				var resp histResp
-				select {
-				case reqCh <- req:
-				case <-ctx.Done():
-					return
-				}
-				select {
-				case resp = <-reply:
-				case <-ctx.Done():
-					return
-				}
-				if resp.err != nil {
-					fail(resp.err)
-					return
-				}
-				t0 = time.Now()
-				reused = resp.reused
 				hs := &hist{reused: reused, pulled: resp.pulled, wantEmb: true, wantGrad: o.HistPolicy == histcache.PolicyGrad}
 				r := 0
 				for k := 0; k < len(top.Src); k++ {
@@ -443,7 +594,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				}
 				j.hist = hs
 			}
-			j.hb = convert(b, reused, gat)
+			j.hb = convert(b, nil, gat)
 			sa.since(t0)
 			select {
 			case toGather <- j:
@@ -499,27 +650,24 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		}
 	}()
 
-	// Compute runs here and answers the history requests at fixed points.
-	reqOpen := reqCh != nil
-	serve := func() {
-		if !reqOpen {
+	// Compute runs here and answers batch i's reuse request right after
+	// computing batch i−PipelineDepth.
+	serve := func(i int) {
+		if er == nil || i >= len(er.slots) {
 			return
 		}
 		var r histReq
 		select {
-		case r, reqOpen = <-reqCh:
+		case r = <-er.slots[i]:
 		case <-ctx.Done():
-			return
-		}
-		if !reqOpen {
 			return
 		}
 		t0 := time.Now()
 		r.reply <- t.histLookup(r)
 		co.since(t0)
 	}
-	for range PipelineDepth {
-		serve()
+	for k := range PipelineDepth {
+		serve(skip + k)
 	}
 	var lossSum float64
 	var lossN, correct, seen int
@@ -552,7 +700,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		if lossN > 0 {
 			task.Describe(fmt.Sprintf("epoch %d loss %.4f", t.epoch, lossSum/float64(lossN)))
 		}
-		serve()
+		serve(j.idx + PipelineDepth)
 	}
 	// Drain a pending request so the sampler goroutine can finish.
 	cancel()
@@ -583,10 +731,18 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		es.IOReadBytes = io1.Sub(io0).ReadBytes
 	}
 	ls := it.Stats()
+	es.Lookups = ls
 	es.NeighborHit = ratio(ls.Global.Hits, ls.Lookups)
 	es.DynamicHit = ratio(ls.Dynamic.Hits, ls.Dynamic.Hits+ls.Dynamic.Misses)
 	fc1 := t.fc.Stats()
 	es.FeatureHit = ratio(fc1.Hits-fc0.Hits, fc1.Requests-fc0.Requests)
+	idBytes := int64(4)
+	if t.d.Indices32() == nil {
+		idBytes = 8
+	}
+	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges),
+		FeatureBytesSaved:  float64((fc1.BytesRequested-fc1.BytesMissed)-(fc0.BytesRequested-fc0.BytesMissed)) + float64(histEdges*t.d.FeatRowBytes()),
+		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
 	if t.hc != nil {
 		hc1 := t.hc.Stats()
 		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
@@ -24,8 +26,9 @@ func init() { extraCommands = append(extraCommands, newTrainCmd) }
 func newTrainCmd(g *globals) *cobra.Command {
 	var o train.Options
 	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath string
+	var planFile, profileName string
 	var seed int64
-	var featCache, histCache, nbrCache byteSize
+	var featCache, histCache, nbrCache, mem byteSize
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "train DIR",
@@ -39,10 +42,19 @@ cache hit rates.
 
 Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 --checkpoint-every epochs and at the end; Ctrl-C writes one and exits 0.
---resume continues from one. See docs/train.md.`,
+--resume continues from one.
+
+--mem B sizes the feature, history and neighbour caches with the memory
+planner: from --plan FILE when given, otherwise after a profiling epoch
+(saved under DIR/profile/--profile-name, plan.json beside it). An explicit
+--feat-cache, --hist-cache or --neighbor-cache overrides that cache's planned
+size (0 turns it off). The caches, tables included, must fit --mem, or train
+fails before the first epoch. After training it prints the plan's predicted
+I/O savings per epoch next to the measured ones. See docs/train.md.`,
 		Example: `  ssdgnn train demo-data/cora --model gcn --hidden 64 --fanouts -1,-1 --batch-size 140 --epochs 100
   ssdgnn partition data/synth --parts 100
-  ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png`,
+  ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png
+  ssdgnn train data/synth --selection partition --mem 2GiB --epochs 10`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -80,7 +92,14 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 				o.WeightDecay = -1
 			}
 			o.Seed = uint64(seed)
-			o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes = int64(featCache), int64(histCache), int64(nbrCache)
+			// An explicit size overrides the plan's; an explicit 0 means none.
+			explicit := func(name string, b byteSize) int64 {
+				if cmd.Flags().Changed(name) && b == 0 {
+					return -1
+				}
+				return int64(b)
+			}
+			o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes = explicit("feat-cache", featCache), explicit("hist-cache", histCache), explicit("neighbor-cache", nbrCache)
 			o.Progress, o.Logger = g.progress(), g.logger()
 			if o.CheckpointDir == "" {
 				o.CheckpointDir = filepath.Join(dir, "checkpoints")
@@ -90,6 +109,7 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 				return err
 			}
 			defer d.Close()
+			var mo train.MemPlanOptions
 			if o.Selection == sample.ModePartition {
 				pt, err := partition.Open(dir, partName)
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
@@ -99,9 +119,27 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 					return err
 				}
 				defer pt.Close()
-				if o.Partitions, err = sample.NewPartitionFiles(d, pt); err != nil {
+				pf, err := sample.NewPartitionFiles(d, pt)
+				if err != nil {
 					return err
 				}
+				defer pf.Close()
+				o.Partitions = pf
+				mo.Part, mo.Partition, mo.Cross = pt.Part(), partName, pt.Cross()
+			}
+			if mem > 0 || planFile != "" {
+				mo.MemBytes, mo.PlanFile, mo.ProfileName = int64(mem), planFile, profileName
+				mp, err := train.PlanMemory(cmd.Context(), d, &o, &mo)
+				if err != nil {
+					return err
+				}
+				mp.Apply(&o, &mo)
+				how := "read"
+				if mp.Created {
+					how = "profiled and written"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", mp.PlanPath, how,
+					ibytes(mp.Plan.Feature.Bytes()), ibytes(mp.Plan.History.Bytes()), ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
 			}
 			out := cmd.OutOrStdout()
 			var mf *os.File
@@ -156,6 +194,18 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 			} else {
 				fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
 					rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
+				m := rep.Memory
+				fmt.Fprintf(out, "caches: feature %s, history %s, neighbour %s, total %s", ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.TotalBytes))
+				if m.LimitBytes > 0 {
+					fmt.Fprintf(out, " of --mem %s", ibytes(m.LimitBytes))
+				}
+				fmt.Fprintln(out)
+				if rep.PlanComparison != nil {
+					fmt.Fprintln(out, "planner prediction vs measured I/O saved per epoch:")
+					if err := planner.WriteComparison(out, *rep.PlanComparison); err != nil {
+						return err
+					}
+				}
 			}
 			if rep.Interrupted {
 				if rep.Checkpoint != "" {
@@ -191,10 +241,13 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 	f.Int64Var(&o.Staleness, "staleness", histcache.DefaultStaleness, "iterations a historical embedding stays usable (1: never reused)")
 	f.StringVar(&histPolicy, "hist-policy", "staleness", "history admission: staleness or grad (FreshGNN)")
 	f.Float64Var(&o.PGrad, "pgrad", histcache.DefaultPGrad, "fraction admitted by --hist-policy grad")
-	f.Var(&histCache, "hist-cache", "history cache size (default: 20% of nodes)")
-	f.Var(&featCache, "feat-cache", "feature cache size (0: none)")
-	f.StringVar(&featPolicy, "feat-policy", "degree", "feature cache policy: degree, profiled or dynamic")
-	f.Var(&nbrCache, "neighbor-cache", "global neighbour cache size (0: none)")
+	f.Var(&histCache, "hist-cache", "history cache size (overrides the plan; default: 20% of nodes; 0: none)")
+	f.Var(&featCache, "feat-cache", "feature cache size (overrides the plan; default none)")
+	f.StringVar(&featPolicy, "feat-policy", "auto", "feature cache policy: auto (profiled with --mem/--plan, else degree), degree, profiled or dynamic")
+	f.Var(&nbrCache, "neighbor-cache", "global neighbour cache size (overrides the plan; 0: none)")
+	f.Var(&mem, "mem", "memory budget for the caches, tables included (e.g. 2GiB): sizes them with the planner and fails early if they cannot fit")
+	f.StringVar(&planFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
+	f.StringVar(&profileName, "profile-name", train.DefaultProfileName, "name of the profile --mem writes under DIR/profile")
 	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
 	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")
@@ -203,3 +256,6 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 	f.StringVar(&plotPath, "plot", "", "plot loss and accuracy against time to this PNG")
 	return cmd
 }
+
+// ibytes formats a byte count (IEC units).
+func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }

@@ -83,3 +83,89 @@ func TestTrainInfer(t *testing.T) {
 		t.Errorf("missing partitioning: %v", err)
 	}
 }
+
+// TestTrainMem: gen → partition → train --mem profiles, plans and keeps the
+// caches within --mem; --plan reuses the plan; a --mem below the caches'
+// tables fails before the first epoch.
+func TestTrainMem(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "4", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "8"); err != nil {
+		t.Fatal(err)
+	}
+	const mem = 64 << 10
+	common := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--workers", "2",
+		"--selection", "partition", "--parts-per-batch", "2", "--checkpoint", t.TempDir()}
+	type report struct {
+		Epochs []struct {
+			Measured struct {
+				FeatRows float64 `json:"feat_rows"`
+			} `json:"measured"`
+		} `json:"epochs"`
+		Memory struct {
+			Total int64 `json:"total_bytes"`
+			Limit int64 `json:"limit_bytes"`
+			Feat  int64 `json:"feature_bytes"`
+		} `json:"memory"`
+		Plan *struct {
+			Profile string `json:"profile"`
+			Feature struct {
+				Entries int64 `json:"entries"`
+			} `json:"feature"`
+		} `json:"plan"`
+		Comparison *struct {
+			Rows []struct {
+				Quantity string `json:"quantity"`
+			} `json:"rows"`
+		} `json:"plan_comparison"`
+	}
+	out, stderr, err := run(t, append(common, "--mem", "64KiB", "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("train --json: %v\n%s", err, out)
+	}
+	if rep.Plan == nil || rep.Comparison == nil || len(rep.Comparison.Rows) == 0 || len(rep.Epochs) != 2 {
+		t.Fatalf("report without plan or comparison: %s", out)
+	}
+	if rep.Memory.Total > mem || rep.Memory.Limit != mem || rep.Memory.Total == 0 {
+		t.Errorf("caches %+v, --mem %d", rep.Memory, mem)
+	}
+	planPath := filepath.Join(dir, "profile", "train", "plan.json")
+	if _, err := os.Stat(planPath); err != nil || !strings.Contains(stderr, "profiled and written") {
+		t.Fatalf("plan not written: %v; stderr %q", err, stderr)
+	}
+	if rep.Plan.Feature.Entries > 0 && rep.Epochs[0].Measured.FeatRows == 0 {
+		t.Errorf("planned %d feature rows, none hit", rep.Plan.Feature.Entries)
+	}
+	// --plan uses the written plan (no profiling) and the table shows the comparison.
+	out, stderr, err = run(t, append(common, "--plan", planPath)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "(read)") {
+		t.Errorf("--plan did not read the plan: %q", stderr)
+	}
+	for _, k := range []string{"caches: feature", "of --mem 64 KiB", "predicted/epoch", "feature-cache hits"} {
+		if !strings.Contains(out, k) {
+			t.Errorf("table lacks %q:\n%s", k, out)
+		}
+	}
+	// An explicit cache size overrides the plan and must still fit.
+	if _, _, err := run(t, append(common, "--mem", "64KiB", "--plan", planPath, "--feat-cache", "1MiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
+		t.Errorf("--feat-cache over --mem: %v", err)
+	}
+	// Too small: fails before the first epoch (no metrics line).
+	metrics := filepath.Join(t.TempDir(), "m.jsonl")
+	_, _, err = run(t, append(common, "--mem", "4KiB", "--metrics", metrics)...)
+	if err == nil || !strings.Contains(err.Error(), "budget too small") {
+		t.Fatalf("--mem 4KiB: %v", err)
+	}
+	if b, _ := os.ReadFile(metrics); len(b) != 0 {
+		t.Errorf("epochs ran before the budget error: %q", b)
+	}
+}
