@@ -25,7 +25,7 @@ func init() { extraCommands = append(extraCommands, newTrainCmd) }
 
 func newTrainCmd(g *globals) *cobra.Command {
 	var o train.Options
-	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath string
+	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath, device string
 	var planFile, profileName string
 	var seed int64
 	var featCache, histCache, nbrCache, mem byteSize
@@ -104,6 +104,12 @@ I/O savings per epoch next to the measured ones. See docs/train.md.`,
 			if o.CheckpointDir == "" {
 				o.CheckpointDir = filepath.Join(dir, "checkpoints")
 			}
+			be, err := newBackend(device)
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			o.Backend = be
 			d, err := storage.Open(dir, nil)
 			if err != nil {
 				return err
@@ -235,6 +241,7 @@ I/O savings per epoch next to the measured ones. See docs/train.md.`,
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 20, "partitions per macro batch")
 	f.Int64Var(&seed, "seed", 1, "random seed (same seed, same result)")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
+	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")
