@@ -5,7 +5,7 @@ DEMO    := demo-data
 # Packages that run goroutines: tested with the race detector.
 RACE_PKGS := ./storage/... ./internal/extsort/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
-.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
+.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
 
 all: build
 
@@ -63,6 +63,11 @@ bench-gen:
 # planned caches + history, at 2 and 3 layers (docs/train.md).
 bench-train:
 	$(GO) test -v -run '^$$' -bench 'TrainConfigs' -benchtime 1x -timeout 60m ./train/ -args -bench-nodes 200000 -bench-dir $(BENCH_DIR)
+
+# The out-of-core benchmark (docs/ooc.md): every configuration as a child in
+# a memory cgroup; report under bench/results/<timestamp>/. Needs root.
+bench-ooc: build
+	$(BIN) bench ooc --check-resume --check-small-limit $(OOC_FLAGS)
 
 bench-partition:
 	$(GO) test -run '^$$' -bench 'Partition' -benchtime 1x -timeout 60m ./partition/

@@ -1,0 +1,395 @@
+package ooc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// harness is one Run.
+type harness struct {
+	o   Options
+	log *slog.Logger
+	loc *Location // nil: uncapped
+	// capNote says why runs are uncapped (empty when capped).
+	capNote string
+	logDir  string
+	seq     int
+}
+
+// Run prepares the dataset, runs every configuration (and the requested
+// robustness checks) and writes report.md, report.json and the charts to
+// o.OutDir. The returned report is complete even when configurations
+// failed (their Error says why); err is for the harness itself failing.
+func Run(ctx context.Context, o *Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	h := &harness{o: o.withDefaults()}
+	h.log = h.o.Logger
+	h.logDir = filepath.Join(h.o.OutDir, "logs")
+	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	rep := &Report{Timestamp: h.o.Now().UTC().Format(time.RFC3339), MemLimit: h.o.MemLimit, CacheBudget: h.o.CacheBudget,
+		Epochs: h.o.Epochs, Layers: h.o.Layers, Hidden: h.o.Hidden, BatchSize: h.o.BatchSize, Fanouts: h.o.Fanouts}
+	rep.Compute = fmt.Sprintf("GraphSAGE, %d layers, hidden width %d (reduced so that sampling and gathering dominate as they do next to a GPU), pure-Go CPU backend; evaluation only after the last epoch and excluded from epoch times", h.o.Layers, h.o.Hidden)
+	h.setupCgroups()
+	if h.loc == nil && h.o.RequireCgroup {
+		return nil, fmt.Errorf("%w (RequireCgroup): %s", ErrNoCgroup, h.capNote)
+	}
+	rep.Capped, rep.CapNote = h.loc != nil, h.capNote
+	if h.loc != nil {
+		rep.CgroupVersion = int(h.loc.Version)
+		rep.CgroupParent = h.loc.Dir
+	}
+	ds, err := h.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Dataset = ds
+	rep.Machine = describeMachine(h.o.Dir, rep.CgroupVersion)
+	for _, name := range h.o.Configs {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep.Configs = append(rep.Configs, h.runConfig(ctx, name, ds))
+	}
+	rep.CachesDropped = len(rep.Configs) > 0
+	for _, c := range rep.Configs {
+		if c.CacheDrop != "dropped" {
+			rep.CachesDropped = false
+			rep.DropNote = c.CacheDrop
+		}
+	}
+	if h.o.CheckResume {
+		rep.Resume = h.checkResume(ctx, ds)
+	}
+	if h.o.CheckSmallLimit {
+		rep.SmallLimit = h.checkSmallLimit(ctx, ds)
+	}
+	rep.Targets = evaluateTargets(rep)
+	if err := rep.WriteFiles(h.o.OutDir); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func (h *harness) setupCgroups() {
+	if h.o.Uncapped {
+		h.capNote = "uncapped: --uncapped was given"
+		return
+	}
+	loc, err := Locate(h.o.CgroupRoot, h.o.ProcCgroup)
+	if err == nil && os.Geteuid() != 0 {
+		err = fmt.Errorf("%w: not root", ErrNoCgroup)
+	}
+	if err == nil {
+		if removed, cerr := CleanStale(loc); cerr != nil {
+			h.log.Warn("stale cgroups", "err", cerr)
+		} else if len(removed) > 0 {
+			h.log.Info("removed stale cgroups", "dirs", removed)
+		}
+		// Probe: make and remove one, so a refusal shows up now.
+		var cg *Cgroup
+		if cg, err = CreateCgroup(loc, "probe", h.o.MemLimit); err == nil {
+			err = cg.Remove()
+		}
+	}
+	if err != nil {
+		h.capNote = "uncapped: " + err.Error()
+		h.log.Warn("running uncapped", "err", err)
+		return
+	}
+	h.loc = &loc
+}
+
+// setup runs an unmeasured, uncapped ssdgnn command and returns its stdout.
+func (h *harness) setup(ctx context.Context, name string, args ...string) ([]byte, error) {
+	h.seq++
+	base := filepath.Join(h.logDir, fmt.Sprintf("%02d-%s", h.seq, name))
+	res, err := runChild(ctx, childSpec{name: name, argv: append([]string{h.o.Bin}, args...),
+		stdout: base + ".stdout", stderr: base + ".stderr"})
+	if err != nil {
+		return nil, err
+	}
+	if !res.OK() {
+		return nil, fmt.Errorf("%w: ssdgnn %s: exit %d %s: %s", ErrChild, strings.Join(args, " "), res.ExitCode, res.Signal, res.StderrTail)
+	}
+	return os.ReadFile(base + ".stdout")
+}
+
+// configArgs returns the train flags of a configuration.
+func (h *harness) configArgs(name string, ds *Dataset) (desc string, args []string) {
+	o := &h.o
+	p := ds.Plan
+	size := func(n int64) string { return strconv.FormatInt(n, 10) }
+	planned := []string{"--feat-cache", size(p.Feature.BudgetBytes), "--neighbor-cache", size(p.Neighbor.BudgetBytes)}
+	hist := []string{"--hist-cache", size(p.History.BudgetBytes)}
+	part := []string{"--selection", "partition", "--partition", PartitionName}
+	switch name {
+	case "mmap-baseline":
+		return "random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap)",
+			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0"}
+	case "dual-cache":
+		nb := int64(o.NeighborFrac * float64(o.CacheBudget))
+		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
+			[]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}
+	case "ssdgnn":
+		return "partition batches, planned caches (plan.json), history cache",
+			append(append(part, planned...), hist...)
+	case "ssdgnn-no-partition":
+		return "ablation: random batches, planned caches, history cache",
+			append(append([]string{"--selection", "random"}, planned...), hist...)
+	case "ssdgnn-no-hist":
+		return "ablation: partition batches, planned caches, --no-hist",
+			append(append(part, planned...), "--no-hist")
+	}
+	return "", nil
+}
+
+func usesPlan(name string) bool { return strings.HasPrefix(name, "ssdgnn") }
+
+// trainArgs are the flags every configuration shares.
+func (h *harness) trainArgs(epochs int, metrics, ckpt string) []string {
+	o := &h.o
+	return []string{"train", o.Dir, "--model", "sage", "--layers", strconv.Itoa(o.Layers), "--hidden", strconv.Itoa(o.Hidden),
+		"--epochs", strconv.Itoa(epochs), "--eval-every", strconv.Itoa(epochs), "--batch-size", strconv.Itoa(o.BatchSize),
+		"--fanouts", o.Fanouts, "--seed", strconv.FormatInt(o.Seed, 10), "--json", "-q", "--metrics", metrics, "--checkpoint", ckpt}
+}
+
+// capped runs one measured child in a fresh cgroup of limit bytes
+// (uncapped when the harness has none), dropping the page cache first.
+func (h *harness) capped(ctx context.Context, name string, argv []string, limit int64, watch func() bool) (res *ChildResult, drop string, err error) {
+	drop = "dropped"
+	if h.o.NoDropCaches {
+		drop = "not dropped: --no-drop-caches"
+	} else if derr := DropPageCache(); derr != nil {
+		drop = "not dropped: " + derr.Error()
+	}
+	h.seq++
+	base := filepath.Join(h.logDir, fmt.Sprintf("%02d-%s", h.seq, name))
+	spec := childSpec{name: name, argv: argv, stdout: base + ".stdout", stderr: base + ".stderr", watch: watch, timeout: h.o.ChildTimeout}
+	if h.loc != nil {
+		cg, cerr := CreateCgroup(*h.loc, fmt.Sprintf("%d-%s", h.seq, name), limit)
+		if cerr != nil {
+			return nil, drop, cerr
+		}
+		defer func() {
+			// Free the page cache charged to it, so it does not move to the
+			// parent and warm the next configuration.
+			if ferr := cg.ForceEmpty(); ferr != nil {
+				h.log.Debug("force_empty", "err", ferr)
+			}
+			err = errors.Join(err, cg.Remove())
+		}()
+		spec.cgroup = cg
+	}
+	res, err = runChild(ctx, spec)
+	return res, drop, err
+}
+
+func (h *harness) runConfig(ctx context.Context, name string, ds *Dataset) ConfigResult {
+	desc, extra := h.configArgs(name, ds)
+	cr := ConfigResult{Name: name, Description: desc, Capped: h.loc != nil}
+	work := filepath.Join(h.o.OutDir, "runs", name)
+	_ = os.RemoveAll(work)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		cr.Error = err.Error()
+		return cr
+	}
+	metrics := filepath.Join(work, "metrics.jsonl")
+	args := append(h.trainArgs(h.o.Epochs, metrics, filepath.Join(work, "checkpoints")), extra...)
+	cr.Args = args
+	if usesPlan(name) {
+		if err := CheckPlanFits(ds.Plan, h.o.MemLimit); err != nil {
+			cr.Error = err.Error()
+			return cr
+		}
+	}
+	h.log.Info("running", "config", name)
+	res, drop, err := h.capped(ctx, name, append([]string{h.o.Bin}, args...), h.o.MemLimit, nil)
+	cr.CacheDrop, cr.Child = drop, res
+	if err != nil {
+		cr.Error = err.Error()
+		return cr
+	}
+	if b, err := os.ReadFile(res.Stdout); err == nil && res.OK() {
+		if tr, err := ParseTrainReport(b); err == nil {
+			cr.Epochs, cr.FinalValid, cr.FinalTest = tr.Epochs, tr.FinalValid, tr.FinalTest
+		} else {
+			cr.Error = err.Error()
+		}
+	}
+	if cr.Epochs == nil {
+		cr.Epochs, _ = readMetrics(metrics) // whatever finished before a failure
+	}
+	if !res.OK() && cr.Error == "" {
+		cr.Error = fmt.Sprintf("exit %d %s", res.ExitCode, res.Signal)
+		if res.OOMKilled() {
+			cr.Error += " (OOM-killed)"
+		}
+		if res.StderrTail != "" {
+			cr.Error += ": " + lastLine(res.StderrTail)
+		}
+	}
+	cr.summarize(ds.NumTrain)
+	return cr
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// ResumeCheck is robustness check (a).
+type ResumeCheck struct {
+	Epochs int `json:"epochs"`
+	// KilledAfterLines: metrics lines seen when SIGKILL was sent.
+	KilledAfterLines int     `json:"killed_after_epochs"`
+	KilledSignal     string  `json:"killed_signal"`
+	ResumedOK        bool    `json:"resumed_ok"`
+	ResumedValid     float64 `json:"resumed_valid_acc"`
+	ReferenceValid   float64 `json:"reference_valid_acc"`
+	AbsDiff          float64 `json:"abs_diff"`
+	// Tolerance: the binomial standard error of the accuracy on the
+	// validation set, times 3.
+	Tolerance float64 `json:"tolerance"`
+	Pass      bool    `json:"pass"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func (h *harness) checkResume(ctx context.Context, ds *Dataset) *ResumeCheck {
+	o := &h.o
+	rc := &ResumeCheck{Epochs: o.ResumeEpochs}
+	_, extra := h.configArgs("ssdgnn", ds)
+	work := filepath.Join(o.OutDir, "runs", "resume")
+	_ = os.RemoveAll(work)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		rc.Error = err.Error()
+		return rc
+	}
+	run := func(tag string, watch func() bool, more ...string) (*ChildResult, string, error) {
+		metrics := filepath.Join(work, tag+".jsonl")
+		args := append(append(h.trainArgs(o.ResumeEpochs, metrics, filepath.Join(work, tag+"-ckpt")), extra...), "--checkpoint-every", "1")
+		// Evaluate only at the end in all three runs.
+		args = append(args, more...)
+		res, _, err := h.capped(ctx, "resume-"+tag, append([]string{o.Bin}, args...), o.MemLimit, watch)
+		return res, metrics, err
+	}
+	ref, _, err := run("reference", nil)
+	if err != nil || !ref.OK() {
+		rc.Error = fmt.Sprintf("reference run failed: %v %s", err, childErr(ref))
+		return rc
+	}
+	refRep, err := readTrainReport(ref.Stdout)
+	if err != nil {
+		rc.Error = err.Error()
+		return rc
+	}
+	rc.ReferenceValid = refRep.FinalValid
+	ckptDir := filepath.Join(work, "killed-ckpt")
+	killedMetrics := filepath.Join(work, "killed.jsonl")
+	lines := 0
+	watch := func() bool {
+		ep, _ := readMetrics(killedMetrics)
+		lines = len(ep)
+		if lines < 1 {
+			return false
+		}
+		_, err := os.Stat(filepath.Join(ckptDir, "checkpoint.ssdc"))
+		return err == nil
+	}
+	killed, _, err := run("killed", watch)
+	if err != nil {
+		rc.Error = err.Error()
+		return rc
+	}
+	rc.KilledAfterLines, rc.KilledSignal = lines, killed.Signal
+	if !killed.KilledByUs {
+		rc.Error = fmt.Sprintf("the run ended (exit %d) before it could be killed: use more epochs or a larger graph", killed.ExitCode)
+		return rc
+	}
+	res, _, err := run("resumed", nil, "--resume", ckptDir)
+	// run("resumed") writes its own checkpoints to resumed-ckpt.
+	if err != nil || !res.OK() {
+		rc.Error = fmt.Sprintf("resume failed: %v %s", err, childErr(res))
+		return rc
+	}
+	rep, err := readTrainReport(res.Stdout)
+	if err != nil {
+		rc.Error = err.Error()
+		return rc
+	}
+	rc.ResumedOK = true
+	rc.ResumedValid = rep.FinalValid
+	rc.AbsDiff = abs(rc.ResumedValid - rc.ReferenceValid)
+	nv := float64(max(1, ds.NumTrain/2)) // the generator's valid split is TrainFrac/2
+	pq := rc.ReferenceValid * (1 - rc.ReferenceValid)
+	rc.Tolerance = max(0.01, 3*sqrt(pq/nv))
+	rc.Pass = rc.AbsDiff <= rc.Tolerance
+	return rc
+}
+
+func childErr(r *ChildResult) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("exit %d %s: %s", r.ExitCode, r.Signal, lastLine(r.StderrTail))
+}
+
+func readTrainReport(path string) (*TrainReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrainReport(b)
+}
+
+// SmallLimitCheck is robustness check (b).
+type SmallLimitCheck struct {
+	Limit int64 `json:"limit"`
+	// HarnessRefused: CheckPlanFits refused the ssdgnn configuration
+	// before starting it; HarnessMessage is its error.
+	HarnessRefused bool   `json:"harness_refused"`
+	HarnessMessage string `json:"harness_message"`
+	// Plan: `ssdgnn plan --mem Limit`, run inside a cgroup of Limit bytes.
+	PlanExit    int    `json:"plan_exit"`
+	PlanMessage string `json:"plan_message"`
+	OOMKilled   bool   `json:"oom_killed"`
+	Pass        bool   `json:"pass"`
+}
+
+func (h *harness) checkSmallLimit(ctx context.Context, ds *Dataset) *SmallLimitCheck {
+	sc := &SmallLimitCheck{Limit: max(1, ds.Plan.TableBytes()/2)}
+	if err := CheckPlanFits(ds.Plan, sc.Limit); err != nil {
+		sc.HarnessRefused, sc.HarnessMessage = true, err.Error()
+	}
+	out := filepath.Join(h.o.OutDir, "runs", "small-limit-plan.json")
+	argv := []string{h.o.Bin, "plan", h.o.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(sc.Limit, 10),
+		"--hidden", strconv.Itoa(h.o.Hidden), "--out", out}
+	// The planner itself needs memory for the profile (16 bytes a node and
+	// its sort buffers); its cgroup gets the normal limit, so what is
+	// tested is the message, not the OOM killer.
+	res, _, err := h.capped(ctx, "small-limit-plan", argv, max(h.o.MemLimit, sc.Limit+256<<20), nil)
+	if err != nil {
+		sc.PlanMessage = err.Error()
+		return sc
+	}
+	sc.PlanExit, sc.PlanMessage, sc.OOMKilled = res.ExitCode, lastLine(res.StderrTail), res.OOMKilled()
+	sc.Pass = sc.HarnessRefused && res.ExitCode != 0 && !sc.OOMKilled && sc.PlanMessage != ""
+	return sc
+}
+
+func abs(x float64) float64  { return math.Abs(x) }
+func sqrt(x float64) float64 { return math.Sqrt(x) }

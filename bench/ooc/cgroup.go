@@ -1,0 +1,289 @@
+package ooc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CgroupVersion is 1 or 2.
+type CgroupVersion int
+
+// Location is where our own memory cgroup lives.
+type Location struct {
+	Version CgroupVersion
+	// Path is the cgroup path as /proc/self/cgroup names it ("/" or
+	// "/a/b"); Dir is the directory under the mount.
+	Path string
+	Dir  string
+}
+
+// ParseProcCgroup finds the memory controller in the text of
+// /proc/<pid>/cgroup. A v1 "N:memory:/path" line (possibly "memory,xyz")
+// wins over the v2 "0::/path" line, as the kernel charges memory to the v1
+// controller when it is mounted. ok is false when neither is present.
+func ParseProcCgroup(text string) (v CgroupVersion, path string, ok bool) {
+	var v2 string
+	var haveV2 bool
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			v2, haveV2 = parts[2], true
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "memory" {
+				return 1, parts[2], true
+			}
+		}
+	}
+	if haveV2 {
+		return 2, v2, true
+	}
+	return 0, "", false
+}
+
+// Locate reads procCgroup (normally /proc/self/cgroup) and checks that the
+// matching directory under root exists with the files a limit needs.
+func Locate(root, procCgroup string) (Location, error) {
+	b, err := os.ReadFile(procCgroup)
+	if err != nil {
+		return Location{}, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+	}
+	v, p, ok := ParseProcCgroup(string(b))
+	if !ok {
+		return Location{}, fmt.Errorf("%w: %s names no memory controller", ErrNoCgroup, procCgroup)
+	}
+	loc := Location{Version: v, Path: p}
+	probe := "cgroup.controllers"
+	if v == 1 {
+		loc.Dir = filepath.Join(root, "memory", p)
+		probe = "memory.limit_in_bytes"
+	} else {
+		loc.Dir = filepath.Join(root, p)
+		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+			// hybrid layouts mount v2 at root/unified
+			loc.Dir = filepath.Join(root, "unified", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(loc.Dir, probe)); err != nil {
+		return Location{}, fmt.Errorf("%w: cgroup v%d directory %s: %v", ErrNoCgroup, v, loc.Dir, err)
+	}
+	if v == 2 {
+		c, err := os.ReadFile(filepath.Join(loc.Dir, "cgroup.controllers"))
+		if err != nil || !containsWord(string(c), "memory") {
+			return Location{}, fmt.Errorf("%w: cgroup v2 %s has no memory controller", ErrNoCgroup, loc.Dir)
+		}
+	}
+	return loc, nil
+}
+
+func containsWord(s, w string) bool {
+	for _, f := range strings.Fields(s) {
+		if f == w {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupPrefix starts the name of every cgroup the harness makes; the
+// creating process's pid follows, so stale ones can be told apart.
+const cgroupPrefix = "ssdgnn-ooc-"
+
+// Cgroup is a child memory cgroup made by the harness. Remove it when done.
+type Cgroup struct {
+	Version CgroupVersion
+	Dir     string
+	Limit   int64
+}
+
+// CreateCgroup makes loc.Dir/<prefix><pid>-<name> with a memory limit. On
+// v2 it first enables the memory controller for loc's children, which the
+// kernel refuses when loc holds processes itself (the no-internal-process
+// rule); that failure is ErrNoCgroup.
+func CreateCgroup(loc Location, name string, limit int64) (*Cgroup, error) {
+	dir := filepath.Join(loc.Dir, fmt.Sprintf("%s%d-%s", cgroupPrefix, os.Getpid(), name))
+	if loc.Version == 2 {
+		sc := filepath.Join(loc.Dir, "cgroup.subtree_control")
+		if b, err := os.ReadFile(sc); err != nil || !containsWord(string(b), "memory") {
+			if err := writeCtl(sc, "+memory"); err != nil {
+				return nil, fmt.Errorf("%w: enable memory in %s: %v", ErrNoCgroup, sc, err)
+			}
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+		}
+	}
+	cg := &Cgroup{Version: loc.Version, Dir: dir, Limit: limit}
+	file := "memory.max"
+	if loc.Version == 1 {
+		file = "memory.limit_in_bytes"
+		// Swap would let the child exceed the limit silently; v1 only
+		// exposes memsw when swap accounting is on, so this is best effort.
+		_ = writeCtl(filepath.Join(dir, "memory.swappiness"), "0")
+	} else {
+		_ = writeCtl(filepath.Join(dir, "memory.swap.max"), "0")
+	}
+	if err := writeCtl(filepath.Join(dir, file), strconv.FormatInt(limit, 10)); err != nil {
+		_ = cg.Remove()
+		return nil, fmt.Errorf("%w: set %s: %v", ErrNoCgroup, file, err)
+	}
+	return cg, nil
+}
+
+// ProcsFile is the file a process writes its pid into to join.
+func (c *Cgroup) ProcsFile() string { return filepath.Join(c.Dir, "cgroup.procs") }
+
+// CgroupStats are the counters read after a child exits.
+type CgroupStats struct {
+	// PeakBytes: memory.max_usage_in_bytes (v1) or memory.peak (v2; -1
+	// on kernels before 5.19).
+	PeakBytes int64 `json:"peak_bytes"`
+	// LimitHits: memory.failcnt (v1) or memory.events "max" (v2): how
+	// often usage hit the limit (and reclaim ran).
+	LimitHits int64 `json:"limit_hits"`
+	// OOMKills: memory.oom_control oom_kill (v1, -1 when the kernel lacks
+	// the field) or memory.events oom_kill (v2).
+	OOMKills int64 `json:"oom_kills"`
+}
+
+// Stats reads the counters.
+func (c *Cgroup) Stats() CgroupStats {
+	s := CgroupStats{PeakBytes: -1, LimitHits: -1, OOMKills: -1}
+	if c.Version == 1 {
+		s.PeakBytes = readInt(filepath.Join(c.Dir, "memory.max_usage_in_bytes"))
+		s.LimitHits = readInt(filepath.Join(c.Dir, "memory.failcnt"))
+		s.OOMKills = readKey(filepath.Join(c.Dir, "memory.oom_control"), "oom_kill")
+		return s
+	}
+	s.PeakBytes = readInt(filepath.Join(c.Dir, "memory.peak"))
+	s.LimitHits = readKey(filepath.Join(c.Dir, "memory.events"), "max")
+	s.OOMKills = readKey(filepath.Join(c.Dir, "memory.events"), "oom_kill")
+	return s
+}
+
+// ForceEmpty frees the page cache charged to the cgroup (v1
+// memory.force_empty; v2 has no equivalent short of memory.reclaim, which
+// is tried). It must run when the cgroup has no processes.
+func (c *Cgroup) ForceEmpty() error {
+	if c.Version == 1 {
+		return writeCtl(filepath.Join(c.Dir, "memory.force_empty"), "0")
+	}
+	return writeCtl(filepath.Join(c.Dir, "memory.reclaim"), strconv.FormatInt(1<<50, 10))
+}
+
+// Remove deletes the cgroup, retrying briefly while the kernel finishes
+// reaping its last process.
+func (c *Cgroup) Remove() error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = syscall.Rmdir(c.Dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("ooc: remove cgroup %s: %w", c.Dir, err)
+}
+
+// CleanStale removes cgroups left under loc by harness processes that no
+// longer run (a crashed or killed bench). It returns the directories
+// removed.
+func CleanStale(loc Location) ([]string, error) {
+	ents, err := os.ReadDir(loc.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), cgroupPrefix)
+		if !e.IsDir() || !ok {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err == nil && pid != os.Getpid() && processAlive(pid) {
+			continue
+		}
+		cg := &Cgroup{Version: loc.Version, Dir: filepath.Join(loc.Dir, e.Name())}
+		if b, _ := os.ReadFile(cg.ProcsFile()); len(strings.TrimSpace(string(b))) > 0 {
+			continue // still has members: not ours to tear down
+		}
+		_ = cg.ForceEmpty()
+		if err := cg.Remove(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, cg.Dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func readInt(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// readKey reads "key value" lines (memory.events, memory.oom_control).
+func readKey(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	return parseKey(string(b), key)
+}
+
+func parseKey(text, key string) int64 {
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// DropPageCache syncs and drops the kernel's clean page cache, dentries
+// and inodes (needs root and a writable /proc/sys).
+func DropPageCache() error {
+	syscall.Sync()
+	return writeCtl("/proc/sys/vm/drop_caches", "3")
+}
+
+// writeCtl writes a cgroup control file; it never creates one (cgroupfs
+// files exist or the write is refused).
+func writeCtl(path, val string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(val)
+	return errors.Join(err, f.Close())
+}

@@ -1,0 +1,120 @@
+package ooc
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestParseProcCgroup(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		v          CgroupVersion
+		path       string
+		ok         bool
+	}{
+		{"v1", "9:name=systemd:/\n4:memory:/process_api/abc\n0::/\n", 1, "/process_api/abc", true},
+		{"v1 joined", "5:cpu,memory:/user.slice\n1:name=systemd:/user.slice\n", 1, "/user.slice", true},
+		{"v1 root", "4:memory:/\n", 1, "/", true},
+		{"v2", "0::/user.slice/user-0.slice/session-1.scope\n", 2, "/user.slice/user-0.slice/session-1.scope", true},
+		{"v2 root", "0::/\n", 2, "/", true},
+		{"hybrid v1 wins", "0::/init.scope\n7:memory:/docker/x\n", 1, "/docker/x", true},
+		{"path with colon", "4:memory:/a:b\n", 1, "/a:b", true},
+		{"none", "3:cpu:/\n2:pids:/\n", 0, "", false},
+		{"empty", "", 0, "", false},
+		{"garbage", "not a cgroup file\n::\n", 0, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, p, ok := ParseProcCgroup(tc.text)
+			if v != tc.v || p != tc.path || ok != tc.ok {
+				t.Fatalf("got (%d, %q, %v), want (%d, %q, %v)", v, p, ok, tc.v, tc.path, tc.ok)
+			}
+		})
+	}
+}
+
+func FuzzParseProcCgroup(f *testing.F) {
+	f.Add("4:memory:/a\n0::/b\n")
+	f.Add("0::/x\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, p, ok := ParseProcCgroup(s)
+		if ok != (v == 1 || v == 2) || (!ok && p != "") {
+			t.Fatalf("inconsistent (%d, %q, %v)", v, p, ok)
+		}
+	})
+}
+
+func TestParseKey(t *testing.T) {
+	events := "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n"
+	oomControl := "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"
+	for _, tc := range []struct {
+		text, key string
+		want      int64
+	}{
+		{events, "max", 12}, {events, "oom_kill", 1}, {events, "oom", 1}, {oomControl, "oom_kill", 3},
+		{oomControl, "missing", -1}, {"oom_kill x\n", "oom_kill", -1},
+	} {
+		if got := parseKey(tc.text, tc.key); got != tc.want {
+			t.Errorf("parseKey(%q, %q) = %d, want %d", tc.text, tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestLocateFake builds fake v1 and v2 hierarchies.
+func TestLocateFake(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, s string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("memory/process_api/abc/memory.limit_in_bytes", "9223372036854771712\n")
+	write("proc-v1", "4:memory:/process_api/abc\n0::/\n")
+	write("proc-v2", "0::/svc\n")
+	write("proc-none", "3:cpu:/\n")
+	loc, err := Locate(root, filepath.Join(root, "proc-v1"))
+	if err != nil || loc.Version != 1 || loc.Dir != filepath.Join(root, "memory/process_api/abc") {
+		t.Fatalf("v1: %+v %v", loc, err)
+	}
+	if _, err := Locate(root, filepath.Join(root, "proc-v2")); err == nil {
+		t.Fatal("v2 without files: want an error")
+	}
+	write("cgroup.controllers", "cpu io memory pids\n")
+	write("svc/cgroup.controllers", "cpu memory\n")
+	loc, err = Locate(root, filepath.Join(root, "proc-v2"))
+	if err != nil || loc.Version != 2 || loc.Dir != filepath.Join(root, "svc") {
+		t.Fatalf("v2: %+v %v", loc, err)
+	}
+	if _, err := Locate(root, filepath.Join(root, "proc-none")); err == nil {
+		t.Fatal("no controller: want an error")
+	}
+	if _, err := Locate(root, filepath.Join(root, "missing")); err == nil {
+		t.Fatal("missing file: want an error")
+	}
+}
+
+func TestCleanStaleFake(t *testing.T) {
+	dir := t.TempDir()
+	// pid 1 runs (init); a huge pid does not.
+	for _, n := range []string{cgroupPrefix + "1-live", cgroupPrefix + "999999999-dead", "other"} {
+		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanStale(Location{Version: 1, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || filepath.Base(removed[0]) != cgroupPrefix+"999999999-dead" {
+		t.Fatalf("removed %v", removed)
+	}
+	for _, n := range []string{cgroupPrefix + "1-live", "other"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package ooc
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+var binFlag = flag.String("bin", "", "ssdgnn binary for the end-to-end test (default: build ./cmd/ssdgnn)")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func ssdgnnBin(t *testing.T) string {
+	t.Helper()
+	if *binFlag != "" {
+		return *binFlag
+	}
+	bin := filepath.Join(t.TempDir(), "ssdgnn")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/ssdgnn/ssdgnn/cmd/ssdgnn").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ./cmd/ssdgnn: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestEndToEnd runs the whole harness on a tiny graph: every
+// configuration for one epoch, both robustness checks, inside real memory
+// cgroups when the machine allows (root and a memory controller), uncapped
+// otherwise. It asserts that everything ran and was reported, never how
+// fast.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	bin := ssdgnnBin(t)
+	tmp := t.TempDir()
+	o := &Options{
+		Bin: bin, Dir: filepath.Join(tmp, "data"), OutDir: filepath.Join(tmp, "out"),
+		DataSize: int64(60000 * BytesPerNode(32, 10)), FeatDim: 32, AvgDegree: 10, TrainFrac: 0.2,
+		MemLimit: 384 << 20, CacheBudget: 8 << 20, Epochs: 1, Hidden: 16, BatchSize: 500,
+		CheckResume: true, ResumeEpochs: 3, CheckSmallLimit: true,
+		// Dropping the machine-wide page cache would disturb everything
+		// else running here; the harness's own runs do it.
+		NoDropCaches: true,
+		Logger:       slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	}
+	_, cgErr := Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+	canCap := cgErr == nil && os.Geteuid() == 0
+	if !canCap {
+		t.Logf("no cgroup (%v, euid %d): running uncapped", cgErr, os.Geteuid())
+		o.Uncapped = true
+	}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Capped != canCap {
+		t.Fatalf("capped %v, want %v (%s)", rep.Capped, canCap, rep.CapNote)
+	}
+	for _, c := range rep.Configs {
+		if !c.OK() {
+			t.Errorf("%s failed: %s", c.Name, c.Error)
+			continue
+		}
+		if len(c.Epochs) != 1 || c.EpochSec <= 0 || c.RR <= 0 || c.Child.ReadBytes < 0 {
+			t.Errorf("%s: incomplete result %+v", c.Name, c)
+		}
+		if canCap && (c.Child.Cgroup == nil || c.Child.Cgroup.PeakBytes <= 0 || c.Child.Cgroup.PeakBytes > o.MemLimit) {
+			t.Errorf("%s: cgroup stats %+v", c.Name, c.Child.Cgroup)
+		}
+		if c.OOMKilled() {
+			t.Errorf("%s OOM-killed", c.Name)
+		}
+	}
+	if len(rep.Configs) != len(ConfigNames) {
+		t.Fatalf("%d configurations reported", len(rep.Configs))
+	}
+	if rc := rep.Resume; rc == nil || rc.Error != "" || !rc.ResumedOK || rc.KilledSignal == "" {
+		t.Errorf("resume check: %+v", rc)
+	} else {
+		t.Logf("resume: valid %.4f vs %.4f uninterrupted (tolerance %.4f)", rc.ResumedValid, rc.ReferenceValid, rc.Tolerance)
+	}
+	if sc := rep.SmallLimit; sc == nil || !sc.Pass {
+		t.Errorf("small-limit check: %+v", sc)
+	}
+	for _, f := range []string{"report.md", "report.json", "stages.png", "bytes.png", "plan.json"} {
+		if st, err := os.Stat(filepath.Join(o.OutDir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(o.OutDir, "report.md"))
+	if testing.Verbose() {
+		t.Logf("report.md:\n%s", md)
+	}
+	if !canCap && !strings.Contains(string(md), "UNCAPPED") {
+		t.Error("uncapped run not marked in report.md")
+	}
+	if canCap {
+		loc, _ := Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+		ents, _ := os.ReadDir(loc.Dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), cgroupPrefix) {
+				t.Errorf("cgroup %s left behind", e.Name())
+			}
+		}
+	}
+	// A second run reuses the dataset, partition and profile.
+	o.Configs, o.CheckResume, o.CheckSmallLimit = []string{"ssdgnn"}, false, false
+	o.OutDir = filepath.Join(tmp, "out2")
+	rep, err = Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Dataset.Reused || len(rep.Configs) != 1 || !rep.Configs[0].OK() {
+		t.Fatalf("second run: reused %v, configs %+v", rep.Dataset.Reused, rep.Configs)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}

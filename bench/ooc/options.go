@@ -1,0 +1,240 @@
+package ooc
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Sentinel errors. Every error the package returns for these conditions
+// wraps one of them (test with errors.Is).
+var (
+	// ErrOptions: an Options field is out of range.
+	ErrOptions = errors.New("ooc: invalid options")
+	// ErrNoCgroup: no writable memory cgroup controller (not root, no
+	// controller mounted, or a v2 hierarchy that cannot delegate memory).
+	ErrNoCgroup = errors.New("ooc: no usable memory cgroup")
+	// ErrChild: a child ssdgnn process failed.
+	ErrChild = errors.New("ooc: child process failed")
+	// ErrPlanTooBig: the plan's cache tables do not fit under the memory
+	// limit; training is refused before it starts.
+	ErrPlanTooBig = errors.New("ooc: plan does not fit the memory limit")
+)
+
+// Defaults of Options. A zero field selects its default.
+const (
+	DefaultDataSize     = 6 << 30 // features + graph bytes on disk
+	DefaultMemLimit     = 2 << 30 // the cgroup's memory limit
+	DefaultFeatDim      = 128
+	DefaultAvgDegree    = 20.0
+	DefaultTrainFrac    = 0.01 // ogbn-papers100M trains on 1.1% of its nodes
+	DefaultEpochs       = 2
+	DefaultLayers       = 3
+	DefaultHidden       = 32
+	DefaultBatchSize    = 1000
+	DefaultFanouts      = "10,10,10"
+	DefaultTrainPerPart = 50
+	DefaultCacheFrac    = 0.5 // of MemLimit, handed to the caches
+	DefaultNeighborFrac = 0.25
+	DefaultSeed         = 1
+	// PartitionName and ProfileName name the reused partitioning and
+	// profile under the dataset directory.
+	PartitionName = "ooc"
+	ProfileName   = "ooc"
+)
+
+// Options configures Run. A nil *Options means the defaults.
+type Options struct {
+	// Bin is the ssdgnn binary the children run (required).
+	Bin string
+	// Dir is the dataset directory; it is generated there unless a dataset
+	// with the same size parameters is present (required).
+	Dir string
+	// OutDir receives report.md, report.json and the charts (required).
+	OutDir string
+	// DataSize is the target features+graph size on disk in bytes; the
+	// node count follows from it.
+	DataSize int64
+	// MemLimit is the memory cgroup limit of every child, page cache
+	// included.
+	MemLimit int64
+	// CacheBudget is the memory handed to the caches (plan --mem, and the
+	// dual-cache split); default CacheFrac·MemLimit.
+	CacheBudget int64
+	// CacheFrac is used when CacheBudget is 0.
+	CacheFrac float64
+	// NeighborFrac is the dual-cache configuration's neighbour-cache share
+	// of CacheBudget (the rest goes to the feature cache).
+	NeighborFrac float64
+	FeatDim      int
+	AvgDegree    float64
+	TrainFrac    float64
+	// TrainPerPart sets the partition count: k = train nodes / TrainPerPart.
+	TrainPerPart int
+	Epochs       int
+	Layers       int
+	Hidden       int
+	BatchSize    int
+	Fanouts      string
+	Seed         int64
+	// Configs selects configurations by name (nil: all of ConfigNames).
+	Configs []string
+	// Uncapped runs without a cgroup even where one could be made.
+	Uncapped bool
+	// RequireCgroup makes the absence of a cgroup an error instead of an
+	// uncapped run.
+	RequireCgroup bool
+	// NoDropCaches skips dropping the page cache between configurations.
+	NoDropCaches bool
+	// CheckResume runs robustness check (a): SIGKILL mid-training, then
+	// --resume, compared with an uninterrupted run.
+	CheckResume bool
+	// CheckSmallLimit runs robustness check (b): a limit below the plan's
+	// tables must be refused before training.
+	CheckSmallLimit bool
+	// ResumeEpochs is the length of the runs of check (a) (default 3).
+	ResumeEpochs int
+	// ChildTimeout bounds each child (0: none).
+	ChildTimeout time.Duration
+	// CgroupRoot is the cgroup filesystem mount (default /sys/fs/cgroup);
+	// ProcCgroup the file naming our cgroup (default /proc/self/cgroup).
+	CgroupRoot string
+	ProcCgroup string
+	Logger     *slog.Logger
+	// Now stamps the report (default time.Now).
+	Now func() time.Time
+}
+
+// ConfigNames lists the configurations in report order.
+var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist"}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if r.DataSize == 0 {
+		r.DataSize = DefaultDataSize
+	}
+	if r.MemLimit == 0 {
+		r.MemLimit = DefaultMemLimit
+	}
+	if r.CacheFrac == 0 {
+		r.CacheFrac = DefaultCacheFrac
+	}
+	if r.CacheBudget == 0 {
+		r.CacheBudget = int64(r.CacheFrac * float64(r.MemLimit))
+	}
+	if r.NeighborFrac == 0 {
+		r.NeighborFrac = DefaultNeighborFrac
+	}
+	def(&r.FeatDim, DefaultFeatDim)
+	if r.AvgDegree == 0 {
+		r.AvgDegree = DefaultAvgDegree
+	}
+	if r.TrainFrac == 0 {
+		r.TrainFrac = DefaultTrainFrac
+	}
+	def(&r.TrainPerPart, DefaultTrainPerPart)
+	def(&r.Epochs, DefaultEpochs)
+	def(&r.Layers, DefaultLayers)
+	def(&r.Hidden, DefaultHidden)
+	def(&r.BatchSize, DefaultBatchSize)
+	def(&r.ResumeEpochs, 3)
+	if r.Fanouts == "" {
+		r.Fanouts = DefaultFanouts
+	}
+	if r.Seed == 0 {
+		r.Seed = DefaultSeed
+	}
+	if r.Configs == nil {
+		r.Configs = ConfigNames
+	}
+	if r.CgroupRoot == "" {
+		r.CgroupRoot = "/sys/fs/cgroup"
+	}
+	if r.ProcCgroup == "" {
+		r.ProcCgroup = "/proc/self/cgroup"
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r
+}
+
+// Validate reports the first invalid field, wrapping ErrOptions. Zero
+// fields are valid (they select defaults).
+func (o *Options) Validate() error {
+	if o == nil {
+		return fmt.Errorf("%w: Bin, Dir and OutDir are required", ErrOptions)
+	}
+	r := o.withDefaults()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrOptions}, a...)...)
+	}
+	switch {
+	case r.Bin == "" || r.Dir == "" || r.OutDir == "":
+		return bad("Bin, Dir and OutDir are required")
+	case r.DataSize < 0 || r.MemLimit < 0 || r.CacheBudget < 0:
+		return bad("negative size (data %d, mem limit %d, cache budget %d)", r.DataSize, r.MemLimit, r.CacheBudget)
+	case r.CacheBudget >= r.MemLimit:
+		return bad("cache budget %d must be below the memory limit %d", r.CacheBudget, r.MemLimit)
+	case r.CacheFrac <= 0 || r.CacheFrac >= 1 || r.NeighborFrac <= 0 || r.NeighborFrac >= 1:
+		return bad("CacheFrac %g and NeighborFrac %g must be in (0,1)", r.CacheFrac, r.NeighborFrac)
+	case r.TrainFrac <= 0 || r.TrainFrac >= 0.9:
+		return bad("TrainFrac %g must be in (0,0.9)", r.TrainFrac)
+	case r.FeatDim < 0 || r.AvgDegree < 0 || r.TrainPerPart < 0 || r.Epochs < 0 || r.Layers < 0 || r.Hidden < 0 || r.BatchSize < 0 || r.ResumeEpochs < 0:
+		return bad("negative count")
+	case r.ResumeEpochs < 2 && r.CheckResume:
+		return bad("ResumeEpochs %d: the resume check needs at least 2", r.ResumeEpochs)
+	case r.ChildTimeout < 0:
+		return bad("negative ChildTimeout")
+	}
+	for _, c := range r.Configs {
+		if !knownConfig(c) {
+			return bad("unknown configuration %q (want one of %v)", c, ConfigNames)
+		}
+	}
+	if _, err := NodesFor(r.DataSize, r.FeatDim, r.AvgDegree); err != nil {
+		return err
+	}
+	return nil
+}
+
+func knownConfig(c string) bool {
+	for _, n := range ConfigNames {
+		if n == c {
+			return true
+		}
+	}
+	return false
+}
+
+// BytesPerNode estimates the on-disk bytes per node of a generated dataset:
+// a float32 feature row, an int64 indptr entry, int32 label, and the int32
+// neighbour ids (the generator drops about 5% of its edges as duplicates and
+// self loops).
+func BytesPerNode(featDim int, avgDegree float64) float64 {
+	return float64(4*featDim+8+4) + 4*avgDegree*0.95
+}
+
+// NodesFor returns the node count whose dataset is about dataSize bytes.
+func NodesFor(dataSize int64, featDim int, avgDegree float64) (int64, error) {
+	n := int64(float64(dataSize) / BytesPerNode(featDim, avgDegree))
+	if n < 1000 {
+		return 0, fmt.Errorf("%w: data size %d gives %d nodes, want at least 1000", ErrOptions, dataSize, n)
+	}
+	if n >= 1<<31 {
+		return 0, fmt.Errorf("%w: data size %d gives %d nodes, more than the int32 ids allow", ErrOptions, dataSize, n)
+	}
+	return n, nil
+}

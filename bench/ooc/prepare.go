@@ -1,0 +1,196 @@
+package ooc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Dataset describes the benchmark's dataset after preparation.
+type Dataset struct {
+	Dir         string `json:"dir"`
+	NumNodes    int64  `json:"num_nodes"`
+	NumEdges    int64  `json:"num_edges"`
+	NumTrain    int64  `json:"num_train"`
+	FeatDim     int    `json:"feat_dim"`
+	BytesOnDisk int64  `json:"bytes_on_disk"`
+	Parts       int    `json:"parts"`
+	Reused      bool   `json:"reused"`
+	PlanFile    string `json:"plan_file"`
+	Plan        *Plan  `json:"plan"`
+}
+
+// Plan is the part of plan.json the harness uses.
+type Plan struct {
+	Alpha        float64    `json:"alpha"`
+	NeighborFrac float64    `json:"neighbor_frac"`
+	Feature      CacheSplit `json:"feature"`
+	History      CacheSplit `json:"history"`
+	Neighbor     CacheSplit `json:"neighbor"`
+	Memory       struct {
+		MemBytes         int64 `json:"mem_bytes"`
+		GatherPhaseBytes int64 `json:"gather_phase_bytes"`
+		SamplePhaseBytes int64 `json:"sample_phase_bytes"`
+	} `json:"memory"`
+}
+
+// CacheSplit is one cache of a plan.
+type CacheSplit struct {
+	BudgetBytes int64 `json:"budget_bytes"`
+	TableBytes  int64 `json:"table_bytes"`
+	DataBytes   int64 `json:"data_bytes"`
+	Entries     int64 `json:"entries"`
+}
+
+// TableBytes sums the fixed tables of the three caches.
+func (p *Plan) TableBytes() int64 {
+	return p.Feature.TableBytes + p.History.TableBytes + p.Neighbor.TableBytes
+}
+
+// ResidentBytes is what the planned caches hold at once.
+func (p *Plan) ResidentBytes() int64 {
+	return max(p.Memory.GatherPhaseBytes, p.Memory.SamplePhaseBytes, p.Feature.BudgetBytes+p.History.BudgetBytes+p.Neighbor.BudgetBytes)
+}
+
+// CheckPlanFits refuses a plan whose caches (tables included) cannot live
+// under memLimit, so training fails with a message instead of being
+// OOM-killed half way. memLimit ≤ 0 means no limit.
+func CheckPlanFits(p *Plan, memLimit int64) error {
+	if memLimit <= 0 {
+		return nil
+	}
+	if need := p.ResidentBytes(); need > memLimit {
+		return fmt.Errorf("%w: the planned caches need %d bytes (tables %d, feature %d, history %d, neighbour %d) but the memory limit is %d: plan with a smaller --mem",
+			ErrPlanTooBig, need, p.TableBytes(), p.Feature.BudgetBytes, p.History.BudgetBytes, p.Neighbor.BudgetBytes, memLimit)
+	}
+	return nil
+}
+
+// marker records the parameters a prepared dataset was made with.
+type marker struct {
+	Nodes     int64   `json:"nodes"`
+	FeatDim   int     `json:"feat_dim"`
+	AvgDegree float64 `json:"avg_degree"`
+	TrainFrac float64 `json:"train_frac"`
+	Seed      int64   `json:"seed"`
+	Parts     int     `json:"parts,omitempty"`
+	Profiled  bool    `json:"profiled,omitempty"`
+	Fanouts   string  `json:"fanouts,omitempty"`
+	BatchSize int     `json:"batch_size,omitempty"`
+}
+
+const markerFile = "ooc-bench.json"
+
+type manifestHead struct {
+	NumNodes int64 `json:"num_nodes"`
+	NumEdges int64 `json:"num_edges"`
+	FeatDim  int   `json:"feat_dim"`
+	Seed     int64 `json:"seed"`
+}
+
+type infoHead struct {
+	NumTrain    int64 `json:"num_train"`
+	BytesOnDisk int64 `json:"bytes_on_disk"`
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// prepare generates (or reuses) the dataset, partitions and profiles it
+// once, and plans the caches for o.CacheBudget. Setup children run
+// uncapped: they are not measured.
+func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
+	o := &h.o
+	nodes, err := NodesFor(o.DataSize, o.FeatDim, o.AvgDegree)
+	if err != nil {
+		return nil, err
+	}
+	want := marker{Nodes: nodes, FeatDim: o.FeatDim, AvgDegree: o.AvgDegree, TrainFrac: o.TrainFrac, Seed: o.Seed}
+	var have marker
+	_ = readJSON(filepath.Join(o.Dir, markerFile), &have)
+	var mf manifestHead
+	mErr := readJSON(filepath.Join(o.Dir, "dataset.json"), &mf)
+	ds := &Dataset{Dir: o.Dir}
+	same := mErr == nil && mf.NumNodes == nodes && mf.FeatDim == o.FeatDim && mf.Seed == o.Seed &&
+		have.Nodes == want.Nodes && have.FeatDim == want.FeatDim && have.AvgDegree == want.AvgDegree && have.TrainFrac == want.TrainFrac && have.Seed == want.Seed
+	if same {
+		ds.Reused = true
+		want.Parts, want.Profiled, want.Fanouts, want.BatchSize = have.Parts, have.Profiled, have.Fanouts, have.BatchSize
+		h.log.Info("reusing dataset", "dir", o.Dir, "nodes", nodes)
+	} else {
+		h.log.Info("generating dataset", "dir", o.Dir, "nodes", nodes)
+		_ = os.Remove(filepath.Join(o.Dir, markerFile))
+		vf := strconv.FormatFloat(o.TrainFrac/2, 'g', -1, 64)
+		if _, err := h.setup(ctx, "gen", "gen", o.Dir, "--force", "--nodes", strconv.FormatInt(nodes, 10),
+			"--feat-dim", strconv.Itoa(o.FeatDim), "--avg-degree", strconv.FormatFloat(o.AvgDegree, 'g', -1, 64),
+			"--train-frac", strconv.FormatFloat(o.TrainFrac, 'g', -1, 64), "--valid-frac", vf, "--test-frac", vf,
+			"--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
+			return nil, err
+		}
+		if err := writeMarker(o.Dir, want); err != nil {
+			return nil, err
+		}
+		if err := readJSON(filepath.Join(o.Dir, "dataset.json"), &mf); err != nil {
+			return nil, err
+		}
+	}
+	ds.NumNodes, ds.NumEdges, ds.FeatDim = mf.NumNodes, mf.NumEdges, mf.FeatDim
+	out, err := h.setup(ctx, "info", "info", o.Dir, "--json")
+	if err != nil {
+		return nil, err
+	}
+	var info infoHead
+	if err := json.Unmarshal(out, &info); err != nil {
+		return nil, fmt.Errorf("ooc: info --json: %w", err)
+	}
+	ds.NumTrain, ds.BytesOnDisk = info.NumTrain, info.BytesOnDisk
+	ds.Parts = max(1, int(ds.NumTrain)/o.TrainPerPart)
+	if want.Parts != ds.Parts {
+		h.log.Info("partitioning", "parts", ds.Parts)
+		if _, err := h.setup(ctx, "partition", "partition", o.Dir, "--parts", strconv.Itoa(ds.Parts), "--name", PartitionName,
+			"--seed", strconv.FormatInt(o.Seed, 10), "--force", "-q", "--json"); err != nil {
+			return nil, err
+		}
+		want.Parts, want.Profiled = ds.Parts, false
+		if err := writeMarker(o.Dir, want); err != nil {
+			return nil, err
+		}
+	}
+	if !want.Profiled || want.Fanouts != o.Fanouts || want.BatchSize != o.BatchSize {
+		h.log.Info("profiling")
+		if _, err := h.setup(ctx, "profile", "profile", o.Dir, "--partition", PartitionName, "--name", ProfileName,
+			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
+			return nil, err
+		}
+		want.Profiled, want.Fanouts, want.BatchSize = true, o.Fanouts, o.BatchSize
+		if err := writeMarker(o.Dir, want); err != nil {
+			return nil, err
+		}
+	}
+	ds.PlanFile = filepath.Join(o.OutDir, "plan.json")
+	if _, err := h.setup(ctx, "plan", "plan", o.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(o.CacheBudget, 10),
+		"--hidden", strconv.Itoa(o.Hidden), "--out", ds.PlanFile, "--json"); err != nil {
+		return nil, err
+	}
+	ds.Plan = new(Plan)
+	if err := readJSON(ds.PlanFile, ds.Plan); err != nil {
+		return nil, fmt.Errorf("ooc: %s: %w", ds.PlanFile, err)
+	}
+	return ds, nil
+}
+
+func writeMarker(dir string, m marker) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, markerFile), append(b, '\n'), 0o644)
+}

@@ -1,0 +1,339 @@
+package ooc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Report is the outcome of Run; report.json is its JSON encoding.
+type Report struct {
+	Timestamp   string  `json:"timestamp"`
+	Machine     Machine `json:"machine"`
+	MemLimit    int64   `json:"mem_limit"`
+	CacheBudget int64   `json:"cache_budget"`
+	Epochs      int     `json:"epochs"`
+	Layers      int     `json:"layers"`
+	Hidden      int     `json:"hidden"`
+	BatchSize   int     `json:"batch_size"`
+	Fanouts     string  `json:"fanouts"`
+	// Compute says exactly how compute was reduced.
+	Compute       string           `json:"compute"`
+	Capped        bool             `json:"capped"`
+	CapNote       string           `json:"cap_note,omitempty"`
+	CgroupVersion int              `json:"cgroup_version,omitempty"`
+	CgroupParent  string           `json:"cgroup_parent,omitempty"`
+	CachesDropped bool             `json:"caches_dropped"`
+	DropNote      string           `json:"drop_note,omitempty"`
+	Dataset       *Dataset         `json:"dataset"`
+	Configs       []ConfigResult   `json:"configs"`
+	Targets       []Target         `json:"targets"`
+	Resume        *ResumeCheck     `json:"resume_check,omitempty"`
+	SmallLimit    *SmallLimitCheck `json:"small_limit_check,omitempty"`
+}
+
+// Target is one of the goals the benchmark reports on (never asserts).
+type Target struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	// Met is "yes", "no" or "n/a" (a configuration it needs is missing).
+	Met string `json:"met"`
+}
+
+func (r *Report) config(name string) *ConfigResult {
+	for i := range r.Configs {
+		if r.Configs[i].Name == name && r.Configs[i].OK() {
+			return &r.Configs[i]
+		}
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// ratio is a/b; NaN when both are zero (nothing measured), +Inf when only
+// b is.
+func ratio(a, b float64) float64 {
+	switch {
+	case a <= 0 && b <= 0:
+		return math.NaN()
+	case b <= 0:
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+// met says whether x >= want; "n/a" when x is NaN.
+func met(x, want float64) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	return yesNo(x >= want)
+}
+
+func evaluateTargets(r *Report) []Target {
+	var ts []Target
+	base, ours := r.config("mmap-baseline"), r.config("ssdgnn")
+	na := func(name string) Target { return Target{Name: name, Value: "missing configuration", Met: "n/a"} }
+	const t1, t2 = "ssdgnn reads >= 3x fewer storage bytes per epoch than mmap-baseline", "ssdgnn per-epoch time >= 2x lower than mmap-baseline"
+	if base != nil && ours != nil {
+		x := ratio(base.IOReadPerEpoch, ours.IOReadPerEpoch)
+		ts = append(ts, Target{t1, fmt.Sprintf("%.2fx (%s vs %s)", x, ib(base.IOReadPerEpoch), ib(ours.IOReadPerEpoch)), met(x, 3)})
+		y := ratio(base.EpochSec, ours.EpochSec)
+		ts = append(ts, Target{t2, fmt.Sprintf("%.2fx (%.2fs vs %.2fs)", y, base.EpochSec, ours.EpochSec), met(y, 2)})
+	} else {
+		ts = append(ts, na(t1), na(t2))
+	}
+	var oom []string
+	for _, c := range r.Configs {
+		if c.OOMKilled() {
+			oom = append(oom, c.Name)
+		}
+	}
+	v := "none"
+	if len(oom) > 0 {
+		v = strings.Join(oom, ", ")
+	}
+	if !r.Capped {
+		v += " (uncapped run)"
+	}
+	ts = append(ts, Target{"no configuration OOM-killed", v, yesNo(len(oom) == 0)})
+	const t4 = "ssdgnn completes under the memory limit"
+	if ours != nil && ours.Child != nil && ours.Child.Cgroup != nil {
+		cs := ours.Child.Cgroup
+		ts = append(ts, Target{t4, fmt.Sprintf("peak %s of %s, limit hit %d times", ib(float64(cs.PeakBytes)), ib(float64(r.MemLimit)), cs.LimitHits), yesNo(!ours.OOMKilled())})
+	} else if ours != nil {
+		ts = append(ts, Target{t4, "uncapped run", "n/a"})
+	} else {
+		ts = append(ts, na(t4))
+	}
+	for _, ab := range []struct{ name, what string }{
+		{"ssdgnn-no-partition", "partition batches help (OUTRE Table 7): ssdgnn-no-partition slower and reads more than ssdgnn"},
+		{"ssdgnn-no-hist", "history helps (OUTRE Table 9): ssdgnn-no-hist slower and reads more than ssdgnn"},
+	} {
+		c := r.config(ab.name)
+		if c == nil || ours == nil {
+			ts = append(ts, na(ab.what))
+			continue
+		}
+		x, y := ratio(c.EpochSec, ours.EpochSec), ratio(c.IOReadPerEpoch, ours.IOReadPerEpoch)
+		m := yesNo(x > 1 && y > 1)
+		if math.IsNaN(x) || math.IsNaN(y) {
+			m = "n/a"
+		}
+		ts = append(ts, Target{ab.what, fmt.Sprintf("time %.2fx, bytes %.2fx of ssdgnn", x, y), m})
+	}
+	return ts
+}
+
+func ib(x float64) string {
+	if x < 0 || math.IsNaN(x) {
+		return "-"
+	}
+	return humanize.IBytes(uint64(x))
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+
+// WriteMarkdown writes report.md's content.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# Out-of-core benchmark, %s\n\n", r.Timestamp)
+	m := r.Machine
+	p("## Machine\n\n| | |\n| --- | --- |\n")
+	p("| CPU | %s |\n| cores | %d |\n| RAM | %s |\n| disk | %s |\n| kernel | %s |\n| cgroup | %s |\n| Go | %s |\n\n",
+		m.CPU, m.Cores, ib(float64(m.RAMBytes)), m.Disk, m.Kernel, m.Cgroup, m.Go)
+	p("## Setup\n\n")
+	if d := r.Dataset; d != nil {
+		reused := "generated"
+		if d.Reused {
+			reused = "reused"
+		}
+		p("- dataset `%s` (%s): %d nodes, %d edges, %d training nodes, %d-dim float32 features, %s on disk, %.1fx the memory limit\n",
+			d.Dir, reused, d.NumNodes, d.NumEdges, d.NumTrain, d.FeatDim, ib(float64(d.BytesOnDisk)), float64(d.BytesOnDisk)/float64(r.MemLimit))
+		p("- partitioning `%s`: FENNEL, %d parts (about %d training nodes each)\n", PartitionName, d.Parts, d.NumTrain/int64(max(1, d.Parts)))
+		if pl := d.Plan; pl != nil {
+			p("- plan for %s of caches (alpha %.2f): feature %s, history %s, neighbour %s (tables %s)\n", ib(float64(r.CacheBudget)), pl.Alpha,
+				ib(float64(pl.Feature.BudgetBytes)), ib(float64(pl.History.BudgetBytes)), ib(float64(pl.Neighbor.BudgetBytes)), ib(float64(pl.TableBytes())))
+		}
+	}
+	if r.Capped {
+		p("- memory limit: %s per child, page cache included (cgroup v%d under `%s`)\n", ib(float64(r.MemLimit)), r.CgroupVersion, r.CgroupParent)
+	} else {
+		p("- **UNCAPPED**: no memory limit was enforced (%s); every result below is uncapped\n", r.CapNote)
+	}
+	if r.CachesDropped {
+		p("- page cache dropped before every configuration (`sync; echo 3 > /proc/sys/vm/drop_caches`) and the child cgroup's cache freed after it (`memory.force_empty`)\n")
+	} else {
+		p("- **page cache NOT dropped** between configurations (%s): later configurations may read from a warm cache\n", r.DropNote)
+	}
+	p("- %d epochs, fanouts %s, batch size %d\n- compute: %s\n", r.Epochs, r.Fanouts, r.BatchSize, r.Compute)
+	p("- bytes read = the child's `/proc/self/io` read_bytes delta over the training part of each epoch (from `--metrics`); \"process read\" is `/proc/<pid>/io` read_bytes of the whole child, read after it exited and before it was reaped (`waitid(WNOWAIT)`), setup and evaluation included\n\n")
+
+	p("## Per-epoch time and bytes read (means over epochs)\n\n")
+	p("| configuration | epoch s | Sa | Ga | Tr | Co | read/epoch | requested/epoch | RR | nbr hit | feat hit | hist hit | valid acc | peak mem | limit hits | OOM | status |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
+	for i := range r.Configs {
+		c := &r.Configs[i]
+		peak, hits := "-", "-"
+		if c.Child != nil && c.Child.Cgroup != nil {
+			peak, hits = ib(float64(c.Child.Cgroup.PeakBytes)), fmt.Sprint(c.Child.Cgroup.LimitHits)
+		}
+		status := "ok"
+		if !c.OK() {
+			status = "FAILED: " + strings.ReplaceAll(c.Error, "|", "/")
+		}
+		if !c.Capped {
+			status += " (uncapped)"
+		}
+		p("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			c.Name, c.EpochSec, c.SampleSec, c.GatherSec, c.TransferSec, c.ComputeSec, ib(c.IOReadPerEpoch), ib(c.RequestedPerEpoch), c.RR,
+			pct(c.NeighborHit), pct(c.FeatureHit), pct(c.HistHit), pct(c.FinalValid), peak, hits, yesNo(c.OOMKilled()), status)
+	}
+	p("\n## Whole child processes\n\n| configuration | wall s | process read | inblock×512 | max RSS | exit |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
+	for _, c := range r.Configs {
+		if c.Child == nil {
+			p("| %s | - | - | - | - | not run |\n", c.Name)
+			continue
+		}
+		ch := c.Child
+		exit := fmt.Sprint(ch.ExitCode)
+		if ch.Signal != "" {
+			exit = ch.Signal
+		}
+		p("| %s | %.1f | %s | %s | %s | %s |\n", c.Name, ch.WallSec, ib(float64(ch.ReadBytes)), ib(float64(ch.InblockBytes)), ib(float64(ch.MaxRSSBytes)), exit)
+	}
+	p("\n## Configurations\n\n")
+	for _, c := range r.Configs {
+		p("- `%s`: %s\n", c.Name, c.Description)
+	}
+	p("\n## Targets (reported, not asserted)\n\n| target | measured | met |\n| --- | --- | --- |\n")
+	for _, t := range r.Targets {
+		p("| %s | %s | %s |\n", t.Name, t.Value, t.Met)
+	}
+	if rc := r.Resume; rc != nil {
+		p("\n## Robustness (a): SIGKILL, then --resume\n\n")
+		if rc.Error != "" {
+			p("Check failed to run: %s\n", rc.Error)
+		} else {
+			p("Killed with %s after %d of %d epochs were reported; resumed from the last checkpoint. Final valid accuracy %s resumed vs %s uninterrupted (|diff| %.4f, tolerance %.4f): %s.\n",
+				rc.KilledSignal, rc.KilledAfterLines, rc.Epochs, pct(rc.ResumedValid), pct(rc.ReferenceValid), rc.AbsDiff, rc.Tolerance, map[bool]string{true: "PASS", false: "FAIL"}[rc.Pass])
+		}
+	}
+	if sc := r.SmallLimit; sc != nil {
+		p("\n## Robustness (b): memory limit below the plan's tables (%s)\n\n", ib(float64(sc.Limit)))
+		p("- harness before training: refused=%s: `%s`\n", yesNo(sc.HarnessRefused), sc.HarnessMessage)
+		p("- `ssdgnn plan --mem %d` in a cgroup: exit %d, OOM-killed %s: `%s`\n- result: %s\n", sc.Limit, sc.PlanExit, yesNo(sc.OOMKilled), sc.PlanMessage, map[bool]string{true: "PASS", false: "FAIL"}[sc.Pass])
+	}
+	p("\nCharts: `stages.png` (stacked Sa/Ga/Tr/Co seconds per epoch), `bytes.png` (bytes read per epoch).\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteFiles writes report.md, report.json, stages.png and bytes.png into
+// dir.
+func (r *Report) WriteFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var md strings.Builder
+	if err := r.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := r.PlotStages(filepath.Join(dir, "stages.png")); err != nil {
+		return err
+	}
+	return r.PlotBytes(filepath.Join(dir, "bytes.png"))
+}
+
+func (r *Report) names() []string {
+	var n []string
+	for _, c := range r.Configs {
+		n = append(n, c.Name)
+	}
+	return n
+}
+
+// PlotStages draws the mean stage seconds per epoch, stacked, per
+// configuration.
+func (r *Report) PlotStages(path string) error {
+	p := plot.New()
+	p.Title.Text = "busy seconds per epoch by stage"
+	p.Y.Label.Text = "seconds"
+	w := vg.Points(30)
+	var prev *plotter.BarChart
+	for i, st := range []struct {
+		name string
+		get  func(*ConfigResult) float64
+	}{
+		{"Sample", func(c *ConfigResult) float64 { return c.SampleSec }},
+		{"Gather", func(c *ConfigResult) float64 { return c.GatherSec }},
+		{"Transfer", func(c *ConfigResult) float64 { return c.TransferSec }},
+		{"Compute", func(c *ConfigResult) float64 { return c.ComputeSec }},
+	} {
+		vals := make(plotter.Values, len(r.Configs))
+		for j := range r.Configs {
+			vals[j] = st.get(&r.Configs[j])
+		}
+		bc, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		bc.Color = plotutil.Color(i)
+		bc.LineStyle.Width = 0
+		if prev != nil {
+			bc.StackOn(prev)
+		}
+		p.Add(bc)
+		p.Legend.Add(st.name, bc)
+		prev = bc
+	}
+	p.Legend.Top = true
+	p.NominalX(r.names()...)
+	return p.Save(vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// PlotBytes draws the storage bytes read per epoch per configuration.
+func (r *Report) PlotBytes(path string) error {
+	p := plot.New()
+	p.Title.Text = "storage bytes read per epoch"
+	p.Y.Label.Text = "MiB"
+	vals := make(plotter.Values, len(r.Configs))
+	for j, c := range r.Configs {
+		vals[j] = max(0, c.IOReadPerEpoch) / (1 << 20)
+	}
+	bc, err := plotter.NewBarChart(vals, vg.Points(30))
+	if err != nil {
+		return err
+	}
+	bc.Color = plotutil.Color(0)
+	p.Add(bc)
+	p.NominalX(r.names()...)
+	return p.Save(vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
+}

@@ -1,0 +1,168 @@
+package ooc
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+func cannedChild(t *testing.T, file string) *TrainReport {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseTrainReport(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// cannedReport is a report as Run would build it from canned child output.
+func cannedReport(t *testing.T) *Report {
+	base, ours := cannedChild(t, "child-baseline.json"), cannedChild(t, "child-ssdgnn.json")
+	ds := &Dataset{Dir: "/data/ooc", NumNodes: 10_000_000, NumEdges: 190_000_000, NumTrain: 100_000, FeatDim: 128,
+		BytesOnDisk: 6 << 30, Parts: 2000, Plan: &Plan{Alpha: 0.4,
+			Feature:  CacheSplit{BudgetBytes: 400 << 20, TableBytes: 40_000_000},
+			History:  CacheSplit{BudgetBytes: 400 << 20, TableBytes: 40_000_000},
+			Neighbor: CacheSplit{BudgetBytes: 224 << 20, TableBytes: 10_000_000}}}
+	r := &Report{Timestamp: "2025-01-02T03:04:05Z", MemLimit: 2 << 30, CacheBudget: 1 << 30, Epochs: 2, Layers: 3, Hidden: 32,
+		BatchSize: 1000, Fanouts: "10,10,10", Compute: "GraphSAGE, 3 layers, hidden width 32", Capped: true, CgroupVersion: 1,
+		CgroupParent: "/sys/fs/cgroup/memory/x", CachesDropped: true, Dataset: ds,
+		Machine: Machine{CPU: "Test CPU", Cores: 2, RAMBytes: 24 << 30, Kernel: "Linux 6.1 x86_64", Disk: "/dev/vda (ext4 on /, 252 GiB, non-rotational)", Cgroup: "v1 memory controller", Go: "go1.26"}}
+	scale := map[string]float64{"mmap-baseline": 1, "dual-cache": 0.7, "ssdgnn": 1, "ssdgnn-no-partition": 1.4, "ssdgnn-no-hist": 1.2}
+	for i, name := range ConfigNames {
+		src := base
+		if i >= 2 {
+			src = ours
+		}
+		c := ConfigResult{Name: name, Description: "desc of " + name, Capped: true, CacheDrop: "dropped",
+			Epochs: append([]Epoch(nil), src.Epochs...), FinalValid: src.FinalValid, FinalTest: src.FinalTest,
+			Child: &ChildResult{ExitCode: 0, WallSec: 70, ReadBytes: 7 << 30, InblockBytes: 7 << 30, MaxRSSBytes: 900 << 20,
+				Cgroup: &CgroupStats{PeakBytes: 2<<30 - 4096, LimitHits: 1234, OOMKills: 0}}}
+		for j := range c.Epochs {
+			c.Epochs[j].WallSec *= scale[name]
+			c.Epochs[j].IOReadBytes = int64(float64(c.Epochs[j].IOReadBytes) * scale[name])
+		}
+		c.summarize(ds.NumTrain)
+		r.Configs = append(r.Configs, c)
+	}
+	// one failure, to show how it reads
+	r.Configs[4].Child = &ChildResult{ExitCode: -1, Signal: "killed", Cgroup: &CgroupStats{PeakBytes: 2 << 30, LimitHits: 99, OOMKills: 1}}
+	r.Configs[4].Error = "exit -1 killed (OOM-killed)"
+	r.Resume = &ResumeCheck{Epochs: 3, KilledAfterLines: 1, KilledSignal: "killed", ResumedOK: true, ResumedValid: 0.561, ReferenceValid: 0.560, AbsDiff: 0.001, Tolerance: 0.01, Pass: true}
+	r.SmallLimit = &SmallLimitCheck{Limit: 45_000_000, HarnessRefused: true, HarnessMessage: "ooc: plan does not fit", PlanExit: 1, PlanMessage: "ssdgnn: planner: budget too small", Pass: true}
+	r.Targets = evaluateTargets(r)
+	return r
+}
+
+func TestReportGolden(t *testing.T) {
+	r := cannedReport(t)
+	var buf bytes.Buffer
+	if err := r.WriteMarkdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("report.md differs from %s (run go test -update to accept):\n%s", golden, buf.String())
+	}
+}
+
+func TestTargets(t *testing.T) {
+	r := cannedReport(t)
+	got := map[string]string{}
+	for _, tg := range r.Targets {
+		got[tg.Name] = tg.Met
+	}
+	for name, want := range map[string]string{
+		"ssdgnn reads >= 3x fewer storage bytes per epoch than mmap-baseline":                           "yes", // 2.9e9 vs 6.5e8
+		"ssdgnn per-epoch time >= 2x lower than mmap-baseline":                                          "yes",
+		"no configuration OOM-killed":                                                                   "no",
+		"ssdgnn completes under the memory limit":                                                       "yes",
+		"partition batches help (OUTRE Table 7): ssdgnn-no-partition slower and reads more than ssdgnn": "yes",
+		"history helps (OUTRE Table 9): ssdgnn-no-hist slower and reads more than ssdgnn":               "n/a",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: met %q, want %q", name, got[name], want)
+		}
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	r := cannedReport(t)
+	dir := t.TempDir()
+	if err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.md", "report.json", "stages.png", "bytes.png"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Configs) != len(ConfigNames) || back.Configs[2].IOReadPerEpoch != r.Configs[2].IOReadPerEpoch {
+		t.Fatalf("report.json round trip lost data")
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		n          int
+		bad        bool
+	}{
+		{"empty", "", 0, false},
+		{"two", `{"epoch":0,"wall_s":1}` + "\n" + `{"epoch":1,"wall_s":2}` + "\n", 2, false},
+		{"torn last line", `{"epoch":0}` + "\n" + `{"epoch":1,"wa`, 1, false},
+		{"bad middle", `{"epoch":0}` + "\nnot json\n" + `{"epoch":1}` + "\n", 1, true},
+		{"blank lines", "\n\n" + `{"epoch":3}` + "\n\n", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep, err := ParseMetrics([]byte(tc.text))
+			if (err != nil) != tc.bad || len(ep) != tc.n {
+				t.Fatalf("got %d epochs, err %v; want %d, bad=%v", len(ep), err, tc.n, tc.bad)
+			}
+		})
+	}
+}
+
+func FuzzParseMetrics(f *testing.F) {
+	f.Add([]byte(`{"epoch":0,"stages":{"sample_s":1}}` + "\n"))
+	f.Add([]byte("\n{\"epo"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ParseMetrics(b)
+	})
+}
+
+func TestCheckPlanFits(t *testing.T) {
+	p := &Plan{Feature: CacheSplit{BudgetBytes: 100, TableBytes: 40}, History: CacheSplit{BudgetBytes: 50, TableBytes: 40}, Neighbor: CacheSplit{BudgetBytes: 10, TableBytes: 5}}
+	for _, tc := range []struct {
+		limit int64
+		ok    bool
+	}{{0, true}, {160, true}, {1000, true}, {159, false}, {42, false}} {
+		err := CheckPlanFits(p, tc.limit)
+		if (err == nil) != tc.ok {
+			t.Errorf("limit %d: %v", tc.limit, err)
+		}
+	}
+}

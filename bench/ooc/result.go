@@ -1,0 +1,172 @@
+package ooc
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// TrainReport is the part of `ssdgnn train --json` the harness reads. It is
+// decoded by field name, so the harness does not link the trainer.
+type TrainReport struct {
+	Epochs      []Epoch `json:"epochs"`
+	FinalValid  float64 `json:"final_valid_acc"`
+	FinalTest   float64 `json:"final_test_acc"`
+	Interrupted bool    `json:"interrupted"`
+	Checkpoint  string  `json:"checkpoint,omitempty"`
+	ElapsedSec  float64 `json:"elapsed_s"`
+}
+
+// Epoch is one line of --metrics (train.EpochStats by field name).
+type Epoch struct {
+	Epoch     int     `json:"epoch"`
+	Batches   int     `json:"batches"`
+	Loss      float64 `json:"loss"`
+	TrainAcc  float64 `json:"train_acc"`
+	Evaluated bool    `json:"evaluated"`
+	ValidAcc  float64 `json:"valid_acc"`
+	TestAcc   float64 `json:"test_acc"`
+	WallSec   float64 `json:"wall_s"`
+	EvalSec   float64 `json:"eval_s"`
+	Stages    struct {
+		Sample   float64 `json:"sample_s"`
+		Gather   float64 `json:"gather_s"`
+		Transfer float64 `json:"transfer_s"`
+		Compute  float64 `json:"compute_s"`
+	} `json:"stages"`
+	Overlap float64 `json:"overlap"`
+	Storage []struct {
+		Stage          string `json:"stage"`
+		Rows           int64  `json:"rows_requested"`
+		BytesRequested int64  `json:"bytes_requested"`
+		BytesRead      int64  `json:"bytes_read"`
+	} `json:"storage"`
+	IOReadBytes int64   `json:"io_read_bytes"`
+	NeighborHit float64 `json:"neighbor_hit_rate"`
+	DynamicHit  float64 `json:"dynamic_hit_rate"`
+	FeatureHit  float64 `json:"feature_hit_rate"`
+	HistHit     float64 `json:"hist_hit_rate"`
+	Reused      int64   `json:"hist_reused"`
+	InputNodes  int64   `json:"input_nodes"`
+}
+
+// BytesRequested sums the storage requests of the sample and gather
+// stages (the one-off "load" stage excluded).
+func (e *Epoch) BytesRequested() int64 {
+	var n int64
+	for _, s := range e.Storage {
+		if s.Stage != "load" {
+			n += s.BytesRequested
+		}
+	}
+	return n
+}
+
+// ParseTrainReport decodes the stdout of `ssdgnn train --json`.
+func ParseTrainReport(b []byte) (*TrainReport, error) {
+	var r TrainReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("ooc: train report: %w", err)
+	}
+	return &r, nil
+}
+
+// ParseMetrics decodes a --metrics JSON-lines file; a torn last line (a
+// killed child) is ignored.
+func ParseMetrics(b []byte) ([]Epoch, error) {
+	var out []Epoch
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		line := b[:i]
+		if i < len(b) {
+			b = b[i+1:]
+		} else {
+			b = nil
+			if len(line) > 0 && !json.Valid(line) {
+				break
+			}
+		}
+		if len(line) == 0 {
+			continue
+		}
+		var e Epoch
+		if err := json.Unmarshal(line, &e); err != nil {
+			return out, fmt.Errorf("ooc: metrics line %d: %w", len(out)+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func readMetrics(path string) ([]Epoch, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(b)
+}
+
+// ConfigResult is one configuration's outcome.
+type ConfigResult struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Args        []string `json:"args"`
+	// Capped: the child ran inside a memory cgroup of MemLimit bytes.
+	Capped     bool         `json:"capped"`
+	CacheDrop  string       `json:"cache_drop"` // "dropped" or why not
+	Epochs     []Epoch      `json:"epochs"`
+	FinalValid float64      `json:"final_valid_acc"`
+	FinalTest  float64      `json:"final_test_acc"`
+	Child      *ChildResult `json:"child,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	// Means over the epochs.
+	EpochSec          float64 `json:"epoch_s"`
+	SampleSec         float64 `json:"sample_s"`
+	GatherSec         float64 `json:"gather_s"`
+	TransferSec       float64 `json:"transfer_s"`
+	ComputeSec        float64 `json:"compute_s"`
+	IOReadPerEpoch    float64 `json:"io_read_bytes_per_epoch"`
+	RequestedPerEpoch float64 `json:"bytes_requested_per_epoch"`
+	// RR is input-layer nodes per training node (OUTRE's redundancy ratio).
+	RR          float64 `json:"rr"`
+	NeighborHit float64 `json:"neighbor_hit_rate"`
+	DynamicHit  float64 `json:"dynamic_hit_rate"`
+	FeatureHit  float64 `json:"feature_hit_rate"`
+	HistHit     float64 `json:"hist_hit_rate"`
+}
+
+// OOMKilled reports an OOM kill of the child.
+func (c *ConfigResult) OOMKilled() bool { return c.Child != nil && c.Child.OOMKilled() }
+
+// OK reports a completed run.
+func (c *ConfigResult) OK() bool {
+	return c.Error == "" && c.Child != nil && c.Child.OK() && len(c.Epochs) > 0
+}
+
+// summarize fills the means from Epochs; numTrain is the training-set size.
+func (c *ConfigResult) summarize(numTrain int64) {
+	n := float64(len(c.Epochs))
+	if n == 0 {
+		return
+	}
+	var in int64
+	for i := range c.Epochs {
+		e := &c.Epochs[i]
+		c.EpochSec += e.WallSec / n
+		c.SampleSec += e.Stages.Sample / n
+		c.GatherSec += e.Stages.Gather / n
+		c.TransferSec += e.Stages.Transfer / n
+		c.ComputeSec += e.Stages.Compute / n
+		c.IOReadPerEpoch += float64(e.IOReadBytes) / n
+		c.RequestedPerEpoch += float64(e.BytesRequested()) / n
+		in += e.InputNodes
+	}
+	if numTrain > 0 {
+		c.RR = float64(in) / n / float64(numTrain)
+	}
+	last := c.Epochs[len(c.Epochs)-1]
+	c.NeighborHit, c.DynamicHit, c.FeatureHit, c.HistHit = last.NeighborHit, last.DynamicHit, last.FeatureHit, last.HistHit
+}
