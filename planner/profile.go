@@ -154,6 +154,10 @@ type Meta struct {
 	Batches          int64 `json:"batches"`
 	SampledNeighbors int64 `json:"sampled_neighbors"`
 	GatheredRows     int64 `json:"gathered_rows"`
+	// MaxBatchRows is the largest batch's input-layer row count in epoch 0:
+	// the trainer's per-batch working set is sized from it (0 in profiles
+	// written before it existed).
+	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
 	// Lookups are epoch 0's neighbour-list lookups per level.
 	Lookups sample.LookupStats `json:"lookups"`
 	// Timings of epoch 0 (the only fields that vary between runs with the
@@ -364,6 +368,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 				m.Batches++
 				m.SampledNeighbors += tot.sampled
 				m.GatheredRows += tot.gathered
+				m.MaxBatchRows = max(m.MaxBatchRows, tot.gathered)
 				m.Lookups.Add(b.Stats)
 				ids := b.Nodes()
 				need := int64(len(ids)) * rb

@@ -22,7 +22,16 @@
 // history push) as goroutines joined by channels of capacity 1, so gather of
 // batch i+1 overlaps compute of batch i. Each stage's busy time is measured
 // (Sa is the consumer's time waiting in the sampler iterator, which with
-// history includes waiting for the reuse decision). Backend calls are
+// history includes waiting for the reuse decision).
+//
+// Memory per batch is bounded explicitly: Gather takes one of
+// Options.InFlight (default 2) recycled host buffers per batch and waits
+// while all are out, so at most InFlight batches' input features are alive
+// at once; the CPU backend adopts the buffer as the input tensor (no second
+// copy) and it returns to the ring when compute frees the tensor. The input
+// layer's dropout is applied to the buffer on the host with the mask every
+// backend draws (kernels.DropoutUniform), so no mask or dropped copy of the
+// largest tensor exists. Evaluation reuses one buffer. Backend calls are
 // serialised by a mutex (backends are single-threaded objects), so on the
 // CPU backend transfer and compute do not overlap each other. Every
 // goroutine is owned by the epoch and joined before Run returns, also on
@@ -65,9 +74,12 @@
 // PlanMemory runs the profiling epoch and planner.Plan (or reads a
 // plan.json); with Options.Plan every cache whose byte option is 0 takes
 // the plan's size, an explicit positive size overrides it and a negative
-// one turns that cache off. With Options.MemBytes, New checks the caches'
-// memory (tables included) against the budget from the sizes before
-// building anything and again from the built caches, failing with
+// one turns that cache off. The training working set (WorkingSet:
+// InFlight × the estimated peak bytes of one batch, from the profile's
+// largest batch or the fanouts) is reserved before the plan gives the rest
+// to the caches. With Options.MemBytes, New checks the caches' memory
+// (tables included) plus the working set against the budget from the sizes
+// before building anything and again from the built caches, failing with
 // ErrBudget. Each epoch's Measured savings are compared with the plan's
 // prediction in Report.PlanComparison. Measured.HistGatherRows is not an
 // exact count (the pruned subtrees are never sampled): it is the hop-2

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -101,7 +102,9 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		mp.MemBytes = mo.MemBytes
 		if mp.MemBytes == 0 {
-			mp.MemBytes = mp.Plan.Memory.MemBytes
+			// The plan's budget covers the caches only; the working set
+			// was reserved before planning, so the limit is their sum.
+			mp.MemBytes = mp.Plan.Memory.MemBytes + WorkingSet(d, &o, mp.Profile).Bytes
 		}
 		return mp, nil
 	}
@@ -122,7 +125,13 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if !hist {
 		hidden = -1
 	}
-	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross})
+	// The batches in flight come first; the caches get the rest.
+	ws := WorkingSet(d, &o, p)
+	if need := minTables(n, hist); mo.MemBytes < ws.Bytes+need {
+		return nil, workingSetError(ws, mo.MemBytes, need)
+	}
+	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From)
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross})
 	if err != nil {
 		return nil, err
 	}
@@ -205,17 +214,104 @@ func (o *Options) sizes(n int64) cacheSizes {
 	return s
 }
 
-// MemoryUse is the caches' memory, tables included.
+// MemoryUse is the caches' memory, tables included, plus the working set
+// reserved for the batches in flight.
 type MemoryUse struct {
 	FeatureBytes  int64 `json:"feature_bytes"`
 	HistoryBytes  int64 `json:"history_bytes"`
 	NeighborBytes int64 `json:"neighbor_bytes"`
-	TotalBytes    int64 `json:"total_bytes"`
+	// WorkingSetBytes is InFlight × BatchBytes (see WorkingSet).
+	WorkingSetBytes int64 `json:"working_set_bytes"`
+	InFlight        int   `json:"in_flight"`
+	BatchBytes      int64 `json:"batch_bytes"`
+	BatchRows       int64 `json:"batch_rows"`
+	// TotalBytes is the caches plus the working set.
+	TotalBytes int64 `json:"total_bytes"`
 	// LimitBytes is Options.MemBytes (0: none).
 	LimitBytes int64 `json:"limit_bytes,omitempty"`
 }
 
-func (m *MemoryUse) sum() { m.TotalBytes = m.FeatureBytes + m.HistoryBytes + m.NeighborBytes }
+func (m *MemoryUse) sum() {
+	m.TotalBytes = m.FeatureBytes + m.HistoryBytes + m.NeighborBytes + m.WorkingSetBytes
+}
+
+func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
+	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows
+}
+
+// WorkingSetEstimate is the memory the training pipeline itself needs,
+// beside the caches.
+type WorkingSetEstimate struct {
+	// BatchRows is the input-layer rows of the largest batch expected, and
+	// From says where it comes from: "profile" (the profile's
+	// MaxBatchRows), "profile-mean" (1.5 × its mean rows per batch, for
+	// profiles without the maximum) or "fanouts" (BatchSize × Π(1+fanout),
+	// at most the node count: an upper bound).
+	BatchRows int64  `json:"batch_rows"`
+	From      string `json:"from"`
+	// BatchBytes is one batch's peak: the input features (the gather
+	// buffer, which the CPU backend adopts as the input tensor), 48 bytes
+	// per input row of ids and block CSRs (sampler, host and backend
+	// copies), and the input layer's activations and gradients on its
+	// destinations (about 2·BatchRows/(1+fanout₀) rows of 2·in + 3·hidden
+	// float32; the upper layers are smaller).
+	BatchBytes int64 `json:"batch_bytes"`
+	InFlight   int   `json:"in_flight"`
+	// Bytes = InFlight × BatchBytes.
+	Bytes int64 `json:"bytes"`
+}
+
+// idRowBytes is the per-input-row cost of ids and block CSRs in
+// WorkingSet's estimate.
+const idRowBytes = 48
+
+// WorkingSet estimates the pipeline's working set for training d with
+// opts: Options.InFlight batches of the largest expected size (see
+// WorkingSetEstimate). The batch size comes from p (nil: opts.Profile) when
+// its batch size and fanouts match opts, else from the fanouts.
+func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSetEstimate {
+	o := opts.withDefaults()
+	if p == nil {
+		p = o.Profile
+	}
+	n := d.NumNodes()
+	var ws WorkingSetEstimate
+	if p != nil && p.Meta.BatchSize == o.BatchSize && slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.Batches > 0 {
+		if p.Meta.MaxBatchRows > 0 {
+			ws.BatchRows, ws.From = p.Meta.MaxBatchRows, "profile"
+		} else {
+			ws.BatchRows, ws.From = (3*p.Meta.GatheredRows+2*p.Meta.Batches-1)/(2*p.Meta.Batches), "profile-mean"
+		}
+	} else {
+		r := float64(o.BatchSize)
+		for _, f := range o.Fanouts {
+			if f < 0 || r >= float64(n) {
+				r = float64(n)
+				break
+			}
+			r *= float64(1 + f)
+		}
+		ws.BatchRows, ws.From = int64(min(r, float64(n))), "fanouts"
+	}
+	in := int64(d.FeatDim())
+	h := int64(o.Hidden)
+	if o.Model == ModelGAT {
+		h *= int64(o.Heads)
+	}
+	dst := ws.BatchRows
+	if f0 := o.Fanouts[0]; f0 > 0 {
+		dst = min(dst, 2*ws.BatchRows/int64(1+f0)+1)
+	}
+	ws.BatchBytes = ws.BatchRows*(4*in+idRowBytes) + dst*(2*in+3*h)*4
+	ws.InFlight = o.InFlight
+	ws.Bytes = int64(ws.InFlight) * ws.BatchBytes
+	return ws
+}
+
+func workingSetError(ws WorkingSetEstimate, mem, caches int64) error {
+	return fmt.Errorf("%w: --mem %d bytes cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
+		ErrBudget, mem, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, caches)
+}
 
 // estimateMemory is the memory the caches built from s will take at most.
 func estimateMemory(d *storage.Dataset, o *Options, s cacheSizes, histWidth int) MemoryUse {
@@ -237,6 +333,7 @@ func estimateMemory(d *storage.Dataset, o *Options, s cacheSizes, histWidth int)
 	}
 	m.NeighborBytes = s.nbr
 	m.LimitBytes = o.MemBytes
+	m.setWorkingSet(WorkingSet(d, o, nil))
 	m.sum()
 	return m
 }
@@ -252,6 +349,11 @@ func checkMemory(m MemoryUse, when string) error {
 	if m.LimitBytes <= 0 || m.TotalBytes <= m.LimitBytes {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: caches need %d bytes (feature %d, history %d, neighbour %d, tables included) > --mem %d",
-		ErrBudget, when, m.TotalBytes, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.LimitBytes)
+	caches := m.FeatureBytes + m.HistoryBytes + m.NeighborBytes
+	if m.WorkingSetBytes > 0 && m.WorkingSetBytes+min(caches, 1) > m.LimitBytes {
+		return fmt.Errorf("%w: %s: the training working set alone (%d in-flight batches × %d bytes, up to %d input rows each) exceeds --mem %d: use a smaller --batch-size or --fanouts",
+			ErrBudget, when, m.InFlight, m.BatchBytes, m.BatchRows, m.LimitBytes)
+	}
+	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) = %d bytes > --mem %d",
+		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.TotalBytes, m.LimitBytes)
 }

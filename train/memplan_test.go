@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -40,8 +41,13 @@ func TestHistSkipsSampling(t *testing.T) {
 func TestPlanMemory(t *testing.T) {
 	d := smallSynth(t)
 	n := d.NumNodes()
-	mem := 8*n + 200*d.FeatRowBytes()
 	o := synthOpts()
+	// The fanout bound is at least the profile's largest batch.
+	ws := WorkingSet(d, o, nil)
+	if ws.From != "fanouts" || ws.Bytes <= 0 || ws.InFlight != DefaultInFlight {
+		t.Fatalf("working set without profile %+v", ws)
+	}
+	mem := 8*n + 200*d.FeatRowBytes() + ws.Bytes
 	o.Epochs = 2
 	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "memtest"}
 	mp, err := PlanMemory(context.Background(), d, o, mo)
@@ -59,6 +65,10 @@ func TestPlanMemory(t *testing.T) {
 	if rep.Memory.TotalBytes > mem || rep.Memory.TotalBytes == 0 || rep.Plan == nil || rep.PlanComparison == nil || rep.PlanComparison.Epochs != 2 {
 		t.Fatalf("memory %+v plan %v comparison %+v", rep.Memory, rep.Plan != nil, rep.PlanComparison)
 	}
+	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes ||
+		m.BatchRows > ws.BatchRows || m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes {
+		t.Errorf("working set in the report %+v (fanout bound %+v)", m, ws)
+	}
 	if rep.Memory.FeatureBytes != rep.Plan.Feature.Bytes() && rep.Plan.Feature.Entries > 0 {
 		t.Errorf("feature cache %d bytes, plan %d", rep.Memory.FeatureBytes, rep.Plan.Feature.Bytes())
 	}
@@ -74,6 +84,17 @@ func TestPlanMemory(t *testing.T) {
 	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 4 * n})
 	if !errors.Is(err, ErrBudget) || !errors.Is(err, planner.ErrBudget) {
 		t.Errorf("tiny budget: %v", err)
+	}
+	// Room for the tables but not for one batch in flight: refused after
+	// profiling, pointing at the batch size.
+	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 8*n + 1000, ProfileName: "memtest-small"})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--batch-size") {
+		t.Errorf("budget below the working set: %v", err)
+	}
+	o = synthOpts()
+	o.MemBytes = 8*n + 1000
+	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--batch-size") {
+		t.Errorf("New with --mem below the working set: %v", err)
 	}
 	o = synthOpts()
 	o.MemBytes, o.FeatCacheBytes = mem, 2*mem

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
@@ -457,14 +459,17 @@ type hist struct {
 
 // pass is one forward (and optionally backward) pass over a batch.
 type pass struct {
-	train   bool
-	seed    uint64 // dropout seed
-	blocks  []*devBlock
-	x       kernels.Tensor
-	hist    *hist
-	masks   []kernels.Tensor
-	relus   []kernels.Tensor
-	compIdx kernels.IntTensor
+	train bool
+	// inputDropped says dropout of the input layer was already applied to
+	// x on the host (hostDropout), with the mask the backend would draw.
+	inputDropped bool
+	seed         uint64 // dropout seed
+	blocks       []*devBlock
+	x            kernels.Tensor
+	hist         *hist
+	masks        []kernels.Tensor
+	relus        []kernels.Tensor
+	compIdx      kernels.IntTensor
 }
 
 // forward returns the logits of the last block's destinations.
@@ -475,7 +480,7 @@ func (m *Model) forward(t *tape, p *pass) kernels.Tensor {
 	p.relus = make([]kernels.Tensor, L)
 	h := p.x
 	for l, ly := range m.layers {
-		if p.train && m.cfg.Dropout > 0 {
+		if p.train && m.cfg.Dropout > 0 && !(l == 0 && p.inputDropped) {
 			mask := t.alloc(h.Rows(), h.Cols())
 			d := t.alloc(h.Rows(), h.Cols())
 			be.Dropout(d, h, mask, m.cfg.Dropout, mixSeed(p.seed, uint64(l)))
@@ -570,4 +575,36 @@ func mixSeed(a, b uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 	return z ^ (z >> 31)
+}
+
+// hostDropout applies the input layer's dropout to the gathered features
+// on the host, element e kept (scaled by 1/(1−p)) iff
+// kernels.DropoutUniform(seed, e) >= p: bit for bit what Backend.Dropout
+// computes with the same seed. The input layer's mask is never needed by
+// backward (no gradient flows to the input), so doing it here saves the
+// backend two tensors of the batch's largest shape (mask and output).
+// The work is split over GOMAXPROCS goroutines, joined before it returns.
+func hostDropout(x []float32, p float32, seed uint64) {
+	keep := kernels.DropoutScale(p)
+	part := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			m := float32(0)
+			if kernels.DropoutUniform(seed, uint64(i)) >= p {
+				m = keep
+			}
+			x[i] *= m
+		}
+	}
+	const grain = 1 << 16
+	w := min(runtime.GOMAXPROCS(0), len(x)/grain)
+	if w <= 1 {
+		part(0, len(x))
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(x) + w - 1) / w
+	for lo := 0; lo < len(x); lo += chunk {
+		wg.Go(func() { part(lo, min(lo+chunk, len(x))) })
+	}
+	wg.Wait()
 }

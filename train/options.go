@@ -114,6 +114,16 @@ type Options struct {
 	// without it candidates are the nodes of largest degree.
 	Plan    *planner.PlanResult `json:"-"`
 	Profile *planner.Profile    `json:"-"`
+	// InFlight bounds the batches of an epoch whose input features are
+	// alive at once (default DefaultInFlight = 2: one gathered while one is
+	// computed; 1 turns the gather/compute overlap off). Gather takes one
+	// of InFlight recycled host buffers per batch and waits while all are
+	// out; with a backend that adopts host memory (kernels/cpu) the buffer
+	// is the batch's uploaded input and comes back when compute frees it,
+	// otherwise right after upload. It also bounds the sampler's prefetch.
+	// The memory check reserves InFlight × the estimated peak bytes of one
+	// batch (see WorkingSet).
+	InFlight int `json:"in_flight"`
 	// NormalizeFeatures scales every gathered feature row to unit L1 norm
 	// (the usual preprocessing of Cora's bag-of-words features).
 	NormalizeFeatures bool `json:"normalize_features"`
@@ -161,6 +171,9 @@ func (o *Options) Validate() error {
 	}
 	if w.Selection == sample.ModePartition && w.Partitions == nil {
 		return fmt.Errorf("%w: partition selection needs Partitions", ErrInvalidOptions)
+	}
+	if w.InFlight < 1 {
+		return fmt.Errorf("%w: in-flight batches %d (want >= 1)", ErrInvalidOptions, w.InFlight)
 	}
 	if w.Staleness < 1 || w.MemBytes < 0 {
 		return fmt.Errorf("%w: staleness %d (want >= 1), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
@@ -230,6 +243,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Staleness == 0 {
 		r.Staleness = histcache.DefaultStaleness
+	}
+	if r.InFlight == 0 {
+		r.InFlight = DefaultInFlight
 	}
 	r.Progress = progress.Or(r.Progress)
 	if r.Logger == nil {

@@ -48,6 +48,8 @@ type Trainer struct {
 
 	histOn bool
 	mem    MemoryUse
+	// lastRing describes the feature-buffer ring of the last epoch.
+	lastRing ringStats
 	// firstEpochStat is the first entry of epochStats trained by this
 	// process (earlier ones come from a checkpoint).
 	firstEpochStat int
@@ -116,7 +118,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 			return nil, err
 		}
 	}
+	ws := t.mem
 	t.mem = MemoryUse{FeatureBytes: t.fc.Stats().MemoryBytes, NeighborBytes: t.nc.Bytes(), LimitBytes: o.MemBytes}
+	t.mem.WorkingSetBytes, t.mem.InFlight, t.mem.BatchBytes, t.mem.BatchRows = ws.WorkingSetBytes, ws.InFlight, ws.BatchBytes, ws.BatchRows
 	if t.hc != nil {
 		t.mem.HistoryBytes = t.hc.Stats().MemBytes
 	}
@@ -125,7 +129,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		return nil, err
 	}
 	so := &sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Selection, PartsPerBatch: o.PartsPerBatch,
-		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: t.nc}
+		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: t.nc, Prefetch: o.InFlight}
 	if t.hc != nil {
 		so.ReuseFor = t.reuseFor
 	}
@@ -369,6 +373,12 @@ type job struct {
 	hist   *hist
 	feats  []float32
 	labels []int32
+	// buf is feats' ring buffer, returned to ring when the batch's input
+	// no longer needs it (after upload, or when x is freed if x adopted it).
+	buf  []float32
+	ring *bufRing
+	// dropped: the input layer's dropout was applied to feats on the host.
+	dropped bool
 	// on the backend
 	blocks []*devBlock
 	x      kernels.Tensor
@@ -387,6 +397,10 @@ func (t *Trainer) freeJob(j *job) {
 	t.be.Free(j.x)
 	t.be.FreeInts(j.lab)
 	j.blocks, j.x, j.lab = nil, nil, nil
+	if j.ring != nil {
+		j.ring.put(j.buf)
+	}
+	j.buf, j.feats = nil, nil
 }
 
 type histReq struct {
@@ -530,6 +544,9 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	task.Add(int64(t.batchDone))
 	defer task.Done()
 
+	epoch := t.epoch
+	ring := newBufRing(o.InFlight)
+	defer func() { t.lastRing = ring.stats() }()
 	toGather := make(chan *job, 1)
 	toTransfer := make(chan *job, 1)
 	toCompute := make(chan *job, 1)
@@ -609,13 +626,24 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		defer close(toTransfer)
 		labels := t.d.Labels()
 		for j := range toGather {
+			// Waiting for a free buffer is back-pressure from compute,
+			// not gather work: it is not timed.
+			buf, err := ring.get(ctx, len(j.hb.nodes)*t.d.FeatDim())
+			if err != nil {
+				return
+			}
 			t0 := time.Now()
-			j.feats = make([]float32, len(j.hb.nodes)*t.d.FeatDim())
+			j.feats, j.buf, j.ring = buf, buf, ring
 			if err := t.fc.GatherF32(j.hb.nodes, j.feats); err != nil {
+				ring.put(buf)
 				fail(err)
 				return
 			}
 			t.normalize(j.feats)
+			if drop := float32(o.Dropout); drop > 0 {
+				hostDropout(j.feats, drop, mixSeed(t.batchSeed(epoch, j.idx), 0))
+				j.dropped = true
+			}
 			j.labels = make([]int32, j.hb.targets)
 			for k := range j.labels {
 				j.labels[k] = labels[j.hb.nodes[k]]
@@ -624,6 +652,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			select {
 			case toTransfer <- j:
 			case <-ctx.Done():
+				ring.put(buf)
 				return
 			}
 		}
@@ -855,12 +884,26 @@ func (t *Trainer) upload(j *job) error {
 		}
 		j.blocks[l] = &devBlock{blk: db}
 	}
-	x, err := be.Alloc(len(j.hb.nodes), t.d.FeatDim())
-	if err != nil {
-		return err
+	rows, dim := len(j.hb.nodes), t.d.FeatDim()
+	if ad, ok := be.(adopter); ok && j.buf != nil {
+		// The tensor takes the ring buffer over; freeJob returns it.
+		x, err := ad.Adopt(rows, dim, j.feats)
+		if err != nil {
+			return err
+		}
+		j.x = x
+	} else {
+		x, err := be.Alloc(rows, dim)
+		if err != nil {
+			return err
+		}
+		j.x = x
+		be.Upload(x, j.feats)
+		if j.ring != nil {
+			j.ring.put(j.buf)
+		}
+		j.buf = nil
 	}
-	j.x = x
-	be.Upload(x, j.feats)
 	lab, err := be.AllocInts(len(j.labels))
 	if err != nil {
 		return err
@@ -886,13 +929,19 @@ func (t *Trainer) upload(j *job) error {
 	return be.Err()
 }
 
+// batchSeed is the dropout seed of batch idx of epoch; layer l's mask is
+// drawn with mixSeed(batchSeed, l).
+func (t *Trainer) batchSeed(epoch, idx int) uint64 {
+	return mixSeed(mixSeed(t.o.Seed, uint64(epoch)+0x100), uint64(idx))
+}
+
 // computeBatch runs forward, backward and the Adam step of one batch.
 func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err error) {
 	t.beMu.Lock()
 	defer t.beMu.Unlock()
 	tp := &tape{be: t.be}
 	defer tp.free()
-	p := &pass{train: true, seed: mixSeed(mixSeed(t.o.Seed, uint64(t.epoch)+0x100), uint64(j.idx)), blocks: j.blocks, x: j.x, hist: j.hist}
+	p := &pass{train: true, inputDropped: j.dropped, seed: t.batchSeed(t.epoch, j.idx), blocks: j.blocks, x: j.x, hist: j.hist}
 	err = tp.run(func() {
 		logits := t.model.forward(tp, p)
 		dl := tp.alloc(logits.Rows(), logits.Cols())
@@ -982,6 +1031,7 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 	it := s.Epoch(ctx, 0)
 	defer it.Close()
 	labels := t.d.Labels()
+	ring := newBufRing(1) // one batch at a time: the buffer is reused
 	for {
 		b, err := it.Next()
 		if err == io.EOF {
@@ -990,9 +1040,13 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		if err != nil {
 			return err
 		}
-		j := &job{hb: convert(b, nil, t.o.Model == ModelGAT)}
-		j.feats = make([]float32, len(j.hb.nodes)*t.d.FeatDim())
+		j := &job{hb: convert(b, nil, t.o.Model == ModelGAT), ring: ring}
+		if j.feats, err = ring.get(ctx, len(j.hb.nodes)*t.d.FeatDim()); err != nil {
+			return err
+		}
+		j.buf = j.feats
 		if err := t.fc.GatherF32(j.hb.nodes, j.feats); err != nil {
+			ring.put(j.buf)
 			return err
 		}
 		t.normalize(j.feats)

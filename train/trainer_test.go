@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -177,5 +178,62 @@ func TestCoraFloor(t *testing.T) {
 	t.Logf("GCN Cora test accuracy %.4f", rep.FinalTest)
 	if rep.FinalTest < 0.75 {
 		t.Errorf("test accuracy %.4f < 0.75", rep.FinalTest)
+	}
+}
+
+// TestInFlightBounded: however many batches an epoch has, at most
+// Options.InFlight gather buffers are alive at once, they are recycled
+// (allocations do not grow with the number of batches), and every adopted
+// input tensor is freed by the end of the epoch.
+func TestInFlightBounded(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	d := smallSynth(t)
+	for _, tc := range []struct {
+		name     string
+		inFlight int
+		hist     bool
+	}{
+		{"depth 1", 1, false},
+		{"depth 2", 2, false},
+		{"depth 2 hist", 2, true},
+		{"depth 3", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := synthOpts()
+			o.Epochs, o.BatchSize, o.InFlight, o.NoHist = 2, 20, tc.inFlight, !tc.hist
+			be, err := cpu.New(&cpu.Options{Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Close()
+			o.Backend = be
+			tr, err := New(context.Background(), d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			params := be.MemStats().Allocated
+			rep, err := tr.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches := rep.Epochs[len(rep.Epochs)-1].Batches
+			rs := tr.lastRing
+			t.Logf("%d batches per epoch; ring %+v", batches, rs)
+			if rs.Peak < 1 || rs.Peak > tc.inFlight {
+				t.Errorf("%d gather buffers alive at once, want 1..%d", rs.Peak, tc.inFlight)
+			}
+			// A buffer is only reallocated when a batch exceeds its
+			// capacity (1/8 slack): far fewer times than there are batches.
+			if rs.Allocs > 4*tc.inFlight || rs.Allocs >= batches {
+				t.Errorf("%d buffer allocations over %d batches (depth %d)", rs.Allocs, batches, tc.inFlight)
+			}
+			if got := be.MemStats().Allocated; got != params {
+				t.Errorf("backend holds %d bytes after the run, %d before (an input tensor was not freed)", got, params)
+			}
+			if rep.Memory.InFlight != tc.inFlight {
+				t.Errorf("report in-flight %d, want %d", rep.Memory.InFlight, tc.inFlight)
+			}
+		})
 	}
 }

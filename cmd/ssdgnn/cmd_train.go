@@ -7,11 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/bench/ooc"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -28,7 +32,7 @@ func newTrainCmd(g *globals) *cobra.Command {
 	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath, device string
 	var planFile, profileName string
 	var seed int64
-	var featCache, histCache, nbrCache, mem byteSize
+	var featCache, histCache, nbrCache, mem, memLimit byteSize
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "train DIR",
@@ -50,7 +54,19 @@ planner: from --plan FILE when given, otherwise after a profiling epoch
 --feat-cache, --hist-cache or --neighbor-cache overrides that cache's planned
 size (0 turns it off). The caches, tables included, must fit --mem, or train
 fails before the first epoch. After training it prints the plan's predicted
-I/O savings per epoch next to the measured ones. See docs/train.md.`,
+I/O savings per epoch next to the measured ones. --mem also covers the
+training working set: --in-flight batches (default 2) of the largest batch
+the profile saw are reserved first, and the caches get the rest; train fails
+early, suggesting a smaller --batch-size or --fanouts, when one batch does
+not fit.
+
+--mem-limit L is the memory the whole process may use (default: the limit
+of the memory cgroup train runs in, when there is one). The Go runtime's
+soft memory limit (runtime/debug.SetMemoryLimit) is set to 3/4 of it, so
+the garbage collector works harder instead of letting the heap grow to
+twice the live data; the last quarter is headroom for memory outside the Go
+heap and for the page cache that mmap reads need. Without --mem-limit and
+without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 		Example: `  ssdgnn train demo-data/cora --model gcn --hidden 64 --fanouts -1,-1 --batch-size 140 --epochs 100
   ssdgnn partition data/synth --parts 100
   ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png
@@ -175,6 +191,11 @@ I/O savings per epoch next to the measured ones. See docs/train.md.`,
 					cbErr = errors.Join(cbErr, train.WriteEpochRow(tw, e), tw.Flush())
 				}
 			}
+			if soft, how := goMemoryLimit(int64(memLimit), int64(mem)); soft > 0 {
+				prev := debug.SetMemoryLimit(soft)
+				defer debug.SetMemoryLimit(prev)
+				o.Logger.Info("Go soft memory limit", "bytes", soft, "from", how)
+			}
 			ctx := cmd.Context()
 			tr, err := train.New(ctx, d, &o)
 			if err != nil {
@@ -201,7 +222,8 @@ I/O savings per epoch next to the measured ones. See docs/train.md.`,
 				fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
 					rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
 				m := rep.Memory
-				fmt.Fprintf(out, "caches: feature %s, history %s, neighbour %s, total %s", ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.TotalBytes))
+				fmt.Fprintf(out, "caches: feature %s, history %s, neighbour %s; working set %s (%d in flight × %s, up to %d input rows); total %s",
+					ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.BatchBytes), m.BatchRows, ibytes(m.TotalBytes))
 				if m.LimitBytes > 0 {
 					fmt.Fprintf(out, " of --mem %s", ibytes(m.LimitBytes))
 				}
@@ -253,6 +275,8 @@ I/O savings per epoch next to the measured ones. See docs/train.md.`,
 	f.StringVar(&featPolicy, "feat-policy", "auto", "feature cache policy: auto (profiled with --mem/--plan, else degree), degree, profiled or dynamic")
 	f.Var(&nbrCache, "neighbor-cache", "global neighbour cache size (overrides the plan; 0: none)")
 	f.Var(&mem, "mem", "memory budget for the caches, tables included (e.g. 2GiB): sizes them with the planner and fails early if they cannot fit")
+	f.Var(&memLimit, "mem-limit", "memory limit of the whole process (default: the memory cgroup's limit, if any); the Go heap is held to 3/4 of it")
+	f.IntVar(&o.InFlight, "in-flight", train.DefaultInFlight, "batches whose input features may be in memory at once (1: no gather/compute overlap)")
 	f.StringVar(&planFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
 	f.StringVar(&profileName, "profile-name", train.DefaultProfileName, "name of the profile --mem writes under DIR/profile")
 	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
@@ -266,3 +290,51 @@ I/O savings per epoch next to the measured ones. See docs/train.md.`,
 
 // ibytes formats a byte count (IEC units).
 func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
+
+// goMemFraction is the share of the process memory limit given to the Go
+// runtime's soft limit; the rest is headroom for memory outside the Go heap
+// (stacks, runtime metadata, the mmap'd files' page cache, which the cgroup
+// also charges).
+const (
+	goMemNum, goMemDen = 3, 4
+)
+
+// goMemoryLimit returns the Go soft memory limit for train: 3/4 of
+// --mem-limit, else of the memory cgroup's limit, else 5/4 of --mem (the
+// caches and working set are planned to fit --mem; the extra quarter covers
+// the rest of the heap). 0 means leave the runtime's default.
+func goMemoryLimit(memLimit, mem int64) (int64, string) {
+	if memLimit > 0 {
+		return memLimit / goMemDen * goMemNum, "--mem-limit"
+	}
+	if l, ok := cgroupMemoryLimit(); ok {
+		return l / goMemDen * goMemNum, "cgroup"
+	}
+	if mem > 0 {
+		return mem + mem/4, "--mem"
+	}
+	return 0, ""
+}
+
+// cgroupMemoryLimit reads the memory limit of the cgroup this process is in
+// (v1 memory.limit_in_bytes, v2 memory.max); ok is false when there is none
+// or it is unlimited.
+func cgroupMemoryLimit() (int64, bool) {
+	loc, err := ooc.Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	name := "memory.max"
+	if loc.Version == 1 {
+		name = "memory.limit_in_bytes"
+	}
+	b, err := os.ReadFile(filepath.Join(loc.Dir, name))
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v <= 0 || v >= 1<<62 { // "max", or v1's page-rounded MaxInt64
+		return 0, false
+	}
+	return v, true
+}

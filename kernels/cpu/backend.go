@@ -216,6 +216,24 @@ func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
 	return &tensor{owner: b, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
 }
 
+// Adopt returns a rows×cols tensor whose storage is data (len(data) must
+// be rows·cols) without copying it: a zero-copy Upload for callers that
+// recycle host buffers. The backend owns data until Free(t); the caller must
+// neither read nor write it before then, and may reuse it after. The bytes
+// count towards MemStats and MaxBytes like an Alloc.
+func (b *Backend) Adopt(rows, cols int, data []float32) (kernels.Tensor, error) {
+	if b.closed {
+		return nil, kernels.ErrClosed
+	}
+	if rows < 0 || cols < 0 || int64(rows)*int64(cols) != int64(len(data)) {
+		return nil, fmt.Errorf("%w: cpu: Adopt(%d, %d) of %d values", kernels.ErrInvalidArg, rows, cols, len(data))
+	}
+	if err := b.reserve(int64(len(data)) * 4); err != nil {
+		return nil, err
+	}
+	return &tensor{owner: b, rows: rows, cols: cols, data: data}, nil
+}
+
 // Free releases t.
 func (b *Backend) Free(t kernels.Tensor) {
 	if t == nil {

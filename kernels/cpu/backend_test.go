@@ -89,3 +89,58 @@ func TestClose(t *testing.T) {
 		t.Errorf("Alloc after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestAdopt: an adopted buffer is the tensor's storage (no copy), counts
+// towards MemStats, and is released by Free; a length mismatch is refused.
+func TestAdopt(t *testing.T) {
+	b, err := cpu.New(&cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, tc := range []struct {
+		name       string
+		rows, cols int
+		n          int
+		ok         bool
+	}{
+		{"exact", 2, 3, 6, true},
+		{"empty", 0, 4, 0, true},
+		{"short", 2, 3, 5, false},
+		{"negative", -1, 3, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := make([]float32, tc.n)
+			for i := range buf {
+				buf[i] = float32(i + 1)
+			}
+			x, err := b.Adopt(tc.rows, tc.cols, buf)
+			if !tc.ok {
+				if !errors.Is(err, kernels.ErrInvalidArg) {
+					t.Fatalf("Adopt = %v, want ErrInvalidArg", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.MemStats().Allocated; got != int64(4*tc.n) {
+				t.Errorf("allocated %d, want %d", got, 4*tc.n)
+			}
+			b.ReLU(x, x)
+			out := make([]float32, tc.n)
+			if err := b.Download(out, x); err != nil {
+				t.Fatal(err)
+			}
+			for i := range out {
+				if out[i] != buf[i] {
+					t.Fatalf("download[%d] = %v, buffer %v", i, out[i], buf[i])
+				}
+			}
+			b.Free(x)
+			if got := b.MemStats().Allocated; got != 0 || b.Err() != nil {
+				t.Errorf("after Free: allocated %d, err %v", got, b.Err())
+			}
+		})
+	}
+}
