@@ -35,7 +35,7 @@ const (
 	DefaultBatchSize    = 1000
 	DefaultFanouts      = "10,10,10"
 	DefaultTrainPerPart = 50
-	DefaultCacheFrac    = 0.5 // of MemLimit, handed to the caches
+	DefaultCacheFrac    = 0.25 // of MemLimit, handed to the caches (the rest: working set, sampler state, page cache)
 	DefaultNeighborFrac = 0.25
 	DefaultSeed         = 1
 	// PartitionName and ProfileName name the reused partitioning and
