@@ -46,17 +46,64 @@
 // reuse set is decided through the sampler's per-batch ReuseFor hook: the
 // sampler hands batch i's hop-1 candidates over after sampling hop 1, and
 // the compute goroutine answers right after compute of batch i−D (D =
-// PipelineDepth = 2; at the start of an epoch, against the cache as the
-// previous epoch left it), looking the candidates up and pulling the
-// embeddings at once. The decision depends only on the seed, never on
+// ReuseDepth: PipelineDepth = 2, or larger with Options.Spill; at the
+// start of an epoch, against the cache as the previous epoch left it),
+// looking the candidates up and pulling the embeddings at once. The decision depends only on the seed, never on
 // timing, and the sampler then does not expand reused nodes: their
 // neighbour lists are not read, and nodes reachable only through them are
 // neither sampled, gathered, transferred nor computed. Consequently sampling
 // of batch i cannot run more than D batches ahead of compute.
+// An entry pushed at iteration t is usable at iteration i only while
+// i−t < Staleness, and the decision for batch i sees only pushes of
+// batches ≤ i−D, so reuse needs Staleness > D; New logs a warning when
+// Staleness ≤ D (nothing will be reused).
 // Rows computed in a batch are pushed with the batch's iteration number and,
 // under histcache.PolicyGrad, the L2 norms of their gradients; pulled rows
 // whose gradient norm exceeds the admission threshold are evicted. With
 // Staleness 1 nothing is ever reused and training is bit-identical to NoHist.
+//
+// # Decoupled sample stage
+//
+// With Options.Spill (OUTRE §4.1, as in Ginex) the sample stage is
+// sample.Sampler.SpillEpoch: a writer goroutine samples the epoch in batch
+// order into a spill file under SpillDir (default DATASET/spill) in chunks
+// of c = SpillChunk batches, announcing each chunk once it is flushed, and
+// pauses while A = SpillAhead announced chunks wait unread; the pipeline's
+// sample goroutine reads the batches back in order. The file is deleted
+// when the epoch ends or is cancelled. Batches are bit-identical to those
+// of the in-memory path (each is a function of seed, epoch, index and its
+// reuse set), so without history a spilled run equals an unspilled one.
+//
+// With history, D must lie in a range, because the reuse protocol ties the
+// sampler to compute in both directions. Write P for the sampler's
+// Prefetch (= InFlight) and m = min(InFlight, 3).
+//
+//   - Lower bound, D ≥ c. A batch reaches the reader only when its whole
+//     chunk is written, and every batch of the chunk needs its reuse
+//     decision first. When compute waits for batch k it has decided every
+//     batch < k+D, and k's chunk ends at most at k+c−1.
+//   - Upper bound, D ≤ (A+1)·c + P + m + 4. When compute waits for batch
+//     i's request (after computing i−D) and the reader is blocked handing
+//     batch r on, the pipeline between them is full: the reader's batch,
+//     toGather's, gather's and at least m past gather (gather waits for one
+//     of InFlight ring buffers, which the CPU backend holds until compute
+//     frees the batch, or for room in toTransfer; with a copying backend
+//     toTransfer, transfer and toCompute are then all full), so
+//     r = i−D+3+m.
+//     The reader has been announced chunks up to some a ≥ r+1, A more wait
+//     in the channel and the writer has written one more chunk before it
+//     blocks; the sampler's dispatcher hands out P batches beyond that, so
+//     batches up to a+(A+1)·c+P reach a worker and batch i's request
+//     arrives only if i ≤ that.
+//
+// ReuseDepth takes D = (A+1)·c + 4 + m, the upper bound less P (≥ 1), so
+// the sampler may run about as far ahead as the spill buffering allows.
+// Both ends of the range finish (TestSpillDepthRange); one past the upper
+// end deadlocked in every configuration tried. The defaults (c 16, A 1,
+// InFlight 2) give D = 38, under the default Staleness 100; a decision
+// after compute of batch i−38 is staler than one after i−2, and the first
+// D batches of an epoch are decided against the cache the previous epoch
+// left, so fewer embeddings are reused than without spill.
 //
 // # Checkpoints
 //

@@ -37,9 +37,14 @@ const (
 	DefaultWeightDecay = 5e-4
 	DefaultEpochs      = 100
 	DefaultBatchSize   = 1000
-	// PipelineDepth is D: batch i's reuse set is decided from the history
-	// cache as it stands after compute of batch i−D (see the package doc).
+	// PipelineDepth is D without Options.Spill: batch i's reuse set is
+	// decided from the history cache as it stands after compute of batch
+	// i−D (see the package doc and ReuseDepth).
 	PipelineDepth = 2
+	// DefaultSpillChunk and DefaultSpillAhead are the defaults of
+	// Options.SpillChunk and Options.SpillAhead.
+	DefaultSpillChunk = sample.DefaultSpillChunk
+	DefaultSpillAhead = 1
 )
 
 // Options configures a Trainer. A nil *Options means the defaults; zero
@@ -124,6 +129,18 @@ type Options struct {
 	// The memory check reserves InFlight × the estimated peak bytes of one
 	// batch (see WorkingSet).
 	InFlight int `json:"in_flight"`
+	// Spill decouples the sample stage (OUTRE §4.1): each epoch's batches
+	// are sampled ahead into a spill file (sample.Sampler.SpillEpoch) in
+	// chunks of SpillChunk batches (default 16), at most SpillAhead written
+	// chunks (default 1) waiting unread, and the pipeline reads them back.
+	// SpillDir holds the file (default DATASET/spill); it is deleted at the
+	// end of the epoch and on cancellation. With history on, the reuse
+	// depth grows to ReuseDepth (see the package doc): reuse then only
+	// helps when Staleness exceeds it.
+	Spill      bool   `json:"spill,omitempty"`
+	SpillChunk int    `json:"spill_chunk,omitempty"`
+	SpillAhead int    `json:"spill_ahead,omitempty"`
+	SpillDir   string `json:"-"`
 	// NormalizeFeatures scales every gathered feature row to unit L1 norm
 	// (the usual preprocessing of Cora's bag-of-words features).
 	NormalizeFeatures bool `json:"normalize_features"`
@@ -174,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if w.InFlight < 1 {
 		return fmt.Errorf("%w: in-flight batches %d (want >= 1)", ErrInvalidOptions, w.InFlight)
+	}
+	if w.SpillChunk < 1 || w.SpillAhead < 1 {
+		return fmt.Errorf("%w: spill chunk %d, spill ahead %d (want >= 1)", ErrInvalidOptions, w.SpillChunk, w.SpillAhead)
 	}
 	if w.Staleness < 1 || w.MemBytes < 0 {
 		return fmt.Errorf("%w: staleness %d (want >= 1), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
@@ -247,9 +267,38 @@ func (o *Options) withDefaults() Options {
 	if r.InFlight == 0 {
 		r.InFlight = DefaultInFlight
 	}
+	if r.SpillChunk == 0 {
+		r.SpillChunk = DefaultSpillChunk
+	}
+	if r.SpillAhead == 0 {
+		r.SpillAhead = DefaultSpillAhead
+	}
 	r.Progress = progress.Or(r.Progress)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	return r
 }
+
+// ReuseDepth is D, the distance between the batch whose compute precedes a
+// reuse decision and the batch decided: batch i's reuse set is decided
+// after compute of batch i−D. Without Spill it is PipelineDepth. With
+// Spill it is SpillChunk·(SpillAhead+1) + 4 + min(InFlight, 3): the
+// batches the spill file may hold ahead of the reader plus those that can
+// stand between the reader and compute (see "Decoupled sample stage" in the
+// package doc for the derivation and the range of D that cannot deadlock).
+// Defaults are applied first; o must be valid.
+func ReuseDepth(o *Options) int {
+	w := o.withDefaults()
+	if !w.Spill {
+		return PipelineDepth
+	}
+	return w.SpillChunk*(w.SpillAhead+1) + pipelineSlack(w.InFlight)
+}
+
+// pipelineSlack is the depth beyond the spill buffering: the fewest
+// batches between the spill reader and compute when the reader is blocked
+// handing a batch on while compute waits for a reuse request (the reader's,
+// toGather's, gather's and min(inFlight, 3) past gather), plus one: the
+// chunks announced to the reader end at least one batch past its own.
+func pipelineSlack(inFlight int) int { return 4 + min(inFlight, 3) }

@@ -47,7 +47,10 @@ type Trainer struct {
 	reuse   *epochReuse
 
 	histOn bool
-	mem    MemoryUse
+	// depth is ReuseDepth(&o): batch i's reuse set is decided after
+	// compute of batch i−depth.
+	depth int
+	mem   MemoryUse
 	// lastRing describes the feature-buffer ring of the last epoch.
 	lastRing ringStats
 	// firstEpochStat is the first entry of epochStats trained by this
@@ -135,6 +138,11 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	}
 	if t.sampler, err = sample.New(d, o.Partitions, so); err != nil {
 		return nil, err
+	}
+	t.depth = ReuseDepth(&o)
+	if t.hc != nil && o.Staleness <= int64(t.depth) {
+		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
+			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)
 	}
 	if o.Resume != "" {
 		if err := t.loadCheckpoint(o.Resume); err != nil {
@@ -418,8 +426,8 @@ type histResp struct {
 
 // epochReuse connects the sampler's ReuseFor calls of one epoch with the
 // compute goroutine, which answers batch i's request right after computing
-// batch i−PipelineDepth (or at the start of the epoch for the first
-// PipelineDepth batches). Each batch has a slot of capacity 1, so a worker
+// batch i−D (D = Trainer.depth, see ReuseDepth; at the start of the epoch
+// for the first D batches). Each batch has a slot of capacity 1, so a worker
 // never blocks handing its request over, only waiting for the answer.
 type epochReuse struct {
 	epoch int
@@ -471,6 +479,40 @@ func (t *Trainer) reuseFor(ctx context.Context, epoch, index int, hop1 []int64) 
 		set[hop1[k]] = struct{}{}
 	}
 	return set, nil
+}
+
+// batchSource is the sample stage's input: a *sample.Iterator, or a
+// *sample.SpillIterator with Options.Spill.
+type batchSource interface {
+	Next() (*sample.Batch, error)
+	Stats() sample.LookupStats
+	Close() error
+}
+
+// epochBatches starts sampling epoch t.epoch and returns the batches'
+// source and count. The caller must Close the source (a spill source
+// deletes its file then).
+func (t *Trainer) epochBatches(ctx context.Context) (batchSource, int64, error) {
+	if !t.o.Spill {
+		it := t.sampler.Epoch(ctx, t.epoch)
+		if it.Plan() == nil {
+			// The plan failed: Next reports why.
+			_, err := it.Next()
+			it.Close()
+			return nil, 0, err
+		}
+		return it, int64(len(it.Plan().Batches)), nil
+	}
+	pl, err := t.sampler.Plan(t.epoch)
+	if err != nil {
+		return nil, 0, err
+	}
+	si, err := t.sampler.SpillEpoch(ctx, t.epoch, &sample.SpillOptions{Dir: t.o.SpillDir,
+		ChunkBatches: t.o.SpillChunk, AheadChunks: t.o.SpillAhead, Logger: t.o.Logger})
+	if err != nil {
+		return nil, 0, err
+	}
+	return si, int64(len(pl.Batches)), nil
 }
 
 // take returns (and forgets) batch index's decision.
@@ -538,8 +580,10 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			t.reuseMu.Unlock()
 		}()
 	}
-	it := t.sampler.Epoch(ctx, t.epoch)
-	total := int64(len(it.Plan().Batches))
+	it, total, err := t.epochBatches(ctx)
+	if err != nil {
+		return es, err
+	}
 	task := o.Progress.Start(fmt.Sprintf("epoch %d", t.epoch), total, progress.Items)
 	task.Add(int64(t.batchDone))
 	defer task.Done()
@@ -563,7 +607,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		for i, iter := 0, step0; ; i++ {
 			t0 := time.Now()
 			b, err := it.Next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				sa.since(t0)
 				return
 			}
@@ -680,7 +724,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}()
 
 	// Compute runs here and answers batch i's reuse request right after
-	// computing batch i−PipelineDepth.
+	// computing batch i−D.
+	D := t.depth
 	serve := func(i int) {
 		if er == nil || i >= len(er.slots) {
 			return
@@ -695,7 +740,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		r.reply <- t.histLookup(r)
 		co.since(t0)
 	}
-	for k := range PipelineDepth {
+	for k := range D {
 		serve(skip + k)
 	}
 	var lossSum float64
@@ -729,7 +774,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		if lossN > 0 {
 			task.Describe(fmt.Sprintf("epoch %d loss %.4f", t.epoch, lossSum/float64(lossN)))
 		}
-		serve(j.idx + PipelineDepth)
+		serve(j.idx + D)
 	}
 	// Drain a pending request so the sampler goroutine can finish.
 	cancel()

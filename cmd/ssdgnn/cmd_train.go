@@ -60,6 +60,14 @@ the profile saw are reserved first, and the caches get the rest; train fails
 early, suggesting a smaller --batch-size or --fanouts, when one batch does
 not fit.
 
+--spill decouples the sample stage (OUTRE §4.1, Ginex): each epoch's batches
+are sampled ahead into a file under --spill-dir (default DIR/spill) in chunks
+of --spill-chunk batches, at most --spill-ahead chunks waiting, and read back
+by the gather stage; the file is deleted after the epoch. With history on,
+batch i's reuse set is then decided after compute of batch i−D with
+D = chunk·(ahead+1) + 4 + min(in-flight, 3) instead of i−2, so --staleness
+must exceed D for any reuse (train warns otherwise). See docs/train.md.
+
 --mem-limit L is the memory the whole process may use (default: the limit
 of the memory cgroup train runs in, when there is one). The Go runtime's
 soft memory limit (runtime/debug.SetMemoryLimit) is set to 3/4 of it, so
@@ -70,7 +78,8 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 		Example: `  ssdgnn train demo-data/cora --model gcn --hidden 64 --fanouts -1,-1 --batch-size 140 --epochs 100
   ssdgnn partition data/synth --parts 100
   ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png
-  ssdgnn train data/synth --selection partition --mem 2GiB --epochs 10`,
+  ssdgnn train data/synth --selection partition --mem 2GiB --epochs 10
+  ssdgnn train data/synth --spill --spill-chunk 16 --spill-ahead 1 --epochs 10`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -228,6 +237,10 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 					fmt.Fprintf(out, " of --mem %s", ibytes(m.LimitBytes))
 				}
 				fmt.Fprintln(out)
+				if ro := rep.Options; ro.Spill {
+					fmt.Fprintf(out, "spill: chunks of %d batches, %d ahead; reuse depth %d (staleness %d)\n",
+						ro.SpillChunk, ro.SpillAhead, train.ReuseDepth(&ro), ro.Staleness)
+				}
 				if rep.PlanComparison != nil {
 					fmt.Fprintln(out, "planner prediction vs measured I/O saved per epoch:")
 					if err := planner.WriteComparison(out, *rep.PlanComparison); err != nil {
@@ -277,6 +290,10 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.Var(&mem, "mem", "memory budget for the caches, tables included (e.g. 2GiB): sizes them with the planner and fails early if they cannot fit")
 	f.Var(&memLimit, "mem-limit", "memory limit of the whole process (default: the memory cgroup's limit, if any); the Go heap is held to 3/4 of it")
 	f.IntVar(&o.InFlight, "in-flight", train.DefaultInFlight, "batches whose input features may be in memory at once (1: no gather/compute overlap)")
+	f.BoolVar(&o.Spill, "spill", false, "decouple the sample stage: sample batches ahead into a spill file and read them back (OUTRE §4.1)")
+	f.IntVar(&o.SpillChunk, "spill-chunk", train.DefaultSpillChunk, "batches per spill chunk (--spill)")
+	f.IntVar(&o.SpillAhead, "spill-ahead", train.DefaultSpillAhead, "written chunks that may wait unread (--spill)")
+	f.StringVar(&o.SpillDir, "spill-dir", "", "directory of the spill file (--spill; default DIR/spill)")
 	f.StringVar(&planFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
 	f.StringVar(&profileName, "profile-name", train.DefaultProfileName, "name of the profile --mem writes under DIR/profile")
 	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")

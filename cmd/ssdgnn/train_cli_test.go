@@ -169,3 +169,68 @@ func TestTrainMem(t *testing.T) {
 		t.Errorf("epochs ran before the budget error: %q", b)
 	}
 }
+
+// TestTrainSpill: --spill with its flags trains, reports the spill options
+// and the reuse depth, leaves no spill file in --spill-dir, and without
+// history matches the unspilled run exactly.
+func TestTrainSpill(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "4", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	spillDir := filepath.Join(t.TempDir(), "spill")
+	common := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--workers", "2",
+		"--checkpoint", t.TempDir(), "--no-hist"}
+	type report struct {
+		Epochs []struct {
+			Loss     float64 `json:"loss"`
+			TrainAcc float64 `json:"train_acc"`
+			TestAcc  float64 `json:"test_acc"`
+		} `json:"epochs"`
+		Options struct {
+			Spill      bool `json:"spill"`
+			SpillChunk int  `json:"spill_chunk"`
+			SpillAhead int  `json:"spill_ahead"`
+		} `json:"options"`
+	}
+	var reps [2]report
+	for i, extra := range [][]string{nil, {"--spill", "--spill-chunk", "3", "--spill-ahead", "2", "--spill-dir", spillDir}} {
+		out, _, err := run(t, append(append(common, extra...), "--json")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(out), &reps[i]); err != nil {
+			t.Fatalf("train --json: %v\n%s", err, out)
+		}
+	}
+	if o := reps[1].Options; !o.Spill || o.SpillChunk != 3 || o.SpillAhead != 2 {
+		t.Errorf("spill options in the report: %+v", o)
+	}
+	if len(reps[0].Epochs) != 2 || len(reps[1].Epochs) != 2 {
+		t.Fatalf("epochs: %d and %d", len(reps[0].Epochs), len(reps[1].Epochs))
+	}
+	for i := range reps[0].Epochs {
+		if reps[0].Epochs[i] != reps[1].Epochs[i] {
+			t.Errorf("epoch %d: unspilled %+v, spilled %+v", i, reps[0].Epochs[i], reps[1].Epochs[i])
+		}
+	}
+	ents, err := os.ReadDir(spillDir)
+	if err != nil {
+		t.Fatalf("--spill-dir not used: %v", err)
+	}
+	for _, e := range ents {
+		t.Errorf("left in --spill-dir: %s", e.Name())
+	}
+	// The table form with history names the reuse depth: 4·(1+1)+4+2.
+	out, _, err := run(t, "train", dir, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+		"--checkpoint", t.TempDir(), "--spill", "--spill-chunk", "4", "--spill-dir", spillDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "spill: chunks of 4 batches, 1 ahead; reuse depth 14") {
+		t.Errorf("table lacks the spill line:\n%s", out)
+	}
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--spill", "--spill-chunk", "-1"); err == nil || !strings.Contains(err.Error(), "spill chunk") {
+		t.Errorf("--spill-chunk -1: %v", err)
+	}
+}
