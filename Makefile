@@ -28,15 +28,15 @@ test: fmt-check vet
 # its redundancy ratio, then profile, plan and train a 3-layer GraphSAGE with
 # partition batches and all three caches inside --mem. Cora shows accuracy
 # on real data.
-DEMO_MEM ?= 24MiB
+DEMO_MEM ?= 64MiB
 demo: build
 	@mkdir -p $(DEMO)
-	$(BIN) gen $(DEMO)/synth --nodes 200000 --avg-degree 20 --feat-dim 64 --classes 8 --seed 1 --force
+	$(BIN) gen $(DEMO)/synth --nodes 300000 --avg-degree 20 --feat-dim 64 --classes 8 --seed 1 --force
 	$(BIN) info $(DEMO)/synth
 	$(BIN) validate $(DEMO)/synth
-	$(BIN) partition $(DEMO)/synth --parts 200 --force
-	$(BIN) rr $(DEMO)/synth --fanouts 10,10,10 --batch-size 1000 --parts-per-batch 20 --plot $(DEMO)/rr.png
-	$(BIN) train $(DEMO)/synth --model sage --layers 3 --hidden 64 --fanouts 10,10,10 --batch-size 1000 \
+	$(BIN) partition $(DEMO)/synth --parts 300 --force
+	$(BIN) rr $(DEMO)/synth --fanouts 5,5,5 --batch-size 250 --parts-per-batch 20 --plot $(DEMO)/rr.png
+	$(BIN) train $(DEMO)/synth --model sage --layers 3 --hidden 64 --fanouts 5,5,5 --batch-size 250 \
 		--selection partition --mem $(DEMO_MEM) --epochs 3 --seed 1 --plot $(DEMO)/train.png
 	$(BIN) import ogb testdata/cora $(DEMO)/cora --force
 	$(BIN) train $(DEMO)/cora --model gcn --layers 2 --hidden 64 --fanouts -1,-1 --batch-size 140 \
