@@ -13,8 +13,9 @@
 //     (§4.4); with counts summed over K pre-sampling epochs it is GNNLab's
 //     PreSC#K. Nodes with a zero count are never cached.
 //   - PolicyDegree caches the nodes of largest degree (PaGraph's policy, the
-//     baseline GNNLab compares against). Nodes of degree zero are never
-//     cached.
+//     baseline GNNLab compares against). Isolated nodes rank last but are
+//     still cached when capacity remains: a training node without edges
+//     still has its feature row gathered.
 //
 // Ties are broken towards the smaller node id, so selection is
 // deterministic. Slots are assigned in ascending node id order.

@@ -297,7 +297,7 @@ func (c *Cache) initStatic(ctx context.Context) error {
 		sel = topk.Select(c.numNodes, c.capacity, func(v int64) uint32 { return counts[v] })
 	} else {
 		d := c.d
-		sel = topk.Select(c.numNodes, c.capacity, d.Degree)
+		sel = topk.Select(c.numNodes, c.capacity, func(v int64) int64 { return d.Degree(v) + 1 })
 	}
 	c.slots = make([]int32, c.numNodes)
 	for i := range c.slots {

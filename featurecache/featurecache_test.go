@@ -300,8 +300,8 @@ func TestSelection(t *testing.T) {
 	}{
 		{"degree-2", &featurecache.Options{Policy: featurecache.PolicyDegree}, 2, []int64{0, 1}}, // deg 5, then 1,2,5 tie at 2 → smallest id
 		{"degree-4", &featurecache.Options{Policy: featurecache.PolicyDegree}, 4, []int64{0, 1, 2, 5}},
-		{"degree-all", &featurecache.Options{Policy: featurecache.PolicyDegree}, 8, []int64{0, 1, 2, 3, 4, 5, 6}}, // 7 has degree 0
-		{"profiled-1", &featurecache.Options{Counts: counts}, 1, []int64{3}},                                      // auto → profiled; tie 3/7 → 3
+		{"degree-all", &featurecache.Options{Policy: featurecache.PolicyDegree}, 8, []int64{0, 1, 2, 3, 4, 5, 6, 7}}, // 7 has degree 0: last, still cached
+		{"profiled-1", &featurecache.Options{Counts: counts}, 1, []int64{3}},                                         // auto → profiled; tie 3/7 → 3
 		{"profiled-3", &featurecache.Options{Policy: featurecache.PolicyProfiled, Counts: counts}, 3, []int64{3, 6, 7}},
 		{"profiled-all", &featurecache.Options{Policy: featurecache.PolicyProfiled, Counts: counts}, 8, []int64{0, 3, 6, 7}},
 	}
