@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/ssdgnn/ssdgnn/internal/topk"
@@ -222,7 +223,8 @@ type Cache struct {
 	bytesMis atomic.Int64
 	offered  atomic.Int64
 
-	scratch sync.Pool // *[]int for miss indices
+	scratch    sync.Pool // *[]int for miss indices
+	rowScratch sync.Pool // *[]byte for GatherF32's float16 rows
 }
 
 // New builds a cache of at most budget bytes over d's features and, for
@@ -490,13 +492,24 @@ func (c *Cache) getScratch() *[]int {
 }
 
 // GatherF32 is Gather decoding the rows to float32 (float16 features are
-// widened) into dst, which must hold len(ids)·FeatDim floats.
+// widened) into dst, which must hold len(ids)·FeatDim floats. float32 rows
+// are gathered straight into dst; float16 rows go through a pooled scratch
+// buffer.
 func (c *Cache) GatherF32(ids []int64, dst []float32) error {
 	dim := int64(c.d.FeatDim())
-	if int64(len(dst)) < int64(len(ids))*dim {
+	n := int64(len(ids)) * dim
+	if int64(len(dst)) < n {
 		return fmt.Errorf("%w: %d floats for %d rows of %d", ErrShortBuffer, len(dst), len(ids), dim)
 	}
-	buf := make([]byte, int64(len(ids))*c.rowBytes)
+	if n == 0 {
+		return c.Gather(ids, nil)
+	}
+	if c.rowBytes == 4*dim { // float32: the rows' bytes are dst's bytes
+		return c.Gather(ids, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n))
+	}
+	bp := c.getRowScratch(int64(len(ids)) * c.rowBytes)
+	defer c.rowScratch.Put(bp)
+	buf := *bp
 	if err := c.Gather(ids, buf); err != nil {
 		return err
 	}
@@ -505,6 +518,19 @@ func (c *Cache) GatherF32(ids []int64, dst []float32) error {
 		storage.DecodeFeatureRow(dtype, buf[int64(i)*c.rowBytes:int64(i+1)*c.rowBytes], dst[int64(i)*dim:int64(i+1)*dim])
 	}
 	return nil
+}
+
+// getRowScratch returns a pooled buffer of exactly n bytes.
+func (c *Cache) getRowScratch(n int64) *[]byte {
+	p, ok := c.rowScratch.Get().(*[]byte)
+	if !ok {
+		p = new([]byte)
+	}
+	if int64(cap(*p)) < n {
+		*p = make([]byte, n)
+	}
+	*p = (*p)[:n]
+	return p
 }
 
 // Wait blocks until the dynamic policy has applied every offered row, so

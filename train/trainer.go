@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -668,7 +667,6 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	go func() {
 		defer wg.Done()
 		defer close(toTransfer)
-		labels := t.d.Labels()
 		for j := range toGather {
 			// Waiting for a free buffer is back-pressure from compute,
 			// not gather work: it is not timed.
@@ -678,19 +676,14 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			}
 			t0 := time.Now()
 			j.feats, j.buf, j.ring = buf, buf, ring
-			if err := t.fc.GatherF32(j.hb.nodes, j.feats); err != nil {
+			if err := t.gather(j); err != nil {
 				ring.put(buf)
 				fail(err)
 				return
 			}
-			t.normalize(j.feats)
 			if drop := float32(o.Dropout); drop > 0 {
 				hostDropout(j.feats, drop, mixSeed(t.batchSeed(epoch, j.idx), 0))
 				j.dropped = true
-			}
-			j.labels = make([]int32, j.hb.targets)
-			for k := range j.labels {
-				j.labels[k] = labels[j.hb.nodes[k]]
 			}
 			ga.since(t0)
 			select {
@@ -1075,7 +1068,6 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 	defer s.Close()
 	it := s.Epoch(ctx, 0)
 	defer it.Close()
-	labels := t.d.Labels()
 	ring := newBufRing(1) // one batch at a time: the buffer is reused
 	for {
 		b, err := it.Next()
@@ -1090,16 +1082,11 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 			return err
 		}
 		j.buf = j.feats
-		if err := t.fc.GatherF32(j.hb.nodes, j.feats); err != nil {
+		if err := t.gather(j); err != nil {
 			ring.put(j.buf)
 			return err
 		}
-		t.normalize(j.feats)
 		targets := j.hb.nodes[:j.hb.targets]
-		j.labels = make([]int32, len(targets))
-		for k, v := range targets {
-			j.labels[k] = labels[v]
-		}
 		if err := t.upload(j); err != nil {
 			t.freeJob(j)
 			return err
@@ -1121,8 +1108,21 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 	}
 }
 
-// ensure os is used (checkpoint paths).
-var _ = os.ErrNotExist
+// gather is the gather stage shared by training and inference: it fills
+// j.feats (already sized to the batch) with the feature rows of j's input
+// nodes, normalised, and j.labels with its targets' labels.
+func (t *Trainer) gather(j *job) error {
+	if err := t.fc.GatherF32(j.hb.nodes, j.feats); err != nil {
+		return err
+	}
+	t.normalize(j.feats)
+	labels := t.d.Labels()
+	j.labels = make([]int32, j.hb.targets)
+	for k, v := range j.hb.nodes[:j.hb.targets] {
+		j.labels[k] = labels[v]
+	}
+	return nil
+}
 
 // normalize scales every feature row to unit L1 norm when
 // Options.NormalizeFeatures is set (rows of zeros stay zero).

@@ -17,6 +17,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -184,20 +185,75 @@ func (b *Backend) release(bytes int64) {
 }
 
 // tensor is the CPU Tensor.
+// handle is the ownership state every Backend resource (tensor, intTensor,
+// block) embeds: which backend made it and whether it has been freed.
+type handle struct {
+	owner *Backend
+	freed bool
+}
+
+func (h *handle) state() *handle { return h }
+
+// resource is a pointer to a type embedding handle.
+type resource interface{ state() *handle }
+
+// lookup returns x as P when b owns it and it is live, else
+// kernels.ErrForeignTensor or kernels.ErrFreed. x must not be nil.
+func lookup[P resource](b *Backend, x any) (P, error) {
+	var zero P
+	p, ok := x.(P)
+	if !ok || p.state().owner != b {
+		return zero, kernels.ErrForeignTensor
+	}
+	if p.state().freed {
+		return zero, kernels.ErrFreed
+	}
+	return p, nil
+}
+
+// use resolves x, a what handle passed to op, recording an error and
+// returning nil if it is nil, foreign or freed.
+func use[P resource](b *Backend, op, what string, x any) P {
+	if x == nil {
+		b.failf(op, "%w: nil %s", kernels.ErrInvalidArg, what)
+		var zero P
+		return zero
+	}
+	p, err := lookup[P](b, x)
+	if err != nil {
+		b.failf(op, "%w", err)
+	}
+	return p
+}
+
+// retire marks a non-nil x freed for op and returns it, or records the
+// reason it cannot be freed and reports false.
+func retire[P resource](b *Backend, op string, x any) (P, bool) {
+	p, err := lookup[P](b, x)
+	switch {
+	case errors.Is(err, kernels.ErrFreed):
+		b.fail(fmt.Errorf("cpu: %s: double free: %w", op, err))
+		return p, false
+	case err != nil:
+		b.fail(fmt.Errorf("cpu: %s: %w", op, err))
+		return p, false
+	}
+	p.state().freed = true
+	return p, true
+}
+
 type tensor struct {
-	owner      *Backend
+	handle
 	rows, cols int
 	data       []float32
-	freed      bool
 }
 
 func (t *tensor) Rows() int { return t.rows }
 func (t *tensor) Cols() int { return t.cols }
 
 type intTensor struct {
-	owner *Backend
-	data  []int32
-	freed bool
+	handle
+	data []int32
 }
 
 func (t *intTensor) Len() int { return len(t.data) }
@@ -213,7 +269,7 @@ func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
 	if err := b.reserve(int64(rows) * int64(cols) * 4); err != nil {
 		return nil, err
 	}
-	return &tensor{owner: b, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
+	return &tensor{handle: handle{owner: b}, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
 }
 
 // Adopt returns a rows×cols tensor whose storage is data (len(data) must
@@ -231,7 +287,7 @@ func (b *Backend) Adopt(rows, cols int, data []float32) (kernels.Tensor, error) 
 	if err := b.reserve(int64(len(data)) * 4); err != nil {
 		return nil, err
 	}
-	return &tensor{owner: b, rows: rows, cols: cols, data: data}, nil
+	return &tensor{handle: handle{owner: b}, rows: rows, cols: cols, data: data}, nil
 }
 
 // Free releases t.
@@ -239,16 +295,10 @@ func (b *Backend) Free(t kernels.Tensor) {
 	if t == nil {
 		return
 	}
-	ct, ok := t.(*tensor)
-	if !ok || ct.owner != b {
-		b.fail(fmt.Errorf("cpu: Free: %w", kernels.ErrForeignTensor))
+	ct, ok := retire[*tensor](b, "Free", t)
+	if !ok {
 		return
 	}
-	if ct.freed {
-		b.fail(fmt.Errorf("cpu: Free: double free: %w", kernels.ErrFreed))
-		return
-	}
-	ct.freed = true
 	b.release(int64(len(ct.data)) * 4)
 	ct.data = nil
 }
@@ -264,7 +314,7 @@ func (b *Backend) AllocInts(n int) (kernels.IntTensor, error) {
 	if err := b.reserve(int64(n) * 4); err != nil {
 		return nil, err
 	}
-	return &intTensor{owner: b, data: make([]int32, n)}, nil
+	return &intTensor{handle: handle{owner: b}, data: make([]int32, n)}, nil
 }
 
 // FreeInts releases t.
@@ -272,53 +322,21 @@ func (b *Backend) FreeInts(t kernels.IntTensor) {
 	if t == nil {
 		return
 	}
-	it, ok := t.(*intTensor)
-	if !ok || it.owner != b {
-		b.fail(fmt.Errorf("cpu: FreeInts: %w", kernels.ErrForeignTensor))
+	it, ok := retire[*intTensor](b, "FreeInts", t)
+	if !ok {
 		return
 	}
-	if it.freed {
-		b.fail(fmt.Errorf("cpu: FreeInts: double free: %w", kernels.ErrFreed))
-		return
-	}
-	it.freed = true
 	b.release(int64(len(it.data)) * 4)
 	it.data = nil
 }
 
 // t resolves a Tensor handle for op, recording an error if it is unusable.
-func (b *Backend) t(op string, x kernels.Tensor) *tensor {
-	if x == nil {
-		b.failf(op, "%w: nil tensor", kernels.ErrInvalidArg)
-		return nil
-	}
-	ct, ok := x.(*tensor)
-	if !ok || ct.owner != b {
-		b.failf(op, "%w", kernels.ErrForeignTensor)
-		return nil
-	}
-	if ct.freed {
-		b.failf(op, "%w", kernels.ErrFreed)
-		return nil
-	}
-	return ct
-}
+func (b *Backend) t(op string, x kernels.Tensor) *tensor { return use[*tensor](b, op, "tensor", x) }
 
+// it resolves an IntTensor handle for op, recording an error if it is
+// unusable.
 func (b *Backend) it(op string, x kernels.IntTensor) *intTensor {
-	if x == nil {
-		b.failf(op, "%w: nil int tensor", kernels.ErrInvalidArg)
-		return nil
-	}
-	ct, ok := x.(*intTensor)
-	if !ok || ct.owner != b {
-		b.failf(op, "%w", kernels.ErrForeignTensor)
-		return nil
-	}
-	if ct.freed {
-		b.failf(op, "%w", kernels.ErrFreed)
-		return nil
-	}
-	return ct
+	return use[*intTensor](b, op, "int tensor", x)
 }
 
 // check records err, the result of a kernels.CheckX validator, as op's
@@ -417,7 +435,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 
 // block is the CPU DeviceBlock: the CSR plus its transpose and normalisers.
 type block struct {
-	owner          *Backend
+	handle
 	numDst, numSrc int
 	indptr         []int32
 	indices        []int32
@@ -430,7 +448,6 @@ type block struct {
 	dstNorm []float32 // GCN 1/sqrt(deg+1)
 	srcNorm []float32 // GCN 1/sqrt(out+1)
 	bytes   int64
-	freed   bool
 }
 
 func (k *block) NumDst() int   { return k.numDst }
@@ -454,7 +471,7 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 		return nil, err
 	}
 	k := &block{
-		owner:   b,
+		handle:  handle{owner: b},
 		numDst:  hb.NumDst,
 		numSrc:  hb.NumSrc,
 		indptr:  append([]int32(nil), hb.Indptr...),
@@ -489,35 +506,16 @@ func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
 	if db == nil {
 		return
 	}
-	k, ok := db.(*block)
-	if !ok || k.owner != b {
-		b.fail(fmt.Errorf("cpu: FreeBlock: %w", kernels.ErrForeignTensor))
+	k, ok := retire[*block](b, "FreeBlock", db)
+	if !ok {
 		return
 	}
-	if k.freed {
-		b.fail(fmt.Errorf("cpu: FreeBlock: double free: %w", kernels.ErrFreed))
-		return
-	}
-	k.freed = true
 	b.release(k.bytes)
-	*k = block{owner: b, freed: true}
+	*k = block{handle: handle{owner: b, freed: true}}
 }
 
 func (b *Backend) blk(op string, db kernels.DeviceBlock) *block {
-	if db == nil {
-		b.failf(op, "%w: nil block", kernels.ErrInvalidArg)
-		return nil
-	}
-	k, ok := db.(*block)
-	if !ok || k.owner != b {
-		b.failf(op, "%w", kernels.ErrForeignTensor)
-		return nil
-	}
-	if k.freed {
-		b.failf(op, "%w", kernels.ErrFreed)
-		return nil
-	}
-	return k
+	return use[*block](b, op, "block", db)
 }
 
 // pool runs chunks of a parallel loop on a fixed set of goroutines.

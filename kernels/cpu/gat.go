@@ -42,7 +42,7 @@ func (b *Backend) GATScores(db kernels.DeviceBlock, scores, wh, attnL, attnR ker
 	er := make([]float32, K.numSrc*H)
 	b.headDots(el, W, K.numDst, AL.data, H, F)
 	b.headDots(er, W, K.numSrc, AR.data, H, F)
-	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+	b.pool.parallel(K.numDst, b.edgeGrain(K.numDst, len(K.indices), H), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for k := K.indptr[i]; k < K.indptr[i+1]; k++ {
 				j := int(K.indices[k])
@@ -86,14 +86,14 @@ func (b *Backend) GATScoresBackward(db kernels.DeviceBlock, dWh, dAttnL, dAttnR,
 	})
 	dEl := make([]float32, K.numDst*H)
 	dEr := make([]float32, K.numSrc*H)
-	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+	b.pool.parallel(K.numDst, b.edgeGrain(K.numDst, len(K.indices), H), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for k := K.indptr[i]; k < K.indptr[i+1]; k++ {
 				addTo(dEl[i*H:(i+1)*H], g[int(k)*H:(int(k)+1)*H])
 			}
 		}
 	})
-	b.pool.parallel(K.numSrc, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numSrc, 1)), 1)), func(lo, hi int) {
+	b.pool.parallel(K.numSrc, b.edgeGrain(K.numSrc, len(K.indices), H), func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			for _, k := range K.tEdge[K.tIndptr[j]:K.tIndptr[j+1]] {
 				addTo(dEr[j*H:(j+1)*H], g[int(k)*H:(int(k)+1)*H])
@@ -148,7 +148,7 @@ func (b *Backend) EdgeSoftmax(db kernels.DeviceBlock, alpha, scores kernels.Tens
 		return
 	}
 	H := S.cols
-	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+	b.pool.parallel(K.numDst, b.edgeGrain(K.numDst, len(K.indices), H), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s, e := int(K.indptr[i]), int(K.indptr[i+1])
 			for h := 0; h < H; h++ {
@@ -182,7 +182,7 @@ func (b *Backend) EdgeSoftmaxBackward(db kernels.DeviceBlock, dScores, dAlpha, a
 		return
 	}
 	H := A.cols
-	b.pool.parallel(K.numDst, max(1, b.grain/max(H*(1+len(K.indices)/max(K.numDst, 1)), 1)), func(lo, hi int) {
+	b.pool.parallel(K.numDst, b.edgeGrain(K.numDst, len(K.indices), H), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s, e := int(K.indptr[i]), int(K.indptr[i+1])
 			for h := 0; h < H; h++ {

@@ -15,6 +15,12 @@ const defaultGrain = 1 << 14
 // rowGrain returns a row grain giving about b.grain elements per chunk.
 func (b *Backend) rowGrain(cols int) int { return max(1, b.grain/max(cols, 1)) }
 
+// edgeGrain returns a row grain for a loop over rows rows that each touch
+// about 1+edges/rows edges of width values: about b.grain values a chunk.
+func (b *Backend) edgeGrain(rows, edges, width int) int {
+	return max(1, b.grain/max(width*(1+edges/max(rows, 1)), 1))
+}
+
 var blas32 = gonum.Implementation{}
 
 func trans(t bool) blas.Transpose {
