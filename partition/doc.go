@@ -129,8 +129,6 @@
 //
 //   - One FENNEL pass on a small dense graph scatters the first nodes of
 //     the stream (α·γ exceeds one shared neighbour); Passes ≥ 2 repairs it.
-//   - Options.Candidates is ignored: the bit-sliced filters find every
-//     part holding a neighbour in one lookup (kept for API stability).
 //   - Determinism holds for a fixed seed, options and dataset, across
 //     worker counts; it is not promised across versions of this package.
 //   - The metis method needs gpmetis on PATH and loads the whole graph in

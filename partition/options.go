@@ -50,7 +50,6 @@ const (
 	DefaultEpsilon        = 0.1
 	DefaultLambda         = 1.0
 	DefaultFalsePositive  = 0.01
-	DefaultCandidates     = 4
 	DefaultParallelDegree = 4096
 	DefaultPasses         = 3
 	DefaultOrder          = OrderBFS
@@ -90,10 +89,6 @@ type Options struct {
 	// FalsePositive is each Bloom filter's target false-positive rate
 	// (default 0.01). Fennel only.
 	FalsePositive float64
-	// Candidates is ignored since the filters became bit-sliced (one lookup
-	// finds every part holding a neighbour); kept for API stability. It is
-	// still validated (>= 1 after defaults).
-	Candidates int
 	// Passes is the number of streaming passes; passes after the first
 	// restream every node using the previous pass's assignment (default 3).
 	Passes int
@@ -155,9 +150,6 @@ func (o *Options) withDefaults() Options {
 	if c.FalsePositive == 0 {
 		c.FalsePositive = DefaultFalsePositive
 	}
-	if c.Candidates == 0 {
-		c.Candidates = DefaultCandidates
-	}
 	if c.Passes == 0 {
 		c.Passes = DefaultPasses
 	}
@@ -218,9 +210,6 @@ func (c *Options) validate() error {
 	}
 	if !(c.FalsePositive > 0 && c.FalsePositive < 1) {
 		return bad("FalsePositive", "%v not in (0, 1)", c.FalsePositive)
-	}
-	if c.Candidates < 1 {
-		return bad("Candidates", "%d must be >= 1", c.Candidates)
 	}
 	if c.Passes < 1 || c.Passes > 100 {
 		return bad("Passes", "%d not in [1, 100]", c.Passes)

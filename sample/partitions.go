@@ -2,8 +2,8 @@ package sample
 
 import (
 	"fmt"
-	"sort"
 
+	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -200,13 +200,8 @@ func TopDegree(d *storage.Dataset, frac float64) Bitmap {
 	if want <= 0 {
 		return b
 	}
-	want = min(want, n)
-	ids := make([]int64, n)
-	for i := range ids {
-		ids[i] = int64(i)
-	}
-	sort.SliceStable(ids, func(i, j int) bool { return d.Degree(ids[i]) > d.Degree(ids[j]) })
-	for _, v := range ids[:want] {
+	// degree+1 keeps isolated nodes selectable (topk skips scores <= 0).
+	for _, v := range topk.Select(n, min(want, n), func(v int64) int64 { return d.Degree(v) + 1 }) {
 		b.Set(v)
 	}
 	return b

@@ -329,15 +329,10 @@ func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcac
 }
 
 // choose fills w.pos with k distinct positions drawn uniformly from
-// [0, deg) (Floyd's algorithm), or all positions when k < 0 or k >= deg.
+// [0, deg) (Floyd's algorithm); 0 <= k < deg (the caller takes the whole
+// list otherwise, drawing nothing).
 func (w *worker) choose(r *rand.Rand, deg, k int) []int {
 	w.pos = w.pos[:0]
-	if k < 0 || k >= deg {
-		for i := 0; i < deg; i++ {
-			w.pos = append(w.pos, i)
-		}
-		return w.pos
-	}
 	if k <= 64 {
 		for j := deg - k; j < deg; j++ {
 			t := r.IntN(j + 1)
@@ -358,6 +353,16 @@ func (w *worker) choose(r *rand.Rand, deg, k int) []int {
 		w.pos = append(w.pos, t)
 	}
 	return w.pos
+}
+
+// local returns u's batch-local id, appending u to nodes when it is new.
+func (w *worker) local(u int64, nodes []int64) (int32, []int64) {
+	if id, ok := w.ids.get(u); ok {
+		return id, nodes
+	}
+	id := int32(len(nodes))
+	w.ids.put(u, id)
+	return id, append(nodes, u)
 }
 
 // sample builds the blocks of one batch.
@@ -411,15 +416,17 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 				w.lists = append(w.lists, l)
 			}
 			list := w.lists[i]
-			for _, p := range w.choose(r, list.Len(), k) {
-				u := list.At(p)
-				id, ok := w.ids.get(u)
-				if !ok {
-					id = int32(len(nodes))
-					w.ids.put(u, id)
-					nodes = append(nodes, u)
+			var id int32
+			if deg := list.Len(); k < 0 || k >= deg {
+				for p := range deg {
+					id, nodes = w.local(list.At(p), nodes)
+					blk.Indices = append(blk.Indices, id)
 				}
-				blk.Indices = append(blk.Indices, id)
+			} else {
+				for _, p := range w.choose(r, deg, k) {
+					id, nodes = w.local(list.At(p), nodes)
+					blk.Indices = append(blk.Indices, id)
+				}
 			}
 			blk.Indptr[i+1] = int64(len(blk.Indices))
 		}

@@ -68,7 +68,7 @@ func Locate(root, procCgroup string) (Location, error) {
 	probe := "cgroup.controllers"
 	if v == 1 {
 		loc.Dir = filepath.Join(root, "memory", p)
-		probe = "memory.limit_in_bytes"
+		probe = limitFile(v)
 	} else {
 		loc.Dir = filepath.Join(root, p)
 		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
@@ -86,6 +86,24 @@ func Locate(root, procCgroup string) (Location, error) {
 		}
 	}
 	return loc, nil
+}
+
+// limitFile is the name of a version-v cgroup's memory limit file.
+func limitFile(v CgroupVersion) string {
+	if v == 1 {
+		return "memory.limit_in_bytes"
+	}
+	return "memory.max"
+}
+
+// MemoryLimit reads the memory limit of the cgroup at loc; ok is false when
+// it cannot be read or is unlimited ("max", or v1's page-rounded MaxInt64).
+func (loc Location) MemoryLimit() (limit int64, ok bool) {
+	v := readInt(filepath.Join(loc.Dir, limitFile(loc.Version)))
+	if v <= 0 || v >= 1<<62 {
+		return 0, false
+	}
+	return v, true
 }
 
 func containsWord(s, w string) bool {
@@ -128,9 +146,8 @@ func CreateCgroup(loc Location, name string, limit int64) (*Cgroup, error) {
 		}
 	}
 	cg := &Cgroup{Version: loc.Version, Dir: dir, Limit: limit}
-	file := "memory.max"
+	file := limitFile(loc.Version)
 	if loc.Version == 1 {
-		file = "memory.limit_in_bytes"
 		// Swap would let the child exceed the limit silently; v1 only
 		// exposes memsw when swap accounting is on, so this is best effort.
 		_ = writeCtl(filepath.Join(dir, "memory.swappiness"), "0")

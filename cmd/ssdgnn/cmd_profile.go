@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -53,19 +49,11 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			var parts sample.Partitions
 			var cross []int32
 			if o.Mode == sample.ModePartition {
-				pt, err := partition.Open(args[0], partName)
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
-					return fmt.Errorf("no partitioning %q in %s: run 'ssdgnn partition %s' first (%w)", partName, args[0], args[0], err)
-				}
+				pt, pf, closeParts, err := openPartitionFiles(d, args[0], partName)
 				if err != nil {
 					return err
 				}
-				defer pt.Close()
-				pf, err := sample.NewPartitionFiles(d, pt)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
+				defer closeParts()
 				parts, o.Part, o.Partition, cross = pf, pt.Part(), partName, pt.Cross()
 			}
 			if ncache > 0 {

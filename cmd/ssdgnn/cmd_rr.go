@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -49,18 +45,11 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 				return err
 			}
 			defer d.Close()
-			pt, err := partition.Open(args[0], partName)
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
-				return fmt.Errorf("no partitioning %q in %s: run 'ssdgnn partition %s' first (%w)", partName, args[0], args[0], err)
-			}
+			_, parts, closeParts, err := openPartitionFiles(d, args[0], partName)
 			if err != nil {
 				return err
 			}
-			defer pt.Close()
-			parts, err := sample.NewPartitionFiles(d, pt)
-			if err != nil {
-				return err
-			}
+			defer closeParts()
 			res, err := sample.RRReport(cmd.Context(), d, parts, &o)
 			if err != nil {
 				return err

@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -142,19 +139,11 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			defer d.Close()
 			var mo train.MemPlanOptions
 			if o.Selection == sample.ModePartition {
-				pt, err := partition.Open(dir, partName)
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, partition.ErrNotFound) {
-					return fmt.Errorf("no partitioning %q in %s: run 'ssdgnn partition %s' first (%w)", partName, dir, dir, err)
-				}
+				pt, pf, closeParts, err := openPartitionFiles(d, dir, partName)
 				if err != nil {
 					return err
 				}
-				defer pt.Close()
-				pf, err := sample.NewPartitionFiles(d, pt)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
+				defer closeParts()
 				o.Partitions = pf
 				mo.Part, mo.Partition, mo.Cross = pt.Part(), partName, pt.Cross()
 			}
@@ -333,25 +322,12 @@ func goMemoryLimit(memLimit, mem int64) (int64, string) {
 	return 0, ""
 }
 
-// cgroupMemoryLimit reads the memory limit of the cgroup this process is in
-// (v1 memory.limit_in_bytes, v2 memory.max); ok is false when there is none
-// or it is unlimited.
+// cgroupMemoryLimit is the memory limit of the cgroup this process is in;
+// ok is false when there is none or it is unlimited.
 func cgroupMemoryLimit() (int64, bool) {
 	loc, err := ooc.Locate("/sys/fs/cgroup", "/proc/self/cgroup")
 	if err != nil {
 		return 0, false
 	}
-	name := "memory.max"
-	if loc.Version == 1 {
-		name = "memory.limit_in_bytes"
-	}
-	b, err := os.ReadFile(filepath.Join(loc.Dir, name))
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || v <= 0 || v >= 1<<62 { // "max", or v1's page-rounded MaxInt64
-		return 0, false
-	}
-	return v, true
+	return loc.MemoryLimit()
 }
