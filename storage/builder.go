@@ -230,17 +230,30 @@ func (b *Builder) Finish(m Manifest) error {
 	return atomicfile.WriteFile(filepath.Join(b.dir, ManifestName), append(js, '\n'))
 }
 
-// CSRWriter writes indptr.npy and indices.npy from neighbour lists given in
-// ascending node order. Memory is O(1) in the graph size.
+// CSRWriter writes indptr.npy and indices.npy from neighbour lists
+// (Append) or single edges (AppendEdge) given in ascending node order.
+// Memory is O(1) in the graph size and in the degrees.
+//
+// A node is open while edges may still be added to it and closed once its
+// end offset is due in indptr: Append closes its node, AppendEdge leaves
+// its source open until a later node, or Commit, closes it.
 type CSRWriter struct {
 	numNodes int64
 	idType   npy.DType
 	indptr   *ArrayWriter
 	indices  *ArrayWriter
-	next     int64 // next node whose indptr entry is due
+	next     int64 // next node whose indptr entry is due (nodes below are closed)
 	edges    int64
 	ptrBuf   []int64
+	idxBuf   []int64 // destinations of AppendEdge not yet written
 }
+
+// csrPtrBuf and csrIdxBuf are the numbers of indptr and indices entries
+// buffered before a write.
+const (
+	csrPtrBuf = 8192
+	csrIdxBuf = 1 << 16
+)
 
 // CreateCSR starts the CSR of a graph with numNodes nodes.
 func (b *Builder) CreateCSR(numNodes int64) (*CSRWriter, error) {
@@ -255,71 +268,114 @@ func (b *Builder) CreateCSR(numNodes int64) (*CSRWriter, error) {
 		return nil, err
 	}
 	c := &CSRWriter{numNodes: numNodes, idType: idt, indptr: ip, indices: ix}
-	c.ptrBuf = append(c.ptrBuf, 0)
+	c.ptrBuf = append(make([]int64, 0, csrPtrBuf), 0)
 	return c, nil
 }
 
-func (c *CSRWriter) flushPtr(force bool) error {
-	if len(c.ptrBuf) >= 8192 || (force && len(c.ptrBuf) > 0) {
-		if err := c.indptr.WriteInt64s(c.ptrBuf); err != nil {
-			return err
+// closeBelow closes every node below v, writing full indptr buffers.
+func (c *CSRWriter) closeBelow(v int64) error {
+	for c.next < v {
+		c.ptrBuf = append(c.ptrBuf, c.edges)
+		c.next++
+		if len(c.ptrBuf) >= csrPtrBuf {
+			if err := c.indptr.WriteInt64s(c.ptrBuf); err != nil {
+				return err
+			}
+			c.ptrBuf = c.ptrBuf[:0]
 		}
-		c.ptrBuf = c.ptrBuf[:0]
 	}
 	return nil
 }
 
-// Append adds the neighbour list of node v. Nodes must come in strictly
-// ascending order; nodes skipped get empty lists. Neighbour ids must be in
+// flushIdx writes the buffered AppendEdge destinations.
+func (c *CSRWriter) flushIdx() error {
+	if len(c.idxBuf) == 0 {
+		return nil
+	}
+	if err := c.indices.WriteIDs(c.idType, c.idxBuf); err != nil {
+		return err
+	}
+	c.idxBuf = c.idxBuf[:0]
+	return nil
+}
+
+// Append adds the neighbour list of node v and closes v. Nodes must come
+// in strictly ascending order (v may be the node still open after
+// AppendEdge); nodes skipped get empty lists. Neighbour ids must be in
 // [0, numNodes).
 func (c *CSRWriter) Append(v int64, nbrs []int64) error {
 	if v < c.next || v >= c.numNodes {
 		return fmt.Errorf("storage: CSR node %d out of order or range (next %d, num_nodes %d)", v, c.next, c.numNodes)
-	}
-	for c.next < v {
-		c.ptrBuf = append(c.ptrBuf, c.edges)
-		c.next++
-		if err := c.flushPtr(false); err != nil {
-			return err
-		}
 	}
 	for _, u := range nbrs {
 		if u < 0 || u >= c.numNodes {
 			return fmt.Errorf("storage: node %d: neighbour %d out of range [0,%d)", v, u, c.numNodes)
 		}
 	}
+	if err := c.closeBelow(v); err != nil {
+		return err
+	}
+	if err := c.flushIdx(); err != nil {
+		return err
+	}
 	if err := c.indices.WriteIDs(c.idType, nbrs); err != nil {
 		return err
 	}
 	c.edges += int64(len(nbrs))
-	c.ptrBuf = append(c.ptrBuf, c.edges)
-	c.next++
-	return c.flushPtr(false)
+	return c.closeBelow(v + 1)
+}
+
+// AppendEdge adds the edge src→dst. Edges must come in ascending src
+// order, and after Append(v, …) src must exceed v; edges of one source
+// keep their order. Both ids must be in [0, numNodes).
+func (c *CSRWriter) AppendEdge(src, dst int64) error {
+	if src < c.next || src >= c.numNodes {
+		return fmt.Errorf("storage: CSR node %d out of order or range (next %d, num_nodes %d)", src, c.next, c.numNodes)
+	}
+	if dst < 0 || dst >= c.numNodes {
+		return fmt.Errorf("storage: node %d: neighbour %d out of range [0,%d)", src, dst, c.numNodes)
+	}
+	if err := c.closeBelow(src); err != nil {
+		return err
+	}
+	if c.idxBuf == nil {
+		c.idxBuf = make([]int64, 0, csrIdxBuf)
+	}
+	c.idxBuf = append(c.idxBuf, dst)
+	c.edges++
+	if len(c.idxBuf) == cap(c.idxBuf) {
+		return c.flushIdx()
+	}
+	return nil
 }
 
 // Edges is the number of edges appended so far.
 func (c *CSRWriter) Edges() int64 { return c.edges }
 
-// Commit pads indptr for trailing nodes and commits both arrays.
+// Commit closes the open and the trailing nodes and commits both arrays.
+// On error the arrays not yet committed are discarded (indptr.npy stays
+// if only indices.npy fails; no manifest names it).
 func (c *CSRWriter) Commit() error {
-	for c.next < c.numNodes {
-		c.ptrBuf = append(c.ptrBuf, c.edges)
-		c.next++
-		if err := c.flushPtr(false); err != nil {
-			return err
-		}
+	err := c.flushIdx()
+	if err == nil {
+		err = c.closeBelow(c.numNodes)
 	}
-	if err := c.flushPtr(true); err != nil {
-		return err
+	if err == nil && len(c.ptrBuf) > 0 {
+		err = c.indptr.WriteInt64s(c.ptrBuf)
+		c.ptrBuf = c.ptrBuf[:0]
 	}
-	if err := c.indptr.Commit(); err != nil {
-		c.indices.Abort()
+	if err == nil {
+		err = c.indptr.Commit()
+	}
+	if err != nil {
+		c.Abort()
 		return err
 	}
 	return c.indices.Commit()
 }
 
-// Abort discards both arrays.
+// Abort discards both arrays. It is a no-op for an array already
+// committed.
 func (c *CSRWriter) Abort() {
 	c.indptr.Abort()
 	c.indices.Abort()

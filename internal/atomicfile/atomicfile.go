@@ -6,6 +6,14 @@
 // (NAME.tmp-RANDOM). Commit fsyncs it, renames it over NAME and fsyncs the
 // directory. Abort, or a crash, leaves only the temporary file, which
 // CleanTemps removes.
+//
+// Invariants and caveats: the temporary file lives in the destination
+// directory, so the rename never crosses file systems; every failed Commit
+// removes the temporary file; Commit and Abort are each effective once and
+// the File is then unusable (ErrDone). CleanTemps removes every temporary
+// name in a directory, including those of writers still running there, so
+// call it only while no File in that directory is open (package storage
+// calls it from Create, before any array is written).
 package atomicfile
 
 import (

@@ -289,44 +289,7 @@ func isBlank(c byte) bool { return c == ' ' || c == '\t' }
 // returns them appended to dst[:0]. On error it returns the values before
 // the bad field and a *ParseError matching ErrSyntax or ErrRange.
 func (r *Reader) Int64s(dst []int64) ([]int64, error) {
-	dst = dst[:0]
-	line := r.rec
-	if line == nil {
-		return dst, nil
-	}
-	n := len(line)
-	for i, col := 0, 1; ; col++ {
-		if r.ws {
-			for i < n && isBlank(line[i]) {
-				i++
-			}
-			if i == n {
-				return dst, nil
-			}
-		}
-		// Fast path: a short integer directly followed by the delimiter or
-		// the end of the line.
-		if v, j, ok := fastInt64At(line, i); ok {
-			if j == n {
-				return append(dst, v), nil
-			}
-			if c := line[j]; c == r.delim || (r.ws && c == '\t') {
-				dst = append(dst, v)
-				i = j + 1
-				continue
-			}
-		}
-		s, e, next, _ := r.field(i)
-		v, res := parseInt64(line[s:e])
-		if res != parseOK {
-			return dst, r.fieldErr(col, s, e, res, "integer")
-		}
-		dst = append(dst, v)
-		if next > n {
-			return dst, nil
-		}
-		i = next
-	}
+	return parseFields(r, dst, fastInt64At, parseInt64, "integer")
 }
 
 // Int64sN is Int64s for a record that must have exactly n fields; any other
@@ -343,6 +306,27 @@ func (r *Reader) Int64sN(dst []int64, n int) ([]int64, error) {
 // On error it returns the values before the bad field and a *ParseError
 // matching ErrSyntax or ErrRange.
 func (r *Reader) Float32s(dst []float32) ([]float32, error) {
+	return parseFields(r, dst, fastFloat32At, parseFloat32, "float")
+}
+
+// Float32sN is Float32s for a record that must have exactly n fields; any
+// other count gives a *ParseError matching ErrColumns.
+func (r *Reader) Float32sN(dst []float32, n int) ([]float32, error) {
+	if err := r.checkColumns(n); err != nil {
+		return dst[:0], err
+	}
+	return r.Float32s(slices.Grow(dst[:0], n))
+}
+
+// parseFields is the field-splitting loop shared by Int64s and Float32s:
+// it parses every field of the current record with parse and appends the
+// values to dst[:0], trying fast first on each field. fast(line, i) parses a
+// value starting at line[i] and returns it with the index just past it; its
+// result is used only when that index is the end of the line or a field
+// separator, otherwise the field is re-parsed by parse, whose result is
+// parseOK, parseRange or anything else for a syntax error. kind names the
+// value type in error messages.
+func parseFields[T int64 | float32](r *Reader, dst []T, fast func([]byte, int) (T, int, bool), parse func([]byte) (T, int), kind string) ([]T, error) {
 	dst = dst[:0]
 	line := r.rec
 	if line == nil {
@@ -358,9 +342,9 @@ func (r *Reader) Float32s(dst []float32) ([]float32, error) {
 				return dst, nil
 			}
 		}
-		// Fast path: a plain decimal directly followed by the delimiter or
+		// Fast path: a short value directly followed by the delimiter or
 		// the end of the line.
-		if v, j, ok := fastFloat32At(line, i); ok {
+		if v, j, ok := fast(line, i); ok {
 			if j == n {
 				return append(dst, v), nil
 			}
@@ -371,9 +355,9 @@ func (r *Reader) Float32s(dst []float32) ([]float32, error) {
 			}
 		}
 		s, e, next, _ := r.field(i)
-		v, res := parseFloat32(line[s:e])
+		v, res := parse(line[s:e])
 		if res != parseOK {
-			return dst, r.fieldErr(col, s, e, res, "float")
+			return dst, r.fieldErr(col, s, e, res, kind)
 		}
 		dst = append(dst, v)
 		if next > n {
@@ -381,15 +365,6 @@ func (r *Reader) Float32s(dst []float32) ([]float32, error) {
 		}
 		i = next
 	}
-}
-
-// Float32sN is Float32s for a record that must have exactly n fields; any
-// other count gives a *ParseError matching ErrColumns.
-func (r *Reader) Float32sN(dst []float32, n int) ([]float32, error) {
-	if err := r.checkColumns(n); err != nil {
-		return dst[:0], err
-	}
-	return r.Float32s(slices.Grow(dst[:0], n))
 }
 
 func (r *Reader) checkColumns(n int) error {

@@ -2,6 +2,10 @@
 // /proc/self/status: the current RSS (VmRSS) and its high-water mark
 // (VmHWM). Benchmarks and reports use it to state peak memory. Where /proc
 // is unavailable both read as 0.
+//
+// Caveats: the figures are for the whole process (every goroutine, mmapped
+// pages that are resident included), and VmHWM never decreases within a
+// process unless ResetPeak resets it.
 package memstat
 
 import (

@@ -2,6 +2,10 @@
 // take a Reporter in their Options (nil means Discard) and never decide
 // whether to draw: the command line builds a Terminal reporter, which draws
 // a bar on stderr only when stderr is a terminal and --quiet is not set.
+//
+// Invariants: every Reporter and Task is safe for concurrent use; a task
+// started with total <= 0 has an unknown total, never an error; every
+// started Task must be finished with Done, which clears its bar.
 package progress
 
 import (

@@ -27,7 +27,8 @@ type job struct {
 	b      *storage.Builder
 	tmp    string
 	open   []*storage.ArrayWriter // every writer created; aborted on failure
-	names  []string               // their file names
+	csr    *storage.CSRWriter     // the graph's writer once created; aborted on failure
+	names  []string               // file names of open and csr
 	rep    Report
 
 	numNodes int64 // -1 until known
@@ -91,9 +92,7 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 // cleanup aborts every uncommitted array and removes the temp dir. It is
 // safe after finish.
 func (j *job) cleanup() {
-	for _, w := range j.open {
-		w.Abort()
-	}
+	j.abortWriters()
 	j.open = nil
 	if j.sorter != nil {
 		_ = j.sorter.Close()
@@ -113,11 +112,19 @@ func (j *job) cleanup() {
 // already committed, so that a failed import leaves neither a manifest nor
 // stale arrays.
 func (j *job) removeArrays() {
+	j.abortWriters()
+	for _, name := range j.names {
+		_ = os.Remove(filepath.Join(j.outDir, name))
+	}
+}
+
+// abortWriters discards every uncommitted array.
+func (j *job) abortWriters() {
 	for _, w := range j.open {
 		w.Abort()
 	}
-	for _, name := range j.names {
-		_ = os.Remove(filepath.Join(j.outDir, name))
+	if j.csr != nil {
+		j.csr.Abort()
 	}
 }
 
@@ -209,70 +216,24 @@ func (j *job) writeCSR() error {
 	if err != nil {
 		return fmt.Errorf("importer: sorting edges: %w", err)
 	}
-	ip, err := j.create(storage.FileIndptr, npy.Int64, nil)
+	csr, err := j.b.CreateCSR(n)
 	if err != nil {
 		return err
 	}
-	idt := storage.IndicesDType(n)
-	ix, err := j.create(storage.FileIndices, idt, nil)
-	if err != nil {
-		return err
-	}
-	ptr := make([]int64, 0, 8192)
-	idx := make([]int64, 0, 1<<16)
-	ptr = append(ptr, 0)
-	var count, done int64 // edges written; nodes whose end offset is written
-	flushPtr := func(force bool) error {
-		if len(ptr) == cap(ptr) || (force && len(ptr) > 0) {
-			if err := ip.WriteInt64s(ptr); err != nil {
-				return err
-			}
-			ptr = ptr[:0]
-		}
-		return nil
-	}
+	j.csr = csr
+	j.names = append(j.names, storage.FileIndptr, storage.FileIndices)
 	for e, ok := it.Next(); ok; e, ok = it.Next() {
-		if e.Src >= n || e.Dst >= n {
-			return fmt.Errorf("importer: internal error: sorted edge (%d, %d) out of range [0, %d)", e.Src, e.Dst, n)
-		}
-		for done < e.Src {
-			ptr = append(ptr, count)
-			done++
-			if err := flushPtr(false); err != nil {
-				return err
-			}
-		}
-		idx = append(idx, e.Dst)
-		count++
-		if len(idx) == cap(idx) {
-			if err := ix.WriteIDs(idt, idx); err != nil {
-				return err
-			}
-			idx = idx[:0]
+		if err := csr.AppendEdge(e.Src, e.Dst); err != nil {
+			return fmt.Errorf("importer: internal error: %w", err)
 		}
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("importer: sorting edges: %w", err)
 	}
-	for done < n {
-		ptr = append(ptr, count)
-		done++
-		if err := flushPtr(false); err != nil {
-			return err
-		}
-	}
-	if err := flushPtr(true); err != nil {
+	if err := csr.Commit(); err != nil {
 		return err
 	}
-	if err := ix.WriteIDs(idt, idx); err != nil {
-		return err
-	}
-	if err := ip.Commit(); err != nil {
-		return err
-	}
-	if err := ix.Commit(); err != nil {
-		return err
-	}
+	count := csr.Edges()
 	st := j.sorter.Stats()
 	j.rep.EdgesStored = count
 	j.rep.DuplicatesDropped = st.Duplicates

@@ -279,34 +279,21 @@ func (g *generator) writeEdges(ctx context.Context) (csr *storage.CSRWriter, st 
 		csr.Abort()
 		return nil, st, err
 	}
-	nbrs := make([]int64, 0, 1024)
-	cur := int64(-1)
 	var count, reported int64
 	for e, ok := it.Next(); ok; e, ok = it.Next() {
-		if e.Src != cur {
-			if cur >= 0 {
-				if err := csr.Append(cur, nbrs); err != nil {
-					return fail(err)
-				}
-			}
-			nbrs, cur = nbrs[:0], e.Src
+		if err := csr.AppendEdge(e.Src, e.Dst); err != nil {
+			return fail(err)
 		}
-		nbrs = append(nbrs, e.Dst)
 		if count++; count&(1<<16-1) == 0 {
 			if err := ctx.Err(); err != nil {
 				return fail(err)
 			}
-			task.Add(cur - reported)
-			reported = cur
+			task.Add(e.Src - reported)
+			reported = e.Src
 		}
 	}
 	if err := it.Err(); err != nil {
 		return fail(fmt.Errorf("synth: sort edges: %w", err))
-	}
-	if cur >= 0 {
-		if err := csr.Append(cur, nbrs); err != nil {
-			return fail(err)
-		}
 	}
 	task.Add(n - reported)
 	st.sort = s.Stats()
