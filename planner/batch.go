@@ -3,6 +3,7 @@ package planner
 import (
 	"math"
 
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -15,6 +16,15 @@ const (
 // counters are the per-node arrays a profile accumulates.
 type counters struct {
 	feat, histSample, histGather, nbr []uint32
+	// histAppear and histHits: hop-1 appearances and those the history
+	// cache would serve (see hop1). Kept in the profile.
+	histAppear, histHits []uint32
+	// Transient validity model state (not kept): lastPush[v] and
+	// firstSeen[v] are iteration+1 of v's last push and first hop-1
+	// appearance (0: none); iter is the current batch's iteration.
+	lastPush, firstSeen []uint32
+	iter                int64
+	staleness, depth    int64
 }
 
 func newCounters(n int64) *counters {
@@ -23,7 +33,58 @@ func newCounters(n int64) *counters {
 		histSample: make([]uint32, n),
 		histGather: make([]uint32, n),
 		nbr:        make([]uint32, n),
+		histAppear: make([]uint32, n),
+		histHits:   make([]uint32, n),
+		lastPush:   make([]uint32, n),
+		firstSeen:  make([]uint32, n),
+		staleness:  histcache.DefaultStaleness,
+		depth:      1,
 	}
+}
+
+// usable reports whether an entry pushed at iteration p is what the reuse
+// decision for iteration i finds valid: pushed at least depth batches
+// earlier (the decision for i sees pushes of batches ≤ i−depth) and less
+// than staleness iterations earlier.
+func (c *counters) usable(i, p int64) bool {
+	g := i - p
+	return g >= c.depth && g < c.staleness
+}
+
+// hop1 records that v appears at hop 1 (not a target) of iteration c.iter.
+// The appearance is a hit when v's last push is usable; otherwise v is
+// computed and pushed at c.iter. A hit does not refresh the entry, as in
+// the trainer (reused nodes are not computed, so not pushed).
+func (c *counters) hop1(v int64) {
+	addSat(c.histAppear, v, 1)
+	i := c.iter
+	if c.firstSeen[v] == 0 {
+		c.firstSeen[v] = uint32(i + 1)
+	}
+	if p := int64(c.lastPush[v]) - 1; p >= 0 && c.usable(i, p) {
+		addSat(c.histHits, v, 1)
+		return
+	}
+	c.lastPush[v] = uint32(i + 1)
+}
+
+// wrap applies the assumption that the profiled sequence of total
+// iterations repeats: a node's first appearance f, a miss in the linear
+// pass, is counted a hit when the last push p of the previous round,
+// at p−total, is usable at f. The knock-on effect of that hit on the
+// node's later appearances (one push fewer) is ignored. It then releases
+// the transient arrays.
+func (c *counters) wrap(total int64) {
+	for v, f1 := range c.firstSeen {
+		if f1 == 0 {
+			continue
+		}
+		f, p := int64(f1)-1, int64(c.lastPush[v])-1
+		if c.usable(f+total, p) {
+			addSat(c.histHits, int64(v), 1)
+		}
+	}
+	c.lastPush, c.firstSeen = nil, nil
 }
 
 func addSat(a []uint32, i int64, x uint64) {
@@ -64,6 +125,7 @@ type batchTotals struct {
 // add accumulates batch b into c and returns its totals.
 func (a *analyzer) add(b *sample.Batch, c *counters) batchTotals {
 	L := len(b.Blocks)
+	defer func() { c.iter++ }()
 	if L == 0 {
 		return batchTotals{}
 	}
@@ -74,6 +136,14 @@ func (a *analyzer) add(b *sample.Batch, c *counters) batchTotals {
 	tot := batchTotals{gathered: int64(n)}
 	for l := range b.Blocks {
 		tot.sampled += int64(b.Blocks[l].NumEdges())
+	}
+
+	// History-cache validity: every non-target hop-1 node (L ≥ 2 only;
+	// with one layer there is no history).
+	if L >= 2 {
+		for i := nT; i < hop1End; i++ {
+			c.hop1(nodes[i])
+		}
 	}
 
 	// saved_IO_feat: every input-layer source is gathered once.

@@ -25,10 +25,15 @@ func (res *PlanResult) Save(path string) error {
 // Measured are the storage savings one training epoch actually achieved,
 // filled in by the trainer from the caches' and sampler's counters.
 type Measured struct {
-	// FeatRows: feature-cache hits; HistGatherRows: input rows not
-	// gathered because of history-cache hits (if known, else 0).
+	// FeatRows: feature-cache hits; HistGatherRows: the trainer's
+	// estimate of input rows not gathered because of history-cache hits,
+	// Σ over reused nodes of min(fanout, degree): the hop-2 draws skipped,
+	// a lower bound that leaves out deeper hops (0 if unknown).
 	FeatRows       float64 `json:"feat_rows"`
 	HistGatherRows float64 `json:"hist_gather_rows"`
+	// HistReusedNodes: hop-1 nodes whose embedding was reused (the
+	// history cache's hits); compared with Predicted.HistReusedNodes.
+	HistReusedNodes float64 `json:"hist_reused_nodes"`
 	// FeatureBytesSaved and NeighborBytesSaved: storage bytes not read.
 	FeatureBytesSaved  float64 `json:"feature_bytes_saved"`
 	NeighborBytesSaved float64 `json:"neighbor_bytes_saved"`
@@ -58,12 +63,14 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 	for _, x := range measured {
 		m.FeatRows += x.FeatRows
 		m.HistGatherRows += x.HistGatherRows
+		m.HistReusedNodes += x.HistReusedNodes
 		m.FeatureBytesSaved += x.FeatureBytesSaved
 		m.NeighborBytesSaved += x.NeighborBytesSaved
 	}
 	if k := float64(len(measured)); k > 0 {
 		m.FeatRows /= k
 		m.HistGatherRows /= k
+		m.HistReusedNodes /= k
 		m.FeatureBytesSaved /= k
 		m.NeighborBytesSaved /= k
 	}
@@ -77,6 +84,8 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 	}
 	return Comparison{Epochs: len(measured), Rows: []ComparisonRow{
 		row("feature-cache hits", "rows", pr.FeatRows, m.FeatRows),
+		row("history: reused hop-1 nodes", "nodes", pr.HistReusedNodes, m.HistReusedNodes),
+		row("history: hop-2 draws skipped", "rows", pr.HistSkippedDraws, m.HistGatherRows),
 		row("history: rows not gathered", "rows", pr.HistGatherRows, m.HistGatherRows),
 		row("feature bytes saved", "bytes", pr.FeatureBytesSaved, m.FeatureBytesSaved),
 		row("neighbour bytes saved", "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved),

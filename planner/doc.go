@@ -10,8 +10,9 @@
 // and history disabled, the neighbour cache as configured), first alone
 // to time the Sample stage (t_sample), then again to count and to gather
 // every batch's input rows from storage, each Gather timed alone
-// (t_gather). It keeps four uint32 arrays of N entries (16·N bytes; OUTRE
-// keeps the first three), saturating at 2^32−1:
+// (t_gather). It keeps six uint32 arrays of N entries (24·N bytes; OUTRE
+// keeps the first three), saturating at 2^32−1, plus two transient ones
+// while profiling (8·N more, see History validity):
 //
 //   - Feat, saved_IO_feat[v]: the batches whose input layer needs v's row.
 //   - HistSample, saved_IO_hist_sample[v]: for v at hop 1 that is not a
@@ -29,6 +30,26 @@
 //     path through two hop-1 nodes credits the first.
 //   - Nbr[v]: the batches that looked v's list up without the dynamic
 //     cache serving it (the neighbour cache's benefit, not in OUTRE).
+//   - HistAppear[v], HistHits[v]: v's hop-1 (non-target) appearances and
+//     those that would find a usable history entry (not in OUTRE).
+//
+// # History validity
+//
+// OUTRE credits a cached embedding at every appearance. The trainer can
+// reuse v at iteration i only if v was pushed at t with ReuseDepth ≤ i−t <
+// Staleness (the decision for batch i sees pushes of batches ≤ i−D), and v
+// is pushed only when computed, i.e. at an appearance that was not a hit:
+// a hit does not refresh the entry. RunProfile replays this per node over
+// the profiled batches, numbered 0..T−1 across the K epochs, with two
+// transient arrays (last push and first appearance, 8·N bytes, freed when
+// the profile is built). Assuming the sequence repeats (epoch e+1 looks
+// like epoch e), a node's first appearance f is also a hit when its last
+// push p satisfies the bound for f+T; the effect of that hit on later
+// appearances is ignored. The cache is assumed to hold every candidate
+// (it does: candidates are exactly the entries that fit), and evictions by
+// PolicyGrad are not modelled. Plan scales each node's history benefit by
+// HistHits/HistAppear; a profile without the arrays (written before them)
+// keeps OUTRE's assumption.
 //
 // β is Eq. 3, (t_sample / sampled neighbours) / (t_gather / gathered
 // rows), with sampled neighbours the edges of all blocks and gathered rows
@@ -46,7 +67,8 @@
 //	R       = B − tables − neighbour cache bytes
 //	feature = featurecache budget 4·N + ⌊α·R⌋      → k_feat = featurecache.CapacityFor
 //	history = histcache budget 4·N + R − ⌊α·R⌋     → k_hist = histcache.CapacityFor
-//	benefit(α) = Σ top-k_feat of Feat + Σ top-k_hist of (β·HistSample + HistGather)   (Eq. 4, 5)
+//	benefit(α) = Σ top-k_feat of Feat + Σ top-k_hist of (β·HistSample + HistGather)·h   (Eq. 4, 5)
+//	h[v]       = HistHits[v] / HistAppear[v] (1 without the validity arrays)
 //
 // α runs over [0, 1] in Step (0.01) increments; prefix sums of the
 // descending-sorted arrays are built once, so each step is O(1). The first
@@ -77,8 +99,9 @@
 // # Files
 //
 // Profile.Save writes DIR/profile/<name>/ with saved_io_feat.npy,
-// saved_io_hist_sample.npy, saved_io_hist_gather.npy, nbr_lookups.npy
-// (uint32 [N]) and, last, profile.json (Meta with each array's xxhash64).
+// saved_io_hist_sample.npy, saved_io_hist_gather.npy, nbr_lookups.npy,
+// hist_appear.npy, hist_hits.npy (uint32 [N]; the last two absent in old
+// profiles, whose profile.json has no staleness) and, last, profile.json (Meta with each array's xxhash64).
 // Each file is written atomically and profile.json is removed before the
 // arrays are replaced, so a profile.json always describes the arrays
 // beside it. LoadProfile verifies shapes and checksums (damage is a

@@ -47,6 +47,11 @@ type PlanOptions struct {
 	Step, NbrStep float64
 	// Beta overrides the profile's β when > 0.
 	Beta float64
+	// Staleness is the history cache's staleness bound; 0 means the
+	// profile's (itself histcache.DefaultStaleness by default). The
+	// validity arrays are computed for the profile's value, so a
+	// different positive value is ErrMismatch (re-profile instead).
+	Staleness int64
 }
 
 // Validate reports whether o is usable.
@@ -63,6 +68,8 @@ func (o *PlanOptions) Validate() error {
 		return bad("Step %g / NbrStep %g, want in (0, 1]", o.Step, o.NbrStep)
 	case o.Beta < 0 || math.IsNaN(o.Beta):
 		return bad("Beta %g, want >= 0", o.Beta)
+	case o.Staleness < 0:
+		return bad("Staleness %d, want >= 1 (0: the profile's)", o.Staleness)
 	case !o.Decoupled && o.Indptr == nil:
 		return bad("Indptr is required unless Decoupled (the neighbour cache is sized from degrees)")
 	}
@@ -113,6 +120,15 @@ type Predicted struct {
 	FeatRows             float64 `json:"feat_rows"`
 	HistGatherRows       float64 `json:"hist_gather_rows"`
 	HistSampledNeighbors float64 `json:"hist_sampled_neighbors"`
+	// HistReusedNodes: hop-1 appearances served by the history cache
+	// (the validity model's hits over the cached nodes); 0 with an old
+	// profile without the model.
+	HistReusedNodes float64 `json:"hist_reused_nodes"`
+	// HistSkippedDraws: Σ over reuse hits of min(fanout below hop 1,
+	// degree), the hop-2 draws the sampler skips: the quantity the
+	// trainer measures (Measured.HistGatherRows). Needs Indptr and the
+	// validity model, else 0.
+	HistSkippedDraws float64 `json:"hist_skipped_draws"`
 	// NeighborCacheBytes: list bytes the neighbour cache serves.
 	NeighborCacheBytes float64 `json:"neighbor_cache_bytes"`
 	// FeatureBytesSaved = (FeatRows + HistGatherRows)·FeatRowBytes.
@@ -250,6 +266,13 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		beta = o.Beta
 	}
 	n := o.NumNodes
+	if o.Staleness > 0 && p.Meta.Staleness > 0 && o.Staleness != p.Meta.Staleness {
+		return nil, fmt.Errorf("%w: Staleness %d, profile modelled %d (re-run the profile with it)", ErrMismatch, o.Staleness, p.Meta.Staleness)
+	}
+	valid := p.HistAppear != nil && p.HistHits != nil
+	if valid && (int64(len(p.HistAppear)) != n || int64(len(p.HistHits)) != n) {
+		return nil, fmt.Errorf("%w: profile validity arrays do not have %d entries", ErrMismatch, n)
+	}
 	if int64(len(p.Feat)) != n || int64(len(p.HistSample)) != n || int64(len(p.HistGather)) != n || int64(len(p.Nbr)) != n {
 		return nil, fmt.Errorf("%w: profile arrays do not have %d entries", ErrMismatch, n)
 	}
@@ -266,11 +289,26 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		feat[i] = float64(x) / epochs
 	}
 	pFeat := prefix(feat)
-	var pHist, pHistS, pHistG []float64
+	var pHist, pHistS, pHistG, pHistR, pHistE []float64
+	k2 := int64(-1)
+	if f := p.Meta.Fanouts; len(f) >= 2 {
+		k2 = int64(f[len(f)-2])
+	}
 	if hist {
+		// hit[i]: the fraction of i's hop-1 appearances the cache would
+		// serve (1 without the validity model, as in OUTRE).
+		hit := func(i int) float64 {
+			if !valid {
+				return 1
+			}
+			if p.HistAppear[i] == 0 {
+				return 0
+			}
+			return float64(p.HistHits[i]) / float64(p.HistAppear[i])
+		}
 		score := make([]float64, n)
 		for i := range score {
-			score[i] = (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) / epochs
+			score[i] = (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) * hit(i) / epochs
 		}
 		// Components in the same order as the score, for the prediction.
 		idx := make([]int, n)
@@ -281,10 +319,25 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		pHist = make([]float64, n+1)
 		pHistS = make([]float64, n+1)
 		pHistG = make([]float64, n+1)
+		pHistR = make([]float64, n+1)
+		pHistE = make([]float64, n+1)
 		for r, i := range idx {
+			h := hit(i)
 			pHist[r+1] = pHist[r] + score[i]
-			pHistS[r+1] = pHistS[r] + float64(p.HistSample[i])/epochs
-			pHistG[r+1] = pHistG[r] + float64(p.HistGather[i])/epochs
+			pHistS[r+1] = pHistS[r] + float64(p.HistSample[i])*h/epochs
+			pHistG[r+1] = pHistG[r] + float64(p.HistGather[i])*h/epochs
+			if valid {
+				pHistR[r+1] = pHistR[r] + float64(p.HistHits[i])/epochs
+			}
+			if valid && o.Indptr != nil && int64(len(o.Indptr)) == n+1 {
+				d := o.Indptr[i+1] - o.Indptr[i]
+				if k2 >= 0 {
+					d = min(d, k2)
+				}
+				pHistE[r+1] = pHistE[r] + float64(p.HistHits[i])*float64(d)/epochs
+			} else {
+				pHistE[r+1] = pHistE[r]
+			}
 		}
 	}
 	var nm *nbrModel
@@ -379,6 +432,8 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	if hist {
 		pr.HistGatherRows = topSum(pHistG, best.hist.Entries)
 		pr.HistSampledNeighbors = topSum(pHistS, best.hist.Entries)
+		pr.HistReusedNodes = topSum(pHistR, best.hist.Entries)
+		pr.HistSkippedDraws = topSum(pHistE, best.hist.Entries)
 	}
 	if nm != nil {
 		pr.NeighborCacheBytes = nm.bytes[best.kNbr]

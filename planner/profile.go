@@ -12,6 +12,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -50,6 +51,13 @@ type ProfileOptions struct {
 	Part []int32
 	// Partition names the partitioning, recorded in the profile.
 	Partition string
+	// Staleness and ReuseDepth parameterise the history-cache validity
+	// model (HistHits): an entry pushed at iteration t serves iteration i
+	// iff ReuseDepth ≤ i−t < Staleness. Defaults histcache.DefaultStaleness
+	// and 1 (the decision for batch i sees every earlier push; the trainer
+	// uses train.ReuseDepth). Plan must be given the same Staleness.
+	Staleness  int64
+	ReuseDepth int64
 	// Progress receives one task per pass (nil: none).
 	Progress progress.Reporter
 	// Logger receives one Info line per profile (nil: none).
@@ -60,6 +68,9 @@ type ProfileOptions struct {
 func (o *ProfileOptions) Validate() error {
 	if o == nil {
 		return nil
+	}
+	if o.Staleness < 0 || o.ReuseDepth < 0 {
+		return fmt.Errorf("%w: Staleness %d / ReuseDepth %d, want >= 1 (0: default)", ErrInvalidOptions, o.Staleness, o.ReuseDepth)
 	}
 	if o.PresampleEpochs < 0 {
 		return fmt.Errorf("%w: PresampleEpochs %d, want >= 1", ErrInvalidOptions, o.PresampleEpochs)
@@ -103,6 +114,12 @@ func (o *ProfileOptions) withDefaults() ProfileOptions {
 	}
 	if c.PresampleEpochs == 0 {
 		c.PresampleEpochs = 1
+	}
+	if c.Staleness == 0 {
+		c.Staleness = histcache.DefaultStaleness
+	}
+	if c.ReuseDepth == 0 {
+		c.ReuseDepth = 1
 	}
 	if len(c.Fanouts) == 0 {
 		c.Fanouts = sample.DefaultFanouts
@@ -149,6 +166,14 @@ type Meta struct {
 	PresampleEpochs     int    `json:"presample_epochs"`
 	NeighborCacheBytes  int64  `json:"neighbor_cache_bytes"`
 	NeighborCachePolicy string `json:"neighbor_cache_policy,omitempty"`
+	// Staleness and ReuseDepth of the history validity model (0 in
+	// profiles written before it existed: they have no HistAppear and
+	// HistHits, and Plan assumes every appearance hits).
+	Staleness  int64 `json:"staleness,omitempty"`
+	ReuseDepth int64 `json:"reuse_depth,omitempty"`
+	// Iterations is the number of batches over all PresampleEpochs: the
+	// length of the sequence the validity model assumes repeats.
+	Iterations int64 `json:"iterations,omitempty"`
 
 	// Counts of the profiling epoch (epoch 0): the inputs of β.
 	Batches          int64 `json:"batches"`
@@ -173,6 +198,8 @@ type Meta struct {
 	SumHistSample uint64 `json:"sum_saved_io_hist_sample"`
 	SumHistGather uint64 `json:"sum_saved_io_hist_gather"`
 	SumNbr        uint64 `json:"sum_nbr_lookups"`
+	SumHistAppear uint64 `json:"sum_hist_appear,omitempty"`
+	SumHistHits   uint64 `json:"sum_hist_hits,omitempty"`
 
 	Files []FileInfo `json:"files"`
 }
@@ -186,8 +213,9 @@ type FileInfo struct {
 }
 
 // Profile is the result of a profiling run: OUTRE's three N-length arrays
-// plus the per-node neighbour-lookup benefit, and Meta. Arrays are
-// uint32 (4·N bytes each, 16·N in all), saturating at 2^32−1.
+// plus the per-node neighbour-lookup benefit and the two arrays of the
+// history validity model, and Meta. Arrays are uint32 (4·N bytes each,
+// 24·N in all), saturating at 2^32−1.
 type Profile struct {
 	Meta Meta
 	// Feat is saved_IO_feat: the number of batches whose input layer
@@ -204,6 +232,11 @@ type Profile struct {
 	// looked v's list up without the macro batch's dynamic cache serving
 	// it (whether or not the global cache did).
 	Nbr []uint32
+	// HistAppear is the number of v's hop-1 (non-target) appearances, and
+	// HistHits those that would find a usable history entry (see the
+	// package doc, "History validity"). Both nil in old profiles.
+	HistAppear []uint32
+	HistHits   []uint32
 }
 
 // Beta is the profile's β.
@@ -331,6 +364,8 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	}
 	defer fc.Close()
 	c := newCounters(n)
+	c.staleness, c.depth = o.Staleness, o.ReuseDepth
+	m.Staleness, m.ReuseDepth = o.Staleness, o.ReuseDepth
 	var buf []byte
 	rb := d.FeatRowBytes()
 	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
@@ -388,9 +423,12 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 		it.Close()
 		task.Done()
 	}
+	c.wrap(c.iter)
+	m.Iterations = c.iter
 	m.Beta = ComputeBeta(m.SampleSeconds, m.SampledNeighbors, m.GatherSeconds, m.GatheredRows)
-	p := &Profile{Meta: m, Feat: c.feat, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr}
+	p := &Profile{Meta: m, Feat: c.feat, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr, HistAppear: c.histAppear, HistHits: c.histHits}
 	p.Meta.SumFeat, p.Meta.SumHistSample, p.Meta.SumHistGather, p.Meta.SumNbr = sum(p.Feat), sum(p.HistSample), sum(p.HistGather), sum(p.Nbr)
+	p.Meta.SumHistAppear, p.Meta.SumHistHits = sum(p.HistAppear), sum(p.HistHits)
 	if o.Logger != nil {
 		o.Logger.Info("profile done", "name", m.Name, "batches", m.Batches, "beta", m.Beta,
 			"sample_s", m.SampleSeconds, "gather_s", m.GatherSeconds)

@@ -24,6 +24,8 @@ const (
 	FileSavedIOHistSample = "saved_io_hist_sample.npy"
 	FileSavedIOHistGather = "saved_io_hist_gather.npy"
 	FileNbrLookups        = "nbr_lookups.npy"
+	FileHistAppear        = "hist_appear.npy"
+	FileHistHits          = "hist_hits.npy"
 )
 
 // ProfilePath is the directory of profile name under dataset dir.
@@ -36,7 +38,14 @@ func (p *Profile) arrays() []struct {
 	return []struct {
 		name string
 		a    *[]uint32
-	}{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr}}
+	}{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr},
+		{FileHistAppear, &p.HistAppear}, {FileHistHits, &p.HistHits}}
+}
+
+// optional reports whether array file name may be absent: the validity
+// arrays of a profile written before the model existed (Staleness 0).
+func (p *Profile) optional(name string) bool {
+	return (name == FileHistAppear || name == FileHistHits) && p.Meta.Staleness == 0
 }
 
 // Save writes p to DIR/profile/<p.Meta.Name>/: the four arrays as .npy
@@ -61,6 +70,9 @@ func (p *Profile) Save(dir string) error {
 	m.Files = nil
 	for _, e := range p.arrays() {
 		a := *e.a
+		if a == nil && p.optional(e.name) {
+			continue
+		}
 		if int64(len(a)) != m.NumNodes {
 			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), m.NumNodes)
 		}
@@ -118,6 +130,9 @@ func LoadProfile(dir, name string) (*Profile, error) {
 			}
 		}
 		path := filepath.Join(out, e.name)
+		if fi == nil && p.optional(e.name) {
+			continue
+		}
 		if fi == nil {
 			return nil, &CorruptError{File: mp, Reason: "no entry for " + e.name}
 		}

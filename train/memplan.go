@@ -114,7 +114,8 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	p, err := planner.RunProfile(ctx, d, o.Partitions, &planner.ProfileOptions{Name: name, Fanouts: o.Fanouts, BatchSize: o.BatchSize,
 		Mode: o.Selection, PartsPerBatch: o.PartsPerBatch, Seed: o.Seed, Workers: o.Workers, Source: o.Source,
-		Part: mo.Part, Partition: mo.Partition, Progress: o.Progress, Logger: o.Logger})
+		Part: mo.Part, Partition: mo.Partition, Staleness: o.Staleness, ReuseDepth: int64(ReuseDepth(&o)),
+		Progress: o.Progress, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,8 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, workingSetError(ws, mo.MemBytes, need)
 	}
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From)
-	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross})
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
+		Staleness: o.Staleness})
 	if err != nil {
 		return nil, err
 	}

@@ -537,7 +537,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	acc0 := t.d.Accounting().Snapshot()
 	io0, ioErr := iostat.Self()
 	fc0 := t.fc.Stats()
-	var histEdges int64 // hop-2 neighbours not drawn below reused nodes
+	var histEdges int64  // hop-2 neighbours not drawn below reused nodes
+	var histReused int64 // hop-1 nodes whose embedding was reused
 	var hc0 histcache.Stats
 	if t.hc != nil {
 		hc0 = t.hc.Stats()
@@ -635,6 +636,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 					fail(fmt.Errorf("train: internal error: batch %d: sampler reused %v, decided %v", i, b.Reused, reused))
 					return
 				}
+				histReused += int64(len(reused))
 				k2 := o.Fanouts[L-2]
 				for _, r := range reused {
 					deg := t.d.Degree(top.Src[r])
@@ -807,7 +809,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	if t.d.Indices32() == nil {
 		idBytes = 8
 	}
-	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges),
+	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges), HistReusedNodes: float64(histReused),
 		FeatureBytesSaved:  float64((fc1.BytesRequested-fc1.BytesMissed)-(fc0.BytesRequested-fc0.BytesMissed)) + float64(histEdges*t.d.FeatRowBytes()),
 		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
 	if t.hc != nil {
