@@ -21,7 +21,7 @@ import (
 //	edge U V            an undirected edge
 //	train-every M       every M-th node (0, M, 2M, ...) is a training node
 //	run ARGS            run with ARGS: method=, k=, k1=, passes=, order=,
-//	                    seed=, lambda=, epsilon=, workers=
+//	                    seed=, lambda=, epsilon=, workers=, refine=
 func TestDataDriven(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -114,6 +114,8 @@ func runScript(t *testing.T, file string) string {
 					o.Order = v
 				case "seed":
 					o.Seed = int64(atoi(v))
+				case "refine":
+					o.Refine = atoi(v)
 				case "workers":
 					o.Workers = atoi(v)
 				case "lambda":

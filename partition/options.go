@@ -53,6 +53,7 @@ const (
 	DefaultParallelDegree = 4096
 	DefaultPasses         = 3
 	DefaultOrder          = OrderBFS
+	DefaultRefine         = 3
 )
 
 // Options configures Run. A nil *Options means the defaults; zero fields
@@ -92,6 +93,11 @@ type Options struct {
 	// Passes is the number of streaming passes; passes after the first
 	// restream every node using the previous pass's assignment (default 3).
 	Passes int
+	// Refine is the number of greedy refinement rounds run on the final
+	// assignment after the streaming passes (Fennel and FennelExact only;
+	// see the package doc): 0 means DefaultRefine (3), -1 none, at most
+	// 100.
+	Refine int
 	// Order is the stream order: OrderBFS (default; seeded start),
 	// OrderID or OrderRandom (seeded).
 	Order string
@@ -153,6 +159,9 @@ func (o *Options) withDefaults() Options {
 	if c.Passes == 0 {
 		c.Passes = DefaultPasses
 	}
+	if c.Refine == 0 {
+		c.Refine = DefaultRefine
+	}
 	if c.Order == "" {
 		c.Order = DefaultOrder
 	}
@@ -213,6 +222,9 @@ func (c *Options) validate() error {
 	}
 	if c.Passes < 1 || c.Passes > 100 {
 		return bad("Passes", "%d not in [1, 100]", c.Passes)
+	}
+	if c.Refine < -1 || c.Refine > 100 {
+		return bad("Refine", "%d not in [-1, 100]", c.Refine)
 	}
 	if c.Order != OrderID && c.Order != OrderRandom && c.Order != OrderBFS {
 		return bad("Order", "%q (want %q, %q or %q)", c.Order, OrderID, OrderRandom, OrderBFS)

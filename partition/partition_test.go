@@ -112,7 +112,8 @@ func TestProperties(t *testing.T) {
 		if r.IntN(4) == 0 {
 			o.ParallelDegree = 1 + r.IntN(8) // exercise parallel frontier scoring
 		}
-		t.Run(fmt.Sprintf("%d-%s-n%d-k%d-k1%d", i, o.Method, n, k, o.FirstLevel), func(t *testing.T) {
+		o.Refine = []int{-1, 1, 3}[r.IntN(3)]
+		t.Run(fmt.Sprintf("%d-%s-n%d-k%d-k1%d-r%d", i, o.Method, n, k, o.FirstLevel, o.Refine), func(t *testing.T) {
 			if _, err := Run(d, o); err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestDeterministic(t *testing.T) {
 			for i, workers := range []int{1, 2, 3, 2} {
 				name := fmt.Sprintf("%s-%s-%d", m, order, i)
 				_, err := Run(d, &Options{Method: m, Parts: 100, FirstLevel: 10, Order: order, Seed: seed,
-					Workers: workers, Passes: 2, ParallelDegree: 5, Name: name})
+					Workers: workers, Passes: 2, ParallelDegree: 5, Refine: 2, Name: name})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -272,6 +273,9 @@ func TestValidate(t *testing.T) {
 		{"order bfs", &Options{Order: OrderBFS}, true},
 		{"name", &Options{Name: "../x"}, false},
 		{"passes", &Options{Passes: -1}, false},
+		{"refine none", &Options{Refine: -1}, true},
+		{"refine", &Options{Refine: -2}, false},
+		{"refine many", &Options{Refine: 101}, false},
 		{"parts", &Options{Parts: -3}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,9 @@ type result struct {
 	filterBytes int64
 	extSeconds  float64
 	extRSS      int64
+	refine      int   // refinement rounds requested
+	refineMoves int64 // nodes moved by refinement
+	refineSecs  float64
 }
 
 // Run partitions d and writes DIR/partitions/<name>/ (see docs/format.md).
@@ -57,6 +60,14 @@ func Run(d *storage.Dataset, opts *Options) (Stats, error) {
 	switch o.Method {
 	case Fennel, FennelExact:
 		res, err = runFennel(d, &o, isTrain)
+		if err == nil && o.Refine > 0 {
+			t := time.Now()
+			res.refine = o.Refine
+			res.refineMoves = refine(d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
+			res.refineSecs = time.Since(t).Seconds()
+			o.Logger.Info("partition: refined", "rounds", o.Refine, "moves", res.refineMoves,
+				"seconds", res.refineSecs)
+		}
 	case Random:
 		res = runRandom(d, &o, isTrain)
 	case Metis:

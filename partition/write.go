@@ -88,8 +88,14 @@ type Stats struct {
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	// FilterBytes is the Bloom filter memory alive at the peak (level-1
 	// filters plus one set of level-2 filters per worker); 0 if none.
-	FilterBytes   int64   `json:"filter_bytes"`
-	Passes        int     `json:"passes"`
+	FilterBytes int64 `json:"filter_bytes"`
+	Passes      int   `json:"passes"`
+	// Refine is the number of refinement rounds requested (0: none),
+	// RefineMoves the number of nodes they moved and RefineSeconds their
+	// time (included in AssignSeconds).
+	Refine        int     `json:"refine,omitempty"`
+	RefineMoves   int64   `json:"refine_moves,omitempty"`
+	RefineSeconds float64 `json:"refine_seconds,omitempty"`
 	Seed          int64   `json:"seed"`
 	Order         string  `json:"order"`
 	Gamma         float64 `json:"gamma"`
@@ -260,6 +266,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		Passes: o.Passes, Seed: o.Seed, Order: o.Order, Gamma: o.Gamma, Epsilon: o.Epsilon,
 		Lambda: o.Lambda, FalsePositive: o.FalsePositive, Workers: o.Workers,
 		ExternalSeconds: res.extSeconds, ExternalPeakRSSBytes: res.extRSS,
+		Refine: res.refine, RefineMoves: res.refineMoves, RefineSeconds: res.refineSecs,
 	}
 	if o.Method != Fennel {
 		st.FalsePositive = 0
