@@ -85,9 +85,21 @@ func TestRefineNeverIncreasesCut(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-n%d-k%dx%d", i, n, k1, k2), func(t *testing.T) {
 			d := g.write(t, t.TempDir())
 			defer d.Close()
+			// A random assignment that respects both caps, as the stream
+			// guarantees: training nodes round-robin first, then the rest.
 			part := make([]int32, n)
-			for j, v := range r.Perm(n) {
-				part[v] = int32(j % k)
+			isTrain := make([]bool, n)
+			for _, v := range g.train {
+				isTrain[v] = true
+			}
+			j := 0
+			for _, want := range []bool{true, false} {
+				for _, v := range r.Perm(n) {
+					if isTrain[v] == want {
+						part[v] = int32(j % k)
+						j++
+					}
+				}
 			}
 			size := make([]int64, k)
 			load := make([]int64, k)
