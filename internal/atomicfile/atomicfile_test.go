@@ -1,0 +1,99 @@
+package atomicfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCommitReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.bin")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("new content")); err != nil {
+		t.Fatal(err)
+	}
+	// Until Commit, readers see the old content; the new bytes sit in a
+	// temporary file in the same directory.
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("before commit: %q", b)
+	}
+	if !IsTemp(f.TempName()) || filepath.Dir(f.TempName()) != dir {
+		t.Fatalf("temp name %q", f.TempName())
+	}
+	if _, err := f.WriteAt([]byte("N"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "New content" {
+		t.Fatalf("after commit: %q", b)
+	}
+	if _, err := os.Stat(f.TempName()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temp file left: %v", err)
+	}
+	// A committed file rejects further use; Abort after Commit is a no-op.
+	if _, err := f.Write([]byte("x")); !errors.Is(err, ErrDone) {
+		t.Fatalf("write after commit: %v", err)
+	}
+	if err := f.Commit(); !errors.Is(err, ErrDone) {
+		t.Fatalf("second commit: %v", err)
+	}
+	if err := f.Abort(); err != nil {
+		t.Fatalf("abort after commit: %v", err)
+	}
+}
+
+func TestAbortLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.bin")
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("partial"))
+	if err := f.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 0 {
+		t.Fatalf("abort left %v", ents)
+	}
+}
+
+func TestCleanTempsRemovesCrashLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	// A writer that "crashed": its temporary file stays behind.
+	f, err := Create(filepath.Join(dir, "c.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("half"))
+	f.f.Close() // simulate the process dying without Commit or Abort
+	keep := filepath.Join(dir, "keep.npy")
+	if err := WriteFile(keep, []byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := CleanTemps(dir)
+	if err != nil || n != 1 {
+		t.Fatalf("CleanTemps removed %d, err %v", n, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "keep.npy" {
+		t.Fatalf("left %v", ents)
+	}
+}
+
+func TestCreateInMissingDir(t *testing.T) {
+	if _, err := Create(filepath.Join(t.TempDir(), "no", "such", "f")); err == nil {
+		t.Fatal("Create in a missing directory succeeded")
+	}
+}
