@@ -3,7 +3,7 @@ GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN     := bin/ssdgnn
 DEMO    := demo-data
 # Packages that run goroutines: tested with the race detector.
-RACE_PKGS := ./storage/... ./internal/extsort/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
+RACE_PKGS := ./storage/... ./internal/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
 .PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
 
