@@ -123,9 +123,12 @@
 // the plan's size, an explicit positive size overrides it and a negative
 // one turns that cache off. The training working set (WorkingSet:
 // InFlight × the estimated peak bytes of one batch, from the profile's
-// largest batch or the fanouts) is reserved before the plan gives the rest
-// to the caches. With Options.MemBytes, New checks the caches' memory
-// (tables included) plus the working set against the budget from the sizes
+// largest batch or the fanouts) and the fixed state (FixedState: the
+// sampling workers' per-node id maps and the profile arrays kept, 4·N per
+// worker + 12·N) are reserved before the plan gives the rest to the
+// caches. With Options.MemBytes, New checks the caches' memory (tables
+// included) plus the working set and the fixed state against the budget
+// from the sizes
 // before building anything and again from the built caches, failing with
 // ErrBudget. Each epoch's Measured savings are compared with the plan's
 // prediction in Report.PlanComparison. Measured.HistGatherRows is not an

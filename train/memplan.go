@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
@@ -76,8 +78,12 @@ func minTables(n int64, hist bool) int64 {
 // under mo.MemBytes. Without PlanFile it runs the profiling epoch
 // (planner.RunProfile with opts' fanouts, batch size, selection, partitions,
 // seed, workers and source; saved under DIR/profile/<ProfileName>) and
-// planner.Plan with MemBytes and Hidden = the model's layer-(L−1) width
-// (history off: -1), and writes plan.json beside the profile. A budget that
+// planner.Plan with MemBytes less the working set and the fixed state (see
+// WorkingSet, FixedState) and Hidden = the model's layer-(L−1) width
+// (history off: -1), and writes plan.json beside the profile. The
+// returned Profile keeps only the arrays training reads (Feat, HistSample,
+// HistGather), so the planning-only ones are freed; the profiling epoch's
+// heap is returned to the OS (debug.FreeOSMemory) before PlanMemory returns. A budget that
 // cannot hold the caches' tables fails with ErrBudget before profiling.
 func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemPlanOptions) (*MemPlan, error) {
 	if err := opts.Validate(); err != nil {
@@ -103,8 +109,9 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		mp.MemBytes = mo.MemBytes
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the working set
-			// was reserved before planning, so the limit is their sum.
-			mp.MemBytes = mp.Plan.Memory.MemBytes + WorkingSet(d, &o, mp.Profile).Bytes
+			// and fixed state were reserved before planning, so the limit
+			// is their sum.
+			mp.MemBytes = mp.Plan.Memory.MemBytes + WorkingSet(d, &o, mp.Profile).Bytes + FixedState(d, &o, mp.Profile).Bytes
 		}
 		return mp, nil
 	}
@@ -128,11 +135,13 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	// The batches in flight come first; the caches get the rest.
 	ws := WorkingSet(d, &o, p)
-	if need := minTables(n, hist); mo.MemBytes < ws.Bytes+need {
-		return nil, workingSetError(ws, mo.MemBytes, need)
+	fs := FixedState(d, &o, p)
+	if need := minTables(n, hist); mo.MemBytes < ws.Bytes+fs.Bytes+need {
+		return nil, workingSetError(ws, fs, mo.MemBytes, need)
 	}
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From)
-	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
+	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes)
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes - fs.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
 		Staleness: o.Staleness})
 	if err != nil {
 		return nil, err
@@ -143,7 +152,13 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	return &MemPlan{Plan: res, Profile: p, PlanPath: path, Created: true, MemBytes: mo.MemBytes}, nil
+	mp := &MemPlan{Plan: res, Profile: keptProfile(p), PlanPath: path, Created: true, MemBytes: mo.MemBytes}
+	// The profiling epoch's scratch (per-node counters, batches) is garbage
+	// now; return it to the OS so the process starts training at the size
+	// --mem budgets rather than at the profiling peak.
+	p = nil
+	debug.FreeOSMemory()
+	return mp, nil
 }
 
 func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...any) }) (*MemPlan, error) {
@@ -163,7 +178,7 @@ func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...an
 		p, err := planner.LoadProfile(d.Dir(), res.Profile)
 		switch {
 		case err == nil && p.Meta.NumNodes == d.NumNodes():
-			mp.Profile = p
+			mp.Profile = keptProfile(p)
 		case err == nil, errors.Is(err, planner.ErrNotFound):
 			log.Info("plan's profile not usable; caches select by degree", "profile", res.Profile)
 		default:
@@ -217,7 +232,7 @@ func (o *Options) sizes(n int64) cacheSizes {
 }
 
 // MemoryUse is the caches' memory, tables included, plus the working set
-// reserved for the batches in flight.
+// reserved for the batches in flight, plus the fixed state.
 type MemoryUse struct {
 	FeatureBytes  int64 `json:"feature_bytes"`
 	HistoryBytes  int64 `json:"history_bytes"`
@@ -227,14 +242,17 @@ type MemoryUse struct {
 	InFlight        int   `json:"in_flight"`
 	BatchBytes      int64 `json:"batch_bytes"`
 	BatchRows       int64 `json:"batch_rows"`
-	// TotalBytes is the caches plus the working set.
+	// FixedBytes is the trainer's per-process state beside the caches
+	// and the working set (see FixedState).
+	FixedBytes int64 `json:"fixed_bytes"`
+	// TotalBytes is the caches plus the working set plus the fixed state.
 	TotalBytes int64 `json:"total_bytes"`
 	// LimitBytes is Options.MemBytes (0: none).
 	LimitBytes int64 `json:"limit_bytes,omitempty"`
 }
 
 func (m *MemoryUse) sum() {
-	m.TotalBytes = m.FeatureBytes + m.HistoryBytes + m.NeighborBytes + m.WorkingSetBytes
+	m.TotalBytes = m.FeatureBytes + m.HistoryBytes + m.NeighborBytes + m.WorkingSetBytes + m.FixedBytes
 }
 
 func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
@@ -310,9 +328,81 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	return ws
 }
 
-func workingSetError(ws WorkingSetEstimate, mem, caches int64) error {
-	return fmt.Errorf("%w: --mem %d bytes cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
-		ErrBudget, mem, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, caches)
+// FixedStateEstimate is the memory the trainer holds for the whole run,
+// independent of the batches: per-node state that is neither a cache nor
+// a batch.
+type FixedStateEstimate struct {
+	// Workers is the number of sampling goroutines, SamplerBytes their
+	// scratch: a dense node → local-id map of idMapNodeBytes (4) bytes per
+	// node each while the graph has at most sample's dense limit (2^23)
+	// nodes, else a hash map sized by the batch (counted as 0 here).
+	Workers      int   `json:"workers"`
+	SamplerBytes int64 `json:"sampler_bytes"`
+	// ProfileBytes is the part of the profile kept for the run:
+	// profileNodeBytes (12) bytes per node (saved_IO_feat, which the
+	// profiled feature cache keeps as its selection counts, and the two
+	// history scores) when Options.Profile is set, else 0. PlanMemory's
+	// MemPlan carries only these arrays.
+	ProfileBytes int64 `json:"profile_bytes"`
+	// Bytes = SamplerBytes + ProfileBytes.
+	Bytes int64 `json:"bytes"`
+}
+
+const (
+	// idMapNodeBytes is one sampling worker's dense id map per node
+	// (an int32 local id + 1).
+	idMapNodeBytes = 4
+	// idMapDenseLimit mirrors sample's limit for dense id maps.
+	idMapDenseLimit = 1 << 23
+	// profileNodeBytes is the profile arrays kept per node (3 × uint32).
+	profileNodeBytes = 12
+)
+
+// FixedState estimates the trainer's fixed state for training d with
+// opts (p nil: opts.Profile):
+//
+//	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  12 · N  (with a profile)
+//
+// with Workers defaulting to GOMAXPROCS as the sampler's does. The memory
+// check and --mem reserve it beside the working set. Memory-mapped
+// dataset and partition files are not counted: the kernel may drop their
+// pages under pressure.
+func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStateEstimate {
+	o := opts.withDefaults()
+	if p == nil {
+		p = o.Profile
+	}
+	return fixedState(d.NumNodes(), o.Workers, p != nil)
+}
+
+func fixedState(n int64, workers int, profile bool) FixedStateEstimate {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	fs := FixedStateEstimate{Workers: workers}
+	if n <= idMapDenseLimit {
+		fs.SamplerBytes = idMapNodeBytes * n * int64(workers)
+	}
+	if profile {
+		fs.ProfileBytes = profileNodeBytes * n
+	}
+	fs.Bytes = fs.SamplerBytes + fs.ProfileBytes
+	return fs
+}
+
+// keptProfile is p without the arrays that only planning reads (the
+// neighbour benefit and the history validity counts): what the trainer
+// needs of it, so the rest can be freed once the plan is made.
+func keptProfile(p *planner.Profile) *planner.Profile {
+	if p == nil {
+		return nil
+	}
+	return &planner.Profile{Meta: p.Meta, Feat: p.Feat, HistSample: p.HistSample, HistGather: p.HistGather}
+}
+
+func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches int64) error {
+	return fmt.Errorf("%w: --mem %d bytes cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) plus %d bytes of fixed state (%d sampling workers) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
+		ErrBudget, mem, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, fs.Bytes, fs.Workers, caches)
 }
 
 // estimateMemory is the memory the caches built from s will take at most.
@@ -336,6 +426,7 @@ func estimateMemory(d *storage.Dataset, o *Options, s cacheSizes, histWidth int)
 	m.NeighborBytes = s.nbr
 	m.LimitBytes = o.MemBytes
 	m.setWorkingSet(WorkingSet(d, o, nil))
+	m.FixedBytes = FixedState(d, o, nil).Bytes
 	m.sum()
 	return m
 }
@@ -352,10 +443,10 @@ func checkMemory(m MemoryUse, when string) error {
 		return nil
 	}
 	caches := m.FeatureBytes + m.HistoryBytes + m.NeighborBytes
-	if m.WorkingSetBytes > 0 && m.WorkingSetBytes+min(caches, 1) > m.LimitBytes {
-		return fmt.Errorf("%w: %s: the training working set alone (%d in-flight batches × %d bytes, up to %d input rows each) exceeds --mem %d: use a smaller --batch-size or --fanouts",
-			ErrBudget, when, m.InFlight, m.BatchBytes, m.BatchRows, m.LimitBytes)
+	if m.WorkingSetBytes > 0 && m.WorkingSetBytes+m.FixedBytes+min(caches, 1) > m.LimitBytes {
+		return fmt.Errorf("%w: %s: the training working set (%d in-flight batches × %d bytes, up to %d input rows each) and fixed state (%d bytes) alone exceed --mem %d: use a smaller --batch-size or --fanouts",
+			ErrBudget, when, m.InFlight, m.BatchBytes, m.BatchRows, m.FixedBytes, m.LimitBytes)
 	}
-	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) = %d bytes > --mem %d",
-		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.TotalBytes, m.LimitBytes)
+	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) + fixed state %d = %d bytes > --mem %d",
+		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.FixedBytes, m.TotalBytes, m.LimitBytes)
 }

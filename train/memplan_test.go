@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -66,7 +67,8 @@ func TestPlanMemory(t *testing.T) {
 		t.Fatalf("memory %+v plan %v comparison %+v", rep.Memory, rep.Plan != nil, rep.PlanComparison)
 	}
 	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes ||
-		m.BatchRows > ws.BatchRows || m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes {
+		m.BatchRows > ws.BatchRows || m.FixedBytes != FixedState(d, o, nil).Bytes || m.FixedBytes <= 0 ||
+		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes {
 		t.Errorf("working set in the report %+v (fanout bound %+v)", m, ws)
 	}
 	if rep.Memory.FeatureBytes != rep.Plan.Feature.Bytes() && rep.Plan.Feature.Entries > 0 {
@@ -100,5 +102,46 @@ func TestPlanMemory(t *testing.T) {
 	o.MemBytes, o.FeatCacheBytes = mem, 2*mem
 	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) {
 		t.Errorf("explicit feature cache over --mem: %v", err)
+	}
+}
+
+func TestFixedState(t *testing.T) {
+	const n = 1000
+	big := int64(idMapDenseLimit + 1)
+	for _, tc := range []struct {
+		name    string
+		n       int64
+		workers int
+		profile bool
+		want    FixedStateEstimate
+	}{
+		{"no profile", n, 2, false, FixedStateEstimate{Workers: 2, SamplerBytes: 4 * n * 2, Bytes: 4 * n * 2}},
+		{"profile", n, 3, true, FixedStateEstimate{Workers: 3, SamplerBytes: 4 * n * 3, ProfileBytes: 12 * n, Bytes: 4*n*3 + 12*n}},
+		{"sparse id maps", big, 4, true, FixedStateEstimate{Workers: 4, ProfileBytes: 12 * big, Bytes: 12 * big}},
+		{"empty", 0, 1, true, FixedStateEstimate{Workers: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fixedState(tc.n, tc.workers, tc.profile); got != tc.want {
+				t.Errorf("fixedState(%d, %d, %v) = %+v, want %+v", tc.n, tc.workers, tc.profile, got, tc.want)
+			}
+		})
+	}
+	if got := fixedState(n, 0, false); got.Workers != runtime.GOMAXPROCS(0) || got.Bytes != 4*n*int64(got.Workers) {
+		t.Errorf("default workers: %+v", got)
+	}
+}
+
+func TestKeptProfile(t *testing.T) {
+	if keptProfile(nil) != nil {
+		t.Fatal("keptProfile(nil) != nil")
+	}
+	a := []uint32{1}
+	p := &planner.Profile{Meta: planner.Meta{NumNodes: 1}, Feat: a, HistSample: a, HistGather: a, Nbr: a, HistAppear: a, HistHits: a}
+	k := keptProfile(p)
+	if k.Meta.NumNodes != 1 || k.Feat == nil || k.HistSample == nil || k.HistGather == nil || k.Nbr != nil || k.HistAppear != nil || k.HistHits != nil {
+		t.Errorf("keptProfile = %+v", k)
+	}
+	if p.Nbr == nil {
+		t.Error("keptProfile changed its argument")
 	}
 }

@@ -123,6 +123,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	ws := t.mem
 	t.mem = MemoryUse{FeatureBytes: t.fc.Stats().MemoryBytes, NeighborBytes: t.nc.Bytes(), LimitBytes: o.MemBytes}
 	t.mem.WorkingSetBytes, t.mem.InFlight, t.mem.BatchBytes, t.mem.BatchRows = ws.WorkingSetBytes, ws.InFlight, ws.BatchBytes, ws.BatchRows
+	t.mem.FixedBytes = ws.FixedBytes
 	if t.hc != nil {
 		t.mem.HistoryBytes = t.hc.Stats().MemBytes
 	}
@@ -130,6 +131,10 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := checkMemory(t.mem, "built caches"); err != nil {
 		return nil, err
 	}
+	// The profile's arrays were read by the caches' constructors above;
+	// the trainer keeps no reference to them (the feature cache keeps
+	// Feat as its counts; FixedState counts what a caller keeps).
+	t.o.Profile = nil
 	so := &sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Selection, PartsPerBatch: o.PartsPerBatch,
 		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: t.nc, Prefetch: o.InFlight}
 	if t.hc != nil {
