@@ -99,10 +99,7 @@ type Backend struct {
 	err    error
 	closed bool
 
-	mem struct {
-		sync.Mutex
-		stats kernels.MemStats
-	}
+	acct kernels.MemAccount
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -113,7 +110,9 @@ func New(opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	return &Backend{opts: o, grain: o.Grain, pool: newPool(o.Workers)}, nil
+	b := &Backend{opts: o, grain: o.Grain, pool: newPool(o.Workers)}
+	b.acct.SetMax(o.MaxBytes)
+	return b, nil
 }
 
 // Name returns "cpu".
@@ -158,31 +157,11 @@ func (b *Backend) ok() bool {
 }
 
 // MemStats returns the memory accounting.
-func (b *Backend) MemStats() kernels.MemStats {
-	b.mem.Lock()
-	defer b.mem.Unlock()
-	return b.mem.stats
-}
+func (b *Backend) MemStats() kernels.MemStats { return b.acct.Stats() }
 
-func (b *Backend) reserve(bytes int64) error {
-	b.mem.Lock()
-	defer b.mem.Unlock()
-	s := &b.mem.stats
-	if b.opts.MaxBytes > 0 && s.Allocated+bytes > b.opts.MaxBytes {
-		return fmt.Errorf("%w: cpu: %d bytes requested, %d of %d in use", kernels.ErrOutOfMemory, bytes, s.Allocated, b.opts.MaxBytes)
-	}
-	s.Allocated += bytes
-	s.Handles++
-	s.Peak = max(s.Peak, s.Allocated)
-	return nil
-}
+func (b *Backend) reserve(bytes int64) error { return b.acct.Reserve("cpu", bytes) }
 
-func (b *Backend) release(bytes int64) {
-	b.mem.Lock()
-	defer b.mem.Unlock()
-	b.mem.stats.Allocated -= bytes
-	b.mem.stats.Handles--
-}
+func (b *Backend) release(bytes int64) { b.acct.Release(bytes) }
 
 // tensor is the CPU Tensor.
 // handle is the ownership state every Backend resource (tensor, intTensor,

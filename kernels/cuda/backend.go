@@ -23,10 +23,10 @@ type Backend struct {
 	err    error
 	closed bool
 
-	mem struct {
+	acct kernels.MemAccount
+	mem  struct {
 		sync.Mutex
-		stats kernels.MemStats
-		host  HostStats
+		host HostStats
 	}
 }
 
@@ -50,6 +50,7 @@ func New(opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{opts: o, dev: d}
+	b.acct.SetMax(o.MaxBytes)
 	b.mem.host.PinnedBytes = int64(len(d.staging)) * o.StagingBytes
 	b.mem.host.ZeroCopy = d.zeroCopy
 	return b, nil
@@ -143,11 +144,7 @@ func (b *Backend) enqueue(op string, fn func(d *device) error) {
 // MemStats returns the accounting of live handles. Bytes are the sizes the
 // interface promises (rows·cols·4, block arrays); the pool's rounding and
 // cached free lists are reported by PoolStats.
-func (b *Backend) MemStats() kernels.MemStats {
-	b.mem.Lock()
-	defer b.mem.Unlock()
-	return b.mem.stats
-}
+func (b *Backend) MemStats() kernels.MemStats { return b.acct.Stats() }
 
 // HostStats returns the pinned and registered host memory accounting.
 func (b *Backend) HostStats() HostStats {
@@ -170,25 +167,9 @@ func (b *Backend) PoolStats() (reserved, cached int64) {
 	return reserved, cached
 }
 
-func (b *Backend) reserve(bytes int64) error {
-	b.mem.Lock()
-	defer b.mem.Unlock()
-	s := &b.mem.stats
-	if b.opts.MaxBytes > 0 && s.Allocated+bytes > b.opts.MaxBytes {
-		return fmt.Errorf("%w: cuda: %d bytes requested, %d of %d in use", kernels.ErrOutOfMemory, bytes, s.Allocated, b.opts.MaxBytes)
-	}
-	s.Allocated += bytes
-	s.Handles++
-	s.Peak = max(s.Peak, s.Allocated)
-	return nil
-}
+func (b *Backend) reserve(bytes int64) error { return b.acct.Reserve("cuda", bytes) }
 
-func (b *Backend) release(bytes int64) {
-	b.mem.Lock()
-	defer b.mem.Unlock()
-	b.mem.stats.Allocated -= bytes
-	b.mem.stats.Handles--
-}
+func (b *Backend) release(bytes int64) { b.acct.Release(bytes) }
 
 // devAlloc reserves bytes in the accounting and gets device memory from
 // the pool (nothing for 0 bytes).
