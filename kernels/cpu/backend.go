@@ -17,7 +17,6 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -164,41 +163,10 @@ func (b *Backend) reserve(bytes int64) error { return b.acct.Reserve("cpu", byte
 func (b *Backend) release(bytes int64) { b.acct.Release(bytes) }
 
 // tensor is the CPU Tensor.
-// handle is the ownership state every Backend resource (tensor, intTensor,
-// block) embeds: which backend made it and whether it has been freed.
-type handle struct {
-	owner *Backend
-	freed bool
-}
-
-func (h *handle) state() *handle { return h }
-
-// resource is a pointer to a type embedding handle.
-type resource interface{ state() *handle }
-
-// lookup returns x as P when b owns it and it is live, else
-// kernels.ErrForeignTensor or kernels.ErrFreed. x must not be nil.
-func lookup[P resource](b *Backend, x any) (P, error) {
-	var zero P
-	p, ok := x.(P)
-	if !ok || p.state().owner != b {
-		return zero, kernels.ErrForeignTensor
-	}
-	if p.state().freed {
-		return zero, kernels.ErrFreed
-	}
-	return p, nil
-}
-
 // use resolves x, a what handle passed to op, recording an error and
 // returning nil if it is nil, foreign or freed.
-func use[P resource](b *Backend, op, what string, x any) P {
-	if x == nil {
-		b.failf(op, "%w: nil %s", kernels.ErrInvalidArg, what)
-		var zero P
-		return zero
-	}
-	p, err := lookup[P](b, x)
+func use[P kernels.Resource](b *Backend, op, what string, x any) P {
+	p, err := kernels.Lookup[P](b, x, what)
 	if err != nil {
 		b.failf(op, "%w", err)
 	}
@@ -207,22 +175,17 @@ func use[P resource](b *Backend, op, what string, x any) P {
 
 // retire marks a non-nil x freed for op and returns it, or records the
 // reason it cannot be freed and reports false.
-func retire[P resource](b *Backend, op string, x any) (P, bool) {
-	p, err := lookup[P](b, x)
-	switch {
-	case errors.Is(err, kernels.ErrFreed):
-		b.fail(fmt.Errorf("cpu: %s: double free: %w", op, err))
-		return p, false
-	case err != nil:
+func retire[P kernels.Resource](b *Backend, op string, x any) (P, bool) {
+	p, err := kernels.Retire[P](b, x)
+	if err != nil {
 		b.fail(fmt.Errorf("cpu: %s: %w", op, err))
 		return p, false
 	}
-	p.state().freed = true
 	return p, true
 }
 
 type tensor struct {
-	handle
+	kernels.Handle
 	rows, cols int
 	data       []float32
 }
@@ -231,7 +194,7 @@ func (t *tensor) Rows() int { return t.rows }
 func (t *tensor) Cols() int { return t.cols }
 
 type intTensor struct {
-	handle
+	kernels.Handle
 	data []int32
 }
 
@@ -248,7 +211,7 @@ func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
 	if err := b.reserve(int64(rows) * int64(cols) * 4); err != nil {
 		return nil, err
 	}
-	return &tensor{handle: handle{owner: b}, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
+	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
 }
 
 // Adopt returns a rows×cols tensor whose storage is data (len(data) must
@@ -266,7 +229,7 @@ func (b *Backend) Adopt(rows, cols int, data []float32) (kernels.Tensor, error) 
 	if err := b.reserve(int64(len(data)) * 4); err != nil {
 		return nil, err
 	}
-	return &tensor{handle: handle{owner: b}, rows: rows, cols: cols, data: data}, nil
+	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, data: data}, nil
 }
 
 // Free releases t.
@@ -293,7 +256,7 @@ func (b *Backend) AllocInts(n int) (kernels.IntTensor, error) {
 	if err := b.reserve(int64(n) * 4); err != nil {
 		return nil, err
 	}
-	return &intTensor{handle: handle{owner: b}, data: make([]int32, n)}, nil
+	return &intTensor{Handle: kernels.Handle{Owner: b}, data: make([]int32, n)}, nil
 }
 
 // FreeInts releases t.
@@ -414,7 +377,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 
 // block is the CPU DeviceBlock: the CSR plus its transpose and normalisers.
 type block struct {
-	handle
+	kernels.Handle
 	numDst, numSrc int
 	indptr         []int32
 	indices        []int32
@@ -450,7 +413,7 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 		return nil, err
 	}
 	k := &block{
-		handle:  handle{owner: b},
+		Handle:  kernels.Handle{Owner: b},
 		numDst:  hb.NumDst,
 		numSrc:  hb.NumSrc,
 		indptr:  append([]int32(nil), hb.Indptr...),
@@ -490,7 +453,7 @@ func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
 		return
 	}
 	b.release(k.bytes)
-	*k = block{handle: handle{owner: b, freed: true}}
+	*k = block{Handle: kernels.Handle{Owner: b, Freed: true}}
 }
 
 func (b *Backend) blk(op string, db kernels.DeviceBlock) *block {

@@ -205,10 +205,9 @@ func (b *Backend) devFree(p cu.DevicePtr, bytes int64) {
 
 // tensor is the CUDA Tensor: rows·cols float32 at ptr (0 when empty).
 type tensor struct {
-	owner      *Backend
+	kernels.Handle
 	rows, cols int
 	ptr        cu.DevicePtr
-	freed      bool
 }
 
 func (t *tensor) Rows() int      { return t.rows }
@@ -218,10 +217,9 @@ func (t *tensor) bytes() int64   { return t.n() * 4 }
 func (t *tensor) String() string { return fmt.Sprintf("cuda tensor %d×%d", t.rows, t.cols) }
 
 type intTensor struct {
-	owner *Backend
-	n     int
-	ptr   cu.DevicePtr
-	freed bool
+	kernels.Handle
+	n   int
+	ptr cu.DevicePtr
 }
 
 func (t *intTensor) Len() int { return t.n }
@@ -238,7 +236,7 @@ func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tensor{owner: b, rows: rows, cols: cols, ptr: p}, nil
+	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, ptr: p}, nil
 }
 
 // Free releases t.
@@ -246,16 +244,11 @@ func (b *Backend) Free(t kernels.Tensor) {
 	if t == nil {
 		return
 	}
-	ct, ok := t.(*tensor)
-	if !ok || ct.owner != b {
-		b.fail(fmt.Errorf("cuda: Free: %w", kernels.ErrForeignTensor))
+	ct, err := kernels.Retire[*tensor](b, t)
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: Free: %w", err))
 		return
 	}
-	if ct.freed {
-		b.fail(fmt.Errorf("cuda: Free: double free: %w", kernels.ErrFreed))
-		return
-	}
-	ct.freed = true
 	if b.closed {
 		b.release(ct.bytes())
 		return
@@ -276,7 +269,7 @@ func (b *Backend) AllocInts(n int) (kernels.IntTensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &intTensor{owner: b, n: n, ptr: p}, nil
+	return &intTensor{Handle: kernels.Handle{Owner: b}, n: n, ptr: p}, nil
 }
 
 // FreeInts releases t.
@@ -284,16 +277,11 @@ func (b *Backend) FreeInts(t kernels.IntTensor) {
 	if t == nil {
 		return
 	}
-	it, ok := t.(*intTensor)
-	if !ok || it.owner != b {
-		b.fail(fmt.Errorf("cuda: FreeInts: %w", kernels.ErrForeignTensor))
+	it, err := kernels.Retire[*intTensor](b, t)
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: FreeInts: %w", err))
 		return
 	}
-	if it.freed {
-		b.fail(fmt.Errorf("cuda: FreeInts: double free: %w", kernels.ErrFreed))
-		return
-	}
-	it.freed = true
 	if b.closed {
 		b.release(int64(it.n) * 4)
 		return
@@ -303,37 +291,21 @@ func (b *Backend) FreeInts(t kernels.IntTensor) {
 }
 
 func (b *Backend) t(op string, x kernels.Tensor) *tensor {
-	if x == nil {
-		b.failf(op, "%w: nil tensor", kernels.ErrInvalidArg)
+	p, err := kernels.Lookup[*tensor](b, x, "tensor")
+	if err != nil {
+		b.failf(op, "%w", err)
 		return nil
 	}
-	ct, ok := x.(*tensor)
-	if !ok || ct.owner != b {
-		b.failf(op, "%w", kernels.ErrForeignTensor)
-		return nil
-	}
-	if ct.freed {
-		b.failf(op, "%w", kernels.ErrFreed)
-		return nil
-	}
-	return ct
+	return p
 }
 
 func (b *Backend) it(op string, x kernels.IntTensor) *intTensor {
-	if x == nil {
-		b.failf(op, "%w: nil int tensor", kernels.ErrInvalidArg)
+	p, err := kernels.Lookup[*intTensor](b, x, "int tensor")
+	if err != nil {
+		b.failf(op, "%w", err)
 		return nil
 	}
-	ct, ok := x.(*intTensor)
-	if !ok || ct.owner != b {
-		b.failf(op, "%w", kernels.ErrForeignTensor)
-		return nil
-	}
-	if ct.freed {
-		b.failf(op, "%w", kernels.ErrFreed)
-		return nil
-	}
-	return ct
+	return p
 }
 
 // check records err, the result of a kernels.CheckX validator, as op's
@@ -493,7 +465,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 // block is the CUDA DeviceBlock: one device buffer holding the CSR, the
 // edge→destination map, the transposed CSR and the GCN normalisers.
 type block struct {
-	owner                 *Backend
+	kernels.Handle
 	numDst, numSrc, edges int
 	base                  cu.DevicePtr
 	bytes                 int64
@@ -563,7 +535,7 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &block{owner: b, numDst: nd, numSrc: ns, edges: e, base: base, bytes: total}
+	k := &block{Handle: kernels.Handle{Owner: b}, numDst: nd, numSrc: ns, edges: e, base: base, bytes: total}
 	at := func(i int) cu.DevicePtr { return base + cu.DevicePtr(offs[i]) }
 	k.indptr, k.indices, k.eDst = at(0), at(1), at(2)
 	k.tIndptr, k.tEdge, k.tDst = at(3), at(4), at(5)
@@ -586,16 +558,11 @@ func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
 	if db == nil {
 		return
 	}
-	k, ok := db.(*block)
-	if !ok || k.owner != b {
-		b.fail(fmt.Errorf("cuda: FreeBlock: %w", kernels.ErrForeignTensor))
+	k, err := kernels.Retire[*block](b, db)
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: FreeBlock: %w", err))
 		return
 	}
-	if k.freed {
-		b.fail(fmt.Errorf("cuda: FreeBlock: double free: %w", kernels.ErrFreed))
-		return
-	}
-	k.freed = true
 	if b.closed {
 		b.release(k.bytes)
 		return
@@ -605,18 +572,10 @@ func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
 }
 
 func (b *Backend) blk(op string, db kernels.DeviceBlock) *block {
-	if db == nil {
-		b.failf(op, "%w: nil block", kernels.ErrInvalidArg)
+	p, err := kernels.Lookup[*block](b, db, "block")
+	if err != nil {
+		b.failf(op, "%w", err)
 		return nil
 	}
-	k, ok := db.(*block)
-	if !ok || k.owner != b {
-		b.failf(op, "%w", kernels.ErrForeignTensor)
-		return nil
-	}
-	if k.freed {
-		b.failf(op, "%w", kernels.ErrFreed)
-		return nil
-	}
-	return k
+	return p
 }
