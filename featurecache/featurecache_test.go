@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
-	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed of the randomised tests (0: time-based)")
@@ -37,84 +37,16 @@ func testSeed(t testing.TB) uint64 {
 // features whose entry j of node v is v + j/1000.
 func writeDataset(t testing.TB, dir string, adj [][]int64, dim int, dtype string) *storage.Dataset {
 	t.Helper()
-	b, err := storage.Create(dir, &storage.CreateOptions{Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := int64(len(adj))
-	csr, err := b.CreateCSR(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var edges int64
-	for v, nb := range adj {
-		if err := csr.Append(int64(v), nb); err != nil {
-			t.Fatal(err)
-		}
-		edges += int64(len(nb))
-	}
-	if err := csr.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	fd := npy.Float32
-	if dtype == "float16" {
-		fd = npy.Float16
-	}
-	fw, err := b.CreateArray(storage.FileFeatures, fd, []int64{int64(dim)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := make([]float32, dim)
-	for v := range n {
-		for j := range row {
-			row[j] = float32(v%1000) + float32(j)/1000
-		}
-		if fd == npy.Float16 {
-			err = fw.WriteFloat32sAsFloat16(row)
-		} else {
-			err = fw.WriteFloat32s(row)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := fw.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	lw, err := b.CreateArray(storage.FileLabels, npy.Int32, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lw.WriteInt32s(make([]int32, n)); err != nil {
-		t.Fatal(err)
-	}
-	if err := lw.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{storage.FileTrain, storage.FileValid, storage.FileTest} {
-		w, err := b.CreateArray(name, npy.Int64, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == storage.FileTrain {
-			err = w.WriteInt64s([]int64{0})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Finish(storage.Manifest{Name: "fc", NumNodes: n, NumEdges: edges, FeatDim: int64(dim), FeatDType: dtype, NumClasses: 2}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Write(t, dir, storagetest.Graph{
+		Name: "fc", Adj: adj, FeatDim: dim, FeatDType: dtype,
+		Feature: func(v int64, row []float32) {
+			for j := range row {
+				row[j] = float32(v%1000) + float32(j)/1000
+			}
+		},
+		Labels: make([]int32, len(adj)), NumClasses: 2,
+		Train: []int64{0}, Valid: []int64{}, Test: []int64{},
+	})
 }
 
 // randomGraph is a symmetric graph with a few hubs.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: time-based)")
@@ -25,17 +26,8 @@ func testSeed(t *testing.T) uint64 {
 // writeGraph writes a random symmetric-ish graph with n nodes.
 func writeGraph(t *testing.T, n int, r *rand.Rand) *storage.Dataset {
 	t.Helper()
-	dir := t.TempDir()
-	b, err := storage.Create(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	csr, err := b.CreateCSR(int64(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var edges int64
-	for v := 0; v < n; v++ {
+	adj := make([][]int64, n)
+	for v := range adj {
 		deg := r.IntN(12)
 		if r.IntN(10) == 0 {
 			deg = r.IntN(n)
@@ -44,28 +36,11 @@ func writeGraph(t *testing.T, n int, r *rand.Rand) *storage.Dataset {
 		for len(set) < deg {
 			set[int64(r.IntN(n))] = true
 		}
-		nb := make([]int64, 0, deg)
 		for u := range set {
-			nb = append(nb, u)
+			adj[v] = append(adj[v], u)
 		}
-		slices.Sort(nb)
-		if err := csr.Append(int64(v), nb); err != nil {
-			t.Fatal(err)
-		}
-		edges += int64(deg)
 	}
-	if err := csr.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Finish(storage.Manifest{Name: "t", NumNodes: int64(n), NumEdges: edges}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Write(t, t.TempDir(), storagetest.Graph{Name: "t", Adj: adj})
 }
 
 func TestBudgetAndExactLists(t *testing.T) {

@@ -10,9 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ssdgnn/ssdgnn/internal/npy"
-
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
 var (
@@ -112,43 +111,11 @@ func planted(n, c int, deg, pin, trainFrac float64, seed int64) (*graph, []int) 
 // write stores g as a dataset in dir.
 func (g *graph) write(t testing.TB, dir string) *storage.Dataset {
 	t.Helper()
-	b, err := storage.Create(dir, &storage.CreateOptions{Force: true})
-	if err != nil {
-		t.Fatal(err)
+	train := g.train
+	if train == nil {
+		train = []int64{}
 	}
-	n := int64(len(g.adj))
-	csr, err := b.CreateCSR(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v, nb := range g.adj {
-		if err := csr.Append(int64(v), nb); err != nil {
-			t.Fatal(err)
-		}
-	}
-	edges := csr.Edges()
-	if err := csr.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	w, err := b.CreateArray(storage.FileTrain, npy.Int64, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteInt64s(g.train); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Finish(storage.Manifest{Name: "test", NumNodes: n, NumEdges: edges, Symmetrized: true}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Write(t, dir, storagetest.Graph{Adj: g.adj, Train: train, Symmetrized: true})
 }
 
 func openDataset(t testing.TB, dir string) *storage.Dataset {

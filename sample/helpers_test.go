@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: random)")
@@ -25,69 +25,13 @@ func testSeed(t testing.TB) uint64 {
 // here), training ids train and featDim float32 features.
 func writeDataset(t testing.TB, adj [][]int64, train []int64, featDim int) *storage.Dataset {
 	t.Helper()
-	dir := t.TempDir()
-	b, err := storage.Create(dir, nil)
-	if err != nil {
-		t.Fatal(err)
+	if train == nil {
+		train = []int64{}
 	}
-	n := int64(len(adj))
-	csr, err := b.CreateCSR(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var edges int64
-	for v, nb := range adj {
-		nb = slices.Clone(nb)
-		slices.Sort(nb)
-		if err := csr.Append(int64(v), nb); err != nil {
-			t.Fatal(err)
-		}
-		edges += int64(len(nb))
-	}
-	if err := csr.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if featDim > 0 {
-		fw, err := b.CreateArray(storage.FileFeatures, npy.Float32, []int64{int64(featDim)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		row := make([]float32, featDim)
-		for v := range adj {
-			row[0] = float32(v)
-			if err := fw.WriteFloat32s(row); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := fw.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr := slices.Clone(train)
-	slices.Sort(tr)
-	tw, err := b.CreateArray(storage.FileTrain, npy.Int64, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.WriteInt64s(tr); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	fdt := ""
-	if featDim > 0 {
-		fdt = "float32"
-	}
-	if err := b.Finish(storage.Manifest{Name: "test", NumNodes: n, NumEdges: edges, FeatDim: int64(featDim), FeatDType: fdt}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Write(t, t.TempDir(), storagetest.Graph{
+		Adj: adj, Train: train, FeatDim: featDim,
+		Feature: func(v int64, row []float32) { row[0] = float32(v) },
+	})
 }
 
 // communityGraph returns a graph of c communities of size m with intra
