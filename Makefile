@@ -5,7 +5,7 @@ DEMO    := demo-data
 # Packages that run goroutines: tested with the race detector.
 RACE_PKGS := ./storage/... ./internal/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
-.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda
+.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
 
 all: build
 
@@ -103,6 +103,12 @@ test-cuda:
 bench-cuda:
 	@nvidia-smi -L
 	$(GO) test -tags cuda -run '^$$' -bench . -benchtime 2s ./kernels/cuda/gputest/
+
+# The GPU machine has no Go toolchain: build here everything the GPU
+# checklist runs (docs/cuda.md) and carry bin/ there.
+gpu-bundle: build-cuda
+	$(GO) test -c -tags cuda -o bin/gputest.test ./kernels/cuda/gputest/
+	$(GO) test -c -tags cuda -o bin/cudapkg.test ./kernels/cuda/
 
 clean:
 	rm -rf bin $(DEMO)

@@ -19,6 +19,15 @@
 // not be used again (backends report ErrFreed where they can detect it).
 // MemStats reports the bytes currently held by live handles and the peak.
 //
+// A backend may also implement the optional HostGatherer: the caller
+// registers a host float32 array once (RegisterHostRows; the array stays the
+// caller's, is not copied and is not counted in MemStats) and gathers rows
+// of it into tensors by host index (GatherHostRows, bit for bit
+// Upload+GatherRows). The CUDA backend reads the rows zero-copy over the
+// bus; the CPU backend copies them. The caller keeps the array alive,
+// unmoved and its queued rows unmodified until UnregisterHostRows; the
+// handle follows the Handle rules (ErrForeignTensor, ErrFreed).
+//
 // # Layout
 //
 // Tensors are float32, row-major, rows×cols, densely packed (no padding is

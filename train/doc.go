@@ -37,6 +37,28 @@
 // goroutine is owned by the epoch and joined before Run returns, also on
 // cancellation.
 //
+// # Zero-copy input path
+//
+// With Options.ZeroCopy (auto on a backend that implements
+// kernels.HostGatherer other than the CPU backend; on: whenever it
+// qualifies) the static feature cache's float32 array is registered with the
+// backend once in New and unregistered in Close. Gather then splits each
+// batch's input rows by featurecache.Cache.Slots: misses are read on the
+// host into a ring buffer of their size only; hits are counted (the gather
+// stage's accounting and the feature hit rate see them as before) but never
+// copied on the host. Upload assembles the input tensor on the backend:
+// GatherHostRows of the hits from the registered array, Upload of the
+// misses, both scattered with ScatterAddRows into a tensor filled with −0
+// (−0 + x == x for every float32, signed zeros included), then the input
+// layer's dropout on the backend with the seed and mask hostDropout would
+// use (kernels.DropoutUniform, x·mask). The result is bit for bit the host
+// path's. It falls back to the host path, and says why in
+// Report.ZeroCopy and one log line, for the dynamic cache, float16
+// features, NormalizeFeatures, no static cache, or a backend without
+// HostGatherer. History embeddings still travel as pulled host copies: the
+// history cache exposes no backing array, and its rows may be overwritten by
+// pushes between the reuse decision and compute.
+//
 // # Historical embeddings and determinism
 //
 // The layer-(L−1) output (the last layer's input, after ReLU) of hop-1

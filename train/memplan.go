@@ -274,7 +274,12 @@ type WorkingSetEstimate struct {
 	// per input row of ids and block CSRs (sampler, host and backend
 	// copies), and the input layer's activations and gradients on its
 	// destinations (about 2·BatchRows/(1+fanout₀) rows of 2·in + 3·hidden
-	// float32; the upper layers are smaller).
+	// float32; the upper layers are smaller). Unless Options.ZeroCopy is
+	// off it adds the zero-copy split's 20 bytes per input row (the miss
+	// buffer itself is counted at full size); with ZeroCopyOn, which may
+	// run on the CPU backend, also 3·4·in bytes per row: an input tensor
+	// separate from the gather buffer, and the hit/miss tensor and the
+	// input dropout mask that exist while upload assembles it.
 	BatchBytes int64 `json:"batch_bytes"`
 	InFlight   int   `json:"in_flight"`
 	// Bytes = InFlight × BatchBytes.
@@ -322,7 +327,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	if f0 := o.Fanouts[0]; f0 > 0 {
 		dst = min(dst, 2*ws.BatchRows/int64(1+f0)+1)
 	}
-	ws.BatchBytes = ws.BatchRows*(4*in+idRowBytes) + dst*(2*in+3*h)*4
+	ws.BatchBytes = ws.BatchRows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + dst*(2*in+3*h)*4
 	ws.InFlight = o.InFlight
 	ws.Bytes = int64(ws.InFlight) * ws.BatchBytes
 	return ws
@@ -449,4 +454,16 @@ func checkMemory(m MemoryUse, when string) error {
 	}
 	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) + fixed state %d = %d bytes > --mem %d",
 		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.FixedBytes, m.TotalBytes, m.LimitBytes)
+}
+
+// zeroCopyRowBytes is the zero-copy path's extra working set per input row
+// in WorkingSet's estimate (see WorkingSetEstimate.BatchBytes).
+func zeroCopyRowBytes(mode string, in int64) int64 {
+	switch mode {
+	case ZeroCopyOff:
+		return 0
+	case ZeroCopyOn:
+		return zcSplitRowBytes + 3*4*in
+	}
+	return zcSplitRowBytes
 }

@@ -150,6 +150,18 @@ type Options struct {
 	// Backend runs the model (default: a kernels/cpu backend owned by the
 	// Trainer). A caller-supplied backend is not closed by the Trainer.
 	Backend kernels.Backend `json:"-"`
+	// ZeroCopy selects the zero-copy input path (OUTRE §5.1): the static
+	// feature cache's array is registered with the backend once, and each
+	// batch's cache hits are gathered by the backend straight from it
+	// (kernels.HostGatherer; on CUDA through UVA) while only the misses are
+	// gathered on the host and uploaded. ZeroCopyAuto ("" or "auto", the
+	// default) uses it when it qualifies and the backend is not the CPU
+	// backend; ZeroCopyOn whenever it qualifies; ZeroCopyOff never. It
+	// qualifies with a backend implementing kernels.HostGatherer, float32
+	// features, a static feature-cache policy with a non-zero budget and
+	// no NormalizeFeatures; otherwise training falls back to the host path
+	// and Report.ZeroCopy says why. Results are bit-identical either way.
+	ZeroCopy string `json:"zero_copy,omitempty"`
 	// CheckpointDir receives CheckpointFile every CheckpointEvery epochs
 	// (0: only at the end and on interruption); empty disables checkpoints.
 	CheckpointDir   string `json:"-"`
@@ -197,6 +209,11 @@ func (o *Options) Validate() error {
 	}
 	if w.SpillChunk < 1 || w.SpillAhead < 1 {
 		return fmt.Errorf("%w: spill chunk %d, spill ahead %d (want >= 1)", ErrInvalidOptions, w.SpillChunk, w.SpillAhead)
+	}
+	switch w.ZeroCopy {
+	case ZeroCopyAuto, ZeroCopyOn, ZeroCopyOff:
+	default:
+		return fmt.Errorf("%w: zero-copy %q (want auto, on or off)", ErrInvalidOptions, w.ZeroCopy)
 	}
 	if w.Staleness < 1 || w.MemBytes < 0 {
 		return fmt.Errorf("%w: staleness %d (want >= 1), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
@@ -275,6 +292,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.SpillAhead == 0 {
 		r.SpillAhead = DefaultSpillAhead
+	}
+	if r.ZeroCopy == "" {
+		r.ZeroCopy = ZeroCopyAuto
 	}
 	r.Progress = progress.Or(r.Progress)
 	if r.Logger == nil {

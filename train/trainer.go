@@ -46,6 +46,10 @@ type Trainer struct {
 	reuse   *epochReuse
 
 	histOn bool
+	// zc is the registered feature-cache array of the zero-copy input
+	// path (nil when off); zcRep says why it is off.
+	zc    *zeroCopyFeats
+	zcRep ZeroCopyReport
 	// depth is ReuseDepth(&o): batch i's reuse set is decided after
 	// compute of batch i−depth.
 	depth int
@@ -131,6 +135,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := checkMemory(t.mem, "built caches"); err != nil {
 		return nil, err
 	}
+	if err := t.setupZeroCopy(); err != nil {
+		return nil, err
+	}
 	// The profile's arrays were read by the caches' constructors above;
 	// the trainer keeps no reference to them (the feature cache keeps
 	// Feat as its counts; FixedState counts what a caller keeps).
@@ -203,6 +210,7 @@ func (t *Trainer) Close() error {
 	if t.sampler != nil {
 		errs = append(errs, t.sampler.Close())
 	}
+	errs = append(errs, t.closeZeroCopy())
 	if t.fc != nil {
 		errs = append(errs, t.fc.Close())
 	}
@@ -253,6 +261,12 @@ type EpochStats struct {
 	DynamicHit  float64 `json:"dynamic_hit_rate"`
 	FeatureHit  float64 `json:"feature_hit_rate"`
 	HistHit     float64 `json:"hist_hit_rate"`
+	// InputRowsZeroCopy counts the input rows the backend gathered
+	// straight from the registered feature cache (zero-copy path);
+	// InputRowsUploaded those gathered on the host and uploaded. They sum
+	// to InputNodes.
+	InputRowsZeroCopy int64 `json:"input_rows_zero_copy"`
+	InputRowsUploaded int64 `json:"input_rows_uploaded"`
 	// Reused counts second-layer nodes whose embedding was pulled.
 	Reused int64 `json:"hist_reused"`
 	// InputNodes sums the batches' input-layer node counts.
@@ -287,7 +301,10 @@ type Report struct {
 	Plan           *planner.PlanResult `json:"plan,omitempty"`
 	PlanComparison *planner.Comparison `json:"plan_comparison,omitempty"`
 	Checkpoint     string              `json:"checkpoint,omitempty"`
-	ElapsedSec     float64             `json:"elapsed_s"`
+	// ZeroCopy says whether feature-cache hits reached the backend
+	// zero-copy (Options.ZeroCopy) and, if not, why.
+	ZeroCopy   ZeroCopyReport `json:"zero_copy"`
+	ElapsedSec float64        `json:"elapsed_s"`
 }
 
 // Run trains until Options.Epochs epochs are done. When ctx is cancelled it
@@ -344,6 +361,7 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 func (t *Trainer) finish(rep *Report) {
 	rep.Epochs = t.epochStats
 	rep.Memory = t.mem
+	rep.ZeroCopy = t.zcRep
 	if t.o.Plan != nil {
 		rep.Plan = t.o.Plan
 		var ms []planner.Measured
@@ -389,8 +407,15 @@ type job struct {
 	// no longer needs it (after upload, or when x is freed if x adopted it).
 	buf  []float32
 	ring *bufRing
-	// dropped: the input layer's dropout was applied to feats on the host.
-	dropped bool
+	// dropped: the input layer's dropout was applied to feats on the host,
+	// or, on the zero-copy path, by upload on the backend (with dropP and
+	// dropSeed, the mask hostDropout would draw).
+	dropped  bool
+	dropP    float32
+	dropSeed uint64
+	// zc splits the input rows on the zero-copy path (nil: every row is
+	// in feats); feats then holds only the misses.
+	zc *zcSplit
 	// on the backend
 	blocks []*devBlock
 	x      kernels.Tensor
@@ -541,7 +566,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	es := EpochStats{Epoch: t.epoch}
 	acc0 := t.d.Accounting().Snapshot()
 	io0, ioErr := iostat.Self()
-	fc0 := t.fc.Stats()
+	fc0 := t.featStats()
 	var histEdges int64  // hop-2 neighbours not drawn below reused nodes
 	var histReused int64 // hop-1 nodes whose embedding was reused
 	var hc0 histcache.Stats
@@ -675,13 +700,16 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		defer wg.Done()
 		defer close(toTransfer)
 		for j := range toGather {
+			t0 := time.Now()
+			n := t.split(j)
+			ga.since(t0)
 			// Waiting for a free buffer is back-pressure from compute,
 			// not gather work: it is not timed.
-			buf, err := ring.get(ctx, len(j.hb.nodes)*t.d.FeatDim())
+			buf, err := ring.get(ctx, n*t.d.FeatDim())
 			if err != nil {
 				return
 			}
-			t0 := time.Now()
+			t0 = time.Now()
 			j.feats, j.buf, j.ring = buf, buf, ring
 			if err := t.gather(j); err != nil {
 				ring.put(buf)
@@ -689,7 +717,14 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				return
 			}
 			if drop := float32(o.Dropout); drop > 0 {
-				hostDropout(j.feats, drop, mixSeed(t.batchSeed(epoch, j.idx), 0))
+				seed := mixSeed(t.batchSeed(epoch, j.idx), 0)
+				if j.zc == nil {
+					hostDropout(j.feats, drop, seed)
+				} else {
+					// Hits never reach the host: upload drops on the
+					// backend once the input is assembled.
+					j.dropP, j.dropSeed = drop, seed
+				}
 				j.dropped = true
 			}
 			ga.since(t0)
@@ -753,6 +788,12 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		t0 := time.Now()
 		loss, n, c, tot, err := t.computeBatch(j)
 		es.InputNodes += int64(len(j.hb.nodes))
+		if j.zc != nil {
+			es.InputRowsZeroCopy += int64(len(j.zc.hitPos))
+			es.InputRowsUploaded += int64(len(j.zc.missPos))
+		} else {
+			es.InputRowsUploaded += int64(len(j.hb.nodes))
+		}
 		t.freeJob(j)
 		if err == nil && j.hist != nil {
 			err = t.histPush(j)
@@ -808,7 +849,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	es.Lookups = ls
 	es.NeighborHit = ratio(ls.Global.Hits, ls.Lookups)
 	es.DynamicHit = ratio(ls.Dynamic.Hits, ls.Dynamic.Hits+ls.Dynamic.Misses)
-	fc1 := t.fc.Stats()
+	fc1 := t.featStats()
 	es.FeatureHit = ratio(fc1.Hits-fc0.Hits, fc1.Requests-fc0.Requests)
 	idBytes := int64(4)
 	if t.d.Indices32() == nil {
@@ -930,7 +971,17 @@ func (t *Trainer) upload(j *job) error {
 		j.blocks[l] = &devBlock{blk: db}
 	}
 	rows, dim := len(j.hb.nodes), t.d.FeatDim()
-	if ad, ok := be.(adopter); ok && j.buf != nil {
+	if j.zc != nil {
+		x, err := t.uploadZeroCopy(j)
+		if err != nil {
+			return err
+		}
+		j.x = x
+		if j.ring != nil {
+			j.ring.put(j.buf)
+		}
+		j.buf = nil
+	} else if ad, ok := be.(adopter); ok && j.buf != nil {
 		// The tensor takes the ring buffer over; freeJob returns it.
 		x, err := ad.Adopt(rows, dim, j.feats)
 		if err != nil {
@@ -1085,7 +1136,7 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 			return err
 		}
 		j := &job{hb: convert(b, nil, t.o.Model == ModelGAT), ring: ring}
-		if j.feats, err = ring.get(ctx, len(j.hb.nodes)*t.d.FeatDim()); err != nil {
+		if j.feats, err = ring.get(ctx, t.split(j)*t.d.FeatDim()); err != nil {
 			return err
 		}
 		j.buf = j.feats
@@ -1116,10 +1167,20 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 }
 
 // gather is the gather stage shared by training and inference: it fills
-// j.feats (already sized to the batch) with the feature rows of j's input
-// nodes, normalised, and j.labels with its targets' labels.
+// j.feats (already sized by split) with the feature rows of j's input
+// nodes, normalised, and j.labels with its targets' labels. On the
+// zero-copy path feats receives only the misses; the hits are counted
+// here (the gather stage's accounting and featStats) and left to upload.
 func (t *Trainer) gather(j *job) error {
-	if err := t.fc.GatherF32(j.hb.nodes, j.feats); err != nil {
+	ids := j.hb.nodes
+	if j.zc != nil {
+		ids = j.zc.missIDs
+		if h := int64(len(j.zc.hitPos)); h > 0 {
+			t.zc.stage.Request(h, h*t.zc.rowBytes)
+			t.zc.hits.Add(h)
+		}
+	}
+	if err := t.fc.GatherF32(ids, j.feats); err != nil {
 		return err
 	}
 	t.normalize(j.feats)

@@ -226,6 +226,17 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 					fmt.Fprintf(out, " of --mem %s", ibytes(m.LimitBytes))
 				}
 				fmt.Fprintln(out)
+				if z := rep.ZeroCopy; z.Enabled || z.Mode != train.ZeroCopyAuto {
+					if z.Enabled {
+						var zc, up int64
+						if n := len(rep.Epochs); n > 0 {
+							zc, up = rep.Epochs[n-1].InputRowsZeroCopy, rep.Epochs[n-1].InputRowsUploaded
+						}
+						fmt.Fprintf(out, "zero-copy: on; last epoch %d input rows zero-copy, %d uploaded\n", zc, up)
+					} else {
+						fmt.Fprintf(out, "zero-copy: off (%s)\n", z.Reason)
+					}
+				}
 				if ro := rep.Options; ro.Spill {
 					fmt.Fprintf(out, "spill: chunks of %d batches, %d ahead; reuse depth %d (staleness %d)\n",
 						ro.SpillChunk, ro.SpillAhead, train.ReuseDepth(&ro), ro.Staleness)
@@ -268,6 +279,7 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
+	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
 	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")
 	f.Int64Var(&o.Staleness, "staleness", histcache.DefaultStaleness, "iterations a historical embedding stays usable (1: never reused)")
 	f.StringVar(&histPolicy, "hist-policy", "staleness", "history admission: staleness or grad (FreshGNN)")

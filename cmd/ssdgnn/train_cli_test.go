@@ -234,3 +234,55 @@ func TestTrainSpill(t *testing.T) {
 		t.Errorf("--spill-chunk -1: %v", err)
 	}
 }
+
+// TestTrainZeroCopy: --zero-copy on reads feature-cache hits through the
+// backend's host gather and trains exactly like --zero-copy off; the JSON
+// report counts the rows and says why the path is off; a bad value fails.
+func TestTrainZeroCopy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "8", "--classes", "3", "--seed", "5"); err != nil {
+		t.Fatal(err)
+	}
+	type report struct {
+		Epochs []struct {
+			Loss     float64 `json:"loss"`
+			ValidAcc float64 `json:"valid_acc"`
+			ZC       int64   `json:"input_rows_zero_copy"`
+			Up       int64   `json:"input_rows_uploaded"`
+			Input    int64   `json:"input_nodes"`
+		} `json:"epochs"`
+		ZeroCopy struct {
+			Enabled bool   `json:"enabled"`
+			Reason  string `json:"reason"`
+		} `json:"zero_copy"`
+	}
+	reps := map[string]report{}
+	for _, mode := range []string{"on", "off"} {
+		out, _, err := run(t, "train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+			"--workers", "2", "--feat-cache", "12000", "--feat-policy", "degree", "--zero-copy", mode, "--checkpoint", t.TempDir(), "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Epochs) != 2 {
+			t.Fatalf("train --zero-copy %s --json: %v\n%s", mode, err, out)
+		}
+		reps[mode] = r
+	}
+	on, off := reps["on"], reps["off"]
+	if !on.ZeroCopy.Enabled || off.ZeroCopy.Enabled || off.ZeroCopy.Reason == "" {
+		t.Errorf("zero_copy: on %+v, off %+v", on.ZeroCopy, off.ZeroCopy)
+	}
+	for i := range on.Epochs {
+		a, b := on.Epochs[i], off.Epochs[i]
+		if a.Loss != b.Loss || a.ValidAcc != b.ValidAcc {
+			t.Errorf("epoch %d: on loss %v valid %v, off loss %v valid %v", i, a.Loss, a.ValidAcc, b.Loss, b.ValidAcc)
+		}
+		if a.ZC <= 0 || a.ZC+a.Up != a.Input || b.ZC != 0 || b.Up != b.Input {
+			t.Errorf("epoch %d rows: on %+v, off %+v", i, a, b)
+		}
+	}
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--zero-copy", "maybe"); err == nil || !strings.Contains(err.Error(), "zero-copy") {
+		t.Errorf("--zero-copy maybe: %v", err)
+	}
+}

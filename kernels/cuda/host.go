@@ -83,11 +83,52 @@ func (b *Backend) RegisterHost(data []float32, cols int) (*HostTensor, error) {
 	return h, nil
 }
 
+// RegisterHostRows is RegisterHost behind the backend-neutral
+// kernels.HostGatherer interface.
+func (b *Backend) RegisterHostRows(data []float32, cols int) (kernels.HostRows, error) {
+	h, err := b.RegisterHost(data, cols)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// UnregisterHostRows is UnregisterHost for a kernels.HostRows: h must be a
+// *HostTensor of this backend (else the error wraps ErrNotRegistered and
+// kernels.ErrForeignTensor; after unregistering, ErrNotRegistered and
+// kernels.ErrFreed).
+func (b *Backend) UnregisterHostRows(h kernels.HostRows) error {
+	ht, err := b.resolveHost(h)
+	if err != nil {
+		return err
+	}
+	return b.UnregisterHost(ht)
+}
+
+var _ kernels.HostGatherer = (*Backend)(nil)
+
+// resolveHost returns x as this backend's live *HostTensor, or an error
+// wrapping ErrNotRegistered and the kernels sentinel of the Handle rules
+// (ErrInvalidArg for nil, ErrForeignTensor, ErrFreed).
+func (b *Backend) resolveHost(x kernels.HostRows) (*HostTensor, error) {
+	if x == nil {
+		return nil, fmt.Errorf("%w: %w: nil host rows", ErrNotRegistered, kernels.ErrInvalidArg)
+	}
+	h, ok := x.(*HostTensor)
+	if !ok || h == nil || h.owner != b {
+		return nil, fmt.Errorf("%w: %w", ErrNotRegistered, kernels.ErrForeignTensor)
+	}
+	if h.freed {
+		return nil, fmt.Errorf("%w: %w", ErrNotRegistered, kernels.ErrFreed)
+	}
+	return h, nil
+}
+
 // UnregisterHost waits for queued work that may read h and unlocks its
 // pages. h must not be used afterwards.
 func (b *Backend) UnregisterHost(h *HostTensor) error {
-	if h == nil || h.owner != b || h.freed {
-		return ErrNotRegistered
+	if _, err := b.resolveHost(h); err != nil {
+		return err
 	}
 	h.freed = true
 	b.mem.Lock()
@@ -106,12 +147,15 @@ func (b *Backend) UnregisterHost(h *HostTensor) error {
 	})
 }
 
-func (b *Backend) host(op string, h *HostTensor) bool {
-	if h == nil || h.owner != b || h.freed {
-		b.failf(op, "%w", ErrNotRegistered)
-		return false
+// host resolves a HostRows passed to op, recording the error and returning
+// nil when it is not this backend's live *HostTensor.
+func (b *Backend) host(op string, x kernels.HostRows) *HostTensor {
+	h, err := b.resolveHost(x)
+	if err != nil {
+		b.failf(op, "%w", err)
+		return nil
 	}
-	return true
+	return h
 }
 
 // GatherHostRows sets dst[r] = src[idx[r]] for host indices idx. Zero-copy:
@@ -119,15 +163,19 @@ func (b *Backend) host(op string, h *HostTensor) bool {
 // the rows are copied on the host into the pinned ring and sent with
 // cuMemcpyHtoDAsync on the copy stream. Both give bit-identical results to
 // uploading src and calling GatherRows. idx is validated on the host; idx
-// may be reused when the call returns.
-func (b *Backend) GatherHostRows(dst kernels.Tensor, src *HostTensor, idx []int32) {
+// may be reused when the call returns. src must be a *HostTensor of this
+// backend (it implements kernels.HostGatherer with this method).
+func (b *Backend) GatherHostRows(dst kernels.Tensor, hsrc kernels.HostRows, idx []int32) {
 	const op = "GatherHostRows"
 	if !b.ok() {
 		return
 	}
 	D := b.t(op, dst)
-	if D == nil || !b.host(op, src) || !b.check(op, kernels.CheckShape("dst", D, len(idx), src.cols)) ||
-		!b.check(op, kernels.CheckIndexValues(idx, src.rows)) {
+	if D == nil {
+		return
+	}
+	src := b.host(op, hsrc)
+	if src == nil || !b.check(op, kernels.CheckGatherHostRows(D, src, idx)) {
 		return
 	}
 	if len(idx) == 0 {
@@ -188,7 +236,7 @@ func (b *Backend) GatherHostRowsDevice(dst kernels.Tensor, src *HostTensor, idx 
 		return
 	}
 	D, I := b.t(op, dst), b.it(op, idx)
-	if D == nil || I == nil || !b.host(op, src) || !b.check(op, kernels.CheckShape("dst", D, I.n, src.cols)) {
+	if D == nil || I == nil || b.host(op, src) == nil || !b.check(op, kernels.CheckShape("dst", D, I.n, src.cols)) {
 		return
 	}
 	if src.zeroCopy {

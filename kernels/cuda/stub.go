@@ -41,7 +41,15 @@ func (b *Backend) RegisterHost(data []float32, cols int) (*HostTensor, error) { 
 func (b *Backend) UnregisterHost(h *HostTensor) error { return ErrNoGPU }
 
 // GatherHostRows does nothing.
-func (b *Backend) GatherHostRows(dst kernels.Tensor, src *HostTensor, idx []int32) {}
+func (b *Backend) GatherHostRows(dst kernels.Tensor, src kernels.HostRows, idx []int32) {}
+
+// RegisterHostRows returns ErrNoGPU.
+func (b *Backend) RegisterHostRows(data []float32, cols int) (kernels.HostRows, error) {
+	return nil, ErrNoGPU
+}
+
+// UnregisterHostRows returns ErrNoGPU.
+func (b *Backend) UnregisterHostRows(h kernels.HostRows) error { return ErrNoGPU }
 
 // GatherHostRowsDevice does nothing.
 func (b *Backend) GatherHostRowsDevice(dst kernels.Tensor, src *HostTensor, idx kernels.IntTensor) {}

@@ -8,7 +8,9 @@
 // against central finite differences of the float64 reference. It also
 // checks the error contract (sticky ErrShape, foreign and freed handles,
 // malformed blocks), memory accounting, bit-exact dropout masks and
-// run-to-run determinism.
+// run-to-run determinism. Backends that implement the optional
+// kernels.HostGatherer are checked against Upload+GatherRows bit for bit
+// and against the same handle rules; the subtest is skipped for others.
 //
 // Randomised: the seed is logged and can be fixed with -kerneltest.seed.
 // Each subtest derives its generator from the seed and its name, so a single
@@ -55,6 +57,7 @@ var cases = []struct {
 	{"Errors", testErrors},
 	{"GEMM", testGEMM},
 	{"Gather", testGather},
+	{"HostGather", testHostGather},
 	{"Aggregate", testAggregate},
 	{"ReLU", testReLU},
 	{"Dropout", testDropout},
@@ -888,4 +891,132 @@ func testDeterminism(e *env) {
 			}
 		}
 	}
+}
+
+func testHostGather(e *env) {
+	hg, ok := e.b.(kernels.HostGatherer)
+	if !ok {
+		e.Skipf("%s does not implement kernels.HostGatherer", e.b.Name())
+	}
+	for range 6 {
+		srcRows, f, n := e.dim(), e.dim(), e.dim()
+		src := hostFloats(srcRows * f)
+		copy(src, to32(e.randn(srcRows*f)))
+		src[0] = float32(math.Copysign(0, -1)) // signed zero must survive
+		idx := make([]int32, n)
+		for r := range idx {
+			idx[r] = int32(e.rng.IntN(srcRows)) // repeats included
+		}
+		h, err := hg.RegisterHostRows(src, f)
+		if err != nil {
+			e.Fatalf("RegisterHostRows(%d values, %d): %v", len(src), f, err)
+		}
+		if h.Rows() != srcRows || h.Cols() != f {
+			e.Errorf("registered %d×%d, want %d×%d", h.Rows(), h.Cols(), srcRows, f)
+		}
+		got, want := e.alloc(n, f), e.alloc(n, f)
+		hg.GatherHostRows(got, h, idx)
+		st := e.alloc(srcRows, f)
+		e.b.Upload(st, src)
+		e.b.GatherRows(want, st, e.upInts(idx))
+		g32, w32 := make([]float32, n*f), make([]float32, n*f)
+		if err := e.b.Download(g32, got); err != nil {
+			e.Fatalf("Download: %v", err)
+		}
+		if err := e.b.Download(w32, want); err != nil {
+			e.Fatalf("Download: %v", err)
+		}
+		for i := range g32 {
+			if math.Float32bits(g32[i]) != math.Float32bits(w32[i]) {
+				e.Fatalf("GatherHostRows %d×%d from %d rows: element %d = %v, Upload+GatherRows gives %v", n, f, srcRows, i, g32[i], w32[i])
+			}
+		}
+		if err := hg.UnregisterHostRows(h); err != nil {
+			e.Errorf("UnregisterHostRows: %v", err)
+		}
+	}
+	e.noErr("GatherHostRows")
+	if _, err := hg.RegisterHostRows(make([]float32, 5), 2); !errors.Is(err, kernels.ErrInvalidArg) {
+		e.Errorf("RegisterHostRows(5 values, 2 cols): %v, want ErrInvalidArg", err)
+	}
+	if _, err := hg.RegisterHostRows(nil, 0); !errors.Is(err, kernels.ErrInvalidArg) {
+		e.Errorf("RegisterHostRows(nil, 0): %v, want ErrInvalidArg", err)
+	}
+	e.noErr("RegisterHostRows errors must not be sticky")
+
+	// Sticky errors, each on a fresh backend of the same kind.
+	host := hostFloats(6)
+	copy(host, []float32{1, 2, 3, 4, 5, 6})
+	for _, c := range []struct {
+		name string
+		want error
+		run  func(b kernels.Backend, hg kernels.HostGatherer, h kernels.HostRows) error
+	}{
+		{"index out of range", kernels.ErrInvalidArg, func(b kernels.Backend, hg kernels.HostGatherer, h kernels.HostRows) error {
+			dst, _ := b.Alloc(1, 2)
+			hg.GatherHostRows(dst, h, []int32{3})
+			return b.Err()
+		}},
+		{"negative index", kernels.ErrInvalidArg, func(b kernels.Backend, hg kernels.HostGatherer, h kernels.HostRows) error {
+			dst, _ := b.Alloc(1, 2)
+			hg.GatherHostRows(dst, h, []int32{-1})
+			return b.Err()
+		}},
+		{"dst shape", kernels.ErrShape, func(b kernels.Backend, hg kernels.HostGatherer, h kernels.HostRows) error {
+			dst, _ := b.Alloc(2, 3)
+			hg.GatherHostRows(dst, h, []int32{0, 1})
+			return b.Err()
+		}},
+		{"freed handle", kernels.ErrFreed, func(b kernels.Backend, hg kernels.HostGatherer, h kernels.HostRows) error {
+			if err := hg.UnregisterHostRows(h); err != nil {
+				return err
+			}
+			if err := hg.UnregisterHostRows(h); !errors.Is(err, kernels.ErrFreed) {
+				return fmt.Errorf("second UnregisterHostRows: %v, want ErrFreed", err)
+			}
+			dst, _ := b.Alloc(1, 2)
+			hg.GatherHostRows(dst, h, []int32{0})
+			return b.Err()
+		}},
+		{"foreign handle", kernels.ErrForeignTensor, func(b kernels.Backend, hg kernels.HostGatherer, h kernels.HostRows) error {
+			other := e.peer()
+			defer other.Close()
+			oh, err := other.(kernels.HostGatherer).RegisterHostRows(ownPages(host), 2)
+			if err != nil {
+				return err
+			}
+			defer other.(kernels.HostGatherer).UnregisterHostRows(oh)
+			if err := hg.UnregisterHostRows(oh); !errors.Is(err, kernels.ErrForeignTensor) {
+				return fmt.Errorf("UnregisterHostRows of a foreign handle: %v, want ErrForeignTensor", err)
+			}
+			dst, _ := b.Alloc(1, 2)
+			hg.GatherHostRows(dst, oh, []int32{0})
+			return b.Err()
+		}},
+	} {
+		b := e.peer()
+		hg := b.(kernels.HostGatherer)
+		h, err := hg.RegisterHostRows(host, 2)
+		if err != nil {
+			e.Fatalf("%s: RegisterHostRows: %v", c.name, err)
+		}
+		if err := c.run(b, hg, h); !errors.Is(err, c.want) {
+			e.Errorf("GatherHostRows, %s: Err() = %v, want %v", c.name, err, c.want)
+		}
+		hg.UnregisterHostRows(h)
+		b.Close()
+	}
+}
+
+// hostFloats returns n float32 in a buffer of its own pages: Go gives an
+// allocation above 32 KiB a span of its own, page-aligned, so registering
+// it with a backend that page-locks host memory (CUDA) never overlaps
+// another live registration.
+func hostFloats(n int) []float32 { return make([]float32, max(n, 16<<10))[:n] }
+
+// ownPages copies x into a hostFloats buffer.
+func ownPages(x []float32) []float32 {
+	y := hostFloats(len(x))
+	copy(y, x)
+	return y
 }
