@@ -27,7 +27,9 @@
 //
 // Accounting keeps per-stage counters of rows and bytes requested and of
 // bytes read from storage. RowReader's pread paths count their own reads
-// exactly (aligned blocks for O_DIRECT). Reads through the mapping are
+// exactly (aligned blocks for O_DIRECT: the file system's direct-I/O
+// offset alignment from statx STATX_DIOALIGN, 4 KiB where it reports
+// none). Reads through the mapping are
 // invisible to the process, so Accounting.Measure attributes the
 // /proc/self/io read_bytes delta around a piece of work to a stage; that is
 // exact only when stages do not overlap in time.

@@ -48,9 +48,28 @@ func ParseReadMode(s string) (ReadMode, error) {
 // (tmpfs, some overlay file systems).
 var ErrDirectUnsupported = errors.New("storage: O_DIRECT not supported on this file system")
 
-// directAlign is the alignment O_DIRECT needs for offsets, lengths and
-// buffers. 4 KiB covers every NVMe logical block size in use.
+// directAlign is the alignment of O_DIRECT buffers, and of offsets and
+// lengths where the file system does not report its own (statx
+// STATX_DIOALIGN, Linux 6.1+). 4 KiB covers every NVMe logical block size
+// in use.
 const directAlign = 4096
+
+// dioOffsetAlign is the O_DIRECT offset and length alignment of f: the
+// file system's stx_dio_offset_align when it reports one that divides
+// directAlign, else directAlign. On a device with 512-byte logical blocks
+// a 512-byte feature row then costs 512 or 1024 bytes of I/O, not 4096.
+func dioOffsetAlign(f *os.File) int64 {
+	var st unix.Statx_t
+	if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &st); err != nil {
+		return directAlign
+	}
+	a := int64(st.Dio_offset_align)
+	if st.Mask&unix.STATX_DIOALIGN == 0 || a <= 0 || a > directAlign || directAlign%a != 0 ||
+		st.Dio_mem_align == 0 || directAlign%int64(st.Dio_mem_align) != 0 {
+		return directAlign
+	}
+	return a
+}
 
 // RowReader reads rows of one array file with pread, bypassing the
 // mapping. It is safe for concurrent use. Every read is counted on its
@@ -63,6 +82,7 @@ type RowReader struct {
 	dataOff  int64
 	dataEnd  int64
 	rowBytes int64
+	align    int64 // ReadDirect offset and length alignment (dioOffsetAlign)
 	stage    *StageCounters
 	bufs     sync.Pool // *[]byte aligned scratch for ReadDirect
 }
@@ -100,8 +120,9 @@ func (d *Dataset) OpenRowReader(name string, mode ReadMode, stage *StageCounters
 	if stage == nil {
 		stage = d.acct.Stage(StageGather)
 	}
-	r := &RowReader{name: path, f: f, mode: mode, dataOff: e.DataOffset, dataEnd: e.Bytes, rowBytes: rowBytes, stage: stage}
+	r := &RowReader{name: path, f: f, mode: mode, dataOff: e.DataOffset, dataEnd: e.Bytes, rowBytes: rowBytes, align: directAlign, stage: stage}
 	if mode == ReadDirect {
+		r.align = dioOffsetAlign(f)
 		// Probe once: some file systems accept the flag and fail reads.
 		var probe [1]byte
 		if err := r.readAt(probe[:], 0); err != nil {
@@ -125,6 +146,15 @@ func elemSize(dtype string) int {
 		return 2
 	}
 	return 1
+}
+
+// DirectAlign is the offset and length alignment of ReadDirect reads (0
+// for ReadBuffered).
+func (r *RowReader) DirectAlign() int64 {
+	if r.mode != ReadDirect {
+		return 0
+	}
+	return r.align
 }
 
 // RowBytes is the size of one row.
@@ -167,8 +197,8 @@ func (r *RowReader) readAt(dst []byte, off int64) error {
 		r.stage.Read(int64(len(dst)))
 		return nil
 	}
-	start := pos &^ (directAlign - 1)
-	end := (pos + int64(len(dst)) + directAlign - 1) &^ (directAlign - 1)
+	start := pos &^ (r.align - 1)
+	end := (pos + int64(len(dst)) + r.align - 1) &^ (r.align - 1)
 	buf := r.alignedBuf(int(end - start))
 	defer r.bufs.Put(buf)
 	b := (*buf)[:end-start]
