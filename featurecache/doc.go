@@ -64,8 +64,8 @@
 //
 // After New returns, Gather, GatherF32, Stats, Wait, Rows and Slots are safe
 // for concurrent use. Close must not run concurrently with anything else.
-// Gather bounds its own miss-reading goroutines by Options.Workers and
-// joins them before returning; the dynamic policy owns ristretto's
+// Gather bounds its own miss-reading goroutines by Options.IODepth (they
+// wait on the disk, not on a core) and joins them before returning; the dynamic policy owns ristretto's
 // goroutines until Close.
 //
 // # Accounting

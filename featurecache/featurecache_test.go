@@ -125,7 +125,7 @@ func TestGatherReturnsDatasetRows(t *testing.T) {
 			for _, pc := range policyCases {
 				t.Run(fmt.Sprintf("%s/%s/%s", dtype, mode, pc.name), func(t *testing.T) {
 					acct := storage.NewAccounting()
-					opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), Workers: 3}
+					opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), Workers: 3, IODepth: 5}
 					if pc.policy == featurecache.PolicyProfiled {
 						opts.Counts = randomCounts(rng, d.NumNodes())
 					}
@@ -398,6 +398,7 @@ func TestErrors(t *testing.T) {
 		{"counts wrong length", 100, &featurecache.Options{Counts: []uint32{1}}, featurecache.ErrInvalidOptions},
 		{"bad policy", 100, &featurecache.Options{Policy: 9}, featurecache.ErrInvalidOptions},
 		{"bad workers", 100, &featurecache.Options{Workers: -1}, featurecache.ErrInvalidOptions},
+		{"bad io depth", 100, &featurecache.Options{IODepth: -1}, featurecache.ErrInvalidOptions},
 		{"ok nil options", 12, nil, nil},
 	}
 	for _, tc := range cases {

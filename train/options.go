@@ -11,6 +11,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Errors returned by the package. Every error wraps one of them or an error
@@ -99,9 +100,16 @@ type Options struct {
 	// (none without a Plan); a negative size means none even with a Plan.
 	// FeatPolicy featurecache.PolicyAuto is PolicyProfiled with Profile's
 	// counts when Profile is set, PolicyDegree otherwise.
-	FeatCacheBytes     int64               `json:"feat_cache_bytes"`
-	FeatPolicy         featurecache.Policy `json:"-"`
-	NeighborCacheBytes int64               `json:"neighbor_cache_bytes"`
+	FeatCacheBytes int64               `json:"feat_cache_bytes"`
+	FeatPolicy     featurecache.Policy `json:"-"`
+	// FeatRead is how feature-cache misses are read: storage.ReadBuffered
+	// (the default; through the page cache, a whole 4 KiB page per row) or
+	// storage.ReadDirect (O_DIRECT: only the row's aligned blocks, no page
+	// cache). FeatIODepth bounds the reads in flight per batch
+	// (featurecache.Options.IODepth; 0: its default).
+	FeatRead           storage.ReadMode `json:"-"`
+	FeatIODepth        int              `json:"feat_io_depth,omitempty"`
+	NeighborCacheBytes int64            `json:"neighbor_cache_bytes"`
 	// NeighborCross, when set, builds the neighbour cache with
 	// neighborcache.PolicyCross over these counts (as the planner models
 	// it for a partitioning); otherwise by degree.
@@ -182,6 +190,9 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	w := o.withDefaults()
+	if w.FeatIODepth < 0 {
+		return fmt.Errorf("%w: FeatIODepth %d, want >= 0", ErrInvalidOptions, w.FeatIODepth)
+	}
 	if err := (ModelConfig{Kind: w.Model, InDim: 1, Hidden: w.Hidden, Classes: 1, Layers: w.Layers, Heads: w.Heads, Dropout: float32(w.Dropout)}).validate(); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func init() { extraCommands = append(extraCommands, newTrainCmd) }
 
 func newTrainCmd(g *globals) *cobra.Command {
 	var o train.Options
-	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath, device string
+	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, featRead, metrics, plotPath, device string
 	var planFile, profileName string
 	var seed int64
 	var featCache, histCache, nbrCache, mem, memLimit byteSize
@@ -105,6 +105,9 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 				return err
 			}
 			if o.Source, err = sample.ParseSource(source); err != nil {
+				return err
+			}
+			if o.FeatRead, err = storage.ParseReadMode(featRead); err != nil {
 				return err
 			}
 			if o.Dropout == 0 {
@@ -278,6 +281,8 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
+	f.StringVar(&featRead, "feat-read", "buffered", "how feature-cache misses are read: buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
+	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
 	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")

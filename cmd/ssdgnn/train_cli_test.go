@@ -286,3 +286,44 @@ func TestTrainZeroCopy(t *testing.T) {
 		t.Errorf("--zero-copy maybe: %v", err)
 	}
 }
+
+// TestTrainFeatRead: buffered and O_DIRECT feature reads at any I/O depth
+// train bit-identically (they only change how misses reach memory).
+func TestTrainFeatRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "8", "--classes", "3", "--seed", "5"); err != nil {
+		t.Fatal(err)
+	}
+	type report struct {
+		Epochs []struct {
+			Loss     float64 `json:"loss"`
+			ValidAcc float64 `json:"valid_acc"`
+		} `json:"epochs"`
+	}
+	var first *report
+	for _, flags := range [][]string{{"--feat-read", "buffered"}, {"--feat-read", "direct", "--io-depth", "1"}, {"--feat-read", "direct", "--io-depth", "32"}} {
+		args := append([]string{"train", dir, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+			"--workers", "2", "--feat-cache", "12000", "--feat-policy", "degree", "--checkpoint", t.TempDir(), "--json"}, flags...)
+		out, _, err := run(t, args...)
+		if err != nil {
+			if strings.Contains(err.Error(), "O_DIRECT not supported") {
+				t.Skipf("%v: %v", flags, err)
+			}
+			t.Fatalf("%v: %v", flags, err)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Epochs) != 1 {
+			t.Fatalf("%v: %v\n%s", flags, err, out)
+		}
+		if first == nil {
+			first = &r
+		} else if r.Epochs[0] != first.Epochs[0] {
+			t.Errorf("%v: epoch %+v, buffered %+v", flags, r.Epochs[0], first.Epochs[0])
+		}
+	}
+	for _, bad := range [][]string{{"--feat-read", "mmap"}, {"--io-depth", "-1"}} {
+		if _, _, err := run(t, append([]string{"train", dir, "--epochs", "1"}, bad...)...); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
