@@ -48,11 +48,18 @@ func (pf *PartitionFiles) Cross() []int32 { return pf.p.Cross() }
 
 // LoadAdjacency reads the adjacency of partitions ps into dst.
 func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
-	var buf []byte
+	var nodes, ids int64
 	for _, q := range ps {
 		if q < 0 || q >= pf.p.K() {
 			return fmt.Errorf("%w: partition %d out of range [0,%d)", ErrInvalidOptions, q, pf.p.K())
 		}
+		a := pf.p.AdjacencyOf(q)
+		nodes += int64(len(a.Nodes))
+		ids += a.Indptr[len(a.Indptr)-1] - a.Indptr[0]
+	}
+	dst.Reserve(nodes, ids)
+	var buf []byte
+	for _, q := range ps {
 		a := pf.p.AdjacencyOf(q)
 		if cap(buf) < int(a.FileBytes) {
 			buf = make([]byte, a.FileBytes)

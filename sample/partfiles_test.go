@@ -40,6 +40,10 @@ func TestPartitionFilesAdapter(t *testing.T) {
 	if c.Len() != len(adj) {
 		t.Fatalf("dynamic cache holds %d nodes, want %d", c.Len(), len(adj))
 	}
+	// LoadAdjacency reserves exact sizes: no doubling slack.
+	if got, want := c.AllocatedBytes(), c.DataBytes()+8*int64(c.Len()+1); got != want {
+		t.Fatalf("dynamic cache allocated %d bytes, want exactly %d", got, want)
+	}
 	for v := range adj {
 		l, ok := c.Lookup(int64(v))
 		if !ok || !slices.Equal(l.AppendTo(nil), d.Neighbors(int64(v)).AppendTo(nil)) {

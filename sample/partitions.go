@@ -2,6 +2,7 @@ package sample
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -43,6 +44,30 @@ func NewDynamicCache(wideIDs bool) *DynamicCache {
 	return &DynamicCache{index: map[int64]int32{}, offs: []int64{0}, wide: wideIDs}
 }
 
+// Reserve sizes the cache for nodes more lists holding ids more ids in
+// all, so that loading a macro batch allocates each array once instead of
+// growing it by doubling (which held up to twice the adjacency, plus the
+// garbage of every smaller copy, until the next GC).
+func (c *DynamicCache) Reserve(nodes, ids int64) {
+	if c.Len() == 0 {
+		// Empty: allocate exactly.
+		c.index = make(map[int64]int32, nodes)
+		c.offs = append(make([]int64, 0, nodes+1), 0)
+		if c.wide {
+			c.ids64 = make([]int64, 0, ids)
+		} else {
+			c.ids32 = make([]int32, 0, ids)
+		}
+		return
+	}
+	c.offs = slices.Grow(c.offs, int(nodes))
+	if c.wide {
+		c.ids64 = slices.Grow(c.ids64, int(ids))
+	} else {
+		c.ids32 = slices.Grow(c.ids32, int(ids))
+	}
+}
+
 // Add stores v's list. Adding a node twice keeps the first list.
 func (c *DynamicCache) Add(v int64, l neighborcache.List) {
 	if _, ok := c.index[v]; ok {
@@ -62,6 +87,13 @@ func (c *DynamicCache) Add(v int64, l neighborcache.List) {
 		}
 	}
 	c.offs = append(c.offs, int64(len(c.ids32)))
+}
+
+// AllocatedBytes is the capacity of the id and offset arrays (not the
+// index map): after Reserve with exact counts it equals DataBytes plus
+// 8 bytes per node and one offset.
+func (c *DynamicCache) AllocatedBytes() int64 {
+	return int64(cap(c.ids32))*4 + int64(cap(c.ids64))*8 + int64(cap(c.offs))*8
 }
 
 // Lookup returns v's list, or false when v is not in the cache. A nil
@@ -162,10 +194,18 @@ func (m *MemPartitions) Cross() []int32 { return m.cross }
 // LoadAdjacency copies the lists of the members of ps into dst.
 func (m *MemPartitions) LoadAdjacency(ps []int, dst *DynamicCache) error {
 	st := m.d.Accounting().Stage(storage.StageLoad)
+	var nodes, ids int64
 	for _, p := range ps {
 		if p < 0 || p >= m.k {
 			return fmt.Errorf("%w: partition %d out of range [0,%d)", ErrInvalidOptions, p, m.k)
 		}
+		for _, v := range m.Members(p) {
+			ids += m.d.Degree(v)
+		}
+		nodes += int64(len(m.Members(p)))
+	}
+	dst.Reserve(nodes, ids)
+	for _, p := range ps {
 		var bytes int64
 		for _, v := range m.Members(p) {
 			l := m.d.Neighbors(v)
