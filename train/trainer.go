@@ -112,7 +112,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 			return nil, err
 		}
 	}
-	fo := &featurecache.Options{Policy: o.FeatPolicy, Logger: o.Logger}
+	fo := &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth, Logger: o.Logger}
 	if o.Profile != nil && (o.FeatPolicy == featurecache.PolicyAuto || o.FeatPolicy == featurecache.PolicyProfiled) {
 		fo.Counts = o.Profile.Feat
 	}
@@ -812,6 +812,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		seen += tot
 		es.Batches++
 		task.Add(1)
+		o.Logger.Debug("batch done", "epoch", t.epoch, "batch", j.idx+1, "of", total,
+			"input_rows", len(j.hb.nodes), "epoch_s", time.Since(wall0).Seconds())
 		if lossN > 0 {
 			task.Describe(fmt.Sprintf("epoch %d loss %.4f", t.epoch, lossSum/float64(lossN)))
 		}

@@ -134,35 +134,83 @@ func (h *harness) configArgs(name string, ds *Dataset) (desc string, args []stri
 	planned := []string{"--feat-cache", size(p.Feature.BudgetBytes), "--neighbor-cache", size(p.Neighbor.BudgetBytes)}
 	hist := []string{"--hist-cache", size(p.History.BudgetBytes)}
 	part := []string{"--selection", "partition", "--partition", PartitionName}
+	// Feature misses: the baseline reads them as the page-cache peer does
+	// (buffered, a 4 KiB page per row, BaselineIODepth reads in flight);
+	// every other configuration with O_DIRECT (only the row's aligned
+	// blocks, no page cache) and the trainer's default I/O depth.
+	direct := []string{"--feat-read", "direct"}
+	planned = append(planned, direct...)
 	switch name {
 	case "mmap-baseline":
-		return "random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap)",
-			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0"}
+		return fmt.Sprintf("random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap), %d feature reads in flight", BaselineIODepth),
+			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth)}
 	case "dual-cache":
 		nb := int64(o.NeighborFrac * float64(o.CacheBudget))
-		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
-			[]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}
+		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), O_DIRECT feature reads, no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
+			append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...)
 	case "ssdgnn":
-		return "partition batches, planned caches (plan.json), history cache",
+		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads",
 			append(append(part, planned...), hist...)
 	case "ssdgnn-no-partition":
-		return "ablation: random batches, planned caches, history cache",
+		return "ablation: random batches, planned cache sizes, history cache, O_DIRECT feature reads",
 			append(append([]string{"--selection", "random"}, planned...), hist...)
 	case "ssdgnn-no-hist":
-		return "ablation: partition batches, planned caches, --no-hist",
+		return "ablation: partition batches, planned cache sizes, --no-hist, O_DIRECT feature reads",
 			append(append(part, planned...), "--no-hist")
 	}
 	return "", nil
 }
+
+// BaselineIODepth is mmap-baseline's --io-depth: the core count of the
+// development machine (2), the depth every configuration had before
+// --io-depth existed. PyG's x[idx] on a np.memmap faults pages in from one
+// thread, so this is, if anything, generous to the peer.
+const BaselineIODepth = 2
 
 func usesPlan(name string) bool { return strings.HasPrefix(name, "ssdgnn") }
 
 // trainArgs are the flags every configuration shares.
 func (h *harness) trainArgs(epochs int, metrics, ckpt string) []string {
 	o := &h.o
-	return []string{"train", o.Dir, "--model", "sage", "--layers", strconv.Itoa(o.Layers), "--hidden", strconv.Itoa(o.Hidden),
+	// -v: the trainer logs every finished batch at debug level, which
+	// says how far a child that timed out got (batchProgress).
+	args := []string{"train", o.Dir, "--model", "sage", "--layers", strconv.Itoa(o.Layers), "--hidden", strconv.Itoa(o.Hidden),
 		"--epochs", strconv.Itoa(epochs), "--eval-every", strconv.Itoa(epochs), "--batch-size", strconv.Itoa(o.BatchSize),
-		"--fanouts", o.Fanouts, "--seed", strconv.FormatInt(o.Seed, 10), "--json", "-q", "--metrics", metrics, "--checkpoint", ckpt}
+		"--fanouts", o.Fanouts, "--seed", strconv.FormatInt(o.Seed, 10), "--json", "-q", "-v", "--metrics", metrics, "--checkpoint", ckpt}
+	if o.InFlight > 0 {
+		args = append(args, "--in-flight", strconv.Itoa(o.InFlight))
+	}
+	return args
+}
+
+// batchProgress returns how far a training child got, from the last
+// "batch done" debug line in its stderr tail (for example "epoch 0,
+// batch 6 of 14 after 195 s"), or "" when there is none.
+func batchProgress(stderrTail string) string {
+	lines := strings.Split(stderrTail, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if !strings.Contains(l, `msg="batch done"`) {
+			continue
+		}
+		field := func(k string) string {
+			j := strings.Index(l, " "+k+"=")
+			if j < 0 {
+				return "?"
+			}
+			v := l[j+len(k)+2:]
+			if e := strings.IndexByte(v, ' '); e >= 0 {
+				v = v[:e]
+			}
+			return v
+		}
+		secs := field("epoch_s")
+		if f, err := strconv.ParseFloat(secs, 64); err == nil {
+			secs = strconv.FormatFloat(f, 'f', 0, 64)
+		}
+		return fmt.Sprintf("epoch %s, batch %s of %s after %s s", field("epoch"), field("batch"), field("of"), secs)
+	}
+	return ""
 }
 
 // capped runs one measured child in a fresh cgroup of limit bytes
@@ -236,7 +284,12 @@ func (h *harness) runConfig(ctx context.Context, name string, ds *Dataset) Confi
 		if res.OOMKilled() {
 			cr.Error += " (OOM-killed)"
 		}
-		if res.StderrTail != "" {
+		if res.KilledByUs {
+			cr.Error += fmt.Sprintf(" (timed out after %s)", h.o.ChildTimeout)
+		}
+		if p := batchProgress(res.StderrTail); p != "" {
+			cr.Error += "; last finished: " + p
+		} else if res.StderrTail != "" {
 			cr.Error += ": " + lastLine(res.StderrTail)
 		}
 	}

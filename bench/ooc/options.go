@@ -97,6 +97,11 @@ type Options struct {
 	ResumeEpochs int
 	// ChildTimeout bounds each child (0: none).
 	ChildTimeout time.Duration
+	// InFlight is every training child's --in-flight, the batches whose
+	// input features may be in memory at once (0: the trainer's default,
+	// 2). 1 halves the working set, leaving the page cache more of a
+	// tight limit, at the cost of gather/compute overlap.
+	InFlight int
 	// CgroupRoot is the cgroup filesystem mount (default /sys/fs/cgroup);
 	// ProcCgroup the file naming our cgroup (default /proc/self/cgroup).
 	CgroupRoot string
@@ -198,6 +203,8 @@ func (o *Options) Validate() error {
 		return bad("ResumeEpochs %d: the resume check needs at least 2", r.ResumeEpochs)
 	case r.ChildTimeout < 0:
 		return bad("negative ChildTimeout")
+	case r.InFlight < 0:
+		return bad("negative InFlight")
 	}
 	for _, c := range r.Configs {
 		if !knownConfig(c) {

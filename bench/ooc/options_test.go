@@ -23,6 +23,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"one config", func(o *Options) { o.Configs = []string{"ssdgnn"} }, true},
 		{"tiny data", func(o *Options) { o.DataSize = 1000 }, false},
 		{"resume needs 2 epochs", func(o *Options) { o.CheckResume = true; o.ResumeEpochs = 1 }, false},
+		{"in-flight 1", func(o *Options) { o.InFlight = 1 }, true},
+		{"negative in-flight", func(o *Options) { o.InFlight = -1 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok()

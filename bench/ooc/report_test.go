@@ -166,3 +166,21 @@ func TestCheckPlanFits(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchProgress(t *testing.T) {
+	for _, tc := range []struct{ name, tail, want string }{
+		{"none", "some error\n", ""},
+		{"empty", "", ""},
+		{"last of several", `time=2026-11-22T03:09:00.239Z level=DEBUG msg="batch done" epoch=0 batch=1 of=14 input_rows=657678 epoch_s=31.14
+time=2026-11-22T03:09:29.164Z level=DEBUG msg="batch done" epoch=0 batch=2 of=14 input_rows=667439 epoch_s=60.06
+time=2026-11-22T03:09:30.000Z level=DEBUG msg="something else" x=1
+`, "epoch 0, batch 2 of 14 after 60 s"},
+		{"cut field", `level=DEBUG msg="batch done" epoch=3 batch=7`, "epoch 3, batch 7 of ? after ? s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := batchProgress(tc.tail); got != tc.want {
+				t.Errorf("batchProgress = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
