@@ -378,6 +378,11 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 	b := &Batch{Epoch: epoch, Index: index, Macro: macro, Blocks: make([]Block, L)}
 	w.ids.reset()
 	w.lists = w.lists[:0]
+	// The lists alias the caches' arrays (a macro batch's DynamicCache,
+	// the global neighbour cache): zero them when done, or the scratch
+	// keeps every macro batch this worker sampled alive until it reuses
+	// the slots.
+	defer func() { clear(w.lists); w.lists = w.lists[:0] }()
 	w.arena = w.arena[:0]
 	nodes := make([]int64, 0, len(targets)*4)
 	for _, v := range targets {
