@@ -239,10 +239,7 @@ func TestTrainSpill(t *testing.T) {
 // backend's host gather and trains exactly like --zero-copy off; the JSON
 // report counts the rows and says why the path is off; a bad value fails.
 func TestTrainZeroCopy(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "g")
-	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "8", "--classes", "3", "--seed", "5"); err != nil {
-		t.Fatal(err)
-	}
+	dir := genSmall(t)
 	type report struct {
 		Epochs []struct {
 			Loss     float64 `json:"loss"`
@@ -290,10 +287,7 @@ func TestTrainZeroCopy(t *testing.T) {
 // TestTrainFeatRead: buffered and O_DIRECT feature reads at any I/O depth
 // train bit-identically (they only change how misses reach memory).
 func TestTrainFeatRead(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "g")
-	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "8", "--classes", "3", "--seed", "5"); err != nil {
-		t.Fatal(err)
-	}
+	dir := genSmall(t)
 	type report struct {
 		Epochs []struct {
 			Loss     float64 `json:"loss"`
@@ -326,4 +320,15 @@ func TestTrainFeatRead(t *testing.T) {
 			t.Errorf("%v: no error", bad)
 		}
 	}
+}
+
+// genSmall generates the 1000-node, 8-dim graph the train option tests
+// share and returns its directory.
+func genSmall(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "8", "--classes", "3", "--seed", "5"); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
