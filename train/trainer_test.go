@@ -18,6 +18,13 @@ func synthOpts() *Options {
 
 func run(t *testing.T, d *storage.Dataset, o *Options) *Report {
 	t.Helper()
+	return runThen(t, d, o, nil)
+}
+
+// runThen is run calling after (when set) on the trained Trainer before it
+// is closed.
+func runThen(t *testing.T, d *storage.Dataset, o *Options, after func(*Trainer)) *Report {
+	t.Helper()
 	tr, err := New(context.Background(), d, o)
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +33,9 @@ func run(t *testing.T, d *storage.Dataset, o *Options) *Report {
 	rep, err := tr.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if after != nil {
+		after(tr)
 	}
 	return rep
 }

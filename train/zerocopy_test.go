@@ -2,7 +2,6 @@ package train
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -24,23 +23,16 @@ const zcBudget = 4*3000 + 1000*64
 // final weights.
 func trainWeights(t *testing.T, d *storage.Dataset, o *Options) (*Report, [][]float32) {
 	t.Helper()
-	tr, err := New(context.Background(), d, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	rep, err := tr.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ws [][]float32
-	for _, p := range tr.Model().Params() {
-		w := make([]float32, p.Rows*p.Cols)
-		if err := tr.be.Download(w, p.W); err != nil {
-			t.Fatal(err)
+	rep := runThen(t, d, o, func(tr *Trainer) {
+		for _, p := range tr.Model().Params() {
+			w := make([]float32, p.Rows*p.Cols)
+			if err := tr.be.Download(w, p.W); err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, w)
 		}
-		ws = append(ws, w)
-	}
+	})
 	return rep, ws
 }
 
