@@ -94,12 +94,20 @@ type ArrayWriter struct {
 
 // CreateArray starts the array file name with dtype d and trailing
 // dimensions tail. Its leading dimension is the number of rows written.
+// FileFeatures gets a header of npy.AlignedHeaderSize bytes, so its rows
+// start on a 4096-byte boundary and an O_DIRECT read of a row whose size
+// divides 4096 takes only that row's blocks; every other array gets the
+// default npy.HeaderSize.
 func (b *Builder) CreateArray(name string, d npy.DType, tail []int64) (*ArrayWriter, error) {
 	af, err := atomicfile.Create(filepath.Join(b.dir, name))
 	if err != nil {
 		return nil, err
 	}
-	w, err := npy.NewWriter(af, d, tail)
+	hdr := npy.HeaderSize
+	if name == FileFeatures {
+		hdr = npy.AlignedHeaderSize
+	}
+	w, err := npy.NewWriterHeader(af, d, tail, hdr)
 	if err != nil {
 		af.Abort()
 		return nil, fmt.Errorf("storage: %s: %w", name, err)

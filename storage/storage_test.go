@@ -128,6 +128,18 @@ func TestRoundTrip(t *testing.T) {
 			if d.Labels()[3] != -1 {
 				t.Fatalf("labels %v", d.Labels())
 			}
+			// Feature rows start on a 4096-byte boundary (O_DIRECT reads
+			// take only a row's own blocks); the other arrays keep the
+			// default 128-byte header.
+			for _, f := range d.Manifest().Files {
+				want := int64(npy.HeaderSize)
+				if f.Name == storage.FileFeatures {
+					want = npy.AlignedHeaderSize
+				}
+				if f.DataOffset != want {
+					t.Errorf("%s: data offset %d, want %d", f.Name, f.DataOffset, want)
+				}
+			}
 		})
 	}
 }

@@ -16,12 +16,16 @@ import (
 // poke overwrites data bytes of file at data offset off.
 func poke(t *testing.T, dir, file string, off int64, b []byte) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, file), os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, file), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt(b, npy.HeaderSize+off); err != nil {
+	h, err := npy.ReadHeader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, h.DataOffset+off); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,10 +7,13 @@
 //   - Only little-endian and byte-sized dtypes are accepted; a big-endian
 //     descriptor ('>') is rejected with ErrUnsupported.
 //   - Only C (row-major) order is accepted; fortran_order True is rejected.
-//   - Writers reserve a fixed header of HeaderSize bytes so that a streaming
-//     writer can patch the final shape in place once the row count is known.
-//     The data section therefore always starts at a 64-byte aligned offset,
-//     which keeps mmapped views of int64 and float32 arrays aligned.
+//   - Writers reserve a fixed header of HeaderSize bytes (or a larger
+//     multiple of 64 chosen by the caller, see NewWriterHeader) so that a
+//     streaming writer can patch the final shape in place once the row
+//     count is known. The data section therefore always starts at a
+//     64-byte aligned offset, which keeps mmapped views of int64 and
+//     float32 arrays aligned; a header of AlignedHeaderSize bytes also
+//     aligns it to disk blocks and pages, for O_DIRECT row reads.
 //
 // The header dictionary is parsed by a small, strict parser of the Python
 // literal subset NumPy writes: a dict with the keys 'descr', 'fortran_order'
@@ -31,8 +34,18 @@ import (
 const Magic = "\x93NUMPY"
 
 // HeaderSize is the header length, including magic and length fields, that
-// writers in this package reserve. It is a multiple of 64.
+// writers in this package reserve by default. It is a multiple of 64.
 const HeaderSize = 128
+
+// AlignedHeaderSize is a header length that puts the data section on a
+// 4096-byte boundary: the page size and the largest logical block size
+// O_DIRECT asks for, so a row whose size divides 4096 never straddles a
+// block or a page.
+const AlignedHeaderSize = 4096
+
+// maxEncodedHeader is the largest header a version-1.0 file can carry: its
+// length field is a uint16 after the 10 bytes of magic, version and length.
+const maxEncodedHeader = 10 + 0xffff
 
 // maxHeaderLen bounds the header dictionary we are willing to parse.
 const maxHeaderLen = 1 << 20
@@ -442,6 +455,16 @@ func parseDict(b []byte, base int64) (Header, error) {
 // EncodeHeader returns a version-1.0 header of exactly HeaderSize bytes for
 // the given dtype and shape. It fails if the dictionary does not fit.
 func EncodeHeader(d DType, shape []int64) ([]byte, error) {
+	return EncodeHeaderSize(d, shape, HeaderSize)
+}
+
+// EncodeHeaderSize is EncodeHeader for a header of exactly size bytes: a
+// multiple of 64 from HeaderSize up to 65,536 (version 1.0's length field
+// is 16 bits). The dictionary is padded with spaces.
+func EncodeHeaderSize(d DType, shape []int64, size int) ([]byte, error) {
+	if size < HeaderSize || size%64 != 0 || size > maxEncodedHeader {
+		return nil, fmt.Errorf("npy: header size %d: want a multiple of 64 in [%d, %d]", size, HeaderSize, maxEncodedHeader)
+	}
 	if d == Invalid || d.Size() == 0 {
 		return nil, fmt.Errorf("npy: cannot encode dtype %v", d)
 	}
@@ -463,14 +486,14 @@ func EncodeHeader(d DType, shape []int64) ([]byte, error) {
 	}
 	sb.WriteString("), }")
 	dict := sb.String()
-	pad := HeaderSize - 10 - len(dict) - 1
+	pad := size - 10 - len(dict) - 1
 	if pad < 0 {
-		return nil, fmt.Errorf("npy: header for shape %v does not fit in %d bytes", shape, HeaderSize)
+		return nil, fmt.Errorf("npy: header for shape %v does not fit in %d bytes", shape, size)
 	}
-	out := make([]byte, 0, HeaderSize)
+	out := make([]byte, 0, size)
 	out = append(out, Magic...)
 	out = append(out, 1, 0)
-	out = binary.LittleEndian.AppendUint16(out, uint16(HeaderSize-10))
+	out = binary.LittleEndian.AppendUint16(out, uint16(size-10))
 	out = append(out, dict...)
 	for range pad {
 		out = append(out, ' ')

@@ -99,6 +99,36 @@ func TestWriterRoundTrip(t *testing.T) {
 	}
 }
 
+func TestWriterHeaderSize(t *testing.T) {
+	for _, size := range []int{HeaderSize, 192, AlignedHeaderSize, 10 + 0xffff - (10+0xffff)%64} {
+		var buf seekBuf
+		w, err := NewWriterHeader(&buf, Float32, []int64{2}, size)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		w.Write([]byte{0, 0, 128, 63, 0, 0, 0, 64})
+		h, err := w.Close()
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		got, err := ParseHeader(buf.Bytes())
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if h.DataOffset != int64(size) || got.DataOffset != int64(size) || buf.Len() != size+8 || got.Shape[0] != 1 || got.Shape[1] != 2 {
+			t.Fatalf("size %d: writer %+v parsed %+v, file %d bytes", size, h, got, buf.Len())
+		}
+		if buf.Bytes()[size-1] != '\n' {
+			t.Fatalf("size %d: header does not end in a newline", size)
+		}
+	}
+	for _, size := range []int{0, 64, 100, 4095, 10 + 0xffff + 64} {
+		if _, err := EncodeHeaderSize(Float32, []int64{1}, size); err == nil {
+			t.Errorf("size %d accepted", size)
+		}
+	}
+}
+
 func TestWriterPartialRow(t *testing.T) {
 	var buf seekBuf
 	w, _ := NewWriter(&buf, Float32, []int64{2})

@@ -14,15 +14,16 @@ type WriteAtWriter interface {
 }
 
 // Writer streams an array whose leading dimension is not known in advance.
-// It writes a placeholder header of HeaderSize bytes, then the data, and on
-// Close rewrites the header with the leading dimension derived from the
-// number of bytes written.
+// It writes a placeholder header of HeaderSize bytes (NewWriterHeader: a
+// chosen size), then the data, and on Close rewrites the header with the
+// leading dimension derived from the number of bytes written.
 type Writer struct {
 	f       WriteAtWriter
 	bw      *bufio.Writer
 	dtype   DType
 	tail    []int64
 	rowSize int64
+	hdrSize int
 	n       int64 // data bytes written
 	err     error
 	closed  bool
@@ -31,6 +32,12 @@ type Writer struct {
 // NewWriter starts an array of dtype with trailing dimensions tail (nil for
 // a 1-D array). The caller owns f and must not write to it directly.
 func NewWriter(f WriteAtWriter, d DType, tail []int64) (*Writer, error) {
+	return NewWriterHeader(f, d, tail, HeaderSize)
+}
+
+// NewWriterHeader is NewWriter with a header of hdrSize bytes (see
+// EncodeHeaderSize), so the data section starts at offset hdrSize.
+func NewWriterHeader(f WriteAtWriter, d DType, tail []int64, hdrSize int) (*Writer, error) {
 	row := int64(d.Size())
 	for _, t := range tail {
 		if t <= 0 {
@@ -43,11 +50,11 @@ func NewWriter(f WriteAtWriter, d DType, tail []int64) (*Writer, error) {
 	}
 	// Encode a header with a maximal leading dimension to check it fits.
 	shape := append([]int64{1 << 62}, tail...)
-	hdr, err := EncodeHeader(d, shape)
+	hdr, err := EncodeHeaderSize(d, shape, hdrSize)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 1<<20), dtype: d, tail: tail, rowSize: row}
+	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 1<<20), dtype: d, tail: tail, rowSize: row, hdrSize: hdrSize}
 	if _, err := w.bw.Write(hdr); err != nil {
 		return nil, err
 	}
@@ -90,12 +97,12 @@ func (w *Writer) Close() (Header, error) {
 		return Header{}, fmt.Errorf("npy: %d data bytes is not a whole number of %d-byte rows", w.n, w.rowSize)
 	}
 	shape := append([]int64{w.n / w.rowSize}, w.tail...)
-	hdr, err := EncodeHeader(w.dtype, shape)
+	hdr, err := EncodeHeaderSize(w.dtype, shape, w.hdrSize)
 	if err != nil {
 		return Header{}, err
 	}
 	if _, err := w.f.WriteAt(hdr, 0); err != nil {
 		return Header{}, err
 	}
-	return Header{DType: w.dtype, Shape: shape, DataOffset: HeaderSize, Version: 1}, nil
+	return Header{DType: w.dtype, Shape: shape, DataOffset: int64(w.hdrSize), Version: 1}, nil
 }
