@@ -357,6 +357,9 @@ func TestProfileDeterministicAndRoundTrip(t *testing.T) {
 			if mode == sample.ModePartition && m.Lookups.Dynamic.Hits == 0 {
 				t.Errorf("dynamic cache never hit: %+v", m.Lookups)
 			}
+			if (mode == sample.ModePartition) != (m.MaxDynamicBytes > 0) {
+				t.Errorf("%s: largest dynamic cache %d bytes", mode, m.MaxDynamicBytes)
+			}
 
 			dir := t.TempDir()
 			if err := p1.Save(dir); err != nil {

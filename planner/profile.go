@@ -183,6 +183,11 @@ type Meta struct {
 	// the trainer's per-batch working set is sized from it (0 in profiles
 	// written before it existed).
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
+	// MaxDynamicBytes is the largest macro batch's dynamic neighbour
+	// cache in epoch 0 (sample.Batch.DynamicBytes; 0 in random mode and
+	// in profiles written before it existed): the trainer reserves room
+	// for those alive at once beside the batches in flight.
+	MaxDynamicBytes int64 `json:"max_dynamic_bytes,omitempty"`
 	// Lookups are epoch 0's neighbour-list lookups per level.
 	Lookups sample.LookupStats `json:"lookups"`
 	// Timings of epoch 0 (the only fields that vary between runs with the
@@ -404,6 +409,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 				m.SampledNeighbors += tot.sampled
 				m.GatheredRows += tot.gathered
 				m.MaxBatchRows = max(m.MaxBatchRows, tot.gathered)
+				m.MaxDynamicBytes = max(m.MaxDynamicBytes, b.DynamicBytes)
 				m.Lookups.Add(b.Stats)
 				ids := b.Nodes()
 				need := int64(len(ids)) * rb

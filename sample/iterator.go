@@ -125,6 +125,7 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i in
 	if ms != nil {
 		if err == nil && ms.first == i {
 			b.Stats.LoadBytes = dyn.DataBytes()
+			b.DynamicBytes = dyn.MemBytes()
 		}
 		if ms.remaining.Add(-1) == 0 {
 			ms.cache = nil

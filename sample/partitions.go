@@ -96,6 +96,22 @@ func (c *DynamicCache) AllocatedBytes() int64 {
 	return int64(cap(c.ids32))*4 + int64(cap(c.ids64))*8 + int64(cap(c.offs))*8
 }
 
+// dynIndexEntryBytes bounds the index map's memory per cached node: Go
+// 1.24+ maps of int64 → int32 keep 16-byte slots and one control byte in
+// groups of 8, at most 7/8 full, in tables of a power-of-two number of
+// groups: about 39 bytes per entry at worst, plus the tables' headers,
+// hence the margin.
+const dynIndexEntryBytes = 48
+
+// MemBytes bounds the cache's memory: AllocatedBytes plus
+// dynIndexEntryBytes per cached node for the index map. A nil cache is 0.
+func (c *DynamicCache) MemBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.AllocatedBytes() + dynIndexEntryBytes*int64(c.Len())
+}
+
 // Lookup returns v's list, or false when v is not in the cache. A nil
 // cache is empty.
 func (c *DynamicCache) Lookup(v int64) (neighborcache.List, bool) {

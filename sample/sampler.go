@@ -48,6 +48,10 @@ type Batch struct {
 	Reused []int32
 	// Stats counts this batch's neighbour lookups.
 	Stats LookupStats
+	// DynamicBytes is the memory of the macro batch's dynamic cache
+	// (DynamicCache.MemBytes), set on the first batch of each macro batch
+	// in partition mode and 0 otherwise. Spill files do not carry it.
+	DynamicBytes int64
 }
 
 // Targets returns the training nodes of the batch.

@@ -332,7 +332,15 @@ func TestLookupAccounting(t *testing.T) {
 			defer s.Close()
 			bs, tot := collect(t, s, 0)
 			var sum sample.LookupStats
+			seenMacro := map[int]bool{}
 			for _, b := range bs {
+				// The first batch of each macro batch carries its dynamic
+				// cache's memory, which holds at least the lists loaded.
+				first := b.Macro >= 0 && !seenMacro[b.Macro]
+				seenMacro[b.Macro] = true
+				if first != (b.DynamicBytes > 0) || b.DynamicBytes < b.Stats.LoadBytes {
+					t.Fatalf("batch %d (macro %d, first %v): dynamic bytes %d, loaded %d", b.Index, b.Macro, first, b.DynamicBytes, b.Stats.LoadBytes)
+				}
 				check := func(st sample.LookupStats) {
 					if st.Global.Hits+st.Global.Misses != st.Lookups ||
 						st.Dynamic.Hits+st.Dynamic.Misses != st.Global.Misses ||

@@ -14,6 +14,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -139,7 +140,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if need := minTables(n, hist); mo.MemBytes < ws.Bytes+fs.Bytes+need {
 		return nil, workingSetError(ws, fs, mo.MemBytes, need)
 	}
-	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From)
+	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes)
 	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes)
 	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes - fs.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
 		Staleness: o.Staleness})
@@ -237,11 +238,13 @@ type MemoryUse struct {
 	FeatureBytes  int64 `json:"feature_bytes"`
 	HistoryBytes  int64 `json:"history_bytes"`
 	NeighborBytes int64 `json:"neighbor_bytes"`
-	// WorkingSetBytes is InFlight × BatchBytes (see WorkingSet).
+	// WorkingSetBytes is InFlight × BatchBytes plus the dynamic
+	// neighbour caches (see WorkingSet).
 	WorkingSetBytes int64 `json:"working_set_bytes"`
 	InFlight        int   `json:"in_flight"`
 	BatchBytes      int64 `json:"batch_bytes"`
 	BatchRows       int64 `json:"batch_rows"`
+	DynamicBytes    int64 `json:"dynamic_bytes,omitempty"`
 	// FixedBytes is the trainer's per-process state beside the caches
 	// and the working set (see FixedState).
 	FixedBytes int64 `json:"fixed_bytes"`
@@ -256,7 +259,7 @@ func (m *MemoryUse) sum() {
 }
 
 func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
-	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows
+	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows, m.DynamicBytes = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes
 }
 
 // WorkingSetEstimate is the memory the training pipeline itself needs,
@@ -282,7 +285,17 @@ type WorkingSetEstimate struct {
 	// input dropout mask that exist while upload assembles it.
 	BatchBytes int64 `json:"batch_bytes"`
 	InFlight   int   `json:"in_flight"`
-	// Bytes = InFlight × BatchBytes.
+	// DynamicBytes is the partition sampler's macro-batch dynamic
+	// neighbour caches alive at once: (sampling workers + 1) × the
+	// profile's MaxDynamicBytes. A macro batch's cache lives from the
+	// sampling of its first batch to that of its last, and batches are
+	// handed to the workers in order, so the caches alive are at most one
+	// per busy worker plus the one whose later batches are not yet
+	// started. 0 in random selection and without a matching profile. Like
+	// BatchRows it comes from the profiling epoch: another epoch's macro
+	// batches may be somewhat larger.
+	DynamicBytes int64 `json:"dynamic_bytes,omitempty"`
+	// Bytes = InFlight × BatchBytes + DynamicBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -302,6 +315,9 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	n := d.NumNodes()
 	var ws WorkingSetEstimate
 	if p != nil && p.Meta.BatchSize == o.BatchSize && slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.Batches > 0 {
+		if o.Selection == sample.ModePartition && p.Meta.MaxDynamicBytes > 0 {
+			ws.DynamicBytes = int64(fixedState(n, o.Workers, false).Workers+1) * p.Meta.MaxDynamicBytes
+		}
 		if p.Meta.MaxBatchRows > 0 {
 			ws.BatchRows, ws.From = p.Meta.MaxBatchRows, "profile"
 		} else {
@@ -329,7 +345,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	}
 	ws.BatchBytes = ws.BatchRows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + dst*(2*in+3*h)*4
 	ws.InFlight = o.InFlight
-	ws.Bytes = int64(ws.InFlight) * ws.BatchBytes
+	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes
 	return ws
 }
 
@@ -406,8 +422,8 @@ func keptProfile(p *planner.Profile) *planner.Profile {
 }
 
 func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches int64) error {
-	return fmt.Errorf("%w: --mem %d bytes cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) plus %d bytes of fixed state (%d sampling workers) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
-		ErrBudget, mem, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, fs.Bytes, fs.Workers, caches)
+	return fmt.Errorf("%w: --mem %d bytes cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) and %d bytes of macro-batch neighbour caches, plus %d bytes of fixed state (%d sampling workers) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
+		ErrBudget, mem, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, ws.DynamicBytes, fs.Bytes, fs.Workers, caches)
 }
 
 // estimateMemory is the memory the caches built from s will take at most.

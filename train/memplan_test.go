@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 )
 
 // TestHistSkipsSampling: with history on, reused nodes are not expanded by
@@ -66,7 +67,7 @@ func TestPlanMemory(t *testing.T) {
 	if rep.Memory.TotalBytes > mem || rep.Memory.TotalBytes == 0 || rep.Plan == nil || rep.PlanComparison == nil || rep.PlanComparison.Epochs != 2 {
 		t.Fatalf("memory %+v plan %v comparison %+v", rep.Memory, rep.Plan != nil, rep.PlanComparison)
 	}
-	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes ||
+	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes ||
 		m.BatchRows > ws.BatchRows || m.FixedBytes != FixedState(d, o, nil).Bytes || m.FixedBytes <= 0 ||
 		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes {
 		t.Errorf("working set in the report %+v (fanout bound %+v)", m, ws)
@@ -143,5 +144,30 @@ func TestKeptProfile(t *testing.T) {
 	}
 	if p.Nbr == nil {
 		t.Error("keptProfile changed its argument")
+	}
+}
+
+// TestWorkingSetDynamic: in partition selection the working set reserves
+// (workers + 1) × the profile's largest macro-batch neighbour cache beside
+// the batches in flight; random selection reserves none.
+func TestWorkingSetDynamic(t *testing.T) {
+	d := smallSynth(t)
+	const dyn = 12345
+	p := &planner.Profile{Meta: planner.Meta{BatchSize: 50, Fanouts: []int{5, 5}, Batches: 4, MaxBatchRows: 700, MaxDynamicBytes: dyn}}
+	for _, tc := range []struct {
+		sel     sample.Mode
+		workers int
+		want    int64
+	}{
+		{sample.ModeRandom, 2, 0},
+		{sample.ModePartition, 2, 3 * dyn},
+		{sample.ModePartition, 5, 6 * dyn},
+	} {
+		o := synthOpts()
+		o.Selection, o.Workers = tc.sel, tc.workers
+		ws := WorkingSet(d, o, p)
+		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want {
+			t.Errorf("%s, %d workers: %+v, want %d dynamic bytes", tc.sel, tc.workers, ws, tc.want)
+		}
 	}
 }

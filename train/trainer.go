@@ -126,7 +126,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	}
 	ws := t.mem
 	t.mem = MemoryUse{FeatureBytes: t.fc.Stats().MemoryBytes, NeighborBytes: t.nc.Bytes(), LimitBytes: o.MemBytes}
-	t.mem.WorkingSetBytes, t.mem.InFlight, t.mem.BatchBytes, t.mem.BatchRows = ws.WorkingSetBytes, ws.InFlight, ws.BatchBytes, ws.BatchRows
+	t.mem.WorkingSetBytes, t.mem.InFlight, t.mem.BatchBytes, t.mem.BatchRows, t.mem.DynamicBytes = ws.WorkingSetBytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes
 	t.mem.FixedBytes = ws.FixedBytes
 	if t.hc != nil {
 		t.mem.HistoryBytes = t.hc.Stats().MemBytes

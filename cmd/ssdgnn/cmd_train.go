@@ -223,8 +223,12 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 				fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
 					rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
 				m := rep.Memory
-				fmt.Fprintf(out, "caches: feature %s, history %s, neighbour %s; working set %s (%d in flight × %s, up to %d input rows); fixed state %s; total %s",
-					ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.BatchBytes), m.BatchRows, ibytes(m.FixedBytes), ibytes(m.TotalBytes))
+				dyn := ""
+				if m.DynamicBytes > 0 {
+					dyn = ", macro-batch neighbour caches " + ibytes(m.DynamicBytes)
+				}
+				fmt.Fprintf(out, "caches: feature %s, history %s, neighbour %s; working set %s (%d in flight × %s, up to %d input rows%s); fixed state %s; total %s",
+					ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.BatchBytes), m.BatchRows, dyn, ibytes(m.FixedBytes), ibytes(m.TotalBytes))
 				if m.LimitBytes > 0 {
 					fmt.Fprintf(out, " of --mem %s", ibytes(m.LimitBytes))
 				}

@@ -95,7 +95,7 @@ func TestTrainMem(t *testing.T) {
 	if _, _, err := run(t, "partition", dir, "--parts", "8"); err != nil {
 		t.Fatal(err)
 	}
-	const mem = 320 << 10
+	const mem = 640 << 10
 	common := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--workers", "2",
 		"--selection", "partition", "--parts-per-batch", "2", "--checkpoint", t.TempDir()}
 	type report struct {
@@ -121,7 +121,7 @@ func TestTrainMem(t *testing.T) {
 			} `json:"rows"`
 		} `json:"plan_comparison"`
 	}
-	out, stderr, err := run(t, append(common, "--mem", "320KiB", "--json")...)
+	out, stderr, err := run(t, append(common, "--mem", "640KiB", "--json")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +150,13 @@ func TestTrainMem(t *testing.T) {
 	if !strings.Contains(stderr, "(read)") {
 		t.Errorf("--plan did not read the plan: %q", stderr)
 	}
-	for _, k := range []string{"caches: feature", "of --mem 320 KiB", "predicted/epoch", "feature-cache hits"} {
+	for _, k := range []string{"caches: feature", "of --mem 640 KiB", "macro-batch neighbour caches", "predicted/epoch", "feature-cache hits"} {
 		if !strings.Contains(out, k) {
 			t.Errorf("table lacks %q:\n%s", k, out)
 		}
 	}
 	// An explicit cache size overrides the plan and must still fit.
-	if _, _, err := run(t, append(common, "--mem", "320KiB", "--plan", planPath, "--feat-cache", "1MiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
+	if _, _, err := run(t, append(common, "--mem", "640KiB", "--plan", planPath, "--feat-cache", "1MiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
 		t.Errorf("--feat-cache over --mem: %v", err)
 	}
 	// Too small: fails before the first epoch (no metrics line).
