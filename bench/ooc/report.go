@@ -232,8 +232,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if rc.Error != "" {
 			p("Check failed to run: %s\n", rc.Error)
 		} else {
-			p("Killed with %s after %d of %d epochs were reported; resumed from the last checkpoint. Final valid accuracy %s resumed vs %s uninterrupted (|diff| %.4f, tolerance %.4f): %s.\n",
-				rc.KilledSignal, rc.KilledAfterLines, rc.Epochs, pct(rc.ResumedValid), pct(rc.ReferenceValid), rc.AbsDiff, rc.Tolerance, map[bool]string{true: "PASS", false: "FAIL"}[rc.Pass])
+			p("Sent SIGKILL after %d of %d epochs were reported (the child ended: %s); resumed from the last checkpoint. Final valid accuracy %s resumed vs %s uninterrupted (|diff| %.4f, tolerance %.4f): %s.\n",
+				rc.KilledAfterLines, rc.Epochs, rc.KilledSignal, pct(rc.ResumedValid), pct(rc.ReferenceValid), rc.AbsDiff, rc.Tolerance, map[bool]string{true: "PASS", false: "FAIL"}[rc.Pass])
 		}
 	}
 	if sc := r.SmallLimit; sc != nil {
