@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // macroState is one macro batch's dynamic cache, loaded by the first
@@ -103,6 +104,8 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 
 // run samples batch i of plan, loading its macro batch's cache if needed.
 func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i int) (*Batch, error) {
+	t0 := time.Now()
+	w.reuseWait = 0
 	m := plan.Macro[i]
 	var dyn *DynamicCache
 	var ms *macroState
@@ -122,6 +125,9 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i in
 		dyn = ms.cache
 	}
 	b, err := w.sample(ctx, plan.Epoch, i, m, plan.Batches[i], dyn)
+	if err == nil {
+		b.SampleSeconds = max(time.Since(t0)-w.reuseWait, 0).Seconds()
+	}
 	if ms != nil {
 		if err == nil && ms.first == i {
 			b.Stats.LoadBytes = dyn.DataBytes()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -48,6 +49,12 @@ type Batch struct {
 	Reused []int32
 	// Stats counts this batch's neighbour lookups.
 	Stats LookupStats
+	// SampleSeconds is the worker's time building this batch: its lookups
+	// and draws, and loading its macro batch's dynamic cache when it is
+	// the first to need it, but not the time spent waiting in
+	// Options.ReuseFor (a wait on the consumer, not sampling work). The
+	// only field that differs between runs with the same seed.
+	SampleSeconds float64
 	// DynamicBytes is the memory of the macro batch's dynamic cache
 	// (DynamicCache.MemBytes), set on the first batch of each macro batch
 	// in partition mode and 0 otherwise. Spill files do not carry it.
@@ -288,6 +295,8 @@ type worker struct {
 	arena []byte
 	pos   []int
 	set   map[int]struct{}
+	// reuseWait is the time the current batch spent in ReuseFor.
+	reuseWait time.Duration
 }
 
 func (s *Sampler) newWorker() *worker {
@@ -444,7 +453,9 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 		if l == L-1 {
 			hop1End = len(nodes)
 			if s.o.ReuseFor != nil && L >= 2 {
+				t0 := time.Now()
 				set, err := s.o.ReuseFor(ctx, epoch, index, nodes[len(targets):hop1End:hop1End])
+				w.reuseWait += time.Since(t0)
 				if err != nil {
 					return nil, fmt.Errorf("sample: batch %d: reuse decision: %w", index, err)
 				}

@@ -32,8 +32,19 @@ func collect(t testing.TB, s *sample.Sampler, epoch int) ([]*sample.Batch, sampl
 		if err != nil {
 			t.Fatal(err)
 		}
+		untimed(t, b)
 		out = append(out, b)
 	}
+}
+
+// untimed checks that b records its sampling time and zeroes it, the one
+// field that differs between runs, so that batches compare equal.
+func untimed(t testing.TB, b *sample.Batch) {
+	t.Helper()
+	if !(b.SampleSeconds > 0) {
+		t.Fatalf("batch %d: sample seconds %v, want > 0", b.Index, b.SampleSeconds)
+	}
+	b.SampleSeconds = 0
 }
 
 // checkBatch verifies the block invariants of the package doc.

@@ -91,6 +91,7 @@ func TestSpillEpochMatchesMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			untimed(t, b)
 			got = append(got, b)
 		}
 		if _, err := os.Stat(si.Path()); err != nil {
@@ -171,6 +172,12 @@ func TestSpillCorruption(t *testing.T) {
 	got, err := decodeAll(data)
 	if err != nil || !reflect.DeepEqual(got, bs) {
 		t.Fatalf("round trip failed: %v", err)
+	}
+	// The sampling time travels with the batch.
+	timed := *bs[0]
+	timed.SampleSeconds = 0.125
+	if got, err := decodeAll(encode(t, []*sample.Batch{&timed})); err != nil || len(got) != 1 || got[0].SampleSeconds != 0.125 {
+		t.Fatalf("sample seconds not kept: %v %v", got, err)
 	}
 	// Offset of the second record: header + first record.
 	first := 16 + 16 + int64(len(encode(t, bs[:1]))-16-16-16)

@@ -14,7 +14,7 @@ import (
 // Spill file constants (docs/sample.md specifies the format).
 const (
 	SpillMagic   = "SSDGSPIL"
-	SpillVersion = 1
+	SpillVersion = 2
 	// spillEnd is the length value of the end marker.
 	spillEnd = math.MaxUint64
 	// maxSpillRecord bounds one record's payload (16 GiB).
@@ -84,6 +84,7 @@ func (sw *SpillWriter) Write(b *Batch) error {
 	for _, x := range statFields(&b.Stats) {
 		p = appendU64(p, uint64(*x))
 	}
+	p = appendU64(p, math.Float64bits(b.SampleSeconds))
 	sw.buf = p
 	var hdr [8]byte
 	binary.LittleEndian.PutUint64(hdr[:], uint64(len(p)))
@@ -360,8 +361,12 @@ func decodeBatch(p []byte) (*Batch, error) {
 	for _, f := range st {
 		*f = int64(d.u64("stats"))
 	}
+	b.SampleSeconds = math.Float64frombits(d.u64("sample seconds"))
 	if d.err != nil {
 		return nil, d.err
+	}
+	if !(b.SampleSeconds >= 0) || math.IsInf(b.SampleSeconds, 1) {
+		return nil, fmt.Errorf("sample seconds %v, want finite and >= 0", b.SampleSeconds)
 	}
 	for i, x := range b.Reused {
 		if x < 0 || uint64(x) >= nn {

@@ -20,6 +20,10 @@ func TestHistSkipsSampling(t *testing.T) {
 	d := smallSynth(t)
 	lookups := func(rep *Report) (n, storage, reused int64) {
 		for _, e := range rep.Epochs {
+			// The sampling workers' own time is recorded, history or not.
+			if !(e.Stages.Sample > 0) {
+				t.Errorf("epoch %d: sample stage %v s", e.Epoch, e.Stages.Sample)
+			}
 			n += e.Lookups.Lookups
 			storage += e.Lookups.Storage.Hits
 			reused += e.Reused

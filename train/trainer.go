@@ -225,6 +225,11 @@ func (t *Trainer) Close() error {
 }
 
 // StageTimes are the busy seconds of the pipeline stages in one epoch.
+// Sample is the sampling workers' time building the epoch's batches
+// (sample.Batch.SampleSeconds, summed over workers running in parallel,
+// and without their waits for the history reuse decision, which depend on
+// compute) plus the conversion of each batch for the backend; the other
+// stages are their goroutines' working time.
 type StageTimes struct {
 	Sample   float64 `json:"sample_s"`
 	Gather   float64 `json:"gather_s"`
@@ -558,6 +563,7 @@ type stageClock struct{ ns atomic.Int64 }
 
 func (c *stageClock) since(t0 time.Time) { c.ns.Add(int64(time.Since(t0))) }
 func (c *stageClock) sec() float64       { return float64(c.ns.Load()) / 1e9 }
+func (c *stageClock) add(sec float64)    { c.ns.Add(int64(sec * 1e9)) }
 
 // trainEpoch runs the four-stage pipeline over epoch t.epoch, skipping the
 // first t.batchDone batches.
@@ -635,18 +641,17 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		defer close(toGather)
 		defer it.Close()
 		for i, iter := 0, step0; ; i++ {
-			t0 := time.Now()
 			b, err := it.Next()
 			if errors.Is(err, io.EOF) {
-				sa.since(t0)
 				return
 			}
 			if err != nil {
 				fail(err)
 				return
 			}
+			t0 := time.Now()
+			sa.add(b.SampleSeconds)
 			if i < skip {
-				sa.since(t0)
 				continue
 			}
 			j := &job{idx: i, iter: iter}
