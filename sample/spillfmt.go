@@ -11,7 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Spill file constants (docs/sample.md specifies the format).
+// Spill file constants (docs/format.md specifies the format).
 const (
 	SpillMagic   = "SSDGSPIL"
 	SpillVersion = 2
