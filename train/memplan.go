@@ -316,7 +316,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	var ws WorkingSetEstimate
 	if p != nil && p.Meta.BatchSize == o.BatchSize && slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.Batches > 0 {
 		if o.Selection == sample.ModePartition && p.Meta.MaxDynamicBytes > 0 {
-			ws.DynamicBytes = int64(fixedState(n, o.Workers, false).Workers+1) * p.Meta.MaxDynamicBytes
+			ws.DynamicBytes = int64(samplingWorkers(o.Workers)+1) * p.Meta.MaxDynamicBytes
 		}
 		if p.Meta.MaxBatchRows > 0 {
 			ws.BatchRows, ws.From = p.Meta.MaxBatchRows, "profile"
@@ -396,10 +396,17 @@ func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStat
 	return fixedState(d.NumNodes(), o.Workers, p != nil)
 }
 
-func fixedState(n int64, workers int, profile bool) FixedStateEstimate {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+// samplingWorkers is the sampler's worker count for Options.Workers w
+// (sample's default, GOMAXPROCS, when w <= 0).
+func samplingWorkers(w int) int {
+	if w <= 0 {
+		return runtime.GOMAXPROCS(0)
 	}
+	return w
+}
+
+func fixedState(n int64, workers int, profile bool) FixedStateEstimate {
+	workers = samplingWorkers(workers)
 	fs := FixedStateEstimate{Workers: workers}
 	if n <= idMapDenseLimit {
 		fs.SamplerBytes = idMapNodeBytes * n * int64(workers)

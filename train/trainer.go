@@ -124,10 +124,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 			return nil, err
 		}
 	}
-	ws := t.mem
-	t.mem = MemoryUse{FeatureBytes: t.fc.Stats().MemoryBytes, NeighborBytes: t.nc.Bytes(), LimitBytes: o.MemBytes}
-	t.mem.WorkingSetBytes, t.mem.InFlight, t.mem.BatchBytes, t.mem.BatchRows, t.mem.DynamicBytes = ws.WorkingSetBytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes
-	t.mem.FixedBytes = ws.FixedBytes
+	// The estimate's working set and fixed state stand; the caches are
+	// replaced by what was built.
+	t.mem.FeatureBytes, t.mem.NeighborBytes, t.mem.HistoryBytes = t.fc.Stats().MemoryBytes, t.nc.Bytes(), 0
 	if t.hc != nil {
 		t.mem.HistoryBytes = t.hc.Stats().MemBytes
 	}
