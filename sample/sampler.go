@@ -57,7 +57,7 @@ type Batch struct {
 	SampleSeconds float64
 	// DynamicBytes is the memory of the macro batch's dynamic cache
 	// (DynamicCache.MemBytes), set on the first batch of each macro batch
-	// in partition mode and 0 otherwise. Spill files do not carry it.
+	// in partition mode and 0 otherwise.
 	DynamicBytes int64
 }
 

@@ -30,11 +30,6 @@ func spillFixture(t testing.TB, seed uint64) (*sample.Sampler, []*sample.Batch) 
 	}
 	t.Cleanup(func() { s.Close() })
 	bs, _ := collect(t, s, 0)
-	// Spill files do not carry DynamicBytes (only the profiler reads it,
-	// from the live sampler).
-	for _, b := range bs {
-		b.DynamicBytes = 0
-	}
 	return s, bs
 }
 
@@ -173,11 +168,11 @@ func TestSpillCorruption(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, bs) {
 		t.Fatalf("round trip failed: %v", err)
 	}
-	// The sampling time travels with the batch.
+	// The sampling time and the macro cache's memory travel with the batch.
 	timed := *bs[0]
-	timed.SampleSeconds = 0.125
-	if got, err := decodeAll(encode(t, []*sample.Batch{&timed})); err != nil || len(got) != 1 || got[0].SampleSeconds != 0.125 {
-		t.Fatalf("sample seconds not kept: %v %v", got, err)
+	timed.SampleSeconds, timed.DynamicBytes = 0.125, 4096
+	if got, err := decodeAll(encode(t, []*sample.Batch{&timed})); err != nil || len(got) != 1 || got[0].SampleSeconds != 0.125 || got[0].DynamicBytes != 4096 {
+		t.Fatalf("sample seconds or dynamic bytes not kept: %v %v", got, err)
 	}
 	// Offset of the second record: header + first record.
 	first := 16 + 16 + int64(len(encode(t, bs[:1]))-16-16-16)

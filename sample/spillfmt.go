@@ -85,6 +85,7 @@ func (sw *SpillWriter) Write(b *Batch) error {
 		p = appendU64(p, uint64(*x))
 	}
 	p = appendU64(p, math.Float64bits(b.SampleSeconds))
+	p = appendU64(p, uint64(b.DynamicBytes))
 	sw.buf = p
 	var hdr [8]byte
 	binary.LittleEndian.PutUint64(hdr[:], uint64(len(p)))
@@ -362,11 +363,15 @@ func decodeBatch(p []byte) (*Batch, error) {
 		*f = int64(d.u64("stats"))
 	}
 	b.SampleSeconds = math.Float64frombits(d.u64("sample seconds"))
+	b.DynamicBytes = int64(d.u64("dynamic bytes"))
 	if d.err != nil {
 		return nil, d.err
 	}
 	if !(b.SampleSeconds >= 0) || math.IsInf(b.SampleSeconds, 1) {
 		return nil, fmt.Errorf("sample seconds %v, want finite and >= 0", b.SampleSeconds)
+	}
+	if b.DynamicBytes < 0 {
+		return nil, fmt.Errorf("dynamic bytes %d, want >= 0", b.DynamicBytes)
 	}
 	for i, x := range b.Reused {
 		if x < 0 || uint64(x) >= nn {
