@@ -99,8 +99,8 @@ func (c *DynamicCache) AllocatedBytes() int64 {
 // dynIndexEntryBytes bounds the index map's memory per cached node: Go
 // 1.24+ maps of int64 → int32 keep 16-byte slots and one control byte in
 // groups of 8, at most 7/8 full, in tables of a power-of-two number of
-// groups: about 39 bytes per entry at worst, plus the tables' headers,
-// hence the margin.
+// groups. TestDynamicCacheMemBytes measured 23–39.5 bytes per entry
+// (heap after GC, arrays subtracted); 48 leaves a margin.
 const dynIndexEntryBytes = 48
 
 // MemBytes bounds the cache's memory: AllocatedBytes plus
