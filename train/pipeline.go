@@ -1,0 +1,590 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/iostat"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// job is one batch travelling through the pipeline.
+type job struct {
+	idx    int
+	iter   int64
+	hb     *hostBatch
+	hist   *hist
+	feats  []float32
+	labels []int32
+	// buf is feats' ring buffer, returned to ring when the batch's input
+	// no longer needs it (after upload, or when x is freed if x adopted it).
+	buf  []float32
+	ring *bufRing
+	// dropped: the input layer's dropout was applied to feats on the host,
+	// or, on the zero-copy path, by upload on the backend (with dropP and
+	// dropSeed, the mask hostDropout would draw).
+	dropped  bool
+	dropP    float32
+	dropSeed uint64
+	// zc splits the input rows on the zero-copy path (nil: every row is
+	// in feats); feats then holds only the misses.
+	zc *zcSplit
+	// on the backend
+	blocks []*devBlock
+	x      kernels.Tensor
+	lab    kernels.IntTensor
+}
+
+func (t *Trainer) freeJob(j *job) {
+	t.beMu.Lock()
+	defer t.beMu.Unlock()
+	for _, b := range j.blocks {
+		if b != nil {
+			t.be.FreeBlock(b.blk)
+			t.be.FreeInts(b.iota)
+		}
+	}
+	t.be.Free(j.x)
+	t.be.FreeInts(j.lab)
+	j.blocks, j.x, j.lab = nil, nil, nil
+	if j.ring != nil {
+		j.ring.put(j.buf)
+	}
+	j.buf, j.feats = nil, nil
+}
+
+// batchSource is the sample stage's input: a *sample.Iterator, or a
+// *sample.SpillIterator with Options.Spill.
+type batchSource interface {
+	Next() (*sample.Batch, error)
+	Stats() sample.LookupStats
+	Close() error
+}
+
+// epochBatches starts sampling epoch t.epoch and returns the batches'
+// source and count. The caller must Close the source (a spill source
+// deletes its file then).
+func (t *Trainer) epochBatches(ctx context.Context) (batchSource, int64, error) {
+	if !t.o.Spill {
+		it := t.sampler.Epoch(ctx, t.epoch)
+		if it.Plan() == nil {
+			// The plan failed: Next reports why.
+			_, err := it.Next()
+			it.Close()
+			return nil, 0, err
+		}
+		return it, int64(len(it.Plan().Batches)), nil
+	}
+	pl, err := t.sampler.Plan(t.epoch)
+	if err != nil {
+		return nil, 0, err
+	}
+	si, err := t.sampler.SpillEpoch(ctx, t.epoch, &sample.SpillOptions{Dir: t.o.SpillDir,
+		ChunkBatches: t.o.SpillChunk, AheadChunks: t.o.SpillAhead, Logger: t.o.Logger})
+	if err != nil {
+		return nil, 0, err
+	}
+	return si, int64(len(pl.Batches)), nil
+}
+
+// stageClock accumulates busy nanoseconds.
+type stageClock struct{ ns atomic.Int64 }
+
+func (c *stageClock) since(t0 time.Time) { c.ns.Add(int64(time.Since(t0))) }
+func (c *stageClock) sec() float64       { return float64(c.ns.Load()) / 1e9 }
+func (c *stageClock) add(sec float64)    { c.ns.Add(int64(sec * 1e9)) }
+
+// trainEpoch runs the four-stage pipeline over epoch t.epoch, skipping the
+// first t.batchDone batches.
+func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
+	o := &t.o
+	es := EpochStats{Epoch: t.epoch}
+	acc0 := t.d.Accounting().Snapshot()
+	io0, ioErr := iostat.Self()
+	fc0 := t.featStats()
+	var histEdges int64  // hop-2 neighbours not drawn below reused nodes
+	var histReused int64 // hop-1 nodes whose embedding was reused
+	var hc0 histcache.Stats
+	if t.hc != nil {
+		hc0 = t.hc.Stats()
+	}
+	wall0 := time.Now()
+
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var (
+		errMu    sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+		cancel()
+	}
+	var sa, ga, tr, co stageClock
+	skip, step0 := t.batchDone, t.step
+	var er *epochReuse
+	if t.hc != nil {
+		pl, err := t.sampler.Plan(t.epoch)
+		if err != nil {
+			return es, err
+		}
+		er = &epochReuse{epoch: t.epoch, skip: skip, step0: step0, slots: make([]chan histReq, len(pl.Batches)), resp: map[int]histResp{}}
+		for i := range er.slots {
+			er.slots[i] = make(chan histReq, 1)
+		}
+		t.reuseMu.Lock()
+		t.reuse = er
+		t.reuseMu.Unlock()
+		defer func() {
+			t.reuseMu.Lock()
+			t.reuse = nil
+			t.reuseMu.Unlock()
+		}()
+	}
+	it, total, err := t.epochBatches(ctx)
+	if err != nil {
+		return es, err
+	}
+	task := o.Progress.Start(fmt.Sprintf("epoch %d", t.epoch), total, progress.Items)
+	task.Add(int64(t.batchDone))
+	defer task.Done()
+
+	epoch := t.epoch
+	ring := newBufRing(o.InFlight)
+	defer func() { t.lastRing = ring.stats() }()
+	toGather := make(chan *job, 1)
+	toTransfer := make(chan *job, 1)
+	toCompute := make(chan *job, 1)
+	gat := o.Model == ModelGAT
+	L := o.Layers
+	var wg sync.WaitGroup
+	wg.Add(3)
+	// Sample: deliver sampled batches (the sampler has applied the reuse
+	// decision: reused nodes were not expanded) and convert them.
+	go func() {
+		defer wg.Done()
+		defer close(toGather)
+		defer it.Close()
+		for i, iter := 0, step0; ; i++ {
+			b, err := it.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			t0 := time.Now()
+			sa.add(b.SampleSeconds)
+			if i < skip {
+				continue
+			}
+			j := &job{idx: i, iter: iter}
+			iter++
+			if er != nil {
+				top := &b.Blocks[L-1]
+				resp, ok := er.take(i)
+				if !ok {
+					fail(fmt.Errorf("train: internal error: batch %d sampled without a reuse decision", i))
+					return
+				}
+				reused := make([]int32, len(resp.reused))
+				for k, p := range resp.reused {
+					reused[k] = p + int32(top.NumDst)
+				}
+				if !slices.Equal(reused, b.Reused) {
+					fail(fmt.Errorf("train: internal error: batch %d: sampler reused %v, decided %v", i, b.Reused, reused))
+					return
+				}
+				histReused += int64(len(reused))
+				k2 := o.Fanouts[L-2]
+				for _, r := range reused {
+					deg := t.d.Degree(top.Src[r])
+					if k2 >= 0 {
+						deg = min(deg, int64(k2))
+					}
+					histEdges += deg
+				}
+				hs := &hist{reused: reused, pulled: resp.pulled, wantEmb: true, wantGrad: o.HistPolicy == histcache.PolicyGrad}
+				r := 0
+				for k := 0; k < len(top.Src); k++ {
+					if r < len(reused) && int(reused[r]) == k {
+						r++
+						continue
+					}
+					hs.computed = append(hs.computed, int32(k))
+				}
+				j.hist = hs
+			}
+			j.hb = convert(b, nil, gat)
+			sa.since(t0)
+			select {
+			case toGather <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	// Gather: feature rows and labels into host buffers.
+	go func() {
+		defer wg.Done()
+		defer close(toTransfer)
+		for j := range toGather {
+			t0 := time.Now()
+			n := t.split(j)
+			ga.since(t0)
+			// Waiting for a free buffer is back-pressure from compute,
+			// not gather work: it is not timed.
+			buf, err := ring.get(ctx, n*t.d.FeatDim())
+			if err != nil {
+				return
+			}
+			t0 = time.Now()
+			j.feats, j.buf, j.ring = buf, buf, ring
+			if err := t.gather(j); err != nil {
+				ring.put(buf)
+				fail(err)
+				return
+			}
+			if drop := float32(o.Dropout); drop > 0 {
+				seed := mixSeed(t.batchSeed(epoch, j.idx), 0)
+				if j.zc == nil {
+					hostDropout(j.feats, drop, seed)
+				} else {
+					// Hits never reach the host: upload drops on the
+					// backend once the input is assembled.
+					j.dropP, j.dropSeed = drop, seed
+				}
+				j.dropped = true
+			}
+			ga.since(t0)
+			select {
+			case toTransfer <- j:
+			case <-ctx.Done():
+				ring.put(buf)
+				return
+			}
+		}
+	}()
+	// Transfer: upload to the backend.
+	go func() {
+		defer wg.Done()
+		defer close(toCompute)
+		for j := range toTransfer {
+			t0 := time.Now()
+			err := t.upload(j)
+			tr.since(t0)
+			if err != nil {
+				t.freeJob(j)
+				fail(err)
+				return
+			}
+			select {
+			case toCompute <- j:
+			case <-ctx.Done():
+				t.freeJob(j)
+				return
+			}
+		}
+	}()
+
+	// Compute runs here and answers batch i's reuse request right after
+	// computing batch i−D.
+	D := t.depth
+	serve := func(i int) {
+		if er == nil || i >= len(er.slots) {
+			return
+		}
+		var r histReq
+		select {
+		case r = <-er.slots[i]:
+		case <-ctx.Done():
+			return
+		}
+		t0 := time.Now()
+		r.reply <- t.histLookup(r)
+		co.since(t0)
+	}
+	for k := range D {
+		serve(skip + k)
+	}
+	var lossSum float64
+	var lossN, correct, seen int
+	for j := range toCompute {
+		if ctx.Err() != nil {
+			t.freeJob(j)
+			continue
+		}
+		t0 := time.Now()
+		loss, n, c, tot, err := t.computeBatch(j)
+		es.InputNodes += int64(len(j.hb.nodes))
+		if j.zc != nil {
+			es.InputRowsZeroCopy += int64(len(j.zc.hitPos))
+			es.InputRowsUploaded += int64(len(j.zc.missPos))
+		} else {
+			es.InputRowsUploaded += int64(len(j.hb.nodes))
+		}
+		t.freeJob(j)
+		if err == nil && j.hist != nil {
+			err = t.histPush(j)
+			es.Reused += int64(len(j.hist.reused))
+		}
+		co.since(t0)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		t.step++
+		t.batchDone = j.idx + 1
+		lossSum += float64(loss) * float64(n)
+		lossN += n
+		correct += c
+		seen += tot
+		es.Batches++
+		task.Add(1)
+		o.Logger.Debug("batch done", "epoch", t.epoch, "batch", j.idx+1, "of", total,
+			"input_rows", len(j.hb.nodes), "epoch_s", time.Since(wall0).Seconds())
+		if lossN > 0 {
+			task.Describe(fmt.Sprintf("epoch %d loss %.4f", t.epoch, lossSum/float64(lossN)))
+		}
+		serve(j.idx + D)
+	}
+	// Drain a pending request so the sampler goroutine can finish.
+	cancel()
+	wg.Wait()
+	for _, ch := range []chan *job{toGather, toTransfer, toCompute} {
+		for j := range ch {
+			t.freeJob(j)
+		}
+	}
+	if firstErr == nil && parent.Err() != nil {
+		firstErr = parent.Err()
+	}
+	if firstErr != nil {
+		return es, firstErr
+	}
+	es.WallSec = time.Since(wall0).Seconds()
+	es.Stages = StageTimes{Sample: sa.sec(), Gather: ga.sec(), Transfer: tr.sec(), Compute: co.sec()}
+	if es.WallSec > 0 {
+		es.Overlap = es.Stages.Sum() / es.WallSec
+	}
+	if lossN > 0 {
+		es.Loss = lossSum / float64(lossN)
+	}
+	es.TrainAcc = ratio(int64(correct), int64(seen))
+	es.Storage = subStages(t.d.Accounting().Snapshot(), acc0)
+	es.IOReadBytes = -1
+	if io1, err := iostat.Self(); err == nil && ioErr == nil {
+		es.IOReadBytes = io1.Sub(io0).ReadBytes
+	}
+	ls := it.Stats()
+	es.Lookups = ls
+	es.NeighborHit = ratio(ls.Global.Hits, ls.Lookups)
+	es.DynamicHit = ratio(ls.Dynamic.Hits, ls.Dynamic.Hits+ls.Dynamic.Misses)
+	fc1 := t.featStats()
+	es.FeatureHit = ratio(fc1.Hits-fc0.Hits, fc1.Requests-fc0.Requests)
+	idBytes := int64(4)
+	if t.d.Indices32() == nil {
+		idBytes = 8
+	}
+	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges), HistReusedNodes: float64(histReused),
+		FeatureBytesSaved:  float64((fc1.BytesRequested-fc1.BytesMissed)-(fc0.BytesRequested-fc0.BytesMissed)) + float64(histEdges*t.d.FeatRowBytes()),
+		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
+	if t.hc != nil {
+		hc1 := t.hc.Stats()
+		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)
+	}
+	return es, nil
+}
+
+func ratio(a, b int64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func subStages(now, before []storage.StageStats) []storage.StageStats {
+	prev := map[string]storage.StageStats{}
+	for _, s := range before {
+		prev[s.Stage] = s
+	}
+	var out []storage.StageStats
+	for _, s := range now {
+		p := prev[s.Stage]
+		d := storage.StageStats{Stage: s.Stage, Rows: s.Rows - p.Rows, BytesRequested: s.BytesRequested - p.BytesRequested,
+			BytesRead: s.BytesRead - p.BytesRead, ReadCalls: s.ReadCalls - p.ReadCalls}
+		if d.Rows != 0 || d.BytesRequested != 0 || d.BytesRead != 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// upload copies a job's blocks, features and labels to the backend.
+func (t *Trainer) upload(j *job) error {
+	t.beMu.Lock()
+	defer t.beMu.Unlock()
+	be := t.be
+	j.blocks = make([]*devBlock, len(j.hb.blocks))
+	for l, kb := range j.hb.blocks {
+		db, err := be.UploadBlock(kb)
+		if err != nil {
+			return err
+		}
+		j.blocks[l] = &devBlock{blk: db}
+	}
+	rows, dim := len(j.hb.nodes), t.d.FeatDim()
+	if j.zc != nil {
+		x, err := t.uploadZeroCopy(j)
+		if err != nil {
+			return err
+		}
+		j.x = x
+		if j.ring != nil {
+			j.ring.put(j.buf)
+		}
+		j.buf = nil
+	} else if ad, ok := be.(adopter); ok && j.buf != nil {
+		// The tensor takes the ring buffer over; freeJob returns it.
+		x, err := ad.Adopt(rows, dim, j.feats)
+		if err != nil {
+			return err
+		}
+		j.x = x
+	} else {
+		x, err := be.Alloc(rows, dim)
+		if err != nil {
+			return err
+		}
+		j.x = x
+		be.Upload(x, j.feats)
+		if j.ring != nil {
+			j.ring.put(j.buf)
+		}
+		j.buf = nil
+	}
+	lab, err := be.AllocInts(len(j.labels))
+	if err != nil {
+		return err
+	}
+	j.lab = lab
+	be.UploadInts(lab, j.labels)
+	// Identity indices of every block, allocated here so compute's tape
+	// does not own them.
+	for _, b := range j.blocks {
+		n := b.blk.NumDst()
+		idx, err := be.AllocInts(n)
+		if err != nil {
+			return err
+		}
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(i)
+		}
+		be.UploadInts(idx, v)
+		b.iota = idx
+	}
+	j.feats = nil
+	return be.Err()
+}
+
+// batchSeed is the dropout seed of batch idx of epoch; layer l's mask is
+// drawn with mixSeed(batchSeed, l).
+func (t *Trainer) batchSeed(epoch, idx int) uint64 {
+	return mixSeed(mixSeed(t.o.Seed, uint64(epoch)+0x100), uint64(idx))
+}
+
+// computeBatch runs forward, backward and the Adam step of one batch.
+func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err error) {
+	t.beMu.Lock()
+	defer t.beMu.Unlock()
+	tp := &tape{be: t.be}
+	defer tp.free()
+	p := &pass{train: true, inputDropped: j.dropped, seed: t.batchSeed(t.epoch, j.idx), blocks: j.blocks, x: j.x, hist: j.hist}
+	err = tp.run(func() {
+		logits := t.model.forward(tp, p)
+		dl := tp.alloc(logits.Rows(), logits.Cols())
+		var e error
+		loss, n, e = t.be.CrossEntropy(dl, logits, j.lab)
+		if e != nil {
+			panic(tapeError{e})
+		}
+		correct, total, e = t.be.Accuracy(logits, j.lab)
+		if e != nil {
+			panic(tapeError{e})
+		}
+		t.model.backward(tp, p, dl)
+		t.model.step(int(t.step)+1, t.adam())
+	})
+	return loss, n, correct, total, err
+}
+
+func (t *Trainer) adam() kernels.AdamConfig {
+	c := kernels.DefaultAdam()
+	c.LR, c.WeightDecay = float32(t.o.LR), float32(t.o.WeightDecay)
+	return c
+}
+
+// gather is the gather stage shared by training and inference: it fills
+// j.feats (already sized by split) with the feature rows of j's input
+// nodes, normalised, and j.labels with its targets' labels. On the
+// zero-copy path feats receives only the misses; the hits are counted
+// here (the gather stage's accounting and featStats) and left to upload.
+func (t *Trainer) gather(j *job) error {
+	ids := j.hb.nodes
+	if j.zc != nil {
+		ids = j.zc.missIDs
+		if h := int64(len(j.zc.hitPos)); h > 0 {
+			t.zc.stage.Request(h, h*t.zc.rowBytes)
+			t.zc.hits.Add(h)
+		}
+	}
+	if err := t.fc.GatherF32(ids, j.feats); err != nil {
+		return err
+	}
+	t.normalize(j.feats)
+	labels := t.d.Labels()
+	j.labels = make([]int32, j.hb.targets)
+	for k, v := range j.hb.nodes[:j.hb.targets] {
+		j.labels[k] = labels[v]
+	}
+	return nil
+}
+
+// normalize scales every feature row to unit L1 norm when
+// Options.NormalizeFeatures is set (rows of zeros stay zero).
+func (t *Trainer) normalize(f []float32) {
+	if !t.o.NormalizeFeatures {
+		return
+	}
+	dim := t.d.FeatDim()
+	for r := 0; r+dim <= len(f); r += dim {
+		var s float64
+		for _, x := range f[r : r+dim] {
+			s += math.Abs(float64(x))
+		}
+		if s > 0 {
+			inv := float32(1 / s)
+			for i := r; i < r+dim; i++ {
+				f[i] *= inv
+			}
+		}
+	}
+}
