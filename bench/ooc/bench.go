@@ -11,13 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 )
 
 // harness is one Run.
 type harness struct {
 	o   Options
 	log *slog.Logger
-	loc *Location // nil: uncapped
+	loc *cgroup.Location // nil: uncapped
 	// capNote says why runs are uncapped (empty when capped).
 	capNote string
 	logDir  string
@@ -87,19 +89,19 @@ func (h *harness) setupCgroups() {
 		h.capNote = "uncapped: --uncapped was given"
 		return
 	}
-	loc, err := Locate(h.o.CgroupRoot, h.o.ProcCgroup)
+	loc, err := cgroup.Locate(h.o.CgroupRoot, h.o.ProcCgroup)
 	if err == nil && os.Geteuid() != 0 {
 		err = fmt.Errorf("%w: not root", ErrNoCgroup)
 	}
 	if err == nil {
-		if removed, cerr := CleanStale(loc); cerr != nil {
+		if removed, cerr := cgroup.CleanStale(loc); cerr != nil {
 			h.log.Warn("stale cgroups", "err", cerr)
 		} else if len(removed) > 0 {
 			h.log.Info("removed stale cgroups", "dirs", removed)
 		}
 		// Probe: make and remove one, so a refusal shows up now.
-		var cg *Cgroup
-		if cg, err = CreateCgroup(loc, "probe", h.o.MemLimit); err == nil {
+		var cg *cgroup.Cgroup
+		if cg, err = cgroup.Create(loc, "probe", h.o.MemLimit); err == nil {
 			err = cg.Remove()
 		}
 	}
@@ -219,14 +221,14 @@ func (h *harness) capped(ctx context.Context, name string, argv []string, limit 
 	drop = "dropped"
 	if h.o.NoDropCaches {
 		drop = "not dropped: --no-drop-caches"
-	} else if derr := DropPageCache(); derr != nil {
+	} else if derr := cgroup.DropPageCache(); derr != nil {
 		drop = "not dropped: " + derr.Error()
 	}
 	h.seq++
 	base := filepath.Join(h.logDir, fmt.Sprintf("%02d-%s", h.seq, name))
 	spec := childSpec{name: name, argv: argv, stdout: base + ".stdout", stderr: base + ".stderr", watch: watch, timeout: h.o.ChildTimeout}
 	if h.loc != nil {
-		cg, cerr := CreateCgroup(*h.loc, fmt.Sprintf("%d-%s", h.seq, name), limit)
+		cg, cerr := cgroup.Create(*h.loc, fmt.Sprintf("%d-%s", h.seq, name), limit)
 		if cerr != nil {
 			return nil, drop, cerr
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"go.uber.org/goleak"
 )
 
@@ -51,7 +52,7 @@ func TestEndToEnd(t *testing.T) {
 		NoDropCaches: true,
 		Logger:       slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
-	_, cgErr := Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+	_, cgErr := cgroup.Locate("/sys/fs/cgroup", "/proc/self/cgroup")
 	canCap := cgErr == nil && os.Geteuid() == 0
 	if !canCap {
 		t.Logf("no cgroup (%v, euid %d): running uncapped", cgErr, os.Geteuid())
@@ -103,10 +104,10 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("uncapped run not marked in report.md")
 	}
 	if canCap {
-		loc, _ := Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+		loc, _ := cgroup.Locate("/sys/fs/cgroup", "/proc/self/cgroup")
 		ents, _ := os.ReadDir(loc.Dir)
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), cgroupPrefix) {
+			if strings.HasPrefix(e.Name(), cgroup.Prefix) {
 				t.Errorf("cgroup %s left behind", e.Name())
 			}
 		}

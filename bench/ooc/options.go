@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 )
 
 // Sentinel errors. Every error the package returns for these conditions
@@ -14,7 +16,7 @@ var (
 	ErrOptions = errors.New("ooc: invalid options")
 	// ErrNoCgroup: no writable memory cgroup controller (not root, no
 	// controller mounted, or a v2 hierarchy that cannot delegate memory).
-	ErrNoCgroup = errors.New("ooc: no usable memory cgroup")
+	ErrNoCgroup = cgroup.ErrNoCgroup
 	// ErrChild: a child ssdgnn process failed.
 	ErrChild = errors.New("ooc: child process failed")
 	// ErrPlanTooBig: the plan's cache tables do not fit under the memory

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -45,7 +47,7 @@ func cannedReport(t *testing.T) *Report {
 		c := ConfigResult{Name: name, Description: "desc of " + name, Capped: true, CacheDrop: "dropped",
 			Epochs: append([]Epoch(nil), src.Epochs...), FinalValid: src.FinalValid, FinalTest: src.FinalTest,
 			Child: &ChildResult{ExitCode: 0, WallSec: 70, ReadBytes: 7 << 30, InblockBytes: 7 << 30, MaxRSSBytes: 900 << 20,
-				Cgroup: &CgroupStats{PeakBytes: 2<<30 - 4096, LimitHits: 1234, OOMKills: 0}}}
+				Cgroup: &cgroup.Stats{PeakBytes: 2<<30 - 4096, LimitHits: 1234, OOMKills: 0}}}
 		for j := range c.Epochs {
 			c.Epochs[j].WallSec *= scale[name]
 			c.Epochs[j].IOReadBytes = int64(float64(c.Epochs[j].IOReadBytes) * scale[name])
@@ -54,7 +56,7 @@ func cannedReport(t *testing.T) *Report {
 		r.Configs = append(r.Configs, c)
 	}
 	// one failure, to show how it reads
-	r.Configs[4].Child = &ChildResult{ExitCode: -1, Signal: "killed", Cgroup: &CgroupStats{PeakBytes: 2 << 30, LimitHits: 99, OOMKills: 1}}
+	r.Configs[4].Child = &ChildResult{ExitCode: -1, Signal: "killed", Cgroup: &cgroup.Stats{PeakBytes: 2 << 30, LimitHits: 99, OOMKills: 1}}
 	r.Configs[4].Error = "exit -1 killed (OOM-killed)"
 	r.Resume = &ResumeCheck{Epochs: 3, KilledAfterLines: 1, KilledSignal: "killed", ResumedOK: true, ResumedValid: 0.561, ReferenceValid: 0.560, AbsDiff: 0.001, Tolerance: 0.01, Pass: true}
 	r.SmallLimit = &SmallLimitCheck{Limit: 45_000_000, HarnessRefused: true, HarnessMessage: "ooc: plan does not fit", PlanExit: 1, PlanMessage: "ssdgnn: planner: budget too small", Pass: true}

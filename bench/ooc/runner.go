@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
 )
 
@@ -25,9 +26,9 @@ const joinScript = `echo $$ > "$0" && exec "$@"`
 // childSpec is one child process.
 type childSpec struct {
 	name   string
-	argv   []string // argv[0] is the program
-	cgroup *Cgroup  // nil: uncapped
-	stdout string   // file paths for the child's output
+	argv   []string       // argv[0] is the program
+	cgroup *cgroup.Cgroup // nil: uncapped
+	stdout string         // file paths for the child's output
 	stderr string
 	// watch, when set, is polled every pollEvery while the child runs;
 	// returning true sends SIGKILL.
@@ -49,12 +50,12 @@ type ChildResult struct {
 	// faults and readahead included. -1 when unavailable.
 	ReadBytes int64 `json:"read_bytes"`
 	// InblockBytes is the rusage block-input count × 512, a cross-check.
-	InblockBytes int64        `json:"inblock_bytes"`
-	MaxRSSBytes  int64        `json:"max_rss_bytes"`
-	Cgroup       *CgroupStats `json:"cgroup,omitempty"`
-	Stdout       string       `json:"stdout_file"`
-	Stderr       string       `json:"stderr_file"`
-	StderrTail   string       `json:"stderr_tail,omitempty"`
+	InblockBytes int64         `json:"inblock_bytes"`
+	MaxRSSBytes  int64         `json:"max_rss_bytes"`
+	Cgroup       *cgroup.Stats `json:"cgroup,omitempty"`
+	Stdout       string        `json:"stdout_file"`
+	Stderr       string        `json:"stderr_file"`
+	StderrTail   string        `json:"stderr_tail,omitempty"`
 }
 
 // OOMKilled reports whether the kernel's OOM killer ended the child: the

@@ -12,9 +12,9 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/ssdgnn/ssdgnn/bench/ooc"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -334,21 +334,11 @@ func goMemoryLimit(memLimit, mem int64) (int64, string) {
 	if memLimit > 0 {
 		return memLimit / goMemDen * goMemNum, "--mem-limit"
 	}
-	if l, ok := cgroupMemoryLimit(); ok {
+	if l, ok := cgroup.SelfMemoryLimit(); ok {
 		return l / goMemDen * goMemNum, "cgroup"
 	}
 	if mem > 0 {
 		return mem + mem/4, "--mem"
 	}
 	return 0, ""
-}
-
-// cgroupMemoryLimit is the memory limit of the cgroup this process is in;
-// ok is false when there is none or it is unlimited.
-func cgroupMemoryLimit() (int64, bool) {
-	loc, err := ooc.Locate("/sys/fs/cgroup", "/proc/self/cgroup")
-	if err != nil {
-		return 0, false
-	}
-	return loc.MemoryLimit()
 }

@@ -1,4 +1,4 @@
-package ooc
+package cgroup
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 func TestParseProcCgroup(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
-		v          CgroupVersion
+		v          Version
 		path       string
 		ok         bool
 	}{
@@ -100,7 +100,7 @@ func TestLocateFake(t *testing.T) {
 func TestCleanStaleFake(t *testing.T) {
 	dir := t.TempDir()
 	// pid 1 runs (init); a huge pid does not.
-	for _, n := range []string{cgroupPrefix + "1-live", cgroupPrefix + "999999999-dead", "other"} {
+	for _, n := range []string{Prefix + "1-live", Prefix + "999999999-dead", "other"} {
 		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -109,10 +109,10 @@ func TestCleanStaleFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 1 || filepath.Base(removed[0]) != cgroupPrefix+"999999999-dead" {
+	if len(removed) != 1 || filepath.Base(removed[0]) != Prefix+"999999999-dead" {
 		t.Fatalf("removed %v", removed)
 	}
-	for _, n := range []string{cgroupPrefix + "1-live", "other"} {
+	for _, n := range []string{Prefix + "1-live", "other"} {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

@@ -1,4 +1,11 @@
-package ooc
+// Package cgroup finds the memory cgroup this process runs in, reads its
+// limit, and creates child cgroups with a limit of their own (v1 memory
+// controller or v2). It is what gives --mem its default (the limit the
+// kernel will enforce) and what bench/ooc caps its children with.
+//
+// Creating, emptying and removing cgroups needs root and a writable
+// controller; every failure of that kind wraps ErrNoCgroup.
+package cgroup
 
 import (
 	"bufio"
@@ -12,12 +19,16 @@ import (
 	"time"
 )
 
-// CgroupVersion is 1 or 2.
-type CgroupVersion int
+// Version is 1 or 2.
+type Version int
+
+// ErrNoCgroup reports that no usable memory cgroup controller is there (not
+// root, no memory controller, a v2 parent that cannot delegate it).
+var ErrNoCgroup = errors.New("cgroup: no usable memory cgroup")
 
 // Location is where our own memory cgroup lives.
 type Location struct {
-	Version CgroupVersion
+	Version Version
 	// Path is the cgroup path as /proc/self/cgroup names it ("/" or
 	// "/a/b"); Dir is the directory under the mount.
 	Path string
@@ -28,7 +39,7 @@ type Location struct {
 // /proc/<pid>/cgroup. A v1 "N:memory:/path" line (possibly "memory,xyz")
 // wins over the v2 "0::/path" line, as the kernel charges memory to the v1
 // controller when it is mounted. ok is false when neither is present.
-func ParseProcCgroup(text string) (v CgroupVersion, path string, ok bool) {
+func ParseProcCgroup(text string) (v Version, path string, ok bool) {
 	var v2 string
 	var haveV2 bool
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -89,7 +100,7 @@ func Locate(root, procCgroup string) (Location, error) {
 }
 
 // limitFile is the name of a version-v cgroup's memory limit file.
-func limitFile(v CgroupVersion) string {
+func limitFile(v Version) string {
 	if v == 1 {
 		return "memory.limit_in_bytes"
 	}
@@ -115,23 +126,23 @@ func containsWord(s, w string) bool {
 	return false
 }
 
-// cgroupPrefix starts the name of every cgroup the harness makes; the
+// Prefix starts the name of every cgroup Create makes; the
 // creating process's pid follows, so stale ones can be told apart.
-const cgroupPrefix = "ssdgnn-ooc-"
+const Prefix = "ssdgnn-ooc-"
 
 // Cgroup is a child memory cgroup made by the harness. Remove it when done.
 type Cgroup struct {
-	Version CgroupVersion
+	Version Version
 	Dir     string
 	Limit   int64
 }
 
-// CreateCgroup makes loc.Dir/<prefix><pid>-<name> with a memory limit. On
+// Create makes loc.Dir/<prefix><pid>-<name> with a memory limit. On
 // v2 it first enables the memory controller for loc's children, which the
 // kernel refuses when loc holds processes itself (the no-internal-process
 // rule); that failure is ErrNoCgroup.
-func CreateCgroup(loc Location, name string, limit int64) (*Cgroup, error) {
-	dir := filepath.Join(loc.Dir, fmt.Sprintf("%s%d-%s", cgroupPrefix, os.Getpid(), name))
+func Create(loc Location, name string, limit int64) (*Cgroup, error) {
+	dir := filepath.Join(loc.Dir, fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), name))
 	if loc.Version == 2 {
 		sc := filepath.Join(loc.Dir, "cgroup.subtree_control")
 		if b, err := os.ReadFile(sc); err != nil || !containsWord(string(b), "memory") {
@@ -164,8 +175,8 @@ func CreateCgroup(loc Location, name string, limit int64) (*Cgroup, error) {
 // ProcsFile is the file a process writes its pid into to join.
 func (c *Cgroup) ProcsFile() string { return filepath.Join(c.Dir, "cgroup.procs") }
 
-// CgroupStats are the counters read after a child exits.
-type CgroupStats struct {
+// Stats are the counters read after a child exits.
+type Stats struct {
 	// PeakBytes: memory.max_usage_in_bytes (v1) or memory.peak (v2; -1
 	// on kernels before 5.19).
 	PeakBytes int64 `json:"peak_bytes"`
@@ -178,8 +189,8 @@ type CgroupStats struct {
 }
 
 // Stats reads the counters.
-func (c *Cgroup) Stats() CgroupStats {
-	s := CgroupStats{PeakBytes: -1, LimitHits: -1, OOMKills: -1}
+func (c *Cgroup) Stats() Stats {
+	s := Stats{PeakBytes: -1, LimitHits: -1, OOMKills: -1}
 	if c.Version == 1 {
 		s.PeakBytes = readInt(filepath.Join(c.Dir, "memory.max_usage_in_bytes"))
 		s.LimitHits = readInt(filepath.Join(c.Dir, "memory.failcnt"))
@@ -226,7 +237,7 @@ func CleanStale(loc Location) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), cgroupPrefix)
+		rest, ok := strings.CutPrefix(e.Name(), Prefix)
 		if !e.IsDir() || !ok {
 			continue
 		}
@@ -303,4 +314,14 @@ func writeCtl(path, val string) error {
 	}
 	_, err = f.WriteString(val)
 	return errors.Join(err, f.Close())
+}
+
+// SelfMemoryLimit is the memory limit of the cgroup this process runs in;
+// ok is false when there is none or it is unlimited.
+func SelfMemoryLimit() (limit int64, ok bool) {
+	loc, err := Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	return loc.MemoryLimit()
 }
