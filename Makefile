@@ -35,9 +35,9 @@ demo: build
 	$(BIN) info $(DEMO)/synth
 	$(BIN) validate $(DEMO)/synth
 	$(BIN) partition $(DEMO)/synth --parts 300 --force
-	$(BIN) rr $(DEMO)/synth --fanouts 5,5,5 --batch-size 250 --parts-per-batch 20 --plot $(DEMO)/rr.png
+	$(BIN) rr $(DEMO)/synth --fanouts 5,5,5 --batch-size 250 --plot $(DEMO)/rr.png
 	$(BIN) train $(DEMO)/synth --model sage --layers 3 --hidden 64 --fanouts 5,5,5 --batch-size 250 \
-		--selection partition --mem $(DEMO_MEM) --epochs 3 --seed 1 --plot $(DEMO)/train.png
+		--mem $(DEMO_MEM) --epochs 3 --seed 1 --plot $(DEMO)/train.png
 	$(BIN) import ogb testdata/cora $(DEMO)/cora --force
 	$(BIN) train $(DEMO)/cora --model gcn --layers 2 --hidden 64 --fanouts -1,-1 --batch-size 140 \
 		--normalize-features --epochs 100 --seed 1

@@ -86,7 +86,8 @@ type Options struct {
 	// profiling or pre-sampling epoch). It is read only during New.
 	Counts []uint32
 	// Mode is how misses (and the fill) are read. Default
-	// storage.ReadBuffered.
+	// storage.ReadBuffered; storage.ReadAuto takes O_DIRECT where the
+	// file system supports it.
 	Mode storage.ReadMode
 	// Workers bounds the goroutines that fill the cache at New.
 	// Default runtime.GOMAXPROCS(0).
@@ -125,7 +126,7 @@ func (o *Options) Validate() error {
 	if o.Workers < 0 {
 		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)
 	}
-	if o.Mode != storage.ReadBuffered && o.Mode != storage.ReadDirect {
+	if o.Mode != storage.ReadBuffered && o.Mode != storage.ReadDirect && o.Mode != storage.ReadAuto {
 		return fmt.Errorf("%w: Mode %d", ErrInvalidOptions, int(o.Mode))
 	}
 	return nil

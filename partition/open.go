@@ -94,6 +94,14 @@ func ParseManifest(b []byte, path string) (*Manifest, error) {
 	return &m, nil
 }
 
+// Exists reports whether the dataset in datasetDir has a committed
+// partitioning name (its manifest, written last, is there). It opens
+// nothing; Open still checks the files.
+func Exists(datasetDir, name string) bool {
+	_, err := os.Stat(filepath.Join(Dir(datasetDir, name), ManifestName))
+	return err == nil
+}
+
 // Open maps partitioning name of the dataset in datasetDir. It checks the
 // manifest against the dataset's manifest (node and edge counts) and every
 // file's size and .npy header against the manifest; it does not read the

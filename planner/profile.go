@@ -130,9 +130,6 @@ func (o *ProfileOptions) withDefaults() ProfileOptions {
 	if c.Mode == "" {
 		c.Mode = sample.ModeRandom
 	}
-	if c.PartsPerBatch == 0 {
-		c.PartsPerBatch = sample.DefaultPartsPerBatch
-	}
 	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}

@@ -19,15 +19,19 @@ const (
 	// PartsPerBatch random partitions, micro batches cut from their
 	// shuffled training nodes.
 	ModePartition Mode = "partition"
+	// ModeAuto is for callers that choose between the two (train's
+	// AutoSelection: partition where the dataset has a partitioning); the
+	// sampler itself does not accept it.
+	ModeAuto Mode = "auto"
 )
 
-// ParseMode parses "random" or "partition".
+// ParseMode parses "random", "partition" or "auto".
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case ModeRandom, ModePartition:
+	case ModeRandom, ModePartition, ModeAuto:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("%w: mode %q: want random or partition", ErrInvalidOptions, s)
+	return "", fmt.Errorf("%w: mode %q: want auto, random or partition", ErrInvalidOptions, s)
 }
 
 // Source selects how neighbour lists that miss every cache are read.
@@ -70,6 +74,9 @@ func ParseSource(s string) (Source, error) {
 // Defaults.
 const (
 	DefaultBatchSize     = 1000
+	// DefaultPartsPerBatch is the parts per macro batch where the
+	// partitioning has no training nodes to derive it from
+	// (PartsPerBatchFor).
 	DefaultPartsPerBatch = 20
 )
 
@@ -107,7 +114,9 @@ type Options struct {
 	// Mode is the batch-construction method (default ModeRandom).
 	Mode Mode
 	// PartsPerBatch is the number of partitions per macro batch in
-	// ModePartition (default 20).
+	// ModePartition. 0 derives it from BatchSize and the partitioning
+	// (PartsPerBatchFor), so that a macro batch holds about one batch of
+	// training nodes.
 	PartsPerBatch int
 	// Seed seeds batch construction and sampling. Results depend only on
 	// (Seed, epoch, batch index), never on worker scheduling.
@@ -189,9 +198,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.Mode == "" {
 		c.Mode = ModeRandom
-	}
-	if c.PartsPerBatch == 0 {
-		c.PartsPerBatch = DefaultPartsPerBatch
 	}
 	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)

@@ -26,6 +26,32 @@ type Partitions interface {
 	Cross() []int32
 }
 
+// PartsPerBatchFor is the partitions per macro batch that make a macro
+// batch hold about batchSize training nodes: batchSize divided by the
+// partitioning's mean training nodes per partition (empty partitions
+// included, as macro batches draw partitions uniformly), rounded, within
+// [1, K]. A macro batch then yields about one batch, so partition batches
+// are as large as random ones: fewer partitions per batch give smaller
+// batches and a worse RR than random batches of batchSize, more split
+// macro batches into several batches that share its dynamic cache but not
+// their neighbourhoods. Without training nodes it is
+// min(DefaultPartsPerBatch, K).
+func PartsPerBatchFor(parts Partitions, batchSize int) int {
+	k := parts.K()
+	if k < 1 {
+		return 1
+	}
+	var train int64
+	for p := range k {
+		train += int64(len(parts.TrainMembers(p)))
+	}
+	if train == 0 || batchSize < 1 {
+		return min(DefaultPartsPerBatch, k)
+	}
+	ppb := int((int64(batchSize)*int64(k) + train/2) / train)
+	return max(1, min(ppb, k))
+}
+
 // DynamicCache is a macro batch's dynamic neighbour cache: the neighbour
 // lists of its partitions' members, held while the macro batch is active.
 // It is filled by one goroutine (Add) and then read concurrently (Lookup).

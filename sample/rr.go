@@ -164,6 +164,9 @@ func RRReport(ctx context.Context, d *storage.Dataset, p Partitions, opts *RROpt
 		HistFrac: o.HistFrac, NeighborCacheBytes: o.NeighborCacheBytes}
 	if p != nil {
 		res.Partitions = p.K()
+		if res.PartsPerBatch == 0 {
+			res.PartsPerBatch = PartsPerBatchFor(p, res.BatchSize)
+		}
 	}
 	if o.NoHist {
 		res.HistFrac = 0

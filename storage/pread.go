@@ -23,25 +23,34 @@ const (
 	// that contain the requested bytes, bypassing the page cache. Bytes
 	// read is then exact and independent of what the page cache holds.
 	ReadDirect
+	// ReadAuto is ReadDirect where the file system accepts O_DIRECT and
+	// ReadBuffered where it refuses it (tmpfs, some overlay file
+	// systems). RowReader.Mode says which one a reader got.
+	ReadAuto
 )
 
 // String names the mode as the CLI spells it.
 func (m ReadMode) String() string {
-	if m == ReadDirect {
+	switch m {
+	case ReadDirect:
 		return "direct"
+	case ReadAuto:
+		return "auto"
 	}
 	return "buffered"
 }
 
-// ParseReadMode parses "buffered" or "direct".
+// ParseReadMode parses "buffered", "direct" or "auto".
 func ParseReadMode(s string) (ReadMode, error) {
 	switch s {
 	case "buffered", "":
 		return ReadBuffered, nil
 	case "direct":
 		return ReadDirect, nil
+	case "auto":
+		return ReadAuto, nil
 	}
-	return 0, fmt.Errorf("storage: read mode %q: want buffered or direct", s)
+	return 0, fmt.Errorf("storage: read mode %q: want auto, buffered or direct", s)
 }
 
 // ErrDirectUnsupported is returned when the file system refuses O_DIRECT
@@ -91,6 +100,13 @@ type RowReader struct {
 // is the unit ReadRows reads (a feature row, or one id for indices).
 // stage receives the counts; nil uses the dataset's "gather" stage.
 func (d *Dataset) OpenRowReader(name string, mode ReadMode, stage *StageCounters) (*RowReader, error) {
+	if mode == ReadAuto {
+		r, err := d.OpenRowReader(name, ReadDirect, stage)
+		if errors.Is(err, ErrDirectUnsupported) {
+			return d.OpenRowReader(name, ReadBuffered, stage)
+		}
+		return r, err
+	}
 	e := d.m.File(name)
 	if e == nil {
 		return nil, fmt.Errorf("storage: dataset has no %s", name)
@@ -147,6 +163,10 @@ func elemSize(dtype string) int {
 	}
 	return 1
 }
+
+// Mode is how the reader reads: ReadBuffered or ReadDirect (ReadAuto
+// resolves to one of them at OpenRowReader).
+func (r *RowReader) Mode() ReadMode { return r.mode }
 
 // DirectAlign is the offset and length alignment of ReadDirect reads (0
 // for ReadBuffered).

@@ -143,7 +143,7 @@ func TestRowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	for _, mode := range []storage.ReadMode{storage.ReadBuffered, storage.ReadDirect} {
+	for _, mode := range []storage.ReadMode{storage.ReadBuffered, storage.ReadDirect, storage.ReadAuto} {
 		t.Run(mode.String(), func(t *testing.T) {
 			acct := storage.NewAccounting()
 			st := acct.Stage(storage.StageGather)
@@ -155,6 +155,22 @@ func TestRowReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
+			if mode == storage.ReadAuto {
+				// Auto is direct where O_DIRECT works, else buffered.
+				dr, derr := d.OpenRowReader(storage.FileFeatures, storage.ReadDirect, storage.NewAccounting().Stage(storage.StageGather))
+				want := storage.ReadDirect
+				if errors.Is(derr, storage.ErrDirectUnsupported) {
+					want = storage.ReadBuffered
+				} else if derr != nil {
+					t.Fatal(derr)
+				} else {
+					dr.Close()
+				}
+				if r.Mode() != want {
+					t.Fatalf("auto resolved to %s, want %s", r.Mode(), want)
+				}
+				mode = r.Mode()
+			}
 			ids := []int64{3, 0, 2}
 			buf := make([]byte, int64(len(ids))*r.RowBytes())
 			if err := r.ReadRows(ids, buf); err != nil {

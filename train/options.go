@@ -212,6 +212,9 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	if w.Selection == sample.ModeAuto {
+		return fmt.Errorf("%w: selection auto must be resolved first (AutoSelection)", ErrInvalidOptions)
+	}
 	if w.Selection == sample.ModePartition && w.Partitions == nil {
 		return fmt.Errorf("%w: partition selection needs Partitions", ErrInvalidOptions)
 	}

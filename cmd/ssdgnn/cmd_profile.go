@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -8,6 +10,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func init() { extraCommands = append(extraCommands, newProfileCmd) }
@@ -39,6 +42,11 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			}
 			if o.Mode, err = sample.ParseMode(selection); err != nil {
 				return err
+			}
+			if o.Mode == sample.ModeAuto {
+				var note string
+				o.Mode, note = train.AutoSelection(args[0], partName)
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
 			d, err := storage.Open(args[0], nil)
@@ -81,8 +89,8 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	f := cmd.Flags()
 	f.StringVar(&fanouts, "fanouts", "10,10,10", "neighbours sampled per layer, input layer first (-1: all)")
 	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch")
-	f.StringVar(&selection, "selection", "partition", "batch selection: partition or random")
-	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 20, "partitions per macro batch")
+	f.StringVar(&selection, "selection", "auto", "batch selection: auto (partition when DIR has --partition, else random), partition or random")
+	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions (partition selection)")
 	f.IntVar(&o.PresampleEpochs, "presample-epochs", 1, "epochs whose counts are summed (GNNLab PreSC#K)")
 	f.Var(&ncache, "neighbor-cache", "global neighbour cache active while profiling (e.g. 64MiB; 0: none)")

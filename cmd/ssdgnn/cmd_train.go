@@ -98,6 +98,11 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			if o.Selection, err = sample.ParseMode(selection); err != nil {
 				return err
 			}
+			if o.Selection == sample.ModeAuto {
+				var note string
+				o.Selection, note = train.AutoSelection(dir, partName)
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
 			if o.HistPolicy, err = histcache.ParsePolicy(histPolicy); err != nil {
 				return err
 			}
@@ -278,14 +283,14 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&fanouts, "fanouts", "10,10", "neighbours sampled per layer, input layer first (-1: all)")
 	f.StringVar(&evalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
 	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
-	f.StringVar(&selection, "selection", "random", "batch construction: random or partition")
+	f.StringVar(&selection, "selection", "auto", "batch construction: auto (partition when DIR has --partition, else random), random or partition")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
-	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 20, "partitions per macro batch")
+	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.Int64Var(&seed, "seed", 1, "random seed (same seed, same result)")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
-	f.StringVar(&featRead, "feat-read", "buffered", "how feature-cache misses are read: buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
+	f.StringVar(&featRead, "feat-read", "auto", "how feature-cache misses are read: auto (direct where the file system supports O_DIRECT), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
 	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
