@@ -73,7 +73,7 @@ func ParseSource(s string) (Source, error) {
 
 // Defaults.
 const (
-	DefaultBatchSize     = 1000
+	DefaultBatchSize = 1000
 	// DefaultPartsPerBatch is the parts per macro batch where the
 	// partitioning has no training nodes to derive it from
 	// (PartsPerBatchFor).
