@@ -213,6 +213,12 @@ type Block struct {
 	NumDst, NumSrc int
 	Indptr         []int32 // NumDst+1 offsets into Indices, Indptr[0] == 0
 	Indices        []int32 // source-local ids in [0, NumSrc)
+	// SrcDegrees, when set (length NumSrc), are the sources' out-degrees
+	// in the block this one was cut from (a micro-batch of a larger
+	// batch): OutDegrees, and so AggGCN's source normalisation, use them,
+	// so a micro-batch computes exactly what its rows of the whole batch
+	// compute. nil: counted from Indices.
+	SrcDegrees []int32
 }
 
 // BlockError reports a malformed Block: which array and the offending index.
@@ -265,12 +271,18 @@ func (b *Block) Validate() error {
 			return &BlockError{Field: "Indices", Index: k, Msg: fmt.Sprintf("source %d out of range [0,%d)", j, b.NumSrc)}
 		}
 	}
+	if b.SrcDegrees != nil && len(b.SrcDegrees) != b.NumSrc {
+		return &BlockError{Field: "SrcDegrees", Index: -1, Msg: fmt.Sprintf("length %d, want NumSrc = %d", len(b.SrcDegrees), b.NumSrc)}
+	}
 	return nil
 }
 
 // OutDegrees returns, for each source j, the number of entries of Indices
-// equal to j.
+// equal to j, or SrcDegrees when set.
 func (b *Block) OutDegrees() []int32 {
+	if b.SrcDegrees != nil {
+		return b.SrcDegrees
+	}
 	out := make([]int32, b.NumSrc)
 	for _, j := range b.Indices {
 		out[j]++

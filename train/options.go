@@ -140,6 +140,12 @@ type Options struct {
 	// The memory check reserves InFlight × the estimated peak bytes of one
 	// batch (see WorkingSet).
 	InFlight int `json:"in_flight"`
+	// MicroBatches, when above 1, cuts every batch into that many
+	// micro-batches of consecutive targets and accumulates their
+	// gradients before one optimiser step (see MaxMicroBatches). 0 splits
+	// a batch only when its input rows exceed what MemBytes leaves the
+	// working set (see PlanBudget).
+	MicroBatches int `json:"micro_batches,omitempty"`
 	// Spill decouples the sample stage (OUTRE §4.1): each epoch's batches
 	// are sampled ahead into a spill file (sample.Sampler.SpillEpoch) in
 	// chunks of SpillChunk batches (default 16), at most SpillAhead written
@@ -217,6 +223,9 @@ func (o *Options) Validate() error {
 	}
 	if w.Selection == sample.ModePartition && w.Partitions == nil {
 		return fmt.Errorf("%w: partition selection needs Partitions", ErrInvalidOptions)
+	}
+	if w.MicroBatches < 0 || w.MicroBatches > MaxMicroBatches {
+		return fmt.Errorf("%w: micro-batches %d (want 0..%d)", ErrInvalidOptions, w.MicroBatches, MaxMicroBatches)
 	}
 	if w.InFlight < 1 {
 		return fmt.Errorf("%w: in-flight batches %d (want >= 1)", ErrInvalidOptions, w.InFlight)

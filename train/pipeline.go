@@ -22,8 +22,16 @@ import (
 
 // job is one batch travelling through the pipeline.
 type job struct {
-	idx    int
-	iter   int64
+	idx  int
+	iter int64
+	// micro of micros is the job's place among its batch's micro-batches
+	// (0 of 1: the batch whole); weight is its share of the batch's
+	// labelled targets, which scales its loss gradient. Only the last
+	// micro-batch of a batch steps the optimiser.
+	micro, micros int
+	weight        float32
+	// batchReused is the batch's reused hop-1 nodes (on its last job).
+	batchReused int
 	hb     *hostBatch
 	hist   *hist
 	feats  []float32
@@ -232,12 +240,35 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				}
 				j.hist = hs
 			}
-			j.hb = convert(b, nil, gat)
+			mbs := t.microBatches(convert(b, nil, gat))
+			total := 0
+			if len(mbs) > 1 {
+				labels := t.d.Labels()
+				for k := range mbs {
+					mbs[k].labelled = countLabelled(labels, mbs[k].hb.nodes[:mbs[k].hb.targets])
+					total += mbs[k].labelled
+				}
+			}
 			sa.since(t0)
-			select {
-			case toGather <- j:
-			case <-ctx.Done():
-				return
+			for m, mb := range mbs {
+				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: len(mbs), weight: 1, hb: mb.hb, hist: j.hist}
+				if len(mbs) > 1 {
+					mj.weight = 0
+					if total > 0 {
+						mj.weight = float32(mb.labelled) / float32(total)
+					}
+					if j.hist != nil {
+						mj.hist = subHist(j.hist, mb, t.hc.Hidden())
+					}
+				}
+				if m == len(mbs)-1 && j.hist != nil {
+					mj.batchReused = len(j.hist.reused)
+				}
+				select {
+				case toGather <- mj:
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 	}()
@@ -343,19 +374,25 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		t.freeJob(j)
 		if err == nil && j.hist != nil {
 			err = t.histPush(j)
-			es.Reused += int64(len(j.hist.reused))
+			es.Reused += int64(j.batchReused)
 		}
 		co.since(t0)
 		if err != nil {
 			fail(err)
 			continue
 		}
-		t.step++
-		t.batchDone = j.idx + 1
 		lossSum += float64(loss) * float64(n)
 		lossN += n
 		correct += c
 		seen += tot
+		if j.micros > 1 {
+			es.MicroBatches++
+		}
+		if j.micro < j.micros-1 {
+			continue
+		}
+		t.step++
+		t.batchDone = j.idx + 1
 		es.Batches++
 		task.Add(1)
 		o.Logger.Debug("batch done", "epoch", t.epoch, "batch", j.idx+1, "of", total,
@@ -530,10 +567,60 @@ func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err
 		if e != nil {
 			panic(tapeError{e})
 		}
+		if j.micros > 1 {
+			t.be.Scale(dl, j.weight)
+		}
 		t.model.backward(tp, p, dl)
+		if j.micros > 1 {
+			if e := t.accumulate(j.micro == 0, j.micro == j.micros-1); e != nil {
+				panic(tapeError{e})
+			}
+			if j.micro < j.micros-1 {
+				return
+			}
+		}
 		t.model.step(int(t.step)+1, t.adam())
 	})
 	return loss, n, correct, total, err
+}
+
+// microBatches cuts hb as Options.MicroBatches says, or into the fewest
+// micro-batches whose input rows fit the working set the budget planned
+// (Trainer.maxRows).
+func (t *Trainer) microBatches(hb *hostBatch) []microBatch {
+	if k := t.o.MicroBatches; k > 1 {
+		return splitHostBatch(hb, k)
+	}
+	return splitToFit(hb, t.maxRows)
+}
+
+// accumulate adds the parameter gradients of the micro-batch just
+// backpropagated to the batch's sums (first: they start the sums); on the
+// batch's last micro-batch (last) it moves the sums into the gradients
+// the optimiser steps with.
+func (t *Trainer) accumulate(first, last bool) error {
+	ps := t.model.Params()
+	if t.gradAcc == nil {
+		t.gradAcc = make([]kernels.Tensor, len(ps))
+		for i, p := range ps {
+			a, err := t.be.Alloc(p.G.Rows(), p.G.Cols())
+			if err != nil {
+				return err
+			}
+			t.gradAcc[i] = a
+		}
+	}
+	for i, p := range ps {
+		if first {
+			t.be.Copy(t.gradAcc[i], p.G)
+		} else {
+			t.be.Add(t.gradAcc[i], t.gradAcc[i], p.G)
+		}
+		if last {
+			t.be.Copy(p.G, t.gradAcc[i])
+		}
+	}
+	return t.be.Err()
 }
 
 func (t *Trainer) adam() kernels.AdamConfig {

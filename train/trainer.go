@@ -48,6 +48,12 @@ type Trainer struct {
 	// compute of batch i−depth.
 	depth int
 	mem   MemoryUse
+	// maxRows is the most input rows a micro-batch may have (0: batches
+	// are never split for memory); gradAcc holds the batch's gradient
+	// sums while its micro-batches are computed (nil until the first
+	// split batch).
+	maxRows int
+	gradAcc []kernels.Tensor
 	// lastRing describes the feature-buffer ring of the last epoch.
 	lastRing ringStats
 	// firstEpochStat is the first entry of epochStats trained by this
@@ -207,6 +213,9 @@ func (t *Trainer) Close() error {
 	if t.fc != nil {
 		errs = append(errs, t.fc.Close())
 	}
+	for _, a := range t.gradAcc {
+		t.be.Free(a)
+	}
 	if t.model != nil {
 		t.model.Close()
 	}
@@ -237,6 +246,9 @@ func (s StageTimes) Sum() float64 { return s.Sample + s.Gather + s.Transfer + s.
 type EpochStats struct {
 	Epoch     int     `json:"epoch"`
 	Batches   int     `json:"batches"`
+	// MicroBatches is the micro-batches computed for batches that were
+	// split (0 when none was).
+	MicroBatches int `json:"micro_batches,omitempty"`
 	Loss      float64 `json:"loss"`
 	TrainAcc  float64 `json:"train_acc"`
 	Evaluated bool    `json:"evaluated"`

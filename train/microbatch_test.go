@@ -1,0 +1,113 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/kernels"
+)
+
+// TestMicroBatchesEqualWholeBatch: an epoch whose batches are cut into 2 or
+// 4 micro-batches with accumulated gradients ends with the weights of the
+// unsplit epoch, within float tolerance, for every model, with history on
+// and off. Dropout is off: masks are drawn per micro-batch (see
+// microbatch.go).
+func TestMicroBatchesEqualWholeBatch(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	d := smallSynth(t)
+	for _, tc := range []struct {
+		model  string
+		noHist bool
+	}{
+		{ModelSAGE, false},
+		{ModelSAGE, true},
+		{ModelGCN, true},
+		{ModelGCN, false},
+		{ModelGAT, false},
+	} {
+		t.Run(fmt.Sprintf("%s-nohist=%v", tc.model, tc.noHist), func(t *testing.T) {
+			opts := func(k int) *Options {
+				o := synthOpts()
+				o.Model, o.NoHist, o.Epochs, o.Dropout, o.MicroBatches = tc.model, tc.noHist, 2, -1, k
+				o.Layers, o.Fanouts = 3, []int{4, 4, 4}
+				return o
+			}
+			rep1, w1 := trainWeights(t, d, opts(0))
+			if rep1.Epochs[0].MicroBatches != 0 {
+				t.Fatalf("unsplit run computed %d micro-batches", rep1.Epochs[0].MicroBatches)
+			}
+			for _, k := range []int{2, 4} {
+				rep, w := trainWeights(t, d, opts(k))
+				e := rep.Epochs[0]
+				if e.Batches != rep1.Epochs[0].Batches || e.MicroBatches != k*e.Batches {
+					t.Fatalf("k=%d: %d batches, %d micro-batches; unsplit %d batches", k, e.Batches, e.MicroBatches, rep1.Epochs[0].Batches)
+				}
+				if math.Abs(e.Loss-rep1.Epochs[0].Loss) > 1e-4*math.Abs(rep1.Epochs[0].Loss) {
+					t.Errorf("k=%d: epoch loss %v, unsplit %v", k, e.Loss, rep1.Epochs[0].Loss)
+				}
+				var worst float64
+				for i := range w1 {
+					for j := range w1[i] {
+						diff := math.Abs(float64(w[i][j] - w1[i][j]))
+						worst = max(worst, diff/(1e-3+math.Abs(float64(w1[i][j]))))
+					}
+				}
+				t.Logf("k=%d: largest relative weight difference %.2g", k, worst)
+				if worst > 5e-4 {
+					t.Errorf("k=%d: weights differ from the unsplit run by up to %.2g (relative)", k, worst)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitHostBatch checks the micro-batch restriction on a hand-made
+// two-layer batch: targets, their in-edges, the nodes they reach, and the
+// source degrees carried from the whole batch.
+func TestSplitHostBatch(t *testing.T) {
+	// nodes: 0,1 targets; 2,3 hop-1; 4 hop-2.
+	// block 1 (top): dst 0 <- {1,2}, dst 1 <- {3}.
+	// block 0: dst 0 <- {2}, 1 <- {}, 2 <- {4}, 3 <- {4}.
+	hb := &hostBatch{nodes: []int64{10, 11, 12, 13, 14}, targets: 2, blocks: []*kernels.Block{
+		{NumDst: 4, NumSrc: 5, Indptr: []int32{0, 1, 1, 2, 3}, Indices: []int32{2, 4, 4}},
+		{NumDst: 2, NumSrc: 4, Indptr: []int32{0, 2, 3}, Indices: []int32{1, 2, 3}},
+	}}
+	mbs := splitHostBatch(hb, 2)
+	if len(mbs) != 2 {
+		t.Fatalf("%d micro-batches", len(mbs))
+	}
+	// Micro-batch 0: target 10 reaches 11 and 12 in the top block, then
+	// 12's, 11's and 10's in-edges below: 14 (from 12) and 12 (from 10).
+	m0 := mbs[0].hb
+	if fmt.Sprint(m0.nodes) != "[10 11 12 14]" || m0.targets != 1 {
+		t.Errorf("micro 0 nodes %v targets %d", m0.nodes, m0.targets)
+	}
+	top := m0.blocks[1]
+	if top.NumDst != 1 || top.NumSrc != 3 || fmt.Sprint(top.Indices) != "[1 2]" {
+		t.Errorf("micro 0 top block %+v", top)
+	}
+	// Source degrees are the whole batch's: node 11 has out-degree 1 in
+	// the whole top block, node 12 has 1.
+	if fmt.Sprint(top.SrcDegrees) != "[0 1 1]" {
+		t.Errorf("micro 0 top SrcDegrees %v, want the whole block's [0 1 1]", top.SrcDegrees)
+	}
+	low := m0.blocks[0]
+	if low.NumDst != 3 || low.NumSrc != 4 || fmt.Sprint(low.Indptr) != "[0 1 1 2]" || fmt.Sprint(low.Indices) != "[2 3]" {
+		t.Errorf("micro 0 low block %+v", low)
+	}
+	if err := low.Validate(); err != nil {
+		t.Error(err)
+	}
+	m1 := mbs[1].hb
+	if fmt.Sprint(m1.nodes) != "[11 13 14]" || fmt.Sprint(mbs[1].full) != "[1 3 4]" {
+		t.Errorf("micro 1 nodes %v full %v", m1.nodes, mbs[1].full)
+	}
+	// splitToFit: 5 rows do not fit 4, so two micro-batches (4 and 3 rows).
+	if got := splitToFit(hb, 4); len(got) != 2 {
+		t.Errorf("splitToFit(4): %d micro-batches, want 2", len(got))
+	}
+	if got := splitToFit(hb, 5); len(got) != 1 || got[0].hb != hb {
+		t.Errorf("splitToFit(5) split a batch that fits")
+	}
+}
