@@ -32,10 +32,10 @@ type job struct {
 	weight        float32
 	// batchReused is the batch's reused hop-1 nodes (on its last job).
 	batchReused int
-	hb     *hostBatch
-	hist   *hist
-	feats  []float32
-	labels []int32
+	hb          *hostBatch
+	hist        *hist
+	feats       []float32
+	labels      []int32
 	// buf is feats' ring buffer, returned to ring when the batch's input
 	// no longer needs it (after upload, or when x is freed if x adopted it).
 	buf  []float32

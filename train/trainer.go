@@ -244,16 +244,16 @@ func (s StageTimes) Sum() float64 { return s.Sample + s.Gather + s.Transfer + s.
 
 // EpochStats describes one epoch.
 type EpochStats struct {
-	Epoch     int     `json:"epoch"`
-	Batches   int     `json:"batches"`
+	Epoch   int `json:"epoch"`
+	Batches int `json:"batches"`
 	// MicroBatches is the micro-batches computed for batches that were
 	// split (0 when none was).
-	MicroBatches int `json:"micro_batches,omitempty"`
-	Loss      float64 `json:"loss"`
-	TrainAcc  float64 `json:"train_acc"`
-	Evaluated bool    `json:"evaluated"`
-	ValidAcc  float64 `json:"valid_acc"`
-	TestAcc   float64 `json:"test_acc"`
+	MicroBatches int     `json:"micro_batches,omitempty"`
+	Loss         float64 `json:"loss"`
+	TrainAcc     float64 `json:"train_acc"`
+	Evaluated    bool    `json:"evaluated"`
+	ValidAcc     float64 `json:"valid_acc"`
+	TestAcc      float64 `json:"test_acc"`
 	// WallSec is the training wall time of the epoch (evaluation excluded);
 	// Overlap = Stages.Sum() / WallSec.
 	WallSec    float64    `json:"wall_s"`
