@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 )
 
 // TestMicroBatchesEqualWholeBatch: an epoch whose batches are cut into 2 or
@@ -109,5 +110,41 @@ func TestSplitHostBatch(t *testing.T) {
 	}
 	if got := splitToFit(hb, 5); len(got) != 1 || got[0].hb != hb {
 		t.Errorf("splitToFit(5) split a batch that fits")
+	}
+}
+
+// TestModelMemBytesMatchesBackend: ModelConfig.MemBytes equals what the
+// backend counts at allocation for the model's tensors, and with
+// micro-batching also for the gradient sums.
+func TestModelMemBytesMatchesBackend(t *testing.T) {
+	for _, cfg := range []ModelConfig{
+		{Kind: ModelSAGE, InDim: 37, Hidden: 19, Classes: 5, Layers: 3},
+		{Kind: ModelGCN, InDim: 37, Hidden: 19, Classes: 5, Layers: 2},
+		{Kind: ModelGAT, InDim: 37, Hidden: 7, Classes: 5, Layers: 3, Heads: 3},
+	} {
+		be, err := cpu.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := be.MemStats().Allocated
+		m, err := NewModel(be, cfg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := be.MemStats().Allocated - before; got != cfg.MemBytes(false) {
+			t.Errorf("%s: backend counts %d bytes for the model, MemBytes says %d", cfg.Kind, got, cfg.MemBytes(false))
+		}
+		tr := &Trainer{be: be, model: m}
+		if err := tr.accumulate(true, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := be.MemStats().Allocated - before; got != cfg.MemBytes(true) {
+			t.Errorf("%s: backend counts %d bytes with gradient sums, MemBytes(true) says %d", cfg.Kind, got, cfg.MemBytes(true))
+		}
+		for _, a := range tr.gradAcc {
+			be.Free(a)
+		}
+		m.Close()
+		be.Close()
 	}
 }

@@ -309,6 +309,86 @@ type Model struct {
 	consts []kernels.Tensor
 }
 
+// paramSpec is one parameter's shape; glorot says it starts Glorot-uniform
+// (else zero).
+type paramSpec struct {
+	name       string
+	rows, cols int
+	glorot     bool
+}
+
+// layerSpec is one layer's parameters, in the order its type takes them,
+// and for GAT's output layer the H·F×F head-averaging constant (mean).
+type layerSpec struct {
+	in, out int
+	params  []paramSpec
+	mean    bool
+}
+
+// layerSpecs lists the model's layers as NewModel allocates them. It is
+// the one description of the model's shapes: NewModel allocates from it
+// and MemBytes counts from it.
+func (c ModelConfig) layerSpecs() []layerSpec {
+	var out []layerSpec
+	in := c.InDim
+	for l := 0; l < c.Layers; l++ {
+		last := l == c.Layers-1
+		w := c.Hidden
+		if last {
+			w = c.Classes
+		}
+		pre := fmt.Sprintf("layer%d.", l)
+		ls := layerSpec{in: in, out: w}
+		switch c.Kind {
+		case ModelSAGE:
+			ls.params = []paramSpec{{pre + "w_self", in, w, true}, {pre + "w_neigh", in, w, true}, {pre + "bias", 1, w, false}}
+			in = w
+		case ModelGCN:
+			ls.params = []paramSpec{{pre + "w", in, w, true}, {pre + "bias", 1, w, false}}
+			in = w
+		case ModelGAT:
+			h := c.Heads
+			bw := h * w
+			if last {
+				bw, ls.mean = w, true
+			}
+			ls.params = []paramSpec{{pre + "w", in, h * w, true}, {pre + "attn_l", 1, h * w, true}, {pre + "attn_r", 1, h * w, true}, {pre + "bias", 1, bw, false}}
+			in = bw
+		}
+		out = append(out, ls)
+	}
+	return out
+}
+
+// Tensors per parameter: the weights, their gradient and Adam's two
+// moments (NewModel), plus the gradient sum of micro-batches
+// (Trainer.accumulate).
+const (
+	tensorsPerParam = 4
+	accumPerParam   = 1
+)
+
+// MemBytes is the memory the model takes on its backend: every parameter's
+// weights, gradient and two Adam moments, GAT's averaging constant, and
+// with micro the gradient sums of micro-batch accumulation. It counts the
+// shapes NewModel allocates (layerSpecs), 4 bytes per float32.
+func (c ModelConfig) MemBytes(micro bool) int64 {
+	per := int64(tensorsPerParam)
+	if micro {
+		per += accumPerParam
+	}
+	var n int64
+	for _, ls := range c.layerSpecs() {
+		for _, p := range ls.params {
+			n += per * int64(p.rows) * int64(p.cols)
+		}
+		if ls.mean {
+			n += int64(c.Heads) * int64(ls.out) * int64(ls.out)
+		}
+	}
+	return 4 * n
+}
+
 // NewModel allocates a model on be with Glorot-uniform weights drawn from a
 // generator seeded by seed, zero biases and zero Adam moments.
 func NewModel(be kernels.Backend, cfg ModelConfig, seed uint64) (m *Model, err error) {
@@ -343,53 +423,22 @@ func NewModel(be kernels.Backend, cfg ModelConfig, seed uint64) (m *Model, err e
 		}
 		return p, nil
 	}
-	in := cfg.InDim
-	for l := 0; l < cfg.Layers; l++ {
-		last := l == cfg.Layers-1
-		out := cfg.Hidden
-		if last {
-			out = cfg.Classes
+	for _, ls := range cfg.layerSpecs() {
+		ps := make([]*Param, len(ls.params))
+		for i, sp := range ls.params {
+			if ps[i], err = newParam(sp.name, sp.rows, sp.cols, sp.glorot); err != nil {
+				return nil, err
+			}
 		}
-		pre := fmt.Sprintf("layer%d.", l)
 		switch cfg.Kind {
 		case ModelSAGE:
-			ly := &sageLayer{in: in}
-			if ly.ws, err = newParam(pre+"w_self", in, out, true); err != nil {
-				return nil, err
-			}
-			if ly.wn, err = newParam(pre+"w_neigh", in, out, true); err != nil {
-				return nil, err
-			}
-			if ly.b, err = newParam(pre+"bias", 1, out, false); err != nil {
-				return nil, err
-			}
-			m.layers = append(m.layers, ly)
-			in = out
+			m.layers = append(m.layers, &sageLayer{in: ls.in, ws: ps[0], wn: ps[1], b: ps[2]})
 		case ModelGCN:
-			ly := &gcnLayer{in: in}
-			if ly.w, err = newParam(pre+"w", in, out, true); err != nil {
-				return nil, err
-			}
-			if ly.b, err = newParam(pre+"bias", 1, out, false); err != nil {
-				return nil, err
-			}
-			m.layers = append(m.layers, ly)
-			in = out
+			m.layers = append(m.layers, &gcnLayer{in: ls.in, w: ps[0], b: ps[1]})
 		case ModelGAT:
-			h := cfg.Heads
-			ly := &gatLayer{in: in, heads: h, f: out}
-			if ly.w, err = newParam(pre+"w", in, h*out, true); err != nil {
-				return nil, err
-			}
-			if ly.al, err = newParam(pre+"attn_l", 1, h*out, true); err != nil {
-				return nil, err
-			}
-			if ly.ar, err = newParam(pre+"attn_r", 1, h*out, true); err != nil {
-				return nil, err
-			}
-			bw := h * out
-			if last {
-				bw = out
+			ly := &gatLayer{in: ls.in, heads: cfg.Heads, f: ls.out, w: ps[0], al: ps[1], ar: ps[2], b: ps[3]}
+			if ls.mean {
+				h, out := cfg.Heads, ls.out
 				mean, err := be.Alloc(h*out, out)
 				if err != nil {
 					return nil, err
@@ -404,11 +453,7 @@ func NewModel(be kernels.Backend, cfg ModelConfig, seed uint64) (m *Model, err e
 				be.Upload(mean, v)
 				ly.mean = mean
 			}
-			if ly.b, err = newParam(pre+"bias", 1, bw, false); err != nil {
-				return nil, err
-			}
 			m.layers = append(m.layers, ly)
-			in = bw
 		}
 	}
 	return m, nil
