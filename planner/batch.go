@@ -27,6 +27,14 @@ type counters struct {
 	staleness, depth    int64
 }
 
+// counterArrays is the number of per-node uint32 arrays newCounters
+// allocates.
+const counterArrays = 8
+
+// ProfileMemBytes is the memory of a profiling epoch's per-node counters
+// over n nodes (newCounters): what RunProfile holds beside its sampler.
+func ProfileMemBytes(n int64) int64 { return counterArrays * 4 * n }
+
 func newCounters(n int64) *counters {
 	return &counters{
 		feat:       make([]uint32, n),

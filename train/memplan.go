@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 
+	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -53,14 +56,75 @@ type MemPlan struct {
 	// made now (profiling epoch + planner.Plan).
 	PlanPath string
 	Created  bool
-	// MemBytes is the budget the caches must fit.
+	// MemBytes is the whole process's budget.
 	MemBytes int64
+	// Budget is the arithmetic that divided MemBytes (nil for a plan
+	// read from PlanFile with no budget given).
+	Budget *Budget
 }
 
-// Apply sets o's Plan, Profile, MemBytes and (from mo.Cross)
-// NeighborCross.
+// Budget is how PlanMemory divides --mem, the whole process's budget:
+//
+//	MemBytes = Reserve + Fixed + WorkingSet + Caches
+//
+// Reserve (RuntimeReserve) is the Go runtime, goroutine stacks, the binary
+// and the page cache that memory-mapped reads need; Fixed is FixedState
+// (the model and its optimiser state, sampler scratch, the profile
+// arrays kept); WorkingSet is the in-flight batches (WorkingSet), cut into
+// micro-batches of at most MaxBatchRows input rows when whole batches
+// would take more than half of what Reserve and Fixed leave; Caches is the
+// rest, which planner.Plan divides among the feature, history and
+// neighbour caches (their tables included).
+type Budget struct {
+	MemBytes   int64              `json:"mem_bytes"`
+	Reserve    int64              `json:"reserve_bytes"`
+	Fixed      FixedStateEstimate `json:"fixed"`
+	WorkingSet WorkingSetEstimate `json:"working_set"`
+	Caches     int64              `json:"caches_bytes"`
+	// MaxBatchRows is the micro-batch row cap (0: batches whole);
+	// MicroBatches is how many micro-batches the profile's largest batch
+	// needs at least (1: whole).
+	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
+	MicroBatches int   `json:"micro_batches"`
+	BatchSize    int   `json:"batch_size"`
+}
+
+// ibytes formats a byte count in IEC units.
+func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
+
+// RuntimeReserve is the part of a whole-process budget of mem bytes that
+// PlanMemory keeps for what it does not count: the Go runtime and garbage
+// awaiting collection, goroutine stacks, the binary, and the page cache of
+// memory-mapped reads, which a memory cgroup charges too. It is mem/8, at
+// least 24 MiB.
+func RuntimeReserve(mem int64) int64 { return max(mem/8, 24<<20) }
+
+// MinimumBudget is the smallest --mem PlanMemory accepts for training d
+// with opts: the reserve, the fixed state (with the profile kept), the
+// caches' address tables, and the working set of micro-batches of
+// ⌈BatchSize/MaxMicroBatches⌉ targets at their largest possible size
+// (fanoutRows), and, before profiling, room for the profiling epoch's
+// counters (planner.ProfileMemBytes).
+func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
+	o := opts.withDefaults()
+	n := d.NumNodes()
+	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
+	fs := fixedState(n, o.Workers, true)
+	fixed := fs.Bytes + modelConfig(d, &o).MemBytes(true)
+	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
+	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + fanoutRows(int64(o.BatchSize), o.Fanouts, n)*idRowBytes)
+	need := fixed + max(ws+minTables(n, hist), planner.ProfileMemBytes(n))
+	// Solve need + RuntimeReserve(mem) <= mem.
+	return max(need+24<<20, (need*8+6)/7)
+}
+
+// Apply sets o's Plan, Profile, MemBytes, MaxBatchRows and (from
+// mo.Cross) NeighborCross.
 func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	o.Plan, o.Profile, o.MemBytes = mp.Plan, mp.Profile, mp.MemBytes
+	if mp.Budget != nil && o.MaxBatchRows == 0 {
+		o.MaxBatchRows = mp.Budget.MaxBatchRows
+	}
 	if mo != nil && mo.Cross != nil && o.NeighborCross == nil {
 		o.NeighborCross = mo.Cross
 	}
@@ -94,11 +158,10 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, fmt.Errorf("%w: PlanMemory needs MemBytes > 0 or a PlanFile", ErrInvalidOptions)
 	}
 	o := opts.withDefaults()
-	n := d.NumNodes()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
-	if need := minTables(n, hist); mo.MemBytes > 0 && mo.MemBytes < need {
-		return nil, fmt.Errorf("%w: %w: --mem %d bytes cannot hold the caches' address tables (%d bytes: 4 bytes per node per cache over %d nodes)",
-			ErrBudget, planner.ErrBudget, mo.MemBytes, need, n)
+	if min := MinimumBudget(d, &o); mo.MemBytes > 0 && mo.MemBytes < min {
+		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, cache tables, and %d in-flight micro-batches of %d targets; or the profiling epoch's counters)",
+			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), o.InFlight, (o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches)
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
@@ -109,10 +172,19 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		mp.MemBytes = mo.MemBytes
 		if mp.MemBytes == 0 {
-			// The plan's budget covers the caches only; the working set
-			// and fixed state were reserved before planning, so the limit
-			// is their sum.
-			mp.MemBytes = mp.Plan.Memory.MemBytes + WorkingSet(d, &o, mp.Profile).Bytes + FixedState(d, &o, mp.Profile).Bytes
+			// The plan's budget covers the caches only; the reserve,
+			// fixed state and working set came first, so the budget is
+			// their sum (the reserve solved for: RuntimeReserve of the
+			// total).
+			rest := mp.Plan.Memory.MemBytes + WorkingSet(d, &o, mp.Profile).Bytes + FixedState(d, &o, mp.Profile).Bytes
+			mp.MemBytes = max(rest+RuntimeReserve(0), (rest*8+6)/7)
+		}
+		if mp.MemBytes > 0 {
+			b, err := divide(d, &o, mp.Profile, mp.MemBytes)
+			if err != nil {
+				return nil, err
+			}
+			mp.Budget = b
 		}
 		return mp, nil
 	}
@@ -134,15 +206,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if !hist {
 		hidden = -1
 	}
-	// The batches in flight come first; the caches get the rest.
-	ws := WorkingSet(d, &o, p)
-	fs := FixedState(d, &o, p)
-	if need := minTables(n, hist); mo.MemBytes < ws.Bytes+fs.Bytes+need {
-		return nil, workingSetError(ws, fs, mo.MemBytes, need)
+	// The reserve, the fixed state and the batches in flight come first;
+	// the caches get the rest.
+	b, err := divide(d, &o, p, mo.MemBytes)
+	if err != nil {
+		return nil, err
 	}
+	ws, fs := b.WorkingSet, b.Fixed
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes)
-	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes)
-	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: mo.MemBytes - ws.Bytes - fs.Bytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
+	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes, "model_bytes", fs.ModelBytes)
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: b.Caches, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
 		Staleness: o.Staleness})
 	if err != nil {
 		return nil, err
@@ -153,13 +226,56 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	mp := &MemPlan{Plan: res, Profile: keptProfile(p), PlanPath: path, Created: true, MemBytes: mo.MemBytes}
+	mp := &MemPlan{Plan: res, Profile: keptProfile(p), PlanPath: path, Created: true, MemBytes: mo.MemBytes, Budget: b}
 	// The profiling epoch's scratch (per-node counters, batches) is garbage
 	// now; return it to the OS so the process starts training at the size
 	// --mem budgets rather than at the profiling peak.
 	p = nil
 	debug.FreeOSMemory()
 	return mp, nil
+}
+
+// divide splits mem (see Budget) for training d with o (defaults applied)
+// and profile p (nil: the fanout bound for batch sizes).
+func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Budget, error) {
+	n := d.NumNodes()
+	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
+	b := &Budget{MemBytes: mem, Reserve: RuntimeReserve(mem), Fixed: FixedState(d, o, p), MicroBatches: 1, BatchSize: o.BatchSize}
+	tables := minTables(n, hist)
+	avail := mem - b.Reserve - b.Fixed.Bytes - tables
+	ws := WorkingSet(d, o, p)
+	if ws.Bytes > avail/2 && o.MaxBatchRows == 0 {
+		// Whole batches would leave the caches less than half: cut them
+		// into micro-batches whose working set takes at most half, or
+		// the smallest split when even that does not fit.
+		whole := ws.BatchRows
+		floor := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
+		wsOf := func(rows int64) int64 {
+			w := *o
+			w.MaxBatchRows = rows
+			return WorkingSet(d, &w, p).Bytes
+		}
+		lo, hi := min(floor, whole), whole // wsOf(lo) is the least; find the largest rows with wsOf <= avail/2
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			if wsOf(mid) <= avail/2 {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		w := *o
+		w.MaxBatchRows = lo
+		ws = WorkingSet(d, &w, p)
+		b.MaxBatchRows = lo
+		b.MicroBatches = int((whole + lo - 1) / lo)
+	}
+	b.WorkingSet = ws
+	b.Caches = avail + tables - ws.Bytes
+	if b.Caches < tables {
+		return nil, workingSetError(ws, b.Fixed, mem, tables)
+	}
+	return b, nil
 }
 
 func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...any) }) (*MemPlan, error) {
@@ -248,14 +364,17 @@ type MemoryUse struct {
 	// FixedBytes is the trainer's per-process state beside the caches
 	// and the working set (see FixedState).
 	FixedBytes int64 `json:"fixed_bytes"`
-	// TotalBytes is the caches plus the working set plus the fixed state.
+	// ReserveBytes is RuntimeReserve(LimitBytes) (0 without a limit).
+	ReserveBytes int64 `json:"reserve_bytes,omitempty"`
+	// TotalBytes is the caches plus the working set plus the fixed state
+	// plus the reserve.
 	TotalBytes int64 `json:"total_bytes"`
 	// LimitBytes is Options.MemBytes (0: none).
 	LimitBytes int64 `json:"limit_bytes,omitempty"`
 }
 
 func (m *MemoryUse) sum() {
-	m.TotalBytes = m.FeatureBytes + m.HistoryBytes + m.NeighborBytes + m.WorkingSetBytes + m.FixedBytes
+	m.TotalBytes = m.FeatureBytes + m.HistoryBytes + m.NeighborBytes + m.WorkingSetBytes + m.FixedBytes + m.ReserveBytes
 }
 
 func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
@@ -285,6 +404,10 @@ type WorkingSetEstimate struct {
 	// input dropout mask that exist while upload assembles it.
 	BatchBytes int64 `json:"batch_bytes"`
 	InFlight   int   `json:"in_flight"`
+	// SplitFrom is the whole batch's input rows when batches are cut into
+	// micro-batches of BatchRows rows (Options.MaxBatchRows), else 0; its
+	// ids and blocks (idRowBytes per row) are counted in BatchBytes.
+	SplitFrom int64 `json:"split_from,omitempty"`
 	// DynamicBytes is the partition sampler's macro-batch dynamic
 	// neighbour caches alive at once: (sampling workers + 1) × the
 	// profile's MaxDynamicBytes. A macro batch's cache lives from the
@@ -302,6 +425,34 @@ type WorkingSetEstimate struct {
 // idRowBytes is the per-input-row cost of ids and block CSRs in
 // WorkingSet's estimate.
 const idRowBytes = 48
+
+// batchBytes is the peak memory of one batch (or micro-batch) of rows input
+// rows: see WorkingSetEstimate.BatchBytes. o has its defaults.
+func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
+	in := int64(d.FeatDim())
+	h := int64(o.Hidden)
+	if o.Model == ModelGAT {
+		h *= int64(o.Heads)
+	}
+	dst := rows
+	if f0 := o.Fanouts[0]; f0 > 0 {
+		dst = min(dst, 2*rows/int64(1+f0)+1)
+	}
+	return rows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + dst*(2*in+3*h)*4
+}
+
+// fanoutRows is the most input rows a batch of targets targets can have:
+// targets × Π(1+fanout), at most n (a fanout of -1 takes every node).
+func fanoutRows(targets int64, fanouts []int, n int64) int64 {
+	r := float64(targets)
+	for _, f := range fanouts {
+		if f < 0 || r >= float64(n) {
+			return n
+		}
+		r *= float64(1 + f)
+	}
+	return int64(min(r, float64(n)))
+}
 
 // WorkingSet estimates the pipeline's working set for training d with
 // opts: Options.InFlight batches of the largest expected size (see
@@ -324,26 +475,16 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 			ws.BatchRows, ws.From = (3*p.Meta.GatheredRows+2*p.Meta.Batches-1)/(2*p.Meta.Batches), "profile-mean"
 		}
 	} else {
-		r := float64(o.BatchSize)
-		for _, f := range o.Fanouts {
-			if f < 0 || r >= float64(n) {
-				r = float64(n)
-				break
-			}
-			r *= float64(1 + f)
-		}
-		ws.BatchRows, ws.From = int64(min(r, float64(n))), "fanouts"
+		ws.BatchRows, ws.From = fanoutRows(int64(o.BatchSize), o.Fanouts, n), "fanouts"
 	}
-	in := int64(d.FeatDim())
-	h := int64(o.Hidden)
-	if o.Model == ModelGAT {
-		h *= int64(o.Heads)
+	if o.MaxBatchRows > 0 && ws.BatchRows > o.MaxBatchRows {
+		// Batches are cut into micro-batches of at most MaxBatchRows
+		// input rows; the whole batch's ids and blocks stay alive while
+		// they are computed.
+		ws.SplitFrom = ws.BatchRows
+		ws.BatchRows, ws.From = o.MaxBatchRows, ws.From+", micro-batches"
 	}
-	dst := ws.BatchRows
-	if f0 := o.Fanouts[0]; f0 > 0 {
-		dst = min(dst, 2*ws.BatchRows/int64(1+f0)+1)
-	}
-	ws.BatchBytes = ws.BatchRows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + dst*(2*in+3*h)*4
+	ws.BatchBytes = batchBytes(d, &o, ws.BatchRows) + ws.SplitFrom*idRowBytes
 	ws.InFlight = o.InFlight
 	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes
 	return ws
@@ -365,7 +506,10 @@ type FixedStateEstimate struct {
 	// history scores) when Options.Profile is set, else 0. PlanMemory's
 	// MemPlan carries only these arrays.
 	ProfileBytes int64 `json:"profile_bytes"`
-	// Bytes = SamplerBytes + ProfileBytes.
+	// ModelBytes is the model on its backend: weights, gradients, Adam's
+	// moments and the micro-batch gradient sums (ModelConfig.MemBytes).
+	ModelBytes int64 `json:"model_bytes"`
+	// Bytes = SamplerBytes + ProfileBytes + ModelBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -393,7 +537,16 @@ func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStat
 	if p == nil {
 		p = o.Profile
 	}
-	return fixedState(d.NumNodes(), o.Workers, p != nil)
+	fs := fixedState(d.NumNodes(), o.Workers, p != nil)
+	fs.ModelBytes = modelConfig(d, &o).MemBytes(true)
+	fs.Bytes += fs.ModelBytes
+	return fs
+}
+
+// modelConfig is the model o trains on d (o with defaults).
+func modelConfig(d *storage.Dataset, o *Options) ModelConfig {
+	return ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(d.Manifest().NumClasses),
+		Layers: o.Layers, Heads: o.Heads, Dropout: float32(o.Dropout)}
 }
 
 // samplingWorkers is the sampler's worker count for Options.Workers w
@@ -429,8 +582,8 @@ func keptProfile(p *planner.Profile) *planner.Profile {
 }
 
 func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches int64) error {
-	return fmt.Errorf("%w: --mem %d bytes cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) and %d bytes of macro-batch neighbour caches, plus %d bytes of fixed state (%d sampling workers) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
-		ErrBudget, mem, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, ws.DynamicBytes, fs.Bytes, fs.Workers, caches)
+	return fmt.Errorf("%w: --mem %d bytes (less the runtime reserve of %d) cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) and %d bytes of macro-batch neighbour caches, plus %d bytes of fixed state (%d sampling workers) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
+		ErrBudget, mem, RuntimeReserve(mem), ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, ws.DynamicBytes, fs.Bytes, fs.Workers, caches)
 }
 
 // estimateMemory is the memory the caches built from s will take at most.
@@ -453,6 +606,9 @@ func estimateMemory(d *storage.Dataset, o *Options, s cacheSizes, histWidth int)
 	}
 	m.NeighborBytes = s.nbr
 	m.LimitBytes = o.MemBytes
+	if o.MemBytes > 0 {
+		m.ReserveBytes = RuntimeReserve(o.MemBytes)
+	}
 	m.setWorkingSet(WorkingSet(d, o, nil))
 	m.FixedBytes = FixedState(d, o, nil).Bytes
 	m.sum()
@@ -471,12 +627,12 @@ func checkMemory(m MemoryUse, when string) error {
 		return nil
 	}
 	caches := m.FeatureBytes + m.HistoryBytes + m.NeighborBytes
-	if m.WorkingSetBytes > 0 && m.WorkingSetBytes+m.FixedBytes+min(caches, 1) > m.LimitBytes {
+	if m.WorkingSetBytes > 0 && m.WorkingSetBytes+m.FixedBytes+m.ReserveBytes+min(caches, 1) > m.LimitBytes {
 		return fmt.Errorf("%w: %s: the training working set (%d in-flight batches × %d bytes, up to %d input rows each) and fixed state (%d bytes) alone exceed --mem %d: use a smaller --batch-size or --fanouts",
 			ErrBudget, when, m.InFlight, m.BatchBytes, m.BatchRows, m.FixedBytes, m.LimitBytes)
 	}
-	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) + fixed state %d = %d bytes > --mem %d",
-		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.FixedBytes, m.TotalBytes, m.LimitBytes)
+	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) + fixed state %d + runtime reserve %d = %d bytes > --mem %d",
+		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.FixedBytes, m.ReserveBytes, m.TotalBytes, m.LimitBytes)
 }
 
 // zeroCopyRowBytes is the zero-copy path's extra working set per input row
@@ -489,4 +645,54 @@ func zeroCopyRowBytes(mode string, in int64) int64 {
 		return zcSplitRowBytes + 3*4*in
 	}
 	return zcSplitRowBytes
+}
+
+// DefaultMem resolves --mem: set says whether it was given (then *mem
+// stands); else the deprecated --mem-limit when given; else the limit of
+// the memory cgroup this process runs in. Without any of them there is no
+// budget: the process shares the machine with others, and ssdgnn does not
+// guess how much of it the user grants, so caches are off unless sized by
+// hand and batches are not split. note is a line for the user, or "".
+func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) {
+	switch {
+	case set:
+		return ""
+	case limitSet:
+		*mem = limit
+		return "--mem-limit is deprecated: it is now the same as --mem, the whole process's budget"
+	}
+	if l, ok := cgroup.SelfMemoryLimit(); ok {
+		*mem = l
+		return fmt.Sprintf("--mem %s: the limit of the memory cgroup this process runs in", ibytes(l))
+	}
+	return "no --mem and no memory cgroup limit: no memory budget, caches off unless sized by hand (--mem SIZE plans them)"
+}
+
+// SoftMemoryLimit is the Go runtime's soft memory limit for a process
+// budget of mem bytes (0: none): mem less half the runtime reserve, so the
+// garbage collector works harder instead of letting the heap outgrow the
+// budget, while the other half of the reserve stays for memory outside the
+// Go heap (stacks, the binary, page cache).
+func SoftMemoryLimit(mem int64) int64 {
+	if mem <= 0 {
+		return 0
+	}
+	return mem - RuntimeReserve(mem)/2
+}
+
+// WriteBudget prints b's arithmetic, one line per term.
+func WriteBudget(w io.Writer, b *Budget) error {
+	ws := b.WorkingSet
+	batch := fmt.Sprintf("batch %d whole", b.BatchSize)
+	if b.MaxBatchRows > 0 {
+		batch = fmt.Sprintf("batch %d as ≥%d micro-batches of ≤%d input rows (whole: %d)", b.BatchSize, b.MicroBatches, b.MaxBatchRows, ws.SplitFrom)
+	}
+	_, err := fmt.Fprintf(w, `memory budget --mem %s:
+  runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
+  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s)
+  working set       %10s  (%d in flight × %s; %s; macro-batch caches %s)
+  caches            %10s  (feature, history and neighbour, tables included)
+`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes),
+		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, ibytes(ws.DynamicBytes), ibytes(b.Caches))
+	return err
 }

@@ -53,7 +53,7 @@ func TestPlanMemory(t *testing.T) {
 	if ws.From != "fanouts" || ws.Bytes <= 0 || ws.InFlight != DefaultInFlight {
 		t.Fatalf("working set without profile %+v", ws)
 	}
-	mem := 8*n + 200*d.FeatRowBytes() + ws.Bytes
+	mem := MinimumBudget(d, o) + 8*n + 200*d.FeatRowBytes() + ws.Bytes + FixedState(d, o, nil).Bytes
 	o.Epochs = 2
 	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "memtest"}
 	mp, err := PlanMemory(context.Background(), d, o, mo)
@@ -73,10 +73,13 @@ func TestPlanMemory(t *testing.T) {
 	}
 	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes ||
 		m.BatchRows > ws.BatchRows || m.FixedBytes != FixedState(d, o, nil).Bytes || m.FixedBytes <= 0 ||
-		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes {
+		m.ReserveBytes != RuntimeReserve(mem) ||
+		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes+m.ReserveBytes {
 		t.Errorf("working set in the report %+v (fanout bound %+v)", m, ws)
 	}
-	if rep.Memory.FeatureBytes != rep.Plan.Feature.Bytes() && rep.Plan.Feature.Entries > 0 {
+	// The built cache holds at most the planned rows (the profiled policy
+	// caches only nodes the profile saw).
+	if rep.Memory.FeatureBytes > rep.Plan.Feature.Bytes() && rep.Plan.Feature.Entries > 0 {
 		t.Errorf("feature cache %d bytes, plan %d", rep.Memory.FeatureBytes, rep.Plan.Feature.Bytes())
 	}
 	// Reading the plan back gives the same plan and profile.
@@ -89,22 +92,36 @@ func TestPlanMemory(t *testing.T) {
 	}
 
 	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 4 * n})
-	if !errors.Is(err, ErrBudget) || !errors.Is(err, planner.ErrBudget) {
+	if !errors.Is(err, ErrBudget) || !errors.Is(err, planner.ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytes(MinimumBudget(d, synthOpts()))) {
 		t.Errorf("tiny budget: %v", err)
 	}
-	// Room for the tables but not for one batch in flight: refused after
-	// profiling, pointing at the batch size.
-	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 8*n + 1000, ProfileName: "memtest-small"})
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--batch-size") {
-		t.Errorf("budget below the working set: %v", err)
+	// Just above the minimum: batches are cut into micro-batches, and
+	// training runs inside the budget.
+	so := synthOpts()
+	so.BatchSize, so.Epochs = 400, 1
+	small := MinimumBudget(d, so) + 64<<10
+	smo := &MemPlanOptions{MemBytes: small, ProfileName: "memtest-small"}
+	smp, err := PlanMemory(context.Background(), d, so, smo)
+	if err != nil {
+		t.Fatalf("budget just above the minimum: %v", err)
 	}
+	if smp.Budget == nil || smp.Budget.MaxBatchRows <= 0 || smp.Budget.MicroBatches < 2 {
+		t.Fatalf("budget just above the minimum planned no micro-batches: %+v", smp.Budget)
+	}
+	smp.Apply(so, smo)
+	srep := run(t, d, so)
+	if e := srep.Epochs[0]; e.MicroBatches <= e.Batches || srep.Memory.TotalBytes > small {
+		t.Errorf("small budget: %d batches as %d micro-batches, memory %+v of %d", e.Batches, e.MicroBatches, srep.Memory, small)
+	}
+	// Below the minimum: refused before anything is built, naming it.
 	o = synthOpts()
 	o.MemBytes = 8*n + 1000
-	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--batch-size") {
-		t.Errorf("New with --mem below the working set: %v", err)
+	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) {
+		t.Errorf("New with --mem below the minimum: %v", err)
 	}
 	o = synthOpts()
-	o.MemBytes, o.FeatCacheBytes = mem, 2*mem
+	o.BatchSize = so.BatchSize
+	o.MemBytes, o.FeatCacheBytes = small, 2*mem
 	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) {
 		t.Errorf("explicit feature cache over --mem: %v", err)
 	}

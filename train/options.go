@@ -146,6 +146,10 @@ type Options struct {
 	// a batch only when its input rows exceed what MemBytes leaves the
 	// working set (see PlanBudget).
 	MicroBatches int `json:"micro_batches,omitempty"`
+	// MaxBatchRows, when positive, is the most input rows a (micro-)batch
+	// may have: batches with more are cut into the fewest micro-batches
+	// that fit (PlanMemory sets it from MemBytes).
+	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
 	// Spill decouples the sample stage (OUTRE §4.1): each epoch's batches
 	// are sampled ahead into a spill file (sample.Sampler.SpillEpoch) in
 	// chunks of SpillChunk batches (default 16), at most SpillAhead written

@@ -150,6 +150,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		return nil, err
 	}
 	t.depth = ReuseDepth(&o)
+	t.maxRows = int(o.MaxBatchRows)
 	if t.hc != nil && o.Staleness <= int64(t.depth) {
 		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
 			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)

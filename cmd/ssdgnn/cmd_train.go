@@ -14,7 +14,6 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
-	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -155,6 +154,10 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 				o.Partitions = pf
 				mo.Part, mo.Partition, mo.Cross = pt.Part(), partName, pt.Cross()
 			}
+			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), cmd.Flags().Changed("mem-limit"), int64(memLimit))
+			if memNote != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
+			}
 			if mem > 0 || planFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName = int64(mem), planFile, profileName
 				mp, err := train.PlanMemory(cmd.Context(), d, &o, &mo)
@@ -168,6 +171,11 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", mp.PlanPath, how,
 					ibytes(mp.Plan.Feature.Bytes()), ibytes(mp.Plan.History.Bytes()), ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
+				if mp.Budget != nil {
+					if err := train.WriteBudget(cmd.ErrOrStderr(), mp.Budget); err != nil {
+						return err
+					}
+				}
 			}
 			out := cmd.OutOrStdout()
 			var mf *os.File
@@ -197,10 +205,10 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 					cbErr = errors.Join(cbErr, train.WriteEpochRow(tw, e), tw.Flush())
 				}
 			}
-			if soft, how := goMemoryLimit(int64(memLimit), int64(mem)); soft > 0 {
+			if soft := train.SoftMemoryLimit(int64(mem)); soft > 0 {
 				prev := debug.SetMemoryLimit(soft)
 				defer debug.SetMemoryLimit(prev)
-				o.Logger.Info("Go soft memory limit", "bytes", soft, "from", how)
+				o.Logger.Info("Go soft memory limit", "bytes", soft)
 			}
 			ctx := cmd.Context()
 			tr, err := train.New(ctx, d, &o)
@@ -302,8 +310,8 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.Var(&featCache, "feat-cache", "feature cache size (overrides the plan; default none)")
 	f.StringVar(&featPolicy, "feat-policy", "auto", "feature cache policy: auto (profiled with --mem/--plan, else degree), degree, profiled or dynamic")
 	f.Var(&nbrCache, "neighbor-cache", "global neighbour cache size (overrides the plan; 0: none)")
-	f.Var(&mem, "mem", "memory budget for the caches, tables included (e.g. 2GiB): sizes them with the planner and fails early if they cannot fit")
-	f.Var(&memLimit, "mem-limit", "memory limit of the whole process (default: the memory cgroup's limit, if any); the Go heap is held to 3/4 of it")
+	f.Var(&mem, "mem", "memory budget of the whole process (e.g. 2GiB; default: the memory cgroup's limit, if any): divided into runtime reserve, model and fixed state, in-flight batches (cut into micro-batches when they do not fit) and the planned caches")
+	f.Var(&memLimit, "mem-limit", "deprecated alias of --mem")
 	f.IntVar(&o.InFlight, "in-flight", train.DefaultInFlight, "batches whose input features may be in memory at once (1: no gather/compute overlap)")
 	f.BoolVar(&o.Spill, "spill", false, "decouple the sample stage: sample batches ahead into a spill file and read them back (OUTRE §4.1)")
 	f.IntVar(&o.SpillChunk, "spill-chunk", train.DefaultSpillChunk, "batches per spill chunk (--spill)")
@@ -322,28 +330,3 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 
 // ibytes formats a byte count (IEC units).
 func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
-
-// goMemFraction is the share of the process memory limit given to the Go
-// runtime's soft limit; the rest is headroom for memory outside the Go heap
-// (stacks, runtime metadata, the mmap'd files' page cache, which the cgroup
-// also charges).
-const (
-	goMemNum, goMemDen = 3, 4
-)
-
-// goMemoryLimit returns the Go soft memory limit for train: 3/4 of
-// --mem-limit, else of the memory cgroup's limit, else 5/4 of --mem (the
-// caches and working set are planned to fit --mem; the extra quarter covers
-// the rest of the heap). 0 means leave the runtime's default.
-func goMemoryLimit(memLimit, mem int64) (int64, string) {
-	if memLimit > 0 {
-		return memLimit / goMemDen * goMemNum, "--mem-limit"
-	}
-	if l, ok := cgroup.SelfMemoryLimit(); ok {
-		return l / goMemDen * goMemNum, "cgroup"
-	}
-	if mem > 0 {
-		return mem + mem/4, "--mem"
-	}
-	return 0, ""
-}
