@@ -81,9 +81,10 @@ type Budget struct {
 	Fixed      FixedStateEstimate `json:"fixed"`
 	WorkingSet WorkingSetEstimate `json:"working_set"`
 	Caches     int64              `json:"caches_bytes"`
-	// MaxBatchRows is the micro-batch row cap (0: batches whole);
-	// MicroBatches is how many micro-batches the profile's largest batch
-	// needs at least (1: whole).
+	// MaxBatchRows is the most input rows a batch may have at run time
+	// (larger ones are cut into micro-batches); MicroBatches is how many
+	// micro-batches the estimate's largest batch needs at least (1:
+	// whole).
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
 	MicroBatches int   `json:"micro_batches"`
 	BatchSize    int   `json:"batch_size"`
@@ -269,6 +270,13 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 		ws = WorkingSet(d, &w, p)
 		b.MaxBatchRows = lo
 		b.MicroBatches = int((whole + lo - 1) / lo)
+	}
+	if b.MaxBatchRows == 0 {
+		// Whole batches fit as estimated; the cap still holds at run
+		// time, so a batch larger than the estimate (another epoch's,
+		// or random batches against a partition profile) is split
+		// rather than overrunning the working set.
+		b.MaxBatchRows = ws.BatchRows
 	}
 	b.WorkingSet = ws
 	b.Caches = avail + tables - ws.Bytes
@@ -684,7 +692,7 @@ func SoftMemoryLimit(mem int64) int64 {
 func WriteBudget(w io.Writer, b *Budget) error {
 	ws := b.WorkingSet
 	batch := fmt.Sprintf("batch %d whole", b.BatchSize)
-	if b.MaxBatchRows > 0 {
+	if b.MicroBatches > 1 {
 		batch = fmt.Sprintf("batch %d as ≥%d micro-batches of ≤%d input rows (whole: %d)", b.BatchSize, b.MicroBatches, b.MaxBatchRows, ws.SplitFrom)
 	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:

@@ -128,8 +128,25 @@ func (h *harness) setup(ctx context.Context, name string, args ...string) ([]byt
 	return os.ReadFile(base + ".stdout")
 }
 
-// configArgs returns the train flags of a configuration.
+// configArgs returns the train flags of a configuration. Every
+// configuration, the baselines included, trains under the same budget
+// rule: --mem is the cgroup's limit and the dataset's plan (--plan, so no
+// configuration profiles) gives the working-set estimate; batches that do
+// not fit what the budget leaves are cut into micro-batches. The
+// configurations differ only in their selection, caches and reads.
 func (h *harness) configArgs(name string, ds *Dataset) (desc string, args []string) {
+	desc, args = h.configFlags(name, ds)
+	if args == nil {
+		return desc, nil
+	}
+	budget := []string{"--mem", strconv.FormatInt(h.o.MemLimit, 10)}
+	if ds.PlanFile != "" {
+		budget = append(budget, "--plan", ds.PlanFile)
+	}
+	return desc, append(budget, args...)
+}
+
+func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []string) {
 	o := &h.o
 	p := ds.Plan
 	size := func(n int64) string { return strconv.FormatInt(n, 10) }
