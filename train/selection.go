@@ -2,9 +2,14 @@ package train
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // AutoSelection resolves sample.ModeAuto for the dataset in dir: partition
@@ -17,4 +22,41 @@ func AutoSelection(dir, name string) (mode sample.Mode, note string) {
 		return sample.ModePartition, fmt.Sprintf("selection: partition batches from partitioning %q", name)
 	}
 	return sample.ModeRandom, fmt.Sprintf("selection: random batches (no partitioning %q; 'ssdgnn partition %s' enables partition batches)", name, dir)
+}
+
+// AutoFeatRead resolves storage.ReadAuto for training d: O_DIRECT (where
+// the file system accepts it) when the page cache would compete with the
+// budget, that is when the process runs under a memory cgroup limit (which
+// charges the page cache) or the feature file is larger than half the
+// memory the kernel reports available; otherwise buffered reads, which a
+// feature file that fits in the page cache serves from memory after the
+// first touch. note says which and why.
+func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
+	feat := d.FeatRowBytes() * d.NumNodes()
+	if l, ok := cgroup.SelfMemoryLimit(); ok {
+		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (memory cgroup limit %s charges the page cache)", ibytes(l))
+	}
+	if avail, ok := memAvailable(); ok && feat > avail/2 {
+		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (features %s > half of available memory %s)", ibytes(feat), ibytes(avail))
+	}
+	return storage.ReadBuffered, fmt.Sprintf("feature reads: buffered (features %s fit the page cache)", ibytes(feat))
+}
+
+// memAvailable is /proc/meminfo's MemAvailable in bytes.
+func memAvailable() (int64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10, true
+				}
+			}
+		}
+	}
+	return 0, false
 }
