@@ -153,6 +153,16 @@ type Cache struct {
 	stats   Stats
 }
 
+// FixedTableBytes is the memory a cache over n nodes takes whatever it
+// holds: the membership bitmap, its rank directory, and the final offsets
+// entry is counted with ListBytes' per-list offset. The planner models the
+// cache with it and ListBytes.
+func FixedTableBytes(n int64) int64 { return fixedTableBytes(n) }
+
+// ListBytes is what caching one list of deg neighbours of idBytes bytes
+// each costs: its ids and its 8-byte offset.
+func ListBytes(deg, idBytes int64) int64 { return 8 + deg*idBytes }
+
 // fixedTableBytes is the size of the bitmap and the rank directory for n
 // nodes.
 func fixedTableBytes(n int64) int64 {
@@ -188,7 +198,7 @@ func Build(d *storage.Dataset, opts *Options) (*Cache, error) {
 		}
 		return indptr[v+1] - indptr[v]
 	}
-	cost := func(v int64) int64 { return 8 + (indptr[v+1]-indptr[v])*elem }
+	cost := func(v int64) int64 { return ListBytes(indptr[v+1]-indptr[v], elem) }
 
 	// Histogram of cost by score; walk scores downwards to find the
 	// threshold score whose nodes are taken only partially.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/neighborcache"
 )
 
 // Defaults of PlanOptions.
@@ -195,7 +196,7 @@ type nbrModel struct {
 	entries []int64
 }
 
-func nbrFixedTable(n int64) int64 { return (n+63)/64*8 + ((n+511)/512+1)*4 }
+func nbrFixedTable(n int64) int64 { return neighborcache.FixedTableBytes(n) }
 
 func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs float64) (*nbrModel, error) {
 	if int64(len(o.Indptr)) != n+1 {
@@ -218,7 +219,7 @@ func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs float64) (
 	m := &nbrModel{fixed: nbrFixedTable(n), cost: make([]int64, len(order)+1), bytes: make([]float64, len(order)+1)}
 	for i, v := range order {
 		deg := o.Indptr[v+1] - o.Indptr[v]
-		m.cost[i+1] = m.cost[i] + 8 + deg*idBytes
+		m.cost[i+1] = m.cost[i] + neighborcache.ListBytes(deg, idBytes)
 		m.bytes[i+1] = m.bytes[i] + float64(p.Nbr[v])*float64(deg*idBytes)/epochs
 	}
 	return m, nil
@@ -308,7 +309,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		}
 		score := make([]float64, n)
 		for i := range score {
-			score[i] = (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) * hit(i) / epochs
+			score[i] = p.HistScore(beta, i)
 		}
 		// Components in the same order as the score, for the prediction.
 		idx := make([]int, n)

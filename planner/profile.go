@@ -239,6 +239,43 @@ type Profile struct {
 	// package doc, "History validity"). Both nil in old profiles.
 	HistAppear []uint32
 	HistHits   []uint32
+	// HistScores, derived and never stored, is HistScore of every node
+	// for a given β (see ForTraining); nil unless set.
+	HistScores []float32 `json:"-"`
+}
+
+// HistScore is node i's history-cache score: the history I/O it saves per
+// epoch, (β·saved_IO_hist_sample + saved_IO_hist_gather) × the fraction of
+// its hop-1 appearances a usable entry would serve (1 for profiles without
+// the validity arrays) ÷ the presampled epochs. Plan ranks history
+// candidates by it, and the trainer builds the history cache by it
+// (HistScores), so the cache built is the cache planned.
+func (p *Profile) HistScore(beta float64, i int) float64 {
+	hit := 1.0
+	if p.HistAppear != nil && p.HistHits != nil {
+		if p.HistAppear[i] == 0 {
+			hit = 0
+		} else {
+			hit = float64(p.HistHits[i]) / float64(p.HistAppear[i])
+		}
+	}
+	return (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) * hit / float64(max(p.Meta.PresampleEpochs, 1))
+}
+
+// ComputeHistScores returns HistScore(beta, i) of every node as float32.
+func (p *Profile) ComputeHistScores(beta float64) []float32 {
+	s := make([]float32, len(p.HistSample))
+	for i := range s {
+		s[i] = float32(p.HistScore(beta, i))
+	}
+	return s
+}
+
+// ForTraining is what training reads of p, so the rest can be freed: Meta,
+// Feat (the profiled feature cache's counts) and HistScores for beta (the
+// history cache's candidate order). It holds 8 bytes per node.
+func (p *Profile) ForTraining(beta float64) *Profile {
+	return &Profile{Meta: p.Meta, Feat: p.Feat, HistScores: p.ComputeHistScores(beta)}
 }
 
 // Beta is the profile's β.

@@ -67,3 +67,13 @@ func TestPartitionBatchesMatchBatchSize(t *testing.T) {
 		t.Errorf("mean partition batch %.0f training nodes over %d batches, want about 1000", mean, len(pl.Batches))
 	}
 }
+
+// TestIDMapBytesMeasured: IDMapBytes is what newIDMap allocates.
+func TestIDMapBytesMeasured(t *testing.T) {
+	for _, n := range []int64{1000, denseLimit, denseLimit + 1} {
+		m := newIDMap(n)
+		if got := int64(4 * len(m.local)); got != IDMapBytes(n) {
+			t.Errorf("n=%d: newIDMap holds %d bytes of dense map, IDMapBytes says %d", n, got, IDMapBytes(n))
+		}
+	}
+}

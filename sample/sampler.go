@@ -252,6 +252,16 @@ type idMap struct {
 	m     map[int64]int32
 }
 
+// IDMapBytes is one sampling worker's node → local-id map over n nodes: a
+// dense int32 per node up to 2^23 nodes, else a Go map sized by the batch
+// (counted as 0 here: it is part of the batch's working set).
+func IDMapBytes(n int64) int64 {
+	if n <= denseLimit {
+		return 4 * n
+	}
+	return 0
+}
+
 func newIDMap(n int64) *idMap {
 	if n <= denseLimit {
 		return &idMap{local: make([]int32, n)}

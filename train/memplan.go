@@ -227,7 +227,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	mp := &MemPlan{Plan: res, Profile: keptProfile(p), PlanPath: path, Created: true, MemBytes: mo.MemBytes, Budget: b}
+	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, MemBytes: mo.MemBytes, Budget: b}
 	// The profiling epoch's scratch (per-node counters, batches) is garbage
 	// now; return it to the OS so the process starts training at the size
 	// --mem budgets rather than at the profiling peak.
@@ -303,7 +303,7 @@ func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...an
 		p, err := planner.LoadProfile(d.Dir(), res.Profile)
 		switch {
 		case err == nil && p.Meta.NumNodes == d.NumNodes():
-			mp.Profile = keptProfile(p)
+			mp.Profile = keptProfile(p, res.Beta)
 		case err == nil, errors.Is(err, planner.ErrNotFound):
 			log.Info("plan's profile not usable; caches select by degree", "profile", res.Profile)
 		default:
@@ -503,15 +503,16 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 // a batch.
 type FixedStateEstimate struct {
 	// Workers is the number of sampling goroutines, SamplerBytes their
-	// scratch: a dense node → local-id map of idMapNodeBytes (4) bytes per
-	// node each while the graph has at most sample's dense limit (2^23)
-	// nodes, else a hash map sized by the batch (counted as 0 here).
+	// scratch: sample.IDMapBytes each (a dense node → local-id map of 4
+	// bytes per node up to 2^23 nodes, else a hash map sized by the batch,
+	// counted as 0 here).
 	Workers      int   `json:"workers"`
 	SamplerBytes int64 `json:"sampler_bytes"`
 	// ProfileBytes is the part of the profile kept for the run:
-	// profileNodeBytes (12) bytes per node (saved_IO_feat, which the
-	// profiled feature cache keeps as its selection counts, and the two
-	// history scores) when Options.Profile is set, else 0. PlanMemory's
+	// profileNodeBytes (8) bytes per node (saved_IO_feat, which the
+	// profiled feature cache keeps as its selection counts, and the
+	// history score the plan ranked by, planner.Profile.ForTraining) when
+	// Options.Profile is set, else 0. PlanMemory's
 	// MemPlan carries only these arrays.
 	ProfileBytes int64 `json:"profile_bytes"`
 	// ModelBytes is the model on its backend: weights, gradients, Adam's
@@ -522,19 +523,15 @@ type FixedStateEstimate struct {
 }
 
 const (
-	// idMapNodeBytes is one sampling worker's dense id map per node
-	// (an int32 local id + 1).
-	idMapNodeBytes = 4
-	// idMapDenseLimit mirrors sample's limit for dense id maps.
-	idMapDenseLimit = 1 << 23
-	// profileNodeBytes is the profile arrays kept per node (3 × uint32).
-	profileNodeBytes = 12
+	// profileNodeBytes is the profile arrays kept per node
+	// (planner.Profile.ForTraining: Feat and HistScores, 4 bytes each).
+	profileNodeBytes = 8
 )
 
 // FixedState estimates the trainer's fixed state for training d with
 // opts (p nil: opts.Profile):
 //
-//	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  12 · N  (with a profile)
+//	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  8 · N  (with a profile)  +  model
 //
 // with Workers defaulting to GOMAXPROCS as the sampler's does. The memory
 // check and --mem reserve it beside the working set. Memory-mapped
@@ -569,9 +566,7 @@ func samplingWorkers(w int) int {
 func fixedState(n int64, workers int, profile bool) FixedStateEstimate {
 	workers = samplingWorkers(workers)
 	fs := FixedStateEstimate{Workers: workers}
-	if n <= idMapDenseLimit {
-		fs.SamplerBytes = idMapNodeBytes * n * int64(workers)
-	}
+	fs.SamplerBytes = sample.IDMapBytes(n) * int64(workers)
 	if profile {
 		fs.ProfileBytes = profileNodeBytes * n
 	}
@@ -582,11 +577,14 @@ func fixedState(n int64, workers int, profile bool) FixedStateEstimate {
 // keptProfile is p without the arrays that only planning reads (the
 // neighbour benefit and the history validity counts): what the trainer
 // needs of it, so the rest can be freed once the plan is made.
-func keptProfile(p *planner.Profile) *planner.Profile {
+func keptProfile(p *planner.Profile, beta float64) *planner.Profile {
 	if p == nil {
 		return nil
 	}
-	return &planner.Profile{Meta: p.Meta, Feat: p.Feat, HistSample: p.HistSample, HistGather: p.HistGather}
+	if beta <= 0 {
+		beta = p.Meta.Beta
+	}
+	return p.ForTraining(beta)
 }
 
 func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches int64) error {

@@ -129,7 +129,7 @@ func TestPlanMemory(t *testing.T) {
 
 func TestFixedState(t *testing.T) {
 	const n = 1000
-	big := int64(idMapDenseLimit + 1)
+	big := int64(1<<23 + 1) // above sample's dense id-map limit: IDMapBytes is 0
 	for _, tc := range []struct {
 		name    string
 		n       int64
@@ -138,8 +138,8 @@ func TestFixedState(t *testing.T) {
 		want    FixedStateEstimate
 	}{
 		{"no profile", n, 2, false, FixedStateEstimate{Workers: 2, SamplerBytes: 4 * n * 2, Bytes: 4 * n * 2}},
-		{"profile", n, 3, true, FixedStateEstimate{Workers: 3, SamplerBytes: 4 * n * 3, ProfileBytes: 12 * n, Bytes: 4*n*3 + 12*n}},
-		{"sparse id maps", big, 4, true, FixedStateEstimate{Workers: 4, ProfileBytes: 12 * big, Bytes: 12 * big}},
+		{"profile", n, 3, true, FixedStateEstimate{Workers: 3, SamplerBytes: 4 * n * 3, ProfileBytes: 8 * n, Bytes: 4*n*3 + 8*n}},
+		{"sparse id maps", big, 4, true, FixedStateEstimate{Workers: 4, ProfileBytes: 8 * big, Bytes: 8 * big}},
 		{"empty", 0, 1, true, FixedStateEstimate{Workers: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,14 +154,18 @@ func TestFixedState(t *testing.T) {
 }
 
 func TestKeptProfile(t *testing.T) {
-	if keptProfile(nil) != nil {
+	if keptProfile(nil, 1) != nil {
 		t.Fatal("keptProfile(nil) != nil")
 	}
 	a := []uint32{1}
 	p := &planner.Profile{Meta: planner.Meta{NumNodes: 1}, Feat: a, HistSample: a, HistGather: a, Nbr: a, HistAppear: a, HistHits: a}
-	k := keptProfile(p)
-	if k.Meta.NumNodes != 1 || k.Feat == nil || k.HistSample == nil || k.HistGather == nil || k.Nbr != nil || k.HistAppear != nil || k.HistHits != nil {
+	k := keptProfile(p, 2)
+	if k.Meta.NumNodes != 1 || k.Feat == nil || len(k.HistScores) != 1 || k.HistSample != nil || k.HistGather != nil || k.Nbr != nil || k.HistAppear != nil || k.HistHits != nil {
 		t.Errorf("keptProfile = %+v", k)
+	}
+	// The kept scores are the plan's ranking: (β·S + G) × hits/appearances.
+	if k.HistScores[0] != float32((2*1+1)*1.0) {
+		t.Errorf("kept history score %v, want (2·1+1)·1/1 = 3", k.HistScores[0])
 	}
 	if p.Nbr == nil {
 		t.Error("keptProfile changed its argument")

@@ -123,11 +123,12 @@ type Options struct {
 	// Plan (from planner.Plan, see PlanMemory) sizes every cache whose
 	// byte option is 0. Profile, when set, supplies the feature cache's
 	// counts (saved_IO_feat) and the history cache's candidate scores
-	// (β·saved_IO_hist_sample + saved_IO_hist_gather, β from Plan when set);
-	// without it candidates are the nodes of largest degree. New reads
-	// only Profile's Meta, Feat, HistSample and HistGather, while building
-	// the caches, and keeps no reference to it afterwards; FixedState
-	// counts those three arrays (12 bytes per node) as the caller's.
+	// (Profile.HistScores, the plan's ranking, planner.Profile.HistScore;
+	// computed with β from Plan when the profile lacks them); without it
+	// candidates are the nodes of largest degree. New reads only Profile's
+	// Meta, Feat and history scores, while building the caches, and keeps
+	// no reference to it afterwards; FixedState counts Feat and the scores
+	// (8 bytes per node) as the caller's.
 	Plan    *planner.PlanResult `json:"-"`
 	Profile *planner.Profile    `json:"-"`
 	// InFlight bounds the batches of an epoch whose input features are

@@ -181,16 +181,20 @@ func defaultHistBudget(n int64, width int) int64 {
 // sample.DefaultHistFrac of the nodes.
 func newHistCache(d *storage.Dataset, width int, budget int64, o *Options) (*histcache.Cache, error) {
 	n := d.NumNodes()
-	scores := make([]float32, n)
+	var scores []float32
 	if p := o.Profile; p != nil {
-		beta := p.Meta.Beta
-		if o.Plan != nil && o.Plan.Beta > 0 {
-			beta = o.Plan.Beta
-		}
-		for v := range scores {
-			scores[v] = float32(beta*float64(p.HistSample[v]) + float64(p.HistGather[v]))
+		// The plan's own ranking (planner.Profile.HistScore), so the
+		// cache built is the cache planned.
+		scores = p.HistScores
+		if scores == nil {
+			beta := p.Meta.Beta
+			if o.Plan != nil && o.Plan.Beta > 0 {
+				beta = o.Plan.Beta
+			}
+			scores = p.ComputeHistScores(beta)
 		}
 	} else {
+		scores = make([]float32, n)
 		ip := d.Indptr()
 		for v := int64(0); v < n; v++ {
 			scores[v] = float32(ip[v+1] - ip[v])
