@@ -9,7 +9,6 @@ import (
 
 	mmap "github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
-
 )
 
 // Array is one .npy file mapped read-only after its size and header were
