@@ -13,6 +13,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/interop/internal/csrstream"
 	"github.com/ssdgnn/ssdgnn/interop/internal/exportdir"
+	"github.com/ssdgnn/ssdgnn/interop/internal/intarray"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -278,11 +279,11 @@ func (x *exporter) features() (bool, error) {
 // labels writes node_data/label.npy: every node's class as int64, -1 for
 // unlabelled nodes.
 func (x *exporter) labels() error {
-	lr, err := openInts(x.dir, x.m.File(storage.FileLabels))
+	lr, err := intarray.Open(x.dir, x.m.File(storage.FileLabels))
 	if err != nil {
 		return err
 	}
-	defer lr.close()
+	defer lr.Close()
 	n := x.m.NumNodes
 	if n == 0 {
 		return x.writeEmpty(PathLabel, labelDType, []int64{0})
@@ -295,12 +296,12 @@ func (x *exporter) labels() error {
 	buf := make([]int64, x.o.chunkEdges())
 	for done := int64(0); done < n; {
 		k := int(min(int64(len(buf)), n-done))
-		if err := lr.read(buf[:k], done); err != nil {
+		if err := lr.Read(buf[:k], done); err != nil {
 			return err
 		}
 		for i, c := range buf[:k] {
 			if c < -1 || (x.m.NumClasses > 0 && c >= x.m.NumClasses) {
-				return &storage.CorruptError{File: lr.f.Path, Field: "labels", Index: done + int64(i), Offset: -1,
+				return &storage.CorruptError{File: lr.Path(), Field: "labels", Index: done + int64(i), Offset: -1,
 					Msg: fmt.Sprintf("class %d out of range [-1,%d)", c, x.m.NumClasses)}
 			}
 		}
@@ -316,17 +317,17 @@ func (x *exporter) labels() error {
 // checked (in range, strictly ascending, as docs/format.md requires) and
 // their labels found by one forward scan of labels.npy.
 func (x *exporter) set(k int, e *storage.FileEntry, withLabels bool) (int64, error) {
-	sr, err := openInts(x.dir, e)
+	sr, err := intarray.Open(x.dir, e)
 	if err != nil {
 		return 0, err
 	}
-	defer sr.close()
-	var lr *intReader
+	defer sr.Close()
+	var lr *intarray.Reader
 	if withLabels {
-		if lr, err = openInts(x.dir, x.m.File(storage.FileLabels)); err != nil {
+		if lr, err = intarray.Open(x.dir, x.m.File(storage.FileLabels)); err != nil {
 			return 0, err
 		}
-		defer lr.close()
+		defer lr.Close()
 	}
 	count := e.Shape[0]
 	seedsRel, labelsRel := SetPaths(k)
@@ -356,18 +357,18 @@ func (x *exporter) set(k int, e *storage.FileEntry, withLabels bool) (int64, err
 	prev := int64(-1)
 	for done := int64(0); done < count; {
 		n := int(min(int64(chunk), count-done))
-		if err := sr.read(seeds[:n], done); err != nil {
+		if err := sr.Read(seeds[:n], done); err != nil {
 			return 0, err
 		}
 		labs = labs[:0]
 		for i, v := range seeds[:n] {
 			if v <= prev || v >= x.m.NumNodes {
-				return 0, &storage.CorruptError{File: sr.f.Path, Field: e.Name, Index: done + int64(i), Offset: -1,
+				return 0, &storage.CorruptError{File: sr.Path(), Field: e.Name, Index: done + int64(i), Offset: -1,
 					Msg: fmt.Sprintf("node %d not in (%d, %d): splits are strictly ascending node ids", v, prev, x.m.NumNodes)}
 			}
 			prev = v
 			if withLabels {
-				c, err := lr.at(v)
+				c, err := lr.At(v)
 				if err != nil {
 					return 0, err
 				}

@@ -1,4 +1,7 @@
-package graphbolt
+// Package intarray reads 1-D int32 or int64 arrays of a dataset with
+// pread and a fixed read-ahead window, converting to int64: sequential
+// chunks (Read) or ascending random access (At).
+package intarray
 
 import (
 	"fmt"
@@ -7,8 +10,8 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
-// intReader reads a 1-D int32 or int64 array of a dataset with pread.
-type intReader struct {
+// Reader reads a 1-D int32 or int64 array of a dataset with pread.
+type Reader struct {
 	f    *storage.ArrayFile
 	wide bool
 	buf  []byte
@@ -20,7 +23,8 @@ type intReader struct {
 // windowElems is the read-ahead of at.
 const windowElems = 1 << 15
 
-func openInts(dir string, e *storage.FileEntry) (*intReader, error) {
+// Open opens array e of dir after checking it against e.
+func Open(dir string, e *storage.FileEntry) (*Reader, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: %s: missing manifest entry", storage.ErrMismatch, dir)
 	}
@@ -31,15 +35,20 @@ func openInts(dir string, e *storage.FileEntry) (*intReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &intReader{f: f, wide: e.DType == "int64"}, nil
+	return &Reader{f: f, wide: e.DType == "int64"}, nil
 }
 
-func (r *intReader) close() { r.f.Close() }
+// Close closes the file.
+func (r *Reader) Close() { r.f.Close() }
 
-func (r *intReader) len() int64 { return r.f.Entry.Shape[0] }
+// Path is the file's path, for errors.
+func (r *Reader) Path() string { return r.f.Path }
 
-// read fills dst with elements start, start+1, ….
-func (r *intReader) read(dst []int64, start int64) error {
+// Len is the number of elements.
+func (r *Reader) Len() int64 { return r.f.Entry.Shape[0] }
+
+// Read fills dst with elements start, start+1, ….
+func (r *Reader) Read(dst []int64, start int64) error {
 	w := 4
 	if r.wide {
 		w = 8
@@ -65,19 +74,19 @@ func (r *intReader) read(dst []int64, start int64) error {
 	return nil
 }
 
-// at returns element i, reading ahead a window: a forward scan of
+// At returns element i, reading ahead a window: a forward scan of
 // ascending indices costs one read per window.
-func (r *intReader) at(i int64) (int64, error) {
+func (r *Reader) At(i int64) (int64, error) {
 	if i < r.winBase || i >= r.winBase+int64(len(r.win)) {
-		n := min(windowElems, r.len()-i)
+		n := min(windowElems, r.Len()-i)
 		if n <= 0 {
-			return 0, fmt.Errorf("%w: %s: element %d past the end (%d)", storage.ErrMismatch, r.f.Path, i, r.len())
+			return 0, fmt.Errorf("%w: %s: element %d past the end (%d)", storage.ErrMismatch, r.f.Path, i, r.Len())
 		}
 		if cap(r.win) < int(n) {
 			r.win = make([]int64, windowElems)
 		}
 		r.win = r.win[:n]
-		if err := r.read(r.win, i); err != nil {
+		if err := r.Read(r.win, i); err != nil {
 			return 0, err
 		}
 		r.winBase = i
