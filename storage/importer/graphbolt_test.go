@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -116,5 +117,99 @@ func TestGraphBoltLabelsFromSets(t *testing.T) {
 		if got.labels[v] != c {
 			t.Fatalf("label of %d = %d, want %d", v, got.labels[v], c)
 		}
+	}
+}
+
+// TestGraphBoltBadInputs corrupts one file of a valid export at a time:
+// the import must fail with an error that names the file and the element
+// or field, and leave no dataset behind.
+func TestGraphBoltBadInputs(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	storagetest.Write(t, src, storagetest.Graph{
+		Adj: [][]int64{{1, 2}, {0}, {0, 3}, {2}}, FeatDim: 2, Labels: []int32{0, 1, 2, 0}, NumClasses: 3,
+		Train: []int64{0, 1}, Valid: []int64{2}, Test: []int64{3},
+	})
+	seeds, labels := graphbolt.SetPaths(0)
+	for _, tc := range []struct {
+		name  string
+		file  string
+		data  func(t *testing.T) []byte // nil removes the file
+		edit  func(string) string       // edits metadata.yaml instead
+		want  []string
+		isErr error
+	}{
+		{name: "no metadata", file: graphbolt.MetadataName, want: []string{"metadata.yaml not found"}, isErr: ErrLayout},
+		{name: "missing graph", edit: func(s string) string { return strings.Replace(s, "graph:", "grph:", 1) }, want: []string{"metadata.yaml", "graph: missing"}, isErr: ErrFormat},
+		{name: "missing num", edit: func(s string) string { return strings.Replace(s, "num: 4", "nm: 4", 1) }, want: []string{"graph.nodes[0].num"}, isErr: ErrFormat},
+		{name: "edges float", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float32, []int64{2, 6}, make([]float32, 12))
+		}, want: []string{"edges.npy", "want an integer dtype"}, isErr: ErrFormat},
+		{name: "edges shape", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{6, 2}, make([]int64, 12))
+		}, want: []string{"edges.npy", "want (2, num_edges)"}, isErr: ErrFormat},
+		{name: "edge out of range", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 9, 3})
+		}, want: []string{"edges.npy", "element 4", "destination node 9 out of range [0, 4)"}, isErr: ErrFormat},
+		{name: "edges truncated", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			b := npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 2, 3})
+			return b[:len(b)-8]
+		}, want: []string{"edges.npy", "file is"}, isErr: ErrFormat},
+		{name: "seed out of range", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 4})
+		}, want: []string{"train_seeds.npy", "element 1", "node 4 out of range [0, 4)"}, isErr: ErrFormat},
+		{name: "seed in two sets", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 3})
+		}, want: []string{"test_seeds.npy", "element 0", "node 3 is also in train"}, isErr: ErrFormat},
+		{name: "seeds float", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float64, []int64{2}, []float64{0, 1})
+		}, want: []string{"train_seeds.npy", "want an integer dtype"}, isErr: ErrFormat},
+		{name: "set labels length", file: labels, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
+		}, want: []string{"train_labels.npy", "3 labels for 2 seeds"}, isErr: ErrFormat},
+		{name: "label feature length", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
+		}, want: []string{"label.npy", "3 labels, want one per node (4)"}, isErr: ErrFormat},
+		{name: "label out of range", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{4}, []int64{0, 1, 7, 0})
+		}, want: []string{"label.npy", "element 2", "label 7 out of range"}, isErr: ErrFormat},
+		{name: "features rows", file: graphbolt.PathFeat, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float32, []int64{5, 2}, make([]float32, 10))
+		}, want: []string{"feat.npy", "5 feature rows, want one per node (4)"}, isErr: ErrFormat},
+		{name: "seeds missing", file: seeds, want: []string{"train_seeds.npy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gb := filepath.Join(t.TempDir(), "gb")
+			if _, err := graphbolt.Export(src, gb, &graphbolt.Options{NoLink: true}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.edit != nil:
+				p := filepath.Join(gb, graphbolt.MetadataName)
+				b, _ := os.ReadFile(p)
+				if err := os.WriteFile(p, []byte(tc.edit(string(b))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case tc.data == nil:
+				os.Remove(filepath.Join(gb, tc.file))
+			default:
+				if err := os.WriteFile(filepath.Join(gb, tc.file), tc.data(t), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := ImportGraphBolt(gb, out, asGiven)
+			if err == nil {
+				t.Fatal("import succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tc.isErr != nil && !errors.Is(err, tc.isErr) {
+				t.Errorf("error %v does not match %v", err, tc.isErr)
+			}
+			assertNoDataset(t, out)
+		})
 	}
 }
