@@ -9,8 +9,6 @@ import (
 
 	mmap "github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
-
-	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
 // Array is one .npy file mapped read-only after its size and header were
@@ -37,20 +35,8 @@ func MapArray(dir string, e *FileEntry) (*Array, error) {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
-	}
-	if st.Size() != e.Bytes {
-		return nil, fmt.Errorf("%w: %s: size %d bytes, manifest says %d", ErrMismatch, path, st.Size(), e.Bytes)
-	}
-	h, err := npy.ReadHeader(f)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
-	}
-	if h.DType.String() != e.DType || !equalShape(h.Shape, e.Shape) || h.DataOffset != e.DataOffset {
-		return nil, fmt.Errorf("%w: %s: header says %s%v at offset %d, manifest says %s%v at offset %d",
-			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
+	if err := checkArrayFile(f, path, e); err != nil {
+		return nil, err
 	}
 	a := &Array{Entry: e}
 	if e.Bytes > e.DataOffset {

@@ -81,7 +81,7 @@ features are copied row by row. By default the graph is symmetrised and self
 loops and duplicate edges are dropped and counted. A failed import leaves no
 dataset behind; every error names the file and the line or element.`,
 	}
-	cmd.AddCommand(newImportOGBCmd(g), newImportNPYCmd(g), newImportEdgeListCmd(g))
+	cmd.AddCommand(newImportOGBCmd(g), newImportNPYCmd(g), newImportEdgeListCmd(g), newImportGraphBoltCmd(g))
 	return cmd
 }
 
@@ -222,5 +222,40 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 	fl.StringVar(&feat, "feat", "", "features: a .npy [N,D] array or CSV rows, one per node")
 	fl.StringVar(&labels, "labels", "", "labels: one integer per line, or a .npy array")
 	fl.Int64Var(&numNodes, "num-nodes", 0, "number of nodes (default: largest id + 1)")
+	return cmd
+}
+
+func newImportGraphBoltCmd(g *globals) *cobra.Command {
+	f := &importFlags{}
+	cmd := &cobra.Command{
+		Use:   "graphbolt SRC OUT",
+		Short: "Import a DGL GraphBolt on-disk dataset (metadata.yaml with a raw graph section)",
+		Long: `graphbolt reads SRC/metadata.yaml and the numpy files it names: the (2, E)
+edge array (edge src->dst is stored in dst's neighbour list, the inverse of
+'ssdgnn export graphbolt'), node features "feat" and "label", and the first
+task's train/validation/test seeds (and labels). Unlike the other formats
+the edges are kept exactly as given by default, and features keep their
+stored dtype, so importing an export gives the dataset back.`,
+		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := f.options(g)
+			if err != nil {
+				return err
+			}
+			rep, err := importer.ImportGraphBolt(args[0], args[1], o)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd, rep)
+		},
+	}
+	f.register(cmd)
+	// A GraphBolt edge list is already the directed edge set to store.
+	f.symmetrize, f.keepSelfLoops, f.keepDupes, f.featDType = false, true, true, ""
+	for name, def := range map[string]string{"symmetrize": "false", "keep-self-loops": "true", "keep-duplicates": "true", "feat-dtype": ""} {
+		cmd.Flags().Lookup(name).DefValue = def
+	}
+	cmd.Flags().Lookup("feat-dtype").Usage = "stored feature dtype: float32 or float16 (default: as in the source)"
 	return cmd
 }

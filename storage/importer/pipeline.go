@@ -33,6 +33,10 @@ type job struct {
 
 	numNodes int64 // -1 until known
 
+	// reverseEdges makes addEdgePairs store every edge src→dst in dst's
+	// neighbour list (GraphBolt and DGL list a node's in-edges).
+	reverseEdges bool
+
 	// edges
 	sorter  *extsort.Sorter
 	batch   []extsort.Edge

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExportCLI runs gen -> export graphbolt -> import graphbolt (arrays
+// identical) and partition -> export distdgl, and the --force rule.
+func TestExportCLI(t *testing.T) {
+	tmp := t.TempDir()
+	dir, gb, back, dd := filepath.Join(tmp, "g"), filepath.Join(tmp, "gb"), filepath.Join(tmp, "back"), filepath.Join(tmp, "dd")
+	if _, _, err := run(t, "gen", dir, "--nodes", "3000", "--feat-dim", "8", "--classes", "4", "--seed", "5"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := run(t, "export", "graphbolt", dir, gb, "--mem", "4MiB"); err != nil || !strings.Contains(out, "GraphBolt dataset") {
+		t.Fatalf("export graphbolt: %v\n%s", err, out)
+	}
+	if _, _, err := run(t, "export", "graphbolt", dir, gb); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("export over an export without --force: %v", err)
+	}
+	if _, _, err := run(t, "export", "graphbolt", dir, gb, "--force", "--id-dtype", "int32"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "import", "graphbolt", gb, back); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"indptr.npy", "indices.npy", "features.npy", "labels.npy", "train_idx.npy", "valid_idx.npy", "test_idx.npy"} {
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, _ := os.ReadFile(filepath.Join(back, f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s differs after export graphbolt + import graphbolt", f)
+		}
+	}
+	if _, _, err := run(t, "export", "distdgl", dir, dd); err == nil {
+		t.Fatal("export distdgl without --partition succeeded")
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "4", "--first-level", "2"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "export", "distdgl", dir, dd, "--partition", "fennel", "--chunks", "3", "--json")
+	if err != nil || !strings.Contains(out, `"chunks": 3`) {
+		t.Fatalf("export distdgl: %v\n%s", err, out)
+	}
+	for _, f := range []string{"metadata.json", "edges/edges-2.txt", "node_data/feat-0.npy", "partitions/_N.txt", "partitions/partition_meta.json"} {
+		if _, err := os.Stat(filepath.Join(dd, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

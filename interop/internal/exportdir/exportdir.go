@@ -1,0 +1,110 @@
+// Package exportdir prepares the output directory of an export and writes
+// its files atomically: an export is complete only once its metadata file
+// exists, so it is written last, and it is removed first when an export is
+// overwritten.
+//
+// Invariants: Prepare never removes a file it does not own (the caller
+// lists the names it owns); every file is written under a temporary name,
+// fsynced and renamed (package atomicfile), hard links included.
+package exportdir
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+)
+
+// ErrExists is wrapped when the output holds a complete export (its
+// metadata file exists) or foreign files, and force is not set.
+var ErrExists = errors.New("export: output directory exists (use --force to overwrite)")
+
+// Prepare makes out ready for an export whose metadata file is meta and
+// whose other entries (files or directories, relative to out) are owned.
+// A complete export (meta present) is refused unless force is set; with
+// force its metadata is removed first, then every owned entry. A directory
+// holding entries that are neither owned nor temporary files is refused
+// unless force is set (those entries are then left alone). An interrupted
+// export (owned entries, no metadata) is cleaned without force.
+func Prepare(out, meta string, owned []string, force bool) error {
+	ents, err := os.ReadDir(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(out, 0o755)
+	case err != nil:
+		return fmt.Errorf("export: %w", err)
+	}
+	own := map[string]bool{meta: true}
+	for _, o := range owned {
+		own[o] = true
+	}
+	complete := false
+	for _, e := range ents {
+		switch {
+		case e.Name() == meta:
+			complete = true
+		case own[e.Name()] || atomicfile.IsTemp(e.Name()):
+		default:
+			if !force {
+				return fmt.Errorf("%w: %s holds %s, which an export does not write", ErrExists, out, e.Name())
+			}
+		}
+	}
+	if complete {
+		if !force {
+			return fmt.Errorf("%w: %s", ErrExists, out)
+		}
+		if err := os.Remove(filepath.Join(out, meta)); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if err := atomicfile.SyncDir(out); err != nil {
+			return err
+		}
+	}
+	for _, o := range owned {
+		if err := os.RemoveAll(filepath.Join(out, o)); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	_, err = atomicfile.CleanTemps(out)
+	return err
+}
+
+// LinkOrCopy makes dst a file with the content of src: a hard link when
+// src and dst share a file system (linked is true), else a streaming copy.
+// Either way dst appears atomically (temporary name, fsync, rename).
+func LinkOrCopy(src, dst string) (linked bool, err error) {
+	tmp := dst + ".tmp-link" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := os.Link(src, tmp); err == nil {
+		if err := os.Rename(tmp, dst); err != nil {
+			os.Remove(tmp)
+			return false, fmt.Errorf("export: %w", err)
+		}
+		return true, atomicfile.SyncDir(filepath.Dir(dst))
+	}
+	return false, Copy(src, dst)
+}
+
+// Copy streams src into dst atomically with a fixed buffer.
+func Copy(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer in.Close()
+	af, err := atomicfile.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer af.Abort()
+	if _, err := io.CopyBuffer(struct{ io.Writer }{af}, struct{ io.Reader }{in}, make([]byte, 1<<20)); err != nil {
+		return fmt.Errorf("export: copy %s to %s: %w", src, dst, err)
+	}
+	return af.Commit()
+}

@@ -1,0 +1,68 @@
+package exportdir
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPrepare(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	owned := []string{"edges"}
+	if err := Prepare(out, "meta", owned, false); err != nil {
+		t.Fatal(err)
+	}
+	// An interrupted export (owned entries, no metadata) is cleaned.
+	os.MkdirAll(filepath.Join(out, "edges"), 0o755)
+	os.WriteFile(filepath.Join(out, "edges", "x"), []byte("x"), 0o644)
+	if err := Prepare(out, "meta", owned, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "edges")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("owned entry left: %v", err)
+	}
+	// A complete export needs force.
+	os.WriteFile(filepath.Join(out, "meta"), []byte("m"), 0o644)
+	if err := Prepare(out, "meta", owned, false); !errors.Is(err, ErrExists) {
+		t.Fatalf("complete export without force: %v", err)
+	}
+	// Foreign files need force, and force leaves them alone.
+	os.WriteFile(filepath.Join(out, "mine.txt"), []byte("keep"), 0o644)
+	if err := Prepare(out, "meta", owned, false); !errors.Is(err, ErrExists) {
+		t.Fatalf("foreign file without force: %v", err)
+	}
+	if err := Prepare(out, "meta", owned, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "meta")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("metadata survived a forced prepare")
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "mine.txt")); err != nil || string(b) != "keep" {
+		t.Errorf("foreign file: %q %v", b, err)
+	}
+}
+
+func TestLinkOrCopy(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a")
+	os.WriteFile(src, []byte("data"), 0o644)
+	linked, err := LinkOrCopy(src, filepath.Join(dir, "b"))
+	if err != nil || !linked {
+		t.Fatalf("same directory: linked %v, %v", linked, err)
+	}
+	if err := Copy(src, filepath.Join(dir, "c")); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"b", "c"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, n)); string(b) != "data" {
+			t.Errorf("%s = %q", n, b)
+		}
+	}
+	a, _ := os.Stat(src)
+	b, _ := os.Stat(filepath.Join(dir, "b"))
+	c, _ := os.Stat(filepath.Join(dir, "c"))
+	if !os.SameFile(a, b) || os.SameFile(a, c) {
+		t.Error("b should be a hard link of a, c a copy")
+	}
+}

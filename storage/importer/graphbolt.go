@@ -1,0 +1,253 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
+)
+
+// ImportGraphBolt imports a DGL GraphBolt on-disk dataset: the directory
+// srcDir with a metadata.yaml whose graph section is raw (one node count
+// and one numpy (2, E) edge array), as package graphbolt writes it and as
+// dgl.graphbolt.OnDiskDataset reads it (docs/format.md, "GraphBolt
+// export"). Every edge src→dst is stored in dst's neighbour list, the
+// inverse of graphbolt.Export, so importing an export gives the dataset
+// back. Node features "feat" and "label" become features.npy and
+// labels.npy; without a "label" feature, labels come from the first
+// task's sets (nodes in no set are unlabelled). The first task's seeds
+// become the splits, and its num_classes the number of classes unless
+// Options.NumClasses is set. Features keep their stored dtype unless
+// Options.FeatDType is set.
+//
+// Unlike the other importers, the edges are kept as given by default:
+// callers that want symmetrising, or self loops and duplicates dropped,
+// set Options accordingly (the command line's defaults for this format
+// keep everything).
+func ImportGraphBolt(srcDir, outDir string, opts *Options) (Report, error) {
+	mpath := filepath.Join(srcDir, graphbolt.MetadataName)
+	b, err := os.ReadFile(mpath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Report{}, fmt.Errorf("%w: %s not found (is %s a GraphBolt dataset directory?)", ErrLayout, mpath, srcDir)
+	}
+	if err != nil {
+		return Report{}, fmt.Errorf("importer: %w", err)
+	}
+	l, err := graphbolt.ParseMetadata(b, mpath)
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	name := l.Name
+	if name == "" {
+		name = baseName(srcDir)
+	}
+	keepDType := opts == nil || opts.FeatDType == ""
+	return run(outDir, name, "graphbolt:"+absPath(srcDir), opts, func(j *job) error {
+		j.addBytesIn(int64(len(b)))
+		for _, s := range l.Ignored {
+			j.o.Logger.Info("graphbolt: not imported", "what", s)
+		}
+		j.setNumNodes(l.NumNodes)
+		if err := j.graphBoltEdges(srcDir, l); err != nil {
+			return err
+		}
+		if l.FeatPath != "" {
+			s, size, err := openNPYFile(filepath.Join(srcDir, l.FeatPath), RoleFeat, nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			j.addBytesIn(size)
+			if keepDType && s.h.DType == npy.Float16 {
+				j.o.FeatDType, j.rep.FeatDType = "float16", "float16"
+			}
+			if err := j.copyNPYFeatures(s); err != nil {
+				return err
+			}
+		}
+		if j.o.NumClasses == 0 && l.NumClasses > 0 {
+			j.o.NumClasses, j.labelLimit = l.NumClasses, l.NumClasses
+		}
+		var setLabels *extsort.Sorter
+		if l.LabelPath == "" {
+			for _, s := range l.Sets {
+				if s.Labels != "" && setLabels == nil {
+					if setLabels, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.o.MemBytes}); err != nil {
+						return fmt.Errorf("importer: %w", err)
+					}
+					defer setLabels.Close()
+				}
+			}
+		}
+		c := newSplitChecker(j.numNodes)
+		for k, s := range l.Sets {
+			if s.Seeds == "" {
+				continue
+			}
+			if err := j.graphBoltSet(srcDir, k, s, c, setLabels); err != nil {
+				return err
+			}
+		}
+		switch {
+		case l.LabelPath != "":
+			s, size, err := openNPYFile(filepath.Join(srcDir, l.LabelPath), RoleLabel, nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			j.addBytesIn(size)
+			return j.copyNPYLabels(s)
+		case setLabels != nil:
+			return j.labelsFromSets(setLabels)
+		}
+		return nil
+	})
+}
+
+// graphBoltEdges reads the (2, E) edge array and writes the CSR.
+func (j *job) graphBoltEdges(srcDir string, l *graphbolt.Layout) error {
+	path := filepath.Join(srcDir, l.EdgesPath)
+	if l.EdgesFormat != "numpy" {
+		return fileErr(path, "edge format %q: only numpy (2, E) edge arrays are imported", l.EdgesFormat)
+	}
+	src, size, err := openNPYFile(path, RoleEdges, nil)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	j.addBytesIn(size)
+	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
+		return fileErr(path, "shape %v, want (2, num_edges): row 0 sources, row 1 destinations", src.h.Shape)
+	}
+	numE := src.h.Shape[1]
+	src.end = numE
+	dst, err := reopenAt(src, numE)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	j.reverseEdges = true
+	if err := j.addEdgePairs(src, dst, numE); err != nil {
+		return err
+	}
+	return j.writeCSR()
+}
+
+// graphBoltSet reads set k's seeds (checked against N and the other sets)
+// and writes them as split k. The set's labels, when given, must be one
+// per seed; they are queued in labels (seed, class) unless labels is nil.
+func (j *job) graphBoltSet(srcDir string, k int, s graphbolt.SetLayout, c *splitChecker, labels *extsort.Sorter) error {
+	ss, size, err := openNPYFile(filepath.Join(srcDir, s.Seeds), "seeds", nil)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	j.addBytesIn(size)
+	if len(ss.h.Shape) != 1 && !(len(ss.h.Shape) == 2 && ss.h.Shape[1] == 1) {
+		return fileErr(ss.name, "shape %v, want (num_seeds,)", ss.h.Shape)
+	}
+	count := ss.h.Shape[0]
+	var ls *npyStream
+	if s.Labels != "" {
+		if ls, size, err = openNPYFile(filepath.Join(srcDir, s.Labels), RoleLabel, nil); err != nil {
+			return err
+		}
+		defer ls.Close()
+		j.addBytesIn(size)
+		if ls.h.Len() != count || len(ls.h.Shape) > 2 {
+			return fileErr(ls.name, "shape %v: %d labels for %d seeds in %s, want one per seed", ls.h.Shape, ls.h.Len(), count, ss.name)
+		}
+	}
+	ids := make([]int64, 0, count)
+	buf := make([]int64, 1<<14)
+	lbuf := make([]float64, 1<<14)
+	batch := make([]extsort.Edge, 0, 1<<14)
+	for int64(len(ids)) < count {
+		start := ss.pos
+		n, err := ss.int64s(buf)
+		if err != nil {
+			return err
+		}
+		for i, v := range buf[:n] {
+			if msg := c.add(v, k); msg != "" {
+				return elemErr(ss.name, start+int64(i), "seed: %s", msg)
+			}
+		}
+		ids = append(ids, buf[:n]...)
+		if ls == nil {
+			continue
+		}
+		lstart := ls.pos
+		if m, err := ls.float64s(lbuf[:n]); err != nil {
+			return err
+		} else if m != n {
+			return elemErr(ls.name, lstart+int64(m), "truncated")
+		}
+		batch = batch[:0]
+		for i, x := range lbuf[:n] {
+			switch {
+			case x == -1:
+				continue
+			case x != float64(int64(x)) || x < 0 || x >= float64(j.labelLimit):
+				return elemErr(ls.name, lstart+int64(i), "label %v of seed %d: want an integer class in [0, %d) or -1", x, buf[i], j.labelLimit)
+			}
+			batch = append(batch, extsort.Edge{Src: buf[i], Dst: int64(x)})
+		}
+		if labels != nil {
+			if err := labels.AddBatch(batch); err != nil {
+				return fmt.Errorf("importer: sorting set labels: %w", err)
+			}
+		}
+	}
+	if err := ss.drain(); err != nil {
+		return err
+	}
+	return j.writeSplit(k, ids)
+}
+
+// labelsFromSets writes labels.npy from the sets' (seed, class) pairs:
+// nodes in no set are unlabelled.
+func (j *job) labelsFromSets(s *extsort.Sorter) error {
+	it, err := s.Sort()
+	if err != nil {
+		return fmt.Errorf("importer: sorting set labels: %w", err)
+	}
+	lw, err := j.startLabels()
+	if err != nil {
+		return err
+	}
+	next := int64(0)
+	fill := func(upto int64) error {
+		for ; next < upto; next++ {
+			lw.add(-1)
+			if err := lw.flush(false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for e, ok := it.Next(); ok; e, ok = it.Next() {
+		if err := fill(e.Src); err != nil {
+			return err
+		}
+		if msg := lw.add(float64(e.Dst)); msg != "" {
+			return fmt.Errorf("importer: internal error: %s", msg)
+		}
+		if err := lw.flush(false); err != nil {
+			return err
+		}
+		next++
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("importer: sorting set labels: %w", err)
+	}
+	if err := fill(j.numNodes); err != nil {
+		return err
+	}
+	return lw.commit("task sets")
+}

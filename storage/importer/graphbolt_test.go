@@ -1,0 +1,215 @@
+package importer
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
+	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
+)
+
+// asGiven keeps a GraphBolt edge list exactly (the CLI's defaults for
+// import graphbolt).
+var asGiven = &Options{Directed: true, KeepSelfLoops: true, KeepDuplicates: true}
+
+// randomDataset writes a random directed graph with self loops,
+// float16 features, partial labels and splits.
+func randomDataset(t *testing.T, dir string, seed uint64, n int) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	g := storagetest.Graph{Name: "rand", Adj: make([][]int64, n), FeatDim: 5, FeatDType: "float16",
+		Labels: make([]int32, n), NumClasses: 4}
+	for v := range g.Adj {
+		for range rng.IntN(6) {
+			g.Adj[v] = append(g.Adj[v], rng.Int64N(int64(n)))
+		}
+		g.Labels[v] = int32(rng.IntN(5)) - 1
+	}
+	g.Feature = func(v int64, row []float32) {
+		for i := range row {
+			row[i] = float32(v%97) + float32(i)/8
+		}
+	}
+	perm := rng.Perm(n)
+	for i, v := range perm {
+		switch {
+		case i < n/2:
+			g.Train = append(g.Train, int64(v))
+		case i < 3*n/4:
+			g.Valid = append(g.Valid, int64(v))
+		case i < 7*n/8:
+			g.Test = append(g.Test, int64(v))
+		}
+	}
+	storagetest.Write(t, dir, g)
+}
+
+func roundTrip(t *testing.T, src string, o *graphbolt.Options) string {
+	t.Helper()
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, err := graphbolt.Export(src, gb, o); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	if _, err := ImportGraphBolt(gb, back, asGiven); err != nil {
+		t.Fatal(err)
+	}
+	sameArrays(t, src, back)
+	ma, _ := storage.LoadManifest(src)
+	mb, _ := storage.LoadManifest(back)
+	if ma.Name != mb.Name || ma.NumNodes != mb.NumNodes || ma.NumEdges != mb.NumEdges || ma.FeatDim != mb.FeatDim ||
+		ma.FeatDType != mb.FeatDType || ma.NumClasses != mb.NumClasses {
+		t.Errorf("manifests differ:\n%+v\n%+v", ma, mb)
+	}
+	return gb
+}
+
+func TestGraphBoltRoundTripCora(t *testing.T) {
+	src := t.TempDir()
+	if _, err := ImportOGB(coraDir, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, src, nil)
+	roundTrip(t, src, &graphbolt.Options{IDDType: npy.Int32, NoLink: true})
+}
+
+func TestGraphBoltRoundTripRandom(t *testing.T) {
+	seed := testSeed(t)
+	for _, n := range []int{1, 7, 300} {
+		src := filepath.Join(t.TempDir(), "src")
+		randomDataset(t, src, seed, n)
+		roundTrip(t, src, &graphbolt.Options{MemBytes: graphbolt.MinMemBytes})
+	}
+}
+
+// TestGraphBoltLabelsFromSets drops the label feature: labels then come
+// from the sets, and nodes in no set are unlabelled.
+func TestGraphBoltLabelsFromSets(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	randomDataset(t, src, testSeed(t), 200)
+	gb := roundTrip(t, src, nil)
+	mpath := filepath.Join(gb, graphbolt.MetadataName)
+	b, _ := os.ReadFile(mpath)
+	s := strings.Replace(string(b), "name: label", "name: label_unused", 1)
+	if err := os.WriteFile(mpath, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	if _, err := ImportGraphBolt(gb, back, asGiven); err != nil {
+		t.Fatal(err)
+	}
+	want, got := load(t, src), load(t, back)
+	inSet := map[int64]bool{}
+	for _, sp := range want.splits {
+		for _, v := range sp {
+			inSet[v] = true
+		}
+	}
+	for v, c := range want.labels {
+		if !inSet[int64(v)] {
+			c = -1
+		}
+		if got.labels[v] != c {
+			t.Fatalf("label of %d = %d, want %d", v, got.labels[v], c)
+		}
+	}
+}
+
+// TestGraphBoltBadInputs corrupts one file of a valid export at a time:
+// the import must fail with an error that names the file and the element
+// or field, and leave no dataset behind.
+func TestGraphBoltBadInputs(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	storagetest.Write(t, src, storagetest.Graph{
+		Adj: [][]int64{{1, 2}, {0}, {0, 3}, {2}}, FeatDim: 2, Labels: []int32{0, 1, 2, 0}, NumClasses: 3,
+		Train: []int64{0, 1}, Valid: []int64{2}, Test: []int64{3},
+	})
+	seeds, labels := graphbolt.SetPaths(0)
+	for _, tc := range []struct {
+		name  string
+		file  string
+		data  func(t *testing.T) []byte // nil removes the file
+		edit  func(string) string       // edits metadata.yaml instead
+		want  []string
+		isErr error
+	}{
+		{name: "no metadata", file: graphbolt.MetadataName, want: []string{"metadata.yaml not found"}, isErr: ErrLayout},
+		{name: "missing graph", edit: func(s string) string { return strings.Replace(s, "graph:", "grph:", 1) }, want: []string{"metadata.yaml", "graph: missing"}, isErr: ErrFormat},
+		{name: "missing num", edit: func(s string) string { return strings.Replace(s, "num: 4", "nm: 4", 1) }, want: []string{"graph.nodes[0].num"}, isErr: ErrFormat},
+		{name: "edges float", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float32, []int64{2, 6}, make([]float32, 12))
+		}, want: []string{"edges.npy", "want an integer dtype"}, isErr: ErrFormat},
+		{name: "edges shape", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{6, 2}, make([]int64, 12))
+		}, want: []string{"edges.npy", "want (2, num_edges)"}, isErr: ErrFormat},
+		{name: "edge out of range", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 9, 3})
+		}, want: []string{"edges.npy", "element 4", "destination node 9 out of range [0, 4)"}, isErr: ErrFormat},
+		{name: "edges truncated", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
+			b := npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 2, 3})
+			return b[:len(b)-8]
+		}, want: []string{"edges.npy", "file is"}, isErr: ErrFormat},
+		{name: "seed out of range", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 4})
+		}, want: []string{"train_seeds.npy", "element 1", "node 4 out of range [0, 4)"}, isErr: ErrFormat},
+		{name: "seed in two sets", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 3})
+		}, want: []string{"test_seeds.npy", "element 0", "node 3 is also in train"}, isErr: ErrFormat},
+		{name: "seeds float", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float64, []int64{2}, []float64{0, 1})
+		}, want: []string{"train_seeds.npy", "want an integer dtype"}, isErr: ErrFormat},
+		{name: "set labels length", file: labels, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
+		}, want: []string{"train_labels.npy", "3 labels for 2 seeds"}, isErr: ErrFormat},
+		{name: "label feature length", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
+		}, want: []string{"label.npy", "3 labels, want one per node (4)"}, isErr: ErrFormat},
+		{name: "label out of range", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{4}, []int64{0, 1, 7, 0})
+		}, want: []string{"label.npy", "element 2", "label 7 out of range"}, isErr: ErrFormat},
+		{name: "features rows", file: graphbolt.PathFeat, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float32, []int64{5, 2}, make([]float32, 10))
+		}, want: []string{"feat.npy", "5 feature rows, want one per node (4)"}, isErr: ErrFormat},
+		{name: "seeds missing", file: seeds, want: []string{"train_seeds.npy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gb := filepath.Join(t.TempDir(), "gb")
+			if _, err := graphbolt.Export(src, gb, &graphbolt.Options{NoLink: true}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.edit != nil:
+				p := filepath.Join(gb, graphbolt.MetadataName)
+				b, _ := os.ReadFile(p)
+				if err := os.WriteFile(p, []byte(tc.edit(string(b))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case tc.data == nil:
+				os.Remove(filepath.Join(gb, tc.file))
+			default:
+				if err := os.WriteFile(filepath.Join(gb, tc.file), tc.data(t), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := ImportGraphBolt(gb, out, asGiven)
+			if err == nil {
+				t.Fatal("import succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tc.isErr != nil && !errors.Is(err, tc.isErr) {
+				t.Errorf("error %v does not match %v", err, tc.isErr)
+			}
+			assertNoDataset(t, out)
+		})
+	}
+}
