@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -228,6 +229,9 @@ type Cache struct {
 
 	reader *storage.RowReader
 	dyn    *ristretto.Cache[int64, []byte]
+	// counted is what the cache added to memacct.FeatureCache (released
+	// by Close).
+	counted int64
 
 	closed   atomic.Bool
 	requests atomic.Int64
@@ -298,6 +302,8 @@ func (c *Cache) initDynamic() error {
 		return fmt.Errorf("featurecache: ristretto: %w", err)
 	}
 	c.dyn = dyn
+	c.counted = c.budget
+	memacct.Add(memacct.FeatureCache, c.counted)
 	return nil
 }
 
@@ -323,6 +329,8 @@ func (c *Cache) initStatic(ctx context.Context) error {
 	}
 	c.rows = make([]byte, int64(len(sel))*c.rowBytes)
 	c.cached = int64(len(sel))
+	c.counted = 4*int64(len(c.slots)) + int64(len(c.rows))
+	memacct.Add(memacct.FeatureCache, c.counted)
 	return c.fill(ctx, sel)
 }
 
@@ -606,5 +614,7 @@ func (c *Cache) Close() error {
 		c.dyn.Close()
 	}
 	c.rows, c.slots = nil, nil
+	memacct.Add(memacct.FeatureCache, -c.counted)
+	c.counted = 0
 	return c.reader.Close()
 }

@@ -8,7 +8,9 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 )
 
@@ -175,6 +177,7 @@ type Cache struct {
 	opts     Options
 	slots    []int32 // node → slot, -1 not a candidate; immutable after New
 	nodes    []int64 // slot → node, ascending; immutable after New
+	counted  int64   // bytes added to memacct.HistoryCache (released by Close)
 
 	mu struct {
 		sync.Mutex
@@ -186,6 +189,16 @@ type Cache struct {
 		hasThreshold bool
 		stats        Stats
 	}
+}
+
+// Close releases the cache's memory (its memacct count); the cache must
+// not be used afterwards. It is safe to call more than once.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	memacct.Add(memacct.HistoryCache, -c.counted)
+	c.counted = 0
+	c.slots, c.nodes, c.mu.state, c.mu.iters, c.mu.emb = nil, nil, nil, nil, nil
 }
 
 // New builds an empty cache: every candidate Empty.
@@ -221,6 +234,9 @@ func New(cfg Config, opts *Options) (*Cache, error) {
 	c.mu.emb = make([]float32, k*cfg.Hidden)
 	c.mu.stats.Candidates = int64(k)
 	c.mu.stats.MemBytes = BytesFor(n, int64(k), cfg.Hidden)
+	c.counted = 4*int64(len(c.slots)) + 8*int64(len(c.nodes)) + int64(unsafe.Sizeof(State(0)))*int64(k) +
+		8*int64(len(c.mu.iters)) + 4*int64(len(c.mu.emb))
+	memacct.Add(memacct.HistoryCache, c.counted)
 	if o.Logger != nil {
 		o.Logger.Info("historical embedding cache ready", "candidates", k, "hidden", cfg.Hidden,
 			"bytes", c.mu.stats.MemBytes, "staleness", o.Staleness, "policy", o.Policy.String())

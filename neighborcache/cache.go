@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -151,6 +152,7 @@ type Cache struct {
 	ids32   []int32
 	ids64   []int64
 	stats   Stats
+	counted int64 // bytes added to memacct.NeighborCache (released by Close)
 }
 
 // FixedTableBytes is the memory a cache over n nodes takes whatever it
@@ -245,12 +247,13 @@ func Build(d *storage.Dataset, opts *Options) (*Cache, error) {
 		}
 		return false
 	}
+	// Select first, then allocate every array at its exact size: growing
+	// them by append would hold up to twice the budget while building.
 	// The final offsets entry is already counted in the fixed part.
 	c.bitmap = make([]uint64, (n+63)/64)
-	c.offsets = append(c.offsets, 0)
-	task := o.Progress.Start("neighbour cache", n, progress.Items)
+	task := o.Progress.Start("neighbour cache", 2*n, progress.Items)
 	defer task.Done()
-	i32, i64 := d.Indices32(), d.Indices64()
+	var selNodes, selEdges int64
 	for v := int64(0); v < n; v++ {
 		if v&0xffff == 0xffff {
 			task.Add(0x10000)
@@ -259,6 +262,23 @@ func Build(d *storage.Dataset, opts *Options) (*Cache, error) {
 			continue
 		}
 		c.bitmap[v>>6] |= 1 << (v & 63)
+		selNodes++
+		selEdges += indptr[v+1] - indptr[v]
+	}
+	i32, i64 := d.Indices32(), d.Indices64()
+	c.offsets = make([]int64, 1, selNodes+1)
+	if i32 != nil {
+		c.ids32 = make([]int32, 0, selEdges)
+	} else {
+		c.ids64 = make([]int64, 0, selEdges)
+	}
+	for v := int64(0); v < n; v++ {
+		if v&0xffff == 0xffff {
+			task.Add(0x10000)
+		}
+		if c.bitmap[v>>6]&(1<<(v&63)) == 0 {
+			continue
+		}
 		lo, hi := indptr[v], indptr[v+1]
 		if i32 != nil {
 			c.ids32 = append(c.ids32, i32[lo:hi]...)
@@ -268,9 +288,6 @@ func Build(d *storage.Dataset, opts *Options) (*Cache, error) {
 			c.offsets = append(c.offsets, int64(len(c.ids64)))
 		}
 	}
-	c.ids32 = slices.Clip(c.ids32)
-	c.ids64 = slices.Clip(c.ids64)
-	c.offsets = slices.Clip(c.offsets)
 	nblocks := (n+511)/512 + 1
 	c.rank = make([]uint32, nblocks)
 	var acc uint64
@@ -295,7 +312,20 @@ func Build(d *storage.Dataset, opts *Options) (*Cache, error) {
 	if nodes == 0 {
 		return &Cache{n: n, stats: Stats{Policy: o.Policy, Budget: o.Budget}}, nil
 	}
+	c.counted = 8*int64(cap(c.bitmap)) + 4*int64(cap(c.rank)) + 8*int64(cap(c.offsets)) + 4*int64(cap(c.ids32)) + 8*int64(cap(c.ids64))
+	memacct.Add(memacct.NeighborCache, c.counted)
 	return c, nil
+}
+
+// Close releases the cache's memory (its memacct count); the cache must
+// not be used afterwards. A nil cache and a second Close are no-ops.
+func (c *Cache) Close() {
+	if c == nil {
+		return
+	}
+	memacct.Add(memacct.NeighborCache, -c.counted)
+	c.counted = 0
+	c.bitmap, c.rank, c.offsets, c.ids32, c.ids64 = nil, nil, nil, nil, nil
 }
 
 // Stats describes the cache.

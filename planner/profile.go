@@ -13,6 +13,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -274,8 +275,12 @@ func (p *Profile) ComputeHistScores(beta float64) []float32 {
 // ForTraining is what training reads of p, so the rest can be freed: Meta,
 // Feat (the profiled feature cache's counts) and HistScores for beta (the
 // history cache's candidate order). It holds 8 bytes per node.
+// The kept arrays are added to memacct.Profile for the rest of the
+// process.
 func (p *Profile) ForTraining(beta float64) *Profile {
-	return &Profile{Meta: p.Meta, Feat: p.Feat, HistScores: p.ComputeHistScores(beta)}
+	k := &Profile{Meta: p.Meta, Feat: p.Feat, HistScores: p.ComputeHistScores(beta)}
+	memacct.Add(memacct.Profile, 4*int64(len(k.Feat))+4*int64(len(k.HistScores)))
+	return k
 }
 
 // Beta is the profile's β.
@@ -403,6 +408,11 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	}
 	defer fc.Close()
 	c := newCounters(n)
+	// The counters are counted while the profiling epoch runs; the
+	// returned Profile's arrays are the caller's (ForTraining counts what
+	// training keeps).
+	memacct.Add(memacct.Profile, ProfileMemBytes(n))
+	defer memacct.Add(memacct.Profile, -ProfileMemBytes(n))
 	c.staleness, c.depth = o.Staleness, o.ReuseDepth
 	m.Staleness, m.ReuseDepth = o.Staleness, o.ReuseDepth
 	var buf []byte

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 )
 
 // macroState is one macro batch's dynamic cache, loaded by the first
@@ -17,6 +19,15 @@ type macroState struct {
 	err       error
 	remaining atomic.Int32
 	first     int // index of the macro batch's first batch
+	// counted is the cache's bytes in memacct.DynamicCache, released
+	// when its last batch is sampled or the iterator is closed.
+	counted atomic.Int64
+}
+
+// release drops the macro batch's cache and its memacct count.
+func (ms *macroState) release() {
+	memacct.Add(memacct.DynamicCache, -ms.counted.Swap(0))
+	ms.cache = nil
 }
 
 type result struct {
@@ -41,6 +52,7 @@ type Iterator struct {
 	err     error
 	stats   LookupStats
 	done    bool
+	macros  []*macroState
 }
 
 // Epoch starts sampling epoch's batches with Options.Workers goroutines.
@@ -55,6 +67,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 	}
 	it.plan = plan
 	macros := make([]*macroState, len(plan.MacroParts))
+	it.macros = macros
 	for i, m := range plan.Macro {
 		if m < 0 {
 			continue
@@ -89,6 +102,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 		go func() {
 			defer it.wg.Done()
 			w := s.newWorker()
+			defer w.release()
 			for j := range jobs {
 				if ctx.Err() != nil {
 					j.out <- result{err: ctx.Err()}
@@ -118,6 +132,8 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i in
 				return
 			}
 			ms.cache = c
+			ms.counted.Store(c.MemBytes())
+			memacct.Add(memacct.DynamicCache, c.MemBytes())
 		})
 		if ms.err != nil {
 			return nil, ms.err
@@ -134,7 +150,7 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i in
 			b.DynamicBytes = dyn.MemBytes()
 		}
 		if ms.remaining.Add(-1) == 0 {
-			ms.cache = nil
+			ms.release()
 		}
 	}
 	return b, err
@@ -195,6 +211,12 @@ func (it *Iterator) Stats() LookupStats { return it.stats }
 func (it *Iterator) Close() error {
 	it.cancel()
 	it.wg.Wait()
+	// Macro batches whose last batch was never sampled (cancelled).
+	for _, ms := range it.macros {
+		if ms != nil && ms.counted.Load() != 0 {
+			ms.release()
+		}
+	}
 	if !it.done {
 		it.done = true
 		if it.err == nil || it.err == io.EOF {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -313,7 +314,14 @@ type worker struct {
 }
 
 func (s *Sampler) newWorker() *worker {
+	memacct.Add(memacct.SamplerScratch, IDMapBytes(s.d.NumNodes()))
 	return &worker{s: s, ids: newIDMap(s.d.NumNodes()), set: map[int]struct{}{}}
+}
+
+// release drops the worker's id map from the memacct count.
+func (w *worker) release() {
+	memacct.Add(memacct.SamplerScratch, -IDMapBytes(w.s.d.NumNodes()))
+	w.ids = nil
 }
 
 // fetch looks v's list up in the global cache, the dynamic cache, then

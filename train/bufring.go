@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
 
@@ -51,13 +52,24 @@ func (r *bufRing) get(ctx context.Context, n int) ([]float32, error) {
 		r.mu.capBytes -= 4 * int64(cap(b))
 		// Grow with 1/8 slack so slowly rising batch sizes do not
 		// reallocate every time.
+		memacct.Add(memacct.BatchBuffers, -4*int64(cap(b)))
 		b = make([]float32, n, n+n/8)
 		r.mu.capBytes += 4 * int64(cap(b))
+		memacct.Add(memacct.BatchBuffers, 4*int64(cap(b)))
 		r.mu.allocs++
 	}
 	r.mu.live++
 	r.mu.peak = max(r.mu.peak, r.mu.live)
 	return b[:n], nil
+}
+
+// release drops the ring's buffers from the memacct count; the ring must
+// not be used afterwards.
+func (r *bufRing) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	memacct.Add(memacct.BatchBuffers, -r.mu.capBytes)
+	r.mu.capBytes = 0
 }
 
 // put returns a buffer taken by get (nil is ignored).

@@ -74,6 +74,7 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 	it := s.Epoch(ctx, 0)
 	defer it.Close()
 	ring := newBufRing(1) // one batch at a time: the buffer is reused
+	defer ring.release()
 	for {
 		b, err := it.Next()
 		if err == io.EOF {

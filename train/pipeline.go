@@ -175,7 +175,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 
 	epoch := t.epoch
 	ring := newBufRing(o.InFlight)
-	defer func() { t.lastRing = ring.stats() }()
+	defer func() { t.lastRing = ring.stats(); ring.release() }()
 	toGather := make(chan *job, 1)
 	toTransfer := make(chan *job, 1)
 	toCompute := make(chan *job, 1)

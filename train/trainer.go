@@ -10,6 +10,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -103,6 +104,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if t.model, err = NewModel(t.be, cfg, mixSeed(o.Seed, 1)); err != nil {
 		return nil, err
 	}
+	counted0 := memacct.Read()
 	if sz.nbr > 0 {
 		no := &neighborcache.Options{Budget: sz.nbr}
 		if o.NeighborCross != nil {
@@ -125,11 +127,10 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		}
 	}
 	// The estimate's working set and fixed state stand; the caches are
-	// replaced by what was built.
-	t.mem.FeatureBytes, t.mem.NeighborBytes, t.mem.HistoryBytes = t.fc.Stats().MemoryBytes, t.nc.Bytes(), 0
-	if t.hc != nil {
-		t.mem.HistoryBytes = t.hc.Stats().MemBytes
-	}
+	// replaced by what their constructors counted as they allocated.
+	counted1 := memacct.Read()
+	delta := func(p memacct.Purpose) int64 { return counted1.Bytes[p] - counted0.Bytes[p] }
+	t.mem.FeatureBytes, t.mem.NeighborBytes, t.mem.HistoryBytes = delta(memacct.FeatureCache), delta(memacct.NeighborCache), delta(memacct.HistoryCache)
 	t.mem.sum()
 	if err := checkMemory(t.mem, "built caches"); err != nil {
 		return nil, err
@@ -218,6 +219,10 @@ func (t *Trainer) Close() error {
 	if t.fc != nil {
 		errs = append(errs, t.fc.Close())
 	}
+	if t.hc != nil {
+		t.hc.Close()
+	}
+	t.nc.Close()
 	for _, a := range t.gradAcc {
 		t.be.Free(a)
 	}
@@ -310,6 +315,9 @@ type Report struct {
 	Interrupted bool         `json:"interrupted"`
 	// Memory is the caches' memory (tables included) against MemBytes.
 	Memory MemoryUse `json:"memory"`
+	// Counted is the process's allocations as counted where they were
+	// made (internal/memacct), at their peak during Run.
+	Counted CountedMemory `json:"counted"`
 	// Plan is the memory plan the caches were sized from (nil: none), and
 	// PlanComparison its predicted savings per epoch next to the measured
 	// ones (the mean of the epochs trained in this run).
@@ -331,6 +339,7 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	t.firstEpochStat = len(t.epochStats)
 	o := &t.o
 	rep := &Report{Model: t.model.cfg, Params: t.model.NumParams(), Options: *o}
+	memacct.ResetPeak()
 	for t.epoch < o.Epochs {
 		es, err := t.trainEpoch(ctx)
 		if err != nil {
@@ -376,6 +385,8 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 func (t *Trainer) finish(rep *Report) {
 	rep.Epochs = t.epochStats
 	rep.Memory = t.mem
+	c := memacct.Read()
+	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true)}
 	rep.ZeroCopy = t.zcRep
 	if t.o.Plan != nil {
 		rep.Plan = t.o.Plan
@@ -408,4 +419,12 @@ func (t *Trainer) interrupted(rep *Report) (*Report, error) {
 		rep.Checkpoint = filepath.Join(t.o.CheckpointDir, CheckpointFile)
 	}
 	return rep, nil
+}
+
+// CountedMemory is the memacct counters at their peak: the caches, batch
+// buffers, backend tensors, sampler scratch and kept profile, each counted
+// by the package that allocated it.
+type CountedMemory struct {
+	PeakBytes int64            `json:"peak_bytes"`
+	ByPurpose map[string]int64 `json:"by_purpose"`
 }

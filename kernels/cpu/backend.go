@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
 
@@ -158,9 +159,21 @@ func (b *Backend) ok() bool {
 // MemStats returns the memory accounting.
 func (b *Backend) MemStats() kernels.MemStats { return b.acct.Stats() }
 
-func (b *Backend) reserve(bytes int64) error { return b.acct.Reserve("cpu", bytes) }
+// reserve and release keep the backend's account (MemStats) and the
+// process's memacct.Backend count; adopted host slices are counted by
+// their owner, so Adopt and their Free touch only the account.
+func (b *Backend) reserve(bytes int64) error {
+	if err := b.acct.Reserve("cpu", bytes); err != nil {
+		return err
+	}
+	memacct.Add(memacct.Backend, bytes)
+	return nil
+}
 
-func (b *Backend) release(bytes int64) { b.acct.Release(bytes) }
+func (b *Backend) release(bytes int64) {
+	b.acct.Release(bytes)
+	memacct.Add(memacct.Backend, -bytes)
+}
 
 // tensor is the CPU Tensor.
 // use resolves x, a what handle passed to op, recording an error and
@@ -188,6 +201,7 @@ type tensor struct {
 	kernels.Handle
 	rows, cols int
 	data       []float32
+	adopted    bool // data is a caller's slice (Adopt), counted by its owner
 }
 
 func (t *tensor) Rows() int { return t.rows }
@@ -226,10 +240,10 @@ func (b *Backend) Adopt(rows, cols int, data []float32) (kernels.Tensor, error) 
 	if rows < 0 || cols < 0 || int64(rows)*int64(cols) != int64(len(data)) {
 		return nil, fmt.Errorf("%w: cpu: Adopt(%d, %d) of %d values", kernels.ErrInvalidArg, rows, cols, len(data))
 	}
-	if err := b.reserve(int64(len(data)) * 4); err != nil {
+	if err := b.acct.Reserve("cpu", int64(len(data))*4); err != nil {
 		return nil, err
 	}
-	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, data: data}, nil
+	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, data: data, adopted: true}, nil
 }
 
 // Free releases t.
@@ -241,7 +255,11 @@ func (b *Backend) Free(t kernels.Tensor) {
 	if !ok {
 		return
 	}
-	b.release(int64(len(ct.data)) * 4)
+	if ct.adopted {
+		b.acct.Release(int64(len(ct.data)) * 4)
+	} else {
+		b.release(int64(len(ct.data)) * 4)
+	}
 	ct.data = nil
 }
 

@@ -1,0 +1,147 @@
+// Package memacct counts the process's large allocations by purpose, where
+// they are made: the package that allocates a cache, a buffer or a table
+// calls Add with its size, and Add with the negative size when it lets it
+// go. It is how --mem is checked against what was really allocated rather
+// than against formulas re-typed in another package (in the manner of
+// pebble's internal/manual).
+//
+// Invariants and caveats:
+//   - Counters are process-wide and safe for concurrent use. A release is
+//     counted when the owner drops the memory; the Go garbage collector
+//     returns it to the OS later, so RSS lags the counters downwards.
+//   - Only allocations that scale with the data are counted: per-node
+//     tables, cached rows and lists, batch buffers and backend tensors.
+//     The Go runtime, goroutine stacks, small bookkeeping and garbage
+//     awaiting collection are not: the budget's runtime reserve stands
+//     for them.
+//   - Peak is the high-water mark of the sum over every purpose since the
+//     last ResetPeak.
+package memacct
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+	"text/tabwriter"
+)
+
+// Purpose is what a counted allocation is for.
+type Purpose int
+
+// Purposes.
+const (
+	// FeatureCache: the static feature cache's rows and address table, or
+	// the dynamic policy's budget.
+	FeatureCache Purpose = iota
+	// HistoryCache: the history embeddings, their state and slot table.
+	HistoryCache
+	// NeighborCache: the global neighbour cache's lists, offsets and index.
+	NeighborCache
+	// DynamicCache: the macro batches' dynamic neighbour caches.
+	DynamicCache
+	// BatchBuffers: the gather stage's host feature buffers.
+	BatchBuffers
+	// Backend: tensors, int tensors and blocks held by a kernels backend
+	// (the model, its optimiser state, batches on the device side).
+	Backend
+	// SamplerScratch: the sampling workers' node → local-id maps.
+	SamplerScratch
+	// Profile: the profiling epoch's per-node counters, and the profile
+	// arrays training keeps.
+	Profile
+	numPurposes
+)
+
+var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
+	"batch buffers", "backend tensors", "sampler scratch", "profile"}
+
+// String names the purpose.
+func (p Purpose) String() string {
+	if p < 0 || p >= numPurposes {
+		return fmt.Sprintf("purpose(%d)", int(p))
+	}
+	return names[p]
+}
+
+var (
+	counts [numPurposes]atomic.Int64
+	total  atomic.Int64
+	peak   atomic.Int64
+	// peaks[p] is counts[p] when total last reached peak.
+	peaks [numPurposes]atomic.Int64
+)
+
+// Add counts bytes (negative: released) for purpose p.
+func Add(p Purpose, bytes int64) {
+	if bytes == 0 {
+		return
+	}
+	counts[p].Add(bytes)
+	t := total.Add(bytes)
+	for {
+		old := peak.Load()
+		if t <= old {
+			return
+		}
+		if peak.CompareAndSwap(old, t) {
+			for i := range peaks {
+				peaks[i].Store(counts[i].Load())
+			}
+			return
+		}
+	}
+}
+
+// Snapshot is the counters at one moment.
+type Snapshot struct {
+	// Bytes is the current count of each purpose, Total their sum.
+	Bytes [numPurposes]int64
+	Total int64
+	// Peak is the largest Total since the last ResetPeak, and PeakBytes
+	// each purpose's count when it was reached (approximately: purposes
+	// are read one by one).
+	Peak      int64
+	PeakBytes [numPurposes]int64
+}
+
+// Read returns the counters.
+func Read() Snapshot {
+	var s Snapshot
+	for i := range counts {
+		s.Bytes[i] = counts[i].Load()
+		s.PeakBytes[i] = peaks[i].Load()
+	}
+	s.Total, s.Peak = total.Load(), peak.Load()
+	return s
+}
+
+// ResetPeak starts a new high-water mark at the current total.
+func ResetPeak() {
+	peak.Store(total.Load())
+	for i := range peaks {
+		peaks[i].Store(counts[i].Load())
+	}
+}
+
+// Map returns the purposes' bytes by name (for JSON reports).
+func (s Snapshot) Map(peak bool) map[string]int64 {
+	m := make(map[string]int64, numPurposes)
+	for i := range s.Bytes {
+		v := s.Bytes[i]
+		if peak {
+			v = s.PeakBytes[i]
+		}
+		m[Purpose(i).String()] = v
+	}
+	return m
+}
+
+// WriteTable prints the counters at the peak, one purpose per line.
+func (s Snapshot) WriteTable(w io.Writer, ibytes func(int64) string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for i := range s.PeakBytes {
+		fmt.Fprintf(tw, "  %s\t%s\t\n", Purpose(i), ibytes(s.PeakBytes[i]))
+	}
+	fmt.Fprintf(tw, "  counted at peak\t%s\t\n", ibytes(s.Peak))
+	return tw.Flush()
+}

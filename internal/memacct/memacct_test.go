@@ -1,0 +1,54 @@
+package memacct
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestAddPeak(t *testing.T) {
+	base := Read()
+	ResetPeak()
+	Add(FeatureCache, 100)
+	Add(Backend, 50)
+	Add(FeatureCache, -100)
+	Add(HistoryCache, 20)
+	s := Read()
+	if got := s.Bytes[Backend] - base.Bytes[Backend]; got != 50 {
+		t.Errorf("backend %d, want 50", got)
+	}
+	if s.Total-base.Total != 70 {
+		t.Errorf("total %d, want 70", s.Total-base.Total)
+	}
+	if s.Peak-base.Total != 150 || s.PeakBytes[FeatureCache]-base.Bytes[FeatureCache] != 100 {
+		t.Errorf("peak %d (feature %d), want 150 (100)", s.Peak-base.Total, s.PeakBytes[FeatureCache]-base.Bytes[FeatureCache])
+	}
+	Add(Backend, -50)
+	Add(HistoryCache, -20)
+	if Read().Total != base.Total {
+		t.Errorf("total %d after releasing everything, want %d", Read().Total, base.Total)
+	}
+	if m := s.Map(false); len(m) != int(numPurposes) || m["backend tensors"] != s.Bytes[Backend] {
+		t.Errorf("Map = %v", m)
+	}
+}
+
+// TestConcurrent: counts from many goroutines add up (run with -race).
+func TestConcurrent(t *testing.T) {
+	base := Read().Total
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				Add(Purpose(g%int(numPurposes)), 3)
+				Add(Purpose(g%int(numPurposes)), -1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := Read().Total - base; got != 8*1000*2 {
+		t.Errorf("total grew by %d, want %d", got, 8*1000*2)
+	}
+	for g := range 8 {
+		Add(Purpose(g%int(numPurposes)), -2000)
+	}
+}
