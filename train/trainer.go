@@ -324,9 +324,7 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		}
 		if (t.epoch+1)%o.EvalEvery == 0 || t.epoch+1 == o.Epochs {
 			t0 := time.Now()
-			if es.ValidAcc, err = t.Evaluate(ctx, t.d.ValidIdx(), o.EvalFanouts); err == nil {
-				es.TestAcc, err = t.Evaluate(ctx, t.d.TestIdx(), o.EvalFanouts)
-			}
+			es.ValidAcc, es.TestAcc, err = t.evalValidTest(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					t.epoch++
