@@ -303,6 +303,8 @@ type Report struct {
 	// zero-copy (Options.ZeroCopy) and, if not, why.
 	ZeroCopy   ZeroCopyReport `json:"zero_copy"`
 	ElapsedSec float64        `json:"elapsed_s"`
+	// UntilReport: Options.UntilValid's outcome (until.go).
+	UntilReport
 }
 
 // Run trains until Options.Epochs epochs are done. When ctx is cancelled it
@@ -348,6 +350,11 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 			rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
+		}
+		if stop, err := t.untilReached(rep, es); err != nil {
+			return nil, err
+		} else if stop {
+			break
 		}
 	}
 	t.finish(rep)
