@@ -156,4 +156,17 @@
 // prediction in Report.PlanComparison. Measured.HistGatherRows is not an
 // exact count (the pruned subtrees are never sampled): it is the hop-2
 // neighbours not drawn below reused nodes, Σ min(fanout, degree).
+//
+// # Exact layer-wise inference
+//
+// With Options.EvalMode EvalLayerwise (the default) evaluation and Infer
+// compute layer l for the nodes whose layer-l output is needed (the
+// targets' (L−1−l)-hop in-neighbourhood, or every node), in id-order
+// chunks over full in-neighbourhoods whose estimated working memory stays
+// under Options.EvalMemBytes. Layer outputs below the last live in
+// temporary .npy arrays under the dataset directory, removed when the pass
+// returns, cancelled or not. The results equal a full-graph forward pass:
+// GCN normalises by full-graph degrees (a chunk's input rows are rescaled,
+// see gcnRescale), GAT adds the self loop training adds. A source feeding
+// k chunks is read k times.
 package train

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -112,4 +113,135 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 			return err
 		}
 	}
+}
+
+// validateEval checks the evaluation options (defaults applied).
+func (w *Options) validateEval() error {
+	switch w.EvalMode {
+	case EvalLayerwise, EvalSampled:
+	default:
+		return fmt.Errorf("%w: eval mode %q (want %s or %s)", ErrInvalidOptions, w.EvalMode, EvalLayerwise, EvalSampled)
+	}
+	if w.EvalMemBytes < 0 {
+		return fmt.Errorf("%w: eval mem %d (want >= 0)", ErrInvalidOptions, w.EvalMemBytes)
+	}
+	if w.UntilValid < 0 || w.UntilValid > 1 || w.UntilValid != w.UntilValid {
+		return fmt.Errorf("%w: until-valid %v (want a fraction in (0,1], or 0 for none)", ErrInvalidOptions, w.UntilValid)
+	}
+	return nil
+}
+
+// logits streams the log-softmax rows of nodes (any order, repeats
+// allowed) computed in mode (EvalLayerwise or EvalSampled with fanouts) to
+// sink, each node once, in chunks: ids ascending for layer-wise, batch
+// order for sampled. The layer-wise statistics are nil in sampled mode.
+func (t *Trainer) logits(ctx context.Context, mode string, nodes []int64, fanouts []int, sink func(ids []int64, logp []float32) error) (*LayerwiseStats, error) {
+	uniq := slices.Clone(nodes)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	c := t.model.cfg.Classes
+	var buf []float32
+	down := func(ids []int64, logits kernels.Tensor) error {
+		t.be.LogSoftmax(logits, logits)
+		buf = slices.Grow(buf[:0], logits.Rows()*c)[:logits.Rows()*c]
+		if err := t.be.Download(buf, logits); err != nil {
+			return err
+		}
+		return sink(ids, buf)
+	}
+	switch mode {
+	case EvalLayerwise, "":
+		return t.layerwise(ctx, uniq, down)
+	case EvalSampled:
+		return nil, t.infer(ctx, uniq, fanouts, func(ids []int64, logits kernels.Tensor, _ kernels.IntTensor) error {
+			return down(ids, logits)
+		})
+	}
+	return nil, fmt.Errorf("%w: eval mode %q", ErrInvalidOptions, mode)
+}
+
+// argmax is the index of v's largest entry (the lowest on ties).
+func argmax(v []float32) int {
+	best := 0
+	for k := 1; k < len(v); k++ {
+		if v[k] > v[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// EvaluateSplits returns the accuracy on the labelled nodes of each split,
+// computed with Options.EvalMode: layer-wise, one exact pass over the union
+// of the splits; sampled (EvalFanouts), one pass per split as Evaluate.
+// The layer-wise statistics are nil in sampled mode.
+func (t *Trainer) EvaluateSplits(ctx context.Context, splits ...[]int64) ([]float64, *LayerwiseStats, error) {
+	accs := make([]float64, len(splits))
+	if t.o.EvalMode == EvalSampled {
+		for i, s := range splits {
+			a, err := t.Evaluate(ctx, s, t.o.EvalFanouts)
+			if err != nil {
+				return nil, nil, err
+			}
+			accs[i] = a
+		}
+		return accs, nil, nil
+	}
+	// A node's bit i is set when it belongs to split i.
+	member := map[int64]uint64{}
+	var all []int64
+	for i, s := range splits {
+		for _, v := range s {
+			if member[v] == 0 {
+				all = append(all, v)
+			}
+			member[v] |= 1 << (i % 64)
+		}
+	}
+	if len(splits) > 64 {
+		return nil, nil, fmt.Errorf("%w: %d splits (at most 64)", ErrInvalidOptions, len(splits))
+	}
+	correct := make([]int64, len(splits))
+	total := make([]int64, len(splits))
+	labels := t.d.Labels()
+	c := t.model.cfg.Classes
+	st, err := t.logits(ctx, EvalLayerwise, all, nil, func(ids []int64, logp []float32) error {
+		for r, v := range ids {
+			lab := labels[v]
+			if lab < 0 {
+				continue
+			}
+			hit := int32(argmax(logp[r*c:(r+1)*c])) == lab
+			for i, m := 0, member[v]; m != 0; i, m = i+1, m>>1 {
+				if m&1 != 0 {
+					total[i]++
+					if hit {
+						correct[i]++
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, st, err
+	}
+	for i := range accs {
+		accs[i] = ratio(correct[i], total[i])
+	}
+	return accs, st, nil
+}
+
+// evalValidTest is Run's evaluation: valid and test accuracy with
+// Options.EvalMode (layer-wise: one pass over the nodes both need).
+func (t *Trainer) evalValidTest(ctx context.Context) (valid, test float64, err error) {
+	accs, st, err := t.EvaluateSplits(ctx, t.d.ValidIdx(), t.d.TestIdx())
+	if err != nil {
+		return 0, 0, err
+	}
+	if st != nil {
+		t.o.Logger.Info("layer-wise evaluation", "targets", st.Targets, "restricted", st.Restricted, "rows", st.rows(),
+			"bytes_read", st.BytesRead(), "temp_bytes", st.TempBytes(), "chunk_bytes", st.ChunkBytes, "seconds", st.Seconds)
+	}
+	return accs[0], accs[1], nil
 }

@@ -193,6 +193,20 @@ type Options struct {
 	Logger   *slog.Logger      `json:"-"`
 	// OnEpoch, when set, is called after every epoch with its statistics.
 	OnEpoch func(EpochStats) `json:"-"`
+
+	// Evaluation and stopping (see eval.go, layerwise.go and until.go).
+	//
+	// EvalMode is how Run evaluates valid and test: EvalLayerwise (the
+	// default; exact, one pass over the nodes both need) or EvalSampled
+	// (sampled inference with EvalFanouts, one split after the other).
+	// EvalMemBytes bounds a layer-wise chunk's working memory (0: the
+	// training working set, which is free while evaluating, else
+	// DefaultEvalMemBytes). UntilValid, when positive, stops Run after the
+	// first evaluation whose valid accuracy reaches it (a fraction in
+	// (0,1]); the Report says whether and when.
+	EvalMode     string  `json:"eval_mode,omitempty"`
+	EvalMemBytes int64   `json:"eval_mem_bytes,omitempty"`
+	UntilValid   float64 `json:"until_valid,omitempty"`
 }
 
 // Validate reports whether o is usable. A nil receiver is valid.
@@ -248,6 +262,9 @@ func (o *Options) Validate() error {
 	}
 	if w.Profile != nil && int64(len(w.Profile.Feat)) != w.Profile.Meta.NumNodes {
 		return fmt.Errorf("%w: profile arrays do not have %d entries", ErrInvalidOptions, w.Profile.Meta.NumNodes)
+	}
+	if err := w.validateEval(); err != nil {
+		return err
 	}
 	hopts := histcache.Options{Staleness: w.Staleness, Policy: w.HistPolicy, PGrad: w.PGrad}
 	if err := hopts.Validate(); err != nil {
@@ -323,6 +340,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.ZeroCopy == "" {
 		r.ZeroCopy = ZeroCopyAuto
+	}
+	if r.EvalMode == "" {
+		r.EvalMode = EvalLayerwise
 	}
 	r.Progress = progress.Or(r.Progress)
 	if r.Logger == nil {

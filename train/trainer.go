@@ -328,6 +328,8 @@ type Report struct {
 	// zero-copy (Options.ZeroCopy) and, if not, why.
 	ZeroCopy   ZeroCopyReport `json:"zero_copy"`
 	ElapsedSec float64        `json:"elapsed_s"`
+	// UntilReport: Options.UntilValid's outcome (until.go).
+	UntilReport
 }
 
 // Run trains until Options.Epochs epochs are done. When ctx is cancelled it
@@ -350,9 +352,7 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		}
 		if (t.epoch+1)%o.EvalEvery == 0 || t.epoch+1 == o.Epochs {
 			t0 := time.Now()
-			if es.ValidAcc, err = t.Evaluate(ctx, t.d.ValidIdx(), o.EvalFanouts); err == nil {
-				es.TestAcc, err = t.Evaluate(ctx, t.d.TestIdx(), o.EvalFanouts)
-			}
+			es.ValidAcc, es.TestAcc, err = t.evalValidTest(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					t.epoch++
@@ -376,6 +376,11 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 			rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
+		}
+		if stop, err := t.untilReached(rep, es); err != nil {
+			return nil, err
+		} else if stop {
+			break
 		}
 	}
 	t.finish(rep)

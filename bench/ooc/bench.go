@@ -194,7 +194,8 @@ func (h *harness) trainArgs(epochs int, metrics, ckpt string) []string {
 	// -v: the trainer logs every finished batch at debug level, which
 	// says how far a child that timed out got (batchProgress).
 	args := []string{"train", o.Dir, "--model", "sage", "--layers", strconv.Itoa(o.Layers), "--hidden", strconv.Itoa(o.Hidden),
-		"--epochs", strconv.Itoa(epochs), "--eval-every", strconv.Itoa(epochs), "--batch-size", strconv.Itoa(o.BatchSize),
+		"--epochs", strconv.Itoa(epochs), "--eval-every", "1", "--batch-size", strconv.Itoa(o.BatchSize),
+		"--lr", strconv.FormatFloat(o.LR, 'g', -1, 64), "--dropout", strconv.FormatFloat(o.Dropout, 'g', -1, 64),
 		"--fanouts", o.Fanouts, "--seed", strconv.FormatInt(o.Seed, 10), "--json", "-q", "-v", "--metrics", metrics, "--checkpoint", ckpt}
 	if o.InFlight > 0 {
 		args = append(args, "--in-flight", strconv.Itoa(o.InFlight))
@@ -313,6 +314,7 @@ func (h *harness) runConfig(ctx context.Context, name string, ds *Dataset) Confi
 		}
 	}
 	cr.summarize(ds.NumTrain)
+	cr.toTarget(ds.target(h.o.TargetFactor))
 	return cr
 }
 

@@ -16,6 +16,7 @@ type Dataset struct {
 	NumEdges    int64  `json:"num_edges"`
 	NumTrain    int64  `json:"num_train"`
 	FeatDim     int    `json:"feat_dim"`
+	Classes     int    `json:"classes"`
 	BytesOnDisk int64  `json:"bytes_on_disk"`
 	Parts       int    `json:"parts"`
 	Reused      bool   `json:"reused"`
@@ -88,6 +89,7 @@ type manifestHead struct {
 	NumNodes int64 `json:"num_nodes"`
 	NumEdges int64 `json:"num_edges"`
 	FeatDim  int   `json:"feat_dim"`
+	Classes  int   `json:"num_classes"`
 	Seed     int64 `json:"seed"`
 }
 
@@ -142,7 +144,7 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	ds.NumNodes, ds.NumEdges, ds.FeatDim = mf.NumNodes, mf.NumEdges, mf.FeatDim
+	ds.NumNodes, ds.NumEdges, ds.FeatDim, ds.Classes = mf.NumNodes, mf.NumEdges, mf.FeatDim, mf.Classes
 	out, err := h.setup(ctx, "info", "info", o.Dir, "--json")
 	if err != nil {
 		return nil, err
@@ -194,3 +196,15 @@ func writeMarker(dir string, m marker) error {
 	}
 	return os.WriteFile(filepath.Join(dir, markerFile), append(b, '\n'), 0o644)
 }
+
+// Chance is the accuracy of guessing one class: 1/classes (0 when the
+// class count is unknown).
+func (d *Dataset) Chance() float64 {
+	if d == nil || d.Classes < 1 {
+		return 0
+	}
+	return 1 / float64(d.Classes)
+}
+
+// target is the valid accuracy of time-to-target: factor × chance.
+func (d *Dataset) target(factor float64) float64 { return factor * d.Chance() }

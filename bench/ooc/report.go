@@ -138,6 +138,41 @@ func evaluateTargets(r *Report) []Target {
 		}
 		ts = append(ts, Target{ab.what, fmt.Sprintf("time %.2fx, bytes %.2fx of ssdgnn", x, y), m})
 	}
+	return append(ts, accuracyTargets(r, ours)...)
+}
+
+// accuracyTargets: the model learns (every configuration well above
+// chance), history costs no accuracy, and exact evaluation is cheap next
+// to an epoch.
+func accuracyTargets(r *Report, ours *ConfigResult) []Target {
+	var ts []Target
+	chance := r.Dataset.Chance()
+	t5 := fmt.Sprintf("every configuration ends at >= 3x chance valid accuracy (chance %s)", pct(chance))
+	if chance > 0 && len(r.Configs) > 0 {
+		worst, name := math.Inf(1), ""
+		for _, c := range r.Configs {
+			if c.FinalValid < worst {
+				worst, name = c.FinalValid, c.Name
+			}
+		}
+		ts = append(ts, Target{t5, fmt.Sprintf("lowest %s (%s), %.1fx chance", pct(worst), name, worst/chance), yesNo(worst >= 3*chance)})
+	} else {
+		ts = append(ts, Target{t5, "class count unknown", "n/a"})
+	}
+	const t6 = "history on and off differ by <= 0.5 points of valid accuracy after the same epochs"
+	if nh := r.config("ssdgnn-no-hist"); nh != nil && ours != nil {
+		d := 100 * (ours.FinalValid - nh.FinalValid)
+		ts = append(ts, Target{t6, fmt.Sprintf("%+.2f points (ssdgnn %s, ssdgnn-no-hist %s)", d, pct(ours.FinalValid), pct(nh.FinalValid)), yesNo(math.Abs(d) <= 0.5)})
+	} else {
+		ts = append(ts, Target{t6, "missing configuration", "n/a"})
+	}
+	const t7 = "exact evaluation of valid and test takes <= 1/3 of an ssdgnn training epoch"
+	if ours != nil && ours.EpochSec > 0 && ours.EvalSec > 0 {
+		x := ours.EvalSec / ours.EpochSec
+		ts = append(ts, Target{t7, fmt.Sprintf("%.2fs vs %.2fs (%.2f)", ours.EvalSec, ours.EpochSec, x), yesNo(x <= 1.0/3)})
+	} else {
+		ts = append(ts, Target{t7, "missing configuration", "n/a"})
+	}
 	return ts
 }
 
@@ -184,11 +219,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("- **page cache NOT dropped** between configurations (%s): later configurations may read from a warm cache\n", r.DropNote)
 	}
 	p("- %d epochs, fanouts %s, batch size %d\n- compute: %s\n", r.Epochs, r.Fanouts, r.BatchSize, r.Compute)
+	if d := r.Dataset; d != nil && d.Classes > 0 {
+		p("- accuracy: %d classes, chance %s; evaluation after every epoch, exact (layer-wise, valid and test in one pass); time to target = training and evaluation time until valid first reached the target (3x chance unless configured)\n", d.Classes, pct(d.Chance()))
+	}
 	p("- bytes read = the child's `/proc/self/io` read_bytes delta over the training part of each epoch (from `--metrics`); \"process read\" is `/proc/<pid>/io` read_bytes of the whole child, read after it exited and before it was reaped (`waitid(WNOWAIT)`), setup and evaluation included\n\n")
 
 	p("## Per-epoch time and bytes read (means over epochs)\n\n")
-	p("| configuration | epoch s | Sa | Ga | Tr | Co | read/epoch | requested/epoch | RR | nbr hit | feat hit | hist hit | valid acc | peak mem | limit hits | OOM | status |\n")
-	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
+	p("| configuration | epoch s | Sa | Ga | Tr | Co | read/epoch | requested/epoch | RR | nbr hit | feat hit | hist hit | valid acc | eval s | to target | peak mem | limit hits | OOM | status |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for i := range r.Configs {
 		c := &r.Configs[i]
 		peak, hits := "-", "-"
@@ -202,9 +240,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if !c.Capped {
 			status += " (uncapped)"
 		}
-		p("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		toTarget := "not reached"
+		if c.SecondsToTarget >= 0 && c.EpochsToTarget > 0 {
+			toTarget = fmt.Sprintf("%.1fs (%d ep)", c.SecondsToTarget, c.EpochsToTarget)
+		}
+		p("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s |\n",
 			c.Name, c.EpochSec, c.SampleSec, c.GatherSec, c.TransferSec, c.ComputeSec, ib(c.IOReadPerEpoch), ib(c.RequestedPerEpoch), c.RR,
-			pct(c.NeighborHit), pct(c.FeatureHit), pct(c.HistHit), pct(c.FinalValid), peak, hits, yesNo(c.OOMKilled()), status)
+			pct(c.NeighborHit), pct(c.FeatureHit), pct(c.HistHit), pct(c.FinalValid), c.EvalSec, toTarget, peak, hits, yesNo(c.OOMKilled()), status)
 	}
 	p("\n## Whole child processes\n\n| configuration | wall s | process read | inblock×512 | max RSS | exit |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, c := range r.Configs {

@@ -28,7 +28,9 @@ type Epoch struct {
 	TestAcc   float64 `json:"test_acc"`
 	WallSec   float64 `json:"wall_s"`
 	EvalSec   float64 `json:"eval_s"`
-	Stages    struct {
+	// ElapsedSec: since training started, evaluation included.
+	ElapsedSec float64 `json:"elapsed_s"`
+	Stages     struct {
 		Sample   float64 `json:"sample_s"`
 		Gather   float64 `json:"gather_s"`
 		Transfer float64 `json:"transfer_s"`
@@ -136,6 +138,25 @@ type ConfigResult struct {
 	DynamicHit  float64 `json:"dynamic_hit_rate"`
 	FeatureHit  float64 `json:"feature_hit_rate"`
 	HistHit     float64 `json:"hist_hit_rate"`
+	// EvalSec is the mean evaluation time of the evaluated epochs.
+	EvalSec float64 `json:"eval_s"`
+	// TargetValid is the report's target accuracy; EpochsToTarget and
+	// SecondsToTarget (training and evaluation since the start) say when
+	// an epoch's evaluation first reached it (0 and -1: never).
+	TargetValid     float64 `json:"target_valid_acc"`
+	EpochsToTarget  int     `json:"epochs_to_target"`
+	SecondsToTarget float64 `json:"seconds_to_target"`
+}
+
+// toTarget fills the time-to-target fields for target.
+func (c *ConfigResult) toTarget(target float64) {
+	c.TargetValid, c.EpochsToTarget, c.SecondsToTarget = target, 0, -1
+	for i, e := range c.Epochs {
+		if e.Evaluated && target > 0 && e.ValidAcc >= target {
+			c.EpochsToTarget, c.SecondsToTarget = i+1, e.ElapsedSec
+			return
+		}
+	}
 }
 
 // OOMKilled reports an OOM kill of the child.
@@ -153,8 +174,13 @@ func (c *ConfigResult) summarize(numTrain int64) {
 		return
 	}
 	var in int64
+	var evals int
 	for i := range c.Epochs {
 		e := &c.Epochs[i]
+		if e.Evaluated {
+			c.EvalSec += e.EvalSec
+			evals++
+		}
 		c.EpochSec += e.WallSec / n
 		c.SampleSec += e.Stages.Sample / n
 		c.GatherSec += e.Stages.Gather / n
@@ -163,6 +189,9 @@ func (c *ConfigResult) summarize(numTrain int64) {
 		c.IOReadPerEpoch += float64(e.IOReadBytes) / n
 		c.RequestedPerEpoch += float64(e.BytesRequested()) / n
 		in += e.InputNodes
+	}
+	if evals > 0 {
+		c.EvalSec /= float64(evals)
 	}
 	if numTrain > 0 {
 		c.RR = float64(in) / n / float64(numTrain)

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
@@ -18,16 +14,22 @@ import (
 func init() { extraCommands = append(extraCommands, newInferCmd) }
 
 func newInferCmd(g *globals) *cobra.Command {
-	var ckpt, outPath, logitsPath, nodesArg, fanouts string
+	var ckpt, outPath, logitsPath, nodesArg, fanouts, mode string
 	var workers int
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "infer DIR",
 		Short: "Predict classes with a trained checkpoint",
-		Long: `infer loads a checkpoint written by 'ssdgnn train', runs sampled inference
-(--fanouts, default the checkpoint's evaluation fanouts; -1 everywhere is exact
-full-neighbourhood inference) on the requested nodes and writes the predicted
-class of each as an int32 .npy (in the order of --nodes), and optionally the
-log-softmax rows as a float32 [n, classes] .npy. Both are written atomically.`,
+		Long: `infer loads a checkpoint written by 'ssdgnn train', runs inference on the
+requested nodes and writes the predicted class of each as an int32 .npy (in
+the order of --nodes), and optionally the log-softmax rows as a float32
+[n, classes] .npy. Both are written atomically.
+
+The default --mode layerwise is exact: each layer is computed from full
+neighbourhoods for the nodes the next layer needs, in id-order chunks, its
+outputs kept in a temporary .npy under DIR. --mode sampled samples --fanouts
+neighbours per layer instead (default the checkpoint's evaluation fanouts).
+It reports the wall time and the bytes read.`,
 		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -65,64 +67,21 @@ log-softmax rows as a float32 [n, classes] .npy. Both are written atomically.`,
 				return err
 			}
 			defer tr.Close()
-			fo := tr.Options().EvalFanouts
+			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath}
 			if fanouts != "" {
-				if fo, err = parseInts("fanouts", fanouts); err != nil {
+				if io.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 					return err
 				}
 			}
-			logp, err := tr.Predict(cmd.Context(), nodes, fo)
+			rep, err := tr.Infer(cmd.Context(), nodes, io)
 			if err != nil {
 				return err
 			}
-			c := tr.Model().Config().Classes
-			pred := make([]int32, len(nodes))
-			correct, labelled := 0, 0
-			labels := d.Labels()
-			for i := range nodes {
-				best := 0
-				for k := 1; k < c; k++ {
-					if logp[i*c+k] > logp[i*c+best] {
-						best = k
-					}
-				}
-				pred[i] = int32(best)
-				if l := labels[nodes[i]]; l >= 0 {
-					labelled++
-					if l == pred[i] {
-						correct++
-					}
-				}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
 			}
-			if err := writeNpy(outPath, npy.Int32, []int64{int64(len(pred))}, func(w *bufio.Writer) error {
-				for _, p := range pred {
-					if err := binary.Write(w, binary.LittleEndian, p); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			if logitsPath != "" {
-				if err := writeNpy(logitsPath, npy.Float32, []int64{int64(len(nodes)), int64(c)}, func(w *bufio.Writer) error {
-					var b [4]byte
-					for _, x := range logp {
-						binary.LittleEndian.PutUint32(b[:], math.Float32bits(x))
-						if _, err := w.Write(b[:]); err != nil {
-							return err
-						}
-					}
-					return nil
-				}); err != nil {
-					return err
-				}
-			}
-			acc := 0.0
-			if labelled > 0 {
-				acc = float64(correct) / float64(labelled)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; accuracy on %d labelled nodes %.2f%%\n", len(pred), outPath, labelled, 100*acc)
+			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; accuracy on %d labelled nodes %.2f%%; %s inference %.1fs, %s read (disk %s)\n",
+				rep.Nodes, outPath, rep.Labelled, 100*rep.Accuracy, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)))
 			return nil
 		},
 	}
@@ -131,33 +90,11 @@ log-softmax rows as a float32 [n, classes] .npy. Both are written atomically.`,
 	f.StringVar(&outPath, "out", "", "predictions .npy (int32 per node; required)")
 	f.StringVar(&logitsPath, "logits", "", "also write log-softmax rows (float32 [n, classes]) to this .npy")
 	f.StringVar(&nodesArg, "nodes", "test", "nodes to predict: test, valid, all, or an int64/int32 .npy of ids")
-	f.StringVar(&fanouts, "fanouts", "", "inference fanouts (default: the checkpoint's eval fanouts)")
+	f.StringVar(&mode, "mode", train.EvalLayerwise, "inference: layerwise (exact, full neighbourhoods, one layer at a time) or sampled (--fanouts)")
+	f.StringVar(&fanouts, "fanouts", "", "sampled inference fanouts (default: the checkpoint's eval fanouts)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.IntVar(&workers, "workers", 0, "sampler goroutines (0: one per core)")
 	return cmd
-}
-
-// writeNpy writes a .npy atomically; body writes the little-endian data.
-func writeNpy(path string, dt npy.DType, shape []int64, body func(*bufio.Writer) error) error {
-	hdr, err := npy.EncodeHeader(dt, shape)
-	if err != nil {
-		return err
-	}
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	w := bufio.NewWriterSize(f, 1<<20)
-	if _, err := w.Write(hdr); err != nil {
-		return err
-	}
-	if err := body(w); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return f.Commit()
 }
 
 // readIDs reads a 1-D int64 or int32 .npy of node ids.

@@ -240,6 +240,13 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			} else {
 				fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
 					rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
+				if rep.TargetValid > 0 {
+					if rep.ReachedValid {
+						fmt.Fprintf(out, "valid %.2f%% reached after %d epochs, %.1fs\n", 100*rep.TargetValid, rep.EpochsToTarget, rep.SecondsToTarget)
+					} else {
+						fmt.Fprintf(out, "valid %.2f%% not reached in %d epochs\n", 100*rep.TargetValid, len(rep.Epochs))
+					}
+				}
 				m := rep.Memory
 				dyn := ""
 				if m.DynamicBytes > 0 {
@@ -296,6 +303,9 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&fanouts, "fanouts", "10,10", "neighbours sampled per layer, input layer first (-1: all)")
 	f.StringVar(&evalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
 	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
+	f.StringVar(&o.EvalMode, "eval", train.EvalLayerwise, "evaluation of valid/test: layerwise (exact, full neighbourhoods, one pass) or sampled (--eval-fanouts)")
+	f.Var((*byteSize)(&o.EvalMemBytes), "eval-mem", "bound on a layer-wise evaluation chunk (default: the training working set)")
+	f.Float64Var(&o.UntilValid, "until-valid", 0, "stop after the first evaluation whose valid accuracy reaches this fraction (e.g. 0.5)")
 	f.StringVar(&selection, "selection", "auto", "batch construction: auto (partition when DIR has --partition, else random), random or partition")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")

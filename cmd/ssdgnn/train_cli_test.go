@@ -61,8 +61,16 @@ func TestTrainInfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "predictions written") {
+	if !strings.Contains(out, "predictions written") || !strings.Contains(out, "layerwise inference") {
 		t.Errorf("infer output %q", out)
+	}
+	if out, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", preds, "--mode", "sampled", "--nodes", "valid", "--json"); err != nil || !strings.Contains(out, `"mode": "sampled"`) {
+		t.Errorf("infer --mode sampled --json: %v\n%s", err, out)
+	}
+	// Training to a target accuracy stops when it is reached.
+	out, _, err = run(t, "train", dir, "--epochs", "20", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--until-valid", "0.3", "--eval", "sampled")
+	if err != nil || !strings.Contains(out, "reached after") {
+		t.Errorf("train --until-valid: %v\n%s", err, out)
 	}
 	for _, c := range []struct {
 		path string

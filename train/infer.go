@@ -1,0 +1,235 @@
+package train
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/iostat"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// InferOptions configures Trainer.Infer. A nil *InferOptions is layer-wise
+// inference writing nothing.
+type InferOptions struct {
+	// Mode is EvalLayerwise (default: exact) or EvalSampled.
+	Mode string
+	// Fanouts of sampled inference (default Options.EvalFanouts).
+	Fanouts []int
+	// PredPath, when set, receives the predicted class of every node as an
+	// int32 [n] .npy in the order of the nodes; LogitsPath their
+	// log-softmax rows as a float32 [n, classes] .npy. Both are written
+	// atomically.
+	PredPath   string
+	LogitsPath string
+}
+
+// InferReport is the result of Infer.
+type InferReport struct {
+	Mode  string `json:"mode"`
+	Nodes int    `json:"nodes"`
+	// Labelled nodes (label >= 0) among Nodes, and the accuracy on them.
+	Labelled int     `json:"labelled"`
+	Correct  int     `json:"correct"`
+	Accuracy float64 `json:"accuracy"`
+	Seconds  float64 `json:"seconds"`
+	// BytesRead are the bytes the pass asked storage for: feature rows
+	// and neighbour lists (and, layer-wise, the temporary arrays);
+	// IOReadBytes the process's /proc/self/io read_bytes delta, what the
+	// disk delivered (-1 when unavailable).
+	BytesRead   int64 `json:"bytes_read"`
+	IOReadBytes int64 `json:"io_read_bytes"`
+	// Layerwise describes the layer-wise pass (nil in sampled mode).
+	Layerwise *LayerwiseStats `json:"layerwise,omitempty"`
+}
+
+// Infer predicts the class of every node of nodes (any order, repeats
+// allowed), counts the accuracy on the labelled ones, and writes the
+// files InferOptions names.
+func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*InferReport, error) {
+	var opt InferOptions
+	if o != nil {
+		opt = *o
+	}
+	if opt.Mode == "" {
+		opt.Mode = EvalLayerwise
+	}
+	if opt.Fanouts == nil {
+		opt.Fanouts = t.o.EvalFanouts
+	}
+	n := t.d.NumNodes()
+	for _, v := range nodes {
+		if v < 0 || v >= n {
+			return nil, fmt.Errorf("%w: node %d out of range [0,%d)", ErrInvalidOptions, v, n)
+		}
+	}
+	t0 := time.Now()
+	io0, ioErr := iostat.Self()
+	acc0 := t.d.Accounting().Snapshot()
+	c := t.model.cfg.Classes
+	// Positions of each node in nodes: order sorts them by node.
+	order := make([]int, len(nodes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return nodes[order[a]] < nodes[order[b]] })
+	sorted := make([]int64, len(nodes))
+	for k, i := range order {
+		sorted[k] = nodes[i]
+	}
+	pred := make([]int32, len(nodes))
+	var lw *logitsWriter
+	if opt.LogitsPath != "" {
+		var err error
+		if lw, err = newLogitsWriter(opt.LogitsPath, len(nodes), c); err != nil {
+			return nil, err
+		}
+		defer lw.abort()
+	}
+	rep := &InferReport{Mode: opt.Mode, Nodes: len(nodes)}
+	labels := t.d.Labels()
+	st, err := t.logits(ctx, opt.Mode, nodes, opt.Fanouts, func(ids []int64, logp []float32) error {
+		for r, v := range ids {
+			row := logp[r*c : (r+1)*c]
+			p := int32(argmax(row))
+			k, _ := slices.BinarySearch(sorted, v)
+			for ; k < len(sorted) && sorted[k] == v; k++ {
+				if lab := labels[v]; lab >= 0 {
+					rep.Labelled++
+					if lab == p {
+						rep.Correct++
+					}
+				}
+				pred[order[k]] = p
+				if lw != nil {
+					if err := lw.row(order[k], row); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Accuracy = ratio(int64(rep.Correct), int64(rep.Labelled))
+	if opt.PredPath != "" {
+		if err := writeInt32Npy(opt.PredPath, pred); err != nil {
+			return nil, err
+		}
+	}
+	if lw != nil {
+		if err := lw.commit(); err != nil {
+			return nil, err
+		}
+	}
+	rep.Seconds = time.Since(t0).Seconds()
+	rep.Layerwise = st
+	for _, s := range subStages(t.d.Accounting().Snapshot(), acc0) {
+		rep.BytesRead += s.BytesRead
+	}
+	if st != nil {
+		// Layer 0's feature rows are in the accounting already.
+		rep.BytesRead += st.BytesRead() - st.Layers[0].InputBytes
+	}
+	rep.IOReadBytes = -1
+	if io1, err := iostat.Self(); err == nil && ioErr == nil {
+		rep.IOReadBytes = io1.Sub(io0).ReadBytes
+	}
+	return rep, nil
+}
+
+// writeInt32Npy writes v as an int32 [len(v)] .npy, atomically.
+func writeInt32Npy(path string, v []int32) error {
+	hdr, err := npy.EncodeHeader(npy.Int32, []int64{int64(len(v))})
+	if err != nil {
+		return err
+	}
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	b := make([]byte, len(hdr)+4*len(v))
+	copy(b, hdr)
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[len(hdr)+4*i:], uint32(x))
+	}
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	return f.Commit()
+}
+
+// logitsWriter writes float32 [n, c] rows at any position of an atomic
+// .npy, coalescing rows that arrive at consecutive positions.
+type logitsWriter struct {
+	f     *atomicfile.File
+	off   int64
+	c     int
+	start int    // position of buf's first row
+	buf   []byte // pending consecutive rows
+}
+
+func newLogitsWriter(path string, n, c int) (*logitsWriter, error) {
+	hdr, err := npy.EncodeHeader(npy.Float32, []int64{int64(n), int64(c)})
+	if err != nil {
+		return nil, err
+	}
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(hdr); err != nil {
+		f.Abort()
+		return nil, err
+	}
+	// Size the file now: rows may arrive in any order.
+	if n > 0 && c > 0 {
+		if _, err := f.WriteAt([]byte{0}, int64(len(hdr))+int64(n)*int64(c)*4-1); err != nil {
+			f.Abort()
+			return nil, err
+		}
+	}
+	return &logitsWriter{f: f, off: int64(len(hdr)), c: c}, nil
+}
+
+func (w *logitsWriter) row(pos int, row []float32) error {
+	rb := 4 * w.c
+	if len(w.buf) > 0 && (pos != w.start+len(w.buf)/rb || len(w.buf) >= 1<<20) {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	if len(w.buf) == 0 {
+		w.start = pos
+	}
+	for _, x := range row {
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, math.Float32bits(x))
+	}
+	return nil
+}
+
+func (w *logitsWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.f.WriteAt(w.buf, w.off+int64(w.start)*int64(4*w.c))
+	w.buf = w.buf[:0]
+	return err
+}
+
+func (w *logitsWriter) commit() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.f.Commit()
+}
+
+func (w *logitsWriter) abort() { w.f.Abort() }

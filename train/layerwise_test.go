@@ -1,0 +1,360 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// refForward is a float64 full-graph forward pass written from the model
+// definitions (docs/train.md, kernels' package doc) with nothing shared
+// with the backend path: every node aggregates all its in-neighbours, GCN
+// normalises by full-graph degrees, GAT attends over N(i) ∪ {i}. It returns
+// every node's log-softmax row.
+func refForward(t *testing.T, tr *Trainer) [][]float64 {
+	d, m := tr.d, tr.model
+	cfg := m.cfg
+	n := int(d.NumNodes())
+	par := map[string][]float64{}
+	for _, p := range m.Params() {
+		v := make([]float32, p.Rows*p.Cols)
+		if err := tr.be.Download(v, p.W); err != nil {
+			t.Fatal(err)
+		}
+		w := make([]float64, len(v))
+		for i, x := range v {
+			w[i] = float64(x)
+		}
+		par[p.Name] = w
+	}
+	nbrs := make([][]int, n)
+	outDeg := make([]int, n)
+	for v := range n {
+		nl := d.Neighbors(int64(v))
+		for k := range nl.Len() {
+			u := int(nl.At(k))
+			nbrs[v] = append(nbrs[v], u)
+			outDeg[u]++
+		}
+	}
+	h := make([][]float64, n)
+	row := make([]float32, d.FeatDim())
+	for v := range n {
+		r := d.FeatureRow(int64(v), row)
+		h[v] = make([]float64, len(r))
+		var s float64
+		for _, x := range r {
+			s += math.Abs(float64(x))
+		}
+		for i, x := range r {
+			h[v][i] = float64(x)
+			if tr.o.NormalizeFeatures && s > 0 {
+				h[v][i] /= s
+			}
+		}
+	}
+	// mul returns x·W for W in×out (row-major).
+	mul := func(x, w []float64, out int) []float64 {
+		y := make([]float64, out)
+		for i, xi := range x {
+			for j := range out {
+				y[j] += xi * w[i*out+j]
+			}
+		}
+		return y
+	}
+	in := cfg.InDim
+	for l := range cfg.Layers {
+		last := l == cfg.Layers-1
+		out := cfg.Hidden
+		if last {
+			out = cfg.Classes
+		}
+		pre := fmt.Sprintf("layer%d.", l)
+		nh := make([][]float64, n)
+		switch cfg.Kind {
+		case ModelSAGE:
+			for v := range n {
+				mean := make([]float64, in)
+				for _, u := range nbrs[v] {
+					for i := range mean {
+						mean[i] += h[u][i] / float64(len(nbrs[v]))
+					}
+				}
+				a, b := mul(h[v], par[pre+"w_self"], out), mul(mean, par[pre+"w_neigh"], out)
+				for j := range a {
+					a[j] += b[j] + par[pre+"bias"][j]
+				}
+				nh[v] = a
+			}
+		case ModelGCN:
+			for v := range n {
+				agg := make([]float64, in)
+				for i := range agg {
+					agg[i] = h[v][i] / math.Sqrt(float64(outDeg[v]+1))
+				}
+				for _, u := range nbrs[v] {
+					for i := range agg {
+						agg[i] += h[u][i] / math.Sqrt(float64(outDeg[u]+1))
+					}
+				}
+				for i := range agg {
+					agg[i] /= math.Sqrt(float64(len(nbrs[v]) + 1))
+				}
+				a := mul(agg, par[pre+"w"], out)
+				for j := range a {
+					a[j] += par[pre+"bias"][j]
+				}
+				nh[v] = a
+			}
+		case ModelGAT:
+			H := cfg.Heads
+			wh := make([][]float64, n)
+			for v := range n {
+				wh[v] = mul(h[v], par[pre+"w"], H*out)
+			}
+			al, ar := par[pre+"attn_l"], par[pre+"attn_r"]
+			for v := range n {
+				srcs := nbrs[v]
+				if !slices.Contains(srcs, v) {
+					srcs = append(slices.Clone(srcs), v)
+				}
+				o := make([]float64, H*out)
+				for hd := range H {
+					sc := make([]float64, len(srcs))
+					mx := math.Inf(-1)
+					for k, u := range srcs {
+						var s float64
+						for f := range out {
+							s += al[hd*out+f]*wh[v][hd*out+f] + ar[hd*out+f]*wh[u][hd*out+f]
+						}
+						if s < 0 {
+							s *= gatSlope
+						}
+						sc[k] = s
+						mx = max(mx, s)
+					}
+					var z float64
+					for k := range sc {
+						sc[k] = math.Exp(sc[k] - mx)
+						z += sc[k]
+					}
+					for k, u := range srcs {
+						for f := range out {
+							o[hd*out+f] += sc[k] / z * wh[u][hd*out+f]
+						}
+					}
+				}
+				if last {
+					avg := make([]float64, out)
+					for hd := range H {
+						for f := range out {
+							avg[f] += o[hd*out+f] / float64(H)
+						}
+					}
+					o = avg
+				}
+				for j := range o {
+					o[j] += par[pre+"bias"][j]
+				}
+				nh[v] = o
+			}
+		}
+		if !last {
+			for _, r := range nh {
+				for i := range r {
+					r[i] = max(r[i], 0)
+				}
+			}
+		}
+		h = nh
+		in = len(h[0])
+	}
+	for _, r := range h {
+		mx := slices.Max(r)
+		var z float64
+		for _, x := range r {
+			z += math.Exp(x - mx)
+		}
+		for i := range r {
+			r[i] -= mx + math.Log(z)
+		}
+	}
+	return h
+}
+
+// layerwiseRows returns the log-softmax rows of nodes by layer-wise
+// inference, keyed by node.
+func layerwiseRows(t *testing.T, tr *Trainer, nodes []int64) (map[int64][]float32, *LayerwiseStats) {
+	c := tr.model.cfg.Classes
+	got := map[int64][]float32{}
+	st, err := tr.logits(context.Background(), EvalLayerwise, nodes, nil, func(ids []int64, logp []float32) error {
+		if !slices.IsSorted(ids) {
+			t.Errorf("chunk ids not ascending")
+		}
+		for r, v := range ids {
+			if _, dup := got[v]; dup {
+				t.Errorf("node %d delivered twice", v)
+			}
+			got[v] = slices.Clone(logp[r*c : (r+1)*c])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, st
+}
+
+func closeTo(a, b float64) bool { return math.Abs(a-b) <= 1e-4*(1+math.Abs(b)) }
+
+// TestLayerwiseExact checks that layer-wise inference equals a float64
+// full-graph forward pass and sampled inference with every fanout -1 over
+// one batch holding every node (a full-graph forward through the model's
+// own forward), for every model kind, on Cora and a small generated graph,
+// over every node (one chunk per layer) and over the valid and test nodes
+// under a 64 KiB chunk bound (receptive-field restriction, many chunks).
+func TestLayerwiseExact(t *testing.T) {
+	for _, ds := range []struct {
+		name string
+		open func(testing.TB) *storage.Dataset
+		norm bool
+	}{{"cora", cora, true}, {"synth", smallSynth, false}} {
+		for _, kind := range []string{ModelSAGE, ModelGCN, ModelGAT} {
+			t.Run(ds.name+"/"+kind, func(t *testing.T) {
+				d := ds.open(t)
+				n := d.NumNodes()
+				tr, err := New(context.Background(), d, &Options{Model: kind, Layers: 3, Hidden: 8, Heads: 2, Seed: *seedFlag,
+					NormalizeFeatures: ds.norm, BatchSize: int(n), EvalMemBytes: minEvalMemBytes})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tr.Close()
+				ref := refForward(t, tr)
+				all := make([]int64, n)
+				for i := range all {
+					all[i] = int64(i)
+				}
+				full, err := tr.Predict(context.Background(), all, []int{-1, -1, -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := tr.model.cfg.Classes
+				bad := 0
+				for v := range n {
+					for k := range c {
+						if g, w := float64(full[int(v)*c+k]), ref[v][k]; !closeTo(g, w) && bad < 5 {
+							bad++
+							t.Errorf("full-graph sampled forward node %d class %d: %v, reference %v", v, k, g, w)
+						}
+					}
+				}
+				sub := slices.Concat(d.ValidIdx(), d.TestIdx())
+				tr.o.EvalMemBytes = 64 << 20
+				gotAll, stAll := layerwiseRows(t, tr, all)
+				tr.o.EvalMemBytes = minEvalMemBytes
+				gotSub, stSub := layerwiseRows(t, tr, sub)
+				t.Logf("all: chunks %v; valid+test: restricted %v, rows %v, chunks %v", chunks(stAll), stSub.Restricted, stSub.rows(), chunks(stSub))
+				if len(gotAll) != int(n) || len(gotSub) != len(slices.Compact(slices.Sorted(slices.Values(sub)))) {
+					t.Fatalf("delivered %d and %d rows, want %d and the distinct valid+test nodes", len(gotAll), len(gotSub), n)
+				}
+				if stSub.Layers[0].Chunks < 2 {
+					t.Errorf("a 64 KiB bound gave %d chunks on layer 0", stSub.Layers[0].Chunks)
+				}
+				for _, got := range []map[int64][]float32{gotAll, gotSub} {
+					for v, r := range got {
+						for k := range c {
+							if g, w := float64(r[k]), ref[v][k]; !closeTo(g, w) && bad < 10 {
+								bad++
+								t.Errorf("layer-wise node %d class %d: %v, reference %v", v, k, g, w)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func chunks(s *LayerwiseStats) []int {
+	var c []int
+	for _, l := range s.Layers {
+		c = append(c, l.Chunks)
+	}
+	return c
+}
+
+// TestLayerwiseEvaluateSplits checks the one-pass evaluation of two splits
+// against sampled evaluation with full neighbourhoods (SAGE: block-local
+// and full-graph aggregation agree), and that no temporary file is left.
+func TestLayerwiseEvaluateSplits(t *testing.T) {
+	d := smallSynth(t)
+	tr, err := New(context.Background(), d, &Options{Layers: 2, Hidden: 16, Epochs: 1, Seed: *seedFlag, EvalMemBytes: minEvalMemBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accs, st, err := tr.EvaluateSplits(context.Background(), d.ValidIdx(), d.TestIdx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range [][]int64{d.ValidIdx(), d.TestIdx()} {
+		want, err := tr.Evaluate(context.Background(), s, []int{-1, -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(accs[i]-want) > 1e-9 {
+			t.Errorf("split %d: layer-wise accuracy %v, sampled with full neighbourhoods %v", i, accs[i], want)
+		}
+	}
+	if st == nil || st.BytesRead() == 0 || st.TempBytes() == 0 {
+		t.Errorf("stats %+v: want bytes read and written", st)
+	}
+	ents, _ := os.ReadDir(d.Dir())
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".layerwise") {
+			t.Errorf("temporary %s left behind", filepath.Join(d.Dir(), e.Name()))
+		}
+	}
+}
+
+// TestLayerwiseCancel checks that a cancelled pass returns the context's
+// error and removes its temporary files.
+func TestLayerwiseCancel(t *testing.T) {
+	d := smallSynth(t)
+	tr, err := New(context.Background(), d, &Options{Layers: 3, Hidden: 8, Seed: *seedFlag, EvalMemBytes: minEvalMemBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	all := make([]int64, d.NumNodes())
+	for i := range all {
+		all[i] = int64(i)
+	}
+	_, err = tr.logits(ctx, EvalLayerwise, all, nil, func([]int64, []float32) error {
+		calls++
+		cancel()
+		return nil
+	})
+	if err != context.Canceled || calls != 1 {
+		t.Fatalf("err %v after %d chunks, want context.Canceled after 1", err, calls)
+	}
+	ents, _ := os.ReadDir(d.Dir())
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".layerwise") {
+			t.Errorf("temporary %s left behind", e.Name())
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package train
+
+import "path/filepath"
+
+// UntilReport says whether training reached Options.UntilValid and when.
+type UntilReport struct {
+	// TargetValid is Options.UntilValid (0: no target).
+	TargetValid float64 `json:"target_valid_acc,omitempty"`
+	// ReachedValid is set when an evaluation's valid accuracy reached
+	// TargetValid; EpochsToTarget is then the epochs trained by then
+	// (those of a resumed checkpoint included) and SecondsToTarget the
+	// training time by then, evaluation included (EpochStats.ElapsedSec).
+	ReachedValid    bool    `json:"reached_valid"`
+	EpochsToTarget  int     `json:"epochs_to_target,omitempty"`
+	SecondsToTarget float64 `json:"seconds_to_target,omitempty"`
+}
+
+// untilReached records es in rep when it reaches Options.UntilValid and
+// reports whether Run should stop; stopping early writes the checkpoint
+// the end of training would have.
+func (t *Trainer) untilReached(rep *Report, es EpochStats) (bool, error) {
+	o := &t.o
+	rep.TargetValid = o.UntilValid
+	if o.UntilValid <= 0 || !es.Evaluated || es.ValidAcc < o.UntilValid {
+		return false, nil
+	}
+	rep.ReachedValid, rep.EpochsToTarget, rep.SecondsToTarget = true, es.Epoch+1, es.ElapsedSec
+	if o.CheckpointDir != "" && t.epoch != o.Epochs {
+		if _, err := t.SaveCheckpoint(o.CheckpointDir); err != nil {
+			return true, err
+		}
+		rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
+	}
+	return true, nil
+}
