@@ -19,6 +19,7 @@ import (
 type Array struct {
 	Entry *FileEntry
 	Data  []byte // the data section; nil for an empty array
+	path  string
 	m     mmap.MMap
 }
 
@@ -52,7 +53,7 @@ func MapArray(dir string, e *FileEntry) (*Array, error) {
 		return nil, fmt.Errorf("%w: %s: header says %s%v at offset %d, manifest says %s%v at offset %d",
 			ErrMismatch, path, h.DType, h.Shape, h.DataOffset, e.DType, e.Shape, e.DataOffset)
 	}
-	a := &Array{Entry: e}
+	a := &Array{Entry: e, path: path}
 	if e.Bytes > e.DataOffset {
 		a.m, err = mmap.Map(f, mmap.RDONLY, 0)
 		if err != nil {
@@ -62,6 +63,10 @@ func MapArray(dir string, e *FileEntry) (*Array, error) {
 	}
 	return a, nil
 }
+
+// Path is the file's path (the directory given to MapArray joined with the
+// entry's name).
+func (a *Array) Path() string { return a.path }
 
 // Advise applies a madvise hint to the mapping.
 func (a *Array) Advise(adv Advice) error {
