@@ -1,0 +1,108 @@
+package train
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// section is one checkpoint section for encodeCheckpoint.
+type section struct {
+	tag  string
+	body []byte
+}
+
+// encodeCheckpoint writes the checkpoint format of docs/train.md: magic,
+// version, then tag | length | body | xxhash64(body) per section.
+func encodeCheckpoint(secs []section) []byte {
+	b := append([]byte(CheckpointMagic), 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(b[8:], CheckpointVersion)
+	for _, s := range secs {
+		b = append(b, s.tag...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s.body)))
+		b = append(b, s.body...)
+		b = binary.LittleEndian.AppendUint64(b, xxhash.Sum64(s.body))
+	}
+	return b
+}
+
+func validCheckpoint(t testing.TB, history bool) []byte {
+	meta, err := json.Marshal(checkpointMeta{Dataset: "x", NumNodes: 10, Model: ModelConfig{Kind: "sage", InDim: 2, Hidden: 2, Classes: 2, Layers: 2}, History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := []section{{secMeta, meta}, {secParm, make([]byte, 16)}, {secAdam, make([]byte, 32)}}
+	if history {
+		secs = append(secs, section{secHist, []byte("hist")})
+	}
+	return encodeCheckpoint(append(secs, section{secEnd, nil}))
+}
+
+func TestParseCheckpointErrors(t *testing.T) {
+	good := validCheckpoint(t, true)
+	if _, err := parseCheckpoint(good, "c"); err != nil {
+		t.Fatal(err)
+	}
+	hugeLen := bytes.Clone(good)
+	binary.LittleEndian.PutUint64(hugeLen[16:], 1<<62)
+	flipped := bytes.Clone(good)
+	flipped[30] ^= 1
+	noHist := encodeCheckpoint([]section{{secMeta, []byte(`{"history":true}`)}, {secParm, nil}, {secAdam, nil}, {secEnd, nil}})
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "at offset 0: short header"},
+		{"magic", append([]byte("XXXXXXXX"), good[8:]...), "bad magic"},
+		{"truncated", good[:len(good)-3], "short checksum"},
+		{"huge length", hugeLen, "at offset 16: section \"META\" length 4611686018427387904 exceeds"},
+		{"checksum", flipped, "section \"META\" checksum"},
+		{"trailing", append(bytes.Clone(good), 0), "1 bytes after the end section"},
+		{"missing history", noHist, "missing section \"HIST\""},
+	} {
+		_, err := parseCheckpoint(tc.b, "c")
+		var ce *CheckpointError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Errorf("%s: got %v, want a *CheckpointError with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseCheckpoint: any input parses or fails with a *CheckpointError,
+// never panics; whatever parses re-encodes to a checkpoint that parses to
+// the same sections.
+func FuzzParseCheckpoint(f *testing.F) {
+	f.Add(validCheckpoint(f, false))
+	f.Add(validCheckpoint(f, true))
+	f.Add([]byte(CheckpointMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ck, err := parseCheckpoint(b, "fuzz")
+		if err != nil {
+			var ce *CheckpointError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		meta, err := json.Marshal(ck.meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secs := []section{{secMeta, meta}, {secParm, ck.parm}, {secAdam, ck.adam}}
+		if ck.hist != nil || ck.meta.History {
+			secs = append(secs, section{secHist, ck.hist})
+		}
+		ck2, err := parseCheckpoint(encodeCheckpoint(append(secs, section{secEnd, nil})), "again")
+		if err != nil {
+			t.Fatalf("re-encoded checkpoint: %v", err)
+		}
+		if !bytes.Equal(ck.parm, ck2.parm) || !bytes.Equal(ck.adam, ck2.adam) || !bytes.Equal(ck.hist, ck2.hist) || ck.meta.NumNodes != ck2.meta.NumNodes || ck.meta.Model != ck2.meta.Model {
+			t.Fatal("round trip changed the checkpoint")
+		}
+	})
+}
