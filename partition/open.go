@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
