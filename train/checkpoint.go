@@ -286,6 +286,21 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 		return fmt.Errorf("%w: %s holds a model of %d features and %d classes, dataset %s has %d and %d",
 			ErrMismatch, ck.file, m.InDim, m.Classes, d.Dir(), d.FeatDim(), d.Manifest().NumClasses)
 	}
+	// Before a model is allocated from META: every layer has at least one
+	// parameter and the first a weight of InDim × its output width, so a
+	// model that needs more than PARM holds cannot be this checkpoint's
+	// (a damaged META would otherwise allocate without bound).
+	out := int64(m.Classes)
+	if m.Layers > 1 {
+		out = int64(m.Hidden)
+		if m.Kind == ModelGAT {
+			out *= int64(max(m.Heads, 1))
+		}
+	}
+	if have := int64(len(ck.parm) / 4); int64(m.Layers) > have || int64(m.InDim)*out > have {
+		return &CheckpointError{File: ck.file, Offset: ck.parmOff, Reason: fmt.Sprintf(
+			"PARM holds %d parameters, fewer than META's model %+v needs", have, m)}
+	}
 	return nil
 }
 

@@ -2,9 +2,13 @@ package train
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -105,4 +109,37 @@ func FuzzParseCheckpoint(f *testing.F) {
 			t.Fatal("round trip changed the checkpoint")
 		}
 	})
+}
+
+// TestNewFromCheckpointMismatch: infer's path refuses a checkpoint that
+// does not fit the dataset, before building a model from it.
+func TestNewFromCheckpointMismatch(t *testing.T) {
+	d := smallSynth(t) // 3000 nodes, 16 features, 4 classes
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		nodes int64
+		model ModelConfig
+		want  error
+		msg   string
+	}{
+		{"nodes", 2708, ModelConfig{Kind: ModelSAGE, InDim: 16, Hidden: 8, Classes: 4, Layers: 2}, ErrMismatch, "is for 2708 nodes"},
+		{"features", 3000, ModelConfig{Kind: ModelSAGE, InDim: 1433, Hidden: 8, Classes: 4, Layers: 2}, ErrMismatch, "1433 features and 4 classes"},
+		{"huge hidden", 3000, ModelConfig{Kind: ModelSAGE, InDim: 16, Hidden: 1 << 30, Classes: 4, Layers: 2}, ErrCheckpoint, "PARM holds 4 parameters"},
+		{"huge layers", 3000, ModelConfig{Kind: ModelGCN, InDim: 16, Hidden: 1, Classes: 4, Layers: 1 << 30}, ErrCheckpoint, "PARM holds 4 parameters"},
+	} {
+		meta, _ := json.Marshal(checkpointMeta{NumNodes: tc.nodes, Model: tc.model, Options: Options{Hidden: tc.model.Hidden, Layers: tc.model.Layers, Model: tc.model.Kind}})
+		path := filepath.Join(dir, tc.name)
+		b := encodeCheckpoint([]section{{secMeta, meta}, {secParm, make([]byte, 16)}, {secAdam, make([]byte, 32)}, {secEnd, nil}})
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewFromCheckpoint(context.Background(), d, path, 1)
+		if err == nil {
+			tr.Close()
+		}
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: got %v, want %v with %q", tc.name, err, tc.want, tc.msg)
+		}
+	}
 }
