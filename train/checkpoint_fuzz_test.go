@@ -95,7 +95,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 		meta, err := json.Marshal(ck.meta)
 		if err != nil {
-			t.Fatal(err)
+			return // JSON that decodes but does not encode (a time out of range)
 		}
 		secs := []section{{secMeta, meta}, {secParm, ck.parm}, {secAdam, ck.adam}}
 		if ck.hist != nil || ck.meta.History {

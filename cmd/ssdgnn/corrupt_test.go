@@ -288,6 +288,21 @@ func TestCorruptRepros(t *testing.T) {
 			if r.name == "checkpoint of another dataset" {
 				ckpt = other.ckpt
 			}
+			// validate lists the same problem.
+			_, stderr, err := runArgs("validate", dir)
+			if r.name == "checkpoint of another dataset" {
+				if err != nil {
+					t.Errorf("validate: %v", err)
+				}
+			} else if err == nil {
+				t.Error("validate: no problem found")
+			} else {
+				for _, w := range r.want {
+					if !strings.Contains(err.Error()+stderr, w) {
+						t.Errorf("validate: %v, stderr %q lacks %q", err, stderr, w)
+					}
+				}
+			}
 			// The checks are in the packages that open the files, so each
 			// case fails in every command that reads the edited file.
 			for _, cmd := range []string{r.cmd, "train", "infer", "rr", "partition"} {
