@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/invariants"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -392,6 +393,9 @@ func (w *worker) choose(r *rand.Rand, deg, k int) []int {
 
 // local returns u's batch-local id, appending u to nodes when it is new.
 func (w *worker) local(u int64, nodes []int64) (int32, []int64) {
+	if invariants.Enabled && uint64(u) >= uint64(w.s.d.NumNodes()) {
+		panic(fmt.Sprintf("sample: node id %d out of range [0,%d) passed the open-time checks", u, w.s.d.NumNodes()))
+	}
 	if id, ok := w.ids.get(u); ok {
 		return id, nodes
 	}

@@ -23,6 +23,22 @@
 // default, so kernel readahead does not inflate the bytes read by random
 // access; Advise changes it.
 //
+// # Checked at open
+//
+// Open reads every array a reader indexes with once, before returning,
+// and fails with a *CorruptError (file, element, value) at the first
+// violation: indptr starts at 0, never decreases and ends at num_edges;
+// indices are in [0, N); labels are -1 or in [0, num_classes); splits are
+// in range and strictly ascending; and the checksums of all these arrays
+// match the manifest. A manifest with classes and no labels.npy is
+// refused. After a successful Open, Neighbors, Degree and FeatureBytes of
+// any node in [0, N), and any id read from the views, are in bounds; no
+// reader needs to check again. features.npy is neither read nor
+// checksummed (Validate scans it). The scan costs one sequential read of
+// the graph structure, tens of milliseconds per 20M edges in the page
+// cache (docs/format.md); OpenOptions.SkipChecks omits it for callers that
+// index nothing.
+//
 // # I/O accounting
 //
 // Accounting keeps per-stage counters of rows and bytes requested and of

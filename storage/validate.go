@@ -91,7 +91,8 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 	if opts == nil {
 		opts = &ValidateOptions{}
 	}
-	d, err := Open(dir, nil)
+	// Open's own checks stop at the first problem; the scan below lists them all.
+	d, err := Open(dir, &OpenOptions{Advice: AdviceRandom, SkipChecks: true})
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -18,13 +24,21 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Long: `validate checks the dataset in DIR end to end: indptr starts at 0, is monotone
 and ends at num_edges; every neighbour id is in range; labels are -1 or in
 [0, num_classes); splits are ascending, in range and disjoint; features have
-no NaN or Inf; every file's checksum matches dataset.json. Each problem names
-the file and the element index. It exits non-zero if it finds any problem.`,
+no NaN or Inf; every file's checksum matches dataset.json. Then it opens every
+partitioning under DIR/partitions, which checks its files' checksums and
+invariants, and their agreement with the dataset. Each problem names the file
+and the element index. It exits non-zero if it finds any problem.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := storage.Validate(args[0], &storage.ValidateOptions{MaxProblems: maxProblems, Progress: g.progress()})
 			if err != nil {
 				return err
+			}
+			for _, perr := range validatePartitions(args[0], rep.OK()) {
+				rep.NumProblems++
+				if len(rep.Problems) < maxProblems {
+					rep.Problems = append(rep.Problems, perr.Error())
+				}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -50,4 +64,49 @@ the file and the element index. It exits non-zero if it finds any problem.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().IntVar(&maxProblems, "max-problems", 20, "list at most this many problems (all are counted)")
 	return cmd
+}
+
+// validatePartitions opens every partitioning of the dataset in dir
+// (partition.Open checks checksums and invariants) and, when the dataset
+// itself is sound (datasetOK), checks each against it
+// (sample.NewPartitionFiles). It returns one error per bad partitioning.
+func validatePartitions(dir string, datasetOK bool) []error {
+	ents, err := os.ReadDir(filepath.Join(dir, partition.DirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return []error{err}
+	}
+	var d *storage.Dataset
+	if datasetOK {
+		if d, err = storage.Open(dir, nil); err != nil {
+			return []error{err}
+		}
+		defer d.Close()
+	}
+	var errs []error
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(partition.Dir(dir, e.Name()), partition.ManifestName)); err != nil {
+			continue // an interrupted run: nothing reads it
+		}
+		p, err := partition.Open(dir, e.Name())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d != nil {
+			pf, err := sample.NewPartitionFiles(d, p)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				pf.Close()
+			}
+		}
+		p.Close()
+	}
+	return errs
 }
