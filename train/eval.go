@@ -84,13 +84,15 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		if err != nil {
 			return err
 		}
-		j := &job{hb: convert(b, nil, t.o.Model == ModelGAT), ring: ring}
+		j := &job{hb: convert(b, nil, t.o.Model == ModelGAT), ring: ring, batch: b}
 		if j.feats, err = ring.get(ctx, t.split(j)*t.d.FeatDim()); err != nil {
+			t.releaseBatch(j)
 			return err
 		}
 		j.buf = j.feats
 		if err := t.gather(j); err != nil {
 			ring.put(j.buf)
+			t.releaseBatch(j)
 			return err
 		}
 		targets := j.hb.nodes[:j.hb.targets]
