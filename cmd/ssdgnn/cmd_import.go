@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
 )
@@ -103,6 +104,11 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
 				return err
 			}
 			o.Split = split
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			rep, err := importer.ImportOGB(args[0], args[1], o)
 			if err != nil {
 				return err
@@ -139,6 +145,11 @@ and full ship headerless raw arrays named .npy: describe each with
 			if o.Raw, err = parseRawSpecs(raw); err != nil {
 				return err
 			}
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			rep, err := importer.ImportNPY(args[0], args[1], o)
 			if err != nil {
 				return err
@@ -208,6 +219,11 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 				o.Delim = delim[0]
 			}
 			o.Comment, o.FeatFile, o.LabelFile, o.NumNodes = comment, feat, labels, numNodes
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			rep, err := importer.ImportEdgeList(args[0], args[1], o)
 			if err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -37,6 +38,11 @@ atomically with a manifest; see docs/format.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Method = partition.Method(method)
 			o.Progress, o.Logger = g.progress(), g.logger()
+			lk, err := dirlock.Acquire(args[0])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -35,6 +36,11 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
 			}
+			lk, err := dirlock.Acquire(args[0])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Name is the lock file's name inside the locked directory.
@@ -87,7 +88,7 @@ func Acquire(dir string) (*Lock, error) {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, &InUseError{Dir: dir, PID: readPID(path)}
+				return nil, &InUseError{Dir: dir, PID: holderPID(path)}
 			}
 			return nil, fmt.Errorf("dirlock: lock %s: %w", path, err)
 		}
@@ -134,6 +135,18 @@ func sameFile(f *os.File, path string) bool {
 	}
 	b, err := os.Stat(path)
 	return err == nil && os.SameFile(a, b)
+}
+
+// holderPID reads the holder's pid, waiting up to about 50ms for a holder
+// that has just locked the file to write it.
+func holderPID(path string) int {
+	for range 10 {
+		if pid := readPID(path); pid > 0 {
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0
 }
 
 func readPID(path string) int {
