@@ -54,3 +54,21 @@ func TestWritersLockDatasetDir(t *testing.T) {
 		t.Fatalf("validate with a .lock file: %v", err)
 	}
 }
+
+// Two trainers cannot write one checkpoint directory.
+func TestTrainLocksCheckpointDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "300", "--feat-dim", "4", "--classes", "2"); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "checkpoints")
+	lk, err := dirlock.Acquire(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	_, _, err = run(t, "train", dir, "--epochs", "1", "--selection", "random")
+	if want := fmt.Sprintf("%s is in use by pid %d", ck, os.Getpid()); !errors.Is(err, dirlock.ErrInUse) || err.Error() != want {
+		t.Fatalf("train while its checkpoint dir is locked: %v, want %q", err, want)
+	}
+}
