@@ -54,7 +54,7 @@ same flags and --seed give byte-identical files.`,
 			}
 			defer lk.Release()
 			opts := &synth.Options{Force: force, MemBytes: int64(mem), Progress: g.progress(), Workers: workers}
-			rep, err := synth.Generate(args[0], cfg, opts)
+			rep, err := synth.GenerateContext(cmd.Context(), args[0], cfg, opts)
 			if err != nil {
 				return err
 			}

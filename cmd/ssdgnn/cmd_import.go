@@ -109,7 +109,7 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
 				return err
 			}
 			defer lk.Release()
-			rep, err := importer.ImportOGB(args[0], args[1], o)
+			rep, err := importer.ImportOGBContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}
@@ -150,7 +150,7 @@ and full ship headerless raw arrays named .npy: describe each with
 				return err
 			}
 			defer lk.Release()
-			rep, err := importer.ImportNPY(args[0], args[1], o)
+			rep, err := importer.ImportNPYContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lk.Release()
-			rep, err := importer.ImportEdgeList(args[0], args[1], o)
+			rep, err := importer.ImportEdgeListContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -21,6 +22,7 @@ import (
 // Its methods are called in order: edges (addEdge… then writeCSR),
 // features, labels, splits, finish. cleanup always runs.
 type job struct {
+	ctx    context.Context // checked at chunk granularity
 	o      Options
 	start  time.Time
 	outDir string
@@ -190,6 +192,9 @@ func (j *job) addEdge(src, dst int64) error {
 }
 
 func (j *job) flushEdges() error {
+	if err := j.ctx.Err(); err != nil {
+		return err
+	}
 	if len(j.batch) == 0 {
 		return nil
 	}
@@ -222,9 +227,15 @@ func (j *job) writeCSR() error {
 	}
 	j.csr = csr
 	j.names = append(j.names, storage.FileIndptr, storage.FileIndices)
+	var count int64
 	for e, ok := it.Next(); ok; e, ok = it.Next() {
 		if err := csr.AppendEdge(e.Src, e.Dst); err != nil {
 			return fmt.Errorf("importer: internal error: %w", err)
+		}
+		if count++; count&(1<<16-1) == 0 {
+			if err := j.ctx.Err(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -233,7 +244,7 @@ func (j *job) writeCSR() error {
 	if err := csr.Commit(); err != nil {
 		return err
 	}
-	count := csr.Edges()
+	count = csr.Edges()
 	st := j.sorter.Stats()
 	j.rep.EdgesStored = count
 	j.rep.DuplicatesDropped = st.Duplicates
@@ -275,6 +286,9 @@ func (j *job) startFeatures(dim int64) (*featWriter, error) {
 
 // write appends whole rows (len(v) a multiple of dim).
 func (f *featWriter) write(v []float32) error {
+	if err := f.j.ctx.Err(); err != nil {
+		return err
+	}
 	f.rows += int64(len(v)) / f.dim
 	f.j.featBar.Add(int64(len(v)) / f.dim)
 	if f.f16 {
@@ -386,6 +400,9 @@ func (l *labelWriter) add(x float64) string {
 // force).
 func (l *labelWriter) flush(force bool) error {
 	if len(l.buf) == cap(l.buf) || (force && len(l.buf) > 0) {
+		if err := l.j.ctx.Err(); err != nil {
+			return err
+		}
 		if err := l.w.WriteInt32s(l.buf); err != nil {
 			return err
 		}
@@ -539,6 +556,11 @@ func (j *job) randomSplit() error {
 	sizes := need
 	remaining := L
 	for v := int64(0); v < j.numNodes; v++ {
+		if v&(1<<20-1) == 0 {
+			if err := j.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if !j.labelled.has(v) {
 			continue
 		}
@@ -614,12 +636,16 @@ func (j *job) finish() (Report, error) {
 
 // run executes body on a new job and finishes it, cleaning up on every
 // path. body fills the dataset's arrays.
-func run(outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+func run(ctx context.Context, outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
 	j, err := begin(outDir, name, source, opts)
 	if err != nil {
 		return Report{}, err
 	}
 	defer j.cleanup()
+	j.ctx = ctx
 	if err := body(j); err != nil {
 		j.o.Logger.Debug("import failed", "err", err)
 		j.removeArrays()
