@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,8 +41,20 @@ type result struct {
 // The manifest is written last: an interrupted Run leaves no partitioning
 // that Open accepts.
 func Run(d *storage.Dataset, opts *Options) (Stats, error) {
+	return RunContext(context.Background(), d, opts)
+}
+
+// RunContext is Run, stopped by ctx: within about a second of its
+// cancellation it removes DIR/partitions/<name>/ (which then holds no
+// manifest, so nothing of an older partitioning) and returns an error
+// wrapping ctx.Err().
+func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, error) {
 	o := opts.withDefaults()
+	o.ctx = ctx
 	if err := o.validate(); err != nil {
+		return Stats{}, err
+	}
+	if err := ctx.Err(); err != nil {
 		return Stats{}, err
 	}
 	start := time.Now()
@@ -50,6 +63,18 @@ func Run(d *storage.Dataset, opts *Options) (Stats, error) {
 	if err := prepareDir(dir, o.Force); err != nil {
 		return Stats{}, err
 	}
+	st, err := run(d, &o, dir, start)
+	if err != nil {
+		// No manifest: the directory is not a partitioning. Remove what
+		// was written so that nothing half-done is left behind.
+		_ = os.RemoveAll(dir)
+		return Stats{}, err
+	}
+	return st, nil
+}
+
+// run computes the assignment and writes it into dir, prepared.
+func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, error) {
 	o.Logger.Info("partition: start", "dataset", d.Dir(), "name", o.Name, "method", o.Method,
 		"k", o.Parts, "k1", o.FirstLevel, "nodes", d.NumNodes(), "edges", d.NumEdges())
 	isTrain := trainTest(d.TrainIdx())
@@ -59,25 +84,28 @@ func Run(d *storage.Dataset, opts *Options) (Stats, error) {
 	)
 	switch o.Method {
 	case Fennel, FennelExact:
-		res, err = runFennel(d, &o, isTrain)
+		res, err = runFennel(d, o, isTrain)
 		if err == nil && o.Refine > 0 {
 			t := time.Now()
 			res.refine = o.Refine
-			res.refineMoves = refine(d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
+			res.refineMoves = refineContext(o.ctx, d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
 			res.refineSecs = time.Since(t).Seconds()
 			o.Logger.Info("partition: refined", "rounds", o.Refine, "moves", res.refineMoves,
 				"seconds", res.refineSecs)
 		}
 	case Random:
-		res = runRandom(d, &o, isTrain)
+		res = runRandom(d, o, isTrain)
 	case Metis:
-		res, err = runMetis(d, &o)
+		res, err = runMetis(d, o)
+	}
+	if err == nil {
+		err = o.ctx.Err()
 	}
 	if err != nil {
 		return Stats{}, err
 	}
 	assignSecs := time.Since(start).Seconds()
-	st, err := write(d, dir, &o, res, start, assignSecs)
+	st, err := write(d, dir, o, res, start, assignSecs)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -48,7 +48,7 @@ atomically with a manifest; see docs/format.md.`,
 				return err
 			}
 			defer d.Close()
-			st, err := partition.Run(d, &o)
+			st, err := partition.RunContext(cmd.Context(), d, &o)
 			if err != nil {
 				return err
 			}
