@@ -48,6 +48,9 @@ same flags and --seed give byte-identical files.`,
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
+				return err
+			}
 			lk, err := dirlock.Acquire(args[0])
 			if err != nil {
 				return err

@@ -44,7 +44,10 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 
-func (f *importFlags) options(g *globals) (*importer.Options, error) {
+func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options, error) {
+	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
+		return nil, err
+	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,
 		FeatDType: f.featDType, NumClasses: f.numClasses, Seed: f.seed, MemBytes: int64(f.mem),
@@ -99,7 +102,7 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
   ssdgnn import ogb ~/ogb/ogbn_papers100M data/papers --split time --feat-dtype float16`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -137,7 +140,7 @@ and full ship headerless raw arrays named .npy: describe each with
       --raw feat=float32:100000000x1024 --raw label=float32:100000000 --raw edges=int64:1223571364x2`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -203,7 +206,7 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
   ssdgnn import edgelist edges.csv.gz data/g --delim , --feat feats.npy --labels labels.txt --num-classes 10`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}

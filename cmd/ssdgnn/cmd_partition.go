@@ -36,6 +36,9 @@ atomically with a manifest; see docs/format.md.`,
   ssdgnn partition data/cora --parts 100 --method fennel-exact --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "parts"); err != nil {
+				return err
+			}
 			o.Method = partition.Method(method)
 			o.Progress, o.Logger = g.progress(), g.logger()
 			lk, err := dirlock.Acquire(args[0])

@@ -32,6 +32,9 @@ I/O saved per epoch and why; plan.json goes to --out.`,
   ssdgnn plan data/synth --mem 512MiB --decoupled --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "hidden"); err != nil {
+				return err
+			}
 			o.MemBytes = int64(mem)
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")

@@ -34,6 +34,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
   ssdgnn plan data/synth --mem 4GiB`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs"); err != nil {
+				return err
+			}
 			var err error
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err
