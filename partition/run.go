@@ -57,6 +57,10 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	if err := ctx.Err(); err != nil {
 		return Stats{}, err
 	}
+	if n := d.NumNodes(); int64(o.Parts) > n {
+		return Stats{}, fmt.Errorf("%w: %d parts for %d nodes: at least %d parts would be empty; use at most %d",
+			ErrOptions, o.Parts, n, int64(o.Parts)-n, n)
+	}
 	start := time.Now()
 	memstat.ResetPeak()
 	dir := Dir(d.Dir(), o.Name)
@@ -108,6 +112,10 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 	st, err := write(d, dir, o, res, start, assignSecs)
 	if err != nil {
 		return Stats{}, err
+	}
+	if st.EmptyParts > 0 && st.EmptyParts*10 >= st.K {
+		o.Logger.Warn("partition: many parts are empty; consider fewer --parts", "empty", st.EmptyParts, "parts", st.K,
+			"nodes", st.NumNodes)
 	}
 	o.Logger.Info("partition: done", "name", o.Name, "edge_cut", st.EdgeCut, "max_nodes", st.MaxNodes,
 		"seconds", st.WallSeconds, "peak_rss_mib", st.PeakRSSBytes>>20)
