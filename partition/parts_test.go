@@ -1,8 +1,8 @@
 package partition
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"errors"
 	"log/slog"
 	"strings"
