@@ -26,6 +26,7 @@ type importFlags struct {
 	mem                      byteSize
 	tempDir                  string
 	force, asJSON            bool
+	allowNonFinite           bool
 }
 
 func (f *importFlags) register(cmd *cobra.Command) {
@@ -40,6 +41,7 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
 	fl.Var(&f.mem, "mem", "memory budget of the external edge sort (default 512MiB); peak is about 1.5x this")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
+	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing dataset in OUT")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
@@ -51,7 +53,7 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,
 		FeatDType: f.featDType, NumClasses: f.numClasses, Seed: f.seed, MemBytes: int64(f.mem),
-		TempDir: f.tempDir, Force: f.force, Progress: g.progress(), Logger: g.logger(),
+		TempDir: f.tempDir, Force: f.force, AllowNonFinite: f.allowNonFinite, Progress: g.progress(), Logger: g.logger(),
 	}
 	parts := strings.Split(f.splitFrac, ",")
 	if len(parts) != 3 {

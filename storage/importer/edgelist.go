@@ -49,8 +49,10 @@ func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *O
 			}
 		}
 		copts := &csvnum.Options{Delim: j.o.Delim, Comment: j.o.Comment}
-		if _, err := j.readTextEdges(edgeFile, copts); err != nil {
+		if n, err := j.readTextEdges(edgeFile, copts); err != nil {
 			return err
+		} else if n == 0 {
+			return fileErr(edgeFile, "no edges: the file is empty or holds only comments and blank lines")
 		}
 		if err := j.writeCSR(); err != nil {
 			return err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
@@ -213,9 +215,18 @@ func (j *job) writeCSR() error {
 		return err
 	}
 	if j.numNodes < 0 {
+		if err := checkInferredNodes(j.maxID, j.rep.EdgesRead); err != nil {
+			return err
+		}
 		j.setNumNodes(j.maxID + 1)
 	}
 	n := j.numNodes
+	if n <= 0 {
+		return fmt.Errorf("%w: the graph has no nodes (no edges and no node count)", ErrFormat)
+	}
+	if err := j.checkSpace(n); err != nil {
+		return err
+	}
 	j.edgeBar.Describe("sorting edges")
 	it, err := j.sorter.Sort()
 	if err != nil {
@@ -258,16 +269,80 @@ func (j *job) writeCSR() error {
 	return nil
 }
 
+// The number of nodes inferred from the largest id (no Options.NumNodes,
+// no feature rows) may be at most max(InferNodesPerEdge × edges read,
+// InferNodesFloor). A larger id is almost always a stray or corrupt value,
+// and would make indptr.npy 8 bytes per node up to it.
+const (
+	InferNodesPerEdge = 64
+	InferNodesFloor   = 1 << 20
+)
+
+// checkInferredNodes applies the rule above to largest id maxID.
+func checkInferredNodes(maxID, edges int64) error {
+	limit := int64(InferNodesFloor)
+	if edges <= math.MaxInt64/InferNodesPerEdge {
+		limit = max(limit, InferNodesPerEdge*edges)
+	} else {
+		limit = math.MaxInt64
+	}
+	if maxID < limit {
+		return nil
+	}
+	return fmt.Errorf("%w: largest node id %d would make %d nodes for %d edges read (more than %d per edge and more than %d): "+
+		"a stray id? give the node count explicitly (--num-nodes, Options.NumNodes) to accept it",
+		ErrFormat, maxID, uint64(maxID)+1, edges, InferNodesPerEdge, InferNodesFloor)
+}
+
+// freeBytes reports the bytes available to an unprivileged writer on the
+// file system holding dir. A variable so that tests can fake a full disk.
+var freeBytes = func(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(min(uint64(st.Bavail)*uint64(st.Bsize), math.MaxInt64)), nil
+}
+
+// checkSpace refuses to start the CSR when the output file system cannot
+// hold indptr.npy (8 bytes per node, plus one) and indices.npy for the
+// edges read (doubled when symmetrising). Duplicates may make indices
+// smaller, so only indptr must fit for sure; both are in the message.
+func (j *job) checkSpace(n int64) error {
+	free, err := freeBytes(j.outDir)
+	if err != nil {
+		return nil // unknown: let the writes report it
+	}
+	indptr := 8 * (n + 1)
+	edges := j.rep.EdgesRead
+	if !j.o.Directed {
+		edges *= 2
+	}
+	indices := edges * int64(storage.IndicesDType(n).Size())
+	if indptr <= free {
+		return nil
+	}
+	return fmt.Errorf("importer: %s has %d bytes free, but indptr.npy for %d nodes needs %d bytes (and indices.npy about %d more)",
+		j.outDir, free, n, indptr, indices)
+}
+
 // featWriter streams feature rows into features.npy.
 type featWriter struct {
 	j    *job
 	w    *storage.ArrayWriter
+	file string // the source, for errors
+	line int64  // 1-based line of a text source's row being written, or 0
 	f16  bool
 	dim  int64
 	rows int64
 }
 
-func (j *job) startFeatures(dim int64) (*featWriter, error) {
+// maxFloat16 is the largest finite float16; larger magnitudes become Inf.
+const maxFloat16 = 65504
+
+// startFeatures starts features.npy with rows of dim values read from
+// file.
+func (j *job) startFeatures(file string, dim int64) (*featWriter, error) {
 	if dim <= 0 {
 		return nil, fmt.Errorf("importer: internal error: feature width %d", dim)
 	}
@@ -281,12 +356,15 @@ func (j *job) startFeatures(dim int64) (*featWriter, error) {
 		return nil, err
 	}
 	j.featBar = j.o.Progress.Start("features", j.numNodes, progress.Items)
-	return &featWriter{j: j, w: w, f16: f16, dim: dim}, nil
+	return &featWriter{j: j, w: w, file: file, f16: f16, dim: dim}, nil
 }
 
 // write appends whole rows (len(v) a multiple of dim).
 func (f *featWriter) write(v []float32) error {
 	if err := f.j.ctx.Err(); err != nil {
+		return err
+	}
+	if err := f.checkFinite(v); err != nil {
 		return err
 	}
 	f.rows += int64(len(v)) / f.dim
@@ -295,6 +373,32 @@ func (f *featWriter) write(v []float32) error {
 		return f.w.WriteFloat32sAsFloat16(v)
 	}
 	return f.w.WriteFloat32s(v)
+}
+
+// checkFinite rejects (or, with AllowNonFinite, counts) NaN and ±Inf
+// values of v, and values a float16 dataset cannot hold.
+func (f *featWriter) checkFinite(v []float32) error {
+	for i, x := range v {
+		ax := math.Abs(float64(x))
+		if ax <= math.MaxFloat32 && (!f.f16 || ax <= maxFloat16) { // false for NaN
+			continue
+		}
+		if f.j.o.AllowNonFinite {
+			f.j.rep.NonFiniteFeatures++
+			continue
+		}
+		row, col := f.rows+int64(i)/f.dim, int64(i)%f.dim
+		what := fmt.Sprintf("%v", x)
+		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
+			what = fmt.Sprintf("%v, beyond float16's range (±%d)", x, maxFloat16)
+		}
+		msg := fmt.Sprintf("feature of node %d, column %d (0-based) is %s; pass --allow-nonfinite (Options.AllowNonFinite) to store it", row, col, what)
+		if f.line > 0 {
+			return lineErr(f.file, f.line, "%s", msg)
+		}
+		return elemErr(f.file, row*f.dim+col, "%s", msg)
+	}
+	return nil
 }
 
 // commit checks the row count against N (file names the source).
@@ -311,6 +415,10 @@ func (f *featWriter) commit(file string) error {
 	f.j.rep.FeatDim = f.dim
 	f.j.rep.FeatRows = f.rows
 	f.j.o.Logger.Info("features written", "rows", f.rows, "dim", f.dim, "dtype", f.j.o.FeatDType)
+	if n := f.j.rep.NonFiniteFeatures; n > 0 {
+		f.j.o.Logger.Warn("features stored with NaN/Inf values (allowed by AllowNonFinite); validate will report them",
+			"file", file, "count", n)
+	}
 	return nil
 }
 
@@ -327,7 +435,7 @@ func (j *job) copyNPYFeatures(s *npyStream) error {
 		return fileErr(s.name, "%d feature rows, want one per node (%d)", s.h.Shape[0], j.numNodes)
 	}
 	dim := s.h.Shape[1]
-	fw, err := j.startFeatures(dim)
+	fw, err := j.startFeatures(s.name, dim)
 	if err != nil {
 		return err
 	}
@@ -624,6 +732,7 @@ func (j *job) finish() (Report, error) {
 	if err := j.b.Finish(m); err != nil {
 		return Report{}, err
 	}
+	j.removeOldTemps()
 	if mf, err := storage.LoadManifest(j.outDir); err == nil {
 		for _, f := range mf.Files {
 			j.rep.BytesOut += f.Bytes
@@ -680,6 +789,31 @@ func cleanStaleTemps(dir string, log *slog.Logger) {
 			} else {
 				log.Info("removed stale import temp dir", "dir", p)
 			}
+		}
+	}
+}
+
+// removeOldTemps removes, after a successful import, the sort-run
+// directories that earlier imports into outDir left there when they were
+// killed (cleanStaleTemps only removes those older than extsort.StaleAge,
+// since an import might still be running). A finished dataset directory
+// holds no run of a live import: writers of a dataset directory hold its
+// lock (internal/dirlock), and this import's own runs are gone. Temp dirs
+// under a separate Options.TempDir are left to cleanStaleTemps.
+func (j *job) removeOldTemps() {
+	ents, err := os.ReadDir(j.outDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(j.outDir, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), tempPrefix) || p == j.tmp {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			j.o.Logger.Warn("cannot remove old import temp dir", "dir", p, "err", err)
+		} else {
+			j.o.Logger.Info("removed old import temp dir", "dir", p)
 		}
 	}
 }
