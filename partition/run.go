@@ -189,7 +189,10 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	case OrderRandom:
 		order = shuffled(nil, n, o.Seed, 0)
 	case OrderBFS:
-		order = bfsOrder(d, o.Seed)
+		order = bfsOrder(o.ctx, d, o.Seed)
+		if err := o.ctx.Err(); err != nil {
+			return result{}, err
+		}
 	}
 	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: int64(len(d.TrainIdx())),
 		order: order, out: part1, filter: useBloom}
@@ -248,6 +251,14 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 			for {
 				p := int(next.Add(1) - 1)
 				if p >= k1 {
+					return
+				}
+				if err := o.ctx.Err(); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr, errPart = err, p
+					}
+					mu.Unlock()
 					return
 				}
 				nodes := mem1[off1[p]:off1[p+1]]
@@ -376,7 +387,7 @@ func bfsScope(d *storage.Dataset, nodes []int64, part1 []int32, p int32, seen []
 // start node, restarting at the next unvisited id (cyclically) whenever the
 // queue runs dry. The returned order doubles as the queue, so the memory
 // is 8 bytes per node plus an N-bit visited set.
-func bfsOrder(d *storage.Dataset, seed int64) []int64 {
+func bfsOrder(ctx context.Context, d *storage.Dataset, seed int64) []int64 {
 	n := d.NumNodes()
 	order := make([]int64, 0, n)
 	if n == 0 {
@@ -397,6 +408,9 @@ func bfsOrder(d *storage.Dataset, seed int64) []int64 {
 		seen[r>>6] |= 1 << (r & 63)
 		order = append(order, r)
 		for ; head < len(order); head++ {
+			if head&(1<<16-1) == 0 && ctx.Err() != nil {
+				return order // the caller checks ctx
+			}
 			buf = d.Neighbors(order[head]).AppendTo(buf[:0])
 			for _, u := range buf {
 				if seen[u>>6]&(1<<(u&63)) == 0 {
