@@ -12,6 +12,12 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
+// cancelBound is how long a cancelled run may take to return in tests.
+// The target is under a second (measured 0.03-0.3s on an idle machine);
+// the bound is looser so that the race detector on a loaded, shared
+// 2-core machine does not make the test flaky.
+const cancelBound = 3 * time.Second
+
 // cancelAt is a progress.Reporter that cancels when a task whose name
 // starts with prefix first reports progress.
 type cancelAt struct {
@@ -59,8 +65,8 @@ func TestRunCancel(t *testing.T) {
 			if rep.at.IsZero() {
 				t.Fatal("stage never reported progress")
 			}
-			if d := time.Since(rep.at); d > time.Second {
-				t.Errorf("returned %v after the cancellation", d)
+			if d := time.Since(rep.at); d > cancelBound {
+				t.Errorf("returned %v after the cancellation, want < %v", d, cancelBound)
 			}
 			if _, err := os.Stat(Dir(d.Dir(), "p")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("partition dir after cancel: %v, want removed", err)

@@ -84,7 +84,7 @@ func TestGenSIGINT(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 				t.Fatalf("gen after %v: %v, want a non-zero exit; stderr %q", sig, err, stderr.String())
 			}
-			if took > 2*time.Second {
+			if took > 3*time.Second { // measured 0.1-0.2s; loose for a loaded machine
 				t.Errorf("gen took %v to exit after %v", took, sig)
 			}
 			if !strings.Contains(stderr.String(), "interrupted") {
