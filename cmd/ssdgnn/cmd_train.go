@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -133,6 +134,11 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			if o.CheckpointDir == "" {
 				o.CheckpointDir = filepath.Join(dir, "checkpoints")
 			}
+			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory
+			if err != nil {
+				return err
+			}
+			defer ckLock.Release()
 			be, err := newBackend(device)
 			if err != nil {
 				return err

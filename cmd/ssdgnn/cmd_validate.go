@@ -30,7 +30,10 @@ invariants, and their agreement with the dataset. Each problem names the file
 and the element index. It exits non-zero if it finds any problem.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := storage.Validate(args[0], &storage.ValidateOptions{MaxProblems: maxProblems, Progress: g.progress()})
+			if err := requirePositive(cmd, "max-problems"); err != nil {
+				return err
+			}
+			rep, err := storage.ValidateContext(cmd.Context(), args[0], &storage.ValidateOptions{MaxProblems: maxProblems, Progress: g.progress()})
 			if err != nil {
 				return err
 			}
