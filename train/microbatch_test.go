@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -150,4 +151,29 @@ func TestModelMemBytesMatchesBackend(t *testing.T) {
 		m.Close()
 		be.Close()
 	}
+}
+
+// TestSampledEvalMicroBatches: sampled inference with batches cut to a
+// small row cap gives the predictions of whole batches.
+func TestSampledEvalMicroBatches(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	o.Epochs, o.Layers, o.Fanouts = 1, 3, []int{4, 4, 4}
+	runThen(t, d, o, func(tr *Trainer) {
+		nodes := d.ValidIdx()
+		whole, err := tr.Predict(context.Background(), nodes, o.Fanouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.maxRows = 60
+		split, err := tr.Predict(context.Background(), nodes, o.Fanouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range whole {
+			if d := math.Abs(float64(whole[i] - split[i])); d > 1e-4*(1+math.Abs(float64(whole[i]))) {
+				t.Fatalf("value %d: whole batches %v, micro-batches %v", i, whole[i], split[i])
+			}
+		}
+	})
 }
