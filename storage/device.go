@@ -128,6 +128,9 @@ type ProbeOptions struct {
 	Seed uint64
 }
 
+// seqDepth is the sequential reads in flight of ProbeDevice.
+const seqDepth = 4
+
 // ProbeDevice measures random single-row reads and sequential reads of
 // d's features file for o.Duration each. The counts go to a private
 // stage, not to the dataset's accounting.
@@ -205,9 +208,9 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 	}
 	p.RandomReads, p.RandomReadsPerSec = n, float64(n)/sec
 
-	// Sequential: one reader walking the file in SeqReadBytes steps, as a
-	// merged extent is read.
-	p.SeqDepth = 1
+	// Sequential: seqDepth readers walking the file together in
+	// SeqReadBytes steps, as merged extents are read a few at a time.
+	p.SeqDepth = seqDepth
 	perRead := max(1, opt.SeqReadBytes/r.rowBytes)
 	var cursor atomic.Int64
 	cursor.Store(rand.New(rand.NewPCG(opt.Seed, 99)).Int64N(rows))
