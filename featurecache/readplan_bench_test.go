@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
@@ -15,6 +18,7 @@ var (
 	gatherDir     = flag.String("gather-dir", "", "dataset of BenchmarkGatherReads (default: a generated 200k-node one)")
 	gatherBatch   = flag.Int("gather-batch", 1000, "targets per batch of BenchmarkGatherReads (2-hop, fanout 10)")
 	gatherBatches = flag.Int("gather-batches", 4, "batches per iteration of BenchmarkGatherReads")
+	gatherGaps    = flag.String("gather-gaps", "", "extra merge gaps (rows, comma-separated) for BenchmarkGatherReads")
 )
 
 // BenchmarkGatherReads gathers the 2-hop sampled input rows of a few
@@ -54,16 +58,26 @@ func BenchmarkGatherReads(b *testing.B) {
 		b.Fatal(err)
 	}
 	dst := make([]byte, int64(maxRows)*d.FeatRowBytes())
-	for _, tc := range []struct {
+	type readCase struct {
 		name string
 		gap  int64
 		io   storage.IOEngine
-	}{
+	}
+	var cases []readCase
+	for _, tc := range []readCase{
 		{"rowwise-pread", featurecache.PerRowReads, storage.IOPread},
 		{"rowwise-uring", featurecache.PerRowReads, storage.IOUring},
 		{"merged-pread", 0, storage.IOPread},
 		{"merged-uring", 0, storage.IOUring},
 	} {
+		cases = append(cases, tc)
+	}
+	for _, g := range strings.Split(*gatherGaps, ",") {
+		if n, err := strconv.ParseInt(g, 10, 64); err == nil && n > 0 {
+			cases = append(cases, readCase{fmt.Sprintf("gap%d-pread", n), n, storage.IOPread}, readCase{fmt.Sprintf("gap%d-uring", n), n, storage.IOUring})
+		}
+	}
+	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			acct := storage.NewAccounting()
 			c, err := featurecache.New(context.Background(), d, 0, &featurecache.Options{Mode: storage.ReadAuto,

@@ -38,8 +38,10 @@ type DeviceProfile struct {
 	// ReadMode is "direct" or "buffered": how the probe read.
 	ReadMode string `json:"read_mode"`
 	RowBytes int64  `json:"row_bytes"`
-	// Random reads: one row each, RandomDepth in flight.
+	// Random reads: one row each, RandomDepth in flight, submitted by
+	// RandomEngine ("uring" or "pread", as ReadScattered does).
 	RandomDepth       int     `json:"random_depth"`
+	RandomEngine      string  `json:"random_engine,omitempty"`
 	RandomReads       int64   `json:"random_reads"`
 	RandomReadsPerSec float64 `json:"random_reads_per_s"`
 	// Sequential reads: SeqReadBytes each, SeqDepth in flight, walking the
@@ -200,13 +202,27 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 		return calls.Load(), total.Load(), sec, nil
 	}
 
-	n, _, sec, err := run(opt.Depth, func(rng *rand.Rand, buf []byte) (int64, error) {
-		return r.rowBytes, r.ReadRange(rng.Int64N(rows), 1, buf[:r.rowBytes])
+	// Random: batches of single-row reads through ReadScattered with the
+	// engine training will use (io_uring where the kernel allows it), so
+	// the figure is the device's rate as the gather reaches it, not the
+	// cost of a pread system call on a busy core.
+	if err := r.SetEngine(IOAuto); err != nil {
+		return nil, err
+	}
+	p.RandomEngine = r.Engine().String()
+	const batch = 1024
+	reqs := make([]RowReq, batch)
+	dst := make([]byte, batch*r.rowBytes)
+	n, _, sec, err := run(1, func(rng *rand.Rand, _ []byte) (int64, error) {
+		for k := range reqs {
+			reqs[k] = RowReq{ID: rng.Int64N(rows), Pos: int64(k)}
+		}
+		return 0, r.ReadScattered(reqs, dst, ScatterOptions{Depth: opt.Depth})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: probe random reads: %w", err)
 	}
-	p.RandomReads, p.RandomReadsPerSec = n, float64(n)/sec
+	p.RandomReads, p.RandomReadsPerSec = n*batch, float64(n*batch)/sec
 
 	// Sequential: seqDepth readers walking the file together in
 	// SeqReadBytes steps, as merged extents are read a few at a time.

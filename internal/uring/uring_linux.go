@@ -173,14 +173,14 @@ func (r *Ring) PrepRead(fd int, buf []byte, off int64, userData uint64) bool {
 }
 
 // Submit hands every queued read to the kernel in one io_uring_enter call
-// (more only if the kernel takes fewer) and, when wait is set, blocks
-// until at least one completion is available.
-func (r *Ring) Submit(wait bool) error {
+// (more only if the kernel takes fewer) and, when wait > 0, blocks until
+// at least min(wait, reads in flight) completions are available.
+func (r *Ring) Submit(wait int) error {
 	atomic.StoreUint32(r.sqTail, r.tail)
 	for {
 		var flags, minComplete uintptr
-		if wait {
-			flags, minComplete = enterGetEvents, 1
+		if wait > 0 {
+			flags, minComplete = enterGetEvents, uintptr(min(uint32(wait), r.queued+r.inFlight))
 		}
 		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.queued), minComplete, flags, 0, 0)
 		if errno == unix.EINTR {
@@ -195,7 +195,7 @@ func (r *Ring) Submit(wait bool) error {
 			return nil
 		}
 		if errno != 0 { // out of resources: let completions drain first
-			wait = true
+			wait = max(wait, 1)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func TestReads(t *testing.T) {
 			}
 			next++
 		}
-		if err := r.Submit(true); err != nil {
+		if err := r.Submit(1); err != nil {
 			t.Fatal(err)
 		}
 		r.Reap(func(ud uint64, res int32) {
@@ -66,7 +66,7 @@ func TestReads(t *testing.T) {
 	// A read at EOF returns 0; one on a bad fd a negated errno.
 	r.PrepRead(int(f.Fd()), make([]byte, 10), int64(len(data)), 1)
 	r.PrepRead(-1, make([]byte, 10), 0, 2)
-	if err := r.Submit(true); err != nil {
+	if err := r.Submit(1); err != nil {
 		t.Fatal(err)
 	}
 	got := map[uint64]int32{}
