@@ -45,7 +45,14 @@
 // bytes read from storage. RowReader's pread paths count their own reads
 // exactly (aligned blocks for O_DIRECT: the file system's direct-I/O
 // offset alignment from statx STATX_DIOALIGN, 4 KiB where it reports
-// none). Reads through the mapping are
+// none). ReadScattered plans a batch of row reads (internal/readplan):
+// rows with small gaps between them become one read, counted as one read
+// call of its full length, so bytes read over bytes requested shows the
+// amplification the merge costs. It submits the reads with pread from a
+// few goroutines or, with IOUring, in batches on one io_uring; its
+// scratch slots are counted in memacct.BatchBuffers until Close. The
+// device costs that choose the gap are measured by ProbeDevice and kept
+// in device.json (docs/format.md). Reads through the mapping are
 // invisible to the process, so Accounting.Measure attributes the
 // /proc/self/io read_bytes delta around a piece of work to a stage; that is
 // exact only when stages do not overlap in time.

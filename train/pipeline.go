@@ -469,6 +469,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}
 	es.TrainAcc = ratio(int64(correct), int64(seen))
 	es.Storage = subStages(t.d.Accounting().Snapshot(), acc0)
+	es.GatherReadsPerSec, es.GatherMBPerSec = gatherRates(es.Storage, es.Stages.Gather)
 	es.IOReadBytes = -1
 	if io1, err := iostat.Self(); err == nil && ioErr == nil {
 		es.IOReadBytes = io1.Sub(io0).ReadBytes
@@ -498,6 +499,20 @@ func ratio(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// gatherRates is the gather stage's read calls and MB (10^6 bytes) read
+// per second of sec.
+func gatherRates(st []storage.StageStats, sec float64) (readsPerSec, mbPerSec float64) {
+	if sec <= 0 {
+		return 0, 0
+	}
+	for _, s := range st {
+		if s.Stage == storage.StageGather {
+			return float64(s.ReadCalls) / sec, float64(s.BytesRead) / 1e6 / sec
+		}
+	}
+	return 0, 0
 }
 
 func subStages(now, before []storage.StageStats) []storage.StageStats {

@@ -130,7 +130,7 @@ type Options struct {
 }
 
 // ConfigNames lists the configurations in report order.
-var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist"}
+var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist", "ssdgnn-rowwise"}
 
 func (o *Options) withDefaults() Options {
 	var r Options
