@@ -6,44 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 )
-
-// cancelBound is how long a cancelled run may take to return in tests.
-// The target is under a second (measured 0.03-0.3s on an idle machine);
-// the bound is looser so that the race detector on a loaded, shared
-// 2-core machine does not make the test flaky.
-const cancelBound = 3 * time.Second
-
-// cancelAt is a progress.Reporter that cancels when a task whose name
-// starts with prefix first reports progress.
-type cancelAt struct {
-	prefix string
-	cancel context.CancelFunc
-	once   sync.Once
-	at     time.Time
-}
-
-func (c *cancelAt) Start(desc string, _ int64, _ progress.Unit) progress.Task {
-	return &cancelTask{c: c, hit: strings.HasPrefix(desc, c.prefix)}
-}
-
-type cancelTask struct {
-	c   *cancelAt
-	hit bool
-}
-
-func (t *cancelTask) Add(int64) {
-	if t.hit {
-		t.c.once.Do(func() { t.c.at = time.Now(); t.c.cancel() })
-	}
-}
-func (t *cancelTask) Describe(string) {}
-func (t *cancelTask) Done()           {}
 
 // A cancelled import returns context.Canceled within a second and leaves
 // nothing in the output directory: no manifest, arrays or temp files.
@@ -64,7 +31,7 @@ func TestImportCancel(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			rep := &cancelAt{prefix: stage, cancel: cancel}
+			rep := &progresstest.CancelAt{Prefix: stage, Cancel: cancel}
 			if stage == "never" {
 				cancel() // cancelled before the start
 			}
@@ -74,9 +41,9 @@ func TestImportCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want context.Canceled", err)
 			}
-			if !rep.at.IsZero() {
-				if d := time.Since(rep.at); d > cancelBound {
-					t.Errorf("returned %v after the cancellation, want < %v", d, cancelBound)
+			if !rep.At().IsZero() {
+				if d := time.Since(rep.At()); d > progresstest.CancelBound {
+					t.Errorf("returned %v after the cancellation, want < %v", d, progresstest.CancelBound)
 				}
 			}
 			assertNoDataset(t, out)
