@@ -207,6 +207,9 @@ func (h *harness) trainArgs(epochs int, metrics, ckpt string) []string {
 	if o.InFlight > 0 {
 		args = append(args, "--in-flight", strconv.Itoa(o.InFlight))
 	}
+	if o.Eval != "" {
+		args = append(args, "--eval", o.Eval)
+	}
 	return args
 }
 
