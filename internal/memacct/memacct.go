@@ -49,11 +49,15 @@ const (
 	// Profile: the profiling epoch's per-node counters, and the profile
 	// arrays training keeps.
 	Profile
+	// Inference: exact layer-wise inference's per-node state (receptive
+	// field bitsets, GCN degrees) and the transformed rows it keeps in
+	// memory.
+	Inference
 	numPurposes
 )
 
 var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
-	"batch buffers", "backend tensors", "sampler scratch", "profile"}
+	"batch buffers", "backend tensors", "sampler scratch", "profile", "inference"}
 
 // String names the purpose.
 func (p Purpose) String() string {
