@@ -324,12 +324,20 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	return st, nil
 }
 
+// maxTransformBatch bounds the rows lwTransformInput reads at once: larger
+// batches save nothing, the reads being in id order anyway.
+const maxTransformBatch = 1 << 16
+
 // lwTransformInput reads the feature rows of the nodes of set (nil: all)
 // in id order, each once, in batches whose working memory stays under
 // budget, and stores layer 0's transform of them in stage.
 func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwStage, sh lwLayer, budget int64, ls *LayerStats) error {
 	d := t.d
-	batch := int(max(64, budget/sh.transformBytes()))
+	rows := d.NumNodes()
+	if set != nil {
+		rows = set.count()
+	}
+	batch := int(max(1, min(rows, maxTransformBatch, budget/sh.transformBytes())))
 	ids := make([]int64, 0, batch)
 	x := make([]float32, batch*sh.in)
 	flush := func() error {
@@ -828,6 +836,24 @@ func (s *LayerwiseStats) rows() []int64 {
 	r := make([]int64, len(s.Layers))
 	for i, l := range s.Layers {
 		r[i] = l.Rows
+	}
+	return r
+}
+
+// chunks lists the chunks per layer.
+func (s *LayerwiseStats) chunks() []int {
+	c := make([]int, len(s.Layers))
+	for i, l := range s.Layers {
+		c[i] = l.Chunks
+	}
+	return c
+}
+
+// gatherRows lists the transformed rows the chunks gathered per layer.
+func (s *LayerwiseStats) gatherRows() []int64 {
+	r := make([]int64, len(s.Layers))
+	for i, l := range s.Layers {
+		r[i] = l.GatherRows
 	}
 	return r
 }

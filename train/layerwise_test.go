@@ -263,7 +263,7 @@ func TestLayerwiseExact(t *testing.T) {
 				tr.o.EvalMemBytes = minEvalMemBytes
 				gotSub, stSub := layerwiseRows(t, tr, sub)
 				t.Logf("all: chunks %v, in memory %v; valid+test: restricted %v, rows %v, chunks %v, in memory %v",
-					chunks(stAll), inMemory(stAll), stSub.Restricted, stSub.rows(), chunks(stSub), inMemory(stSub))
+					stAll.chunks(), inMemory(stAll), stSub.Restricted, stSub.rows(), stSub.chunks(), inMemory(stSub))
 				if len(gotAll) != int(n) || len(gotSub) != len(slices.Compact(slices.Sorted(slices.Values(sub)))) {
 					t.Fatalf("delivered %d and %d rows, want %d and the distinct valid+test nodes", len(gotAll), len(gotSub), n)
 				}
@@ -349,7 +349,7 @@ func TestLayerwiseReadsInputOnce(t *testing.T) {
 					got := gathered() - before
 					l0 := st.Layers[0]
 					t.Logf("bound %d: chunks %v, in memory %v, feature bytes read %d (field %d of %d nodes, %d bytes), layer-0 gather rows %d",
-						bound, chunks(st), inMemory(st), got, len(field), d.NumNodes(), want, l0.GatherRows)
+						bound, st.chunks(), inMemory(st), got, len(field), d.NumNodes(), want, l0.GatherRows)
 					if got != want || l0.InputBytes != want {
 						t.Errorf("bound %d: read %d feature bytes (stats %d), want the field's %d once", bound, got, l0.InputBytes, want)
 					}
@@ -360,14 +360,6 @@ func TestLayerwiseReadsInputOnce(t *testing.T) {
 			})
 		}
 	}
-}
-
-func chunks(s *LayerwiseStats) []int {
-	var c []int
-	for _, l := range s.Layers {
-		c = append(c, l.Chunks)
-	}
-	return c
 }
 
 // TestLayerwiseEvaluateSplits checks the one-pass evaluation of two splits
