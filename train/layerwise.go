@@ -594,21 +594,50 @@ func runs(ids []int64, fn func(i, j int) error) error {
 	return nil
 }
 
-// readRows reads the rows of ids (ascending) into dst, one pread per run of
-// consecutive ids, and returns the bytes read.
+// Reads of a temporary array: ids at most lwGapBytes apart are read by one
+// pread, the gap included (copying a cached page costs less than a system
+// call), in spans of at most lwSpanBytes. The chunks' sources are spread
+// over the whole id space, often densely, so this turns one pread per
+// source into a few per MiB.
+const (
+	lwGapBytes  = 4 << 10
+	lwSpanBytes = 1 << 20
+)
+
+// readRows reads the rows of ids (ascending) into dst and returns the bytes
+// read (gaps included).
 func (a *lwArray) readRows(ids []int64, dst []float32) (int64, error) {
 	w := a.width
+	rb := int64(w) * 4
 	var nb int64
-	err := runs(ids, func(i, j int) error {
+	var buf []byte
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && (ids[j]-ids[j-1]-1)*rb <= lwGapBytes && (ids[j]-ids[i]+1)*rb <= lwSpanBytes {
+			j++
+		}
+		span := (ids[j-1] - ids[i] + 1) * rb
 		b := f32bytes(dst[i*w : j*w])
-		k, err := a.f.ReadAt(b, a.off+ids[i]*int64(w)*4)
+		if span != int64(len(b)) {
+			if int64(cap(buf)) < span {
+				buf = make([]byte, lwSpanBytes)
+			}
+			b = buf[:span]
+		}
+		k, err := a.f.ReadAt(b, a.off+ids[i]*rb)
 		nb += int64(k)
 		if err != nil {
-			return fmt.Errorf("train: layer-wise read %s: %w", a.f.Name(), err)
+			return nb, fmt.Errorf("train: layer-wise read %s: %w", a.f.Name(), err)
 		}
-		return nil
-	})
-	return nb, err
+		if span != int64(j-i)*rb {
+			for r := i; r < j; r++ {
+				o := (ids[r] - ids[i]) * rb
+				copy(f32bytes(dst[r*w:(r+1)*w]), b[o:o+rb])
+			}
+		}
+		i = j
+	}
+	return nb, nil
 }
 
 // writeRows writes src's rows at ids (ascending) and returns the bytes
