@@ -886,3 +886,13 @@ func (s *LayerwiseStats) gatherRows() []int64 {
 	}
 	return r
 }
+
+// layerSeconds lists the seconds per layer, rounded to 0.1 s (layer 0's
+// include the pass over the feature rows).
+func (s *LayerwiseStats) layerSeconds() []float64 {
+	r := make([]float64, len(s.Layers))
+	for i, l := range s.Layers {
+		r[i] = math.Round(10*l.Seconds) / 10
+	}
+	return r
+}
