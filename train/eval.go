@@ -283,6 +283,7 @@ func (t *Trainer) evalValidTest(ctx context.Context) (valid, test float64, err e
 	}
 	if st != nil {
 		t.o.Logger.Info("layer-wise evaluation", "targets", st.Targets, "restricted", st.Restricted, "rows", st.rows(),
+			"chunks", st.chunks(), "input_bytes", st.Layers[0].InputBytes, "gather_rows", st.gatherRows(), "held_bytes", st.HeldBytes, "layer_seconds", st.layerSeconds(),
 			"bytes_read", st.BytesRead(), "temp_bytes", st.TempBytes(), "chunk_bytes", st.ChunkBytes, "seconds", st.Seconds)
 	}
 	return accs[0], accs[1], nil
