@@ -510,9 +510,16 @@ func (r *relabeler) csr() error {
 func (r *relabeler) windowRows(rowBytes int64) int64 {
 	budget := min((r.opt.MemBytes-relabelFixed)/2, 64<<20)
 	w := max(budget/(rowBytes+16), 1)
+	if testWindowRows > 0 {
+		w = testWindowRows
+	}
 	r.st.WindowRows = max(r.st.WindowRows, w)
 	return w
 }
+
+// testWindowRows, when positive, overrides windowRows so that tests of
+// small graphs cross window boundaries.
+var testWindowRows int64
 
 // gatherGap is the largest gap, in bytes, that one read spans between two
 // wanted rows rather than issuing two reads.
