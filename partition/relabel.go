@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,6 +135,10 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err != nil {
 		return nil, fmt.Errorf("partition: relabel: %w", err)
 	}
+	// Hold the Go heap to the budget: the windows are garbage between
+	// phases, and the default GC target would let the heap reach twice
+	// the live data.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(opt.MemBytes))
 	b, err := storage.Create(out, &storage.CreateOptions{Force: opt.Force})
 	if err != nil {
 		return nil, err
@@ -206,9 +211,6 @@ func (r *relabeler) run() error {
 		return err
 	}
 	r.st.CSRSeconds = time.Since(t0).Seconds()
-	r.map32, r.map64 = nil, nil
-	runtime.GC()
-	debug.FreeOSMemory()
 	t1 := time.Now()
 	if r.d.FeatDim() > 0 {
 		e := r.d.Manifest().File(storage.FileFeatures)
@@ -243,7 +245,11 @@ func (r *relabeler) run() error {
 	if err != nil {
 		return err
 	}
-	return r.partitioning(newTrain)
+	err = r.partitioning(newTrain)
+	r.map32, r.map64 = nil, nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	return err
 }
 
 // seqReader reads an array's data section front to back in chunks.
@@ -504,12 +510,12 @@ func (r *relabeler) csr() error {
 	return cw.Commit()
 }
 
-// windowRows is how many rows of rowBytes one gather window holds: half
-// of what the budget leaves after the fixed buffers, at most 64 MiB of
-// rows (larger windows sort more and gain nothing in sequentiality).
+// windowRows is how many rows of rowBytes one output window holds: half
+// of what the budget leaves after the fixed buffers and the id map (a
+// quarter goes to the bucket buffers, the rest is the collector's slack).
 func (r *relabeler) windowRows(rowBytes int64) int64 {
-	budget := min((r.opt.MemBytes-relabelFixed)/2, 64<<20)
-	w := max(budget/(rowBytes+16), 1)
+	free := r.opt.MemBytes - relabelFixed - mapBytes(r.n)
+	w := min(max(free/2/rowBytes, 1), 1<<31) // a row's place in its window is a uint32
 	if testWindowRows > 0 {
 		w = testWindowRows
 	}
@@ -521,86 +527,126 @@ func (r *relabeler) windowRows(rowBytes int64) int64 {
 // small graphs cross window boundaries.
 var testWindowRows int64
 
-// gatherGap is the largest gap, in bytes, that one read spans between two
-// wanted rows rather than issuing two reads.
-const gatherGap = 4096
-
 // gather writes the rows of array e (rowBytes each) in new-id order: row
-// v of the output is row orig(v) of e. It reads members.npy (the new →
-// old map) in windows; within a window it sorts the wanted rows by old
-// id and reads runs of nearby rows with one pread each, so each part's
-// rows, which ascend, are read front to back.
+// v of the output is row orig(v) of e. Reading e in new-id order would
+// read every page of it once per window that touches it, so gather
+// distributes instead, with two sequential passes and a temporary file in
+// out: pass 1 reads e front to back and appends each row, tagged with its
+// place in its window, to its window's bucket, a fixed region of the
+// temporary file (every window but the last holds exactly W rows); pass 2
+// reads each bucket front to back, places its rows in the window buffer
+// and writes the window. Disk traffic is two reads and two writes of the
+// array, all in large sequential pieces; the temporary file, the size of
+// the array plus 4 bytes a row, is removed before gather returns.
 func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, write func([]byte) (int, error)) error {
-	src, err := storage.OpenArrayFile(dir, e)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	if rowBytes == 0 {
+	if rowBytes == 0 || r.n == 0 {
 		return nil
 	}
-	mem, err := r.openInt64s(FileMembers)
+	src, err := r.openSeq(dir, e, int(rowBytes))
 	if err != nil {
 		return err
 	}
-	defer mem.s.close()
-	wr := r.windowRows(rowBytes)
-	type want struct{ old, pos int64 }
-	wants := make([]want, 0, min(wr, r.n))
-	out := make([]byte, min(wr, r.n)*rowBytes)
-	scratch := make([]byte, 0, relabelChunk)
-	for lo := int64(0); lo < r.n; lo += wr {
+	defer src.close()
+	if int64(len(src.buf)) < rowBytes {
+		src.buf = make([]byte, rowBytes)
+	}
+	w := r.windowRows(rowBytes)
+	nb := (r.n + w - 1) / w
+	rec := 4 + rowBytes
+	free := r.opt.MemBytes - relabelFixed - mapBytes(r.n)
+	bufRecs := min(max(free/4/nb/rec, 1), max(relabelChunk/rec, 1))
+	tmp, err := os.CreateTemp(r.b.Dir(), "relabel-buckets.tmp-*")
+	if err != nil {
+		return fmt.Errorf("partition: relabel: %w", err)
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	// Pass 1: scatter.
+	bufs := make([][]byte, nb)
+	fill := make([]int64, nb) // records written to each bucket
+	flush := func(b int64) error {
+		if len(bufs[b]) == 0 {
+			return nil
+		}
+		if _, err := tmp.WriteAt(bufs[b], (b*w+fill[b])*rec); err != nil {
+			return fmt.Errorf("partition: relabel: %w", err)
+		}
+		fill[b] += int64(len(bufs[b])) / rec
+		bufs[b] = bufs[b][:0]
+		return nil
+	}
+	var u int64
+	for {
+		chunk, err := src.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
-		hi := min(lo+wr, r.n)
-		wants = wants[:0]
-		for v := lo; v < hi; v++ {
-			u, err := mem.next()
-			if err != nil {
-				return err
+		for off := int64(0); off < int64(len(chunk)); off += rowBytes {
+			v := r.newID(u)
+			b := v / w
+			if bufs[b] == nil {
+				bufs[b] = make([]byte, 0, bufRecs*rec)
 			}
-			if u < 0 || u >= r.n {
-				return &CorruptError{File: mem.s.af.Path, Index: v, Offset: -1, Msg: fmt.Sprintf("member %d out of range [0,%d)", u, r.n)}
-			}
-			wants = append(wants, want{u, v - lo})
-		}
-		slices.SortFunc(wants, func(a, b want) int { return int(min(max(a.old-b.old, -1), 1)) })
-		for i := 0; i < len(wants); {
-			// A run: rows wants[i..j) read with one pread of [first, last].
-			first := wants[i].old
-			j := i + 1
-			for j < len(wants) && (wants[j].old-wants[j-1].old-1)*rowBytes <= gatherGap &&
-				(wants[j].old-first+1)*rowBytes <= relabelChunk {
-				j++
-			}
-			span := (wants[j-1].old - first + 1) * rowBytes
-			var buf []byte
-			if j == i+1 {
-				buf = out[wants[i].pos*rowBytes : (wants[i].pos+1)*rowBytes]
-			} else {
-				if int64(cap(scratch)) < span {
-					scratch = make([]byte, span)
-				}
-				buf = scratch[:span]
-			}
-			if err := src.ReadDataAt(buf, first*rowBytes); err != nil {
-				return err
-			}
-			r.st.BytesRead += span
-			r.st.ReadCalls++
-			if j > i+1 {
-				for _, w := range wants[i:j] {
-					off := (w.old - first) * rowBytes
-					copy(out[w.pos*rowBytes:(w.pos+1)*rowBytes], buf[off:off+rowBytes])
+			var tag [4]byte
+			binary.LittleEndian.PutUint32(tag[:], uint32(v-b*w))
+			bufs[b] = append(append(bufs[b], tag[:]...), chunk[off:off+rowBytes]...)
+			if int64(len(bufs[b])) >= bufRecs*rec {
+				if err := flush(b); err != nil {
+					return err
 				}
 			}
-			i = j
+			u++
 		}
-		if _, err := write(out[:(hi-lo)*rowBytes]); err != nil {
+	}
+	for b := range nb {
+		if err := flush(b); err != nil {
 			return err
 		}
-		r.task.Add((hi - lo) * rowBytes)
+	}
+	bufs = nil
+	// Pass 2: place.
+	out := make([]byte, min(w, r.n)*rowBytes)
+	seen := make([]bool, min(w, r.n))
+	rbuf := make([]byte, max(relabelChunk/rec, 1)*rec)
+	for b := range nb {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		rows := min(w, r.n-b*w)
+		if fill[b] != rows {
+			return fmt.Errorf("partition: relabel: window %d received %d rows of %d (the id map is not a permutation)", b, fill[b], rows)
+		}
+		clear(seen[:rows])
+		for done := int64(0); done < rows; {
+			k := min(rows-done, int64(len(rbuf))/rec)
+			if _, err := tmp.ReadAt(rbuf[:k*rec], (b*w+done)*rec); err != nil {
+				return fmt.Errorf("partition: relabel: %w", err)
+			}
+			r.st.BytesRead += k * rec
+			r.st.ReadCalls++
+			for i := range k {
+				p := rbuf[i*rec:]
+				at := int64(binary.LittleEndian.Uint32(p))
+				if at >= rows || seen[at] {
+					return fmt.Errorf("partition: relabel: window %d: row %d placed twice or out of range (the id map is not a permutation)", b, at)
+				}
+				seen[at] = true
+				copy(out[at*rowBytes:(at+1)*rowBytes], p[4:rec])
+			}
+			done += k
+		}
+		if _, err := write(out[:rows*rowBytes]); err != nil {
+			return err
+		}
+		r.task.Add(rows * rowBytes)
 	}
 	return nil
 }
@@ -855,6 +901,10 @@ func linkOrCopy(src, dst string) error {
 	}
 	return af.Commit()
 }
+
+// MembersRange is the positions [lo, hi) of part q's members in
+// members.npy. When Contiguous holds they are also part q's node ids.
+func (p *Partitioning) MembersRange(q int) (lo, hi int64) { return p.off[q], p.off[q+1] }
 
 // Contiguous checks that every part is one contiguous id range, in part
 // order: part.npy never decreases and members.npy is 0..N-1. It is what

@@ -239,6 +239,9 @@ func TestRelabelCancelLeavesNoDataset(t *testing.T) {
 		if _, err := storage.Open(out, nil); !errors.Is(err, storage.ErrNotDataset) {
 			t.Fatalf("open after cancel: %v, want ErrNotDataset", err)
 		}
+		if left, _ := filepath.Glob(filepath.Join(out, "relabel-buckets*")); len(left) > 0 {
+			t.Fatalf("cancel after %d checks left %v", after, left)
+		}
 	}
 	checkRelabelled(t, d, relabel(t, d, out, nil), string(Fennel))
 }
