@@ -49,6 +49,10 @@ type job struct {
 	// zc splits the input rows on the zero-copy path (nil: every row is
 	// in feats); feats then holds only the misses.
 	zc *zcSplit
+	// macro and macroParts are the batch's macro batch and its parts, for
+	// the feature block (macroParts nil: none).
+	macro      int
+	macroParts []int
 	// on the backend
 	blocks []*devBlock
 	x      kernels.Tensor
@@ -165,6 +169,17 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			t.reuseMu.Unlock()
 		}()
 	}
+	// The feature block loads each macro batch's parts: the plan names
+	// them (the same plan the sampler follows).
+	var fbPlan *sample.Plan
+	var fbRows, fbLoads, fbBytes int64
+	if t.fb != nil {
+		var err error
+		if fbPlan, err = t.sampler.Plan(t.epoch); err != nil {
+			return es, err
+		}
+		fbRows, fbLoads, fbBytes = t.fb.hits.Load(), t.fb.loads.Load(), t.fb.loadBytes.Load()
+	}
 	it, total, err := t.epochBatches(ctx)
 	if err != nil {
 		return es, err
@@ -204,6 +219,9 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				continue
 			}
 			j := &job{idx: i, iter: iter}
+			if fbPlan != nil && b.Macro >= 0 && b.Macro < len(fbPlan.MacroParts) {
+				j.macro, j.macroParts = b.Macro, fbPlan.MacroParts[b.Macro]
+			}
 			iter++
 			if er != nil {
 				top := &b.Blocks[L-1]
@@ -251,7 +269,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			}
 			sa.since(t0)
 			for m, mb := range mbs {
-				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: len(mbs), weight: 1, hb: mb.hb, hist: j.hist}
+				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: len(mbs), weight: 1, hb: mb.hb, hist: j.hist,
+					macro: j.macro, macroParts: j.macroParts}
 				if len(mbs) > 1 {
 					mj.weight = 0
 					if total > 0 {
@@ -432,6 +451,11 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}
 	ls := it.Stats()
 	es.Lookups = ls
+	if t.fb != nil {
+		es.FeatureBlockRows = t.fb.hits.Load() - fbRows
+		es.FeatureBlockLoads = t.fb.loads.Load() - fbLoads
+		es.FeatureBlockLoadBytes = t.fb.loadBytes.Load() - fbBytes
+	}
 	es.NeighborHit = ratio(ls.Global.Hits, ls.Lookups)
 	es.DynamicHit = ratio(ls.Dynamic.Hits, ls.Dynamic.Hits+ls.Dynamic.Misses)
 	fc1 := t.featStats()
@@ -643,7 +667,14 @@ func (t *Trainer) gather(j *job) error {
 			t.zc.hits.Add(h)
 		}
 	}
-	if err := t.fc.GatherF32(ids, j.feats); err != nil {
+	if t.fb != nil && j.macroParts != nil {
+		if err := t.fb.load(j.macro, j.macroParts); err != nil {
+			return err
+		}
+		if err := t.fb.gatherF32(ids, j.feats, t.d.FeatDim(), t.fc.GatherF32); err != nil {
+			return err
+		}
+	} else if err := t.fc.GatherF32(ids, j.feats); err != nil {
 		return err
 	}
 	t.normalize(j.feats)
