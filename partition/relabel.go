@@ -653,8 +653,9 @@ func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, wri
 
 // splits rewrites train/valid/test: a bitmap of each old split, then one
 // pass over members.npy emits new id v when orig(v) is in the split,
-// which lists the new ids in ascending order. It returns nothing but the
-// count check; the new training ids are re-read by partitioning.
+// which lists the new ids in ascending order. It returns the number of
+// training ids written (train_idx.npy becomes the carried partitioning's
+// train_members.npy).
 func (r *relabeler) splits() (int64, error) {
 	names := []string{storage.FileTrain, storage.FileValid, storage.FileTest}
 	var bits [3][]uint64
