@@ -2,10 +2,11 @@
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN     := bin/ssdgnn
 DEMO    := demo-data
-# Packages that run goroutines: tested with the race detector.
+# Packages that run goroutines: tested with the race detector, and with the
+# invariants assertions on (internal/invariants).
 RACE_PKGS := ./storage/... ./internal/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
-.PHONY: all build test vet fmt-check demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
+.PHONY: all build test vet fmt-check fuzz-short demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
 
 all: build
 
@@ -21,7 +22,15 @@ vet:
 
 test: fmt-check vet
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
+
+# Each corrupt-data fuzzer for FUZZTIME (make test runs only their seeds).
+FUZZTIME ?= 30s
+fuzz-short:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCheckpoint$$' -fuzztime $(FUZZTIME) ./train/
+	$(GO) test -run '^$$' -fuzz '^FuzzCorrupt$$' -fuzztime $(FUZZTIME) ./cmd/ssdgnn/
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./storage/
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./partition/
 
 # The main job on embedded data, on the CPU, in a few minutes: generate a
 # graph bigger than the memory budget it is then given, partition it, report

@@ -26,13 +26,19 @@ const (
 // sampleEpoch returns the unique input nodes of every batch of one epoch
 // over train, shuffled and sampled with seed.
 func sampleEpoch(d *storage.Dataset, train []int64, seed uint64) [][]int64 {
+	return sampleBatches(d, train, seed, benchBatch, -1)
+}
+
+// sampleBatches is sampleEpoch with batch targets per batch, stopping
+// after maxBatches batches (-1: the whole epoch).
+func sampleBatches(d *storage.Dataset, train []int64, seed uint64, batchSize, maxBatches int) [][]int64 {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	order := slices.Clone(train)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	seen := make([]uint32, d.NumNodes()) // batch stamp
 	var out [][]int64
 	var nbuf []int64
-	for b := 0; b*benchBatch < len(order); b++ {
+	for b := 0; b*batchSize < len(order) && b != maxBatches; b++ {
 		stamp := uint32(b + 1)
 		var batch []int64
 		add := func(v int64) bool {
@@ -43,7 +49,7 @@ func sampleEpoch(d *storage.Dataset, train []int64, seed uint64) [][]int64 {
 			batch = append(batch, v)
 			return true
 		}
-		frontier := order[b*benchBatch : min((b+1)*benchBatch, len(order))]
+		frontier := order[b*batchSize : min((b+1)*batchSize, len(order))]
 		for _, v := range frontier {
 			add(v)
 		}

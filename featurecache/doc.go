@@ -64,14 +64,25 @@
 //
 // After New returns, Gather, GatherF32, Stats, Wait, Rows and Slots are safe
 // for concurrent use. Close must not run concurrently with anything else.
-// Gather bounds its own miss-reading goroutines by Options.IODepth (they
-// wait on the disk, not on a core) and joins them before returning; the dynamic policy owns ristretto's
-// goroutines until Close.
+// Gather keeps at most Options.IODepth reads in flight (pread goroutines
+// that wait on the disk, not on a core, or one io_uring) and joins them
+// before returning; the dynamic policy owns ristretto's goroutines until
+// Close.
+//
+// # Reading misses
+//
+// The misses of one Gather are read as a plan (storage.ReadScattered):
+// sorted by id, rows closer than Options.CoalesceGap rows are read with
+// one call, and the rows are copied out of the read. The gap is the
+// break-even of the dataset's measured device profile (device.json,
+// ssdgnn probe) unless the option sets it; ReadPlan says which. Merged
+// reads read rows nobody asked for, so bytes read exceed bytes missed;
+// a duplicate id within a Gather is read once.
 //
 // # Accounting
 //
 // Every row asked of Gather is recorded on the gather StageCounters
 // (Options.Stage): hits with Request, misses by the storage RowReader,
 // which records both the request and the bytes it read (for O_DIRECT, the
-// aligned blocks). The fill at New is recorded on Options.LoadStage.
+// aligned blocks), one read call per planned read. The fill at New is recorded on Options.LoadStage.
 package featurecache

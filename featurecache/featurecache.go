@@ -99,6 +99,21 @@ type Options struct {
 	// docs/ooc.md, 10k IOPS at depth 1, 55k at 16) serves random reads
 	// only as fast as it is kept busy. Default DefaultIODepth.
 	IODepth int
+	// CoalesceGap is how misses are merged into large reads (see
+	// storage.RowReader.ReadScattered): two missed rows are read with one
+	// call when fewer than CoalesceGap unneeded rows lie between them.
+	// 0, the default, takes the break-even gap of the dataset's device
+	// profile (storage.ReadDeviceProfile, written by ssdgnn probe), or of
+	// storage.DefaultDeviceProfile where it has none. PerRowReads reads
+	// every row on its own, as before read plans.
+	CoalesceGap int64
+	// MaxReadBytes caps one merged read. Default
+	// storage.DefaultMaxReadBytes. Each Gather holds IODepth slots of this
+	// size (storage.RowReader.ScratchBytesFor).
+	MaxReadBytes int64
+	// IO is how the reads of a Gather are submitted. Default
+	// storage.IOAuto: io_uring where the kernel allows it, else pread.
+	IO storage.IOEngine
 	// Stage receives Gather's counts. Default: the dataset's "gather"
 	// stage.
 	Stage *storage.StageCounters
@@ -126,6 +141,15 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 0 {
 		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)
+	}
+	if o.CoalesceGap < PerRowReads {
+		return fmt.Errorf("%w: CoalesceGap %d, want >= %d", ErrInvalidOptions, o.CoalesceGap, PerRowReads)
+	}
+	if o.MaxReadBytes < 0 {
+		return fmt.Errorf("%w: MaxReadBytes %d, want >= 0", ErrInvalidOptions, o.MaxReadBytes)
+	}
+	if o.IO < storage.IOAuto || o.IO > storage.IOUring {
+		return fmt.Errorf("%w: IO %d", ErrInvalidOptions, int(o.IO))
 	}
 	if o.Mode != storage.ReadBuffered && o.Mode != storage.ReadDirect && o.Mode != storage.ReadAuto {
 		return fmt.Errorf("%w: Mode %d", ErrInvalidOptions, int(o.Mode))
@@ -158,6 +182,61 @@ func (o *Options) withDefaults(d *storage.Dataset) Options {
 	}
 	return r
 }
+
+// PerRowReads is the Options.CoalesceGap that reads every missed row on
+// its own.
+const PerRowReads = -1
+
+// ReadPlan says how a cache reads its misses.
+type ReadPlan struct {
+	// GapRows is the merge gap in rows (0: one read per row).
+	GapRows int64 `json:"gap_rows"`
+	// Source is where GapRows came from: "option", "device.json" or
+	// "default" (storage.DefaultDeviceProfile).
+	Source string `json:"source"`
+	// Engine is "pread" or "uring"; Mode "direct" or "buffered".
+	Engine string `json:"engine"`
+	Mode   string `json:"mode"`
+	// ScratchBytes is the read slots one Gather holds.
+	ScratchBytes int64 `json:"scratch_bytes"`
+	// Profile is the device profile the gap came from (nil with
+	// "option").
+	Profile *storage.DeviceProfile `json:"profile,omitempty"`
+}
+
+// resolveReadPlan fills c.plan from the options and the dataset's device
+// profile.
+func (c *Cache) resolveReadPlan() error {
+	o := c.opts
+	p := ReadPlan{Engine: c.reader.Engine().String(), Mode: c.reader.Mode().String()}
+	switch {
+	case o.CoalesceGap == PerRowReads:
+		p.Source = "option"
+	case o.CoalesceGap > 0:
+		p.GapRows, p.Source = o.CoalesceGap, "option"
+	default:
+		prof, err := storage.ReadDeviceProfile(c.d.Dir())
+		p.Source = storage.FileDevice
+		if errors.Is(err, storage.ErrNoDeviceProfile) {
+			prof, p.Source, err = storage.DefaultDeviceProfile(c.rowBytes), "default", nil
+		}
+		if err != nil {
+			return err
+		}
+		p.Profile = prof
+		p.GapRows = prof.GapRows(c.rowBytes)
+	}
+	p.ScratchBytes = c.reader.ScratchBytesFor(c.scatterOptions(p.GapRows))
+	c.plan = p
+	return nil
+}
+
+func (c *Cache) scatterOptions(gap int64) storage.ScatterOptions {
+	return storage.ScatterOptions{GapRows: gap, MaxReadBytes: c.opts.MaxReadBytes, Depth: c.opts.IODepth}
+}
+
+// ReadPlan says how misses are read.
+func (c *Cache) ReadPlan() ReadPlan { return c.plan }
 
 // BytesFor is the memory a static cache of n rows of rowBytes bytes over a
 // graph of numNodes nodes needs: the int32 address table plus the rows.
@@ -228,6 +307,7 @@ type Cache struct {
 	cached int64
 
 	reader *storage.RowReader
+	plan   ReadPlan
 	dyn    *ristretto.Cache[int64, []byte]
 	// counted is what the cache added to memacct.FeatureCache (released
 	// by Close).
@@ -241,6 +321,7 @@ type Cache struct {
 	offered  atomic.Int64
 
 	scratch    sync.Pool // *[]int for miss indices
+	reqScratch sync.Pool // *[]storage.RowReq for the misses' reads
 	rowScratch sync.Pool // *[]byte for GatherF32's float16 rows
 }
 
@@ -264,6 +345,14 @@ func New(ctx context.Context, d *storage.Dataset, budget int64, opts *Options) (
 		return nil, err
 	}
 	c.reader = r
+	if err := r.SetEngine(o.IO); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if err := c.resolveReadPlan(); err != nil {
+		r.Close()
+		return nil, err
+	}
 	switch {
 	case budget == 0:
 	case o.Policy == PolicyDynamic:
@@ -277,7 +366,8 @@ func New(ctx context.Context, d *storage.Dataset, budget int64, opts *Options) (
 	}
 	if o.Logger != nil {
 		o.Logger.Info("feature cache ready", "policy", o.Policy.String(), "rows", c.cached,
-			"capacity", c.capacity, "budget_bytes", budget)
+			"capacity", c.capacity, "budget_bytes", budget, "read_gap_rows", c.plan.GapRows,
+			"gap_from", c.plan.Source, "io", c.plan.Engine, "read_mode", c.plan.Mode)
 	}
 	return c, nil
 }
@@ -476,35 +566,28 @@ func (c *Cache) Gather(ids []int64, dst []byte) error {
 // DefaultIODepth is Options.IODepth's default.
 const DefaultIODepth = 16
 
-// minPerWorker is the fewest misses worth a goroutine of their own.
-const minPerWorker = 16
-
+// readMisses reads the rows ids[i], i in miss, into dst as one planned
+// batch (storage.RowReader.ReadScattered).
 func (c *Cache) readMisses(ids []int64, miss []int, dst []byte) error {
-	rb := c.rowBytes
-	read := func(part []int) error {
-		for _, i := range part {
-			if err := c.reader.ReadRange(ids[i], 1, dst[int64(i)*rb:int64(i+1)*rb]); err != nil {
-				return err
-			}
-		}
+	if len(miss) == 0 {
 		return nil
 	}
-	workers := min(c.opts.IODepth, (len(miss)+minPerWorker-1)/minPerWorker)
-	if workers <= 1 {
-		return read(miss)
+	rp := c.getReqScratch()
+	defer c.reqScratch.Put(rp)
+	reqs := (*rp)[:0]
+	for _, i := range miss {
+		reqs = append(reqs, storage.RowReq{ID: ids[i], Pos: int64(i)})
 	}
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	per := (len(miss) + workers - 1) / workers
-	for w := range workers {
-		lo, hi := w*per, min((w+1)*per, len(miss))
-		if lo >= hi {
-			break
-		}
-		wg.Go(func() { errs[w] = read(miss[lo:hi]) })
+	*rp = reqs
+	return c.reader.ReadScattered(reqs, dst, c.scatterOptions(c.plan.GapRows))
+}
+
+func (c *Cache) getReqScratch() *[]storage.RowReq {
+	if p, ok := c.reqScratch.Get().(*[]storage.RowReq); ok {
+		return p
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	s := make([]storage.RowReq, 0, 1024)
+	return &s
 }
 
 func (c *Cache) getScratch() *[]int {

@@ -123,86 +123,108 @@ func TestGatherReturnsDatasetRows(t *testing.T) {
 		d := writeDataset(t, filepath.Join(t.TempDir(), dtype), adj, 12, dtype)
 		for _, mode := range []storage.ReadMode{storage.ReadBuffered, storage.ReadDirect} {
 			for _, pc := range policyCases {
-				t.Run(fmt.Sprintf("%s/%s/%s", dtype, mode, pc.name), func(t *testing.T) {
-					acct := storage.NewAccounting()
-					opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), Workers: 3, IODepth: 5}
-					if pc.policy == featurecache.PolicyProfiled {
-						opts.Counts = randomCounts(rng, d.NumNodes())
-					}
-					c, err := featurecache.New(context.Background(), d, budgetFor(d, pc.frac), opts)
-					if errors.Is(err, storage.ErrDirectUnsupported) {
-						t.Skip(err)
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer c.Close()
-					g0 := snapshot(acct, "g") // O_DIRECT's open probe reads a block
-					rb := d.FeatRowBytes()
-					var total int64
-					for round := range 4 {
-						ids := make([]int64, 50+rng.IntN(400))
-						for i := range ids {
-							ids[i] = rng.Int64N(d.NumNodes())
+				for _, rc := range readCases {
+					t.Run(fmt.Sprintf("%s/%s/%s/%s", dtype, mode, pc.name, rc.name), func(t *testing.T) {
+						acct := storage.NewAccounting()
+						opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), Workers: 3, IODepth: 5,
+							CoalesceGap: rc.gap, IO: rc.io}
+						if pc.policy == featurecache.PolicyProfiled {
+							opts.Counts = randomCounts(rng, d.NumNodes())
 						}
-						dst := make([]byte, int64(len(ids))*rb)
-						if err := c.Gather(ids, dst); err != nil {
+						c, err := featurecache.New(context.Background(), d, budgetFor(d, pc.frac), opts)
+						if errors.Is(err, storage.ErrDirectUnsupported) {
+							t.Skip(err)
+						}
+						if err != nil {
 							t.Fatal(err)
 						}
-						for i, v := range ids {
-							if got := dst[int64(i)*rb : int64(i+1)*rb]; !bytes.Equal(got, d.FeatureBytes(v)) {
-								t.Fatalf("round %d: row %d (node %d) differs", round, i, v)
+						defer c.Close()
+						g0 := snapshot(acct, "g") // O_DIRECT's open probe reads a block
+						rb := d.FeatRowBytes()
+						var total int64
+						for round := range 4 {
+							ids := make([]int64, 50+rng.IntN(400))
+							for i := range ids {
+								ids[i] = rng.Int64N(d.NumNodes())
 							}
-						}
-						f := make([]float32, len(ids)*d.FeatDim())
-						if err := c.GatherF32(ids, f); err != nil {
-							t.Fatal(err)
-						}
-						want := make([]float32, d.FeatDim())
-						for i, v := range ids {
-							d.FeatureRow(v, want)
-							for j, x := range want {
-								if f[i*d.FeatDim()+j] != x {
-									t.Fatalf("GatherF32 row %d col %d: %v, want %v", i, j, f[i*d.FeatDim()+j], x)
+							dst := make([]byte, int64(len(ids))*rb)
+							if err := c.Gather(ids, dst); err != nil {
+								t.Fatal(err)
+							}
+							for i, v := range ids {
+								if got := dst[int64(i)*rb : int64(i+1)*rb]; !bytes.Equal(got, d.FeatureBytes(v)) {
+									t.Fatalf("round %d: row %d (node %d) differs", round, i, v)
 								}
 							}
+							f := make([]float32, len(ids)*d.FeatDim())
+							if err := c.GatherF32(ids, f); err != nil {
+								t.Fatal(err)
+							}
+							want := make([]float32, d.FeatDim())
+							for i, v := range ids {
+								d.FeatureRow(v, want)
+								for j, x := range want {
+									if f[i*d.FeatDim()+j] != x {
+										t.Fatalf("GatherF32 row %d col %d: %v, want %v", i, j, f[i*d.FeatDim()+j], x)
+									}
+								}
+							}
+							total += 2 * int64(len(ids))
+							c.Wait()
 						}
-						total += 2 * int64(len(ids))
-						c.Wait()
-					}
-					s := c.Stats()
-					if s.Hits+s.Misses != s.Requests || s.Requests != total {
-						t.Fatalf("stats %+v: want hits+misses = requests = %d", s, total)
-					}
-					if s.BytesRequested != total*rb || s.BytesMissed != s.Misses*rb {
-						t.Fatalf("stats %+v: byte counts inconsistent", s)
-					}
-					g := snapshot(acct, "g")
-					g.BytesRead -= g0.BytesRead
-					if g.Rows != total || g.BytesRequested != total*rb {
-						t.Fatalf("gather stage %+v, want %d rows", g, total)
-					}
-					if g.BytesRead < s.BytesMissed {
-						t.Fatalf("gather stage read %d bytes < %d missed", g.BytesRead, s.BytesMissed)
-					}
-					switch pc.name {
-					case "none":
-						if s.Hits != 0 {
-							t.Fatalf("budget 0 hit %d times", s.Hits)
+						s := c.Stats()
+						if s.Hits+s.Misses != s.Requests || s.Requests != total {
+							t.Fatalf("stats %+v: want hits+misses = requests = %d", s, total)
 						}
-					case "all":
-						if s.Misses != 0 || g.BytesRead != 0 {
-							t.Fatalf("whole graph cached yet %d misses, %d bytes read", s.Misses, g.BytesRead)
+						if s.BytesRequested != total*rb || s.BytesMissed != s.Misses*rb {
+							t.Fatalf("stats %+v: byte counts inconsistent", s)
 						}
-					case "profiled", "degree":
-						if s.Hits == 0 {
-							t.Fatalf("30%% cache never hit: %+v", s)
+						g := snapshot(acct, "g")
+						g.BytesRead -= g0.BytesRead
+						if g.Rows != total || g.BytesRequested != total*rb {
+							t.Fatalf("gather stage %+v, want %d rows", g, total)
 						}
-					}
-				})
+						// Merged reads read a duplicate id's row once.
+						if rc.gap == featurecache.PerRowReads && g.BytesRead < s.BytesMissed {
+							t.Fatalf("gather stage read %d bytes < %d missed", g.BytesRead, s.BytesMissed)
+						}
+						if g.ReadCalls-g0.ReadCalls > s.Misses {
+							t.Fatalf("%d read calls for %d misses", g.ReadCalls-g0.ReadCalls, s.Misses)
+						}
+						switch pc.name {
+						case "none":
+							if s.Hits != 0 {
+								t.Fatalf("budget 0 hit %d times", s.Hits)
+							}
+						case "all":
+							if s.Misses != 0 || g.BytesRead != 0 {
+								t.Fatalf("whole graph cached yet %d misses, %d bytes read", s.Misses, g.BytesRead)
+							}
+						case "profiled", "degree":
+							if s.Hits == 0 {
+								t.Fatalf("30%% cache never hit: %+v", s)
+							}
+						}
+						if rc.gap == featurecache.PerRowReads && g.ReadCalls-g0.ReadCalls != s.Misses {
+							t.Fatalf("per-row reads: %d calls for %d misses", g.ReadCalls-g0.ReadCalls, s.Misses)
+						}
+					})
+				}
 			}
 		}
 	}
+}
+
+// readCases are the ways misses are read: one pread per row (before read
+// plans), the default plan, and a fixed gap on io_uring.
+var readCases = []struct {
+	name string
+	gap  int64
+	io   storage.IOEngine
+}{
+	{"rowwise", featurecache.PerRowReads, storage.IOPread},
+	{"auto", 0, storage.IOAuto},
+	{"gap3-uring", 3, storage.IOUring},
 }
 
 func snapshot(a *storage.Accounting, stage string) storage.StageStats {
@@ -456,5 +478,41 @@ func TestCapacityFor(t *testing.T) {
 		if got := featurecache.CapacityFor(tc.budget, tc.rowBytes, tc.n); got > 0 && featurecache.BytesFor(got, tc.rowBytes, tc.n) > tc.budget {
 			t.Errorf("capacity %d exceeds budget %d", got, tc.budget)
 		}
+	}
+}
+
+// TestReadPlanSource: the merge gap comes from the option, else from
+// device.json, else from the default profile.
+func TestReadPlanSource(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	d := writeDataset(t, t.TempDir(), randomGraph(rng, 100, 4), 128, "float32")
+	open := func(gap int64) featurecache.ReadPlan {
+		t.Helper()
+		c, err := featurecache.New(context.Background(), d, 0, &featurecache.Options{CoalesceGap: gap, IO: storage.IOPread})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ReadPlan()
+	}
+	if p := open(0); p.Source != "default" || p.GapRows != 25 || p.Engine != "pread" {
+		t.Fatalf("no device.json: %+v, want the default profile's 25 rows", p)
+	}
+	prof := &storage.DeviceProfile{Version: storage.DeviceProfileVersion, RowBytes: 512, RandomReadsPerSec: 100e3, SeqBytesPerSec: 512e6}
+	if err := storage.WriteDeviceProfile(d.Dir(), prof); err != nil {
+		t.Fatal(err)
+	}
+	// 512e6 B/s / 100e3 reads/s / 512 B = 10 rows.
+	if p := open(0); p.Source != storage.FileDevice || p.GapRows != 10 {
+		t.Fatalf("device.json: %+v, want 10 rows from it", p)
+	}
+	if p := open(7); p.Source != "option" || p.GapRows != 7 {
+		t.Fatalf("option 7: %+v", p)
+	}
+	if p := open(featurecache.PerRowReads); p.GapRows != 0 {
+		t.Fatalf("per-row: %+v", p)
+	}
+	if err := (&featurecache.Options{CoalesceGap: -2}).Validate(); err == nil {
+		t.Fatal("CoalesceGap -2 accepted")
 	}
 }

@@ -132,8 +132,10 @@ func (o *Options) withDefaults() Options {
 	return r
 }
 
-// Bytes per slot besides the embedding: state (1) + iteration (8).
-const slotOverhead = 1 + 8
+// Bytes per slot besides the embedding: its node id (8, the slot → node
+// table), state (1) and iteration (8). New counts what it allocates in
+// memacct; TestBytesForCounted checks this formula against that count.
+const slotOverhead = 8 + 1 + 8
 
 // BytesFor is the memory of a cache of capacity candidates of width hidden
 // over numNodes nodes (see the package doc).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed of the randomised tests (0: time-based)")
@@ -483,5 +484,29 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestBytesForCounted: BytesFor, which the planner sizes the cache with,
+// equals what New allocates and counts in memacct.
+func TestBytesForCounted(t *testing.T) {
+	scores := make([]float32, 5000)
+	for i := range scores {
+		scores[i] = float32(i % 97)
+	}
+	for _, budget := range []int64{20000, 100000, 1 << 20} {
+		before := memacct.Read().Bytes[memacct.HistoryCache]
+		c, err := histcache.New(histcache.Config{Scores: scores, Hidden: 16, BudgetBytes: budget}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := memacct.Read().Bytes[memacct.HistoryCache] - before
+		if want := histcache.BytesFor(5000, c.Stats().Candidates, 16); counted != want || counted > budget {
+			t.Errorf("budget %d: New counted %d bytes, BytesFor says %d", budget, counted, want)
+		}
+		c.Close()
+		if memacct.Read().Bytes[memacct.HistoryCache] != before {
+			t.Errorf("budget %d: Close left %d bytes counted", budget, memacct.Read().Bytes[memacct.HistoryCache]-before)
+		}
 	}
 }

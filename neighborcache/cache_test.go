@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
@@ -65,6 +66,7 @@ func TestBudgetAndExactLists(t *testing.T) {
 		if trial%2 == 1 {
 			pol = neighborcache.PolicyCross
 		}
+		before := memacct.Read().Bytes[memacct.NeighborCache]
 		c, err := neighborcache.Build(d, &neighborcache.Options{Budget: budget, Policy: pol, Cross: cross})
 		if err != nil {
 			t.Fatal(err)
@@ -72,6 +74,11 @@ func TestBudgetAndExactLists(t *testing.T) {
 		st := c.Stats()
 		if st.Bytes() > budget {
 			t.Fatalf("budget %d: uses %d bytes", budget, st.Bytes())
+		}
+		// What Build allocated and counted is what Stats (and the
+		// planner's model) says, for a non-empty cache.
+		if counted := memacct.Read().Bytes[memacct.NeighborCache] - before; st.Nodes > 0 && counted != st.Bytes() {
+			t.Fatalf("budget %d: Build counted %d bytes, Stats says %d", budget, counted, st.Bytes())
 		}
 		score := func(v int64) int64 {
 			if pol == neighborcache.PolicyCross {
@@ -111,6 +118,10 @@ func TestBudgetAndExactLists(t *testing.T) {
 		}
 		if trial == 0 && maxUncached != 0 {
 			t.Fatalf("unlimited budget left a node with score %d uncached", maxUncached)
+		}
+		c.Close()
+		if memacct.Read().Bytes[memacct.NeighborCache] != before {
+			t.Fatalf("budget %d: Close left %d bytes counted", budget, memacct.Read().Bytes[memacct.NeighborCache]-before)
 		}
 	}
 }

@@ -30,7 +30,7 @@ var (
 	benchK     = flag.Int("partbench.k", 0, "parts for the synthetic graph in BenchmarkPartition (0: 10,000)")
 	benchK1    = flag.Int("partbench.k1", 0, "first-level parts in BenchmarkPartition (0: default)")
 	benchOnly  = flag.String("partbench.methods", "", "comma-separated methods to run (default all)")
-	coraSrc    = flag.String("partbench.cora", "/work/shared/datasets/cora", "Cora in OGB raw layout (skipped if absent)")
+	coraSrc    = flag.String("partbench.cora", filepath.Join("..", "testdata", "cora"), "Cora in OGB raw layout (skipped if absent)")
 )
 
 // benchDataset returns a cached dataset, building it on first use.

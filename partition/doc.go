@@ -149,6 +149,19 @@
 // Views returned by a Partitioning alias read-only mappings and are valid
 // only until Close.
 //
+// # Checked at open
+//
+// Open reads every file once and fails with a *CorruptError (file,
+// element, value) at the first violation: part ids in [0, K); cross counts
+// non-negative; members_offsets, train_offsets and adj_indptr start at 0,
+// never decrease and end at N, T and E; members and train_members are in
+// range, in the part part.npy gives them and ascending within it;
+// adj_indices are in range; every checksum matches. After a successful
+// Open, Members, TrainMembers and AdjacencyOf of any q in [0, K) are in
+// bounds and hold valid node ids. Verify returns that verdict without
+// reading again. The checks against the dataset (degrees, cross counts at
+// most the degree) are in sample.NewPartitionFiles, which has both.
+//
 // # Partition-major layout
 //
 // Relabel writes a copy of a dataset whose node ids are ranks of (part,

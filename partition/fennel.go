@@ -415,8 +415,13 @@ func (s *streamer) run(passes int) error {
 			} else {
 				s.move(p, 1, 0)
 			}
-			if s.onProgress != nil && (i+1)%4096 == 0 {
-				s.onProgress(4096, s.seen, s.internal)
+			if (i+1)%4096 == 0 {
+				if err := s.opts.ctx.Err(); err != nil {
+					return err
+				}
+				if s.onProgress != nil {
+					s.onProgress(4096, s.seen, s.internal)
+				}
 			}
 		}
 		if s.onProgress != nil {

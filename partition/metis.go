@@ -2,7 +2,6 @@ package partition
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,7 +37,7 @@ func runMetis(d *storage.Dataset, o *Options) (result, error) {
 		return res, nil
 	}
 	t0 := time.Now()
-	cmd := exec.CommandContext(context.Background(), bin, fmt.Sprintf("-seed=%d", o.Seed), graph, strconv.Itoa(k))
+	cmd := exec.CommandContext(o.ctx, bin, fmt.Sprintf("-seed=%d", o.Seed), graph, strconv.Itoa(k))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("partition: gpmetis: %w: %s", err, tail(out))

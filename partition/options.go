@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -117,6 +118,8 @@ type Options struct {
 	Progress progress.Reporter
 	// Logger receives log records (nil: slog.Default()).
 	Logger *slog.Logger
+
+	ctx context.Context // set by RunContext; nil means context.Background()
 }
 
 // withDefaults returns a copy of o (or of the zero Options) with defaults
@@ -125,6 +128,9 @@ func (o *Options) withDefaults() Options {
 	var c Options
 	if o != nil {
 		c = *o
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
 	}
 	if c.Parts == 0 {
 		c.Parts = DefaultParts

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -235,18 +236,20 @@ func TestExistsForceAndOpenErrors(t *testing.T) {
 	if _, err := Open(dir, "fennel"); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("truncated part.npy: %v", err)
 	}
-	// A flipped byte is caught by Verify's checksum.
-	pb[len(pb)-1] ^= 1
-	os.WriteFile(ppath, pb, 0o644)
-	p, err := Open(dir, "fennel")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A flipped byte is caught by Open: the high byte of the last part id
+	// by the range check, the low byte by the checksum.
 	var ce *CorruptError
-	if err := p.Verify(); !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("flipped byte: Verify = %v", err)
+	for _, tc := range []struct {
+		at   int
+		want string
+	}{{len(pb) - 1, "part.npy: element 19: part 16777"}, {len(pb) - 4, "but part.npy puts it in"}} {
+		b := bytes.Clone(pb)
+		b[tc.at] ^= 1
+		os.WriteFile(ppath, b, 0o644)
+		if _, err := Open(dir, "fennel"); !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("flipped byte %d: Open = %v, want %q", tc.at, err, tc.want)
+		}
 	}
-	p.Close()
 	os.WriteFile(mpath, good[:len(good)/2], 0o644)
 	if _, err := Open(dir, "fennel"); !errors.As(err, &ce) {
 		t.Fatalf("truncated manifest: %v", err)

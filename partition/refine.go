@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -35,6 +36,13 @@ func refineCaps(n, t int64, k, k2 int, eps float64) (capN, capT int64) {
 // training ids. It returns the number of moves.
 func refine(d *storage.Dataset, part []int32, train []int64, k, k2 int, eps float64, rounds int,
 	rep progress.Reporter) int64 {
+	return refineContext(context.Background(), d, part, train, k, k2, eps, rounds, rep)
+}
+
+// refineContext is refine, stopped early (with part still a valid
+// assignment) once ctx is cancelled; the caller checks ctx.Err().
+func refineContext(ctx context.Context, d *storage.Dataset, part []int32, train []int64, k, k2 int, eps float64, rounds int,
+	rep progress.Reporter) int64 {
 	if rounds <= 0 || k <= 1 {
 		return 0
 	}
@@ -66,6 +74,9 @@ func refine(d *storage.Dataset, part []int32, train []int64, k, k2 int, eps floa
 			}
 			if (v+1)%(1<<16) == 0 {
 				task.Add(1 << 16)
+				if ctx.Err() != nil {
+					return total + moves
+				}
 			}
 			a := part[v]
 			// Count the neighbours per part.

@@ -782,7 +782,7 @@ func (r *relabeler) partitioning(numTrain int64) error {
 		}
 		return err
 	}
-	err := add(writeArray(dir, FilePart, func(a *arrayWriter) {
+	err := add(writeArray(r.ctx, dir, FilePart, func(a *arrayWriter) {
 		buf := make([]int32, 0, 8192)
 		for q := range k {
 			for range r.p.off[q+1] - r.p.off[q] {
@@ -813,13 +813,13 @@ func (r *relabeler) partitioning(numTrain int64) error {
 	if err := add(cross.commit()); err != nil {
 		return err
 	}
-	if err := add(writeArray(dir, FileMembersOffsets, func(a *arrayWriter) { a.int64s(r.p.off) }, npy.Int64)); err != nil {
+	if err := add(writeArray(r.ctx, dir, FileMembersOffsets, func(a *arrayWriter) { a.int64s(r.p.off) }, npy.Int64)); err != nil {
 		return err
 	}
-	if err := add(writeArray(dir, FileTrainOffsets, func(a *arrayWriter) { a.int64s(r.p.toff) }, npy.Int64)); err != nil {
+	if err := add(writeArray(r.ctx, dir, FileTrainOffsets, func(a *arrayWriter) { a.int64s(r.p.toff) }, npy.Int64)); err != nil {
 		return err
 	}
-	err = add(writeArray(dir, FileMembers, func(a *arrayWriter) {
+	err = add(writeArray(r.ctx, dir, FileMembers, func(a *arrayWriter) {
 		buf := make([]int64, 0, 8192)
 		for v := range r.n {
 			buf = append(buf, v)
@@ -846,7 +846,7 @@ func (r *relabeler) partitioning(numTrain int64) error {
 				return fmt.Errorf("partition: relabel: internal error: %s not written", l.from)
 			}
 			// No split file: an empty train_members.npy.
-			if err := add(writeArray(dir, FileTrainMembers, func(*arrayWriter) {}, npy.Int64)); err != nil {
+			if err := add(writeArray(r.ctx, dir, FileTrainMembers, func(*arrayWriter) {}, npy.Int64)); err != nil {
 				return err
 			}
 			continue

@@ -49,7 +49,11 @@ func relabelSource(t *testing.T, dir string, n int, featDim int, dtype string, s
 		}
 	}
 	d := storagetest.Write(t, dir, sg)
-	if _, err := Run(d, &Options{Parts: 12, FirstLevel: 3, Seed: seed, Workers: 2}); err != nil {
+	parts, first := 12, 3
+	if n < parts {
+		parts, first = n, 1
+	}
+	if _, err := Run(d, &Options{Parts: parts, FirstLevel: first, Seed: seed, Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	return d

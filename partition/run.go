@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,9 +41,25 @@ type result struct {
 // The manifest is written last: an interrupted Run leaves no partitioning
 // that Open accepts.
 func Run(d *storage.Dataset, opts *Options) (Stats, error) {
+	return RunContext(context.Background(), d, opts)
+}
+
+// RunContext is Run, stopped by ctx: within about a second of its
+// cancellation it removes DIR/partitions/<name>/ (which then holds no
+// manifest, so nothing of an older partitioning) and returns an error
+// wrapping ctx.Err().
+func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, error) {
 	o := opts.withDefaults()
+	o.ctx = ctx
 	if err := o.validate(); err != nil {
 		return Stats{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
+	}
+	if n := d.NumNodes(); int64(o.Parts) > n {
+		return Stats{}, fmt.Errorf("%w: %d parts for %d nodes: at least %d parts would be empty; use at most %d",
+			ErrOptions, o.Parts, n, int64(o.Parts)-n, n)
 	}
 	start := time.Now()
 	memstat.ResetPeak()
@@ -50,6 +67,18 @@ func Run(d *storage.Dataset, opts *Options) (Stats, error) {
 	if err := prepareDir(dir, o.Force); err != nil {
 		return Stats{}, err
 	}
+	st, err := run(d, &o, dir, start)
+	if err != nil {
+		// No manifest: the directory is not a partitioning. Remove what
+		// was written so that nothing half-done is left behind.
+		_ = os.RemoveAll(dir)
+		return Stats{}, err
+	}
+	return st, nil
+}
+
+// run computes the assignment and writes it into dir, prepared.
+func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, error) {
 	o.Logger.Info("partition: start", "dataset", d.Dir(), "name", o.Name, "method", o.Method,
 		"k", o.Parts, "k1", o.FirstLevel, "nodes", d.NumNodes(), "edges", d.NumEdges())
 	isTrain := trainTest(d.TrainIdx())
@@ -59,27 +88,34 @@ func Run(d *storage.Dataset, opts *Options) (Stats, error) {
 	)
 	switch o.Method {
 	case Fennel, FennelExact:
-		res, err = runFennel(d, &o, isTrain)
+		res, err = runFennel(d, o, isTrain)
 		if err == nil && o.Refine > 0 {
 			t := time.Now()
 			res.refine = o.Refine
-			res.refineMoves = refine(d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
+			res.refineMoves = refineContext(o.ctx, d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
 			res.refineSecs = time.Since(t).Seconds()
 			o.Logger.Info("partition: refined", "rounds", o.Refine, "moves", res.refineMoves,
 				"seconds", res.refineSecs)
 		}
 	case Random:
-		res = runRandom(d, &o, isTrain)
+		res = runRandom(d, o, isTrain)
 	case Metis:
-		res, err = runMetis(d, &o)
+		res, err = runMetis(d, o)
+	}
+	if err == nil {
+		err = o.ctx.Err()
 	}
 	if err != nil {
 		return Stats{}, err
 	}
 	assignSecs := time.Since(start).Seconds()
-	st, err := write(d, dir, &o, res, start, assignSecs)
+	st, err := write(d, dir, o, res, start, assignSecs)
 	if err != nil {
 		return Stats{}, err
+	}
+	if st.EmptyParts > 0 && st.EmptyParts*10 >= st.K {
+		o.Logger.Warn("partition: many parts are empty; consider fewer --parts", "empty", st.EmptyParts, "parts", st.K,
+			"nodes", st.NumNodes)
 	}
 	o.Logger.Info("partition: done", "name", o.Name, "edge_cut", st.EdgeCut, "max_nodes", st.MaxNodes,
 		"seconds", st.WallSeconds, "peak_rss_mib", st.PeakRSSBytes>>20)
@@ -153,7 +189,10 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	case OrderRandom:
 		order = shuffled(nil, n, o.Seed, 0)
 	case OrderBFS:
-		order = bfsOrder(d, o.Seed)
+		order = bfsOrder(o.ctx, d, o.Seed)
+		if err := o.ctx.Err(); err != nil {
+			return result{}, err
+		}
 	}
 	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: int64(len(d.TrainIdx())),
 		order: order, out: part1, filter: useBloom}
@@ -212,6 +251,14 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 			for {
 				p := int(next.Add(1) - 1)
 				if p >= k1 {
+					return
+				}
+				if err := o.ctx.Err(); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr, errPart = err, p
+					}
+					mu.Unlock()
 					return
 				}
 				nodes := mem1[off1[p]:off1[p+1]]
@@ -340,7 +387,7 @@ func bfsScope(d *storage.Dataset, nodes []int64, part1 []int32, p int32, seen []
 // start node, restarting at the next unvisited id (cyclically) whenever the
 // queue runs dry. The returned order doubles as the queue, so the memory
 // is 8 bytes per node plus an N-bit visited set.
-func bfsOrder(d *storage.Dataset, seed int64) []int64 {
+func bfsOrder(ctx context.Context, d *storage.Dataset, seed int64) []int64 {
 	n := d.NumNodes()
 	order := make([]int64, 0, n)
 	if n == 0 {
@@ -361,6 +408,9 @@ func bfsOrder(d *storage.Dataset, seed int64) []int64 {
 		seen[r>>6] |= 1 << (r & 63)
 		order = append(order, r)
 		for ; head < len(order); head++ {
+			if head&(1<<16-1) == 0 && ctx.Err() != nil {
+				return order // the caller checks ctx
+			}
 			buf = d.Neighbors(order[head]).AppendTo(buf[:0])
 			for _, u := range buf {
 				if seen[u>>6]&(1<<(u&63)) == 0 {

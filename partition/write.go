@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -116,7 +117,13 @@ type arrayWriter struct {
 	h    *xxhash.Digest
 	buf  []byte
 	err  error
+	ctx  context.Context // checked every ctxEvery writes
+	n    int
 }
+
+// ctxEvery is how many writes an arrayWriter makes between checks of its
+// context.
+const ctxEvery = 1024
 
 func createArray(dir, name string, d npy.DType) (*arrayWriter, error) {
 	af, err := atomicfile.Create(filepath.Join(dir, name))
@@ -134,6 +141,11 @@ func createArray(dir, name string, d npy.DType) (*arrayWriter, error) {
 func (a *arrayWriter) write(p []byte) {
 	if a.err != nil || len(p) == 0 {
 		return
+	}
+	if a.n++; a.ctx != nil && a.n%ctxEvery == 0 {
+		if a.err = a.ctx.Err(); a.err != nil {
+			return
+		}
 	}
 	a.h.Write(p)
 	if _, err := a.w.Write(p); err != nil {
@@ -201,11 +213,15 @@ func (a *arrayWriter) commit() (storage.FileEntry, error) {
 func checksum(s uint64) string { return fmt.Sprintf("xxhash64:%016x", s) }
 
 // writeArray writes a whole in-memory array.
-func writeArray(dir, name string, fill func(a *arrayWriter), d npy.DType) (storage.FileEntry, error) {
+func writeArray(ctx context.Context, dir, name string, fill func(a *arrayWriter), d npy.DType) (storage.FileEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.FileEntry{}, err
+	}
 	a, err := createArray(dir, name, d)
 	if err != nil {
 		return storage.FileEntry{}, err
 	}
+	a.ctx = ctx
 	fill(a)
 	return a.commit()
 }
@@ -284,7 +300,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		}
 		return err
 	}
-	if err := add(writeArray(dir, FilePart, func(a *arrayWriter) { a.int32s(part) }, npy.Int32)); err != nil {
+	if err := add(writeArray(o.ctx, dir, FilePart, func(a *arrayWriter) { a.int32s(part) }, npy.Int32)); err != nil {
 		return Stats{}, err
 	}
 	cross, cut := crossCounts(d, part, o.Workers)
@@ -292,23 +308,23 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 	if st.NumEdges > 0 {
 		st.EdgeCut = float64(cut) / float64(st.NumEdges)
 	}
-	if err := add(writeArray(dir, FileCross, func(a *arrayWriter) { a.int32s(cross) }, npy.Int32)); err != nil {
+	if err := add(writeArray(o.ctx, dir, FileCross, func(a *arrayWriter) { a.int32s(cross) }, npy.Int32)); err != nil {
 		return Stats{}, err
 	}
 	cross = nil
 
 	toff, tmem := groupIDs(part, train, k)
-	if err := add(writeArray(dir, FileTrainOffsets, func(a *arrayWriter) { a.int64s(toff) }, npy.Int64)); err != nil {
+	if err := add(writeArray(o.ctx, dir, FileTrainOffsets, func(a *arrayWriter) { a.int64s(toff) }, npy.Int64)); err != nil {
 		return Stats{}, err
 	}
-	if err := add(writeArray(dir, FileTrainMembers, func(a *arrayWriter) { a.int64s(tmem) }, npy.Int64)); err != nil {
+	if err := add(writeArray(o.ctx, dir, FileTrainMembers, func(a *arrayWriter) { a.int64s(tmem) }, npy.Int64)); err != nil {
 		return Stats{}, err
 	}
 	off, mem := group(part, k)
-	if err := add(writeArray(dir, FileMembersOffsets, func(a *arrayWriter) { a.int64s(off) }, npy.Int64)); err != nil {
+	if err := add(writeArray(o.ctx, dir, FileMembersOffsets, func(a *arrayWriter) { a.int64s(off) }, npy.Int64)); err != nil {
 		return Stats{}, err
 	}
-	if err := add(writeArray(dir, FileMembers, func(a *arrayWriter) { a.int64s(mem) }, npy.Int64)); err != nil {
+	if err := add(writeArray(o.ctx, dir, FileMembers, func(a *arrayWriter) { a.int64s(mem) }, npy.Int64)); err != nil {
 		return Stats{}, err
 	}
 	for p := range k {
@@ -324,7 +340,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 	toff, tmem, part = nil, nil, nil
 
 	// Adjacency in members order: indptr then indices.
-	err := add(writeArray(dir, FileAdjIndptr, func(a *arrayWriter) {
+	err := add(writeArray(o.ctx, dir, FileAdjIndptr, func(a *arrayWriter) {
 		buf := make([]int64, 0, 8192)
 		var acc int64
 		buf = append(buf, 0)
@@ -342,7 +358,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		return Stats{}, err
 	}
 	idt := storage.IndicesDType(n)
-	err = add(writeArray(dir, FileAdjIndices, func(a *arrayWriter) {
+	err = add(writeArray(o.ctx, dir, FileAdjIndices, func(a *arrayWriter) {
 		for _, v := range mem {
 			a.ids(idt, d.Neighbors(v))
 		}

@@ -394,7 +394,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 			task.Done()
 			return nil, fmt.Errorf("planner: sample: %w", err)
 		}
-		_ = b
+		b.Release()
 		task.Add(1)
 	}
 	m.SampleSeconds = time.Since(start).Seconds()
@@ -468,6 +468,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 				}
 				m.GatherSeconds += time.Since(t0).Seconds()
 			}
+			b.Release()
 			task.Add(1)
 		}
 		it.Close()

@@ -211,6 +211,18 @@ func (it *Iterator) Stats() LookupStats { return it.stats }
 func (it *Iterator) Close() error {
 	it.cancel()
 	it.wg.Wait()
+	// Batches sampled but never delivered.
+	if it.pending != nil {
+		for out := range it.pending {
+			select {
+			case r := <-out:
+				if r.b != nil {
+					r.b.Release()
+				}
+			default:
+			}
+		}
+	}
 	// Macro batches whose last batch was never sampled (cancelled).
 	for _, ms := range it.macros {
 		if ms != nil && ms.counted.Load() != 0 {

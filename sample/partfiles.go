@@ -3,6 +3,7 @@ package sample
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -25,10 +26,16 @@ type PartitionFiles struct {
 }
 
 // NewPartitionFiles wraps p, a partitioning of d. The caller still owns p
-// and must Close both (this first).
+// and must Close both (this first). It checks what ties the two together,
+// in O(N): every member's stored degree in adj_indptr.npy equals its
+// degree in the dataset, and every cross count is at most that degree. A
+// violation is a *partition.CorruptError naming the file and element.
 func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*PartitionFiles, error) {
 	if int64(len(p.Part())) != d.NumNodes() {
 		return nil, fmt.Errorf("%w: partitioning covers %d nodes, dataset has %d", ErrInvalidOptions, len(p.Part()), d.NumNodes())
+	}
+	if err := checkAgainst(d, p); err != nil {
+		return nil, err
 	}
 	f, err := os.Open(p.AdjacencyPath())
 	if err != nil {
@@ -102,6 +109,29 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 				l.I32 = unsafe.Slice((*int32)(unsafe.Pointer(&buf[4*lo])), hi-lo)
 			}
 			dst.Add(v, l)
+		}
+	}
+	return nil
+}
+
+// checkAgainst checks p's adjacency degrees and cross counts against d.
+func checkAgainst(d *storage.Dataset, p *partition.Partitioning) error {
+	bad := func(file string, i int64, format string, args ...any) error {
+		return &partition.CorruptError{File: filepath.Join(p.Dir(), file), Index: i, Offset: -1, Msg: fmt.Sprintf(format, args...)}
+	}
+	j := int64(0)
+	for q := range p.K() {
+		a := p.AdjacencyOf(q)
+		for i, v := range a.Nodes {
+			if got, want := a.Indptr[i+1]-a.Indptr[i], d.Degree(v); got != want {
+				return bad(partition.FileAdjIndptr, j, "node %d has %d neighbours here, %d in the dataset", v, got, want)
+			}
+			j++
+		}
+	}
+	for v, c := range p.Cross() {
+		if deg := d.Degree(int64(v)); int64(c) > deg {
+			return bad(partition.FileCross, int64(v), "count %d exceeds the node's degree %d", c, deg)
 		}
 	}
 	return nil

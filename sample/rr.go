@@ -267,6 +267,7 @@ func rrRow(ctx context.Context, d *storage.Dataset, p Partitions, so *Options, e
 					unique++
 				}
 			}
+			b.Release()
 			task.Add(1)
 		}
 		row.Lookups.Add(it.Stats())

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/invariants"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -60,6 +61,37 @@ type Batch struct {
 	// (DynamicCache.MemBytes), set on the first batch of each macro batch
 	// in partition mode and 0 otherwise.
 	DynamicBytes int64
+	// counted is the batch's bytes in memacct.SampledBatches until
+	// Release.
+	counted int64
+}
+
+// MemBytes is the memory of the batch's arrays: its node ids and its
+// blocks' offsets and indices.
+func (b *Batch) MemBytes() int64 {
+	var n int64
+	if len(b.Blocks) > 0 {
+		n += 8 * int64(cap(b.Blocks[0].Src))
+	}
+	for _, bl := range b.Blocks {
+		n += 8*int64(cap(bl.Indptr)) + 4*int64(cap(bl.Indices))
+	}
+	return n
+}
+
+// count adds the batch to memacct.SampledBatches.
+func (b *Batch) count() {
+	b.counted = b.MemBytes()
+	memacct.Add(memacct.SampledBatches, b.counted)
+}
+
+// Release tells the process's memory counters that the consumer is done
+// with the batch (its arrays become garbage once unreferenced). Every
+// consumer of Iterator.Next and SpillIterator.Next calls it once; a second
+// call is a no-op. It does not touch the arrays.
+func (b *Batch) Release() {
+	memacct.Add(memacct.SampledBatches, -b.counted)
+	b.counted = 0
 }
 
 // Targets returns the training nodes of the batch.
@@ -392,6 +424,9 @@ func (w *worker) choose(r *rand.Rand, deg, k int) []int {
 
 // local returns u's batch-local id, appending u to nodes when it is new.
 func (w *worker) local(u int64, nodes []int64) (int32, []int64) {
+	if invariants.Enabled && uint64(u) >= uint64(w.s.d.NumNodes()) {
+		panic(fmt.Sprintf("sample: node id %d out of range [0,%d) passed the open-time checks", u, w.s.d.NumNodes()))
+	}
 	if id, ok := w.ids.get(u); ok {
 		return id, nodes
 	}
@@ -491,5 +526,6 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 	if len(nodes) > 1<<31-1 {
 		return nil, errors.New("sample: batch neighbourhood exceeds 2^31 nodes")
 	}
+	b.count()
 	return b, nil
 }

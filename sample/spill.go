@@ -221,7 +221,9 @@ func (s *Sampler) spillWrite(ctx context.Context, epoch int, sw *SpillWriter, ch
 		if err != nil {
 			return err
 		}
-		if err := sw.Write(b); err != nil {
+		err = sw.Write(b)
+		b.Release()
+		if err != nil {
 			return err
 		}
 		pending++
@@ -296,6 +298,7 @@ func (si *SpillIterator) Next() (*Batch, error) {
 		si.err = err
 		return nil, err
 	}
+	b.count()
 	si.read++
 	si.stats.Add(b.Stats)
 	return b, nil

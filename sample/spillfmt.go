@@ -9,6 +9,8 @@ import (
 	"math"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/ssdgnn/ssdgnn/internal/decbuf"
 )
 
 // Spill file constants (docs/format.md specifies the format).
@@ -233,24 +235,20 @@ func (sr *SpillReader) Next() (*Batch, error) {
 	return b, nil
 }
 
-// decoder is a sticky-error little-endian decoder.
+// decoder names the field of a record that runs short; the reading and the
+// sticky error are internal/decbuf's.
 type decoder struct {
-	b   []byte
-	err error
+	decbuf.Decbuf
 }
 
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf(format, args...)
-	}
-}
-
+// need reports whether n more bytes of field what are there, recording
+// the error when they are not.
 func (d *decoder) need(n uint64, what string) bool {
-	if d.err != nil {
+	if d.Err() != nil {
 		return false
 	}
-	if n > uint64(len(d.b)) {
-		d.fail("%s: need %d bytes, %d left in record", what, n, len(d.b))
+	if n > uint64(d.Len()) {
+		d.Fail(fmt.Errorf("%s: need %d bytes, %d left in record", what, n, d.Len()))
 		return false
 	}
 	return true
@@ -260,49 +258,49 @@ func (d *decoder) u64(what string) uint64 {
 	if !d.need(8, what) {
 		return 0
 	}
-	v := binary.LittleEndian.Uint64(d.b)
-	d.b = d.b[8:]
-	return v
+	return d.U64()
 }
 
 func (d *decoder) u32(what string) uint32 {
 	if !d.need(4, what) {
 		return 0
 	}
-	v := binary.LittleEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return v
+	return d.U32()
 }
 
 func (d *decoder) i64s(n uint64, what string) []int64 {
-	if n > math.MaxInt64/8 || !d.need(n*8, what) {
-		d.fail("%s: %d entries do not fit", what, n)
+	if n > math.MaxInt64/8 {
+		d.Fail(fmt.Errorf("%s: %d entries do not fit", what, n))
+	}
+	if !d.need(n*8, what) {
 		return nil
 	}
+	b := d.Bytes(int(8 * n))
 	out := make([]int64, n)
 	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(d.b[8*i:]))
+		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 	}
-	d.b = d.b[8*n:]
 	return out
 }
 
 func (d *decoder) i32s(n uint64, what string) []int32 {
-	if n > math.MaxInt64/4 || !d.need(n*4, what) {
-		d.fail("%s: %d entries do not fit", what, n)
+	if n > math.MaxInt64/4 {
+		d.Fail(fmt.Errorf("%s: %d entries do not fit", what, n))
+	}
+	if !d.need(n*4, what) {
 		return nil
 	}
+	b := d.Bytes(int(4 * n))
 	out := make([]int32, n)
 	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(d.b[4*i:]))
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
-	d.b = d.b[4*n:]
 	return out
 }
 
 // decodeBatch decodes and validates one record payload.
 func decodeBatch(p []byte) (*Batch, error) {
-	d := &decoder{b: p}
+	d := &decoder{*decbuf.New(p, 0)}
 	b := &Batch{}
 	b.Epoch = int(int64(d.u64("epoch")))
 	b.Index = int(int64(d.u64("index")))
@@ -310,22 +308,22 @@ func decodeBatch(p []byte) (*Batch, error) {
 	L := d.u32("layers")
 	R := d.u32("reused count")
 	nn := d.u64("node count")
-	if d.err == nil && (L == 0 || L > maxSpillLayers) {
-		d.fail("layers %d, want in [1,%d]", L, maxSpillLayers)
+	if d.Err() == nil && (L == 0 || L > maxSpillLayers) {
+		d.Fail(fmt.Errorf("layers %d, want in [1,%d]", L, maxSpillLayers))
 	}
-	if d.err == nil && nn > math.MaxInt32 {
-		d.fail("node count %d exceeds 2^31-1", nn)
+	if d.Err() == nil && nn > math.MaxInt32 {
+		d.Fail(fmt.Errorf("node count %d exceeds 2^31-1", nn))
 	}
 	nodes := d.i64s(nn, "nodes")
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	b.Blocks = make([]Block, L)
 	for l := range b.Blocks {
 		blk := &b.Blocks[l]
 		nd, ns, ne := d.u64("dst count"), d.u64("src count"), d.u64("edge count")
-		if d.err != nil {
-			return nil, d.err
+		if d.Err() != nil {
+			return nil, d.Err()
 		}
 		if ns > nn || nd > ns {
 			return nil, fmt.Errorf("block %d: %d dst, %d src of %d nodes", l, nd, ns, nn)
@@ -340,8 +338,8 @@ func decodeBatch(p []byte) (*Batch, error) {
 		blk.Src = nodes[:ns:ns]
 		blk.Indptr = d.i64s(nd+1, "indptr")
 		blk.Indices = d.i32s(ne, "indices")
-		if d.err != nil {
-			return nil, fmt.Errorf("block %d: %w", l, d.err)
+		if d.Err() != nil {
+			return nil, fmt.Errorf("block %d: %w", l, d.Err())
 		}
 		if blk.Indptr[0] != 0 || blk.Indptr[nd] != int64(ne) {
 			return nil, fmt.Errorf("block %d: indptr runs %d..%d, want 0..%d", l, blk.Indptr[0], blk.Indptr[nd], ne)
@@ -364,8 +362,8 @@ func decodeBatch(p []byte) (*Batch, error) {
 	}
 	b.SampleSeconds = math.Float64frombits(d.u64("sample seconds"))
 	b.DynamicBytes = int64(d.u64("dynamic bytes"))
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if !(b.SampleSeconds >= 0) || math.IsInf(b.SampleSeconds, 1) {
 		return nil, fmt.Errorf("sample seconds %v, want finite and >= 0", b.SampleSeconds)
@@ -378,8 +376,8 @@ func decodeBatch(p []byte) (*Batch, error) {
 			return nil, fmt.Errorf("reused[%d] = %d out of [0,%d)", i, x, nn)
 		}
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%d trailing bytes in record", len(d.b))
+	if d.Len() != 0 {
+		return nil, fmt.Errorf("%d trailing bytes in record", d.Len())
 	}
 	if len(b.Reused) == 0 {
 		b.Reused = nil

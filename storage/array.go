@@ -17,6 +17,7 @@ import (
 type Array struct {
 	Entry *FileEntry
 	Data  []byte // the data section; nil for an empty array
+	path  string
 	m     mmap.MMap
 }
 
@@ -38,7 +39,7 @@ func MapArray(dir string, e *FileEntry) (*Array, error) {
 	if err := checkArrayFile(f, path, e); err != nil {
 		return nil, err
 	}
-	a := &Array{Entry: e}
+	a := &Array{Entry: e, path: path}
 	if e.Bytes > e.DataOffset {
 		a.m, err = mmap.Map(f, mmap.RDONLY, 0)
 		if err != nil {
@@ -48,6 +49,10 @@ func MapArray(dir string, e *FileEntry) (*Array, error) {
 	}
 	return a, nil
 }
+
+// Path is the file's path (the directory given to MapArray joined with the
+// entry's name).
+func (a *Array) Path() string { return a.path }
 
 // Advise applies a madvise hint to the mapping.
 func (a *Array) Advise(adv Advice) error {

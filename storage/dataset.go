@@ -44,6 +44,11 @@ type OpenOptions struct {
 	Advice Advice
 	// Accounting receives the dataset's I/O counts; nil allocates one.
 	Accounting *Accounting
+	// SkipChecks opens without the invariant scan (doc.go, "Checked at
+	// open"). Only for callers that index nothing with the data: info,
+	// which reads the manifest, and Validate, which scans everything
+	// itself and reports every problem instead of the first.
+	SkipChecks bool
 }
 
 // Dataset is an open, memory-mapped dataset.
@@ -67,8 +72,11 @@ type Dataset struct {
 }
 
 // Open maps the dataset in dir after checking every file against the
-// manifest: existence, byte size, and the .npy header's dtype and shape.
-// It does not read the data; Validate does.
+// manifest (existence, byte size, and the .npy header's dtype and shape)
+// and then, unless OpenOptions.SkipChecks, reads every array except the
+// features once to check the invariants readers index with and the
+// checksums (doc.go, "Checked at open"). A violation is a *CorruptError
+// naming the file, the element and the value.
 func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	if opts == nil {
 		opts = &OpenOptions{Advice: AdviceRandom}
@@ -103,6 +111,12 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	d.labels = npy.AsInt32(d.data(FileLabels))
 	for i, name := range []string{FileTrain, FileValid, FileTest} {
 		d.splits[i] = npy.AsInt64(d.data(name))
+	}
+	if !opts.SkipChecks {
+		if err := d.check(); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	for _, name := range []string{FileIndices, FileFeatures} {
 		if _, ok := d.arrays[name]; ok {

@@ -23,13 +23,36 @@
 // default, so kernel readahead does not inflate the bytes read by random
 // access; Advise changes it.
 //
+// # Checked at open
+//
+// Open reads every array a reader indexes with once, before returning,
+// and fails with a *CorruptError (file, element, value) at the first
+// violation: indptr starts at 0, never decreases and ends at num_edges;
+// indices are in [0, N); labels are -1 or in [0, num_classes); splits are
+// in range and strictly ascending; and the checksums of all these arrays
+// match the manifest. A manifest with classes and no labels.npy is
+// refused. After a successful Open, Neighbors, Degree and FeatureBytes of
+// any node in [0, N), and any id read from the views, are in bounds; no
+// reader needs to check again. features.npy is neither read nor
+// checksummed (Validate scans it). The scan costs one sequential read of
+// the graph structure, tens of milliseconds per 20M edges in the page
+// cache (docs/format.md); OpenOptions.SkipChecks omits it for callers that
+// index nothing.
+//
 // # I/O accounting
 //
 // Accounting keeps per-stage counters of rows and bytes requested and of
 // bytes read from storage. RowReader's pread paths count their own reads
 // exactly (aligned blocks for O_DIRECT: the file system's direct-I/O
 // offset alignment from statx STATX_DIOALIGN, 4 KiB where it reports
-// none). Reads through the mapping are
+// none). ReadScattered plans a batch of row reads (internal/readplan):
+// rows with small gaps between them become one read, counted as one read
+// call of its full length, so bytes read over bytes requested shows the
+// amplification the merge costs. It submits the reads with pread from a
+// few goroutines or, with IOUring, in batches on one io_uring; its
+// scratch slots are counted in memacct.BatchBuffers until Close. The
+// device costs that choose the gap are measured by ProbeDevice and kept
+// in device.json (docs/format.md). Reads through the mapping are
 // invisible to the process, so Accounting.Measure attributes the
 // /proc/self/io read_bytes delta around a piece of work to a stage; that is
 // exact only when stages do not overlap in time.

@@ -165,6 +165,9 @@ func (m *Manifest) Validate() error {
 	if err != nil {
 		return err
 	}
+	if m.NumClasses > 0 && m.File(FileLabels) == nil {
+		return bad("num_classes", "dataset has %d classes but no labels (%s is not listed in files)", m.NumClasses, FileLabels)
+	}
 	for _, e := range exps {
 		f := m.File(e.name)
 		if f == nil {

@@ -94,6 +94,9 @@ type RowReader struct {
 	align    int64 // ReadDirect offset and length alignment (dioOffsetAlign)
 	stage    *StageCounters
 	bufs     sync.Pool // *[]byte aligned scratch for ReadDirect
+	engine   IOEngine  // ReadScattered's submission (SetEngine); IOAuto until set: pread
+	sessMu   sync.Mutex
+	sessions []*session // idle ReadScattered state, counted in memacct.BatchBuffers
 }
 
 // OpenRowReader opens file name of the dataset for pread access. rowBytes
@@ -180,8 +183,12 @@ func (r *RowReader) DirectAlign() int64 {
 // RowBytes is the size of one row.
 func (r *RowReader) RowBytes() int64 { return r.rowBytes }
 
-// Close closes the file.
-func (r *RowReader) Close() error { return r.f.Close() }
+// Close releases ReadScattered's scratch and rings and closes the file.
+// No read may be running.
+func (r *RowReader) Close() error {
+	r.closeSessions()
+	return r.f.Close()
+}
 
 // ReadRows reads the rows ids into dst, which must hold len(ids)*RowBytes
 // bytes, in order.

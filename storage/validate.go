@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"unsafe"
@@ -36,6 +37,8 @@ type ValidateReport struct {
 func (r *ValidateReport) OK() bool { return r.NumProblems == 0 }
 
 type validator struct {
+	ctx  context.Context
+	err  error // ctx.Err() once seen; the scan stops
 	d    *Dataset
 	rep  *ValidateReport
 	max  int
@@ -57,7 +60,7 @@ const chunk = 4 << 20
 // verifies its checksum and returns the element count seen.
 func (v *validator) scan(name string, elem int, fn func(first int64, b []byte)) {
 	e := v.d.m.File(name)
-	if e == nil {
+	if e == nil || v.err != nil {
 		return
 	}
 	data := v.d.data(name)
@@ -66,6 +69,9 @@ func (v *validator) scan(name string, elem int, fn func(first int64, b []byte)) 
 	h := xxhash.New()
 	step := chunk - chunk%elem
 	for off := 0; off < len(data); off += step {
+		if v.err = v.ctx.Err(); v.err != nil {
+			return
+		}
 		end := min(off+step, len(data))
 		b := data[off:end]
 		h.Write(b)
@@ -88,10 +94,21 @@ func (d *Dataset) path(name string) string { return d.dir + "/" + name }
 // NaN/Inf, and every checksum. It returns an error only when the dataset
 // cannot be opened; problems found by the scan are in the report.
 func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
+	return ValidateContext(context.Background(), dir, opts)
+}
+
+// ValidateContext is Validate, stopped by ctx: it checks ctx between
+// chunks of 4 MiB and returns an error wrapping ctx.Err() (and no report)
+// once it is cancelled.
+func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*ValidateReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if opts == nil {
 		opts = &ValidateOptions{}
 	}
-	d, err := Open(dir, nil)
+	// Open's own checks stop at the first problem; the scan below lists them all.
+	d, err := Open(dir, &OpenOptions{Advice: AdviceRandom, SkipChecks: true})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +117,7 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 	for _, f := range d.m.Files {
 		total += f.Bytes - f.DataOffset
 	}
-	v := &validator{d: d, rep: &ValidateReport{Dir: dir}, max: opts.MaxProblems}
+	v := &validator{ctx: ctx, d: d, rep: &ValidateReport{Dir: dir}, max: opts.MaxProblems}
 	if v.max <= 0 {
 		v.max = 20
 	}
@@ -221,6 +238,9 @@ func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 		})
 	}
 	v.idMaps()
+	if v.err != nil {
+		return nil, v.err
+	}
 	return v.rep, nil
 }
 
@@ -244,7 +264,7 @@ func (v *validator) idMaps() {
 			}
 		})
 	}
-	if !ok {
+	if !ok || v.err != nil {
 		return
 	}
 	orig, nw := npy.AsInt64(d.data(FileOrigIDs)), npy.AsInt64(d.data(FileNewIDs))

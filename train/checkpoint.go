@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/decbuf"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -190,61 +190,56 @@ func ResolveCheckpoint(path string) string {
 // readCheckpoint reads and verifies a whole checkpoint.
 func readCheckpoint(path string) (*checkpoint, error) {
 	path = ResolveCheckpoint(path)
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return parseCheckpoint(bufio.NewReaderSize(f, 1<<20), path)
+	return parseCheckpoint(b, path)
 }
 
-// parseCheckpoint decodes a checkpoint stream; name labels errors.
-func parseCheckpoint(r io.Reader, name string) (*checkpoint, error) {
+// parseCheckpoint decodes a whole checkpoint; name labels errors. The
+// sections it returns alias b.
+func parseCheckpoint(b []byte, name string) (*checkpoint, error) {
 	ck := &checkpoint{file: name}
 	bad := func(off int64, format string, args ...any) error {
 		return &CheckpointError{File: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
-	var hdr [12]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, bad(0, "short header: %v", err)
+	d := decbuf.New(b, 0)
+	magic := d.Bytes(len(CheckpointMagic))
+	version := d.U32()
+	if d.Err() != nil {
+		return nil, bad(d.ErrOffset(), "short header: %v", d.Err())
 	}
-	if string(hdr[:8]) != CheckpointMagic {
-		return nil, bad(0, "bad magic %q", hdr[:8])
+	if string(magic) != CheckpointMagic {
+		return nil, bad(0, "bad magic %q", magic)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != CheckpointVersion {
-		return nil, bad(8, "unsupported version %d", v)
+	if version != CheckpointVersion {
+		return nil, bad(8, "unsupported version %d", version)
 	}
-	off := int64(12)
 	seen := map[string]bool{}
 	for {
-		var sh [12]byte
-		if _, err := io.ReadFull(r, sh[:]); err != nil {
-			return nil, bad(off, "short section header: %v", err)
+		off := d.Offset()
+		tag := string(d.Bytes(4))
+		n := d.U64()
+		if d.Err() != nil {
+			return nil, bad(d.ErrOffset(), "short section header: %v", d.Err())
 		}
-		tag := string(sh[:4])
-		n := binary.LittleEndian.Uint64(sh[4:])
-		if n > 1<<40 {
-			return nil, bad(off+4, "section %q length %d too large", tag, n)
+		if n > uint64(d.Len()) {
+			return nil, bad(off+4, "section %q length %d exceeds the %d bytes left", tag, n, d.Len())
 		}
 		if seen[tag] {
 			return nil, bad(off, "duplicate section %q", tag)
 		}
 		seen[tag] = true
-		body := make([]byte, 0, min(n, 1<<26))
-		bb := bytes.NewBuffer(body)
-		if _, err := io.CopyN(bb, r, int64(n)); err != nil {
-			return nil, bad(off+12, "section %q truncated: %v", tag, err)
+		bodyOff := d.Offset()
+		body := d.Bytes(int(n))
+		sum := d.U64()
+		if d.Err() != nil {
+			return nil, bad(d.ErrOffset(), "section %q: short checksum: %v", tag, d.Err())
 		}
-		body = bb.Bytes()
-		var c [8]byte
-		if _, err := io.ReadFull(r, c[:]); err != nil {
-			return nil, bad(off+12+int64(n), "section %q: short checksum: %v", tag, err)
+		if got := xxhash.Sum64(body); got != sum {
+			return nil, bad(bodyOff+int64(n), "section %q checksum %016x, want %016x", tag, got, sum)
 		}
-		if got, want := xxhash.Sum64(body), binary.LittleEndian.Uint64(c[:]); got != want {
-			return nil, bad(off+12+int64(n), "section %q checksum %016x, want %016x", tag, got, want)
-		}
-		bodyOff := off + 12
-		off += 12 + int64(n) + 8
 		switch tag {
 		case secMeta:
 			if err := json.Unmarshal(body, &ck.meta); err != nil {
@@ -259,17 +254,57 @@ func parseCheckpoint(r io.Reader, name string) (*checkpoint, error) {
 		case secEnd:
 			for _, need := range []string{secMeta, secParm, secAdam} {
 				if !seen[need] {
-					return nil, bad(off, "missing section %q", need)
+					return nil, bad(d.Offset(), "missing section %q", need)
 				}
 			}
 			if ck.meta.History && !seen[secHist] {
-				return nil, bad(off, "missing section %q", secHist)
+				return nil, bad(d.Offset(), "missing section %q", secHist)
+			}
+			if d.Len() != 0 {
+				return nil, bad(d.Offset(), "%d bytes after the end section", d.Len())
 			}
 			return ck, nil
 		default:
-			return nil, bad(off-int64(n)-20, "unknown section %q", tag)
+			return nil, bad(off, "unknown section %q", tag)
 		}
 	}
+}
+
+// match reports, as an error wrapping ErrMismatch, why a checkpoint cannot
+// be used with dataset d and model configuration cfg (nil: the
+// checkpoint's own model, for inference, checked against d's feature
+// width and classes).
+func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
+	if ck.meta.NumNodes != d.NumNodes() {
+		return fmt.Errorf("%w: %s is for %d nodes, dataset %s has %d", ErrMismatch, ck.file, ck.meta.NumNodes, d.Dir(), d.NumNodes())
+	}
+	if cfg != nil {
+		if ck.meta.Model != *cfg {
+			return fmt.Errorf("%w: %s holds model %+v, options give %+v", ErrMismatch, ck.file, ck.meta.Model, *cfg)
+		}
+		return nil
+	}
+	m := ck.meta.Model
+	if m.InDim != d.FeatDim() || int64(m.Classes) != d.Manifest().NumClasses {
+		return fmt.Errorf("%w: %s holds a model of %d features and %d classes, dataset %s has %d and %d",
+			ErrMismatch, ck.file, m.InDim, m.Classes, d.Dir(), d.FeatDim(), d.Manifest().NumClasses)
+	}
+	// Before a model is allocated from META: every layer has at least one
+	// parameter and the first a weight of InDim × its output width, so a
+	// model that needs more than PARM holds cannot be this checkpoint's
+	// (a damaged META would otherwise allocate without bound).
+	out := int64(m.Classes)
+	if m.Layers > 1 {
+		out = int64(m.Hidden)
+		if m.Kind == ModelGAT {
+			out *= int64(max(m.Heads, 1))
+		}
+	}
+	if have := int64(len(ck.parm) / 4); int64(m.Layers) > have || int64(m.InDim)*out > have {
+		return &CheckpointError{File: ck.file, Offset: ck.parmOff, Reason: fmt.Sprintf(
+			"PARM holds %d parameters, fewer than META's model %+v needs", have, m)}
+	}
+	return nil
 }
 
 // loadCheckpoint restores the trainer's state from a checkpoint written by a
@@ -279,11 +314,8 @@ func (t *Trainer) loadCheckpoint(path string) error {
 	if err != nil {
 		return err
 	}
-	if ck.meta.Model != t.model.cfg {
-		return fmt.Errorf("%w: %s holds model %+v, options give %+v", ErrMismatch, ck.file, ck.meta.Model, t.model.cfg)
-	}
-	if ck.meta.NumNodes != t.d.NumNodes() {
-		return fmt.Errorf("%w: %s is for %d nodes, dataset has %d", ErrMismatch, ck.file, ck.meta.NumNodes, t.d.NumNodes())
+	if err := ck.match(t.d, &t.model.cfg); err != nil {
+		return err
 	}
 	if ck.meta.History != (t.hc != nil) {
 		return fmt.Errorf("%w: %s history cache %v, options %v", ErrMismatch, ck.file, ck.meta.History, t.hc != nil)
@@ -357,6 +389,9 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 	if err != nil {
 		return nil, err
 	}
+	if err := ck.match(d, nil); err != nil {
+		return nil, err
+	}
 	o := ck.meta.Options
 	o.NoHist, o.Resume, o.CheckpointDir, o.Workers = true, "", "", workers
 	o.Selection, o.Partitions = sample.ModeRandom, nil
@@ -364,9 +399,9 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 	if err != nil {
 		return nil, err
 	}
-	if t.model.cfg != ck.meta.Model {
+	if cfg := t.model.cfg; cfg != ck.meta.Model {
 		t.Close()
-		return nil, fmt.Errorf("%w: %s holds model %+v, dataset gives %+v", ErrMismatch, ck.file, ck.meta.Model, t.model.cfg)
+		return nil, fmt.Errorf("%w: %s holds model %+v, dataset gives %+v", ErrMismatch, ck.file, ck.meta.Model, cfg)
 	}
 	if err := t.restoreParams(ck); err != nil {
 		t.Close()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -36,6 +37,9 @@ func (t *Trainer) Predict(ctx context.Context, nodes []int64, fanouts []int) ([]
 	for v := range pos {
 		uniq = append(uniq, v)
 	}
+	// Map order is random: sorted, the batches (and so the samples) are
+	// the same on every call, as the fixed seed promises.
+	slices.Sort(uniq)
 	out := make([]float32, len(nodes)*c)
 	byNode := make(map[int64][]float32, len(uniq))
 	err := t.infer(ctx, uniq, fanouts, func(targets []int64, logits kernels.Tensor, _ kernels.IntTensor) error {
@@ -84,35 +88,73 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		if err != nil {
 			return err
 		}
-		j := &job{hb: convert(b, nil, t.o.Model == ModelGAT), ring: ring}
-		if j.feats, err = ring.get(ctx, t.split(j)*t.d.FeatDim()); err != nil {
-			return err
+		// Batches whose input rows exceed the budget's cap are cut into
+		// micro-batches by target, computed one after another: without
+		// gradients each target's output is the whole batch's.
+		hb := convert(b, nil, t.o.Model == ModelGAT)
+		var sp *splitter
+		if k := fitSplit(hb, t.maxRows); k > 1 {
+			sp = newSplitter(hb, k)
 		}
-		j.buf = j.feats
-		if err := t.gather(j); err != nil {
-			ring.put(j.buf)
-			return err
+		parts := 1
+		if sp != nil {
+			parts = sp.k
 		}
-		targets := j.hb.nodes[:j.hb.targets]
-		if err := t.upload(j); err != nil {
-			t.freeJob(j)
-			return err
-		}
-		t.beMu.Lock()
-		tp := &tape{be: t.be}
-		err = tp.run(func() {
-			logits := t.model.forward(tp, &pass{blocks: j.blocks, x: j.x})
-			if e := fn(targets, logits, j.lab); e != nil {
-				panic(tapeError{e})
+		for m := range parts {
+			j := &job{hb: hb, ring: ring}
+			if sp != nil {
+				j.hb = sp.build(m).hb
 			}
-		})
-		tp.free()
-		t.beMu.Unlock()
-		t.freeJob(j)
-		if err != nil {
-			return err
+			if m == parts-1 {
+				j.batch = b
+				if sp != nil {
+					memacct.Add(memacct.SampledBatches, -hb.counted)
+					hb.counted = 0
+				}
+			}
+			if err := t.inferJob(ctx, j, ring, fn); err != nil {
+				if m < parts-1 {
+					memacct.Add(memacct.SampledBatches, -hb.counted)
+					b.Release()
+				}
+				return err
+			}
 		}
 	}
+}
+
+// inferJob gathers, uploads and runs forward on one (micro-)batch and hands
+// its targets' logits to fn; the job is freed (and its batch released)
+// whatever happens.
+func (t *Trainer) inferJob(ctx context.Context, j *job, ring *bufRing, fn func([]int64, kernels.Tensor, kernels.IntTensor) error) error {
+	var err error
+	if j.feats, err = ring.get(ctx, t.split(j)*t.d.FeatDim()); err != nil {
+		t.releaseBatch(j)
+		return err
+	}
+	j.buf = j.feats
+	if err := t.gather(j); err != nil {
+		ring.put(j.buf)
+		t.releaseBatch(j)
+		return err
+	}
+	targets := j.hb.nodes[:j.hb.targets]
+	if err := t.upload(j); err != nil {
+		t.freeJob(j)
+		return err
+	}
+	t.beMu.Lock()
+	tp := &tape{be: t.be}
+	err = tp.run(func() {
+		logits := t.model.forward(tp, &pass{blocks: j.blocks, x: j.x})
+		if e := fn(targets, logits, j.lab); e != nil {
+			panic(tapeError{e})
+		}
+	})
+	tp.free()
+	t.beMu.Unlock()
+	t.freeJob(j)
+	return err
 }
 
 // validateEval checks the evaluation options (defaults applied).

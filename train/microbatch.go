@@ -33,70 +33,127 @@ type microBatch struct {
 	hb *hostBatch
 	// full maps the micro-batch's local ids to the batch's.
 	full []int32
-	// labelled is the number of its targets with a label (>= 0).
-	labelled int
 }
 
-// splitHostBatch cuts hb into k micro-batches of consecutive targets (sizes
-// differ by at most one). k is clamped to [1, hb.targets].
-func splitHostBatch(hb *hostBatch, k int) []microBatch {
-	k = max(1, min(k, hb.targets))
-	L := len(hb.blocks)
-	outDeg := make([][]int32, L)
+// splitter cuts a host batch into k micro-batches of consecutive targets
+// (sizes differ by at most one), one at a time: only the micro-batches
+// being computed exist, not all k.
+type splitter struct {
+	hb     *hostBatch
+	k      int
+	outDeg [][]int32
+	newID  []int32 // scratch: old local → new local, -1 between uses
+}
+
+// newSplitter prepares hb's split into k micro-batches (k clamped to
+// [1, hb.targets]).
+func newSplitter(hb *hostBatch, k int) *splitter {
+	s := &splitter{hb: hb, k: max(1, min(k, hb.targets)), outDeg: make([][]int32, len(hb.blocks)), newID: make([]int32, len(hb.nodes))}
 	for l, b := range hb.blocks {
-		outDeg[l] = b.OutDegrees()
+		s.outDeg[l] = b.OutDegrees()
 	}
-	newID := make([]int32, len(hb.nodes))
-	for i := range newID {
-		newID[i] = -1
+	for i := range s.newID {
+		s.newID[i] = -1
 	}
-	out := make([]microBatch, 0, k)
-	for m := range k {
-		lo, hi := m*hb.targets/k, (m+1)*hb.targets/k
-		order := make([]int32, 0, hi-lo) // new local → old local
-		for u := lo; u < hi; u++ {
-			newID[u] = int32(len(order))
-			order = append(order, int32(u))
+	return s
+}
+
+// targets is micro-batch m's target range [lo, hi) of hb's targets.
+func (s *splitter) targets(m int) (lo, hi int) {
+	return m * s.hb.targets / s.k, (m + 1) * s.hb.targets / s.k
+}
+
+// walk finds the batch-local nodes micro-batch m reaches, in its local
+// order (targets first, then each block's new sources, top block first),
+// and with build also its blocks (in hb's block order). It leaves the
+// newID scratch all -1.
+func (s *splitter) walk(m int, build bool) (order []int32, blocks []*kernels.Block) {
+	hb := s.hb
+	L := len(hb.blocks)
+	lo, hi := s.targets(m)
+	order = make([]int32, 0, hi-lo)
+	for u := lo; u < hi; u++ {
+		s.newID[u] = int32(len(order))
+		order = append(order, int32(u))
+	}
+	if build {
+		blocks = make([]*kernels.Block, L)
+	}
+	for l := L - 1; l >= 0; l-- {
+		fb := hb.blocks[l]
+		nd := len(order)
+		var kb *kernels.Block
+		if build {
+			kb = &kernels.Block{NumDst: nd, Indptr: make([]int32, nd+1)}
 		}
-		sub := &hostBatch{targets: hi - lo, blocks: make([]*kernels.Block, L)}
-		for l := L - 1; l >= 0; l-- {
-			fb := hb.blocks[l]
-			nd := len(order)
-			kb := &kernels.Block{NumDst: nd, Indptr: make([]int32, nd+1)}
-			for i := 0; i < nd; i++ {
-				u := order[i]
-				for _, w := range fb.Indices[fb.Indptr[u]:fb.Indptr[u+1]] {
-					if newID[w] < 0 {
-						newID[w] = int32(len(order))
-						order = append(order, w)
-					}
-					kb.Indices = append(kb.Indices, newID[w])
+		for i := 0; i < nd; i++ {
+			u := order[i]
+			for _, w := range fb.Indices[fb.Indptr[u]:fb.Indptr[u+1]] {
+				if s.newID[w] < 0 {
+					s.newID[w] = int32(len(order))
+					order = append(order, w)
 				}
+				if build {
+					kb.Indices = append(kb.Indices, s.newID[w])
+				}
+			}
+			if build {
 				kb.Indptr[i+1] = int32(len(kb.Indices))
 			}
+		}
+		if build {
 			kb.NumSrc = len(order)
 			kb.SrcDegrees = make([]int32, kb.NumSrc)
 			for j, u := range order {
-				kb.SrcDegrees[j] = outDeg[l][u]
+				kb.SrcDegrees[j] = s.outDeg[l][u]
 			}
-			sub.blocks[l] = kb
+			blocks[l] = kb
 		}
-		sub.nodes = make([]int64, len(order))
-		for i, u := range order {
-			sub.nodes[i] = hb.nodes[u]
-			newID[u] = -1
-		}
-		out = append(out, microBatch{hb: sub, full: order})
+	}
+	for _, u := range order {
+		s.newID[u] = -1
+	}
+	return order, blocks
+}
+
+// rows is micro-batch m's input rows, without building it.
+func (s *splitter) rows(m int) int {
+	order, _ := s.walk(m, false)
+	return len(order)
+}
+
+// build makes micro-batch m and counts its arrays in memacct.
+func (s *splitter) build(m int) microBatch {
+	order, blocks := s.walk(m, true)
+	lo, hi := s.targets(m)
+	sub := &hostBatch{targets: hi - lo, blocks: blocks, nodes: make([]int64, len(order))}
+	for i, u := range order {
+		sub.nodes[i] = s.hb.nodes[u]
+	}
+	own := 8*int64(cap(sub.nodes)) + 4*int64(cap(order))
+	for _, kb := range sub.blocks {
+		own += 4 * int64(cap(kb.Indptr)+cap(kb.Indices)+cap(kb.SrcDegrees))
+	}
+	sub.count(own)
+	return microBatch{hb: sub, full: order}
+}
+
+// splitHostBatch cuts hb into k micro-batches at once (see splitter).
+func splitHostBatch(hb *hostBatch, k int) []microBatch {
+	s := newSplitter(hb, k)
+	out := make([]microBatch, s.k)
+	for m := range out {
+		out[m] = s.build(m)
 	}
 	return out
 }
 
-// splitToFit returns the split of hb into the fewest micro-batches (a power
-// of two, at most MaxMicroBatches) whose input rows are each at most
-// maxRows; with maxRows <= 0 or a batch that fits, hb whole.
-func splitToFit(hb *hostBatch, maxRows int) []microBatch {
+// fitSplit is the fewest micro-batches (a power of two, at most
+// MaxMicroBatches and at most the targets) whose input rows are each at
+// most maxRows; 1 with maxRows <= 0 or a batch that fits.
+func fitSplit(hb *hostBatch, maxRows int) int {
 	if maxRows <= 0 || len(hb.nodes) <= maxRows {
-		return []microBatch{{hb: hb}}
+		return 1
 	}
 	// The micro-batches' rows add up to at least the batch's.
 	k := 1
@@ -104,13 +161,13 @@ func splitToFit(hb *hostBatch, maxRows int) []microBatch {
 		k *= 2
 	}
 	for {
-		mbs := splitHostBatch(hb, k)
+		s := newSplitter(hb, k)
 		fits := true
-		for _, mb := range mbs {
-			fits = fits && len(mb.hb.nodes) <= maxRows
+		for m := 0; m < s.k && fits; m++ {
+			fits = s.rows(m) <= maxRows
 		}
 		if fits || k >= MaxMicroBatches || k >= hb.targets {
-			return mbs
+			return k
 		}
 		k *= 2
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -104,12 +105,15 @@ func TestSplitHostBatch(t *testing.T) {
 	if fmt.Sprint(m1.nodes) != "[11 13 14]" || fmt.Sprint(mbs[1].full) != "[1 3 4]" {
 		t.Errorf("micro 1 nodes %v full %v", m1.nodes, mbs[1].full)
 	}
-	// splitToFit: 5 rows do not fit 4, so two micro-batches (4 and 3 rows).
-	if got := splitToFit(hb, 4); len(got) != 2 {
-		t.Errorf("splitToFit(4): %d micro-batches, want 2", len(got))
+	// fitSplit: 5 rows do not fit 4, so two micro-batches (4 and 3 rows).
+	if got := fitSplit(hb, 4); got != 2 {
+		t.Errorf("fitSplit(4) = %d micro-batches, want 2", got)
 	}
-	if got := splitToFit(hb, 5); len(got) != 1 || got[0].hb != hb {
-		t.Errorf("splitToFit(5) split a batch that fits")
+	if got := fitSplit(hb, 5); got != 1 {
+		t.Errorf("fitSplit(5) = %d: split a batch that fits", got)
+	}
+	if r := newSplitter(hb, 2).rows(0); r != len(m0.nodes) {
+		t.Errorf("rows(0) = %d, built micro-batch has %d", r, len(m0.nodes))
 	}
 }
 
@@ -147,4 +151,29 @@ func TestModelMemBytesMatchesBackend(t *testing.T) {
 		m.Close()
 		be.Close()
 	}
+}
+
+// TestSampledEvalMicroBatches: sampled inference with batches cut to a
+// small row cap gives the predictions of whole batches.
+func TestSampledEvalMicroBatches(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	o.Epochs, o.Layers, o.Fanouts = 1, 3, []int{4, 4, 4}
+	runThen(t, d, o, func(tr *Trainer) {
+		nodes := d.ValidIdx()
+		whole, err := tr.Predict(context.Background(), nodes, o.Fanouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.maxRows = 60
+		split, err := tr.Predict(context.Background(), nodes, o.Fanouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range whole {
+			if d := math.Abs(float64(whole[i] - split[i])); d > 1e-4*(1+math.Abs(float64(whole[i]))) {
+				t.Fatalf("value %d: whole batches %v, micro-batches %v", i, whole[i], split[i])
+			}
+		}
+	})
 }

@@ -107,8 +107,13 @@ type Options struct {
 	// storage.ReadDirect (O_DIRECT: only the row's aligned blocks, no page
 	// cache). FeatIODepth bounds the reads in flight per batch
 	// (featurecache.Options.IODepth; 0: its default).
-	FeatRead           storage.ReadMode `json:"-"`
-	FeatIODepth        int              `json:"feat_io_depth,omitempty"`
+	FeatRead    storage.ReadMode `json:"-"`
+	FeatIODepth int              `json:"feat_io_depth,omitempty"`
+	// FeatCoalesceGap and FeatIO are featurecache.Options.CoalesceGap
+	// (0: the dataset's device.json; featurecache.PerRowReads: one read
+	// per row) and IO (auto: io_uring where the kernel allows it).
+	FeatCoalesceGap    int64            `json:"feat_coalesce_gap,omitempty"`
+	FeatIO             storage.IOEngine `json:"-"`
 	NeighborCacheBytes int64            `json:"neighbor_cache_bytes"`
 
 	// NoFeatureBlock turns off the dynamic feature block of a
@@ -220,6 +225,9 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	w := o.withDefaults()
+	if w.FeatCoalesceGap < featurecache.PerRowReads {
+		return fmt.Errorf("%w: FeatCoalesceGap %d, want >= %d", ErrInvalidOptions, w.FeatCoalesceGap, featurecache.PerRowReads)
+	}
 	if w.FeatIODepth < 0 {
 		return fmt.Errorf("%w: FeatIODepth %d, want >= 0", ErrInvalidOptions, w.FeatIODepth)
 	}

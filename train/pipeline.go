@@ -13,6 +13,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -32,10 +33,13 @@ type job struct {
 	weight        float32
 	// batchReused is the batch's reused hop-1 nodes (on its last job).
 	batchReused int
-	hb          *hostBatch
-	hist        *hist
-	feats       []float32
-	labels      []int32
+	// batch is the sampled batch the job's host batch aliases, on the
+	// batch's last job: freeJob releases it (sample.Batch.Release).
+	batch  *sample.Batch
+	hb     *hostBatch
+	hist   *hist
+	feats  []float32
+	labels []int32
 	// buf is feats' ring buffer, returned to ring when the batch's input
 	// no longer needs it (after upload, or when x is freed if x adopted it).
 	buf  []float32
@@ -75,6 +79,20 @@ func (t *Trainer) freeJob(j *job) {
 		j.ring.put(j.buf)
 	}
 	j.buf, j.feats = nil, nil
+	t.releaseBatch(j)
+}
+
+// releaseBatch releases the job's host batch and, on the batch's last
+// job, its sampled batch from the memory counters.
+func (t *Trainer) releaseBatch(j *job) {
+	if j.hb != nil {
+		memacct.Add(memacct.SampledBatches, -j.hb.counted)
+		j.hb.counted = 0
+	}
+	if j.batch != nil {
+		j.batch.Release()
+		j.batch = nil
+	}
 }
 
 // batchSource is the sample stage's input: a *sample.Iterator, or a
@@ -216,6 +234,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			t0 := time.Now()
 			sa.add(b.SampleSeconds)
 			if i < skip {
+				b.Release()
 				continue
 			}
 			j := &job{idx: i, iter: iter}
@@ -258,34 +277,58 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				}
 				j.hist = hs
 			}
-			mbs := t.microBatches(convert(b, nil, gat))
-			total := 0
-			if len(mbs) > 1 {
-				labels := t.d.Labels()
-				for k := range mbs {
-					mbs[k].labelled = countLabelled(labels, mbs[k].hb.nodes[:mbs[k].hb.targets])
-					total += mbs[k].labelled
-				}
-			}
+			hb := convert(b, nil, gat)
+			k := t.microCount(hb)
 			sa.since(t0)
-			for m, mb := range mbs {
-				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: len(mbs), weight: 1, hb: mb.hb, hist: j.hist,
+			if k == 1 {
+				mj := &job{idx: j.idx, iter: j.iter, micros: 1, weight: 1, hb: hb, hist: j.hist, batch: b,
 					macro: j.macro, macroParts: j.macroParts}
-				if len(mbs) > 1 {
-					mj.weight = 0
-					if total > 0 {
-						mj.weight = float32(mb.labelled) / float32(total)
-					}
-					if j.hist != nil {
-						mj.hist = subHist(j.hist, mb, t.hc.Hidden())
-					}
-				}
-				if m == len(mbs)-1 && j.hist != nil {
+				if j.hist != nil {
 					mj.batchReused = len(j.hist.reused)
 				}
 				select {
 				case toGather <- mj:
 				case <-ctx.Done():
+					t.releaseBatch(mj)
+					return
+				}
+				continue
+			}
+			// Micro-batches are built one at a time, as the pipeline
+			// takes them: only those in flight exist. Each copies what it
+			// needs, so the host and sampled batches are released after
+			// the last is built.
+			sp := newSplitter(hb, k)
+			labels := t.d.Labels()
+			total := countLabelled(labels, hb.nodes[:hb.targets])
+			for m := range sp.k {
+				t0 := time.Now()
+				mb := sp.build(m)
+				lo, hi := sp.targets(m)
+				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: sp.k, hb: mb.hb, macro: j.macro, macroParts: j.macroParts}
+				if total > 0 {
+					mj.weight = float32(countLabelled(labels, hb.nodes[lo:hi])) / float32(total)
+				}
+				if j.hist != nil {
+					mj.hist = subHist(j.hist, mb, t.hc.Hidden())
+				}
+				if m == sp.k-1 {
+					memacct.Add(memacct.SampledBatches, -hb.counted)
+					hb.counted = 0
+					b.Release()
+					if j.hist != nil {
+						mj.batchReused = len(j.hist.reused)
+					}
+				}
+				sa.since(t0)
+				select {
+				case toGather <- mj:
+				case <-ctx.Done():
+					t.releaseBatch(mj)
+					if m < sp.k-1 {
+						memacct.Add(memacct.SampledBatches, -hb.counted)
+						b.Release()
+					}
 					return
 				}
 			}
@@ -445,6 +488,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}
 	es.TrainAcc = ratio(int64(correct), int64(seen))
 	es.Storage = subStages(t.d.Accounting().Snapshot(), acc0)
+	es.GatherReadsPerSec, es.GatherMBPerSec = gatherRates(es.Storage, es.Stages.Gather)
 	es.IOReadBytes = -1
 	if io1, err := iostat.Self(); err == nil && ioErr == nil {
 		es.IOReadBytes = io1.Sub(io0).ReadBytes
@@ -479,6 +523,20 @@ func ratio(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// gatherRates is the gather stage's read calls and MB (10^6 bytes) read
+// per second of sec.
+func gatherRates(st []storage.StageStats, sec float64) (readsPerSec, mbPerSec float64) {
+	if sec <= 0 {
+		return 0, 0
+	}
+	for _, s := range st {
+		if s.Stage == storage.StageGather {
+			return float64(s.ReadCalls) / sec, float64(s.BytesRead) / 1e6 / sec
+		}
+	}
+	return 0, 0
 }
 
 func subStages(now, before []storage.StageStats) []storage.StageStats {
@@ -608,14 +666,14 @@ func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err
 	return loss, n, correct, total, err
 }
 
-// microBatches cuts hb as Options.MicroBatches says, or into the fewest
-// micro-batches whose input rows fit the working set the budget planned
-// (Trainer.maxRows).
-func (t *Trainer) microBatches(hb *hostBatch) []microBatch {
+// microCount is the micro-batches hb is cut into: Options.MicroBatches
+// when set, else the fewest whose input rows fit the working set the
+// budget planned (Trainer.maxRows).
+func (t *Trainer) microCount(hb *hostBatch) int {
 	if k := t.o.MicroBatches; k > 1 {
-		return splitHostBatch(hb, k)
+		return max(1, min(k, hb.targets))
 	}
-	return splitToFit(hb, t.maxRows)
+	return fitSplit(hb, t.maxRows)
 }
 
 // accumulate adds the parameter gradients of the micro-batch just

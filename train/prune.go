@@ -1,6 +1,7 @@
 package train
 
 import (
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -12,6 +13,16 @@ type hostBatch struct {
 	nodes   []int64
 	targets int // the first targets entries of nodes are the targets
 	blocks  []*kernels.Block
+	// counted is the bytes of arrays the host batch allocated itself
+	// (not aliased from the sampled batch) in memacct.SampledBatches,
+	// released by Trainer.releaseBatch.
+	counted int64
+}
+
+// count adds n bytes of the host batch's own arrays to the counters.
+func (hb *hostBatch) count(n int64) {
+	hb.counted += n
+	memacct.Add(memacct.SampledBatches, n)
 }
 
 // convert turns b into the backend form. Rows listed in reused (local ids of
@@ -83,6 +94,24 @@ func convert(b *sample.Batch, reused []int32, selfLoops bool) *hostBatch {
 			hb.nodes[i] = nodesOld[u]
 		}
 	}
+	// Own arrays: the int32 offsets always; without reuse the indices
+	// and nodes alias the sampled batch.
+	var own int64
+	for _, kb := range hb.blocks {
+		own += 4 * int64(cap(kb.Indptr))
+		if len(reused) > 0 {
+			own += 4 * int64(cap(kb.Indices))
+		}
+	}
+	if len(reused) > 0 {
+		own += 8 * int64(cap(hb.nodes))
+	}
+	if selfLoops {
+		for _, kb := range hb.blocks {
+			own += 4 * int64(kb.NumDst+len(kb.Indices)) // withSelfLoops' copy, at most
+		}
+	}
+	hb.count(own)
 	if selfLoops {
 		for l, kb := range hb.blocks {
 			hb.blocks[l] = withSelfLoops(kb)

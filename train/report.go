@@ -14,7 +14,7 @@ import (
 
 // WriteEpochHeader writes the header of the per-epoch table.
 func WriteEpochHeader(w io.Writer) error {
-	_, err := fmt.Fprintln(w, "epoch\tloss\ttrain\tvalid\ttest\twall\tSa\tGa\tTr\tCo\toverlap\tread rows\tread bytes\tio read\tnbr hit\tdyn hit\tfeat hit\thist hit\treused\t")
+	_, err := fmt.Fprintln(w, "epoch\tloss\ttrain\tvalid\ttest\twall\tSa\tGa\tTr\tCo\toverlap\tread rows\tread bytes\tio read\tGa reads/s\tGa MB/s\tnbr hit\tdyn hit\tfeat hit\thist hit\treused\t")
 	return err
 }
 
@@ -39,10 +39,10 @@ func WriteEpochRow(w io.Writer, e EpochStats) error {
 	if e.IOReadBytes >= 0 {
 		io = humanize.IBytes(uint64(e.IOReadBytes))
 	}
-	_, err := fmt.Fprintf(w, "%d\t%.4f\t%.2f%%\t%s\t%s\t%.2fs\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%d\t\n",
+	_, err := fmt.Fprintf(w, "%d\t%.4f\t%.2f%%\t%s\t%s\t%.2fs\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%.0f\t%.1f\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%d\t\n",
 		e.Epoch, e.Loss, 100*e.TrainAcc, acc(e.ValidAcc), acc(e.TestAcc), e.WallSec,
 		e.Stages.Sample, e.Stages.Gather, e.Stages.Transfer, e.Stages.Compute, e.Overlap,
-		rows, humanize.IBytes(uint64(bytesRead)), io,
+		rows, humanize.IBytes(uint64(bytesRead)), io, e.GatherReadsPerSec, e.GatherMBPerSec,
 		100*e.NeighborHit, 100*e.DynamicHit, 100*e.FeatureHit, 100*e.HistHit, e.Reused)
 	return err
 }

@@ -118,7 +118,8 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 			return nil, err
 		}
 	}
-	fo := &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth, Logger: o.Logger}
+	fo := &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth,
+		CoalesceGap: o.FeatCoalesceGap, IO: o.FeatIO, Logger: o.Logger}
 	if o.Profile != nil && (o.FeatPolicy == featurecache.PolicyAuto || o.FeatPolicy == featurecache.PolicyProfiled) {
 		fo.Counts = o.Profile.Feat
 	}
@@ -286,6 +287,12 @@ type EpochStats struct {
 	// unavailable).
 	Storage     []storage.StageStats `json:"storage"`
 	IOReadBytes int64                `json:"io_read_bytes"`
+	// GatherReadsPerSec and GatherMBPerSec are the gather stage's read
+	// calls and bytes read (storage accounting) per busy second of Gather
+	// (Stages.Gather): what the feature reads achieved while the stage
+	// ran. 0 without gather time.
+	GatherReadsPerSec float64 `json:"gather_reads_per_s"`
+	GatherMBPerSec    float64 `json:"gather_mb_per_s"`
 	// Hit rates in [0,1] (NaN-free: 0 when nothing was asked).
 	NeighborHit float64 `json:"neighbor_hit_rate"`
 	DynamicHit  float64 `json:"dynamic_hit_rate"`

@@ -159,17 +159,24 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 	// blocks, no page cache) and the trainer's default I/O depth.
 	direct := []string{"--feat-read", "direct"}
 	planned = append(planned, direct...)
+	// The peers read every missed row with its own pread, as ssdgnn did
+	// before read plans (docs/ooc.md, "Gather in big pieces");
+	// ssdgnn-rowwise is ssdgnn read that way.
+	rowwise := []string{"--coalesce-gap", "0", "--io", "pread"}
 	switch name {
 	case "mmap-baseline":
 		return fmt.Sprintf("random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap), %d feature reads in flight", BaselineIODepth),
-			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth)}
+			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth), "--coalesce-gap", "0", "--io", "pread"}
 	case "dual-cache":
 		nb := int64(o.NeighborFrac * float64(o.CacheBudget))
 		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), O_DIRECT feature reads, no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
-			append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...)
+			append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...), rowwise...)
 	case "ssdgnn":
-		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads",
+		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), io_uring where allowed",
 			append(append(part, planned...), hist...)
+	case "ssdgnn-rowwise":
+		return "ssdgnn with one pread per missed row (--coalesce-gap 0 --io pread), as before read plans",
+			append(append(append(part, planned...), hist...), rowwise...)
 	case "ssdgnn-no-partition":
 		return "ablation: random batches, planned cache sizes, history cache, O_DIRECT feature reads",
 			append(append([]string{"--selection", "random"}, planned...), hist...)
@@ -199,6 +206,9 @@ func (h *harness) trainArgs(epochs int, metrics, ckpt string) []string {
 		"--fanouts", o.Fanouts, "--seed", strconv.FormatInt(o.Seed, 10), "--json", "-q", "-v", "--metrics", metrics, "--checkpoint", ckpt}
 	if o.InFlight > 0 {
 		args = append(args, "--in-flight", strconv.Itoa(o.InFlight))
+	}
+	if o.Eval != "" {
+		args = append(args, "--eval", o.Eval)
 	}
 	return args
 }
@@ -313,7 +323,7 @@ func (h *harness) runConfig(ctx context.Context, name string, ds *Dataset) Confi
 			cr.Error += ": " + lastLine(res.StderrTail)
 		}
 	}
-	cr.summarize(ds.NumTrain)
+	cr.summarize(ds.NumTrain, ds.Device)
 	cr.toTarget(ds.target(h.o.TargetFactor))
 	return cr
 }

@@ -120,6 +120,9 @@ type Options struct {
 	// 2). 1 halves the working set, leaving the page cache more of a
 	// tight limit, at the cost of gather/compute overlap.
 	InFlight int
+	// Eval is every training child's --eval: "" (the trainer's default,
+	// exact layer-wise), "layerwise" or "sampled".
+	Eval string
 	// CgroupRoot is the cgroup filesystem mount (default /sys/fs/cgroup);
 	// ProcCgroup the file naming our cgroup (default /proc/self/cgroup).
 	CgroupRoot string
@@ -130,7 +133,7 @@ type Options struct {
 }
 
 // ConfigNames lists the configurations in report order.
-var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist"}
+var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist", "ssdgnn-rowwise"}
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -234,6 +237,8 @@ func (o *Options) Validate() error {
 		return bad("negative ChildTimeout")
 	case r.InFlight < 0:
 		return bad("negative InFlight")
+	case r.Eval != "" && r.Eval != "layerwise" && r.Eval != "sampled":
+		return bad("Eval %q, want layerwise or sampled", r.Eval)
 	}
 	for _, c := range r.Configs {
 		if !knownConfig(c) {

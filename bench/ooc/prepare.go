@@ -3,10 +3,13 @@ package ooc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Dataset describes the benchmark's dataset after preparation.
@@ -22,6 +25,10 @@ type Dataset struct {
 	Reused      bool   `json:"reused"`
 	PlanFile    string `json:"plan_file"`
 	Plan        *Plan  `json:"plan"`
+	// Device is the disk's measured read costs (DIR/device.json, from
+	// ssdgnn probe, run once when missing): the limit the gather is
+	// compared with.
+	Device *storage.DeviceProfile `json:"device,omitempty"`
 }
 
 // Plan is the part of plan.json the harness uses.
@@ -185,6 +192,15 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 	ds.Plan = new(Plan)
 	if err := readJSON(ds.PlanFile, ds.Plan); err != nil {
 		return nil, fmt.Errorf("ooc: %s: %w", ds.PlanFile, err)
+	}
+	if _, err := storage.ReadDeviceProfile(o.Dir); errors.Is(err, storage.ErrNoDeviceProfile) {
+		h.log.Info("probing the disk")
+		if _, err := h.setup(ctx, "probe", "probe", o.Dir, "-q", "--json"); err != nil {
+			return nil, err
+		}
+	}
+	if ds.Device, err = storage.ReadDeviceProfile(o.Dir); err != nil {
+		return nil, err
 	}
 	return ds, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dustin/go-humanize"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -248,6 +249,22 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			c.Name, c.EpochSec, c.SampleSec, c.GatherSec, c.TransferSec, c.ComputeSec, ib(c.IOReadPerEpoch), ib(c.RequestedPerEpoch), c.RR,
 			pct(c.NeighborHit), pct(c.FeatureHit), pct(c.HistHit), pct(c.FinalValid), c.EvalSec, toTarget, peak, hits, yesNo(c.OOMKilled()), status)
 	}
+	p("\n## Gather against the disk's limit\n\n")
+	if dev := r.Dataset.deviceProfile(); dev != nil {
+		p("The gather stage's own reads (storage accounting, a merged read counted once with all its bytes) per epoch, their rate over the Gather busy seconds, and the device time they need at the disk's measured costs (device.json, %s reads, %.0f random reads/s at depth %d, %s/s sequential): reads ÷ random reads/s + bytes ÷ sequential bandwidth. Ga / limit = 1 would be a gather bound by the disk alone.\n\n",
+			dev.ReadMode, dev.RandomReadsPerSec, dev.RandomDepth, ib(dev.SeqBytesPerSec))
+	} else {
+		p("No device profile: the limit is not computed.\n\n")
+	}
+	p("| configuration | Ga s | reads | bytes read | reads/s | MB/s | limit s | Ga / limit |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, c := range r.Configs {
+		ratio := "-"
+		if c.GatherLimitSec > 0 {
+			ratio = fmt.Sprintf("%.2f", c.GatherSec/c.GatherLimitSec)
+		}
+		p("| %s | %.2f | %.0f | %s | %.0f | %.1f | %.2f | %s |\n", c.Name, c.GatherSec, c.GatherReadsPerEpoch, ib(c.GatherBytesReadPerEpoch),
+			c.GatherReadsPerSec, c.GatherMBPerSec, c.GatherLimitSec, ratio)
+	}
 	p("\n## Whole child processes\n\n| configuration | wall s | process read | inblock×512 | max RSS | exit |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, c := range r.Configs {
 		if c.Child == nil {
@@ -378,4 +395,12 @@ func (r *Report) PlotBytes(path string) error {
 	p.Add(bc)
 	p.NominalX(r.names()...)
 	return p.Save(vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// deviceProfile is the dataset's device profile, nil without one.
+func (d *Dataset) deviceProfile() *storage.DeviceProfile {
+	if d == nil {
+		return nil
+	}
+	return d.Device
 }

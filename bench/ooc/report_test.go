@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -33,7 +34,9 @@ func cannedReport(t *testing.T) *Report {
 		BytesOnDisk: 6 << 30, Parts: 2000, Plan: &Plan{Alpha: 0.4,
 			Feature:  CacheSplit{BudgetBytes: 400 << 20, TableBytes: 40_000_000},
 			History:  CacheSplit{BudgetBytes: 400 << 20, TableBytes: 40_000_000},
-			Neighbor: CacheSplit{BudgetBytes: 224 << 20, TableBytes: 10_000_000}}}
+			Neighbor: CacheSplit{BudgetBytes: 224 << 20, TableBytes: 10_000_000}},
+		Device: &storage.DeviceProfile{Version: storage.DeviceProfileVersion, ReadMode: "direct", RowBytes: 512, RandomDepth: 16,
+			RandomReadsPerSec: 55000, SeqDepth: 1, SeqReadBytes: 1 << 20, SeqBytesPerSec: 690 << 20}}
 	r := &Report{Timestamp: "2025-01-02T03:04:05Z", MemLimit: 2 << 30, CacheBudget: 1 << 30, Epochs: 2, Layers: 3, Hidden: 32,
 		BatchSize: 1000, Fanouts: "10,10,10", Compute: "GraphSAGE, 3 layers, hidden width 32", Capped: true, CgroupVersion: 1,
 		CgroupParent: "/sys/fs/cgroup/memory/x", CachesDropped: true, Dataset: ds,
@@ -52,7 +55,7 @@ func cannedReport(t *testing.T) *Report {
 			c.Epochs[j].WallSec *= scale[name]
 			c.Epochs[j].IOReadBytes = int64(float64(c.Epochs[j].IOReadBytes) * scale[name])
 		}
-		c.summarize(ds.NumTrain)
+		c.summarize(ds.NumTrain, ds.Device)
 		r.Configs = append(r.Configs, c)
 	}
 	// one failure, to show how it reads

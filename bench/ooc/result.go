@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TrainReport is the part of `ssdgnn train --json` the harness reads. It is
@@ -42,6 +44,7 @@ type Epoch struct {
 		Rows           int64  `json:"rows_requested"`
 		BytesRequested int64  `json:"bytes_requested"`
 		BytesRead      int64  `json:"bytes_read"`
+		ReadCalls      int64  `json:"read_calls"`
 	} `json:"storage"`
 	IOReadBytes int64   `json:"io_read_bytes"`
 	NeighborHit float64 `json:"neighbor_hit_rate"`
@@ -132,6 +135,16 @@ type ConfigResult struct {
 	ComputeSec        float64 `json:"compute_s"`
 	IOReadPerEpoch    float64 `json:"io_read_bytes_per_epoch"`
 	RequestedPerEpoch float64 `json:"bytes_requested_per_epoch"`
+	// The gather stage's storage reads per epoch (its own accounting:
+	// read calls and bytes read, merged reads counted whole), their rate
+	// over the Gather busy seconds, and GatherLimitSec, the device time
+	// they need at the disk's measured costs: calls / random reads per
+	// second + bytes / sequential bandwidth (Dataset.Device).
+	GatherReadsPerEpoch     float64 `json:"gather_reads_per_epoch"`
+	GatherBytesReadPerEpoch float64 `json:"gather_bytes_read_per_epoch"`
+	GatherReadsPerSec       float64 `json:"gather_reads_per_s"`
+	GatherMBPerSec          float64 `json:"gather_mb_per_s"`
+	GatherLimitSec          float64 `json:"gather_limit_s"`
 	// RR is input-layer nodes per training node (OUTRE's redundancy ratio).
 	RR          float64 `json:"rr"`
 	NeighborHit float64 `json:"neighbor_hit_rate"`
@@ -167,8 +180,9 @@ func (c *ConfigResult) OK() bool {
 	return c.Error == "" && c.Child != nil && c.Child.OK() && len(c.Epochs) > 0
 }
 
-// summarize fills the means from Epochs; numTrain is the training-set size.
-func (c *ConfigResult) summarize(numTrain int64) {
+// summarize fills the means from Epochs; numTrain is the training-set
+// size, dev the disk the gather limit is computed for (nil: none).
+func (c *ConfigResult) summarize(numTrain int64, dev *storage.DeviceProfile) {
 	n := float64(len(c.Epochs))
 	if n == 0 {
 		return
@@ -188,7 +202,20 @@ func (c *ConfigResult) summarize(numTrain int64) {
 		c.ComputeSec += e.Stages.Compute / n
 		c.IOReadPerEpoch += float64(e.IOReadBytes) / n
 		c.RequestedPerEpoch += float64(e.BytesRequested()) / n
+		for _, s := range e.Storage {
+			if s.Stage == "gather" {
+				c.GatherReadsPerEpoch += float64(s.ReadCalls) / n
+				c.GatherBytesReadPerEpoch += float64(s.BytesRead) / n
+			}
+		}
 		in += e.InputNodes
+	}
+	if c.GatherSec > 0 {
+		c.GatherReadsPerSec = c.GatherReadsPerEpoch / c.GatherSec
+		c.GatherMBPerSec = c.GatherBytesReadPerEpoch / 1e6 / c.GatherSec
+	}
+	if dev != nil && dev.Validate() == nil {
+		c.GatherLimitSec = c.GatherReadsPerEpoch*dev.RandomReadSec() + c.GatherBytesReadPerEpoch/dev.SeqBytesPerSec
 	}
 	if evals > 0 {
 		c.EvalSec /= float64(evals)

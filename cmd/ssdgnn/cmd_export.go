@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/interop/distdgl"
 	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
@@ -51,6 +52,11 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			rep, err := graphbolt.Export(args[0], args[1], &graphbolt.Options{IDDType: d, NoLink: noLink, MemBytes: int64(mem),
 				Force: force, Progress: g.progress(), Logger: g.logger()})
 			if err != nil {
@@ -94,6 +100,11 @@ partitioning step. The number of parts is the partitioning's: make one with
 			if err != nil {
 				return err
 			}
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			rep, err := distdgl.Export(args[0], args[1], &distdgl.Options{Partition: part, NumChunks: chunks, LabelDType: d,
 				MemBytes: int64(mem), Force: force, Progress: g.progress(), Logger: g.logger()})
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -47,8 +48,16 @@ same flags and --seed give byte-identical files.`,
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
+				return err
+			}
+			lk, err := dirlock.Acquire(args[0])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			opts := &synth.Options{Force: force, MemBytes: int64(mem), Progress: g.progress(), Workers: workers}
-			rep, err := synth.Generate(args[0], cfg, opts)
+			rep, err := synth.GenerateContext(cmd.Context(), args[0], cfg, opts)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
 )
@@ -25,6 +26,7 @@ type importFlags struct {
 	mem                      byteSize
 	tempDir                  string
 	force, asJSON            bool
+	allowNonFinite           bool
 }
 
 func (f *importFlags) register(cmd *cobra.Command) {
@@ -39,15 +41,19 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
 	fl.Var(&f.mem, "mem", "memory budget of the external edge sort (default 512MiB); peak is about 1.5x this")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
+	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing dataset in OUT")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 
-func (f *importFlags) options(g *globals) (*importer.Options, error) {
+func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options, error) {
+	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
+		return nil, err
+	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,
 		FeatDType: f.featDType, NumClasses: f.numClasses, Seed: f.seed, MemBytes: int64(f.mem),
-		TempDir: f.tempDir, Force: f.force, Progress: g.progress(), Logger: g.logger(),
+		TempDir: f.tempDir, Force: f.force, AllowNonFinite: f.allowNonFinite, Progress: g.progress(), Logger: g.logger(),
 	}
 	parts := strings.Split(f.splitFrac, ",")
 	if len(parts) != 3 {
@@ -98,12 +104,17 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
   ssdgnn import ogb ~/ogb/ogbn_papers100M data/papers --split time --feat-dtype float16`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
 			o.Split = split
-			rep, err := importer.ImportOGB(args[0], args[1], o)
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
+			rep, err := importer.ImportOGBContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}
@@ -131,7 +142,7 @@ and full ship headerless raw arrays named .npy: describe each with
       --raw feat=float32:100000000x1024 --raw label=float32:100000000 --raw edges=int64:1223571364x2`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -139,7 +150,12 @@ and full ship headerless raw arrays named .npy: describe each with
 			if o.Raw, err = parseRawSpecs(raw); err != nil {
 				return err
 			}
-			rep, err := importer.ImportNPY(args[0], args[1], o)
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
+			rep, err := importer.ImportNPYContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}
@@ -192,7 +208,7 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
   ssdgnn import edgelist edges.csv.gz data/g --delim , --feat feats.npy --labels labels.txt --num-classes 10`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -208,7 +224,12 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 				o.Delim = delim[0]
 			}
 			o.Comment, o.FeatFile, o.LabelFile, o.NumNodes = comment, feat, labels, numNodes
-			rep, err := importer.ImportEdgeList(args[0], args[1], o)
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
+			rep, err := importer.ImportEdgeListContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}
@@ -239,11 +260,16 @@ stored dtype, so importing an export gives the dataset back.`,
 		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(g)
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
-			rep, err := importer.ImportGraphBolt(args[0], args[1], o)
+			lk, err := dirlock.Acquire(args[1])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
+			rep, err := importer.ImportGraphBoltContext(cmd.Context(), args[0], args[1], o)
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,8 @@ func newInfoCmd(g *globals) *cobra.Command {
 prints its sizes. It reads no data; run validate for a full scan.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := storage.Open(args[0], nil)
+			// info reads only the manifest and shapes: no invariant scan.
+			d, err := storage.Open(args[0], &storage.OpenOptions{Advice: storage.AdviceRandom, SkipChecks: true})
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -35,14 +36,22 @@ atomically with a manifest; see docs/format.md.`,
   ssdgnn partition data/cora --parts 100 --method fennel-exact --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "parts"); err != nil {
+				return err
+			}
 			o.Method = partition.Method(method)
 			o.Progress, o.Logger = g.progress(), g.logger()
+			lk, err := dirlock.Acquire(args[0])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			st, err := partition.Run(d, &o)
+			st, err := partition.RunContext(cmd.Context(), d, &o)
 			if err != nil {
 				return err
 			}

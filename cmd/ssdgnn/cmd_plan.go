@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -31,10 +32,18 @@ I/O saved per epoch and why; plan.json goes to --out.`,
   ssdgnn plan data/synth --mem 512MiB --decoupled --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "hidden"); err != nil {
+				return err
+			}
 			o.MemBytes = int64(mem)
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
 			}
+			lk, err := dirlock.Acquire(args[0])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -36,6 +37,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
   ssdgnn plan data/synth --mem 4GiB`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs"); err != nil {
+				return err
+			}
 			var err error
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err
@@ -49,6 +53,11 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
+			lk, err := dirlock.Acquire(args[0])
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

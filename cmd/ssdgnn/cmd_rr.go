@@ -32,6 +32,9 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
   ssdgnn rr data/synth --partition fennel --plot rr.png`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs"); err != nil {
+				return err
+			}
 			var err error
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err

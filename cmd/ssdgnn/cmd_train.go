@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -25,9 +26,9 @@ func init() { extraCommands = append(extraCommands, newTrainCmd) }
 
 func newTrainCmd(g *globals) *cobra.Command {
 	var o train.Options
-	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, featRead, metrics, plotPath, device string
+	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, featRead, featIO, metrics, plotPath, device string
 	var planFile, profileName string
-	var seed int64
+	var seed, coalesceGap int64
 	var featCache, histCache, nbrCache, mem, memLimit byteSize
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -114,6 +115,19 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			if o.FeatRead, err = storage.ParseReadMode(featRead); err != nil {
 				return err
 			}
+			if o.FeatIO, err = storage.ParseIOEngine(featIO); err != nil {
+				return err
+			}
+			switch {
+			case coalesceGap < -1:
+				return fmt.Errorf("--coalesce-gap %d: want -1 (device.json), 0 (one read per row) or a row count", coalesceGap)
+			case coalesceGap == -1:
+				o.FeatCoalesceGap = 0
+			case coalesceGap == 0:
+				o.FeatCoalesceGap = featurecache.PerRowReads
+			default:
+				o.FeatCoalesceGap = coalesceGap
+			}
 			if o.Dropout == 0 {
 				o.Dropout = -1 // an explicit 0 means no dropout
 			}
@@ -133,6 +147,11 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			if o.CheckpointDir == "" {
 				o.CheckpointDir = filepath.Join(dir, "checkpoints")
 			}
+			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory
+			if err != nil {
+				return err
+			}
+			defer ckLock.Release()
 			be, err := newBackend(device)
 			if err != nil {
 				return err
@@ -315,6 +334,8 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
 	f.StringVar(&featRead, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
+	f.Int64Var(&coalesceGap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
+	f.StringVar(&featIO, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")
 	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -19,19 +24,31 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Long: `validate checks the dataset in DIR end to end: indptr starts at 0, is monotone
 and ends at num_edges; every neighbour id is in range; labels are -1 or in
 [0, num_classes); splits are ascending, in range and disjoint; features have
-no NaN or Inf; every file's checksum matches dataset.json. Each problem names
-the file and the element index. It exits non-zero if it finds any problem.
+no NaN or Inf; every file's checksum matches dataset.json. Then it opens every
+partitioning under DIR/partitions, which checks its files' checksums and
+invariants, and their agreement with the dataset. Each problem names the file
+and the element index. It exits non-zero if it finds any problem.
 
 A relabelled dataset ('ssdgnn relabel') is also checked for its id maps
-(orig_ids.npy and new_ids.npy are inverse permutations) and its carried-over
-partitioning (verified, and every part a contiguous id range).`,
+(orig_ids.npy and new_ids.npy are inverse permutations) and for the
+partitioning it was relabelled by: present, with the recorded k, and every
+part a contiguous id range.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := storage.Validate(args[0], &storage.ValidateOptions{MaxProblems: maxProblems, Progress: g.progress()})
+			if err := requirePositive(cmd, "max-problems"); err != nil {
+				return err
+			}
+			rep, err := storage.ValidateContext(cmd.Context(), args[0], &storage.ValidateOptions{MaxProblems: maxProblems, Progress: g.progress()})
 			if err != nil {
 				return err
 			}
-			if err := validateRelabelled(args[0], rep); err != nil {
+			for _, perr := range validatePartitions(args[0], rep.OK()) {
+				rep.NumProblems++
+				if len(rep.Problems) < maxProblems {
+					rep.Problems = append(rep.Problems, perr.Error())
+				}
+			}
+			if err := validateRelabelled(args[0], rep, maxProblems); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -60,35 +77,84 @@ partitioning (verified, and every part a contiguous id range).`,
 	return cmd
 }
 
+// validatePartitions opens every partitioning of the dataset in dir
+// (partition.Open checks checksums and invariants) and, when the dataset
+// itself is sound (datasetOK), checks each against it
+// (sample.NewPartitionFiles). It returns one error per bad partitioning.
+func validatePartitions(dir string, datasetOK bool) []error {
+	ents, err := os.ReadDir(filepath.Join(dir, partition.DirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return []error{err}
+	}
+	var d *storage.Dataset
+	if datasetOK {
+		if d, err = storage.Open(dir, nil); err != nil {
+			return []error{err}
+		}
+		defer d.Close()
+	}
+	var errs []error
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(partition.Dir(dir, e.Name()), partition.ManifestName)); err != nil {
+			continue // an interrupted run: nothing reads it
+		}
+		p, err := partition.Open(dir, e.Name())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d != nil {
+			pf, err := sample.NewPartitionFiles(d, p)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				pf.Close()
+			}
+		}
+		p.Close()
+	}
+	return errs
+}
+
 // validateRelabelled adds to rep the problems of a relabelled dataset's
-// partitioning: it must verify and every part must be a contiguous range.
-func validateRelabelled(dir string, rep *storage.ValidateReport) error {
+// partitioning: it must exist, have the recorded k and every part must be
+// a contiguous id range. Other damage to it is validatePartitions' to
+// report.
+func validateRelabelled(dir string, rep *storage.ValidateReport, maxProblems int) error {
 	m, err := storage.LoadManifest(dir)
 	if err != nil {
 		return err
 	}
-	if m.RelabelledFrom == nil {
+	r := m.RelabelledFrom
+	if r == nil {
 		return nil
 	}
-	pt, err := partition.Open(dir, m.RelabelledFrom.Partitioning)
-	if err != nil {
+	problem := func(err error) {
 		rep.NumProblems++
-		rep.Problems = append(rep.Problems, fmt.Sprintf("partitioning %q of a relabelled dataset: %v", m.RelabelledFrom.Partitioning, err))
+		if len(rep.Problems) < maxProblems {
+			rep.Problems = append(rep.Problems, err.Error())
+		}
+	}
+	pt, err := partition.Open(dir, r.Partitioning)
+	if errors.Is(err, partition.ErrNotFound) {
+		problem(fmt.Errorf("relabelled dataset: its partitioning %q is missing: %w", r.Partitioning, err))
 		return nil
+	}
+	if err != nil {
+		return nil // reported by validatePartitions
 	}
 	defer pt.Close()
-	if pt.K() != m.RelabelledFrom.K {
-		err = fmt.Errorf("partitioning %q has k = %d, relabelled_from says %d", m.RelabelledFrom.Partitioning, pt.K(), m.RelabelledFrom.K)
+	if pt.K() != r.K {
+		problem(fmt.Errorf("relabelled dataset: partitioning %q has k = %d, relabelled_from says %d", r.Partitioning, pt.K(), r.K))
 	}
-	if err == nil {
-		err = pt.Verify()
-	}
-	if err == nil {
-		err = pt.Contiguous()
-	}
-	if err != nil {
-		rep.NumProblems++
-		rep.Problems = append(rep.Problems, err.Error())
+	if err := pt.Contiguous(); err != nil {
+		problem(err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // parseInts parses a comma-separated list such as "10,10,10".
@@ -17,4 +19,26 @@ func parseInts(flag, s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// requirePositive fails when one of the named flags was given explicitly
+// with a value of 0 or less. It guards flags whose zero value only stands
+// for "use the default": an explicit 0 used to be replaced silently by
+// the default. Omitting the flag still gives the default.
+func requirePositive(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		s := f.Value.String()
+		if x, err := strconv.ParseFloat(s, 64); err == nil && x <= 0 {
+			def := ""
+			if f.DefValue != "0" && f.DefValue != "" {
+				def = ", " + f.DefValue
+			}
+			return fmt.Errorf("--%s %s: want a positive value (omit the flag for the default%s)", name, s, def)
+		}
+	}
+	return nil
 }

@@ -20,7 +20,11 @@ func main() {
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
-		if !errors.Is(err, errProblems) {
+		switch {
+		case errors.Is(err, errProblems):
+		case ctx.Err() != nil && errors.Is(err, context.Canceled):
+			fmt.Fprintln(os.Stderr, "ssdgnn: interrupted:", err)
+		default:
 			fmt.Fprintln(os.Stderr, "ssdgnn:", err)
 		}
 		stop()

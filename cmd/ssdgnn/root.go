@@ -66,6 +66,10 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxByteSize is the largest size flag accepted, 1 EiB: far beyond any
+// machine, and small enough that sums of a few sizes cannot overflow int64.
+const maxByteSize = 1 << 60
+
 // byteSize is a pflag.Value for sizes such as "512MiB" or "4GB".
 type byteSize int64
 
@@ -80,6 +84,9 @@ func (b *byteSize) Set(s string) error {
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
 		return fmt.Errorf("size %q: want a number with an optional unit such as 512MiB or 4GB", s)
+	}
+	if n > maxByteSize {
+		return fmt.Errorf("size %q is %s, beyond the largest accepted (%s)", s, humanize.IBytes(n), humanize.IBytes(maxByteSize))
 	}
 	*b = byteSize(n)
 	return nil

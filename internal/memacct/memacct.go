@@ -49,11 +49,15 @@ const (
 	// Profile: the profiling epoch's per-node counters, and the profile
 	// arrays training keeps.
 	Profile
+	// SampledBatches: sampled batches (ids and block CSRs) from the
+	// sampler's workers until their consumer releases them, and the
+	// trainer's converted and micro-batch copies of them.
+	SampledBatches
 	numPurposes
 )
 
 var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
-	"batch buffers", "backend tensors", "sampler scratch", "profile"}
+	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches"}
 
 // String names the purpose.
 func (p Purpose) String() string {

@@ -29,6 +29,15 @@
 //   - Self loops are counted once per source edge. Duplicates are counted
 //     after symmetrising, as directed copies: an undirected edge listed as
 //     both (u, v) and (v, u) yields two dropped copies.
+//   - Features must be finite (and, stored as float16, within ±65504): the
+//     first other value is a FormatError naming the node and the column,
+//     unless Options.AllowNonFinite, which stores them and counts them in
+//     Report.NonFiniteFeatures.
+//   - Without Options.NumNodes (or a .npy feature file), N is the largest
+//     id + 1, which must be at most max(InferNodesPerEdge × edges read,
+//     InferNodesFloor); the output file system must have room for
+//     indptr.npy before it is written. An edge list with no edges is an
+//     error.
 //   - Labels: NaN and -1 mean unlabelled (stored as -1). Other labels must
 //     be integers (integral floats such as "3.0" are accepted). With
 //     Options.NumClasses set every label must lie in [0, NumClasses);

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/csvnum"
@@ -18,8 +19,15 @@ import (
 // Options.LabelFile must have one row per node. With labels, a random
 // split over labelled nodes is made.
 func ImportEdgeList(edgeFile, outDir string, opts *Options) (Report, error) {
+	return ImportEdgeListContext(context.Background(), edgeFile, outDir, opts)
+}
+
+// ImportEdgeListContext is ImportEdgeList, stopped by ctx: within about a second of its
+// cancellation it removes its temporary files and the arrays written so
+// far and returns an error wrapping ctx.Err(), with no manifest written.
+func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *Options) (Report, error) {
 	source := "edgelist:" + absPath(edgeFile)
-	return run(outDir, baseName(edgeFile), source, opts, func(j *job) error {
+	return run(ctx, outDir, baseName(edgeFile), source, opts, func(j *job) error {
 		var feat *npyStream
 		defer func() {
 			if feat != nil {
@@ -41,8 +49,10 @@ func ImportEdgeList(edgeFile, outDir string, opts *Options) (Report, error) {
 			}
 		}
 		copts := &csvnum.Options{Delim: j.o.Delim, Comment: j.o.Comment}
-		if _, err := j.readTextEdges(edgeFile, copts); err != nil {
+		if n, err := j.readTextEdges(edgeFile, copts); err != nil {
 			return err
+		} else if n == 0 {
+			return fileErr(edgeFile, "no edges: the file is empty or holds only comments and blank lines")
 		}
 		if err := j.writeCSR(); err != nil {
 			return err

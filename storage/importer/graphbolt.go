@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,6 +31,12 @@ import (
 // set Options accordingly (the command line's defaults for this format
 // keep everything).
 func ImportGraphBolt(srcDir, outDir string, opts *Options) (Report, error) {
+	return ImportGraphBoltContext(context.Background(), srcDir, outDir, opts)
+}
+
+// ImportGraphBoltContext is ImportGraphBolt, stopped by ctx: on
+// cancellation it removes what it wrote and returns ctx's error.
+func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Options) (Report, error) {
 	mpath := filepath.Join(srcDir, graphbolt.MetadataName)
 	b, err := os.ReadFile(mpath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -47,7 +54,7 @@ func ImportGraphBolt(srcDir, outDir string, opts *Options) (Report, error) {
 		name = baseName(srcDir)
 	}
 	keepDType := opts == nil || opts.FeatDType == ""
-	return run(outDir, name, "graphbolt:"+absPath(srcDir), opts, func(j *job) error {
+	return run(ctx, outDir, name, "graphbolt:"+absPath(srcDir), opts, func(j *job) error {
 		j.addBytesIn(int64(len(b)))
 		for _, s := range l.Ignored {
 			j.o.Logger.Info("graphbolt: not imported", "what", s)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 )
@@ -26,6 +27,13 @@ const (
 // size must equal its header (or spec) exactly. IGB has no split, so a
 // random split over labelled nodes is made.
 func ImportNPY(srcDir, outDir string, opts *Options) (Report, error) {
+	return ImportNPYContext(context.Background(), srcDir, outDir, opts)
+}
+
+// ImportNPYContext is ImportNPY, stopped by ctx: within about a second of its
+// cancellation it removes its temporary files and the arrays written so
+// far and returns an error wrapping ctx.Err(), with no manifest written.
+func ImportNPYContext(ctx context.Context, srcDir, outDir string, opts *Options) (Report, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -43,7 +51,7 @@ func ImportNPY(srcDir, outDir string, opts *Options) (Report, error) {
 		labelPath = filepath.Join(srcDir, igbLab2K)
 	}
 	source := "igb:" + absPath(srcDir)
-	return run(outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
 		var feat, label *npyStream
 		defer func() {
 			if feat != nil {

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,13 @@ import (
 // Only homogeneous graphs (one entry in the node-count list) are accepted.
 // Without a split directory a random split over labelled nodes is made.
 func ImportOGB(srcDir, outDir string, opts *Options) (Report, error) {
+	return ImportOGBContext(context.Background(), srcDir, outDir, opts)
+}
+
+// ImportOGBContext is ImportOGB, stopped by ctx: within about a second of its
+// cancellation it removes its temporary files and the arrays written so
+// far and returns an error wrapping ctx.Err(), with no manifest written.
+func ImportOGBContext(ctx context.Context, srcDir, outDir string, opts *Options) (Report, error) {
 	split, splitDir, err := chooseSplit(srcDir, opts)
 	if err != nil {
 		return Report{}, err
@@ -31,7 +39,7 @@ func ImportOGB(srcDir, outDir string, opts *Options) (Report, error) {
 		source += " split=" + split
 	}
 	raw := filepath.Join(srcDir, "raw")
-	return run(outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
 		if exists(filepath.Join(raw, "data.npz")) {
 			if err := j.ogbBinary(raw); err != nil {
 				return err

@@ -146,6 +146,12 @@ type Options struct {
 	TempDir string
 	// Force overwrites an existing dataset in the output directory.
 	Force bool
+	// AllowNonFinite stores NaN and ±Inf features (and, with FeatDType
+	// float16, values beyond ±65504, which become ±Inf) as they are,
+	// counted in Report.NonFiniteFeatures and logged as a warning. By
+	// default the first such value is an error naming the file, the node
+	// (row) and the column. validate reports such a dataset as bad.
+	AllowNonFinite bool
 	// Progress receives progress reports; nil reports nothing.
 	Progress progress.Reporter
 	// Logger receives stage logs; nil discards them.
@@ -284,6 +290,9 @@ type Report struct {
 	FeatDim   int64  `json:"feat_dim"`
 	FeatDType string `json:"feat_dtype"`
 	FeatRows  int64  `json:"feat_rows"`
+	// NonFiniteFeatures counts NaN/Inf feature values stored under
+	// Options.AllowNonFinite (always 0 otherwise).
+	NonFiniteFeatures int64 `json:"non_finite_features"`
 
 	Labelled   int64 `json:"labelled"` // nodes with a label
 	NumClasses int64 `json:"num_classes"`
@@ -310,6 +319,9 @@ func (r Report) String() string {
 		r.Nodes, r.EdgesRead, r.EdgesStored, r.Symmetrized, r.SelfLoopsDropped, r.DuplicatesDropped)
 	if r.FeatDim > 0 {
 		fmt.Fprintf(&b, "  features %d × %d %s\n", r.FeatRows, r.FeatDim, r.FeatDType)
+		if r.NonFiniteFeatures > 0 {
+			fmt.Fprintf(&b, "  warning: %d NaN/Inf feature values stored (--allow-nonfinite)\n", r.NonFiniteFeatures)
+		}
 	}
 	if r.Labelled > 0 || r.NumClasses > 0 {
 		fmt.Fprintf(&b, "  labels: %d labelled, %d classes\n", r.Labelled, r.NumClasses)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -21,6 +24,7 @@ import (
 // Its methods are called in order: edges (addEdge… then writeCSR),
 // features, labels, splits, finish. cleanup always runs.
 type job struct {
+	ctx    context.Context // checked at chunk granularity
 	o      Options
 	start  time.Time
 	outDir string
@@ -194,6 +198,9 @@ func (j *job) addEdge(src, dst int64) error {
 }
 
 func (j *job) flushEdges() error {
+	if err := j.ctx.Err(); err != nil {
+		return err
+	}
 	if len(j.batch) == 0 {
 		return nil
 	}
@@ -212,9 +219,18 @@ func (j *job) writeCSR() error {
 		return err
 	}
 	if j.numNodes < 0 {
+		if err := checkInferredNodes(j.maxID, j.rep.EdgesRead); err != nil {
+			return err
+		}
 		j.setNumNodes(j.maxID + 1)
 	}
 	n := j.numNodes
+	if n <= 0 {
+		return fmt.Errorf("%w: the graph has no nodes (no edges and no node count)", ErrFormat)
+	}
+	if err := j.checkSpace(n); err != nil {
+		return err
+	}
 	j.edgeBar.Describe("sorting edges")
 	it, err := j.sorter.Sort()
 	if err != nil {
@@ -226,9 +242,15 @@ func (j *job) writeCSR() error {
 	}
 	j.csr = csr
 	j.names = append(j.names, storage.FileIndptr, storage.FileIndices)
+	var count int64
 	for e, ok := it.Next(); ok; e, ok = it.Next() {
 		if err := csr.AppendEdge(e.Src, e.Dst); err != nil {
 			return fmt.Errorf("importer: internal error: %w", err)
+		}
+		if count++; count&(1<<16-1) == 0 {
+			if err := j.ctx.Err(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -237,7 +259,7 @@ func (j *job) writeCSR() error {
 	if err := csr.Commit(); err != nil {
 		return err
 	}
-	count := csr.Edges()
+	count = csr.Edges()
 	st := j.sorter.Stats()
 	j.rep.EdgesStored = count
 	j.rep.DuplicatesDropped = st.Duplicates
@@ -251,16 +273,80 @@ func (j *job) writeCSR() error {
 	return nil
 }
 
+// The number of nodes inferred from the largest id (no Options.NumNodes,
+// no feature rows) may be at most max(InferNodesPerEdge × edges read,
+// InferNodesFloor). A larger id is almost always a stray or corrupt value,
+// and would make indptr.npy 8 bytes per node up to it.
+const (
+	InferNodesPerEdge = 64
+	InferNodesFloor   = 1 << 20
+)
+
+// checkInferredNodes applies the rule above to largest id maxID.
+func checkInferredNodes(maxID, edges int64) error {
+	limit := int64(InferNodesFloor)
+	if edges <= math.MaxInt64/InferNodesPerEdge {
+		limit = max(limit, InferNodesPerEdge*edges)
+	} else {
+		limit = math.MaxInt64
+	}
+	if maxID < limit {
+		return nil
+	}
+	return fmt.Errorf("%w: largest node id %d would make %d nodes for %d edges read (more than %d per edge and more than %d): "+
+		"a stray id? give the node count explicitly (--num-nodes, Options.NumNodes) to accept it",
+		ErrFormat, maxID, uint64(maxID)+1, edges, InferNodesPerEdge, InferNodesFloor)
+}
+
+// freeBytes reports the bytes available to an unprivileged writer on the
+// file system holding dir. A variable so that tests can fake a full disk.
+var freeBytes = func(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(min(uint64(st.Bavail)*uint64(st.Bsize), math.MaxInt64)), nil
+}
+
+// checkSpace refuses to start the CSR when the output file system cannot
+// hold indptr.npy (8 bytes per node, plus one) and indices.npy for the
+// edges read (doubled when symmetrising). Duplicates may make indices
+// smaller, so only indptr must fit for sure; both are in the message.
+func (j *job) checkSpace(n int64) error {
+	free, err := freeBytes(j.outDir)
+	if err != nil {
+		return nil // unknown: let the writes report it
+	}
+	indptr := 8 * (n + 1)
+	edges := j.rep.EdgesRead
+	if !j.o.Directed {
+		edges *= 2
+	}
+	indices := edges * int64(storage.IndicesDType(n).Size())
+	if indptr <= free {
+		return nil
+	}
+	return fmt.Errorf("importer: %s has %d bytes free, but indptr.npy for %d nodes needs %d bytes (and indices.npy about %d more)",
+		j.outDir, free, n, indptr, indices)
+}
+
 // featWriter streams feature rows into features.npy.
 type featWriter struct {
 	j    *job
 	w    *storage.ArrayWriter
+	file string // the source, for errors
+	line int64  // 1-based line of a text source's row being written, or 0
 	f16  bool
 	dim  int64
 	rows int64
 }
 
-func (j *job) startFeatures(dim int64) (*featWriter, error) {
+// maxFloat16 is the largest finite float16; larger magnitudes become Inf.
+const maxFloat16 = 65504
+
+// startFeatures starts features.npy with rows of dim values read from
+// file.
+func (j *job) startFeatures(file string, dim int64) (*featWriter, error) {
 	if dim <= 0 {
 		return nil, fmt.Errorf("importer: internal error: feature width %d", dim)
 	}
@@ -274,17 +360,49 @@ func (j *job) startFeatures(dim int64) (*featWriter, error) {
 		return nil, err
 	}
 	j.featBar = j.o.Progress.Start("features", j.numNodes, progress.Items)
-	return &featWriter{j: j, w: w, f16: f16, dim: dim}, nil
+	return &featWriter{j: j, w: w, file: file, f16: f16, dim: dim}, nil
 }
 
 // write appends whole rows (len(v) a multiple of dim).
 func (f *featWriter) write(v []float32) error {
+	if err := f.j.ctx.Err(); err != nil {
+		return err
+	}
+	if err := f.checkFinite(v); err != nil {
+		return err
+	}
 	f.rows += int64(len(v)) / f.dim
 	f.j.featBar.Add(int64(len(v)) / f.dim)
 	if f.f16 {
 		return f.w.WriteFloat32sAsFloat16(v)
 	}
 	return f.w.WriteFloat32s(v)
+}
+
+// checkFinite rejects (or, with AllowNonFinite, counts) NaN and ±Inf
+// values of v, and values a float16 dataset cannot hold.
+func (f *featWriter) checkFinite(v []float32) error {
+	for i, x := range v {
+		ax := math.Abs(float64(x))
+		if ax <= math.MaxFloat32 && (!f.f16 || ax <= maxFloat16) { // false for NaN
+			continue
+		}
+		if f.j.o.AllowNonFinite {
+			f.j.rep.NonFiniteFeatures++
+			continue
+		}
+		row, col := f.rows+int64(i)/f.dim, int64(i)%f.dim
+		what := fmt.Sprintf("%v", x)
+		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
+			what = fmt.Sprintf("%v, beyond float16's range (±%d)", x, maxFloat16)
+		}
+		msg := fmt.Sprintf("feature of node %d, column %d (0-based) is %s; pass --allow-nonfinite (Options.AllowNonFinite) to store it", row, col, what)
+		if f.line > 0 {
+			return lineErr(f.file, f.line, "%s", msg)
+		}
+		return elemErr(f.file, row*f.dim+col, "%s", msg)
+	}
+	return nil
 }
 
 // commit checks the row count against N (file names the source).
@@ -301,6 +419,10 @@ func (f *featWriter) commit(file string) error {
 	f.j.rep.FeatDim = f.dim
 	f.j.rep.FeatRows = f.rows
 	f.j.o.Logger.Info("features written", "rows", f.rows, "dim", f.dim, "dtype", f.j.o.FeatDType)
+	if n := f.j.rep.NonFiniteFeatures; n > 0 {
+		f.j.o.Logger.Warn("features stored with NaN/Inf values (allowed by AllowNonFinite); validate will report them",
+			"file", file, "count", n)
+	}
 	return nil
 }
 
@@ -317,7 +439,7 @@ func (j *job) copyNPYFeatures(s *npyStream) error {
 		return fileErr(s.name, "%d feature rows, want one per node (%d)", s.h.Shape[0], j.numNodes)
 	}
 	dim := s.h.Shape[1]
-	fw, err := j.startFeatures(dim)
+	fw, err := j.startFeatures(s.name, dim)
 	if err != nil {
 		return err
 	}
@@ -390,6 +512,9 @@ func (l *labelWriter) add(x float64) string {
 // force).
 func (l *labelWriter) flush(force bool) error {
 	if len(l.buf) == cap(l.buf) || (force && len(l.buf) > 0) {
+		if err := l.j.ctx.Err(); err != nil {
+			return err
+		}
 		if err := l.w.WriteInt32s(l.buf); err != nil {
 			return err
 		}
@@ -543,6 +668,11 @@ func (j *job) randomSplit() error {
 	sizes := need
 	remaining := L
 	for v := int64(0); v < j.numNodes; v++ {
+		if v&(1<<20-1) == 0 {
+			if err := j.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if !j.labelled.has(v) {
 			continue
 		}
@@ -606,6 +736,7 @@ func (j *job) finish() (Report, error) {
 	if err := j.b.Finish(m); err != nil {
 		return Report{}, err
 	}
+	j.removeOldTemps()
 	if mf, err := storage.LoadManifest(j.outDir); err == nil {
 		for _, f := range mf.Files {
 			j.rep.BytesOut += f.Bytes
@@ -618,12 +749,16 @@ func (j *job) finish() (Report, error) {
 
 // run executes body on a new job and finishes it, cleaning up on every
 // path. body fills the dataset's arrays.
-func run(outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+func run(ctx context.Context, outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
 	j, err := begin(outDir, name, source, opts)
 	if err != nil {
 		return Report{}, err
 	}
 	defer j.cleanup()
+	j.ctx = ctx
 	if err := body(j); err != nil {
 		j.o.Logger.Debug("import failed", "err", err)
 		j.removeArrays()
@@ -658,6 +793,31 @@ func cleanStaleTemps(dir string, log *slog.Logger) {
 			} else {
 				log.Info("removed stale import temp dir", "dir", p)
 			}
+		}
+	}
+}
+
+// removeOldTemps removes, after a successful import, the sort-run
+// directories that earlier imports into outDir left there when they were
+// killed (cleanStaleTemps only removes those older than extsort.StaleAge,
+// since an import might still be running). A finished dataset directory
+// holds no run of a live import: writers of a dataset directory hold its
+// lock (internal/dirlock), and this import's own runs are gone. Temp dirs
+// under a separate Options.TempDir are left to cleanStaleTemps.
+func (j *job) removeOldTemps() {
+	ents, err := os.ReadDir(j.outDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(j.outDir, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), tempPrefix) || p == j.tmp {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			j.o.Logger.Warn("cannot remove old import temp dir", "dir", p, "err", err)
+		} else {
+			j.o.Logger.Info("removed old import temp dir", "dir", p)
 		}
 	}
 }

@@ -62,7 +62,7 @@ func (j *job) copyTextFeatures(path string) error {
 		nf := r.NumFields()
 		if fw == nil {
 			width = nf
-			if fw, err = j.startFeatures(int64(nf)); err != nil {
+			if fw, err = j.startFeatures(path, int64(nf)); err != nil {
 				return err
 			}
 		} else if nf != width {
@@ -74,6 +74,7 @@ func (j *job) copyTextFeatures(path string) error {
 		if row, err = r.Float32sN(row, width); err != nil {
 			return badInput(err)
 		}
+		fw.line = r.Line()
 		if err := fw.write(row); err != nil {
 			return err
 		}

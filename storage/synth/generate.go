@@ -50,6 +50,16 @@ type Report struct {
 // is written, so the directory is not a dataset; temporary files are
 // removed.
 func Generate(outDir string, cfg Config, opts *Options) (Report, error) {
+	return GenerateContext(context.Background(), outDir, cfg, opts)
+}
+
+// GenerateContext is Generate, stopped by ctx: within about a second of
+// its cancellation it removes its temporary files and returns an error
+// wrapping ctx.Err(), with no manifest written.
+func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Options) (Report, error) {
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
@@ -69,7 +79,7 @@ func Generate(outDir string, cfg Config, opts *Options) (Report, error) {
 	g := &generator{m: newModel(c), b: b, o: o}
 	rep := Report{Config: c, Nodes: c.Nodes}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	var nodeErr error

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 )
 
 // ErrExists is wrapped when the output holds a complete export (its
@@ -49,7 +50,8 @@ func Prepare(out, meta string, owned []string, force bool) error {
 		switch {
 		case e.Name() == meta:
 			complete = true
-		case own[e.Name()] || atomicfile.IsTemp(e.Name()):
+		case own[e.Name()] || atomicfile.IsTemp(e.Name()) || e.Name() == dirlock.Name:
+			// The writer's lock (the command holds it) is not content.
 		default:
 			if !force {
 				return fmt.Errorf("%w: %s holds %s, which an export does not write", ErrExists, out, e.Name())

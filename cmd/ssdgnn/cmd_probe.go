@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+func init() { extraCommands = append(extraCommands, newProbeCmd) }
+
+func newProbeCmd(g *globals) *cobra.Command {
+	var (
+		asJSON, dryRun, buffered bool
+		dur                      time.Duration
+		depth                    int
+		seqBytes                 byteSize
+	)
+	cmd := &cobra.Command{
+		Use:   "probe DIR",
+		Short: "Measure the disk's random and sequential read costs on a dataset's features",
+		Long: `probe reads the features file of the dataset in DIR for a short time: single
+rows at random ids (--depth in flight, O_DIRECT where the file system allows
+it), then long sequential reads. It writes the figures to DIR/device.json
+(docs/format.md), where train reads them to choose how far apart two missed
+rows may lie and still be read with one call (--coalesce-gap overrides).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := storage.Open(args[0], nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			p, err := d.ProbeDevice(cmd.Context(), &storage.ProbeOptions{Duration: dur, Depth: depth, SeqReadBytes: int64(seqBytes), Buffered: buffered})
+			if err != nil {
+				return err
+			}
+			if !dryRun {
+				if err := storage.WriteDeviceProfile(args[0], p); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, p)
+			}
+			fmt.Fprintf(out, "random %s rows (%s): %.0f reads/s at depth %d (%.1f µs each)\n",
+				humanize.IBytes(uint64(p.RowBytes)), p.ReadMode, p.RandomReadsPerSec, p.RandomDepth, 1e6*p.RandomReadSec())
+			fmt.Fprintf(out, "sequential %s reads: %s/s\n", humanize.IBytes(uint64(p.SeqReadBytes)), humanize.IBytes(uint64(p.SeqBytesPerSec)))
+			fmt.Fprintf(out, "merge gap: %d rows\n", p.GapRows(p.RowBytes))
+			if !dryRun {
+				fmt.Fprintf(out, "wrote %s/%s\n", args[0], storage.FileDevice)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the profile as JSON")
+	f.BoolVar(&dryRun, "dry-run", false, "measure and print, but do not write device.json")
+	f.BoolVar(&buffered, "buffered", false, "read through the page cache (measures the cache, not the disk)")
+	f.DurationVar(&dur, "duration", time.Second, "length of each of the two phases")
+	f.IntVar(&depth, "depth", storage.DefaultScatterDepth, "random reads in flight")
+	seqBytes = 1 << 20
+	f.Var(&seqBytes, "seq-read", "size of one sequential read")
+	return cmd
+}

@@ -1,0 +1,136 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// check verifies every invariant a reader indexes with and every checksum
+// (doc.go, "Checked at open"). Open runs it once; the verdict is kept in
+// p.checked so Verify does not read the files again. The N- and K-sized
+// arrays are checked in place and then hashed; adj_indices, the one
+// E-sized array, is range-checked and hashed in the same pass.
+func (p *Partitioning) check() error {
+	corrupt := func(file string, i int64, format string, args ...any) error {
+		return &CorruptError{File: filepath.Join(p.dir, file), Index: i, Offset: -1, Msg: fmt.Sprintf(format, args...)}
+	}
+	k := int64(p.man.K)
+	n := p.man.NumNodes
+	for v, q := range p.part {
+		if q < 0 || int64(q) >= k {
+			return corrupt(FilePart, int64(v), "part %d out of range [0,%d)", q, k)
+		}
+	}
+	for v, c := range p.cross {
+		if c < 0 {
+			return corrupt(FileCross, int64(v), "count %d is negative", c)
+		}
+	}
+	for _, o := range []struct {
+		name string
+		off  []int64
+		end  int64
+	}{
+		{FileMembersOffsets, p.off, n},
+		{FileTrainOffsets, p.toff, p.man.NumTrain},
+		{FileAdjIndptr, p.adjPtr, p.man.NumEdges},
+	} {
+		if err := checkOffsets(o.off, o.end, func(i int64, format string, args ...any) error {
+			return corrupt(o.name, i, format, args...)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, list := range []struct {
+		name string
+		off  []int64
+		ids  []int64
+	}{{FileMembers, p.off, p.members}, {FileTrainMembers, p.toff, p.tmembers}} {
+		for q := range k {
+			prev := int64(-1)
+			for j := list.off[q]; j < list.off[q+1]; j++ {
+				v := list.ids[j]
+				switch {
+				case uint64(v) >= uint64(n):
+					return corrupt(list.name, j, "node id %d out of range [0,%d)", v, n)
+				case p.part[v] != int32(q):
+					return corrupt(list.name, j, "node %d listed in part %d, but part.npy puts it in %d", v, q, p.part[v])
+				case v <= prev:
+					return corrupt(list.name, j, "node %d not strictly ascending within part %d (previous %d)", v, q, prev)
+				}
+				prev = v
+			}
+		}
+	}
+	// Hash the arrays checked above, then range-check and hash adj_indices.
+	for _, name := range []string{FilePart, FileCross, FileMembersOffsets, FileMembers, FileTrainOffsets, FileTrainMembers, FileAdjIndptr} {
+		if err := p.arrays[name].Scan(1, true, nil); err != nil {
+			return p.corruptFrom(err)
+		}
+	}
+	a := p.arrays[FileAdjIndices]
+	wide := p.adj64 != nil
+	elem := 4
+	if wide {
+		elem = 8
+	}
+	err := a.Scan(elem, true, func(first int64, b []byte) error {
+		if wide {
+			x := npy.AsInt64(b)
+			if i := storage.FirstOutOfRange64(x, n); i >= 0 {
+				return corrupt(FileAdjIndices, first+int64(i), "node id %d out of range [0,%d)", x[i], n)
+			}
+			return nil
+		}
+		x := npy.AsInt32(b)
+		if i := storage.FirstOutOfRange32(x, n); i >= 0 {
+			return corrupt(FileAdjIndices, first+int64(i), "node id %d out of range [0,%d)", x[i], n)
+		}
+		return nil
+	})
+	if err != nil {
+		return p.corruptFrom(err)
+	}
+	if e := p.man.File(FileStats); e != nil {
+		if got := checksum(xxhash.Sum64(p.statsJSON)); got != e.Checksum {
+			return &CorruptError{File: filepath.Join(p.dir, FileStats), Index: -1, Offset: 0,
+				Msg: fmt.Sprintf("checksum %s, manifest says %s", got, e.Checksum)}
+		}
+	}
+	return nil
+}
+
+// checkOffsets checks a CSR-style offsets array: off[0] = 0, never
+// decreasing, off[len-1] = end.
+func checkOffsets(off []int64, end int64, bad func(i int64, format string, args ...any) error) error {
+	if len(off) == 0 {
+		return nil
+	}
+	if off[0] != 0 {
+		return bad(0, "first offset is %d, want 0", off[0])
+	}
+	if i, prev := storage.CheckOffsets(off, 0); i >= 0 {
+		return bad(int64(i), "offset %d decreases (previous %d)", off[i], prev)
+	}
+	if last := off[len(off)-1]; last != end {
+		return bad(int64(len(off)-1), "last offset is %d, want %d", last, end)
+	}
+	return nil
+}
+
+// corruptFrom turns a storage.CorruptError (a checksum mismatch found by
+// storage.Array.Scan) into this package's type, so every corruption of a
+// partition file is a *CorruptError wrapping ErrCorrupt.
+func (p *Partitioning) corruptFrom(err error) error {
+	var se *storage.CorruptError
+	if errors.As(err, &se) {
+		return &CorruptError{File: se.File, Index: se.Index, Offset: se.Offset, Msg: se.Msg}
+	}
+	return err
+}

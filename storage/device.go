@@ -1,0 +1,247 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/readplan"
+)
+
+// FileDevice is the device profile of a dataset directory (docs/format.md).
+// It is not listed in dataset.json: it describes the disk the dataset
+// sits on, not the data, and is rewritten by every probe.
+const FileDevice = "device.json"
+
+// DeviceProfileVersion is the version ProbeDevice writes.
+const DeviceProfileVersion = 1
+
+// ErrNoDeviceProfile is returned by ReadDeviceProfile when the directory
+// has no device.json.
+var ErrNoDeviceProfile = errors.New("storage: no device profile (run ssdgnn probe)")
+
+// DeviceProfile is the measured cost of reading the features file: single
+// row reads at random offsets, and large sequential reads.
+type DeviceProfile struct {
+	Version    int       `json:"version"`
+	MeasuredAt time.Time `json:"measured_at"`
+	// ReadMode is "direct" or "buffered": how the probe read.
+	ReadMode string `json:"read_mode"`
+	RowBytes int64  `json:"row_bytes"`
+	// Random reads: one row each, RandomDepth in flight, submitted by
+	// RandomEngine ("uring" or "pread", as ReadScattered does).
+	RandomDepth       int     `json:"random_depth"`
+	RandomEngine      string  `json:"random_engine,omitempty"`
+	RandomReads       int64   `json:"random_reads"`
+	RandomReadsPerSec float64 `json:"random_reads_per_s"`
+	// Sequential reads: SeqReadBytes each, SeqDepth in flight, walking the
+	// file from a random start.
+	SeqDepth       int     `json:"seq_depth"`
+	SeqReadBytes   int64   `json:"seq_read_bytes"`
+	SeqBytes       int64   `json:"seq_bytes"`
+	SeqBytesPerSec float64 `json:"seq_bytes_per_s"`
+}
+
+// DefaultDeviceProfile stands for a dataset without device.json: the
+// figures fio measured on the development machine's virtio disk
+// (docs/ooc.md): 55k random reads/s at depth 16, 690 MiB/s sequential.
+func DefaultDeviceProfile(rowBytes int64) *DeviceProfile {
+	return &DeviceProfile{Version: DeviceProfileVersion, ReadMode: "direct", RowBytes: rowBytes,
+		RandomDepth: 16, RandomReadsPerSec: 55e3, SeqDepth: 1, SeqReadBytes: 1 << 20, SeqBytesPerSec: 690 << 20}
+}
+
+// Validate reports whether p is usable.
+func (p *DeviceProfile) Validate() error {
+	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	if p.Version != DeviceProfileVersion || p.RowBytes <= 0 || !ok(p.RandomReadsPerSec) || !ok(p.SeqBytesPerSec) {
+		return fmt.Errorf("storage: device profile: version %d, row %d bytes, %g random reads/s, %g sequential bytes/s: want version %d and positive figures",
+			p.Version, p.RowBytes, p.RandomReadsPerSec, p.SeqBytesPerSec, DeviceProfileVersion)
+	}
+	return nil
+}
+
+// RandomReadSec is the device time of one random row read at the probe's
+// depth: 1 / RandomReadsPerSec.
+func (p *DeviceProfile) RandomReadSec() float64 { return 1 / p.RandomReadsPerSec }
+
+// GapRows is the break-even merge gap for rows of rowBytes
+// (readplan.Gap): reading fewer unneeded rows than this between two
+// needed ones costs less than a second random read.
+func (p *DeviceProfile) GapRows(rowBytes int64) int64 {
+	return readplan.Gap(p.RandomReadSec(), p.SeqBytesPerSec, rowBytes)
+}
+
+// ReadDeviceProfile reads dir's device.json; ErrNoDeviceProfile when
+// there is none.
+func ReadDeviceProfile(dir string) (*DeviceProfile, error) {
+	path := filepath.Join(dir, FileDevice)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoDeviceProfile, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	var p DeviceProfile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, &CorruptError{File: path, Index: -1, Offset: -1, Msg: err.Error()}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, &CorruptError{File: path, Index: -1, Offset: -1, Msg: err.Error()}
+	}
+	return &p, nil
+}
+
+// WriteDeviceProfile writes p to dir's device.json atomically.
+func WriteDeviceProfile(dir string, p *DeviceProfile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, FileDevice), append(b, '\n'))
+}
+
+// ProbeOptions tunes ProbeDevice. A nil *ProbeOptions means the defaults.
+type ProbeOptions struct {
+	// Duration of each of the two phases. Default 1 s.
+	Duration time.Duration
+	// Depth is the random reads in flight. Default DefaultScatterDepth.
+	Depth int
+	// SeqReadBytes is the size of one sequential read. Default 1 MiB.
+	SeqReadBytes int64
+	// Buffered reads through the page cache. By default the probe reads
+	// with O_DIRECT where the file system allows it: buffered figures
+	// measure the page cache as much as the disk.
+	Buffered bool
+	// Seed picks the random rows and the sequential start.
+	Seed uint64
+}
+
+// seqDepth is the sequential reads in flight of ProbeDevice.
+const seqDepth = 4
+
+// ProbeDevice measures random single-row reads and sequential reads of
+// d's features file for o.Duration each. The counts go to a private
+// stage, not to the dataset's accounting.
+func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProfile, error) {
+	var opt ProbeOptions
+	if o != nil {
+		opt = *o
+	}
+	if opt.Duration <= 0 {
+		opt.Duration = time.Second
+	}
+	if opt.Depth <= 0 {
+		opt.Depth = DefaultScatterDepth
+	}
+	if opt.SeqReadBytes <= 0 {
+		opt.SeqReadBytes = 1 << 20
+	}
+	mode := ReadAuto
+	if opt.Buffered {
+		mode = ReadBuffered
+	}
+	st := NewAccounting().Stage("probe")
+	r, err := d.OpenRowReader(FileFeatures, mode, st)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	rows := (r.dataEnd - r.dataOff) / r.rowBytes
+	if rows == 0 {
+		return nil, fmt.Errorf("storage: probe: %s has no rows", r.name)
+	}
+	p := &DeviceProfile{Version: DeviceProfileVersion, MeasuredAt: time.Now().UTC().Truncate(time.Second),
+		ReadMode: r.Mode().String(), RowBytes: r.rowBytes, RandomDepth: opt.Depth, SeqReadBytes: opt.SeqReadBytes}
+
+	// run calls read from depth goroutines until the phase ends; read
+	// returns the bytes it read.
+	run := func(depth int, read func(rng *rand.Rand, buf []byte) (int64, error)) (n, bytes int64, sec float64, err error) {
+		pctx, cancel := context.WithTimeout(ctx, opt.Duration)
+		defer cancel()
+		var calls, total atomic.Int64
+		errs := make([]error, depth)
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for w := range depth {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(opt.Seed, uint64(w)))
+				buf := make([]byte, max(opt.SeqReadBytes, r.rowBytes))
+				for pctx.Err() == nil {
+					b, err := read(rng, buf)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					calls.Add(1)
+					total.Add(b)
+				}
+			})
+		}
+		wg.Wait()
+		sec = time.Since(t0).Seconds()
+		if err := errors.Join(errs...); err != nil {
+			return 0, 0, 0, err
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, 0, err
+		}
+		return calls.Load(), total.Load(), sec, nil
+	}
+
+	// Random: batches of single-row reads through ReadScattered with the
+	// engine training will use (io_uring where the kernel allows it), so
+	// the figure is the device's rate as the gather reaches it, not the
+	// cost of a pread system call on a busy core.
+	if err := r.SetEngine(IOAuto); err != nil {
+		return nil, err
+	}
+	p.RandomEngine = r.Engine().String()
+	const batch = 1024
+	reqs := make([]RowReq, batch)
+	dst := make([]byte, batch*r.rowBytes)
+	n, _, sec, err := run(1, func(rng *rand.Rand, _ []byte) (int64, error) {
+		for k := range reqs {
+			reqs[k] = RowReq{ID: rng.Int64N(rows), Pos: int64(k)}
+		}
+		return 0, r.ReadScattered(reqs, dst, ScatterOptions{Depth: opt.Depth})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: probe random reads: %w", err)
+	}
+	p.RandomReads, p.RandomReadsPerSec = n*batch, float64(n*batch)/sec
+
+	// Sequential: seqDepth readers walking the file together in
+	// SeqReadBytes steps, as merged extents are read a few at a time.
+	p.SeqDepth = seqDepth
+	perRead := max(1, opt.SeqReadBytes/r.rowBytes)
+	var cursor atomic.Int64
+	cursor.Store(rand.New(rand.NewPCG(opt.Seed, 99)).Int64N(rows))
+	_, bytes, sec, err := run(p.SeqDepth, func(_ *rand.Rand, buf []byte) (int64, error) {
+		first := cursor.Add(perRead) - perRead
+		if first >= rows {
+			first = 0
+			cursor.Store(perRead)
+		}
+		k := min(perRead, rows-first)
+		return k * r.rowBytes, r.ReadRange(first, k, buf[:k*r.rowBytes])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: probe sequential reads: %w", err)
+	}
+	p.SeqBytes, p.SeqBytesPerSec = bytes, float64(bytes)/sec
+	return p, p.Validate()
+}

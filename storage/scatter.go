@@ -1,0 +1,386 @@
+package storage
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/readplan"
+	"github.com/ssdgnn/ssdgnn/internal/uring"
+	"golang.org/x/sys/unix"
+)
+
+// IOEngine selects how RowReader.ReadScattered submits its reads.
+type IOEngine int
+
+// I/O engines.
+const (
+	// IOAuto is IOUring where the kernel accepts io_uring and IOPread
+	// where it refuses it. RowReader.Engine says which one a reader got.
+	IOAuto IOEngine = iota
+	// IOPread issues one pread system call per read from up to Depth
+	// goroutines.
+	IOPread
+	// IOUring queues up to Depth reads on one io_uring and submits each
+	// batch in one system call.
+	IOUring
+)
+
+// String names the engine as the CLI spells it.
+func (e IOEngine) String() string {
+	switch e {
+	case IOPread:
+		return "pread"
+	case IOUring:
+		return "uring"
+	}
+	return "auto"
+}
+
+// ParseIOEngine parses "auto", "pread" or "uring".
+func ParseIOEngine(s string) (IOEngine, error) {
+	switch s {
+	case "auto", "":
+		return IOAuto, nil
+	case "pread":
+		return IOPread, nil
+	case "uring":
+		return IOUring, nil
+	}
+	return 0, fmt.Errorf("storage: I/O engine %q: want auto, pread or uring", s)
+}
+
+// Defaults of ScatterOptions.
+const (
+	DefaultScatterDepth = 16
+	DefaultMaxReadBytes = 256 << 10
+)
+
+// ScatterOptions tunes ReadScattered. The zero value reads one row per
+// read at DefaultScatterDepth.
+type ScatterOptions struct {
+	// GapRows merges rows into one read when fewer than GapRows unneeded
+	// rows lie between them (readplan.Options.GapRows). 0: one read per
+	// row.
+	GapRows int64
+	// MaxReadBytes caps one merged read. Default DefaultMaxReadBytes.
+	MaxReadBytes int64
+	// Depth bounds the reads in flight. Default DefaultScatterDepth.
+	Depth int
+}
+
+func (o ScatterOptions) withDefaults() ScatterOptions {
+	if o.MaxReadBytes <= 0 {
+		o.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if o.Depth <= 0 {
+		o.Depth = DefaultScatterDepth
+	}
+	return o
+}
+
+// RowReq asks for row ID to be copied to row slot Pos of a destination
+// buffer.
+type RowReq struct {
+	ID, Pos int64
+}
+
+// ScratchBytesFor is the scratch one ReadScattered call holds for reads
+// in flight: Depth slots of MaxReadBytes (or one aligned row, if larger).
+// It is counted in memacct.BatchBuffers while the reader keeps it.
+func (r *RowReader) ScratchBytesFor(o ScatterOptions) int64 {
+	o = o.withDefaults()
+	return int64(o.Depth) * r.slotBytes(o)
+}
+
+func (r *RowReader) slotBytes(o ScatterOptions) int64 {
+	a := max(r.align, 1)
+	if r.mode != ReadDirect {
+		a = 1
+	}
+	one := (r.rowBytes + 2*a - 1) &^ (a - 1) // an unaligned row spans one block more
+	return max(o.MaxReadBytes&^(a-1), one)
+}
+
+// session is the per-call state ReadScattered reuses: the slab of read
+// slots, the plan, the ids and, for IOUring, the ring.
+type session struct {
+	slab    []byte // aligned
+	counted int64
+	ids     []int64
+	exts    []readplan.Extent
+	ring    *uring.Ring
+}
+
+// SetEngine chooses how ReadScattered submits reads. Call it before
+// concurrent use; IOAuto resolves to IOUring or IOPread here (a read of
+// the first block through a ring decides), IOUring fails where the kernel
+// refuses io_uring.
+func (r *RowReader) SetEngine(e IOEngine) error {
+	if e == IOPread {
+		r.engine = IOPread
+		return nil
+	}
+	ring, err := uring.New(4)
+	if err == nil {
+		err = r.probeRing(ring)
+		ring.Close()
+	}
+	if err != nil {
+		if e == IOAuto {
+			r.engine = IOPread
+			return nil
+		}
+		return fmt.Errorf("storage: %s: io_uring: %w", r.name, err)
+	}
+	r.engine = IOUring
+	return nil
+}
+
+// probeRing reads the first block of the file through ring.
+func (r *RowReader) probeRing(ring *uring.Ring) error {
+	buf := r.alignedBuf(int(directAlign))
+	defer r.bufs.Put(buf)
+	if !ring.PrepRead(int(r.f.Fd()), (*buf)[:directAlign], 0, 0) {
+		return errors.New("ring full")
+	}
+	if err := ring.Submit(1); err != nil {
+		return err
+	}
+	var res int32
+	ring.Reap(func(_ uint64, x int32) { res = x })
+	if res < 0 {
+		return unix.Errno(-res)
+	}
+	return nil
+}
+
+// Engine is the resolved I/O engine of ReadScattered: IOPread or IOUring.
+func (r *RowReader) Engine() IOEngine {
+	if r.engine == IOAuto {
+		return IOPread
+	}
+	return r.engine
+}
+
+func (r *RowReader) getSession(o ScatterOptions) (*session, error) {
+	need := r.ScratchBytesFor(o)
+	r.sessMu.Lock()
+	var s *session
+	if n := len(r.sessions); n > 0 {
+		s = r.sessions[n-1]
+		r.sessions = r.sessions[:n-1]
+	}
+	r.sessMu.Unlock()
+	if s == nil {
+		s = &session{}
+	}
+	if int64(len(s.slab)) < need {
+		b := r.alignedBuf(int(need))
+		memacct.Add(memacct.BatchBuffers, need-s.counted)
+		s.slab, s.counted = *b, need
+	}
+	if r.engine == IOUring && (s.ring == nil || s.ring.Entries() < o.withDefaults().Depth) {
+		if s.ring != nil {
+			s.ring.Close()
+		}
+		ring, err := uring.New(uint32(o.withDefaults().Depth))
+		if err != nil {
+			r.putSession(s)
+			return nil, fmt.Errorf("storage: %s: %w", r.name, err)
+		}
+		s.ring = ring
+	}
+	return s, nil
+}
+
+func (r *RowReader) putSession(s *session) {
+	r.sessMu.Lock()
+	r.sessions = append(r.sessions, s)
+	r.sessMu.Unlock()
+}
+
+// closeSessions releases every idle session (Close).
+func (r *RowReader) closeSessions() {
+	r.sessMu.Lock()
+	defer r.sessMu.Unlock()
+	for _, s := range r.sessions {
+		if s.ring != nil {
+			s.ring.Close()
+		}
+		memacct.Add(memacct.BatchBuffers, -s.counted)
+	}
+	r.sessions = nil
+}
+
+// ReadScattered copies row reqs[k].ID into dst[reqs[k].Pos·RowBytes:] for
+// every k. It sorts reqs by ID (in place), plans the reads with o.GapRows
+// (internal/readplan), reads each planned extent with one read call into
+// a scratch slot, and copies the rows out. Duplicate ids are allowed.
+// Accounting: the rows and their bytes as requested, and every extent as
+// one read call of its full length.
+func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	o = o.withDefaults()
+	nrows := (r.dataEnd - r.dataOff) / r.rowBytes
+	for _, q := range reqs {
+		if q.ID < 0 || q.ID >= nrows || q.Pos < 0 || (q.Pos+1)*r.rowBytes > int64(len(dst)) {
+			return fmt.Errorf("storage: %s: row %d to slot %d out of range (%d rows, %d-byte destination)", r.name, q.ID, q.Pos, nrows, len(dst))
+		}
+	}
+	slices.SortFunc(reqs, func(a, b RowReq) int { return cmp.Compare(a.ID, b.ID) })
+	s, err := r.getSession(o)
+	if err != nil {
+		return err
+	}
+	defer r.putSession(s)
+	s.ids = s.ids[:0]
+	for _, q := range reqs {
+		s.ids = append(s.ids, q.ID)
+	}
+	align := int64(1)
+	if r.mode == ReadDirect {
+		align = r.align
+	}
+	slot := r.slotBytes(o)
+	po := readplan.Options{RowBytes: r.rowBytes, DataOff: r.dataOff, Align: align, GapRows: o.GapRows, MaxBytes: slot}
+	if err := po.Validate(); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	s.exts = readplan.Plan(s.ids, po, s.exts[:0])
+	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
+	if r.engine == IOUring {
+		return r.scatterRing(s, reqs, dst, o.Depth, slot)
+	}
+	return r.scatterPread(s, reqs, dst, o.Depth, slot)
+}
+
+// copyOut copies the rows of extent x from buf, which holds x's first
+// got bytes.
+func (r *RowReader) copyOut(x readplan.Extent, buf []byte, reqs []RowReq, dst []byte) {
+	rb := r.rowBytes
+	for i := x.First; i < x.First+x.N; i++ {
+		p := r.dataOff + reqs[i].ID*rb - x.Off
+		copy(dst[reqs[i].Pos*rb:(reqs[i].Pos+1)*rb], buf[p:p+rb])
+	}
+}
+
+// need is the bytes of extent x that hold rows: a read may stop short of
+// x.Len at the end of the file, never before this.
+func (r *RowReader) need(x readplan.Extent, ids []int64) int64 {
+	return r.dataOff + (ids[x.First+x.N-1]+1)*r.rowBytes - x.Off
+}
+
+// preadExtent reads extent x into buf with pread, retrying short reads.
+func (r *RowReader) preadExtent(x readplan.Extent, ids []int64, buf []byte) error {
+	got, err := r.f.ReadAt(buf[:x.Len], x.Off)
+	if int64(got) < r.need(x, ids) {
+		if err == nil {
+			err = errors.New("short read")
+		}
+		return fmt.Errorf("storage: read %s: %d bytes at byte %d: %w", r.name, x.Len, x.Off, err)
+	}
+	r.stage.Read(int64(got))
+	return nil
+}
+
+func (r *RowReader) scatterPread(s *session, reqs []RowReq, dst []byte, depth int, slot int64) error {
+	exts := s.exts
+	workers := min(depth, len(exts))
+	if workers <= 1 {
+		buf := s.slab[:slot]
+		for _, x := range exts {
+			if err := r.preadExtent(x, s.ids, buf); err != nil {
+				return err
+			}
+			r.copyOut(x, buf, reqs, dst)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		buf := s.slab[int64(w)*slot : int64(w+1)*slot]
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(exts) {
+					return
+				}
+				if err := r.preadExtent(exts[k], s.ids, buf); err != nil {
+					errs[w] = err
+					return
+				}
+				r.copyOut(exts[k], buf, reqs, dst)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *RowReader) scatterRing(s *session, reqs []RowReq, dst []byte, depth int, slot int64) error {
+	exts := s.exts
+	ring := s.ring
+	depth = min(depth, ring.Entries())
+	free := make([]int, 0, depth)
+	for i := depth - 1; i >= 0; i-- {
+		free = append(free, i)
+	}
+	slotExt := make([]int, depth)
+	fd := int(r.f.Fd())
+	var firstErr error
+	next, done := 0, 0
+	for done < next || (next < len(exts) && firstErr == nil) {
+		for firstErr == nil && next < len(exts) && len(free) > 0 {
+			sl := free[len(free)-1]
+			x := exts[next]
+			if !ring.PrepRead(fd, s.slab[int64(sl)*slot:int64(sl)*slot+x.Len], x.Off, uint64(sl)) {
+				break
+			}
+			free = free[:len(free)-1]
+			slotExt[sl] = next
+			next++
+		}
+		// Wait for a quarter of the reads in flight: each
+		// io_uring_enter then submits several, at the cost of a slightly
+		// lower depth on average.
+		if err := ring.Submit(max(1, ring.InFlight()/4)); err != nil {
+			// Close waits for the reads the kernel took; the session
+			// gets a fresh ring next time.
+			ring.Close()
+			s.ring = nil
+			return cmp.Or(firstErr, fmt.Errorf("storage: %s: %w", r.name, err))
+		}
+		ring.Reap(func(ud uint64, res int32) {
+			sl := int(ud)
+			x := exts[slotExt[sl]]
+			buf := s.slab[int64(sl)*slot : int64(sl+1)*slot]
+			done++
+			free = append(free, sl)
+			switch {
+			case firstErr != nil:
+				return
+			case res >= 0 && int64(res) >= r.need(x, s.ids):
+				r.stage.Read(int64(res))
+			case res < 0 && unix.Errno(-res) != unix.EAGAIN && unix.Errno(-res) != unix.EINTR:
+				firstErr = fmt.Errorf("storage: read %s: %d bytes at byte %d: %w", r.name, x.Len, x.Off, unix.Errno(-res))
+				return
+			default: // short or retryable: read it again with pread
+				if err := r.preadExtent(x, s.ids, buf); err != nil {
+					firstErr = err
+					return
+				}
+			}
+			r.copyOut(x, buf, reqs, dst)
+		})
+	}
+	return firstErr
+}
