@@ -101,8 +101,22 @@ func validName(s string) bool {
 }
 
 func (o *ProfileOptions) samplerOptions() sample.Options {
+	// One batch prefetched: the profile consumes batches as fast as they
+	// come, and every prefetched batch is memory.
 	return sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Mode, PartsPerBatch: o.PartsPerBatch,
-		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache}
+		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache, Prefetch: 1}
+}
+
+// profileGatherBytes bounds the profiling epoch's gather buffer.
+const profileGatherBytes = 16 << 20
+
+// ProfileWorkingBytes bounds what a profiling epoch holds beside its
+// counters (ProfileMemBytes): the gather buffer (at most
+// profileGatherBytes, at most a batch's rows of rowBytes), and for each
+// sampling worker plus the one prefetched batch a sampled batch of
+// batchBytes (sample.BatchBytesBound).
+func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64, workers int) int64 {
+	return min(profileGatherBytes, batchRows*rowBytes) + int64(workers+1)*batchBytes
 }
 
 func (o *ProfileOptions) withDefaults() ProfileOptions {
@@ -416,6 +430,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	c.staleness, c.depth = o.Staleness, o.ReuseDepth
 	m.Staleness, m.ReuseDepth = o.Staleness, o.ReuseDepth
 	var buf []byte
+	defer func() { memacct.Add(memacct.BatchBuffers, -int64(cap(buf))) }()
 	rb := d.FeatRowBytes()
 	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
 		s := fast
@@ -455,16 +470,24 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 				m.MaxBatchRows = max(m.MaxBatchRows, tot.gathered)
 				m.MaxDynamicBytes = max(m.MaxDynamicBytes, b.DynamicBytes)
 				m.Lookups.Add(b.Stats)
+				// Gathered in chunks of at most profileGatherBytes, so the
+				// profiling epoch holds a bounded buffer, not a batch's
+				// input rows (hundreds of MB at batch 1000).
 				ids := b.Nodes()
-				need := int64(len(ids)) * rb
-				if int64(cap(buf)) < need {
-					buf = make([]byte, need)
-				}
+				chunk := max(int(profileGatherBytes/rb), 1)
 				t0 := time.Now()
-				if err := fc.Gather(ids, buf[:need]); err != nil {
-					it.Close()
-					task.Done()
-					return nil, fmt.Errorf("planner: gather: %w", err)
+				for lo := 0; lo < len(ids); lo += chunk {
+					hi := min(lo+chunk, len(ids))
+					if int64(cap(buf)) < int64(hi-lo)*rb {
+						memacct.Add(memacct.BatchBuffers, -int64(cap(buf)))
+						buf = make([]byte, int64(hi-lo)*rb)
+						memacct.Add(memacct.BatchBuffers, int64(cap(buf)))
+					}
+					if err := fc.Gather(ids[lo:hi], buf[:int64(hi-lo)*rb]); err != nil {
+						it.Close()
+						task.Done()
+						return nil, fmt.Errorf("planner: gather: %w", err)
+					}
 				}
 				m.GatherSeconds += time.Since(t0).Seconds()
 			}

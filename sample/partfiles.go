@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -112,6 +113,34 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 		}
 	}
 	return nil
+}
+
+// MacroBytesBound bounds the memory of one macro batch of ppb partitions'
+// dynamic cache (DynamicCache.MemBytes, as LoadAdjacency fills it) plus
+// LoadAdjacency's read buffer: the ppb partitions of largest cost, where a
+// partition costs 8 + dynIndexEntryBytes per member and its list ids. It
+// reads only the partitioning's offsets, so memory can be checked before
+// any macro batch is loaded.
+func (pf *PartitionFiles) MacroBytesBound(ppb int) int64 {
+	k := pf.p.K()
+	costs := make([]int64, k)
+	var maxFile int64
+	for q := range k {
+		a := pf.p.AdjacencyOf(q)
+		ids := a.Indptr[len(a.Indptr)-1] - a.Indptr[0]
+		width := int64(4)
+		if a.Indices64 != nil {
+			width = 8
+		}
+		costs[q] = int64(len(a.Nodes))*(8+dynIndexEntryBytes) + ids*width
+		maxFile = max(maxFile, a.FileBytes)
+	}
+	slices.SortFunc(costs, func(a, b int64) int { return int(b - a) })
+	var n int64
+	for _, c := range costs[:min(max(ppb, 1), k)] {
+		n += c
+	}
+	return n + 8 + maxFile
 }
 
 // checkAgainst checks p's adjacency degrees and cross counts against d.

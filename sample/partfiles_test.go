@@ -40,6 +40,19 @@ func TestPartitionFilesAdapter(t *testing.T) {
 	if c.Len() != len(adj) {
 		t.Fatalf("dynamic cache holds %d nodes, want %d", c.Len(), len(adj))
 	}
+	// MacroBytesBound bounds what loading any ppb partitions takes.
+	if b := pf.MacroBytesBound(pf.K()); c.MemBytes() > b {
+		t.Fatalf("all %d partitions: MemBytes %d > MacroBytesBound %d", pf.K(), c.MemBytes(), b)
+	}
+	for q := range pf.K() {
+		one := sample.NewDynamicCache(false)
+		if err := pf.LoadAdjacency([]int{q}, one); err != nil {
+			t.Fatal(err)
+		}
+		if b := pf.MacroBytesBound(1); one.MemBytes() > b {
+			t.Fatalf("partition %d: MemBytes %d > MacroBytesBound(1) %d", q, one.MemBytes(), b)
+		}
+	}
 	// LoadAdjacency reserves exact sizes: no doubling slack.
 	if got, want := c.AllocatedBytes(), c.DataBytes()+8*int64(c.Len()+1); got != want {
 		t.Fatalf("dynamic cache allocated %d bytes, want exactly %d", got, want)

@@ -1,6 +1,8 @@
 package sample
 
-import "testing"
+import (
+	"testing"
+)
 
 // trainParts is a Partitions with given training nodes per partition and
 // no adjacency.

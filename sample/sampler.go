@@ -66,6 +66,28 @@ type Batch struct {
 	counted int64
 }
 
+// BatchBytesBound bounds the memory (Batch.MemBytes) of a batch of targets
+// sampled with fanouts on a graph of numNodes nodes and numEdges edges,
+// layer by layer from the top: a block's destinations draw at most their
+// fanout each (with -1, at most numEdges in all), its sources are at most
+// its destinations plus its edges and at most numNodes, and the batch
+// holds 8 bytes per input node plus each block's 8-byte offsets and 4-byte
+// indices. Memory is reserved from it before any batch is sampled.
+// TestBatchBytesBound checks it on sampled batches.
+func BatchBytesBound(targets int64, fanouts []int, numNodes, numEdges int64) int64 {
+	dst := min(targets, numNodes)
+	var n int64
+	for l := len(fanouts) - 1; l >= 0; l-- {
+		edges := numEdges
+		if f := fanouts[l]; f >= 0 {
+			edges = min(dst*int64(f), numEdges)
+		}
+		n += 8*(dst+1) + 4*edges
+		dst = min(dst+edges, numNodes)
+	}
+	return n + 8*dst
+}
+
 // MemBytes is the memory of the batch's arrays: its node ids and its
 // blocks' offsets and indices.
 func (b *Batch) MemBytes() int64 {

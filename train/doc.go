@@ -161,12 +161,20 @@
 //
 // With Options.EvalMode EvalLayerwise (the default) evaluation and Infer
 // compute layer l for the nodes whose layer-l output is needed (the
-// targets' (L−1−l)-hop in-neighbourhood, or every node), in id-order
-// chunks over full in-neighbourhoods whose estimated working memory stays
-// under Options.EvalMemBytes. Layer outputs below the last live in
-// temporary .npy arrays under the dataset directory, removed when the pass
-// returns, cancelled or not. The results equal a full-graph forward pass:
-// GCN normalises by full-graph degrees (a chunk's input rows are rescaled,
-// see gcnRescale), GAT adds the self loop training adds. A source feeding
-// k chunks is read k times.
+// targets' (L−1−l)-hop in-neighbourhood, or every node). They transform
+// before they aggregate (layer.transform, layer.aggregate): aggregation is
+// linear, so mean(x)·W = mean(x·W), Â·(x·W) = (Â·x)·W, and GAT's scores
+// need only Wh = x·W. One id-order pass reads the feature rows of every
+// node whose input is needed, once each, and applies layer 0's weights;
+// each layer then aggregates those output-width rows in id-order chunks
+// over full in-neighbourhoods, whose estimated working memory stays under
+// Options.EvalMemBytes, and applies the next layer's weights to what it
+// computed. A source feeding k chunks is gathered k times, but as a row of
+// the output width; the transformed rows stay in memory (counted under
+// memacct.Inference) when they fit half the bound, else in temporary .npy
+// arrays under the dataset directory, removed when the pass returns,
+// cancelled or not. The results equal a full-graph forward pass up to
+// float summation order: GCN normalises by full-graph degrees (a chunk's
+// rows are rescaled, see gcnRescale), GAT adds the self loop training
+// adds.
 package train

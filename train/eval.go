@@ -71,7 +71,11 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		return fmt.Errorf("%w: %d fanouts for %d layers", ErrInvalidOptions, len(fanouts), t.o.Layers)
 	}
 	s, err := sample.New(t.d, nil, &sample.Options{Fanouts: fanouts, BatchSize: t.o.BatchSize, Seed: mixSeed(t.o.Seed, 0xe7a1),
-		Workers: t.o.Workers, Source: t.o.Source, NeighborCache: t.nc, Train: nodes})
+		Workers: t.o.Workers, Source: t.o.Source, NeighborCache: t.nc, Train: nodes,
+		// One batch ahead, as in training (Options.InFlight): every
+		// prefetched batch is a whole sampled batch, and the working set
+		// reserves only the workers' and the one in flight.
+		Prefetch: 1})
 	if err != nil {
 		return err
 	}
@@ -283,6 +287,7 @@ func (t *Trainer) evalValidTest(ctx context.Context) (valid, test float64, err e
 	}
 	if st != nil {
 		t.o.Logger.Info("layer-wise evaluation", "targets", st.Targets, "restricted", st.Restricted, "rows", st.rows(),
+			"chunks", st.chunks(), "input_bytes", st.Layers[0].InputBytes, "gather_rows", st.gatherRows(), "held_bytes", st.HeldBytes, "layer_seconds", st.layerSeconds(),
 			"bytes_read", st.BytesRead(), "temp_bytes", st.TempBytes(), "chunk_bytes", st.ChunkBytes, "seconds", st.Seconds)
 	}
 	return accs[0], accs[1], nil

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
@@ -41,15 +42,24 @@ type LayerStats struct {
 	// computed in (each under the chunk bound).
 	Rows   int64 `json:"rows"`
 	Chunks int   `json:"chunks"`
-	// InputRows sums the chunks' input rows (a source feeding two chunks
-	// is read twice); Edges the chunks' edges.
-	InputRows int64 `json:"input_rows"`
-	Edges     int64 `json:"edges"`
-	// InputBytes are the input rows' bytes: feature rows through the
-	// feature cache on layer 0, the previous layer's temporary array on
-	// the others. BytesWritten is what the layer wrote to its own
-	// temporary array (0 for the last layer).
-	InputBytes   int64   `json:"input_bytes"`
+	// InputRows and InputBytes are the full-width input rows read and
+	// transformed: on layer 0 the feature rows (through the feature
+	// cache) of every node whose input is needed, each once, in id
+	// order. The layers above transform their input as the layer below
+	// computes it, so theirs are 0.
+	InputRows  int64 `json:"input_rows"`
+	InputBytes int64 `json:"input_bytes"`
+	// GatherRows sums the chunks' source rows of the transformed input
+	// (output width: a source feeding two chunks counts twice), and
+	// GatherBytes are those read from the temporary arrays (0 when
+	// InMemory says the layer's transformed input was held in memory).
+	// Edges are the chunks' edges.
+	GatherRows  int64 `json:"gather_rows"`
+	GatherBytes int64 `json:"gather_bytes"`
+	InMemory    bool  `json:"in_memory"`
+	Edges       int64 `json:"edges"`
+	// BytesWritten is what the layer wrote to temporary arrays: the
+	// next layer's transformed input (layer 0 also its own).
 	BytesWritten int64   `json:"bytes_written"`
 	Seconds      float64 `json:"seconds"`
 }
@@ -65,18 +75,23 @@ type LayerwiseStats struct {
 	// NeighborBytes are the neighbour-list bytes read (the receptive
 	// field's expansion, the GCN out-degree pass and every chunk's lists).
 	NeighborBytes int64 `json:"neighbor_bytes"`
-	// ChunkBytes is the bound on one chunk's working memory; FixedBytes
-	// the pass's per-node state (receptive-field bitsets, GCN degrees).
+	// ChunkBytes is the pass's memory bound (Trainer.evalChunkBytes):
+	// transformed rows held in memory plus one chunk's working memory.
+	// FixedBytes is the pass's per-node state (receptive-field bitsets,
+	// GCN degrees), HeldBytes the most transformed rows held in memory
+	// at once.
 	ChunkBytes int64   `json:"chunk_bytes"`
 	FixedBytes int64   `json:"fixed_bytes"`
+	HeldBytes  int64   `json:"held_bytes"`
 	Seconds    float64 `json:"seconds"`
 }
 
-// BytesRead is the input and neighbour-list bytes of the pass.
+// BytesRead is the input, temporary-array and neighbour-list bytes of the
+// pass.
 func (s *LayerwiseStats) BytesRead() int64 {
 	n := s.NeighborBytes
 	for _, l := range s.Layers {
-		n += l.InputBytes
+		n += l.InputBytes + l.GatherBytes
 	}
 	return n
 }
@@ -129,61 +144,65 @@ func (t *Trainer) evalChunkBytes() int64 {
 	return max(b, minEvalMemBytes)
 }
 
-// lwLayer is what a chunk of layer l needs to know about its shapes.
+// lwLayer is what layer-wise inference needs to know about a layer's
+// shapes (from ModelConfig.layerSpecs).
 type lwLayer struct {
-	in, out int // input and output widths
-	work    int // widest per-source intermediate (GAT's H·F), 0 otherwise
-	heads   int
+	in    int // input width
+	z     int // width of the transformed rows aggregation combines
+	self  int // width of the destination's own term (SAGE), 0 otherwise
+	out   int // output width
+	work  int // widest per-destination intermediate (GAT's H·F), 0 otherwise
+	heads int
 }
 
 func (m *Model) lwShapes() []lwLayer {
-	c := m.cfg
-	s := make([]lwLayer, c.Layers)
-	in := c.InDim
-	for l := range s {
-		out := c.Hidden
-		if l == c.Layers-1 {
-			out = c.Classes
+	specs := m.cfg.layerSpecs()
+	s := make([]lwLayer, len(specs))
+	for l, ls := range specs {
+		w := ls.params[0] // w_self (SAGE: w_neigh has its shape), w
+		s[l] = lwLayer{in: ls.in, z: w.cols, out: ls.params[len(ls.params)-1].cols}
+		switch m.cfg.Kind {
+		case ModelSAGE:
+			s[l].self = w.cols
+		case ModelGAT:
+			s[l].work, s[l].heads = w.cols, m.cfg.Heads
 		}
-		s[l] = lwLayer{in: in, out: out}
-		if c.Kind == ModelGAT {
-			s[l].work, s[l].heads = c.Heads*out, c.Heads
-			if l < c.Layers-1 {
-				out *= c.Heads
-				s[l].out = out
-			}
-		}
-		in = out
 	}
 	return s
 }
 
-// chunkBytes estimates one chunk's working memory: the input rows on the
-// host and on the backend, the layer's intermediates and output (host
-// copy included), the chunk's neighbour ids and the block (host CSR, the
-// backend's copy and its transpose, GAT's per-edge scores).
-func (s lwLayer) chunkBytes(dst, src, edges int64) int64 {
-	perSrc := int64(8*s.in + 4*s.work + 8)
-	perDst := int64(8*s.in + 12*max(s.out, s.work) + 16)
+// transformBytes estimates the working memory of transforming one input
+// row (host and backend copies of the row and of its transformed rows).
+func (s lwLayer) transformBytes() int64 {
+	return int64(8*s.in + 8*(s.z+s.self) + 8)
+}
+
+// chunkBytes estimates one chunk's working memory: the transformed rows of
+// its sources and destinations on the host and on the backend, the
+// layer's intermediates and output, the next layer's transformed rows
+// (next wide, host copy included), the chunk's neighbour ids and the
+// block (host CSR, the backend's copy and its transpose, GAT's per-edge
+// scores).
+func (s lwLayer) chunkBytes(dst, src, edges int64, next int) int64 {
+	perSrc := int64(8*s.z + 8)
+	perDst := int64(8*s.self + 12*max(s.out, s.work) + 8*next + 16)
 	perEdge := int64(8 + 12 + 8*s.heads)
 	return src*perSrc + dst*perDst + edges*perEdge
 }
 
-// forwardLayer runs layer l of the model in evaluation mode (no dropout),
-// followed by ReLU below the last layer: what forward does to that layer.
-func (m *Model) forwardLayer(t *tape, l int, blk *devBlock, x kernels.Tensor) kernels.Tensor {
-	h := m.layers[l].forward(t, blk, x)
-	if l < len(m.layers)-1 {
-		t.be.ReLU(h, h)
-	}
-	return h
-}
-
 // layerwise runs exact layer-wise inference for targets (sorted, unique)
-// and calls fn with each chunk of targets (ascending) and its logits. The
-// layers below the last write their outputs to temporary .npy arrays under
-// the dataset directory (os.TempDir when it is not writable), removed
-// before it returns, cancelled or not.
+// and calls fn with each chunk of targets (ascending) and its logits.
+//
+// It transforms before it aggregates (Model's layer.transform): one
+// id-order pass reads the feature rows of every node whose input is
+// needed, once each, and applies layer 0's weights; each layer then
+// computes its destinations in id-order chunks over full
+// in-neighbourhoods from those transformed rows (output width, not input
+// width), and applies the next layer's weights to what it computed. The
+// transformed rows are held in memory when they fit half the bound that is
+// left, else in temporary .npy arrays under the dataset directory
+// (os.TempDir when it is not writable), removed before it returns,
+// cancelled or not.
 func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []int64, logits kernels.Tensor) error) (*LayerwiseStats, error) {
 	t0 := time.Now()
 	d, m := t.d, t.model
@@ -197,13 +216,15 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	if d.Indices32() == nil {
 		idxBytes = 8
 	}
-	// need[l]: the nodes whose layer-l output is needed (nil: all).
+	// need[l]: the nodes whose layer-l output is needed; src: those whose
+	// input is (need[0] and its in-neighbours). nil: all.
 	need := make([]bitset, L)
 	need[L-1] = newBitset(n)
 	for _, v := range targets {
 		need[L-1].set(v)
 	}
-	for l := L - 1; l > 0; l-- {
+	var src bitset
+	for l := L - 1; l >= 0; l-- {
 		if need[l] == nil {
 			break
 		}
@@ -219,14 +240,18 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		})
 		st.NeighborBytes += edges * idxBytes
 		if nb.count() < n {
-			need[l-1] = nb
 			st.Restricted = true
+			if l > 0 {
+				need[l-1] = nb
+			} else {
+				src = nb
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 	}
-	for _, b := range need {
+	for _, b := range append(need, src) {
 		st.FixedBytes += b.bytes()
 	}
 	// GCN normalises by full-graph out-degrees; a chunk's block only
@@ -246,6 +271,10 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		st.NeighborBytes += d.NumEdges() * idxBytes
 		st.FixedBytes += 4 * n
 	}
+	seen := newBitset(n)
+	st.FixedBytes += seen.bytes()
+	memacct.Add(memacct.Inference, st.FixedBytes)
+	defer memacct.Add(memacct.Inference, -st.FixedBytes)
 	dir, err := os.MkdirTemp(d.Dir(), ".layerwise-")
 	if err != nil {
 		if dir, err = os.MkdirTemp("", "ssdgnn-layerwise-"); err != nil {
@@ -254,42 +283,262 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	}
 	defer os.RemoveAll(dir)
 	shapes := m.lwShapes()
-	seen := newBitset(n)
-	st.FixedBytes += seen.bytes()
-	var prev *lwArray
+	bound := st.ChunkBytes
+	// cur is layer l's transformed input, next layer l+1's.
+	var cur, next *lwStage
 	defer func() {
-		if prev != nil {
-			prev.close()
-		}
+		cur.close()
+		next.close()
 	}()
+	lt := time.Now()
+	if cur, err = newLWStage(dir, 0, src, n, shapes[0], bound); err != nil {
+		return st, err
+	}
+	if err := t.lwTransformInput(ctx, src, cur, shapes[0], max(bound-cur.held, minEvalMemBytes), &st.Layers[0]); err != nil {
+		return st, err
+	}
 	for l := range L {
-		lt := time.Now()
 		ls := &st.Layers[l]
 		ls.Layer = l
-		var out *lwArray
+		ls.InMemory = cur.held > 0
+		nextW := 0
 		if l < L-1 {
-			if out, err = createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.npy", l)), n, shapes[l].out); err != nil {
+			if next, err = newLWStage(dir, l+1, need[l], n, shapes[l+1], bound-cur.held); err != nil {
 				return st, err
 			}
+			nextW = shapes[l+1].z + shapes[l+1].self
 		}
-		c := &lwChunker{t: t, l: l, shape: shapes[l], budget: st.ChunkBytes, seen: seen, in: prev, out: out, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn}
+		st.HeldBytes = max(st.HeldBytes, cur.held+next.heldBytes())
+		c := &lwChunker{t: t, l: l, shape: shapes[l], nextW: nextW, budget: max(bound-cur.held-next.heldBytes(), minEvalMemBytes),
+			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn}
 		err := c.run(ctx, need[l])
 		ls.Seconds = time.Since(lt).Seconds()
-		if prev != nil {
-			prev.close()
-			prev = nil
-		}
+		lt = time.Now()
+		cur.close()
+		cur, next = next, nil
 		if err != nil {
-			if out != nil {
-				out.close()
-			}
 			return st, err
 		}
-		prev = out
 	}
 	st.Seconds = time.Since(t0).Seconds()
 	return st, nil
 }
+
+// maxTransformBatch bounds the rows lwTransformInput reads at once: larger
+// batches save nothing, the reads being in id order anyway.
+const maxTransformBatch = 1 << 16
+
+// lwTransformInput reads the feature rows of the nodes of set (nil: all)
+// in id order, each once, in batches whose working memory stays under
+// budget, and stores layer 0's transform of them in stage.
+func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwStage, sh lwLayer, budget int64, ls *LayerStats) error {
+	d := t.d
+	rows := d.NumNodes()
+	if set != nil {
+		rows = set.count()
+	}
+	batch := int(max(1, min(rows, maxTransformBatch, budget/sh.transformBytes())))
+	ids := make([]int64, 0, batch)
+	x := make([]float32, batch*sh.in)
+	flush := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		xs := x[:len(ids)*sh.in]
+		if err := t.fc.GatherF32(ids, xs); err != nil {
+			return err
+		}
+		t.normalize(xs)
+		ls.InputRows += int64(len(ids))
+		ls.InputBytes += int64(len(ids)) * d.FeatRowBytes()
+		t.beMu.Lock()
+		defer t.beMu.Unlock()
+		tp := &tape{be: t.be}
+		defer tp.free()
+		err := tp.run(func() {
+			t.lwStore(tp, 0, tp.upload(len(ids), sh.in, xs), ids, stage, ls)
+		})
+		ids = ids[:0]
+		return err
+	}
+	var err error
+	add := func(v int64) {
+		if err != nil {
+			return
+		}
+		ids = append(ids, v)
+		if len(ids) == batch {
+			err = flush()
+		}
+	}
+	if set == nil {
+		for v := range d.NumNodes() {
+			add(v)
+		}
+	} else {
+		set.each(add)
+	}
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// lwStore applies layer l's transform to h, the layer-l inputs of ids
+// (ascending) on the backend, and writes the result to stage. It runs
+// inside tape.run.
+func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage *lwStage, ls *LayerStats) {
+	z, self := t.model.layers[l].transform(tp, h)
+	for _, p := range []struct {
+		x   kernels.Tensor
+		dst lwRows
+	}{{z, stage.z}, {self, stage.self}} {
+		if p.x == nil {
+			continue
+		}
+		host := make([]float32, p.x.Rows()*p.x.Cols())
+		if err := tp.be.Download(host, p.x); err != nil {
+			panic(tapeError{err})
+		}
+		w, err := p.dst.writeRows(ids, host)
+		ls.BytesWritten += w
+		if err != nil {
+			panic(tapeError{err})
+		}
+	}
+}
+
+// lwRows holds rows of one width for a set of nodes. readRows and
+// writeRows take ids in ascending order, and return the bytes they read
+// from or wrote to storage.
+type lwRows interface {
+	readRows(ids []int64, dst []float32) (int64, error)
+	writeRows(ids []int64, src []float32) (int64, error)
+	close()
+}
+
+// lwStage is one layer's transformed input: z (and self, for SAGE) of
+// every node whose layer input is needed. held is what it holds in memory
+// (counted under memacct.Inference), 0 when its rows are in files.
+type lwStage struct {
+	z, self lwRows
+	held    int64
+}
+
+// newLWStage makes layer l's transformed input for the nodes of set (nil:
+// all n): in memory when that takes at most half of avail, else in
+// temporary arrays under dir.
+func newLWStage(dir string, l int, set bitset, n int64, sh lwLayer, avail int64) (*lwStage, error) {
+	rows := n
+	if set != nil {
+		rows = set.count()
+	}
+	ix := newLWIndex(set)
+	if b := 4*rows*int64(sh.z+sh.self) + ix.bytes(); b <= avail/2 {
+		s := &lwStage{z: &lwMem{ix: ix, width: sh.z, rows: make([]float32, rows*int64(sh.z))}, held: b}
+		if sh.self > 0 {
+			s.self = &lwMem{ix: ix, width: sh.self, rows: make([]float32, rows*int64(sh.self))}
+		}
+		memacct.Add(memacct.Inference, b)
+		return s, nil
+	}
+	s := &lwStage{}
+	z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), n, sh.z)
+	if err != nil {
+		return nil, err
+	}
+	s.z = z
+	if sh.self > 0 {
+		self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), n, sh.self)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.self = self
+	}
+	return s, nil
+}
+
+func (s *lwStage) heldBytes() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.held
+}
+
+// close releases the stage; a nil stage is a no-op.
+func (s *lwStage) close() {
+	if s == nil {
+		return
+	}
+	for _, r := range []lwRows{s.z, s.self} {
+		if r != nil {
+			r.close()
+		}
+	}
+	memacct.Add(memacct.Inference, -s.held)
+	s.z, s.self, s.held = nil, nil, 0
+}
+
+// lwIndex maps the nodes of a set to their ranks (nil set: the identity).
+type lwIndex struct {
+	set  bitset
+	rank []int64 // rank[w]: the members below node 64·w
+}
+
+func newLWIndex(set bitset) *lwIndex {
+	ix := &lwIndex{set: set}
+	if set != nil {
+		ix.rank = make([]int64, len(set))
+		var r int64
+		for w, x := range set {
+			ix.rank[w] = r
+			r += int64(bits.OnesCount64(x))
+		}
+	}
+	return ix
+}
+
+func (ix *lwIndex) bytes() int64 { return 8 * int64(len(ix.rank)) }
+
+// pos is v's rank; v must be a member.
+func (ix *lwIndex) pos(v int64) int64 {
+	if ix.set == nil {
+		return v
+	}
+	w := v >> 6
+	return ix.rank[w] + int64(bits.OnesCount64(ix.set[w]&(1<<(uint(v)&63)-1)))
+}
+
+// lwMem holds the rows of a set's nodes in memory, in rank order.
+type lwMem struct {
+	ix    *lwIndex
+	width int
+	rows  []float32
+}
+
+func (a *lwMem) readRows(ids []int64, dst []float32) (int64, error) {
+	w := int64(a.width)
+	for i, v := range ids {
+		p := a.ix.pos(v)
+		copy(dst[int64(i)*w:int64(i+1)*w], a.rows[p*w:(p+1)*w])
+	}
+	return 0, nil
+}
+
+func (a *lwMem) writeRows(ids []int64, src []float32) (int64, error) {
+	w := int64(a.width)
+	for i, v := range ids {
+		p := a.ix.pos(v)
+		copy(a.rows[p*w:(p+1)*w], src[int64(i)*w:int64(i+1)*w])
+	}
+	return 0, nil
+}
+
+func (a *lwMem) close() { a.rows = nil }
 
 // lwArray is a temporary [n, width] float32 .npy holding one layer's
 // outputs, row v at node v.
@@ -345,21 +594,50 @@ func runs(ids []int64, fn func(i, j int) error) error {
 	return nil
 }
 
-// readRows reads the rows of ids (ascending) into dst, one pread per run of
-// consecutive ids, and returns the bytes read.
+// Reads of a temporary array: ids at most lwGapBytes apart are read by one
+// pread, the gap included (copying a cached page costs less than a system
+// call), in spans of at most lwSpanBytes. The chunks' sources are spread
+// over the whole id space, often densely, so this turns one pread per
+// source into a few per MiB.
+const (
+	lwGapBytes  = 4 << 10
+	lwSpanBytes = 1 << 20
+)
+
+// readRows reads the rows of ids (ascending) into dst and returns the bytes
+// read (gaps included).
 func (a *lwArray) readRows(ids []int64, dst []float32) (int64, error) {
 	w := a.width
+	rb := int64(w) * 4
 	var nb int64
-	err := runs(ids, func(i, j int) error {
+	var buf []byte
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && (ids[j]-ids[j-1]-1)*rb <= lwGapBytes && (ids[j]-ids[i]+1)*rb <= lwSpanBytes {
+			j++
+		}
+		span := (ids[j-1] - ids[i] + 1) * rb
 		b := f32bytes(dst[i*w : j*w])
-		k, err := a.f.ReadAt(b, a.off+ids[i]*int64(w)*4)
+		if span != int64(len(b)) {
+			if int64(cap(buf)) < span {
+				buf = make([]byte, lwSpanBytes)
+			}
+			b = buf[:span]
+		}
+		k, err := a.f.ReadAt(b, a.off+ids[i]*rb)
 		nb += int64(k)
 		if err != nil {
-			return fmt.Errorf("train: layer-wise read %s: %w", a.f.Name(), err)
+			return nb, fmt.Errorf("train: layer-wise read %s: %w", a.f.Name(), err)
 		}
-		return nil
-	})
-	return nb, err
+		if span != int64(j-i)*rb {
+			for r := i; r < j; r++ {
+				o := (ids[r] - ids[i]) * rb
+				copy(f32bytes(dst[r*w:(r+1)*w]), b[o:o+rb])
+			}
+		}
+		i = j
+	}
+	return nb, nil
 }
 
 // writeRows writes src's rows at ids (ascending) and returns the bytes
@@ -383,9 +661,10 @@ type lwChunker struct {
 	t        *Trainer
 	l        int
 	shape    lwLayer
+	nextW    int // width of the next layer's transformed rows (0: last layer)
 	budget   int64
 	seen     bitset // scratch: the current chunk's sources
-	in, out  *lwArray
+	in, out  *lwStage
 	outDeg   []int32
 	idxBytes int64
 	st       *LayerwiseStats
@@ -412,7 +691,7 @@ func (c *lwChunker) run(ctx context.Context, need bitset) error {
 				fresh++ // an upper bound: a repeated neighbour counts twice
 			}
 		}
-		if len(c.dst) > 0 && c.shape.chunkBytes(int64(len(c.dst))+1, c.src+fresh, c.edges+deg+1) > c.budget {
+		if len(c.dst) > 0 && c.shape.chunkBytes(int64(len(c.dst))+1, c.src+fresh, c.edges+deg+1, c.nextW) > c.budget {
 			if err := c.flush(ctx); err != nil {
 				return err
 			}
@@ -499,46 +778,39 @@ func (c *lwChunker) flush(ctx context.Context) error {
 	if t.model.cfg.Kind == ModelGAT {
 		kb = withSelfLoops(kb)
 	}
-	// Input rows, read in two ascending sweeps (destinations, others).
-	in := c.shape.in
-	x := make([]float32, ns*in)
-	var nb int64
-	if c.in == nil {
-		if err := t.fc.GatherF32(dst, x[:nd*in]); err != nil {
-			return err
-		}
-		if err := t.fc.GatherF32(others, x[nd*in:]); err != nil {
-			return err
-		}
-		t.normalize(x)
-		nb = int64(ns) * d.FeatRowBytes()
-	} else {
-		k1, err := c.in.readRows(dst, x[:nd*in])
+	// Transformed rows: z of the sources in two ascending sweeps
+	// (destinations, others), self of the destinations.
+	zw, sw := c.shape.z, c.shape.self
+	z := make([]float32, ns*zw)
+	k1, err := c.in.z.readRows(dst, z[:nd*zw])
+	if err != nil {
+		return err
+	}
+	k2, err := c.in.z.readRows(others, z[nd*zw:])
+	if err != nil {
+		return err
+	}
+	var self []float32
+	if c.in.self != nil {
+		self = make([]float32, nd*sw)
+		k3, err := c.in.self.readRows(dst, self)
 		if err != nil {
 			return err
 		}
-		k2, err := c.in.readRows(others, x[nd*in:])
-		if err != nil {
-			return err
-		}
-		nb = k1 + k2
+		k2 += k3
 	}
 	c.ls.Rows += int64(nd)
 	c.ls.Chunks++
-	c.ls.InputRows += int64(ns)
+	c.ls.GatherRows += int64(ns)
 	c.ls.Edges += int64(len(kb.Indices))
-	c.ls.InputBytes += nb
+	c.ls.GatherBytes += k1 + k2
 	if c.outDeg != nil {
-		gcnRescale(kb, x, in, func(j int) int32 {
+		gcnRescale(kb, z, zw, func(j int) int32 {
 			if j < nd {
 				return c.outDeg[dst[j]]
 			}
 			return c.outDeg[others[j-nd]]
 		})
-	}
-	var host []float32
-	if c.out != nil {
-		host = make([]float32, nd*c.shape.out)
 	}
 	t.beMu.Lock()
 	defer t.beMu.Unlock()
@@ -550,25 +822,21 @@ func (c *lwChunker) flush(ctx context.Context) error {
 	defer be.FreeBlock(db)
 	tp := &tape{be: be}
 	defer tp.free()
-	err = tp.run(func() {
-		xt := tp.upload(ns, in, x)
-		y := t.model.forwardLayer(tp, c.l, &devBlock{blk: db}, xt)
+	return tp.run(func() {
+		var selfT kernels.Tensor
+		if self != nil {
+			selfT = tp.upload(nd, sw, self)
+		}
+		y := t.model.layers[c.l].aggregate(tp, &devBlock{blk: db}, tp.upload(ns, zw, z), selfT)
 		if c.out == nil {
 			if e := c.fn(dst, y); e != nil {
 				panic(tapeError{e})
 			}
 			return
 		}
-		if e := be.Download(host, y); e != nil {
-			panic(tapeError{e})
-		}
+		be.ReLU(y, y)
+		t.lwStore(tp, c.l+1, y, dst, c.out, c.ls)
 	})
-	if err != nil || c.out == nil {
-		return err
-	}
-	w, err := c.out.writeRows(dst, host)
-	c.ls.BytesWritten += w
-	return err
 }
 
 // gcnRescale scales x's row j by sqrt(out_j+1)/sqrt(full_j+1), out_j being
@@ -597,6 +865,34 @@ func (s *LayerwiseStats) rows() []int64 {
 	r := make([]int64, len(s.Layers))
 	for i, l := range s.Layers {
 		r[i] = l.Rows
+	}
+	return r
+}
+
+// chunks lists the chunks per layer.
+func (s *LayerwiseStats) chunks() []int {
+	c := make([]int, len(s.Layers))
+	for i, l := range s.Layers {
+		c[i] = l.Chunks
+	}
+	return c
+}
+
+// gatherRows lists the transformed rows the chunks gathered per layer.
+func (s *LayerwiseStats) gatherRows() []int64 {
+	r := make([]int64, len(s.Layers))
+	for i, l := range s.Layers {
+		r[i] = l.GatherRows
+	}
+	return r
+}
+
+// layerSeconds lists the seconds per layer, rounded to 0.1 s (layer 0's
+// include the pass over the feature rows).
+func (s *LayerwiseStats) layerSeconds() []float64 {
+	r := make([]float64, len(s.Layers))
+	for i, l := range s.Layers {
+		r[i] = math.Round(10*l.Seconds) / 10
 	}
 	return r
 }

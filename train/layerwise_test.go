@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,7 +262,8 @@ func TestLayerwiseExact(t *testing.T) {
 				gotAll, stAll := layerwiseRows(t, tr, all)
 				tr.o.EvalMemBytes = minEvalMemBytes
 				gotSub, stSub := layerwiseRows(t, tr, sub)
-				t.Logf("all: chunks %v; valid+test: restricted %v, rows %v, chunks %v", chunks(stAll), stSub.Restricted, stSub.rows(), chunks(stSub))
+				t.Logf("all: chunks %v, in memory %v; valid+test: restricted %v, rows %v, chunks %v, in memory %v",
+					stAll.chunks(), inMemory(stAll), stSub.Restricted, stSub.rows(), stSub.chunks(), inMemory(stSub))
 				if len(gotAll) != int(n) || len(gotSub) != len(slices.Compact(slices.Sorted(slices.Values(sub)))) {
 					t.Fatalf("delivered %d and %d rows, want %d and the distinct valid+test nodes", len(gotAll), len(gotSub), n)
 				}
@@ -283,12 +285,83 @@ func TestLayerwiseExact(t *testing.T) {
 	}
 }
 
-func chunks(s *LayerwiseStats) []int {
-	var c []int
+func inMemory(s *LayerwiseStats) []bool {
+	var m []bool
 	for _, l := range s.Layers {
-		c = append(c, l.Chunks)
+		m = append(m, l.InMemory)
 	}
-	return c
+	return m
+}
+
+// TestLayerwiseReadsInputOnce checks, through the dataset's storage
+// accounting (the feature cache off, buffered reads), that a layer-wise
+// pass reads the feature rows of the targets' L-hop in-neighbourhood
+// (found by brute force) once each, whatever the number of chunks: on the
+// generated graph's valid and test nodes (a field covering the graph, and
+// a tight bound forcing many chunks) and on a few Cora test nodes (a
+// field smaller than the graph).
+func TestLayerwiseReadsInputOnce(t *testing.T) {
+	const L = 3
+	for _, tc := range []struct {
+		name    string
+		open    func(testing.TB) *storage.Dataset
+		targets func(*storage.Dataset) []int64
+		chunks  int // at least, on layer 0 under the tight bound
+	}{
+		{"synth", smallSynth, func(d *storage.Dataset) []int64 { return slices.Concat(d.ValidIdx(), d.TestIdx()) }, 10},
+		{"cora", cora, func(d *storage.Dataset) []int64 { return d.TestIdx()[:20] }, 2},
+	} {
+		d := tc.open(t)
+		sub := tc.targets(d)
+		field := map[int64]bool{}
+		for _, v := range sub {
+			field[v] = true
+		}
+		for range L {
+			for v := range maps.Clone(field) {
+				nl := d.Neighbors(v)
+				for k := range nl.Len() {
+					field[nl.At(k)] = true
+				}
+			}
+		}
+		want := int64(len(field)) * d.FeatRowBytes()
+		gathered := func() int64 {
+			for _, s := range d.Accounting().Snapshot() {
+				if s.Stage == storage.StageGather {
+					// Requested, not read: the read planner may merge
+					// neighbouring rows into one read, gap included.
+					return s.BytesRequested
+				}
+			}
+			return 0
+		}
+		for _, kind := range []string{ModelSAGE, ModelGCN, ModelGAT} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				tr, err := New(context.Background(), d, &Options{Model: kind, Layers: L, Hidden: 8, Heads: 2, Seed: *seedFlag,
+					FeatCacheBytes: -1, FeatRead: storage.ReadBuffered})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tr.Close()
+				for _, bound := range []int64{minEvalMemBytes, 64 << 20} {
+					tr.o.EvalMemBytes = bound
+					before := gathered()
+					_, st := layerwiseRows(t, tr, sub)
+					got := gathered() - before
+					l0 := st.Layers[0]
+					t.Logf("bound %d: chunks %v, in memory %v, feature bytes read %d (field %d of %d nodes, %d bytes), layer-0 gather rows %d",
+						bound, st.chunks(), inMemory(st), got, len(field), d.NumNodes(), want, l0.GatherRows)
+					if got != want || l0.InputBytes != want {
+						t.Errorf("bound %d: read %d feature bytes (stats %d), want the field's %d once", bound, got, l0.InputBytes, want)
+					}
+					if bound == minEvalMemBytes && l0.Chunks < tc.chunks {
+						t.Errorf("bound %d: %d chunks on layer 0, want at least %d", bound, l0.Chunks, tc.chunks)
+					}
+				}
+			})
+		}
+	}
 }
 
 // TestLayerwiseEvaluateSplits checks the one-pass evaluation of two splits

@@ -98,7 +98,11 @@ func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
 // awaiting collection, goroutine stacks, the binary, and the page cache of
 // memory-mapped reads, which a memory cgroup charges too. It is mem/8, at
 // least 24 MiB.
-func RuntimeReserve(mem int64) int64 { return max(mem/8, 24<<20) }
+func RuntimeReserve(mem int64) int64 { return max(mem/8, reserveFloor) }
+
+// reserveFloor is RuntimeReserve's least reserve (a variable only so that
+// tests on tiny graphs can reach the budgets that split batches).
+var reserveFloor int64 = 24 << 20
 
 // MinimumBudget is the smallest --mem PlanMemory accepts for training d
 // with opts: the reserve, the fixed state (with the profile kept), the
@@ -112,11 +116,37 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
 	fs := fixedState(n, o.Workers, true)
 	fixed := fs.Bytes + modelConfig(d, &o).MemBytes(true)
+	workers := samplingWorkers(o.Workers)
+	whole := fanoutRows(int64(o.BatchSize), o.Fanouts, n)
+	// Beside both phases: each sampling worker's batch under
+	// construction and, in partition selection, (workers + 1) macro-batch
+	// caches at their bound from the partitioning.
+	wholeBytes := sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges())
+	sampler := int64(workers) * wholeBytes
+	if o.Selection == sample.ModePartition {
+		sampler += int64(workers+1) * macroBound(&o)
+	}
 	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
-	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + fanoutRows(int64(o.BatchSize), o.Fanouts, n)*idRowBytes)
-	need := fixed + max(ws+minTables(n, hist), planner.ProfileMemBytes(n))
+	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + whole*idRowBytes)
+	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), wholeBytes, workers)
+	need := fixed + sampler + max(ws+minTables(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
-	return max(need+24<<20, (need*8+6)/7)
+	return max(need+reserveFloor, (need*8+6)/7)
+}
+
+// macroBound is the partitioning's bound on one macro batch's dynamic
+// cache (sample.PartitionFiles.MacroBytesBound), 0 when o.Partitions
+// cannot tell.
+func macroBound(o *Options) int64 {
+	b, ok := o.Partitions.(interface{ MacroBytesBound(int) int64 })
+	if !ok {
+		return 0
+	}
+	ppb := o.PartsPerBatch
+	if ppb == 0 {
+		ppb = sample.PartsPerBatchFor(o.Partitions, o.BatchSize)
+	}
+	return b.MacroBytesBound(ppb)
 }
 
 // Apply sets o's Plan, Profile, MemBytes, MaxBatchRows and (from
@@ -369,6 +399,7 @@ type MemoryUse struct {
 	BatchBytes      int64 `json:"batch_bytes"`
 	BatchRows       int64 `json:"batch_rows"`
 	DynamicBytes    int64 `json:"dynamic_bytes,omitempty"`
+	SamplerBytes    int64 `json:"sampler_bytes,omitempty"`
 	// FixedBytes is the trainer's per-process state beside the caches
 	// and the working set (see FixedState).
 	FixedBytes int64 `json:"fixed_bytes"`
@@ -386,7 +417,7 @@ func (m *MemoryUse) sum() {
 }
 
 func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
-	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows, m.DynamicBytes = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes
+	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows, m.DynamicBytes, m.SamplerBytes = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes, ws.SamplerBytes
 }
 
 // WorkingSetEstimate is the memory the training pipeline itself needs,
@@ -412,6 +443,9 @@ type WorkingSetEstimate struct {
 	// input dropout mask that exist while upload assembles it.
 	BatchBytes int64 `json:"batch_bytes"`
 	InFlight   int   `json:"in_flight"`
+	// SamplerBytes is the batches the sampling workers are building: one
+	// whole batch each, at sample.BatchBytesBound.
+	SamplerBytes int64 `json:"sampler_bytes"`
 	// SplitFrom is the whole batch's input rows when batches are cut into
 	// micro-batches of BatchRows rows (Options.MaxBatchRows), else 0; its
 	// ids and blocks (idRowBytes per row) are counted in BatchBytes.
@@ -430,7 +464,8 @@ type WorkingSetEstimate struct {
 	// dataset (FeatureBlockBytes in featblock.go): one macro batch's
 	// feature rows, held by the gather stage.
 	FeatureBlockBytes int64 `json:"feature_block_bytes,omitempty"`
-	// Bytes = InFlight × BatchBytes + DynamicBytes + FeatureBlockBytes.
+	// Bytes = InFlight × BatchBytes + DynamicBytes + SamplerBytes +
+	// FeatureBlockBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -498,7 +533,9 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	}
 	ws.BatchBytes = batchBytes(d, &o, ws.BatchRows) + ws.SplitFrom*idRowBytes
 	ws.InFlight = o.InFlight
-	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes
+	// Each sampling worker holds the batch it is building, whole.
+	ws.SamplerBytes = int64(samplingWorkers(o.Workers)) * sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges())
+	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes + ws.SamplerBytes
 	// The feature block, separate from the adjacency caches above.
 	ws.FeatureBlockBytes = FeatureBlockBytes(d, &o)
 	ws.Bytes += ws.FeatureBlockBytes

@@ -71,7 +71,7 @@ func TestPlanMemory(t *testing.T) {
 	if rep.Memory.TotalBytes > mem || rep.Memory.TotalBytes == 0 || rep.Plan == nil || rep.PlanComparison == nil || rep.PlanComparison.Epochs != 2 {
 		t.Fatalf("memory %+v plan %v comparison %+v", rep.Memory, rep.Plan != nil, rep.PlanComparison)
 	}
-	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes ||
+	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes+m.SamplerBytes ||
 		m.BatchRows > ws.BatchRows || m.FixedBytes != FixedState(d, o, nil).Bytes || m.FixedBytes <= 0 ||
 		m.ReserveBytes != RuntimeReserve(mem) ||
 		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes+m.ReserveBytes {
@@ -97,6 +97,10 @@ func TestPlanMemory(t *testing.T) {
 	}
 	// Just above the minimum: batches are cut into micro-batches, and
 	// training runs inside the budget.
+	// On this tiny graph the 24 MiB reserve floor alone exceeds what a
+	// split could save; lower it to reach budgets that split batches.
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
 	so := synthOpts()
 	so.BatchSize, so.Epochs = 400, 1
 	small := MinimumBudget(d, so) + 64<<10
@@ -191,7 +195,8 @@ func TestWorkingSetDynamic(t *testing.T) {
 		o := synthOpts()
 		o.Selection, o.Workers = tc.sel, tc.workers
 		ws := WorkingSet(d, o, p)
-		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want {
+		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.SamplerBytes != int64(tc.workers)*sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, d.NumNodes(), d.NumEdges()) ||
+			ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want+ws.SamplerBytes {
 			t.Errorf("%s, %d workers: %+v, want %d dynamic bytes", tc.sel, tc.workers, ws, tc.want)
 		}
 	}

@@ -73,6 +73,17 @@ type layer interface {
 	// needDX is false).
 	backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor
 	params() []*Param
+	// transform and aggregate are the layer in evaluation mode (no
+	// dropout) split at its linear map, so that exact layer-wise
+	// inference applies the weights once per node before aggregating:
+	// aggregate(blk, transform(x)) equals forward(blk, x) up to float
+	// summation order, because aggregation is linear. transform returns,
+	// for every row of x, z (the rows aggregation combines) and self (the
+	// destination's own term; nil when the layer has none).
+	transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor)
+	// aggregate computes the block's destinations' outputs (before ReLU)
+	// from z of its sources and self of its destinations.
+	aggregate(t *tape, blk *devBlock, z, self kernels.Tensor) kernels.Tensor
 }
 
 // devBlock is a block on the backend plus the identity index of its
@@ -189,6 +200,24 @@ func (l *sageLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Te
 	return out
 }
 
+// transform: mean_u(x_u)·W_neigh = mean_u(x_u·W_neigh), so z = x·W_neigh
+// and self = x·W_self.
+func (l *sageLayer) transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor) {
+	z = t.alloc(x.Rows(), l.wn.Cols)
+	t.be.GEMM(false, false, 1, x, l.wn.W, 0, z)
+	self = t.alloc(x.Rows(), l.ws.Cols)
+	t.be.GEMM(false, false, 1, x, l.ws.W, 0, self)
+	return z, self
+}
+
+func (l *sageLayer) aggregate(t *tape, blk *devBlock, z, self kernels.Tensor) kernels.Tensor {
+	out := t.alloc(blk.blk.NumDst(), z.Cols())
+	t.be.Aggregate(blk.blk, kernels.AggMean, out, z)
+	t.be.Add(out, out, self)
+	t.be.AddBias(out, l.b.W)
+	return out
+}
+
 func (l *sageLayer) backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor {
 	be, n := t.be, blk.blk.NumDst()
 	be.GEMM(true, false, 1, l.hd, dy, 0, l.ws.G)
@@ -226,6 +255,20 @@ func (l *gcnLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Ten
 	return out
 }
 
+// transform: Â·(x·W) = (Â·x)·W, so z = x·W.
+func (l *gcnLayer) transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor) {
+	z = t.alloc(x.Rows(), l.w.Cols)
+	t.be.GEMM(false, false, 1, x, l.w.W, 0, z)
+	return z, nil
+}
+
+func (l *gcnLayer) aggregate(t *tape, blk *devBlock, z, _ kernels.Tensor) kernels.Tensor {
+	out := t.alloc(blk.blk.NumDst(), z.Cols())
+	t.be.Aggregate(blk.blk, kernels.AggGCN, out, z)
+	t.be.AddBias(out, l.b.W)
+	return out
+}
+
 func (l *gcnLayer) backward(t *tape, blk *devBlock, dy kernels.Tensor, needDX bool) kernels.Tensor {
 	be, n := t.be, blk.blk.NumDst()
 	be.GEMM(true, false, 1, l.agg, dy, 0, l.w.G)
@@ -252,17 +295,29 @@ type gatLayer struct {
 func (l *gatLayer) params() []*Param { return []*Param{l.w, l.al, l.ar, l.b} }
 
 func (l *gatLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
+	l.x = x
+	l.wh, _ = l.transform(t, x)
+	return l.aggregate(t, blk, l.wh, nil)
+}
+
+// transform: the attention scores and the weighted sum need only
+// Wh = x·W, so z = Wh.
+func (l *gatLayer) transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor) {
+	z = t.alloc(x.Rows(), l.heads*l.f)
+	t.be.GEMM(false, false, 1, x, l.w.W, 0, z)
+	return z, nil
+}
+
+// aggregate keeps the scores and the attention weights for backward.
+func (l *gatLayer) aggregate(t *tape, blk *devBlock, wh, _ kernels.Tensor) kernels.Tensor {
 	be, n, e := t.be, blk.blk.NumDst(), blk.blk.NumEdges()
 	hf := l.heads * l.f
-	l.x = x
-	l.wh = t.alloc(blk.blk.NumSrc(), hf)
-	be.GEMM(false, false, 1, x, l.w.W, 0, l.wh)
 	l.scores = t.alloc(e, l.heads)
-	be.GATScores(blk.blk, l.scores, l.wh, l.al.W, l.ar.W, gatSlope)
+	be.GATScores(blk.blk, l.scores, wh, l.al.W, l.ar.W, gatSlope)
 	l.alpha = t.alloc(e, l.heads)
 	be.EdgeSoftmax(blk.blk, l.alpha, l.scores)
 	o := t.alloc(n, hf)
-	be.EdgeWeightedSum(blk.blk, o, l.alpha, l.wh)
+	be.EdgeWeightedSum(blk.blk, o, l.alpha, wh)
 	out := o
 	if l.mean != nil {
 		out = t.alloc(n, l.f)

@@ -53,11 +53,15 @@ const (
 	// sampler's workers until their consumer releases them, and the
 	// trainer's converted and micro-batch copies of them.
 	SampledBatches
+	// Inference: exact layer-wise inference's per-node state (receptive
+	// field bitsets, GCN degrees) and the transformed rows it keeps in
+	// memory.
+	Inference
 	numPurposes
 )
 
 var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
-	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches"}
+	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference"}
 
 // String names the purpose.
 func (p Purpose) String() string {
