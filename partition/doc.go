@@ -162,6 +162,16 @@
 // reading again. The checks against the dataset (degrees, cross counts at
 // most the degree) are in sample.NewPartitionFiles, which has both.
 //
+// # Partition-major layout
+//
+// Relabel writes a copy of a dataset whose node ids are ranks of (part,
+// old id), so every part of a partitioning is a contiguous id range, with
+// orig_ids.npy / new_ids.npy mapping between the two numberings and the
+// partitioning carried over (Contiguous checks it). It never writes in
+// place, keeps memory within RelabelOptions.MemBytes (the old→new map is
+// the only structure that grows with N) and writes dataset.json last.
+// docs/format.md specifies the result.
+//
 // # Caveats
 //
 //   - One FENNEL pass on a small dense graph scatters the first nodes of

@@ -21,6 +21,9 @@ type PartitionFiles struct {
 	f     *os.File
 	wide  bool
 	stage *storage.StageCounters
+	// contiguous: every part is a contiguous id range (a relabelled
+	// dataset's own partitioning, checked at construction).
+	contiguous bool
 }
 
 // NewPartitionFiles wraps p, a partitioning of d. The caller still owns p
@@ -39,7 +42,22 @@ func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*Partitio
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
 	}
-	return &PartitionFiles{p: p, f: f, wide: d.Indices32() == nil, stage: d.Accounting().Stage(storage.StageLoad)}, nil
+	pf := &PartitionFiles{p: p, f: f, wide: d.Indices32() == nil, stage: d.Accounting().Stage(storage.StageLoad)}
+	if r := d.Manifest().RelabelledFrom; r != nil && r.Partitioning == p.Manifest().Name {
+		pf.contiguous = p.Contiguous() == nil
+	}
+	return pf, nil
+}
+
+// PartRange is part q's node ids as the range [lo, hi) when every part of
+// the partitioning is a contiguous id range (the partitioning a dataset
+// was relabelled by, see partition.Relabel); ok is false otherwise.
+func (pf *PartitionFiles) PartRange(q int) (lo, hi int64, ok bool) {
+	if !pf.contiguous || q < 0 || q >= pf.p.K() {
+		return 0, 0, false
+	}
+	lo, hi = pf.p.MembersRange(q)
+	return lo, hi, true
 }
 
 // Close closes the adjacency file.

@@ -80,6 +80,16 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 // Dir is the dataset directory.
 func (b *Builder) Dir() string { return b.dir }
 
+// Entry is the manifest entry of the committed array name, for writers
+// that refer to a dataset file (by link) from a derived directory before
+// Finish.
+func (b *Builder) Entry(name string) (FileEntry, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.mu.files[name]
+	return e, ok
+}
+
 // ArrayWriter streams one .npy array into the dataset. It is not safe for
 // concurrent use, but distinct ArrayWriters may be used concurrently.
 type ArrayWriter struct {

@@ -57,6 +57,14 @@
 // /proc/self/io read_bytes delta around a piece of work to a stage; that is
 // exact only when stages do not overlap in time.
 //
+// # Relabelled datasets
+//
+// A dataset whose manifest has RelabelledFrom is a partition-major copy
+// of another (partition.Relabel). Dataset.IDMap translates between its ids
+// and the source's; each lookup checks the entries it uses, so a damaged
+// map is a CorruptError, and Validate checks that the maps are inverse
+// permutations.
+//
 // # Caveats
 //
 // Host byte order must be little-endian (amd64, arm64), as the arrays are

@@ -29,6 +29,10 @@ const (
 	FileTrain    = "train_idx.npy"
 	FileValid    = "valid_idx.npy"
 	FileTest     = "test_idx.npy"
+	// FileOrigIDs and FileNewIDs are the id maps of a relabelled
+	// (partition-major) dataset: orig_ids[new] = old, new_ids[old] = new.
+	FileOrigIDs = "orig_ids.npy"
+	FileNewIDs  = "new_ids.npy"
 )
 
 // FileEntry describes one array file.
@@ -59,8 +63,25 @@ type Manifest struct {
 	SelfLoopsDropped  int64  `json:"self_loops_dropped"`
 	DuplicatesDropped int64  `json:"duplicates_dropped"`
 	Seed              int64  `json:"seed,omitempty"`
+	// RelabelledFrom is set when this dataset is a partition-major copy
+	// of another (ssdgnn relabel): its ids are ranks of (part, old id), and
+	// orig_ids.npy / new_ids.npy map them to and from the source's ids.
+	RelabelledFrom *Relabelling `json:"relabelled_from,omitempty"`
 
 	Files []FileEntry `json:"files"`
+}
+
+// Relabelling records where a partition-major dataset came from.
+type Relabelling struct {
+	// Dir and Name are the source dataset's directory (as given) and
+	// name; ManifestChecksum is "xxhash64:…" of its dataset.json bytes.
+	Dir              string `json:"dir"`
+	Name             string `json:"name"`
+	ManifestChecksum string `json:"manifest_checksum"`
+	// Partitioning names the partitioning (under partitions/, carried
+	// over) whose K parts are the contiguous id ranges.
+	Partitioning string `json:"partitioning"`
+	K            int    `json:"k"`
 }
 
 // File returns the entry named name, or nil.
@@ -105,6 +126,8 @@ func (m *Manifest) expectations() ([]expectation, error) {
 		{FileTrain, npy.Int64, []int64{-1}, true},
 		{FileValid, npy.Int64, []int64{-1}, true},
 		{FileTest, npy.Int64, []int64{-1}, true},
+		{FileOrigIDs, npy.Int64, []int64{m.NumNodes}, m.RelabelledFrom == nil},
+		{FileNewIDs, npy.Int64, []int64{m.NumNodes}, m.RelabelledFrom == nil},
 	}, nil
 }
 
@@ -131,6 +154,12 @@ func (m *Manifest) Validate() error {
 	}
 	if m.NumClasses < 0 {
 		return bad("num_classes", "negative (%d)", m.NumClasses)
+	}
+	if r := m.RelabelledFrom; r != nil && (r.K < 1 || r.Partitioning == "") {
+		return bad("relabelled_from", "needs a partitioning name and k >= 1 (got %q, %d)", r.Partitioning, r.K)
+	}
+	if m.RelabelledFrom == nil && (m.File(FileOrigIDs) != nil || m.File(FileNewIDs) != nil) {
+		return bad("files", "%s / %s listed without relabelled_from", FileOrigIDs, FileNewIDs)
 	}
 	exps, err := m.expectations()
 	if err != nil {

@@ -237,8 +237,40 @@ func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*V
 			}
 		})
 	}
+	v.idMaps()
 	if v.err != nil {
 		return nil, v.err
 	}
 	return v.rep, nil
+}
+
+// idMaps checks a relabelled dataset's maps: every id in range, and
+// new_ids[orig_ids[i]] = i for every i, which makes both permutations
+// and each the other's inverse.
+func (v *validator) idMaps() {
+	d := v.d
+	if d.m.RelabelledFrom == nil {
+		return
+	}
+	n := d.m.NumNodes
+	ok := true
+	for _, name := range []string{FileOrigIDs, FileNewIDs} {
+		v.scan(name, 8, func(first int64, b []byte) {
+			for i, x := range npy.AsInt64(b) {
+				if x < 0 || x >= n {
+					ok = false
+					v.problem(corruptAt(d.path(name), name[:len(name)-4], first+int64(i), "node id %d out of range [0,%d)", x, n))
+				}
+			}
+		})
+	}
+	if !ok || v.err != nil {
+		return
+	}
+	orig, nw := npy.AsInt64(d.data(FileOrigIDs)), npy.AsInt64(d.data(FileNewIDs))
+	for i, u := range orig {
+		if nw[u] != int64(i) {
+			v.problem(corruptAt(d.path(FileNewIDs), "new_ids", u, "is %d, but orig_ids[%d] = %d (the maps are not inverse permutations)", nw[u], i, u))
+		}
+	}
 }

@@ -56,8 +56,11 @@ func (e *CheckpointError) Unwrap() error { return ErrCheckpoint }
 
 // checkpointMeta is the META section (JSON).
 type checkpointMeta struct {
-	Dataset    string       `json:"dataset"`
-	NumNodes   int64        `json:"num_nodes"`
+	Dataset  string `json:"dataset"`
+	NumNodes int64  `json:"num_nodes"`
+	// IDSpace names the node numbering the history section's ids are in:
+	// empty for a dataset's own ids, idSpace(d) for a relabelled one.
+	IDSpace    string       `json:"id_space,omitempty"`
 	Model      ModelConfig  `json:"model"`
 	Options    Options      `json:"options"`
 	Epoch      int          `json:"epoch"`      // epoch in progress (== epochs done when BatchDone is 0)
@@ -76,7 +79,7 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, CheckpointFile)
-	meta := checkpointMeta{Dataset: t.d.Manifest().Name, NumNodes: t.d.NumNodes(), Model: t.model.cfg, Options: t.o,
+	meta := checkpointMeta{Dataset: t.d.Manifest().Name, NumNodes: t.d.NumNodes(), IDSpace: idSpace(t.d), Model: t.model.cfg, Options: t.o,
 		Epoch: t.epoch, BatchDone: t.batchDone, Step: t.step, Elapsed: t.elapsed + time.Since(t.start).Seconds(),
 		History: t.hc != nil, EpochStats: t.epochStats, Written: time.Now().UTC()}
 	mj, err := json.Marshal(meta)
@@ -317,6 +320,10 @@ func (t *Trainer) loadCheckpoint(path string) error {
 	if ck.meta.History != (t.hc != nil) {
 		return fmt.Errorf("%w: %s history cache %v, options %v", ErrMismatch, ck.file, ck.meta.History, t.hc != nil)
 	}
+	if ck.meta.History && ck.meta.IDSpace != idSpace(t.d) {
+		return fmt.Errorf("%w: %s holds history for node ids %q, the dataset numbers its nodes %q (relabelled?)",
+			ErrMismatch, ck.file, ck.meta.IDSpace, idSpace(t.d))
+	}
 	if err := t.restoreParams(ck); err != nil {
 		return err
 	}
@@ -405,3 +412,15 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 
 // Options returns the trainer's options with defaults filled in.
 func (t *Trainer) Options() Options { return t.o }
+
+// idSpace names d's node numbering: "" for a dataset's own ids, and for a
+// partition-major copy (storage.Manifest.RelabelledFrom) the partitioning
+// and source that define it. Model weights do not depend on it; the
+// history cache, keyed by node id, does.
+func idSpace(d *storage.Dataset) string {
+	r := d.Manifest().RelabelledFrom
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("relabel:%s:%s", r.Partitioning, r.ManifestChecksum)
+}

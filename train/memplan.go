@@ -244,7 +244,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, err
 	}
 	ws, fs := b.WorkingSet, b.Fixed
-	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes)
+	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes, "feature_block_bytes", ws.FeatureBlockBytes)
 	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes, "model_bytes", fs.ModelBytes)
 	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: b.Caches, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
 		Staleness: o.Staleness})
@@ -460,7 +460,12 @@ type WorkingSetEstimate struct {
 	// BatchRows it comes from the profiling epoch: another epoch's macro
 	// batches may be somewhat larger.
 	DynamicBytes int64 `json:"dynamic_bytes,omitempty"`
-	// Bytes = InFlight × BatchBytes + DynamicBytes + SamplerBytes.
+	// FeatureBlockBytes is the dynamic feature block of a partition-major
+	// dataset (FeatureBlockBytes in featblock.go): one macro batch's
+	// feature rows, held by the gather stage.
+	FeatureBlockBytes int64 `json:"feature_block_bytes,omitempty"`
+	// Bytes = InFlight × BatchBytes + DynamicBytes + SamplerBytes +
+	// FeatureBlockBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -531,6 +536,9 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	// Each sampling worker holds the batch it is building, whole.
 	ws.SamplerBytes = int64(samplingWorkers(o.Workers)) * sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges())
 	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes + ws.SamplerBytes
+	// The feature block, separate from the adjacency caches above.
+	ws.FeatureBlockBytes = FeatureBlockBytes(d, &o)
+	ws.Bytes += ws.FeatureBlockBytes
 	return ws
 }
 

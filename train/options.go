@@ -115,6 +115,11 @@ type Options struct {
 	FeatCoalesceGap    int64            `json:"feat_coalesce_gap,omitempty"`
 	FeatIO             storage.IOEngine `json:"-"`
 	NeighborCacheBytes int64            `json:"neighbor_cache_bytes"`
+
+	// NoFeatureBlock turns off the dynamic feature block of a
+	// partition-major dataset (see FeatureBlockBytes), for comparison.
+	NoFeatureBlock bool `json:"no_feature_block,omitempty"`
+
 	// NeighborCross, when set, builds the neighbour cache with
 	// neighborcache.PolicyCross over these counts (as the planner models
 	// it for a partitioning); otherwise by degree.

@@ -53,6 +53,10 @@ type job struct {
 	// zc splits the input rows on the zero-copy path (nil: every row is
 	// in feats); feats then holds only the misses.
 	zc *zcSplit
+	// macro and macroParts are the batch's macro batch and its parts, for
+	// the feature block (macroParts nil: none).
+	macro      int
+	macroParts []int
 	// on the backend
 	blocks []*devBlock
 	x      kernels.Tensor
@@ -183,6 +187,17 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			t.reuseMu.Unlock()
 		}()
 	}
+	// The feature block loads each macro batch's parts: the plan names
+	// them (the same plan the sampler follows).
+	var fbPlan *sample.Plan
+	var fbRows, fbLoads, fbBytes int64
+	if t.fb != nil {
+		var err error
+		if fbPlan, err = t.sampler.Plan(t.epoch); err != nil {
+			return es, err
+		}
+		fbRows, fbLoads, fbBytes = t.fb.hits.Load(), t.fb.loads.Load(), t.fb.loadBytes.Load()
+	}
 	it, total, err := t.epochBatches(ctx)
 	if err != nil {
 		return es, err
@@ -223,6 +238,9 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				continue
 			}
 			j := &job{idx: i, iter: iter}
+			if fbPlan != nil && b.Macro >= 0 && b.Macro < len(fbPlan.MacroParts) {
+				j.macro, j.macroParts = b.Macro, fbPlan.MacroParts[b.Macro]
+			}
 			iter++
 			if er != nil {
 				top := &b.Blocks[L-1]
@@ -263,7 +281,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			k := t.microCount(hb)
 			sa.since(t0)
 			if k == 1 {
-				mj := &job{idx: j.idx, iter: j.iter, micros: 1, weight: 1, hb: hb, hist: j.hist, batch: b}
+				mj := &job{idx: j.idx, iter: j.iter, micros: 1, weight: 1, hb: hb, hist: j.hist, batch: b,
+					macro: j.macro, macroParts: j.macroParts}
 				if j.hist != nil {
 					mj.batchReused = len(j.hist.reused)
 				}
@@ -286,7 +305,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				t0 := time.Now()
 				mb := sp.build(m)
 				lo, hi := sp.targets(m)
-				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: sp.k, hb: mb.hb}
+				mj := &job{idx: j.idx, iter: j.iter, micro: m, micros: sp.k, hb: mb.hb, macro: j.macro, macroParts: j.macroParts}
 				if total > 0 {
 					mj.weight = float32(countLabelled(labels, hb.nodes[lo:hi])) / float32(total)
 				}
@@ -476,6 +495,11 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}
 	ls := it.Stats()
 	es.Lookups = ls
+	if t.fb != nil {
+		es.FeatureBlockRows = t.fb.hits.Load() - fbRows
+		es.FeatureBlockLoads = t.fb.loads.Load() - fbLoads
+		es.FeatureBlockLoadBytes = t.fb.loadBytes.Load() - fbBytes
+	}
 	es.NeighborHit = ratio(ls.Global.Hits, ls.Lookups)
 	es.DynamicHit = ratio(ls.Dynamic.Hits, ls.Dynamic.Hits+ls.Dynamic.Misses)
 	fc1 := t.featStats()
@@ -701,7 +725,14 @@ func (t *Trainer) gather(j *job) error {
 			t.zc.hits.Add(h)
 		}
 	}
-	if err := t.fc.GatherF32(ids, j.feats); err != nil {
+	if t.fb != nil && j.macroParts != nil {
+		if err := t.fb.load(j.macro, j.macroParts); err != nil {
+			return err
+		}
+		if err := t.fb.gatherF32(ids, j.feats, t.d.FeatDim(), t.fc.GatherF32); err != nil {
+			return err
+		}
+	} else if err := t.fc.GatherF32(ids, j.feats); err != nil {
 		return err
 	}
 	t.normalize(j.feats)

@@ -35,6 +35,10 @@ type Trainer struct {
 	nc      *neighborcache.Cache
 	hc      *histcache.Cache
 
+	// fb is the dynamic feature block of a partition-major dataset (nil
+	// otherwise); only the gather stage uses it.
+	fb *featBlock
+
 	// reuse is the running epoch's reuse broker (nil between epochs); the
 	// sampler's ReuseFor hook reaches it through reuseMu.
 	reuseMu sync.Mutex
@@ -120,6 +124,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		fo.Counts = o.Profile.Feat
 	}
 	if t.fc, err = featurecache.New(ctx, d, sz.feat, fo); err != nil {
+		return nil, err
+	}
+	if t.fb, err = newFeatBlock(d, &o); err != nil {
 		return nil, err
 	}
 	if t.histEnabled() {
@@ -220,6 +227,9 @@ func (t *Trainer) Close() error {
 	if t.fc != nil {
 		errs = append(errs, t.fc.Close())
 	}
+	if t.fb != nil {
+		errs = append(errs, t.fb.close())
+	}
 	if t.hc != nil {
 		t.hc.Close()
 	}
@@ -298,6 +308,13 @@ type EpochStats struct {
 	Reused int64 `json:"hist_reused"`
 	// InputNodes sums the batches' input-layer node counts.
 	InputNodes int64 `json:"input_nodes"`
+	// FeatureBlock* describe the dynamic feature block of a
+	// partition-major dataset: input rows it served, macro batches loaded
+	// into it and the bytes they took (read sequentially, on the load
+	// stage).
+	FeatureBlockRows      int64 `json:"feature_block_rows,omitempty"`
+	FeatureBlockLoads     int64 `json:"feature_block_loads,omitempty"`
+	FeatureBlockLoadBytes int64 `json:"feature_block_load_bytes,omitempty"`
 	// Lookups are the sampler's neighbour-list lookups of the epoch (lists
 	// of reused nodes are not looked up).
 	Lookups sample.LookupStats `json:"lookups"`

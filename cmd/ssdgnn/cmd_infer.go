@@ -29,7 +29,12 @@ The default --mode layerwise is exact: each layer is computed from full
 neighbourhoods for the nodes the next layer needs, in id-order chunks, its
 outputs kept in a temporary .npy under DIR. --mode sampled samples --fanouts
 neighbours per layer instead (default the checkpoint's evaluation fanouts).
-It reports the wall time and the bytes read.`,
+It reports the wall time and the bytes read.
+
+On a relabelled dataset ('ssdgnn relabel') node ids are the original
+dataset's: a --nodes file holds original ids, and test, valid and all are
+listed in ascending original id, so the output rows are those that infer on
+the original dataset writes.`,
 		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,26 +46,9 @@ It reports the wall time and the bytes read.`,
 				return err
 			}
 			defer d.Close()
-			var nodes []int64
-			switch nodesArg {
-			case "test":
-				nodes = d.TestIdx()
-			case "valid":
-				nodes = d.ValidIdx()
-			case "all":
-				nodes = make([]int64, d.NumNodes())
-				for i := range nodes {
-					nodes[i] = int64(i)
-				}
-			default:
-				if nodes, err = readIDs(nodesArg); err != nil {
-					return err
-				}
-				for _, v := range nodes {
-					if v < 0 || v >= d.NumNodes() {
-						return fmt.Errorf("%s: node %d out of range [0,%d)", nodesArg, v, d.NumNodes())
-					}
-				}
+			nodes, err := inferNodes(d, nodesArg)
+			if err != nil {
+				return err
 			}
 			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, workers)
 			if err != nil {
@@ -123,4 +111,44 @@ func readIDs(path string) ([]int64, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%s: dtype %v, want int64 or int32", path, h.DType)
+}
+
+// inferNodes resolves --nodes to the dataset's ids, in the order of the
+// output rows. On a relabelled dataset the ids the user gives and the
+// row order are the original dataset's.
+func inferNodes(d *storage.Dataset, arg string) ([]int64, error) {
+	idm := d.IDMap()
+	switch arg {
+	case "test", "valid":
+		nodes := d.TestIdx()
+		if arg == "valid" {
+			nodes = d.ValidIdx()
+		}
+		if idm != nil {
+			return idm.InOrigOrder(nodes)
+		}
+		return nodes, nil
+	case "all":
+		if idm != nil {
+			return idm.AllInOrigOrder()
+		}
+		nodes := make([]int64, d.NumNodes())
+		for i := range nodes {
+			nodes[i] = int64(i)
+		}
+		return nodes, nil
+	}
+	nodes, err := readIDs(arg)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range nodes {
+		if v < 0 || v >= d.NumNodes() {
+			return nil, fmt.Errorf("%s: node %d out of range [0,%d)", arg, v, d.NumNodes())
+		}
+	}
+	if idm != nil {
+		return idm.ToNew(nodes)
+	}
+	return nodes, nil
 }

@@ -332,6 +332,7 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
+	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
 	f.StringVar(&featRead, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
 	f.Int64Var(&coalesceGap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
 	f.StringVar(&featIO, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")

@@ -27,7 +27,12 @@ and ends at num_edges; every neighbour id is in range; labels are -1 or in
 no NaN or Inf; every file's checksum matches dataset.json. Then it opens every
 partitioning under DIR/partitions, which checks its files' checksums and
 invariants, and their agreement with the dataset. Each problem names the file
-and the element index. It exits non-zero if it finds any problem.`,
+and the element index. It exits non-zero if it finds any problem.
+
+A relabelled dataset ('ssdgnn relabel') is also checked for its id maps
+(orig_ids.npy and new_ids.npy are inverse permutations) and for the
+partitioning it was relabelled by: present, with the recorded k, and every
+part a contiguous id range.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "max-problems"); err != nil {
@@ -42,6 +47,9 @@ and the element index. It exits non-zero if it finds any problem.`,
 				if len(rep.Problems) < maxProblems {
 					rep.Problems = append(rep.Problems, perr.Error())
 				}
+			}
+			if err := validateRelabelled(args[0], rep, maxProblems); err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -112,4 +120,41 @@ func validatePartitions(dir string, datasetOK bool) []error {
 		p.Close()
 	}
 	return errs
+}
+
+// validateRelabelled adds to rep the problems of a relabelled dataset's
+// partitioning: it must exist, have the recorded k and every part must be
+// a contiguous id range. Other damage to it is validatePartitions' to
+// report.
+func validateRelabelled(dir string, rep *storage.ValidateReport, maxProblems int) error {
+	m, err := storage.LoadManifest(dir)
+	if err != nil {
+		return err
+	}
+	r := m.RelabelledFrom
+	if r == nil {
+		return nil
+	}
+	problem := func(err error) {
+		rep.NumProblems++
+		if len(rep.Problems) < maxProblems {
+			rep.Problems = append(rep.Problems, err.Error())
+		}
+	}
+	pt, err := partition.Open(dir, r.Partitioning)
+	if errors.Is(err, partition.ErrNotFound) {
+		problem(fmt.Errorf("relabelled dataset: its partitioning %q is missing: %w", r.Partitioning, err))
+		return nil
+	}
+	if err != nil {
+		return nil // reported by validatePartitions
+	}
+	defer pt.Close()
+	if pt.K() != r.K {
+		problem(fmt.Errorf("relabelled dataset: partitioning %q has k = %d, relabelled_from says %d", r.Partitioning, pt.K(), r.K))
+	}
+	if err := pt.Contiguous(); err != nil {
+		problem(err)
+	}
+	return nil
 }

@@ -1,0 +1,927 @@
+package partition
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// DefaultRelabelMem is the default RelabelOptions.MemBytes.
+const DefaultRelabelMem = 256 << 20
+
+// relabelFixed is what Relabel allocates whatever the graph: the 1 MiB
+// buffers of up to five open array writers, the sequential read chunks
+// and the per-part counters' slack.
+const relabelFixed = 16 << 20
+
+// relabelChunk is the size of each sequential read.
+const relabelChunk = 1 << 20
+
+// ErrRelabelMem is returned when RelabelOptions.MemBytes cannot hold the
+// old→new id map; the message names the minimum.
+var ErrRelabelMem = errors.New("partition: relabel: memory budget too small")
+
+// RelabelOptions configures Relabel. A nil *RelabelOptions means the
+// defaults.
+type RelabelOptions struct {
+	// MemBytes bounds the memory Relabel allocates (default 256 MiB). The
+	// old→new id map (4 bytes a node, 8 from 2^31 nodes) must fit in it
+	// beside 16 MiB of buffers; RelabelMinMem says how much that is. The
+	// rest sizes the feature gather window.
+	MemBytes int64
+	// Force overwrites a dataset in OUT (its manifest is removed first).
+	Force bool
+	// Progress receives one task, in bytes written (nil: none).
+	Progress progress.Reporter
+	// Logger receives log records (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// RelabelStats describes a Relabel run.
+type RelabelStats struct {
+	Source       string  `json:"source"`
+	Out          string  `json:"out"`
+	Partitioning string  `json:"partitioning"`
+	K            int     `json:"k"`
+	NumNodes     int64   `json:"num_nodes"`
+	NumEdges     int64   `json:"num_edges"`
+	MemBytes     int64   `json:"mem_bytes"`
+	MapBytes     int64   `json:"map_bytes"`
+	WindowRows   int64   `json:"window_rows"`
+	BytesRead    int64   `json:"bytes_read"`
+	BytesWritten int64   `json:"bytes_written"`
+	ReadCalls    int64   `json:"read_calls"`
+	CSRSeconds   float64 `json:"csr_seconds"`
+	FeatSeconds  float64 `json:"feature_seconds"`
+	WallSeconds  float64 `json:"wall_seconds"`
+	// PeakRSSBytes is VmHWM of the process, reset at the start.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// RelabelMinMem is the least RelabelOptions.MemBytes Relabel accepts for
+// a dataset of n nodes.
+func RelabelMinMem(n int64) int64 { return relabelFixed + mapBytes(n) + 1<<20 }
+
+func mapBytes(n int64) int64 {
+	if n < 1<<31 {
+		return 4 * n
+	}
+	return 8 * n
+}
+
+// Relabel writes to the new directory out a partition-major copy of the
+// dataset d: node v of out is the v-th node in (part, old id) order of
+// the partitioning p, so that every part is a contiguous id range and
+// part.npy never decreases. Features, CSR, labels and splits are
+// rewritten; orig_ids.npy (new → old, exactly p's members.npy) and
+// new_ids.npy (old → new) are stored; p is carried over under the same
+// name (members are 0..N-1, the adjacency files are hard links of
+// indptr.npy and indices.npy) so that out can be trained on at once.
+// Neighbour lists keep their source order (mapped), so a sampler that
+// draws neighbour positions draws the same edges on both datasets.
+//
+// Memory is bounded by MemBytes: the only structure that grows with the
+// graph is the old→new map; everything else streams (p's adjacency is
+// already in the new order) or gathers feature rows in windows of
+// ascending old ids with pread. The dataset manifest is written last,
+// so an error or a cancelled ctx leaves no dataset in out.
+func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out string, o *RelabelOptions) (*RelabelStats, error) {
+	start := time.Now()
+	memstat.ResetPeak()
+	var opt RelabelOptions
+	if o != nil {
+		opt = *o
+	}
+	if opt.MemBytes == 0 {
+		opt.MemBytes = DefaultRelabelMem
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	n := d.NumNodes()
+	if need := RelabelMinMem(n); opt.MemBytes < need {
+		return nil, fmt.Errorf("%w: %d nodes need at least %d bytes (%d MiB) for the id map and buffers, given %d",
+			ErrRelabelMem, n, need, (need+1<<20-1)>>20, opt.MemBytes)
+	}
+	if p.man.NumNodes != n || p.man.NumEdges != d.NumEdges() {
+		return nil, fmt.Errorf("%w: partitioning %s is for %d nodes / %d edges, dataset has %d / %d",
+			ErrMismatch, p.dir, p.man.NumNodes, p.man.NumEdges, n, d.NumEdges())
+	}
+	if same, err := sameDir(d.Dir(), out); err != nil {
+		return nil, err
+	} else if same {
+		return nil, fmt.Errorf("partition: relabel: OUT %s is the source dataset; relabel never writes in place", out)
+	}
+	srcMan, err := os.ReadFile(filepath.Join(d.Dir(), storage.ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("partition: relabel: %w", err)
+	}
+	// Hold the Go heap to the budget: the windows are garbage between
+	// phases, and the default GC target would let the heap reach twice
+	// the live data.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(opt.MemBytes))
+	b, err := storage.Create(out, &storage.CreateOptions{Force: opt.Force})
+	if err != nil {
+		return nil, err
+	}
+	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt,
+		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K,
+			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n)}}
+	total := 16*n + 8*(n+1) + d.NumEdges()*int64(storage.IndicesDType(n).Size()) + n*d.FeatRowBytes()
+	r.task = progress.Or(opt.Progress).Start("relabel", total, progress.Bytes)
+	defer r.task.Done()
+	if err := r.run(); err != nil {
+		return nil, err
+	}
+	m := *d.Manifest()
+	m.Files = nil
+	m.RelabelledFrom = &storage.Relabelling{Dir: d.Dir(), Name: m.Name,
+		ManifestChecksum: checksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.Finish(m); err != nil {
+		return nil, err
+	}
+	if om, err := storage.LoadManifest(out); err == nil {
+		for _, f := range om.Files {
+			r.st.BytesWritten += f.Bytes
+		}
+	}
+	r.st.WallSeconds = time.Since(start).Seconds()
+	r.st.PeakRSSBytes = memstat.PeakRSS()
+	return r.st, nil
+}
+
+// sameDir reports whether a and b name the same existing directory.
+func sameDir(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, fmt.Errorf("partition: relabel: %w", err)
+	}
+	sb, err := os.Stat(b)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("partition: relabel: %w", err)
+	}
+	return os.SameFile(sa, sb), nil
+}
+
+type relabeler struct {
+	ctx  context.Context
+	d    *storage.Dataset
+	p    *Partitioning
+	b    *storage.Builder
+	n    int64
+	opt  *RelabelOptions
+	st   *RelabelStats
+	task progress.Task
+
+	map32 []int32 // old → new, N < 2^31
+	map64 []int64 // old → new otherwise
+}
+
+func (r *relabeler) run() error {
+	t0 := time.Now()
+	if err := r.idMaps(); err != nil {
+		return err
+	}
+	if err := r.csr(); err != nil {
+		return err
+	}
+	r.st.CSRSeconds = time.Since(t0).Seconds()
+	t1 := time.Now()
+	if r.d.FeatDim() > 0 {
+		e := r.d.Manifest().File(storage.FileFeatures)
+		dt, _ := npy.ParseDType(e.DType)
+		w, err := r.b.CreateArray(storage.FileFeatures, dt, []int64{r.d.Manifest().FeatDim})
+		if err != nil {
+			return err
+		}
+		if err := r.gather(r.d.Dir(), e, r.d.FeatRowBytes(), w.Write); err != nil {
+			w.Abort()
+			return err
+		}
+		if err := w.Commit(); err != nil {
+			return err
+		}
+	}
+	r.st.FeatSeconds = time.Since(t1).Seconds()
+	if e := r.d.Manifest().File(storage.FileLabels); e != nil {
+		w, err := r.b.CreateArray(storage.FileLabels, npy.Int32, nil)
+		if err != nil {
+			return err
+		}
+		if err := r.gather(r.d.Dir(), e, 4, w.Write); err != nil {
+			w.Abort()
+			return err
+		}
+		if err := w.Commit(); err != nil {
+			return err
+		}
+	}
+	newTrain, err := r.splits()
+	if err != nil {
+		return err
+	}
+	err = r.partitioning(newTrain)
+	r.map32, r.map64 = nil, nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	return err
+}
+
+// seqReader reads an array's data section front to back in chunks.
+type seqReader struct {
+	af   *storage.ArrayFile
+	off  int64
+	buf  []byte
+	st   *RelabelStats
+	elem int
+}
+
+func (r *relabeler) openSeq(dir string, e *storage.FileEntry, elem int) (*seqReader, error) {
+	af, err := storage.OpenArrayFile(dir, e)
+	if err != nil {
+		return nil, err
+	}
+	return &seqReader{af: af, buf: make([]byte, relabelChunk), st: r.st, elem: elem}, nil
+}
+
+// next returns the next chunk of whole elements (at most relabelChunk
+// bytes), or io.EOF at the end.
+func (s *seqReader) next() ([]byte, error) {
+	left := s.af.DataBytes() - s.off
+	if left <= 0 {
+		return nil, io.EOF
+	}
+	k := min(left, int64(len(s.buf)))
+	k -= k % int64(s.elem)
+	if err := s.af.ReadDataAt(s.buf[:k], s.off); err != nil {
+		return nil, err
+	}
+	s.off += k
+	s.st.BytesRead += k
+	s.st.ReadCalls++
+	return s.buf[:k], nil
+}
+
+func (s *seqReader) close() { s.af.Close() }
+
+// int64Stream yields an int64 array one element at a time.
+type int64Stream struct {
+	s   *seqReader
+	cur []int64
+	i   int64 // index of the next element
+}
+
+func (r *relabeler) openInt64s(name string) (*int64Stream, error) {
+	s, err := r.openSeq(r.p.dir, r.p.man.File(name), 8)
+	if err != nil {
+		return nil, err
+	}
+	return &int64Stream{s: s}, nil
+}
+
+func (s *int64Stream) next() (int64, error) {
+	if len(s.cur) == 0 {
+		b, err := s.s.next()
+		if err == io.EOF {
+			return 0, &CorruptError{File: s.s.af.Path, Index: s.i, Offset: -1, Msg: "array ends early"}
+		}
+		if err != nil {
+			return 0, err
+		}
+		s.cur = npy.AsInt64(b)
+	}
+	x := s.cur[0]
+	s.cur = s.cur[1:]
+	s.i++
+	return x, nil
+}
+
+// idMaps computes old → new from part.npy alone: walking old ids in
+// ascending order, node u of part q gets the next id of q's range, which
+// is its rank in (part, old id) order. It writes new_ids.npy and keeps
+// the map in memory for csr.
+func (r *relabeler) idMaps() error {
+	k := r.p.man.K
+	next := slices.Clone(r.p.off[:k])
+	if r.n < 1<<31 {
+		r.map32 = make([]int32, r.n)
+	} else {
+		r.map64 = make([]int64, r.n)
+	}
+	s, err := r.openSeq(r.p.dir, r.p.man.File(FilePart), 4)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	w, err := r.b.CreateArray(storage.FileNewIDs, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	out := make([]int64, 0, relabelChunk/4)
+	var u int64
+	for {
+		b, err := s.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, q := range npy.AsInt32(b) {
+			if q < 0 || int(q) >= k {
+				return &CorruptError{File: s.af.Path, Index: u, Offset: -1, Msg: fmt.Sprintf("part %d not in [0,%d)", q, k)}
+			}
+			v := next[q]
+			if v >= r.p.off[q+1] {
+				return &CorruptError{File: s.af.Path, Index: u, Offset: -1,
+					Msg: fmt.Sprintf("part %d has more nodes than members_offsets gives it (%d)", q, r.p.off[q+1]-r.p.off[q])}
+			}
+			next[q]++
+			if r.map32 != nil {
+				r.map32[u] = int32(v)
+			} else {
+				r.map64[u] = v
+			}
+			out = append(out, v)
+			u++
+		}
+		if err := w.WriteInt64s(out); err != nil {
+			return err
+		}
+		r.task.Add(int64(len(out)) * 8)
+	}
+	return w.Commit()
+}
+
+func (r *relabeler) newID(u int64) int64 {
+	if r.map32 != nil {
+		return int64(r.map32[u])
+	}
+	return r.map64[u]
+}
+
+// csr writes orig_ids.npy (a copy of members.npy, checked against the
+// map) and the CSR in new ids from the partitioning's adjacency, which
+// already lists the neighbour lists in members order, i.e. new-id order.
+func (r *relabeler) csr() error {
+	mem, err := r.openInt64s(FileMembers)
+	if err != nil {
+		return err
+	}
+	defer mem.s.close()
+	ptr, err := r.openInt64s(FileAdjIndptr)
+	if err != nil {
+		return err
+	}
+	defer ptr.s.close()
+	ae := r.p.man.File(FileAdjIndices)
+	isz := 4
+	if ae.DType == "int64" {
+		isz = 8
+	}
+	adj, err := r.openSeq(r.p.dir, ae, isz)
+	if err != nil {
+		return err
+	}
+	defer adj.close()
+	ow, err := r.b.CreateArray(storage.FileOrigIDs, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	cw, err := r.b.CreateCSR(r.n)
+	if err != nil {
+		return err
+	}
+	defer cw.Abort()
+	var pending []byte // adjacency bytes read but not consumed
+	var adjIdx int64   // index of pending[0] in adj_indices
+	origBuf := make([]int64, 0, 8192)
+	var nbrs []int64
+	prev, err := ptr.next()
+	if err != nil {
+		return err
+	}
+	if prev != 0 {
+		return &CorruptError{File: ptr.s.af.Path, Index: 0, Offset: -1, Msg: fmt.Sprintf("starts at %d, want 0", prev)}
+	}
+	for v := range r.n {
+		if v%(1<<16) == 0 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		u, err := mem.next()
+		if err != nil {
+			return err
+		}
+		if u < 0 || u >= r.n || r.newID(u) != v {
+			return &CorruptError{File: mem.s.af.Path, Index: v, Offset: -1,
+				Msg: fmt.Sprintf("member %d disagrees with part.npy (not the node ranked %d in (part, id) order)", u, v)}
+		}
+		origBuf = append(origBuf, u)
+		if len(origBuf) == cap(origBuf) {
+			if err := ow.WriteInt64s(origBuf); err != nil {
+				return err
+			}
+			r.task.Add(int64(len(origBuf)) * 8)
+			origBuf = origBuf[:0]
+		}
+		end, err := ptr.next()
+		if err != nil {
+			return err
+		}
+		if end < prev || end > r.p.man.NumEdges {
+			return &CorruptError{File: ptr.s.af.Path, Index: v + 1, Offset: -1, Msg: fmt.Sprintf("offset %d after %d (edges %d)", end, prev, r.p.man.NumEdges)}
+		}
+		nbrs = nbrs[:0]
+		for deg := end - prev; deg > 0; {
+			if len(pending) == 0 {
+				if pending, err = adj.next(); err != nil {
+					if err == io.EOF {
+						err = &CorruptError{File: adj.af.Path, Index: adjIdx, Offset: -1, Msg: "ends before adj_indptr says"}
+					}
+					return err
+				}
+			}
+			take := min(deg, int64(len(pending)/isz))
+			for i := range take {
+				var x int64
+				if isz == 4 {
+					x = int64(*(*int32)(unsafe.Pointer(&pending[4*i])))
+				} else {
+					x = *(*int64)(unsafe.Pointer(&pending[8*i]))
+				}
+				if x < 0 || x >= r.n {
+					return &CorruptError{File: adj.af.Path, Index: adjIdx + i, Offset: -1, Msg: fmt.Sprintf("neighbour %d out of range [0,%d)", x, r.n)}
+				}
+				nbrs = append(nbrs, r.newID(x))
+			}
+			pending = pending[take*int64(isz):]
+			adjIdx += take
+			deg -= take
+		}
+		if err := cw.Append(v, nbrs); err != nil {
+			return err
+		}
+		r.task.Add(8 + int64(len(nbrs)*isz))
+		prev = end
+	}
+	if prev != r.p.man.NumEdges {
+		return &CorruptError{File: ptr.s.af.Path, Index: r.n, Offset: -1, Msg: fmt.Sprintf("ends at %d, want %d", prev, r.p.man.NumEdges)}
+	}
+	if err := ow.WriteInt64s(origBuf); err != nil {
+		return err
+	}
+	r.task.Add(int64(len(origBuf)) * 8)
+	if err := ow.Commit(); err != nil {
+		return err
+	}
+	return cw.Commit()
+}
+
+// windowRows is how many rows of rowBytes one output window holds: half
+// of what the budget leaves after the fixed buffers and the id map (a
+// quarter goes to the bucket buffers, the rest is the collector's slack).
+func (r *relabeler) windowRows(rowBytes int64) int64 {
+	free := r.opt.MemBytes - relabelFixed - mapBytes(r.n)
+	w := min(max(free/2/rowBytes, 1), 1<<31) // a row's place in its window is a uint32
+	if testWindowRows > 0 {
+		w = testWindowRows
+	}
+	r.st.WindowRows = max(r.st.WindowRows, w)
+	return w
+}
+
+// testWindowRows, when positive, overrides windowRows so that tests of
+// small graphs cross window boundaries.
+var testWindowRows int64
+
+// gather writes the rows of array e (rowBytes each) in new-id order: row
+// v of the output is row orig(v) of e. Reading e in new-id order would
+// read every page of it once per window that touches it, so gather
+// distributes instead, with two sequential passes and a temporary file in
+// out: pass 1 reads e front to back and appends each row, tagged with its
+// place in its window, to its window's bucket, a fixed region of the
+// temporary file (every window but the last holds exactly W rows); pass 2
+// reads each bucket front to back, places its rows in the window buffer
+// and writes the window. Disk traffic is two reads and two writes of the
+// array, all in large sequential pieces; the temporary file, the size of
+// the array plus 4 bytes a row, is removed before gather returns.
+func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, write func([]byte) (int, error)) error {
+	if rowBytes == 0 || r.n == 0 {
+		return nil
+	}
+	src, err := r.openSeq(dir, e, int(rowBytes))
+	if err != nil {
+		return err
+	}
+	defer src.close()
+	if int64(len(src.buf)) < rowBytes {
+		src.buf = make([]byte, rowBytes)
+	}
+	w := r.windowRows(rowBytes)
+	nb := (r.n + w - 1) / w
+	rec := 4 + rowBytes
+	free := r.opt.MemBytes - relabelFixed - mapBytes(r.n)
+	bufRecs := min(max(free/4/nb/rec, 1), max(relabelChunk/rec, 1))
+	tmp, err := os.CreateTemp(r.b.Dir(), "relabel-buckets.tmp-*")
+	if err != nil {
+		return fmt.Errorf("partition: relabel: %w", err)
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	// Pass 1: scatter.
+	bufs := make([][]byte, nb)
+	fill := make([]int64, nb) // records written to each bucket
+	flush := func(b int64) error {
+		if len(bufs[b]) == 0 {
+			return nil
+		}
+		if _, err := tmp.WriteAt(bufs[b], (b*w+fill[b])*rec); err != nil {
+			return fmt.Errorf("partition: relabel: %w", err)
+		}
+		fill[b] += int64(len(bufs[b])) / rec
+		bufs[b] = bufs[b][:0]
+		return nil
+	}
+	var u int64
+	for {
+		chunk, err := src.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		for off := int64(0); off < int64(len(chunk)); off += rowBytes {
+			v := r.newID(u)
+			b := v / w
+			if bufs[b] == nil {
+				bufs[b] = make([]byte, 0, bufRecs*rec)
+			}
+			var tag [4]byte
+			binary.LittleEndian.PutUint32(tag[:], uint32(v-b*w))
+			bufs[b] = append(append(bufs[b], tag[:]...), chunk[off:off+rowBytes]...)
+			if int64(len(bufs[b])) >= bufRecs*rec {
+				if err := flush(b); err != nil {
+					return err
+				}
+			}
+			u++
+		}
+	}
+	for b := range nb {
+		if err := flush(b); err != nil {
+			return err
+		}
+	}
+	bufs = nil
+	// Pass 2: place.
+	out := make([]byte, min(w, r.n)*rowBytes)
+	seen := make([]bool, min(w, r.n))
+	rbuf := make([]byte, max(relabelChunk/rec, 1)*rec)
+	for b := range nb {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		rows := min(w, r.n-b*w)
+		if fill[b] != rows {
+			return fmt.Errorf("partition: relabel: window %d received %d rows of %d (the id map is not a permutation)", b, fill[b], rows)
+		}
+		clear(seen[:rows])
+		for done := int64(0); done < rows; {
+			k := min(rows-done, int64(len(rbuf))/rec)
+			if _, err := tmp.ReadAt(rbuf[:k*rec], (b*w+done)*rec); err != nil {
+				return fmt.Errorf("partition: relabel: %w", err)
+			}
+			r.st.BytesRead += k * rec
+			r.st.ReadCalls++
+			for i := range k {
+				p := rbuf[i*rec:]
+				at := int64(binary.LittleEndian.Uint32(p))
+				if at >= rows || seen[at] {
+					return fmt.Errorf("partition: relabel: window %d: row %d placed twice or out of range (the id map is not a permutation)", b, at)
+				}
+				seen[at] = true
+				copy(out[at*rowBytes:(at+1)*rowBytes], p[4:rec])
+			}
+			done += k
+		}
+		if _, err := write(out[:rows*rowBytes]); err != nil {
+			return err
+		}
+		r.task.Add(rows * rowBytes)
+	}
+	return nil
+}
+
+// splits rewrites train/valid/test: a bitmap of each old split, then one
+// pass over members.npy emits new id v when orig(v) is in the split,
+// which lists the new ids in ascending order. It returns the number of
+// training ids written (train_idx.npy becomes the carried partitioning's
+// train_members.npy).
+func (r *relabeler) splits() (int64, error) {
+	names := []string{storage.FileTrain, storage.FileValid, storage.FileTest}
+	var bits [3][]uint64
+	var writers [3]*storage.ArrayWriter
+	var want [3]int64
+	defer func() {
+		for _, w := range writers {
+			if w != nil {
+				w.Abort()
+			}
+		}
+	}()
+	found := false
+	for i, name := range names {
+		e := r.d.Manifest().File(name)
+		if e == nil {
+			continue
+		}
+		found = true
+		want[i] = e.Shape[0]
+		bits[i] = make([]uint64, (r.n+63)/64)
+		s, err := r.openSeq(r.d.Dir(), e, 8)
+		if err != nil {
+			return 0, err
+		}
+		var idx int64
+		for {
+			b, err := s.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				s.close()
+				return 0, err
+			}
+			for _, u := range npy.AsInt64(b) {
+				if u < 0 || u >= r.n || bits[i][u/64]&(1<<(u%64)) != 0 {
+					s.close()
+					return 0, &storage.CorruptError{File: s.af.Path, Field: name[:len(name)-4], Index: idx, Offset: -1,
+						Msg: fmt.Sprintf("node id %d out of range [0,%d) or repeated", u, r.n)}
+				}
+				bits[i][u/64] |= 1 << (u % 64)
+				idx++
+			}
+		}
+		s.close()
+		if writers[i], err = r.b.CreateArray(name, npy.Int64, nil); err != nil {
+			return 0, err
+		}
+	}
+	if !found {
+		return 0, nil
+	}
+	mem, err := r.openInt64s(FileMembers)
+	if err != nil {
+		return 0, err
+	}
+	defer mem.s.close()
+	var bufs [3][]int64
+	var got [3]int64
+	flush := func(i int) error {
+		got[i] += int64(len(bufs[i]))
+		err := writers[i].WriteInt64s(bufs[i])
+		r.task.Add(int64(len(bufs[i])) * 8)
+		bufs[i] = bufs[i][:0]
+		return err
+	}
+	for v := range r.n {
+		u, err := mem.next()
+		if err != nil {
+			return 0, err
+		}
+		if u < 0 || u >= r.n {
+			return 0, &CorruptError{File: mem.s.af.Path, Index: v, Offset: -1, Msg: fmt.Sprintf("member %d out of range [0,%d)", u, r.n)}
+		}
+		for i := range bits {
+			if bits[i] != nil && bits[i][u/64]&(1<<(u%64)) != 0 {
+				bufs[i] = append(bufs[i], v)
+				if len(bufs[i]) >= 8192 {
+					if err := flush(i); err != nil {
+						return 0, err
+					}
+				}
+			}
+		}
+	}
+	for i, w := range writers {
+		if w == nil {
+			continue
+		}
+		if err := flush(i); err != nil {
+			return 0, err
+		}
+		if got[i] != want[i] {
+			return 0, fmt.Errorf("partition: relabel: %s: wrote %d ids of %d (members.npy is not a permutation)", names[i], got[i], want[i])
+		}
+		if err := w.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	return got[0], nil
+}
+
+// partitioning writes OUT/partitions/<name>/: the same parts as p, now
+// contiguous ranges. The adjacency files are hard links of the new CSR
+// (same 128-byte header and bytes: members order is id order).
+func (r *relabeler) partitioning(numTrain int64) error {
+	if numTrain != r.p.man.NumTrain {
+		return fmt.Errorf("%w: partitioning %s has %d training nodes, the dataset %d", ErrMismatch, r.p.dir, r.p.man.NumTrain, numTrain)
+	}
+	name := r.p.man.Name
+	dir := Dir(r.b.Dir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	if _, err := atomicfile.CleanTemps(dir); err != nil {
+		return err
+	}
+	k := r.p.man.K
+	var files []storage.FileEntry
+	add := func(e storage.FileEntry, err error) error {
+		if err == nil {
+			files = append(files, e)
+		}
+		return err
+	}
+	err := add(writeArray(r.ctx, dir, FilePart, func(a *arrayWriter) {
+		buf := make([]int32, 0, 8192)
+		for q := range k {
+			for range r.p.off[q+1] - r.p.off[q] {
+				buf = append(buf, int32(q))
+				if len(buf) == cap(buf) {
+					a.int32s(buf)
+					buf = buf[:0]
+				}
+			}
+		}
+		a.int32s(buf)
+	}, npy.Int32))
+	if err != nil {
+		return err
+	}
+	cross, err := createArray(dir, FileCross, npy.Int32)
+	if err != nil {
+		return err
+	}
+	err = r.gather(r.p.dir, r.p.man.File(FileCross), 4, func(b []byte) (int, error) {
+		cross.write(b)
+		return len(b), cross.err
+	})
+	if err != nil {
+		cross.af.Abort()
+		return err
+	}
+	if err := add(cross.commit()); err != nil {
+		return err
+	}
+	if err := add(writeArray(r.ctx, dir, FileMembersOffsets, func(a *arrayWriter) { a.int64s(r.p.off) }, npy.Int64)); err != nil {
+		return err
+	}
+	if err := add(writeArray(r.ctx, dir, FileTrainOffsets, func(a *arrayWriter) { a.int64s(r.p.toff) }, npy.Int64)); err != nil {
+		return err
+	}
+	err = add(writeArray(r.ctx, dir, FileMembers, func(a *arrayWriter) {
+		buf := make([]int64, 0, 8192)
+		for v := range r.n {
+			buf = append(buf, v)
+			if len(buf) == cap(buf) {
+				a.int64s(buf)
+				buf = buf[:0]
+			}
+		}
+		a.int64s(buf)
+	}, npy.Int64))
+	if err != nil {
+		return err
+	}
+	// Training members grouped by part, ascending within: the new
+	// train_idx.npy itself, since parts are ascending id ranges.
+	for _, l := range []struct{ from, to string }{
+		{storage.FileTrain, FileTrainMembers},
+		{storage.FileIndptr, FileAdjIndptr},
+		{storage.FileIndices, FileAdjIndices},
+	} {
+		e, ok := r.b.Entry(l.from)
+		if !ok {
+			if l.from != storage.FileTrain {
+				return fmt.Errorf("partition: relabel: internal error: %s not written", l.from)
+			}
+			// No split file: an empty train_members.npy.
+			if err := add(writeArray(r.ctx, dir, FileTrainMembers, func(*arrayWriter) {}, npy.Int64)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := linkOrCopy(filepath.Join(r.b.Dir(), l.from), filepath.Join(dir, l.to)); err != nil {
+			return err
+		}
+		e.Name = l.to
+		files = append(files, e)
+	}
+	st := r.p.stats
+	js, err := json.MarshalIndent(&st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	js = append(js, '\n')
+	if err := atomicfile.WriteFile(filepath.Join(dir, FileStats), js); err != nil {
+		return err
+	}
+	files = append(files, storage.FileEntry{Name: FileStats, DType: "json", Bytes: int64(len(js)),
+		Checksum: checksum(xxhash.Sum64(js))})
+	m := *r.p.man
+	m.Files = files
+	mj, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	for _, f := range files {
+		r.st.BytesWritten += f.Bytes
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, ManifestName), append(mj, '\n'))
+}
+
+// linkOrCopy makes dst a hard link of src, or a copy where the file
+// system refuses links; either way dst appears atomically.
+func linkOrCopy(src, dst string) error {
+	os.Remove(dst)
+	if err := os.Link(src, dst); err == nil {
+		return atomicfile.SyncDir(filepath.Dir(dst))
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	defer in.Close()
+	af, err := atomicfile.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(af, in); err != nil {
+		af.Abort()
+		return fmt.Errorf("partition: copy %s: %w", src, err)
+	}
+	return af.Commit()
+}
+
+// MembersRange is the positions [lo, hi) of part q's members in
+// members.npy. When Contiguous holds they are also part q's node ids.
+func (p *Partitioning) MembersRange(q int) (lo, hi int64) { return p.off[q], p.off[q+1] }
+
+// Contiguous checks that every part is one contiguous id range, in part
+// order: part.npy never decreases and members.npy is 0..N-1. It is what
+// a relabelled dataset promises of its partitioning.
+func (p *Partitioning) Contiguous() error {
+	for v := 1; v < len(p.part); v++ {
+		if p.part[v] < p.part[v-1] {
+			return &CorruptError{File: filepath.Join(p.dir, FilePart), Index: int64(v), Offset: -1,
+				Msg: fmt.Sprintf("part %d after part %d: parts are not contiguous id ranges", p.part[v], p.part[v-1])}
+		}
+	}
+	for i, v := range p.members {
+		if v != int64(i) {
+			return &CorruptError{File: filepath.Join(p.dir, FileMembers), Index: int64(i), Offset: -1,
+				Msg: fmt.Sprintf("member %d, want %d in a partition-major dataset", v, i)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,342 @@
+package partition
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/importer"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
+)
+
+// relabelSource writes a planted graph with features, labels and splits
+// and partitions it.
+func relabelSource(t *testing.T, dir string, n int, featDim int, dtype string, splits bool, seed int64) *storage.Dataset {
+	t.Helper()
+	g, comm := planted(n, 6, 8, 0.8, 0.3, seed)
+	r := rand.New(rand.NewPCG(uint64(seed), 3))
+	labels := make([]int32, n)
+	for v := range labels {
+		labels[v] = int32(comm[v])
+		if r.IntN(10) == 0 {
+			labels[v] = -1
+		}
+	}
+	sg := storagetest.Graph{Adj: g.adj, Symmetrized: true, FeatDim: featDim, FeatDType: dtype,
+		Feature: func(v int64, row []float32) {
+			for i := range row {
+				row[i] = float32(v)*0.5 + float32(i)
+			}
+		},
+		Labels: labels, NumClasses: 6}
+	if splits {
+		sg.Train = g.train
+		for v := range int64(n) {
+			if !slices.Contains(g.train, v) {
+				if v%3 == 0 {
+					sg.Valid = append(sg.Valid, v)
+				} else if v%3 == 1 {
+					sg.Test = append(sg.Test, v)
+				}
+			}
+		}
+	}
+	d := storagetest.Write(t, dir, sg)
+	parts, first := 12, 3
+	if n < parts {
+		parts, first = n, 1
+	}
+	if _, err := Run(d, &Options{Parts: parts, FirstLevel: first, Seed: seed, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkRelabelled compares out with its source d through out's id map:
+// every edge (as a pair of original ids, in order), feature row, label
+// and split entry, and the carried-over partitioning.
+func checkRelabelled(t *testing.T, d, out *storage.Dataset, name string) {
+	t.Helper()
+	idm := out.IDMap()
+	if idm == nil {
+		t.Fatal("relabelled dataset has no id map")
+	}
+	n := d.NumNodes()
+	if out.NumNodes() != n || out.NumEdges() != d.NumEdges() {
+		t.Fatalf("out has %d nodes / %d edges, source %d / %d", out.NumNodes(), out.NumEdges(), n, d.NumNodes())
+	}
+	orig := func(v int64) int64 {
+		u, err := idm.Orig(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for v := range n {
+		u := orig(v)
+		got, want := out.Neighbors(v), d.Neighbors(u)
+		if got.Len() != want.Len() {
+			t.Fatalf("new %d (old %d): degree %d, want %d", v, u, got.Len(), want.Len())
+		}
+		for i := range got.Len() {
+			if o := orig(got.At(i)); o != want.At(i) {
+				t.Fatalf("new %d (old %d): neighbour %d is old %d, want %d", v, u, i, o, want.At(i))
+			}
+		}
+		if d.FeatDim() > 0 && !bytes.Equal(out.FeatureBytes(v), d.FeatureBytes(u)) {
+			t.Fatalf("new %d (old %d): feature row differs", v, u)
+		}
+		if d.Labels() != nil && out.Labels()[v] != d.Labels()[u] {
+			t.Fatalf("new %d (old %d): label %d, want %d", v, u, out.Labels()[v], d.Labels()[u])
+		}
+	}
+	for i, pair := range [][2][]int64{{out.TrainIdx(), d.TrainIdx()}, {out.ValidIdx(), d.ValidIdx()}, {out.TestIdx(), d.TestIdx()}} {
+		var mapped []int64
+		for _, v := range pair[0] {
+			mapped = append(mapped, orig(v))
+		}
+		slices.Sort(mapped)
+		if !slices.Equal(mapped, pair[1]) && (len(mapped) > 0 || len(pair[1]) > 0) {
+			t.Fatalf("split %d: original ids %v, want %v", i, mapped, pair[1])
+		}
+	}
+	rep, err := storage.Validate(out.Dir(), nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("validate: %v %v", err, rep)
+	}
+	src, err := Open(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	pt, err := Open(out.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pt.Close()
+	if err := pt.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pt.Contiguous(); err != nil {
+		t.Fatal(err)
+	}
+	if pt.Stats() != src.Stats() {
+		t.Fatalf("stats %+v, source %+v", pt.Stats(), src.Stats())
+	}
+	for q := range src.K() {
+		var m, tm []int64
+		for _, v := range pt.Members(q) {
+			m = append(m, orig(v))
+		}
+		for _, v := range pt.TrainMembers(q) {
+			tm = append(tm, orig(v))
+		}
+		if !slices.Equal(m, src.Members(q)) || !slices.Equal(tm, src.TrainMembers(q)) {
+			t.Fatalf("part %d: members differ from the source's", q)
+		}
+		for _, v := range pt.Members(q) {
+			if pt.Cross()[v] != src.Cross()[orig(v)] {
+				t.Fatalf("cross of new %d differs", v)
+			}
+		}
+	}
+}
+
+func relabel(t *testing.T, d *storage.Dataset, out string, o *RelabelOptions) *storage.Dataset {
+	t.Helper()
+	p, err := Open(d.Dir(), string(Fennel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := Relabel(context.Background(), d, p, out, o); err != nil {
+		t.Fatal(err)
+	}
+	od, err := storage.Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { od.Close() })
+	return od
+}
+
+func TestRelabelRoundTrip(t *testing.T) {
+	seed := testSeed(t)
+	for _, c := range []struct {
+		name    string
+		n, dim  int
+		dtype   string
+		splits  bool
+		windows int64
+	}{
+		{"float32", 500, 7, "float32", true, 0},
+		{"float32-small-windows", 500, 7, "float32", true, 37},
+		{"float16", 300, 4, "float16", true, 16},
+		{"no-features-no-splits", 300, 0, "", false, 0},
+		{"one-node", 1, 3, "float32", false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testWindowRows = c.windows
+			defer func() { testWindowRows = 0 }()
+			dir := t.TempDir()
+			d := relabelSource(t, filepath.Join(dir, "src"), c.n, c.dim, c.dtype, c.splits, seed)
+			out := relabel(t, d, filepath.Join(dir, "out"), &RelabelOptions{MemBytes: RelabelMinMem(d.NumNodes())})
+			checkRelabelled(t, d, out, string(Fennel))
+		})
+	}
+}
+
+func TestRelabelCora(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "cora")
+	if _, err := importer.ImportOGB("../testdata/cora", src, nil); err != nil {
+		t.Fatal(err)
+	}
+	d := openDataset(t, src)
+	defer d.Close()
+	if _, err := Run(d, &Options{Parts: 20, Seed: 1, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	out := relabel(t, d, filepath.Join(dir, "cora-pm"), nil)
+	checkRelabelled(t, d, out, string(Fennel))
+}
+
+// cancelAfter is a context whose Err turns to Canceled after n calls.
+type cancelAfter struct {
+	context.Context
+	n int
+}
+
+func (c *cancelAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+func TestRelabelCancelLeavesNoDataset(t *testing.T) {
+	dir := t.TempDir()
+	testWindowRows = 50
+	defer func() { testWindowRows = 0 }()
+	d := relabelSource(t, filepath.Join(dir, "src"), 400, 5, "float32", true, 1)
+	p, err := Open(d.Dir(), string(Fennel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	out := filepath.Join(dir, "out")
+	for _, after := range []int{0, 1, 2, 4, 8} {
+		_, err := Relabel(&cancelAfter{Context: context.Background(), n: after}, d, p, out, nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancel after %d checks: %v, want context.Canceled", after, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, storage.ManifestName)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("cancel after %d checks left a manifest (%v)", after, err)
+		}
+		if _, err := storage.Open(out, nil); !errors.Is(err, storage.ErrNotDataset) {
+			t.Fatalf("open after cancel: %v, want ErrNotDataset", err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(out, "relabel-buckets*")); len(left) > 0 {
+			t.Fatalf("cancel after %d checks left %v", after, left)
+		}
+	}
+	checkRelabelled(t, d, relabel(t, d, out, nil), string(Fennel))
+}
+
+func TestRelabelRefuses(t *testing.T) {
+	dir := t.TempDir()
+	d := relabelSource(t, filepath.Join(dir, "src"), 200, 3, "float32", true, 1)
+	p, err := Open(d.Dir(), string(Fennel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	_, err = Relabel(ctx, d, p, filepath.Join(dir, "out"), &RelabelOptions{MemBytes: RelabelMinMem(200) - 1})
+	if !errors.Is(err, ErrRelabelMem) || !strings.Contains(err.Error(), "at least") {
+		t.Fatalf("small --mem: %v, want ErrRelabelMem naming the minimum", err)
+	}
+	if _, err = Relabel(ctx, d, p, d.Dir(), nil); err == nil || !strings.Contains(err.Error(), "in place") {
+		t.Fatalf("relabel in place: %v, want a refusal", err)
+	}
+	relabel(t, d, filepath.Join(dir, "out"), nil)
+	if _, err = Relabel(ctx, d, p, filepath.Join(dir, "out"), nil); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("existing OUT without force: %v, want ErrExists", err)
+	}
+}
+
+// TestRelabelBrokenMap swaps two entries of new_ids.npy: validate must
+// name the file, and lookups through the damaged entries must fail with a
+// CorruptError instead of returning a wrong id.
+func TestRelabelBrokenMap(t *testing.T) {
+	dir := t.TempDir()
+	d := relabelSource(t, filepath.Join(dir, "src"), 200, 3, "float32", true, 1)
+	out := relabel(t, d, filepath.Join(dir, "out"), nil)
+	e := out.Manifest().File(storage.FileNewIDs)
+	path := filepath.Join(out.Dir(), storage.FileNewIDs)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := b[e.DataOffset:]
+	var a, c [8]byte
+	copy(a[:], data[8*3:]) // entries 3 and 150
+	copy(c[:], data[8*150:])
+	copy(data[8*3:], c[:])
+	copy(data[8*150:], a[:])
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := storage.Validate(out.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), "not inverse permutations") {
+		t.Fatalf("validate missed the broken map: %v", rep.Problems)
+	}
+	od, err := storage.Open(out.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer od.Close()
+	if _, err := od.IDMap().New(3); !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("New(3) through a swapped entry: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestRelabelCorruptMembers: a members.npy that disagrees with part.npy is
+// a named CorruptError, not a wrong dataset.
+func TestRelabelCorruptMembers(t *testing.T) {
+	dir := t.TempDir()
+	d := relabelSource(t, filepath.Join(dir, "src"), 200, 3, "float32", false, 1)
+	p, err := Open(d.Dir(), string(Fennel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	path := filepath.Join(p.Dir(), FileMembers)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := p.Manifest().File(FileMembers).DataOffset
+	b[off+8*10], b[off+8*190] = b[off+8*190], b[off+8*10] // low bytes of two ids
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Relabel(context.Background(), d, p, filepath.Join(dir, "out"), nil)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !strings.Contains(ce.File, FileMembers) {
+		t.Fatalf("corrupt members: %v, want a CorruptError naming %s", err, FileMembers)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", storage.ManifestName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a failed relabel left a manifest")
+	}
+}

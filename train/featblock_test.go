@@ -1,0 +1,154 @@
+package train
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// relabelledSynth is smallSynth relabelled by a 30-part partitioning,
+// with that partitioning opened as sample.PartitionFiles.
+func relabelledSynth(t *testing.T) (*storage.Dataset, *sample.PartitionFiles) {
+	t.Helper()
+	const name = "fb"
+	d := dataset(t, "synth-pm", func(dir string) error {
+		src := smallSynth(t)
+		if !partition.Exists(src.Dir(), name) {
+			if _, err := partition.Run(src, &partition.Options{Parts: 30, Name: name, Seed: 1, Workers: 2}); err != nil {
+				return err
+			}
+		}
+		pt, err := partition.Open(src.Dir(), name)
+		if err != nil {
+			return err
+		}
+		defer pt.Close()
+		_, err = partition.Relabel(context.Background(), src, pt, dir, nil)
+		return err
+	})
+	pt, err := partition.Open(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := sample.NewPartitionFiles(d, pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pf.Close(); pt.Close() })
+	return d, pf
+}
+
+// TestFeatureBlock: the block changes where input rows come from, never
+// what they are, so training with and without it gives the same losses;
+// with it, fewer rows reach the gather stage's storage reads; its memory
+// stays within FeatureBlockBytes and is released on Close.
+func TestFeatureBlock(t *testing.T) {
+	d, pf := relabelledSynth(t)
+	if _, _, ok := pf.PartRange(0); !ok {
+		t.Fatal("the relabelled dataset's partitioning is not seen as contiguous")
+	}
+	dyn0 := memacct.Read().Bytes[memacct.DynamicCache]
+	var reps [2]*Report
+	for i, off := range []bool{false, true} {
+		o := &Options{Model: ModelSAGE, Layers: 2, Hidden: 8, Epochs: 2, EvalEvery: 100, BatchSize: 100, Fanouts: []int{4, 4},
+			Seed: *seedFlag, NoHist: true, Selection: sample.ModePartition, Partitions: pf, PartsPerBatch: 5, NoFeatureBlock: off}
+		tr, err := New(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (tr.fb == nil) != off {
+			t.Fatalf("NoFeatureBlock=%v: block %v", off, tr.fb != nil)
+		}
+		rep, err := tr.Run(context.Background())
+		if err == nil && !off {
+			if got, bound := int64(cap(tr.fb.buf)), FeatureBlockBytes(d, &tr.o); got > bound || got == 0 {
+				t.Errorf("block buffer %d bytes, FeatureBlockBytes %d", got, bound)
+			}
+			if ws := WorkingSet(d, &tr.o, nil); ws.FeatureBlockBytes != FeatureBlockBytes(d, &tr.o) {
+				t.Errorf("working set reserves %d for the block, want %d", ws.FeatureBlockBytes, FeatureBlockBytes(d, &tr.o))
+			}
+		}
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[i] = rep
+	}
+	if got := memacct.Read().Bytes[memacct.DynamicCache]; got != dyn0 {
+		t.Errorf("dynamic cache memory %d after Close, %d before", got, dyn0)
+	}
+	gatherRead := func(e EpochStats) int64 {
+		for _, s := range e.Storage {
+			if s.Stage == storage.StageGather {
+				return s.BytesRead
+			}
+		}
+		return 0
+	}
+	for k := range reps[0].Epochs {
+		on, off := reps[0].Epochs[k], reps[1].Epochs[k]
+		if on.Loss != off.Loss || on.TrainAcc != off.TrainAcc {
+			t.Errorf("epoch %d: loss %v / acc %v with the block, %v / %v without", k, on.Loss, on.TrainAcc, off.Loss, off.TrainAcc)
+		}
+		if on.FeatureBlockRows == 0 || on.FeatureBlockLoads == 0 || off.FeatureBlockRows != 0 {
+			t.Errorf("epoch %d: block rows %d (loads %d), without %d", k, on.FeatureBlockRows, on.FeatureBlockLoads, off.FeatureBlockRows)
+		}
+		if gatherRead(on) >= gatherRead(off) {
+			t.Errorf("epoch %d: gather read %d bytes with the block, %d without", k, gatherRead(on), gatherRead(off))
+		}
+	}
+}
+
+// TestFeatureBlockGather checks the in-place expansion of gatherF32
+// against row-by-row decoding, for ids in and out of the block, repeats
+// included.
+func TestFeatureBlockGather(t *testing.T) {
+	d, pf := relabelledSynth(t)
+	o := &Options{Selection: sample.ModePartition, Partitions: pf}
+	fb, err := newFeatBlock(d, o)
+	if err != nil || fb == nil {
+		t.Fatalf("newFeatBlock: %v %v", fb, err)
+	}
+	defer fb.close()
+	if err := fb.load(0, []int{3, 1, 2, 7}); err != nil {
+		t.Fatal(err)
+	}
+	lo1, _, _ := pf.PartRange(1)
+	_, hi3, _ := pf.PartRange(3)
+	lo7, _, _ := pf.PartRange(7)
+	ids := []int64{0, lo1, hi3 - 1, hi3, lo7, lo1, d.NumNodes() - 1, lo7 + 1, 5}
+	dim := d.FeatDim()
+	got := make([]float32, len(ids)*dim)
+	var missed []int64
+	err = fb.gatherF32(ids, got, dim, func(m []int64, dst []float32) error {
+		missed = append(missed, m...)
+		for i, v := range m {
+			d.FeatureRow(v, dst[i*dim:(i+1)*dim])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, dim)
+	for i, v := range ids {
+		d.FeatureRow(v, want)
+		for c := range dim {
+			if got[i*dim+c] != want[c] {
+				t.Fatalf("row %d (node %d) column %d: %v, want %v", i, v, c, got[i*dim+c], want[c])
+			}
+		}
+	}
+	for _, v := range missed {
+		if _, ok := fb.row(v); ok {
+			t.Errorf("node %d is in the block but was read as a miss", v)
+		}
+	}
+	if len(missed) == 0 || len(missed) == len(ids) {
+		t.Errorf("missed %v: want a mix of hits and misses", missed)
+	}
+}
