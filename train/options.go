@@ -25,6 +25,9 @@ var (
 	// ErrBudget reports caches (tables included) that do not fit
 	// Options.MemBytes; New returns it before building anything.
 	ErrBudget = errors.New("train: memory budget too small")
+	// ErrNonFinite reports a NaN or infinite loss: training stops before
+	// the update that would spread it into the weights.
+	ErrNonFinite = errors.New("train: non-finite loss")
 )
 
 // Defaults of Options.

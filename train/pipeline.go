@@ -645,6 +645,10 @@ func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err
 		if e != nil {
 			panic(tapeError{e})
 		}
+		if l := float64(loss); math.IsNaN(l) || math.IsInf(l, 0) {
+			panic(tapeError{fmt.Errorf("%w: epoch %d batch %d: loss %v; stopped before the update (lower --lr, or check the features with 'ssdgnn validate'); checkpoints already written are kept",
+				ErrNonFinite, t.epoch, j.idx, loss)})
+		}
 		correct, total, e = t.be.Accuracy(logits, j.lab)
 		if e != nil {
 			panic(tapeError{e})

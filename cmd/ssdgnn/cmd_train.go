@@ -80,6 +80,12 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			// 0 means nothing for these: refuse it rather than take the
+			// default silently (--epochs 0 used to train 100 epochs).
+			if err := requirePositive(cmd, "epochs", "hidden", "heads", "layers", "batch-size", "in-flight", "staleness",
+				"eval-every", "spill-chunk", "spill-ahead"); err != nil {
+				return err
+			}
 			var err error
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err
@@ -127,6 +133,9 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 				o.FeatCoalesceGap = featurecache.PerRowReads
 			default:
 				o.FeatCoalesceGap = coalesceGap
+			}
+			if o.Dropout < 0 || o.Dropout >= 1 {
+				return fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)
 			}
 			if o.Dropout == 0 {
 				o.Dropout = -1 // an explicit 0 means no dropout

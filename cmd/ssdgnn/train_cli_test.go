@@ -345,3 +345,26 @@ func genSmall(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestTrainRejectsMeaninglessValues: an explicit 0 where 0 only meant
+// "the default", and a dropout outside [0, 1), are errors naming the flag.
+func TestTrainRejectsMeaninglessValues(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "500", "--feat-dim", "8", "--classes", "4", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--epochs", "0", "--epochs 0: want a positive value"},
+		{"--hidden", "0", "--hidden 0"},
+		{"--batch-size", "0", "--batch-size 0"},
+		{"--in-flight", "0", "--in-flight 0"},
+		{"--staleness", "0", "--staleness 0"},
+		{"--dropout", "-0.1", "--dropout -0.1: want a probability"},
+		{"--dropout", "1", "--dropout 1: want a probability"},
+	} {
+		_, _, err := run(t, "train", dir, tc.flag, tc.value, "--checkpoint", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("train %s %s: %v, want an error containing %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
