@@ -243,7 +243,7 @@ func TestTrainSpill(t *testing.T) {
 	if !strings.Contains(out, "spill: chunks of 4 batches, 1 ahead; reuse depth 14") {
 		t.Errorf("table lacks the spill line:\n%s", out)
 	}
-	if _, _, err := run(t, "train", dir, "--epochs", "1", "--spill", "--spill-chunk", "-1"); err == nil || !strings.Contains(err.Error(), "spill chunk") {
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--spill", "--spill-chunk", "-1"); err == nil || !strings.Contains(err.Error(), "--spill-chunk -1: want a positive value") {
 		t.Errorf("--spill-chunk -1: %v", err)
 	}
 }
