@@ -87,7 +87,10 @@ func BenchmarkTrainConfigs(b *testing.B) {
 					o.NoHist = true
 				} else {
 					o.Selection, o.Partitions = sample.ModePartition, pf
-					mo := &MemPlanOptions{MemBytes: mem, Part: pt.Part(), Partition: string(partition.Fennel), Cross: pt.Cross(), ProfileName: fmt.Sprintf("bench-l%d", layers)}
+					// --mem is the whole process's budget: the minimum
+					// (runtime reserve, model, sampler, working set) plus
+					// bench-mem-frac of the features for the caches.
+					mo := &MemPlanOptions{MemBytes: mem + MinimumBudget(d, o), Part: pt.Part(), Partition: string(partition.Fennel), Cross: pt.Cross(), ProfileName: fmt.Sprintf("bench-l%d", layers)}
 					mp, err := PlanMemory(context.Background(), d, o, mo)
 					if err != nil {
 						b.Fatal(err)

@@ -21,8 +21,11 @@
 // Transfer (upload to the backend) and Compute (forward, backward, Adam,
 // history push) as goroutines joined by channels of capacity 1, so gather of
 // batch i+1 overlaps compute of batch i. Each stage's busy time is measured
-// (Sa is the consumer's time waiting in the sampler iterator, which with
-// history includes waiting for the reuse decision).
+// (Sa is the sampling workers' own time building the epoch's batches,
+// sample.Batch.SampleSeconds, without their waits for the reuse decision,
+// plus the conversion of each batch; before commit 88457e5 it was the
+// consumer's wait in the sampler iterator, which docs/train.md's older
+// tables still show).
 //
 // Memory per batch is bounded explicitly: Gather takes one of
 // Options.InFlight (default 2) recycled host buffers per batch and waits
