@@ -289,6 +289,26 @@ func (s *seqReader) next() ([]byte, error) {
 
 func (s *seqReader) close() { s.af.Close() }
 
+// each calls fn with every chunk in order, stopping at the first error of
+// the read, of ctx or of fn.
+func (s *seqReader) each(ctx context.Context, fn func([]byte) error) error {
+	for {
+		b, err := s.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+}
+
 // int64Stream yields an int64 array one element at a time.
 type int64Stream struct {
 	s   *seqReader
@@ -345,17 +365,7 @@ func (r *relabeler) idMaps() error {
 	defer w.Abort()
 	out := make([]int64, 0, relabelChunk/4)
 	var u int64
-	for {
-		b, err := s.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
+	err = s.each(r.ctx, func(b []byte) error {
 		out = out[:0]
 		for _, q := range npy.AsInt32(b) {
 			if q < 0 || int(q) >= k {
@@ -379,6 +389,10 @@ func (r *relabeler) idMaps() error {
 			return err
 		}
 		r.task.Add(int64(len(out)) * 8)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return w.Commit()
 }
@@ -578,17 +592,7 @@ func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, wri
 		return nil
 	}
 	var u int64
-	for {
-		chunk, err := src.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
+	err = src.each(r.ctx, func(chunk []byte) error {
 		for off := int64(0); off < int64(len(chunk)); off += rowBytes {
 			v := r.newID(u)
 			b := v / w
@@ -605,6 +609,10 @@ func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, wri
 			}
 			u++
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for b := range nb {
 		if err := flush(b); err != nil {

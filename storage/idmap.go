@@ -44,34 +44,30 @@ func (m *IDMap) Len() int64 { return int64(len(m.orig)) }
 
 // Orig is the source id of node v of this dataset.
 func (m *IDMap) Orig(v int64) (int64, error) {
-	n := m.Len()
-	if v < 0 || v >= n {
-		return 0, fmt.Errorf("storage: node %d out of range [0,%d)", v, n)
-	}
-	u := m.orig[v]
-	if u < 0 || u >= n {
-		return 0, corruptAt(m.origPath, "orig_ids", v, "id %d out of range [0,%d)", u, n)
-	}
-	if m.new[u] != v {
-		return 0, corruptAt(m.newPath, "new_ids", u, "maps to %d, but orig_ids[%d] = %d", m.new[u], v, u)
-	}
-	return u, nil
+	return m.through(v, "", m.orig, m.new, m.origPath, m.newPath, "orig_ids", "new_ids")
 }
 
 // New is the id in this dataset of source node u.
 func (m *IDMap) New(u int64) (int64, error) {
+	return m.through(u, "source ", m.new, m.orig, m.newPath, m.origPath, "new_ids", "orig_ids")
+}
+
+// through maps x by fwd and checks that inv maps the result back to x, so
+// a damaged map is reported (file, array, element) rather than followed.
+// what names x's id space in the out-of-range error.
+func (m *IDMap) through(x int64, what string, fwd, inv []int64, fwdPath, invPath, fwdName, invName string) (int64, error) {
 	n := m.Len()
-	if u < 0 || u >= n {
-		return 0, fmt.Errorf("storage: source node %d out of range [0,%d)", u, n)
+	if x < 0 || x >= n {
+		return 0, fmt.Errorf("storage: %snode %d out of range [0,%d)", what, x, n)
 	}
-	v := m.new[u]
-	if v < 0 || v >= n {
-		return 0, corruptAt(m.newPath, "new_ids", u, "id %d out of range [0,%d)", v, n)
+	y := fwd[x]
+	if y < 0 || y >= n {
+		return 0, corruptAt(fwdPath, fwdName, x, "id %d out of range [0,%d)", y, n)
 	}
-	if m.orig[v] != u {
-		return 0, corruptAt(m.origPath, "orig_ids", v, "maps to %d, but new_ids[%d] = %d", m.orig[v], u, v)
+	if inv[y] != x {
+		return 0, corruptAt(invPath, invName, y, "maps to %d, but %s[%d] = %d", inv[y], fwdName, x, y)
 	}
-	return v, nil
+	return y, nil
 }
 
 // ToNew maps source ids to this dataset's ids, in place order: out[i] is
