@@ -159,8 +159,9 @@ func (b *featBlock) load(m int, ps []int) error {
 	return nil
 }
 
-// row is v's feature row when the block holds it.
-func (b *featBlock) row(v int64) ([]byte, bool) {
+// offset is the byte offset of v's feature row in buf, or -1 when the
+// block does not hold it.
+func (b *featBlock) offset(v int64) int64 {
 	i, _ := slices.BinarySearchFunc(b.ranges, v, func(r blockRange, v int64) int {
 		switch {
 		case r.hi <= v:
@@ -171,24 +172,21 @@ func (b *featBlock) row(v int64) ([]byte, bool) {
 		return 0
 	})
 	if i == len(b.ranges) || v < b.ranges[i].lo || v >= b.ranges[i].hi {
-		return nil, false
+		return -1
 	}
-	off := (b.ranges[i].off + v - b.ranges[i].lo) * b.rowBytes
-	return b.buf[off : off+b.rowBytes], true
+	return (b.ranges[i].off + v - b.ranges[i].lo) * b.rowBytes
 }
 
 // gatherF32 fills dst (len(ids)·dim floats) with the rows of ids: those
 // in the block from memory, the rest through miss, which receives the
 // missing ids and a dst prefix of their size. The misses are gathered
 // compactly and then moved to their places from the back, so no second
-// buffer is needed.
+// buffer is needed. Each id is looked up in the block once.
 func (b *featBlock) gatherF32(ids []int64, dst []float32, dim int, miss func(ids []int64, dst []float32) error) error {
-	in := make([]bool, len(ids))
+	at := make([]int64, len(ids)) // row offset in buf, -1: a miss
 	missIDs := make([]int64, 0, len(ids))
 	for i, v := range ids {
-		if _, ok := b.row(v); ok {
-			in[i] = true
-		} else {
+		if at[i] = b.offset(v); at[i] < 0 {
 			missIDs = append(missIDs, v)
 		}
 	}
@@ -202,9 +200,8 @@ func (b *featBlock) gatherF32(ids []int64, dst []float32, dim int, miss func(ids
 	m := len(missIDs) - 1
 	for i := len(ids) - 1; i >= 0; i-- {
 		out := dst[i*dim : (i+1)*dim]
-		if in[i] {
-			row, _ := b.row(ids[i])
-			storage.DecodeFeatureRow(b.dtype, row, out)
+		if off := at[i]; off >= 0 {
+			storage.DecodeFeatureRow(b.dtype, b.buf[off:off+b.rowBytes], out)
 			continue
 		}
 		if m != i {

@@ -144,7 +144,7 @@ func TestFeatureBlockGather(t *testing.T) {
 		}
 	}
 	for _, v := range missed {
-		if _, ok := fb.row(v); ok {
+		if fb.offset(v) >= 0 {
 			t.Errorf("node %d is in the block but was read as a miss", v)
 		}
 	}
