@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,31 +116,44 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 	return nil
 }
 
-// MacroBytesBound bounds the memory of one macro batch of ppb partitions'
-// dynamic cache (DynamicCache.MemBytes, as LoadAdjacency fills it) plus
-// LoadAdjacency's read buffer: the ppb partitions of largest cost, where a
-// partition costs 8 + dynIndexEntryBytes per member and its list ids. It
-// reads only the partitioning's offsets, so memory can be checked before
-// any macro batch is loaded.
-func (pf *PartitionFiles) MacroBytesBound(ppb int) int64 {
-	k := pf.p.K()
-	costs := make([]int64, k)
-	var maxFile int64
-	for q := range k {
-		a := pf.p.AdjacencyOf(q)
-		ids := a.Indptr[len(a.Indptr)-1] - a.Indptr[0]
-		width := int64(4)
-		if a.Indices64 != nil {
-			width = 8
-		}
-		costs[q] = int64(len(a.Nodes))*(8+dynIndexEntryBytes) + ids*width
-		maxFile = max(maxFile, a.FileBytes)
+// MacroBound is the most one macro batch can hold of a per-partition
+// quantity: the sum of cost(q) over the ppb partitions of largest cost.
+// ppb 0 derives it from batchSize, as the sampler does
+// (PartsPerBatchFor).
+func MacroBound(parts Partitions, ppb, batchSize int, cost func(q int) int64) int64 {
+	k := parts.K()
+	if ppb <= 0 {
+		ppb = PartsPerBatchFor(parts, batchSize)
 	}
-	slices.SortFunc(costs, func(a, b int64) int { return int(b - a) })
+	costs := make([]int64, k)
+	for q := range k {
+		costs[q] = cost(q)
+	}
+	slices.SortFunc(costs, func(a, b int64) int { return cmp.Compare(b, a) })
 	var n int64
 	for _, c := range costs[:min(max(ppb, 1), k)] {
 		n += c
 	}
+	return n
+}
+
+// MacroBytesBound bounds the memory of one macro batch's dynamic cache
+// (DynamicCache.MemBytes, as LoadAdjacency fills it) plus LoadAdjacency's
+// read buffer (MacroBound with ppb and batchSize): a partition costs
+// 8 + dynIndexEntryBytes per member and its list ids. It reads only the
+// partitioning's offsets, so memory can be checked before any macro batch
+// is loaded.
+func (pf *PartitionFiles) MacroBytesBound(ppb, batchSize int) int64 {
+	var maxFile int64
+	n := MacroBound(pf, ppb, batchSize, func(q int) int64 {
+		a := pf.p.AdjacencyOf(q)
+		maxFile = max(maxFile, a.FileBytes)
+		width := int64(4)
+		if a.Indices64 != nil {
+			width = 8
+		}
+		return int64(len(a.Nodes))*(8+dynIndexEntryBytes) + (a.Indptr[len(a.Indptr)-1]-a.Indptr[0])*width
+	})
 	return n + 8 + maxFile
 }
 

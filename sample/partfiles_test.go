@@ -41,7 +41,7 @@ func TestPartitionFilesAdapter(t *testing.T) {
 		t.Fatalf("dynamic cache holds %d nodes, want %d", c.Len(), len(adj))
 	}
 	// MacroBytesBound bounds what loading any ppb partitions takes.
-	if b := pf.MacroBytesBound(pf.K()); c.MemBytes() > b {
+	if b := pf.MacroBytesBound(pf.K(), 0); c.MemBytes() > b {
 		t.Fatalf("all %d partitions: MemBytes %d > MacroBytesBound %d", pf.K(), c.MemBytes(), b)
 	}
 	for q := range pf.K() {
@@ -49,7 +49,7 @@ func TestPartitionFilesAdapter(t *testing.T) {
 		if err := pf.LoadAdjacency([]int{q}, one); err != nil {
 			t.Fatal(err)
 		}
-		if b := pf.MacroBytesBound(1); one.MemBytes() > b {
+		if b := pf.MacroBytesBound(1, 0); one.MemBytes() > b {
 			t.Fatalf("partition %d: MemBytes %d > MacroBytesBound(1) %d", q, one.MemBytes(), b)
 		}
 	}

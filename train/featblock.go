@@ -44,21 +44,10 @@ func FeatureBlockBytes(d *storage.Dataset, o *Options) int64 {
 	if rp == nil || d.FeatDim() == 0 {
 		return 0
 	}
-	k := o.Partitions.K()
-	sizes := make([]int64, k)
-	for q := range k {
+	rows := sample.MacroBound(o.Partitions, o.PartsPerBatch, o.BatchSize, func(q int) int64 {
 		lo, hi, _ := rp.PartRange(q)
-		sizes[q] = hi - lo
-	}
-	ppb := o.PartsPerBatch
-	if ppb <= 0 {
-		ppb = sample.PartsPerBatchFor(o.Partitions, o.BatchSize)
-	}
-	slices.SortFunc(sizes, func(a, b int64) int { return cmp.Compare(b, a) })
-	var rows int64
-	for _, s := range sizes[:min(ppb, k)] {
-		rows += s
-	}
+		return hi - lo
+	})
 	return rows * d.FeatRowBytes()
 }
 

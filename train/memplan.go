@@ -138,15 +138,11 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 // cache (sample.PartitionFiles.MacroBytesBound), 0 when o.Partitions
 // cannot tell.
 func macroBound(o *Options) int64 {
-	b, ok := o.Partitions.(interface{ MacroBytesBound(int) int64 })
+	b, ok := o.Partitions.(interface{ MacroBytesBound(ppb, batchSize int) int64 })
 	if !ok {
 		return 0
 	}
-	ppb := o.PartsPerBatch
-	if ppb == 0 {
-		ppb = sample.PartsPerBatchFor(o.Partitions, o.BatchSize)
-	}
-	return b.MacroBytesBound(ppb)
+	return b.MacroBytesBound(o.PartsPerBatch, o.BatchSize)
 }
 
 // Apply sets o's Plan, Profile, MemBytes, MaxBatchRows and (from
