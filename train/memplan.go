@@ -138,7 +138,9 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 // cache (sample.PartitionFiles.MacroBytesBound), 0 when o.Partitions
 // cannot tell.
 func macroBound(o *Options) int64 {
-	b, ok := o.Partitions.(interface{ MacroBytesBound(ppb, batchSize int) int64 })
+	b, ok := o.Partitions.(interface {
+		MacroBytesBound(ppb, batchSize int) int64
+	})
 	if !ok {
 		return 0
 	}
