@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -112,13 +111,12 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 			if m == parts-1 {
 				j.batch = b
 				if sp != nil {
-					memacct.Add(memacct.SampledBatches, -hb.counted)
-					hb.counted = 0
+					hb.uncount()
 				}
 			}
 			if err := t.inferJob(ctx, j, ring, fn); err != nil {
 				if m < parts-1 {
-					memacct.Add(memacct.SampledBatches, -hb.counted)
+					hb.uncount()
 					b.Release()
 				}
 				return err

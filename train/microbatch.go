@@ -138,16 +138,6 @@ func (s *splitter) build(m int) microBatch {
 	return microBatch{hb: sub, full: order}
 }
 
-// splitHostBatch cuts hb into k micro-batches at once (see splitter).
-func splitHostBatch(hb *hostBatch, k int) []microBatch {
-	s := newSplitter(hb, k)
-	out := make([]microBatch, s.k)
-	for m := range out {
-		out[m] = s.build(m)
-	}
-	return out
-}
-
 // fitSplit is the fewest micro-batches (a power of two, at most
 // MaxMicroBatches and at most the targets) whose input rows are each at
 // most maxRows; 1 with maxRows <= 0 or a batch that fits.

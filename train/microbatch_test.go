@@ -177,3 +177,13 @@ func TestSampledEvalMicroBatches(t *testing.T) {
 		}
 	})
 }
+
+// splitHostBatch cuts hb into k micro-batches at once (see splitter).
+func splitHostBatch(hb *hostBatch, k int) []microBatch {
+	s := newSplitter(hb, k)
+	out := make([]microBatch, s.k)
+	for m := range out {
+		out[m] = s.build(m)
+	}
+	return out
+}

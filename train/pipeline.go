@@ -13,7 +13,6 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
-	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -86,8 +85,7 @@ func (t *Trainer) freeJob(j *job) {
 // job, its sampled batch from the memory counters.
 func (t *Trainer) releaseBatch(j *job) {
 	if j.hb != nil {
-		memacct.Add(memacct.SampledBatches, -j.hb.counted)
-		j.hb.counted = 0
+		j.hb.uncount()
 	}
 	if j.batch != nil {
 		j.batch.Release()
@@ -313,8 +311,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 					mj.hist = subHist(j.hist, mb, t.hc.Hidden())
 				}
 				if m == sp.k-1 {
-					memacct.Add(memacct.SampledBatches, -hb.counted)
-					hb.counted = 0
+					hb.uncount()
 					b.Release()
 					if j.hist != nil {
 						mj.batchReused = len(j.hist.reused)
@@ -326,7 +323,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				case <-ctx.Done():
 					t.releaseBatch(mj)
 					if m < sp.k-1 {
-						memacct.Add(memacct.SampledBatches, -hb.counted)
+						hb.uncount()
 						b.Release()
 					}
 					return

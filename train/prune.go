@@ -25,6 +25,13 @@ func (hb *hostBatch) count(n int64) {
 	memacct.Add(memacct.SampledBatches, n)
 }
 
+// uncount releases the host batch's arrays from the counters (once; a
+// second call is a no-op).
+func (hb *hostBatch) uncount() {
+	memacct.Add(memacct.SampledBatches, -hb.counted)
+	hb.counted = 0
+}
+
 // convert turns b into the backend form. Rows listed in reused (local ids of
 // hop-1 nodes, ascending) lose their in-edges in blocks 0..L-2, and nodes
 // reachable only through them are dropped; the remaining nodes are renumbered
