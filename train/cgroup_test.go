@@ -18,6 +18,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -56,22 +57,6 @@ type budgetResult struct {
 	Estimate      int64            `json:"estimate"`
 }
 
-func statusBytes(key string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, key+":"); ok {
-			f := strings.Fields(rest)
-			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return -1
-}
-
 func TestBudgetChild(t *testing.T) {
 	if *cgroupChild == "" {
 		t.Skip("child of TestBudgetUnderCgroup")
@@ -97,7 +82,7 @@ func TestBudgetChild(t *testing.T) {
 			}
 			metrics.Read(heapObjs)
 			h := int64(heapObjs[0].Value.Uint64())
-			if a := statusBytes("RssAnon"); a > 0 {
+			if a := memstat.AnonRSS(); a > 0 {
 				mu.Lock()
 				if a > res.PeakAnon {
 					res.PeakAnon, res.CountedAtAnon = a, memacct.Read().Total
@@ -147,7 +132,7 @@ func TestBudgetChild(t *testing.T) {
 	tr.Close()
 	close(stop)
 	polled.Wait()
-	res.PeakRSS = statusBytes("VmHWM")
+	res.PeakRSS = memstat.PeakRSS()
 	res.Counted, res.ByPurpose = rep.Counted.PeakBytes, rep.Counted.ByPurpose
 	res.Batches, res.MicroBatches = rep.Epochs[0].Batches, rep.Epochs[0].MicroBatches
 	res.Estimate = rep.Memory.TotalBytes - rep.Memory.ReserveBytes
@@ -194,8 +179,8 @@ func TestBudgetUnderCgroup(t *testing.T) {
 		t.Skipf("cannot make a memory cgroup: %v", err)
 	}
 	defer cg.Remove()
-	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, cg.ProcsFile(), os.Args[0],
-		"-test.run=^TestBudgetChild$", "-test.v", "-cgroup-child", dir, "-cgroup-mem", strconv.Itoa(mem))
+	argv := cg.Argv([]string{os.Args[0], "-test.run=^TestBudgetChild$", "-test.v", "-cgroup-child", dir, "-cgroup-mem", strconv.Itoa(mem)})
+	cmd := exec.Command(argv[0], argv[1:]...)
 	out, err := cmd.CombinedOutput()
 	st := cg.Stats()
 	if st.OOMKills > 0 {

@@ -2,11 +2,9 @@ package train
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -36,27 +34,8 @@ func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
 	if l, ok := cgroup.SelfMemoryLimit(); ok {
 		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (memory cgroup limit %s charges the page cache)", ibytes(l))
 	}
-	if avail, ok := memAvailable(); ok && feat > avail/2 {
+	if avail := memstat.Available(); avail > 0 && feat > avail/2 {
 		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (features %s > half of available memory %s)", ibytes(feat), ibytes(avail))
 	}
 	return storage.ReadBuffered, fmt.Sprintf("feature reads: buffered (features %s fit the page cache)", ibytes(feat))
-}
-
-// memAvailable is /proc/meminfo's MemAvailable in bytes.
-func memAvailable() (int64, bool) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 1 {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb << 10, true
-				}
-			}
-		}
-	}
-	return 0, false
 }

@@ -16,13 +16,6 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
 )
 
-// joinScript is the trampoline that puts a child into its cgroup before
-// the measured program starts: sh writes its own pid into cgroup.procs
-// ($0) and then execs the program in place (same pid), so every page the
-// program touches, the page cache of its reads included, is charged to the
-// cgroup from its first instruction.
-const joinScript = `echo $$ > "$0" && exec "$@"`
-
 // childSpec is one child process.
 type childSpec struct {
 	name   string
@@ -78,7 +71,7 @@ func runChild(ctx context.Context, spec childSpec) (*ChildResult, error) {
 	res := &ChildResult{Argv: spec.argv, ReadBytes: -1, Stdout: spec.stdout, Stderr: spec.stderr}
 	argv := spec.argv
 	if spec.cgroup != nil {
-		argv = append([]string{"/bin/sh", "-c", joinScript, spec.cgroup.ProcsFile()}, argv...)
+		argv = spec.cgroup.Argv(argv)
 	}
 	outF, err := os.Create(spec.stdout)
 	if err != nil {

@@ -172,6 +172,19 @@ func Create(loc Location, name string, limit int64) (*Cgroup, error) {
 	return cg, nil
 }
 
+// joinScript is the trampoline that puts a child into its cgroup before
+// the measured program starts: sh writes its own pid into cgroup.procs
+// ($0) and then execs the program in place (same pid), so every page the
+// program touches, the page cache of its reads included, is charged to the
+// cgroup from its first instruction.
+const joinScript = `echo $$ > "$0" && exec "$@"`
+
+// Argv returns the command line that runs argv (argv[0] the program)
+// inside c from its first instruction.
+func (c *Cgroup) Argv(argv []string) []string {
+	return append([]string{"/bin/sh", "-c", joinScript, c.ProcsFile()}, argv...)
+}
+
 // ProcsFile is the file a process writes its pid into to join.
 func (c *Cgroup) ProcsFile() string { return filepath.Join(c.Dir, "cgroup.procs") }
 

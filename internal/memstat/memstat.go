@@ -21,14 +21,26 @@ func PeakRSS() int64 { return field("VmHWM:") }
 // RSS is the process's current resident set size in bytes (VmRSS).
 func RSS() int64 { return field("VmRSS:") }
 
+// AnonRSS is the process's current anonymous resident memory in bytes
+// (RssAnon): its heap and stacks, without the file pages it maps.
+func AnonRSS() int64 { return field("RssAnon:") }
+
+// Available is the memory the kernel reports available for new
+// allocations without swapping (/proc/meminfo MemAvailable), in bytes; 0
+// when unknown.
+func Available() int64 { return fieldOf("/proc/meminfo", "MemAvailable:") }
+
 // ResetPeak resets VmHWM to the current RSS (Linux ≥ 4.0), so a later
 // PeakRSS measures one phase. It reports whether the reset worked.
 func ResetPeak() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
-func field(name string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func field(name string) int64 { return fieldOf("/proc/self/status", name) }
+
+// fieldOf is the "name: N kB" line of file, in bytes (0 when absent).
+func fieldOf(file, name string) int64 {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return 0
 	}

@@ -33,3 +33,24 @@ func TestRSS(t *testing.T) {
 		t.Fatalf("peak did not follow rss: peak %d, rss before %d", got, rss)
 	}
 }
+
+// TestAnonRSSAndAvailable: anonymous RSS is part of RSS and grows when
+// fresh heap memory is touched; MemAvailable is positive on Linux.
+func TestAnonRSSAndAvailable(t *testing.T) {
+	if RSS() == 0 {
+		t.Skip("no /proc/self/status")
+	}
+	before := AnonRSS()
+	b := make([]byte, 64<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	after := AnonRSS()
+	if after < before+32<<20 || after > RSS() {
+		t.Errorf("AnonRSS %d -> %d after touching 64 MiB (RSS %d)", before, after, RSS())
+	}
+	runtime.KeepAlive(b)
+	if Available() <= 0 {
+		t.Errorf("Available() = %d", Available())
+	}
+}
