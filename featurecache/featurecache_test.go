@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"go.uber.org/goleak"
 
@@ -19,19 +19,9 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the randomised tests (0: time-based)")
-
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // writeDataset writes a dataset with the given adjacency and dim-wide
 // features whose entry j of node v is v + j/1000.

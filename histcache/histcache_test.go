@@ -3,29 +3,19 @@ package histcache_test
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the randomised tests (0: time-based)")
-
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // newCache makes a cache over n nodes whose candidates are exactly cand
 // (they get score 1, others 0), width h.

@@ -2,10 +2,11 @@ package neighborcache_test
 
 import (
 	"errors"
-	"flag"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -13,16 +14,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: time-based)")
-
-func testSeed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // writeGraph writes a random symmetric-ish graph with n nodes.
 func writeGraph(t *testing.T, n int, r *rand.Rand) *storage.Dataset {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"go.uber.org/goleak"
 
@@ -25,16 +26,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: random)")
-
-func testSeed(t testing.TB) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // mkBatch builds a batch from per-block adjacency over local ids. nodes
 // lists global ids in local order; numDst[l] and edges[l][u] describe

@@ -1,25 +1,17 @@
 package sample_test
 
 import (
-	"flag"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: random)")
-
-func testSeed(t testing.TB) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // writeDataset writes a dataset with adjacency adj (lists are sorted
 // here), training ids train and featDim float32 features.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/interop/internal/exportdir"
@@ -21,16 +22,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: pick one and print it)")
-
-func testSeed(t testing.TB) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // readNPY loads a whole .npy file (test sizes only).
 func readNPY(t *testing.T, path string) (npy.Header, []byte) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"compress/gzip"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
+
 	"github.com/x448/float16"
 
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
@@ -26,16 +27,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: pick one and print it)")
-
-func testSeed(t testing.TB) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 const coraDir = "../../testdata/cora"
 
