@@ -101,10 +101,8 @@ func validName(s string) bool {
 }
 
 func (o *ProfileOptions) samplerOptions() sample.Options {
-	// One batch prefetched: the profile consumes batches as fast as they
-	// come, and every prefetched batch is memory.
 	return sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Mode, PartsPerBatch: o.PartsPerBatch,
-		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache, Prefetch: 1}
+		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache}
 }
 
 // profileGatherBytes bounds the profiling epoch's gather buffer.

@@ -83,8 +83,8 @@
 // Batches are handed to workers in index order, so batch i's ReuseFor runs
 // only after every batch < i has been handed out. A ReuseFor that waits
 // until the consumer has processed batch i−D (D ≥ 1) therefore cannot
-// deadlock provided Prefetch ≥ D−1 (the default 2·Workers is enough for
-// D ≤ 3), and sampling then runs at most D batches ahead of the consumer's
+// deadlock provided Prefetch ≥ D−1 (the default 1 is enough for D ≤ 2),
+// and sampling then runs at most D batches ahead of the consumer's
 // processing; Workers and Prefetch only bound how many of those wait. A
 // blocked ReuseFor must return once its ctx is cancelled; Close and
 // cancellation then stop the workers as usual.

@@ -124,7 +124,9 @@ type Options struct {
 	// Workers is the number of sampling goroutines (default GOMAXPROCS).
 	Workers int
 	// Prefetch bounds the number of sampled batches waiting to be consumed
-	// (default 2·Workers).
+	// (default 1). Each is a whole sampled batch in memory beside the one
+	// each worker is building, which is what memory budgets reserve
+	// (train's working set); raise it only where memory is not budgeted.
 	Prefetch int
 	// Source selects how lists that miss both caches are read (default
 	// SourceMmap).
@@ -203,7 +205,7 @@ func (o *Options) withDefaults() Options {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	if c.Prefetch == 0 {
-		c.Prefetch = 2 * c.Workers
+		c.Prefetch = 1
 	}
 	return c
 }

@@ -70,11 +70,7 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		return fmt.Errorf("%w: %d fanouts for %d layers", ErrInvalidOptions, len(fanouts), t.o.Layers)
 	}
 	s, err := sample.New(t.d, nil, &sample.Options{Fanouts: fanouts, BatchSize: t.o.BatchSize, Seed: mixSeed(t.o.Seed, 0xe7a1),
-		Workers: t.o.Workers, Source: t.o.Source, NeighborCache: t.nc, Train: nodes,
-		// One batch ahead, as in training (Options.InFlight): every
-		// prefetched batch is a whole sampled batch, and the working set
-		// reserves only the workers' and the one in flight.
-		Prefetch: 1})
+		Workers: t.o.Workers, Source: t.o.Source, NeighborCache: t.nc, Train: nodes})
 	if err != nil {
 		return err
 	}
