@@ -57,7 +57,7 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lk.Release()
-			rep, err := graphbolt.Export(args[0], args[1], &graphbolt.Options{IDDType: d, NoLink: noLink, MemBytes: int64(mem),
+			rep, err := graphbolt.ExportContext(cmd.Context(), args[0], args[1], &graphbolt.Options{IDDType: d, NoLink: noLink, MemBytes: int64(mem),
 				Force: force, Progress: g.progress(), Logger: g.logger()})
 			if err != nil {
 				return err
@@ -105,7 +105,7 @@ partitioning step. The number of parts is the partitioning's: make one with
 				return err
 			}
 			defer lk.Release()
-			rep, err := distdgl.Export(args[0], args[1], &distdgl.Options{Partition: part, NumChunks: chunks, LabelDType: d,
+			rep, err := distdgl.ExportContext(cmd.Context(), args[0], args[1], &distdgl.Options{Partition: part, NumChunks: chunks, LabelDType: d,
 				MemBytes: int64(mem), Force: force, Progress: g.progress(), Logger: g.logger()})
 			if err != nil {
 				return err

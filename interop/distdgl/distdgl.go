@@ -23,6 +23,7 @@
 package distdgl
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -201,6 +202,13 @@ var owned = []string{"edges", "node_data", PartitionsDir}
 // the partition assignment of partitioning opts.Partition in
 // out/partitions/.
 func Export(dir, out string, opts *Options) (Report, error) {
+	return ExportContext(context.Background(), dir, out, opts)
+}
+
+// ExportContext is Export, stopped by ctx within a chunk: it then returns
+// ctx's error and leaves no metadata.json (the export does not look
+// complete).
+func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report, error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
 		return Report{}, err
@@ -232,7 +240,7 @@ func Export(dir, out string, opts *Options) (Report, error) {
 			return Report{}, fmt.Errorf("distdgl: %w", err)
 		}
 	}
-	x := &exporter{o: o, dir: dir, out: out, m: m}
+	x := &exporter{ctx: ctx, o: o, dir: dir, out: out, m: m}
 	meta := Metadata{
 		GraphName:        m.Name,
 		NodeType:         []string{NodeType},
@@ -275,6 +283,7 @@ func Export(dir, out string, opts *Options) (Report, error) {
 }
 
 type exporter struct {
+	ctx     context.Context
 	o       Options
 	dir     string
 	out     string
@@ -285,6 +294,7 @@ type exporter struct {
 
 // textOut is one text file being written atomically with a buffer.
 type textOut struct {
+	ctx context.Context
 	af  *atomicfile.File
 	buf []byte
 }
@@ -294,10 +304,14 @@ func (x *exporter) createText(rel string) (*textOut, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &textOut{af: af, buf: make([]byte, 0, 1<<20)}, nil
+	return &textOut{ctx: x.ctx, af: af, buf: make([]byte, 0, 1<<20)}, nil
 }
 
+// flush writes the buffer; it is where a cancelled export stops.
 func (t *textOut) flush() error {
+	if err := t.ctx.Err(); err != nil {
+		return err
+	}
 	if len(t.buf) == 0 {
 		return nil
 	}
@@ -426,8 +440,9 @@ func (x *exporter) assignment(pdir string, e *storage.FileEntry, pm *partition.M
 
 // arrayOut is one .npy chunk being written.
 type arrayOut struct {
-	af *atomicfile.File
-	w  *npy.Writer
+	ctx context.Context
+	af  *atomicfile.File
+	w   *npy.Writer
 }
 
 func (x *exporter) createArray(rel string, d npy.DType, tail []int64) (*arrayOut, error) {
@@ -440,10 +455,14 @@ func (x *exporter) createArray(rel string, d npy.DType, tail []int64) (*arrayOut
 		af.Abort()
 		return nil, fmt.Errorf("distdgl: %s: %w", rel, err)
 	}
-	return &arrayOut{af: af, w: w}, nil
+	return &arrayOut{ctx: x.ctx, af: af, w: w}, nil
 }
 
+// write appends p; it is where a cancelled export stops.
 func (a *arrayOut) write(p []byte) error {
+	if err := a.ctx.Err(); err != nil {
+		return err
+	}
 	if _, err := a.w.Write(p); err != nil {
 		return fmt.Errorf("distdgl: write %s: %w", a.af.Name(), err)
 	}

@@ -1,6 +1,7 @@
 package graphbolt
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -38,6 +39,13 @@ var owned = []string{"edges", "node_data", setDir, "preprocessed"}
 
 // Export writes the dataset in dir as a GraphBolt on-disk dataset in out.
 func Export(dir, out string, opts *Options) (Report, error) {
+	return ExportContext(context.Background(), dir, out, opts)
+}
+
+// ExportContext is Export, stopped by ctx within a chunk: it then returns
+// ctx's error and leaves no metadata.yaml (the export does not look
+// complete).
+func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report, error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
 		return Report{}, err
@@ -58,7 +66,7 @@ func Export(dir, out string, opts *Options) (Report, error) {
 			return Report{}, fmt.Errorf("graphbolt: %w", err)
 		}
 	}
-	x := &exporter{o: o, dir: dir, out: out, m: m}
+	x := &exporter{ctx: ctx, o: o, dir: dir, out: out, m: m}
 	rep := Report{Dir: out, Nodes: m.NumNodes, Edges: m.NumEdges, FeatDim: m.FeatDim}
 	meta := Metadata{
 		DatasetName: m.Name,
@@ -124,6 +132,7 @@ func Export(dir, out string, opts *Options) (Report, error) {
 }
 
 type exporter struct {
+	ctx     context.Context
 	o       Options
 	dir     string
 	out     string
@@ -176,6 +185,9 @@ func (x *exporter) writeEmpty(rel string, d npy.DType, shape []int64) error {
 
 // put encodes v as dtype d (int32 or int64) and appends it to a.
 func (x *exporter) put(a *arrayOut, d npy.DType, v []int64) error {
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
 	b := EncodeInts(d, v, &x.enc)
 	if _, err := a.w.Write(b); err != nil {
 		return fmt.Errorf("graphbolt: write %s: %w", a.af.Name(), err)
@@ -266,9 +278,9 @@ func (x *exporter) features() (bool, error) {
 	src, dst := filepath.Join(x.dir, e.Name), filepath.Join(x.out, PathFeat)
 	if x.o.NoLink {
 		x.written += e.Bytes
-		return false, exportdir.Copy(src, dst)
+		return false, exportdir.Copy(x.ctx, src, dst)
 	}
-	linked, err := exportdir.LinkOrCopy(src, dst)
+	linked, err := exportdir.LinkOrCopy(x.ctx, src, dst)
 	if err == nil && !linked {
 		x.written += e.Bytes
 	}

@@ -9,6 +9,7 @@
 package exportdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +82,7 @@ func Prepare(out, meta string, owned []string, force bool) error {
 // LinkOrCopy makes dst a file with the content of src: a hard link when
 // src and dst share a file system (linked is true), else a streaming copy.
 // Either way dst appears atomically (temporary name, fsync, rename).
-func LinkOrCopy(src, dst string) (linked bool, err error) {
+func LinkOrCopy(ctx context.Context, src, dst string) (linked bool, err error) {
 	tmp := dst + ".tmp-link" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if err := os.Link(src, tmp); err == nil {
 		if err := os.Rename(tmp, dst); err != nil {
@@ -90,11 +91,11 @@ func LinkOrCopy(src, dst string) (linked bool, err error) {
 		}
 		return true, atomicfile.SyncDir(filepath.Dir(dst))
 	}
-	return false, Copy(src, dst)
+	return false, Copy(ctx, src, dst)
 }
 
 // Copy streams src into dst atomically with a fixed buffer.
-func Copy(src, dst string) error {
+func Copy(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -105,8 +106,23 @@ func Copy(src, dst string) error {
 		return err
 	}
 	defer af.Abort()
-	if _, err := io.CopyBuffer(struct{ io.Writer }{af}, struct{ io.Reader }{in}, make([]byte, 1<<20)); err != nil {
-		return fmt.Errorf("export: copy %s to %s: %w", src, dst, err)
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, rerr := in.Read(buf)
+		if n > 0 {
+			if _, err := af.Write(buf[:n]); err != nil {
+				return fmt.Errorf("export: copy %s to %s: %w", src, dst, err)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("export: copy %s to %s: %w", src, dst, rerr)
+		}
 	}
 	return af.Commit()
 }

@@ -1,6 +1,7 @@
 package exportdir
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -47,11 +48,11 @@ func TestLinkOrCopy(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "a")
 	os.WriteFile(src, []byte("data"), 0o644)
-	linked, err := LinkOrCopy(src, filepath.Join(dir, "b"))
+	linked, err := LinkOrCopy(context.Background(), src, filepath.Join(dir, "b"))
 	if err != nil || !linked {
 		t.Fatalf("same directory: linked %v, %v", linked, err)
 	}
-	if err := Copy(src, filepath.Join(dir, "c")); err != nil {
+	if err := Copy(context.Background(), src, filepath.Join(dir, "c")); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"b", "c"} {
