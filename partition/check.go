@@ -98,7 +98,7 @@ func (p *Partitioning) check() error {
 		return p.corruptFrom(err)
 	}
 	if e := p.man.File(FileStats); e != nil {
-		if got := checksum(xxhash.Sum64(p.statsJSON)); got != e.Checksum {
+		if got := storage.FormatChecksum(xxhash.Sum64(p.statsJSON)); got != e.Checksum {
 			return &CorruptError{File: filepath.Join(p.dir, FileStats), Index: -1, Offset: 0,
 				Msg: fmt.Sprintf("checksum %s, manifest says %s", got, e.Checksum)}
 		}

@@ -155,7 +155,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	m := *d.Manifest()
 	m.Files = nil
 	m.RelabelledFrom = &storage.Relabelling{Dir: d.Dir(), Name: m.Name,
-		ManifestChecksum: checksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K}
+		ManifestChecksum: storage.FormatChecksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -815,7 +815,7 @@ func (r *relabeler) partitioning(numTrain int64) error {
 		return len(b), cross.err
 	})
 	if err != nil {
-		cross.af.Abort()
+		cross.f.Abort()
 		return err
 	}
 	if err := add(cross.commit()); err != nil {
@@ -875,7 +875,7 @@ func (r *relabeler) partitioning(numTrain int64) error {
 		return err
 	}
 	files = append(files, storage.FileEntry{Name: FileStats, DType: "json", Bytes: int64(len(js)),
-		Checksum: checksum(xxhash.Sum64(js))})
+		Checksum: storage.FormatChecksum(xxhash.Sum64(js))})
 	m := *r.p.man
 	m.Files = files
 	mj, err := json.MarshalIndent(&m, "", "  ")

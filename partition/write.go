@@ -112,8 +112,7 @@ type Stats struct {
 // arrayWriter streams one .npy file atomically and checksums its data.
 type arrayWriter struct {
 	name string
-	af   *atomicfile.File
-	w    *npy.Writer
+	f    *npy.File
 	h    *xxhash.Digest
 	buf  []byte
 	err  error
@@ -126,16 +125,11 @@ type arrayWriter struct {
 const ctxEvery = 1024
 
 func createArray(dir, name string, d npy.DType) (*arrayWriter, error) {
-	af, err := atomicfile.Create(filepath.Join(dir, name))
+	f, err := npy.Create(filepath.Join(dir, name), d, nil)
 	if err != nil {
-		return nil, err
-	}
-	w, err := npy.NewWriter(af, d, nil)
-	if err != nil {
-		af.Abort()
 		return nil, fmt.Errorf("partition: %s: %w", name, err)
 	}
-	return &arrayWriter{name: name, af: af, w: w, h: xxhash.New()}, nil
+	return &arrayWriter{name: name, f: f, h: xxhash.New()}, nil
 }
 
 func (a *arrayWriter) write(p []byte) {
@@ -148,7 +142,7 @@ func (a *arrayWriter) write(p []byte) {
 		}
 	}
 	a.h.Write(p)
-	if _, err := a.w.Write(p); err != nil {
+	if _, err := a.f.Write(p); err != nil {
 		a.err = fmt.Errorf("partition: write %s: %w", a.name, err)
 	}
 }
@@ -192,25 +186,19 @@ func (a *arrayWriter) ids(d npy.DType, l storage.NodeList) {
 
 func (a *arrayWriter) commit() (storage.FileEntry, error) {
 	if a.err != nil {
-		a.af.Abort()
+		a.f.Abort()
 		return storage.FileEntry{}, a.err
 	}
-	hdr, err := a.w.Close()
+	hdr, err := a.f.Commit()
 	if err != nil {
-		a.af.Abort()
 		return storage.FileEntry{}, fmt.Errorf("partition: %s: %w", a.name, err)
-	}
-	if err := a.af.Commit(); err != nil {
-		return storage.FileEntry{}, err
 	}
 	return storage.FileEntry{
 		Name: a.name, DType: hdr.DType.String(), Shape: hdr.Shape,
 		Bytes: hdr.DataOffset + hdr.DataBytes(), DataOffset: hdr.DataOffset,
-		Checksum: checksum(a.h.Sum64()),
+		Checksum: storage.FormatChecksum(a.h.Sum64()),
 	}, nil
 }
-
-func checksum(s uint64) string { return fmt.Sprintf("xxhash64:%016x", s) }
 
 // writeArray writes a whole in-memory array.
 func writeArray(ctx context.Context, dir, name string, fill func(a *arrayWriter), d npy.DType) (storage.FileEntry, error) {
@@ -379,7 +367,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		return Stats{}, err
 	}
 	files = append(files, storage.FileEntry{Name: FileStats, DType: "json", Bytes: int64(len(js)),
-		Checksum: checksum(xxhash.Sum64(js))})
+		Checksum: storage.FormatChecksum(xxhash.Sum64(js))})
 	m := Manifest{Format: FormatName, Version: FormatVersion, Name: o.Name, Method: o.Method, K: k,
 		NumNodes: n, NumEdges: d.NumEdges(), NumTrain: int64(len(train)), Files: files}
 	mj, err := json.MarshalIndent(&m, "", "  ")

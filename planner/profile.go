@@ -313,7 +313,7 @@ func DatasetChecksum(d *storage.Dataset) string {
 	for _, f := range d.Manifest().Files {
 		fmt.Fprintf(h, "%s=%s;", f.Name, f.Checksum)
 	}
-	return fmt.Sprintf("xxhash64:%016x", h.Sum64())
+	return storage.FormatChecksum(h.Sum64())
 }
 
 type memberser interface{ Members(p int) []int64 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Profile file names inside DIR/profile/<name>/.
@@ -76,19 +77,15 @@ func (p *Profile) Save(dir string) error {
 		if int64(len(a)) != m.NumNodes {
 			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), m.NumNodes)
 		}
-		hdr, err := npy.EncodeHeader(npy.Uint32, []int64{int64(len(a))})
-		if err != nil {
-			return fmt.Errorf("planner: %w", err)
-		}
 		data := make([]byte, len(a)*4)
 		for i, x := range a {
 			binary.LittleEndian.PutUint32(data[4*i:], x)
 		}
-		if err := atomicfile.WriteFile(filepath.Join(out, e.name), append(hdr, data...)); err != nil {
+		if _, err := npy.WriteFile(filepath.Join(out, e.name), npy.Uint32, []int64{int64(len(a))}, data); err != nil {
 			return fmt.Errorf("planner: %w", err)
 		}
 		m.Files = append(m.Files, FileInfo{Name: e.name, DType: npy.Uint32.String(), Shape: []int64{int64(len(a))},
-			Checksum: fmt.Sprintf("xxhash64:%016x", xxhash.Sum64(data))})
+			Checksum: storage.FormatChecksum(xxhash.Sum64(data))})
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -191,7 +188,7 @@ func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, e
 	if int64(len(data)) != 4*n {
 		return nil, &CorruptError{File: path, Offset: h.DataOffset, Reason: fmt.Sprintf("%d data bytes, want %d", len(data), 4*n)}
 	}
-	if got := fmt.Sprintf("xxhash64:%016x", xxhash.Sum64(data)); got != checksum {
+	if got := storage.FormatChecksum(xxhash.Sum64(data)); got != checksum {
 		return nil, &CorruptError{File: path, Offset: h.DataOffset, Reason: fmt.Sprintf("checksum %s, manifest says %s", got, checksum)}
 	}
 	a := make([]uint32, n)

@@ -95,8 +95,7 @@ func (b *Builder) Entry(name string) (FileEntry, bool) {
 type ArrayWriter struct {
 	b    *Builder
 	name string
-	af   *atomicfile.File
-	w    *npy.Writer
+	f    *npy.File
 	h    *xxhash.Digest
 	buf  []byte
 	done bool
@@ -109,26 +108,21 @@ type ArrayWriter struct {
 // divides 4096 takes only that row's blocks; every other array gets the
 // default npy.HeaderSize.
 func (b *Builder) CreateArray(name string, d npy.DType, tail []int64) (*ArrayWriter, error) {
-	af, err := atomicfile.Create(filepath.Join(b.dir, name))
-	if err != nil {
-		return nil, err
-	}
 	hdr := npy.HeaderSize
 	if name == FileFeatures {
 		hdr = npy.AlignedHeaderSize
 	}
-	w, err := npy.NewWriterHeader(af, d, tail, hdr)
+	f, err := npy.CreateHeader(filepath.Join(b.dir, name), d, tail, hdr)
 	if err != nil {
-		af.Abort()
 		return nil, fmt.Errorf("storage: %s: %w", name, err)
 	}
-	return &ArrayWriter{b: b, name: name, af: af, w: w, h: xxhash.New()}, nil
+	return &ArrayWriter{b: b, name: name, f: f, h: xxhash.New()}, nil
 }
 
 // Write appends raw little-endian element bytes.
 func (a *ArrayWriter) Write(p []byte) (int, error) {
 	a.h.Write(p)
-	n, err := a.w.Write(p)
+	n, err := a.f.Write(p)
 	if err != nil {
 		return n, fmt.Errorf("storage: write %s: %w", a.name, err)
 	}
@@ -186,7 +180,7 @@ func (a *ArrayWriter) WriteIDs(d npy.DType, v []int64) error {
 }
 
 // Rows is the number of complete rows written so far.
-func (a *ArrayWriter) Rows() int64 { return a.w.Rows() }
+func (a *ArrayWriter) Rows() int64 { return a.f.Rows() }
 
 // Commit finishes the array: it patches the header, fsyncs, renames the
 // file into place and records its entry for the manifest.
@@ -195,13 +189,9 @@ func (a *ArrayWriter) Commit() error {
 		return atomicfile.ErrDone
 	}
 	a.done = true
-	hdr, err := a.w.Close()
+	hdr, err := a.f.Commit()
 	if err != nil {
-		a.af.Abort()
 		return fmt.Errorf("storage: %s: %w", a.name, err)
-	}
-	if err := a.af.Commit(); err != nil {
-		return err
 	}
 	a.b.mu.Lock()
 	defer a.b.mu.Unlock()
@@ -211,7 +201,7 @@ func (a *ArrayWriter) Commit() error {
 		Shape:      hdr.Shape,
 		Bytes:      hdr.DataOffset + hdr.DataBytes(),
 		DataOffset: hdr.DataOffset,
-		Checksum:   formatChecksum(a.h.Sum64()),
+		Checksum:   FormatChecksum(a.h.Sum64()),
 	}
 	return nil
 }
@@ -220,11 +210,14 @@ func (a *ArrayWriter) Commit() error {
 func (a *ArrayWriter) Abort() {
 	if !a.done {
 		a.done = true
-		a.af.Abort()
+		a.f.Abort()
 	}
 }
 
-func formatChecksum(s uint64) string { return fmt.Sprintf("xxhash64:%016x", s) }
+// FormatChecksum is the manifest's spelling of an xxhash64 sum of a file's
+// data ("xxhash64:" and 16 hex digits); every manifest this project
+// writes uses it.
+func FormatChecksum(s uint64) string { return fmt.Sprintf("xxhash64:%016x", s) }
 
 // Finish fills m.Files from the committed arrays, validates the manifest
 // and writes it atomically. Until Finish returns nil the directory is not

@@ -43,7 +43,7 @@ func (a *Array) Scan(elemSize int, sum bool, fn func(first int64, b []byte) erro
 	if h == nil {
 		return nil
 	}
-	if got := formatChecksum(h.Sum64()); got != a.Entry.Checksum {
+	if got := FormatChecksum(h.Sum64()); got != a.Entry.Checksum {
 		return &CorruptError{File: a.path, Index: -1, Offset: a.Entry.DataOffset,
 			Msg: fmt.Sprintf("checksum %s, manifest says %s", got, a.Entry.Checksum)}
 	}

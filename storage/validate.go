@@ -81,7 +81,7 @@ func (v *validator) scan(name string, elem int, fn func(first int64, b []byte)) 
 		v.task.Add(int64(len(b)))
 		v.rep.BytesScanned += int64(len(b))
 	}
-	if got := formatChecksum(h.Sum64()); got != e.Checksum {
+	if got := FormatChecksum(h.Sum64()); got != e.Checksum {
 		v.problem(&CorruptError{File: v.d.path(name), Index: -1, Offset: e.DataOffset,
 			Msg: fmt.Sprintf("checksum %s, manifest says %s", got, e.Checksum)})
 	}

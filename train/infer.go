@@ -147,24 +147,12 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 
 // writeInt32Npy writes v as an int32 [len(v)] .npy, atomically.
 func writeInt32Npy(path string, v []int32) error {
-	hdr, err := npy.EncodeHeader(npy.Int32, []int64{int64(len(v))})
-	if err != nil {
-		return err
-	}
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	b := make([]byte, len(hdr)+4*len(v))
-	copy(b, hdr)
+	b := make([]byte, 4*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[len(hdr)+4*i:], uint32(x))
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
 	}
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	return f.Commit()
+	_, err := npy.WriteFile(path, npy.Int32, []int64{int64(len(v))}, b)
+	return err
 }
 
 // logitsWriter writes float32 [n, c] rows at any position of an atomic

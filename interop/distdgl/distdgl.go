@@ -438,24 +438,19 @@ func (x *exporter) assignment(pdir string, e *storage.FileEntry, pm *partition.M
 	return atomicfile.WriteFile(filepath.Join(x.out, PartitionsDir, PartitionMetaName), append(js, '\n'))
 }
 
-// arrayOut is one .npy chunk being written.
+// arrayOut is one .npy chunk being written; its writes stop when the
+// export is cancelled.
 type arrayOut struct {
 	ctx context.Context
-	af  *atomicfile.File
-	w   *npy.Writer
+	*npy.File
 }
 
 func (x *exporter) createArray(rel string, d npy.DType, tail []int64) (*arrayOut, error) {
-	af, err := atomicfile.Create(filepath.Join(x.out, rel))
+	f, err := npy.Create(filepath.Join(x.out, rel), d, tail)
 	if err != nil {
-		return nil, err
-	}
-	w, err := npy.NewWriter(af, d, tail)
-	if err != nil {
-		af.Abort()
 		return nil, fmt.Errorf("distdgl: %s: %w", rel, err)
 	}
-	return &arrayOut{ctx: x.ctx, af: af, w: w}, nil
+	return &arrayOut{ctx: x.ctx, File: f}, nil
 }
 
 // write appends p; it is where a cancelled export stops.
@@ -463,20 +458,19 @@ func (a *arrayOut) write(p []byte) error {
 	if err := a.ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := a.w.Write(p); err != nil {
-		return fmt.Errorf("distdgl: write %s: %w", a.af.Name(), err)
+	if _, err := a.Write(p); err != nil {
+		return fmt.Errorf("distdgl: write %s: %w", a.Name(), err)
 	}
 	return nil
 }
 
 func (a *arrayOut) commit(x *exporter) error {
-	h, err := a.w.Close()
+	h, err := a.Commit()
 	if err != nil {
-		a.af.Abort()
-		return fmt.Errorf("distdgl: %s: %w", a.af.Name(), err)
+		return fmt.Errorf("distdgl: %s: %w", a.Name(), err)
 	}
 	x.written += h.DataOffset + h.DataBytes()
-	return a.af.Commit()
+	return nil
 }
 
 // nodeColumn is one node-data array being chunked.
@@ -555,7 +549,7 @@ func (x *exporter) nodeData(sizes []int64) (map[string]ChunkFileSpec, []string, 
 			if err != nil {
 				return nil, nil, err
 			}
-			defer a.af.Abort()
+			defer a.Abort()
 			col.cur = a
 			col.spec.Format = Format{Name: "numpy"}
 			col.spec.Data = append(col.spec.Data, rel)

@@ -141,56 +141,45 @@ type exporter struct {
 	enc     []byte
 }
 
-// arrayOut is one .npy file being written.
-type arrayOut struct {
-	af *atomicfile.File
-	w  *npy.Writer
-}
-
 // create starts out/rel with dtype d and trailing dimensions tail. An
 // array whose trailing dimensions hold no element is written whole by
-// commitEmpty instead.
-func (x *exporter) create(rel string, d npy.DType, tail []int64) (*arrayOut, error) {
-	af, err := atomicfile.Create(filepath.Join(x.out, rel))
+// writeEmpty instead.
+func (x *exporter) create(rel string, d npy.DType, tail []int64) (*npy.File, error) {
+	f, err := npy.Create(filepath.Join(x.out, rel), d, tail)
 	if err != nil {
-		return nil, err
-	}
-	w, err := npy.NewWriter(af, d, tail)
-	if err != nil {
-		af.Abort()
 		return nil, fmt.Errorf("graphbolt: %s: %w", rel, err)
 	}
-	return &arrayOut{af: af, w: w}, nil
+	return f, nil
 }
 
-func (a *arrayOut) commit(x *exporter) error {
-	h, err := a.w.Close()
+// commit finishes f and counts its bytes.
+func (x *exporter) commit(f *npy.File) error {
+	h, err := f.Commit()
 	if err != nil {
-		a.af.Abort()
-		return fmt.Errorf("graphbolt: %s: %w", a.af.Name(), err)
+		return fmt.Errorf("graphbolt: %s: %w", f.Name(), err)
 	}
 	x.written += h.DataOffset + h.DataBytes()
-	return a.af.Commit()
+	return nil
 }
 
 // writeEmpty writes an array with no elements of the given shape.
 func (x *exporter) writeEmpty(rel string, d npy.DType, shape []int64) error {
-	hdr, err := npy.EncodeHeader(d, shape)
+	n, err := npy.WriteFile(filepath.Join(x.out, rel), d, shape, nil)
 	if err != nil {
 		return fmt.Errorf("graphbolt: %s: %w", rel, err)
 	}
-	x.written += int64(len(hdr))
-	return atomicfile.WriteFile(filepath.Join(x.out, rel), hdr)
+	x.written += n
+	return nil
 }
 
 // put encodes v as dtype d (int32 or int64) and appends it to a.
-func (x *exporter) put(a *arrayOut, d npy.DType, v []int64) error {
+func (x *exporter) put(a *npy.File, d npy.DType, v []int64) error {
 	if err := x.ctx.Err(); err != nil {
 		return err
 	}
 	b := EncodeInts(d, v, &x.enc)
-	if _, err := a.w.Write(b); err != nil {
-		return fmt.Errorf("graphbolt: write %s: %w", a.af.Name(), err)
+	if _, err := a.Write(b); err != nil {
+		return fmt.Errorf("graphbolt: write %s: %w", a.Name(), err)
 	}
 	return nil
 }
@@ -235,7 +224,7 @@ func (x *exporter) edges() error {
 	if err != nil {
 		return err
 	}
-	defer a.af.Abort()
+	defer a.Abort()
 	bar := x.o.Progress.Start("edges", 2*e, progress.Items)
 	defer bar.Done()
 	chunk := x.o.chunkEdges()
@@ -260,7 +249,7 @@ func (x *exporter) edges() error {
 			bar.Add(int64(n))
 		}
 	}
-	return a.commit(x)
+	return x.commit(a)
 }
 
 // features links or copies features.npy after checking it against the
@@ -304,7 +293,7 @@ func (x *exporter) labels() error {
 	if err != nil {
 		return err
 	}
-	defer a.af.Abort()
+	defer a.Abort()
 	buf := make([]int64, x.o.chunkEdges())
 	for done := int64(0); done < n; {
 		k := int(min(int64(len(buf)), n-done))
@@ -322,7 +311,7 @@ func (x *exporter) labels() error {
 		}
 		done += int64(k)
 	}
-	return a.commit(x)
+	return x.commit(a)
 }
 
 // set writes set k's seeds and, with labels, the seeds' labels. Seeds are
@@ -356,13 +345,13 @@ func (x *exporter) set(k int, e *storage.FileEntry, withLabels bool) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	defer sa.af.Abort()
-	var la *arrayOut
+	defer sa.Abort()
+	var la *npy.File
 	if withLabels {
 		if la, err = x.create(labelsRel, labelDType, nil); err != nil {
 			return 0, err
 		}
-		defer la.af.Abort()
+		defer la.Abort()
 	}
 	chunk := x.o.chunkEdges()
 	seeds, labs := make([]int64, chunk), make([]int64, 0, chunk)
@@ -397,11 +386,11 @@ func (x *exporter) set(k int, e *storage.FileEntry, withLabels bool) (int64, err
 		}
 		done += int64(n)
 	}
-	if err := sa.commit(x); err != nil {
+	if err := x.commit(sa); err != nil {
 		return 0, err
 	}
 	if withLabels {
-		if err := la.commit(x); err != nil {
+		if err := x.commit(la); err != nil {
 			return 0, err
 		}
 	}
