@@ -1,11 +1,7 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	mmap "github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
@@ -27,18 +23,11 @@ type Array struct {
 // directory with a manifest (datasets, partitionings) opens its arrays
 // through it.
 func MapArray(dir string, e *FileEntry) (*Array, error) {
-	path := filepath.Join(dir, e.Name)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: listed in the manifest but missing", ErrMismatch, path)
-	}
+	f, path, err := openChecked(dir, e)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
-	}
-	defer f.Close()
-	if err := checkArrayFile(f, path, e); err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	a := &Array{Entry: e, path: path}
 	if e.Bytes > e.DataOffset {
 		a.m, err = mmap.Map(f, mmap.RDONLY, 0)

@@ -25,19 +25,29 @@ type ArrayFile struct {
 // e.Bytes bytes, and that its .npy header agrees with e's dtype, shape and
 // data offset. Errors wrap ErrMismatch and name the file.
 func OpenArrayFile(dir string, e *FileEntry) (*ArrayFile, error) {
-	path := filepath.Join(dir, e.Name)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: listed in the manifest but missing", ErrMismatch, path)
-	}
+	f, path, err := openChecked(dir, e)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
-	}
-	if err := checkArrayFile(f, path, e); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return &ArrayFile{Entry: e, Path: path, f: f}, nil
+}
+
+// openChecked opens dir/e.Name and checks it against e (checkArrayFile);
+// the caller closes the file.
+func openChecked(dir string, e *FileEntry) (*os.File, string, error) {
+	path := filepath.Join(dir, e.Name)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, path, fmt.Errorf("%w: %s: listed in the manifest but missing", ErrMismatch, path)
+	}
+	if err != nil {
+		return nil, path, fmt.Errorf("storage: %w", err)
+	}
+	if err := checkArrayFile(f, path, e); err != nil {
+		f.Close()
+		return nil, path, err
+	}
+	return f, path, nil
 }
 
 // checkArrayFile checks f's size and .npy header against e.
