@@ -12,7 +12,7 @@ if [ -n "$v1" ] && [ -d "/sys/fs/cgroup/memory$v1" ]; then
   cg="/sys/fs/cgroup/memory$v1/$name"
   mkdir "$cg" || { echo "capped-run: cannot create $cg; running uncapped" >&2; exec "$@"; }
   echo "$limit" > "$cg/memory.limit_in_bytes"
-  ( echo $BASHPID > "$cg/cgroup.procs"; exec /usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB' "$@" )
+  ( echo $BASHPID > "$cg/cgroup.procs"; exec /usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB, fs inputs %I x 512 B' "$@" )
   rc=$?
   echo "cgroup: limit $(cat $cg/memory.limit_in_bytes) B, peak $(cat $cg/memory.max_usage_in_bytes) B, hit limit $(cat $cg/memory.failcnt) times, oom_kill $(awk '$1=="oom_kill"{print $2}' $cg/memory.oom_control 2>/dev/null || echo ?)"
   rmdir "$cg" 2>/dev/null
@@ -23,7 +23,7 @@ if [ -n "$v2" ] && [ -f "/sys/fs/cgroup$v2/cgroup.controllers" ]; then
   cg="/sys/fs/cgroup$v2/$name"
   mkdir "$cg" || { echo "capped-run: cannot create $cg; running uncapped" >&2; exec "$@"; }
   echo "$limit" > "$cg/memory.max"
-  ( echo $BASHPID > "$cg/cgroup.procs"; exec /usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB' "$@" )
+  ( echo $BASHPID > "$cg/cgroup.procs"; exec /usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB, fs inputs %I x 512 B' "$@" )
   rc=$?
   echo "cgroup: limit $(cat $cg/memory.max) B, peak $(cat $cg/memory.peak 2>/dev/null || echo ?) B, events: $(tr '\n' ' ' < $cg/memory.events)"
   rmdir "$cg" 2>/dev/null

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,13 @@ type Options struct {
 	// storage.DefaultDeviceProfile where it has none. PerRowReads reads
 	// every row on its own, as before read plans.
 	CoalesceGap int64
+	// MaxReadAmplification caps a merged plan's bytes read ÷ the bytes
+	// its rows occupy: gaps are merged smallest first while they fit
+	// (readplan.Options.MaxAmplification). 0, the default, is
+	// storage.DefaultMaxReadAmplification; UncappedReads merges every gap
+	// below CoalesceGap; otherwise >= 1 (1: only rows that share or touch
+	// a block).
+	MaxReadAmplification float64
 	// MaxReadBytes caps one merged read. Default
 	// storage.DefaultMaxReadBytes. Each Gather holds IODepth slots of this
 	// size (storage.RowReader.ScratchBytesFor).
@@ -148,6 +156,9 @@ func (o *Options) Validate() error {
 	if o.MaxReadBytes < 0 {
 		return fmt.Errorf("%w: MaxReadBytes %d, want >= 0", ErrInvalidOptions, o.MaxReadBytes)
 	}
+	if a := o.MaxReadAmplification; a != 0 && a != UncappedReads && !(a >= 1 && !math.IsInf(a, 0)) {
+		return fmt.Errorf("%w: MaxReadAmplification %v, want 0 (default), UncappedReads or a finite value >= 1", ErrInvalidOptions, a)
+	}
 	if o.IO < storage.IOAuto || o.IO > storage.IOUring {
 		return fmt.Errorf("%w: IO %d", ErrInvalidOptions, int(o.IO))
 	}
@@ -187,10 +198,17 @@ func (o *Options) withDefaults(d *storage.Dataset) Options {
 // its own.
 const PerRowReads = -1
 
+// UncappedReads is the Options.MaxReadAmplification that merges every gap
+// below the merge gap, whatever the bytes.
+const UncappedReads = -1
+
 // ReadPlan says how a cache reads its misses.
 type ReadPlan struct {
 	// GapRows is the merge gap in rows (0: one read per row).
 	GapRows int64 `json:"gap_rows"`
+	// MaxAmplification caps bytes read ÷ bytes the missed rows occupy
+	// (0: no cap).
+	MaxAmplification float64 `json:"max_amplification"`
 	// Source is where GapRows came from: "option", "device.json" or
 	// "default" (storage.DefaultDeviceProfile).
 	Source string `json:"source"`
@@ -226,13 +244,22 @@ func (c *Cache) resolveReadPlan() error {
 		p.Profile = prof
 		p.GapRows = prof.GapRows(c.rowBytes)
 	}
-	p.ScratchBytes = c.reader.ScratchBytesFor(c.scatterOptions(p.GapRows))
+	switch a := o.MaxReadAmplification; {
+	case p.GapRows == 0 || a == UncappedReads:
+	case a == 0:
+		p.MaxAmplification = storage.DefaultMaxReadAmplification
+	default:
+		p.MaxAmplification = a
+	}
 	c.plan = p
+	c.plan.ScratchBytes = c.reader.ScratchBytesFor(c.scatterOptions())
 	return nil
 }
 
-func (c *Cache) scatterOptions(gap int64) storage.ScatterOptions {
-	return storage.ScatterOptions{GapRows: gap, MaxReadBytes: c.opts.MaxReadBytes, Depth: c.opts.IODepth}
+// scatterOptions is how ReadScattered reads the misses under c.plan.
+func (c *Cache) scatterOptions() storage.ScatterOptions {
+	return storage.ScatterOptions{GapRows: c.plan.GapRows, MaxAmplification: c.plan.MaxAmplification,
+		MaxReadBytes: c.opts.MaxReadBytes, Depth: c.opts.IODepth}
 }
 
 // ReadPlan says how misses are read.
@@ -366,7 +393,7 @@ func New(ctx context.Context, d *storage.Dataset, budget int64, opts *Options) (
 	}
 	if o.Logger != nil {
 		o.Logger.Info("feature cache ready", "policy", o.Policy.String(), "rows", c.cached,
-			"capacity", c.capacity, "budget_bytes", budget, "read_gap_rows", c.plan.GapRows,
+			"capacity", c.capacity, "budget_bytes", budget, "read_gap_rows", c.plan.GapRows, "read_max_amplification", c.plan.MaxAmplification,
 			"gap_from", c.plan.Source, "io", c.plan.Engine, "read_mode", c.plan.Mode)
 	}
 	return c, nil
@@ -579,7 +606,7 @@ func (c *Cache) readMisses(ids []int64, miss []int, dst []byte) error {
 		reqs = append(reqs, storage.RowReq{ID: ids[i], Pos: int64(i)})
 	}
 	*rp = reqs
-	return c.reader.ReadScattered(reqs, dst, c.scatterOptions(c.plan.GapRows))
+	return c.reader.ReadScattered(reqs, dst, c.scatterOptions())
 }
 
 func (c *Cache) getReqScratch() *[]storage.RowReq {

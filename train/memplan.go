@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
@@ -56,6 +57,13 @@ type MemPlan struct {
 	// made now (profiling epoch + planner.Plan).
 	PlanPath string
 	Created  bool
+	// Replanned says PlanPath's caches did not fit what MemBytes leaves
+	// them, so Plan was re-divided from its profile for that share.
+	Replanned bool
+	// Warning says how the plan's profile differs from this training
+	// (fanouts, batch size, selection), so its predictions will not hold;
+	// empty when it matches or there is no profile.
+	Warning string
 	// MemBytes is the whole process's budget.
 	MemBytes int64
 	// Budget is the arithmetic that divided MemBytes (nil for a plan
@@ -200,6 +208,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			return nil, err
 		}
 		mp.MemBytes = mo.MemBytes
+		mp.Warning = profileMismatch(mp.Plan.Profile, mp.Profile, &o)
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
 			// fixed state and working set came first, so the budget is
@@ -214,6 +223,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				return nil, err
 			}
 			mp.Budget = b
+			if need := planCacheBytes(mp.Plan); need > b.Caches {
+				if err := replan(d, &o, cfg, hist, mo, mp); err != nil {
+					return nil, err
+				}
+			}
 		}
 		return mp, nil
 	}
@@ -312,6 +326,57 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 		return nil, workingSetError(ws, b.Fixed, mem, tables)
 	}
 	return b, nil
+}
+
+// profileMismatch describes how profile p (named name) was sampled
+// differently from training with o, or returns "".
+func profileMismatch(name string, p *planner.Profile, o *Options) string {
+	if p == nil {
+		return ""
+	}
+	var diff []string
+	if !slices.Equal(p.Meta.Fanouts, o.Fanouts) {
+		diff = append(diff, fmt.Sprintf("fanouts %v, training %v", p.Meta.Fanouts, o.Fanouts))
+	}
+	if p.Meta.BatchSize != o.BatchSize {
+		diff = append(diff, fmt.Sprintf("batch size %d, training %d", p.Meta.BatchSize, o.BatchSize))
+	}
+	if len(diff) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("profile %q was sampled with %s: the plan's predictions will not hold; run 'ssdgnn profile' with training's flags", name, strings.Join(diff, "; "))
+}
+
+// planCacheBytes is what a plan's three caches take, tables included.
+func planCacheBytes(p *planner.PlanResult) int64 {
+	return p.Feature.Bytes() + p.History.Bytes() + p.Neighbor.Bytes()
+}
+
+// replan re-divides mp.Plan's profile for the cache share of mp.Budget,
+// when the plan file's caches were sized for more than --mem leaves them
+// (a plan made with 'ssdgnn plan --mem X' budgets the caches alone, so
+// training under the same X must shrink them). Without the profile on
+// disk it fails with ErrBudget, naming the budget that would fit.
+func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemPlanOptions, mp *MemPlan) error {
+	old, caches := planCacheBytes(mp.Plan), mp.Budget.Caches
+	p, err := planner.LoadProfile(d.Dir(), mp.Plan.Profile)
+	if err != nil || p.Meta.NumNodes != d.NumNodes() {
+		return fmt.Errorf("%w: plan %s's caches take %s but --mem %s leaves them %s, and its profile %q is not there to re-plan from: give --mem %s or more, or plan again with --mem %s",
+			ErrBudget, mp.PlanPath, ibytes(old), ibytes(mp.MemBytes), ibytes(caches), mp.Plan.Profile, ibytes(mp.MemBytes+old-caches), ibytes(caches))
+	}
+	hidden := cfg.HistWidth()
+	if !hist {
+		hidden = -1
+	}
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: caches, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
+		Staleness: o.Staleness, Decoupled: mp.Plan.Decoupled})
+	if err != nil {
+		return err
+	}
+	o.Logger.Info("plan re-divided to fit --mem", "plan", mp.PlanPath, "plan_cache_bytes", old, "cache_bytes", caches,
+		"alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(), "history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
+	mp.Plan, mp.Profile, mp.Replanned = res, keptProfile(p, res.Beta), true
+	return nil
 }
 
 func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...any) }) (*MemPlan, error) {

@@ -115,7 +115,12 @@ type Options struct {
 	// FeatCoalesceGap and FeatIO are featurecache.Options.CoalesceGap
 	// (0: the dataset's device.json; featurecache.PerRowReads: one read
 	// per row) and IO (auto: io_uring where the kernel allows it).
-	FeatCoalesceGap    int64            `json:"feat_coalesce_gap,omitempty"`
+	FeatCoalesceGap int64 `json:"feat_coalesce_gap,omitempty"`
+	// FeatMaxReadAmp is featurecache.Options.MaxReadAmplification: the
+	// cap on bytes read ÷ bytes of the missed rows when merging (0:
+	// storage.DefaultMaxReadAmplification; featurecache.UncappedReads:
+	// none).
+	FeatMaxReadAmp     float64          `json:"feat_max_read_amp,omitempty"`
 	FeatIO             storage.IOEngine `json:"-"`
 	NeighborCacheBytes int64            `json:"neighbor_cache_bytes"`
 
@@ -230,6 +235,9 @@ func (o *Options) Validate() error {
 	w := o.withDefaults()
 	if w.FeatCoalesceGap < featurecache.PerRowReads {
 		return fmt.Errorf("%w: FeatCoalesceGap %d, want >= %d", ErrInvalidOptions, w.FeatCoalesceGap, featurecache.PerRowReads)
+	}
+	if a := w.FeatMaxReadAmp; a != 0 && a != featurecache.UncappedReads && !(a >= 1 && a <= 1e6) {
+		return fmt.Errorf("%w: FeatMaxReadAmp %v, want 0, featurecache.UncappedReads or a value in [1, 1e6]", ErrInvalidOptions, a)
 	}
 	if w.FeatIODepth < 0 {
 		return fmt.Errorf("%w: FeatIODepth %d, want >= 0", ErrInvalidOptions, w.FeatIODepth)

@@ -119,7 +119,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		}
 	}
 	fo := &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth,
-		CoalesceGap: o.FeatCoalesceGap, IO: o.FeatIO, Logger: o.Logger}
+		CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp, IO: o.FeatIO, Logger: o.Logger}
 	if o.Profile != nil && (o.FeatPolicy == featurecache.PolicyAuto || o.FeatPolicy == featurecache.PolicyProfiled) {
 		fo.Counts = o.Profile.Feat
 	}

@@ -92,7 +92,7 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.Var(&mem, "mem", "host-memory budget for the caches (e.g. 4GiB); required")
+	f.Var(&mem, "mem", "host-memory budget for the caches alone (e.g. 4GiB); required. train --plan under a whole-process --mem re-divides the plan when these caches do not fit what that budget leaves them")
 	f.StringVar(&name, "profile", planner.DefaultProfileName, "profile name under DIR/profile")
 	f.IntVar(&o.Hidden, "hidden", planner.DefaultHidden, "hidden width of the historical embeddings (float32)")
 	f.BoolVar(&o.Decoupled, "decoupled", false, "the Sample stage runs on its own: the neighbour cache gets all of --mem while sampling")

@@ -96,7 +96,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fanouts, "fanouts", "10,10,10", "neighbours sampled per layer, input layer first (-1: all)")
+	f.StringVar(&fanouts, "fanouts", defaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
 	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch")
 	f.StringVar(&selection, "selection", "auto", "batch selection: auto (partition when DIR has --partition, else random), partition or random")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")

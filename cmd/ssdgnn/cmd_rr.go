@@ -69,7 +69,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fanouts, "fanouts", "10,10,10", "neighbours sampled per layer, input layer first (-1: all)")
+	f.StringVar(&fanouts, "fanouts", defaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
 	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions")

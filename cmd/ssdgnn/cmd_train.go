@@ -29,6 +29,7 @@ func newTrainCmd(g *globals) *cobra.Command {
 	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, featRead, featIO, metrics, plotPath, device string
 	var planFile, profileName string
 	var seed, coalesceGap int64
+	var maxReadAmp float64
 	var featCache, histCache, nbrCache, mem, memLimit byteSize
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -134,6 +135,14 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			default:
 				o.FeatCoalesceGap = coalesceGap
 			}
+			switch {
+			case maxReadAmp == 0:
+				o.FeatMaxReadAmp = featurecache.UncappedReads
+			case maxReadAmp >= 1 && maxReadAmp <= 1e6:
+				o.FeatMaxReadAmp = maxReadAmp
+			default:
+				return fmt.Errorf("--max-read-amp %v: want 0 (no cap) or a ratio in [1, 1e6]", maxReadAmp)
+			}
 			if o.Dropout < 0 || o.Dropout >= 1 {
 				return fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)
 			}
@@ -199,8 +208,14 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 				}
 				mp.Apply(&o, &mo)
 				how := "read"
-				if mp.Created {
+				switch {
+				case mp.Created:
 					how = "profiled and written"
+				case mp.Replanned:
+					how = "read; its caches exceeded what --mem leaves them, so re-divided from its profile"
+				}
+				if mp.Warning != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", mp.Warning)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", mp.PlanPath, how,
 					ibytes(mp.Plan.Feature.Bytes()), ibytes(mp.Plan.History.Bytes()), ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
@@ -328,7 +343,7 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.Float64Var(&o.WeightDecay, "weight-decay", train.DefaultWeightDecay, "L2 weight decay added to the gradient")
 	f.IntVar(&o.Epochs, "epochs", train.DefaultEpochs, "epochs to train")
 	f.IntVar(&o.BatchSize, "batch-size", train.DefaultBatchSize, "training nodes per batch")
-	f.StringVar(&fanouts, "fanouts", "10,10", "neighbours sampled per layer, input layer first (-1: all)")
+	f.StringVar(&fanouts, "fanouts", defaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
 	f.StringVar(&evalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
 	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
 	f.StringVar(&o.EvalMode, "eval", train.EvalLayerwise, "evaluation of valid/test: layerwise (exact, full neighbourhoods, one pass) or sampled (--eval-fanouts)")
@@ -343,6 +358,7 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
 	f.StringVar(&featRead, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
+	f.Float64Var(&maxReadAmp, "max-read-amp", storage.DefaultMaxReadAmplification, "cap on feature bytes read ÷ bytes of the missed rows when --coalesce-gap merges reads: the smallest gaps merge first while they fit (0: no cap; 1: only rows sharing a block)")
 	f.Int64Var(&coalesceGap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
 	f.StringVar(&featIO, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")
 	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))

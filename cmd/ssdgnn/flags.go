@@ -8,6 +8,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// defaultFanouts is the --fanouts default of train, profile and rr: the
+// trainer's default model is 2 layers, and a bare profile must predict
+// what a bare train does (a 3-hop profile overstated a 2-hop training's
+// cache savings 10-fold).
+const defaultFanouts = "10,10"
+
 // parseInts parses a comma-separated list such as "10,10,10".
 func parseInts(flag, s string) ([]int, error) {
 	var out []int

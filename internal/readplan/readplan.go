@@ -16,12 +16,20 @@
 //     covers, and Off and Len are multiples of Options.Align;
 //   - Len is at most max(Options.MaxBytes, the aligned span of one row);
 //   - with GapRows 0 every extent covers one index (a row read on its own,
-//     as ssdgnn read before plans existed).
+//     as ssdgnn read before plans existed);
+//   - with MaxAmplification a > 1, the bytes the plan reads are at most
+//     a times the bytes of the union of the rows' aligned spans (what
+//     the rows themselves occupy), not counting blocks that two extents
+//     share (rows sharing a block, split by MaxBytes), which any plan
+//     reads twice: gaps are merged
+//     smallest first while they fit, so the plan saves the most read
+//     calls the byte budget allows.
 package readplan
 
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Extent is one read: Len bytes at file offset Off, covering the ids at
@@ -48,6 +56,14 @@ type Options struct {
 	// MaxBytes caps a merged extent's length. An extent of a single row
 	// may exceed it when the row's aligned span does.
 	MaxBytes int64
+	// MaxAmplification caps the bytes a plan reads at this multiple of
+	// the bytes its rows occupy (0: no cap; otherwise >= 1). Each merged
+	// gap saves one read call and costs its bytes; under the cap the
+	// smallest gaps are merged first. Break-even GapRows alone merges
+	// whatever is cheaper in device time, which on a dense batch can
+	// read several times the requested bytes; the cap bounds that
+	// traffic (docs/ooc.md, "Gather in big pieces").
+	MaxAmplification float64
 }
 
 // Validate reports whether o is usable.
@@ -63,6 +79,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("readplan: GapRows %d, want >= 0", o.GapRows)
 	case o.MaxBytes <= 0:
 		return fmt.Errorf("readplan: MaxBytes %d, want > 0", o.MaxBytes)
+	case o.MaxAmplification != 0 && !(o.MaxAmplification >= 1) || math.IsInf(o.MaxAmplification, 0):
+		return fmt.Errorf("readplan: MaxAmplification %v, want 0 or a finite value >= 1", o.MaxAmplification)
 	}
 	return nil
 }
@@ -76,12 +94,29 @@ func (o Options) span(id int64) (start, end int64) {
 }
 
 // Plan appends to dst the extents that read ids, which must be sorted
-// ascending (duplicates allowed), and returns it. o must be valid.
+// ascending (duplicates allowed), and returns it. o must be valid. With
+// a MaxAmplification cap it allocates scratch; a Planner reuses it.
 func Plan(ids []int64, o Options, dst []Extent) []Extent {
+	var p Planner
+	return p.Plan(ids, o, dst)
+}
+
+// Planner plans reads like Plan, keeping the scratch that the
+// MaxAmplification cap needs between calls. The zero value is ready; a
+// Planner is not safe for concurrent use.
+type Planner struct {
+	gaps []int64
+}
+
+// Plan is the package's Plan, with p's scratch.
+func (p *Planner) Plan(ids []int64, o Options, dst []Extent) []Extent {
 	if len(ids) == 0 {
 		return dst
 	}
 	maxGap := o.GapRows * o.RowBytes
+	if o.GapRows > 0 && o.MaxAmplification > 0 {
+		maxGap = p.cappedGap(ids, o, maxGap)
+	}
 	s, e := o.span(ids[0])
 	cur := Extent{Off: s, Len: e - s, First: 0, N: 1}
 	for k := 1; k < len(ids); k++ {
@@ -96,6 +131,56 @@ func Plan(ids []int64, o Options, dst []Extent) []Extent {
 		cur = Extent{Off: s, Len: e - s, First: k, N: 1}
 	}
 	return append(dst, cur)
+}
+
+// cappedGap lowers the merge threshold maxGap (bytes; gaps strictly
+// below it merge) so that the gaps merged fit in (MaxAmplification-1)
+// times the bytes the rows' spans occupy. Candidates are the positive
+// gaps below maxGap between consecutive spans; merging the smallest
+// first saves the most reads for the bytes. Gaps of zero or less
+// (adjacent or shared blocks) always merge: they cost nothing.
+func (p *Planner) cappedGap(ids []int64, o Options, maxGap int64) int64 {
+	gaps := p.gaps[:0]
+	var union, sum int64
+	_, prevEnd := o.span(ids[0])
+	s0, _ := o.span(ids[0])
+	union = prevEnd - s0
+	for _, id := range ids[1:] {
+		s, e := o.span(id)
+		if g := s - prevEnd; g > 0 {
+			if g < maxGap {
+				gaps = append(gaps, g)
+				sum += g
+			}
+			union += e - s
+		} else if e > prevEnd {
+			union += e - prevEnd
+		}
+		prevEnd = max(prevEnd, e)
+	}
+	p.gaps = gaps
+	budget := int64((o.MaxAmplification - 1) * float64(union))
+	if sum <= budget {
+		return maxGap
+	}
+	slices.Sort(gaps)
+	var used int64
+	limit := int64(1) // merge gaps <= 0 only
+	for i := 0; i < len(gaps); {
+		// Take all gaps of one size together, or none of them.
+		j, add := i, int64(0)
+		for j < len(gaps) && gaps[j] == gaps[i] {
+			add += gaps[j]
+			j++
+		}
+		if used+add > budget {
+			break
+		}
+		used += add
+		limit = gaps[i] + 1
+		i = j
+	}
+	return limit
 }
 
 // Gap is the break-even gap in rows: reading g unneeded rows of rowBytes

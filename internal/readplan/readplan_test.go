@@ -2,6 +2,7 @@ package readplan
 
 import (
 	"flag"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -137,5 +138,106 @@ func TestGap(t *testing.T) {
 	}
 	if g := Gap(0, 1e9, 512); g != 0 {
 		t.Fatalf("unknown cost Gap = %d, want 0", g)
+	}
+}
+
+// unionBytes is the bytes the aligned spans of ids occupy, by brute force.
+func unionBytes(ids []int64, o Options) int64 {
+	blocks := map[int64]bool{}
+	for _, id := range ids {
+		s, e := o.span(id)
+		for b := s; b < e; b += o.Align {
+			blocks[b] = true
+		}
+	}
+	return int64(len(blocks)) * o.Align
+}
+
+func TestPlanAmplificationCap(t *testing.T) {
+	// 512-byte rows, no header: gaps of 1, 1, 2 and 4 rows between five
+	// single rows. Union 5 rows.
+	ids := []int64{0, 2, 4, 7, 12}
+	base := Options{RowBytes: 512, Align: 512, GapRows: 10, MaxBytes: 1 << 20}
+	tests := []struct {
+		amp       float64
+		wantReads int
+		wantBytes int64
+	}{
+		{0, 1, 13 * 512},   // no cap: everything below 10 rows merges
+		{1, 5, 5 * 512},    // no extra bytes: per row
+		{1.2, 5, 5 * 512},  // budget 1 row: both 1-row gaps or neither
+		{1.5, 3, 7 * 512},  // budget 2.5 rows: the two 1-row gaps
+		{1.8, 2, 9 * 512},  // budget 4 rows: 1+1+2
+		{2.6, 1, 13 * 512}, // budget 8 rows: all
+	}
+	for _, tc := range tests {
+		o := base
+		o.MaxAmplification = tc.amp
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		exts := Plan(ids, o, nil)
+		checkPlan(t, ids, o, exts)
+		if s := Summarise(exts); s.Reads != tc.wantReads || s.Bytes != tc.wantBytes {
+			t.Errorf("amplification %v: %d reads of %d bytes, want %d of %d", tc.amp, s.Reads, s.Bytes, tc.wantReads, tc.wantBytes)
+		}
+	}
+	for _, bad := range []float64{-1, 0.5, math.NaN(), math.Inf(1)} {
+		o := base
+		o.MaxAmplification = bad
+		if o.Validate() == nil {
+			t.Errorf("MaxAmplification %v accepted", bad)
+		}
+	}
+}
+
+func TestPlanAmplificationProperty(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var p Planner
+	for it := range 500 {
+		aligns := []int64{1, 512, 4096}
+		o := Options{
+			RowBytes:         1 + rng.Int64N(2000),
+			DataOff:          rng.Int64N(5000),
+			Align:            aligns[rng.IntN(len(aligns))],
+			GapRows:          1 + rng.Int64N(40),
+			MaxBytes:         1 + rng.Int64N(1<<18),
+			MaxAmplification: 1 + 3*rng.Float64(),
+		}
+		n := 1 + rng.IntN(300)
+		rows := 1 + rng.Int64N(5000)
+		ids := make([]int64, n)
+		for i := range ids {
+			ids[i] = rng.Int64N(rows)
+		}
+		slices.Sort(ids)
+		exts := p.Plan(ids, o, nil)
+		checkPlan(t, ids, o, exts)
+		u := unionBytes(ids, o)
+		s := Summarise(exts)
+		// Blocks shared by two extents (rows that share a block, split
+		// by MaxBytes) are read twice, cap or not.
+		var again, end int64
+		for _, x := range exts {
+			again += max(0, min(end, x.Off+x.Len)-x.Off)
+			end = max(end, x.Off+x.Len)
+		}
+		if float64(s.Bytes-again) > o.MaxAmplification*float64(u) {
+			t.Fatalf("iteration %d: read %d bytes (%d twice), union %d, cap %v", it, s.Bytes, again, u, o.MaxAmplification)
+		}
+		// The cap never merges more than the uncapped plan, and never
+		// less than per-row reads.
+		un := o
+		un.MaxAmplification = 0
+		per := o
+		per.GapRows = 0
+		if r0, r1, r2 := Summarise(Plan(ids, un, nil)).Reads, s.Reads, Summarise(Plan(ids, per, nil)).Reads; r1 < r0 || r1 > r2 {
+			t.Fatalf("iteration %d: reads uncapped %d, capped %d, per row %d", it, r0, r1, r2)
+		}
 	}
 }

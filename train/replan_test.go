@@ -1,0 +1,72 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/planner"
+)
+
+// TestPlanFileReplanned: a plan whose caches exceed what --mem leaves them
+// (a plan made by 'ssdgnn plan --mem X', which budgets the caches alone,
+// read by train under the same X) is re-divided from its profile to fit;
+// without the profile on disk PlanMemory refuses and names the budget that
+// would fit. A profile sampled with other fanouts is flagged.
+func TestPlanFileReplanned(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	n := d.NumNodes()
+	big := MinimumBudget(d, o) + 64*n + 400*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: big, ProfileName: "replan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := planCacheBytes(mp.Plan)
+	if planned <= 0 || mp.Budget == nil {
+		t.Fatalf("plan caches %d, budget %+v", planned, mp.Budget)
+	}
+	// The same budget reads the plan as it is.
+	same, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: big, PlanFile: mp.PlanPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Replanned || same.Warning != "" || planCacheBytes(same.Plan) != planned {
+		t.Fatalf("same budget: replanned %v, warning %q, caches %d (plan %d)", same.Replanned, same.Warning, planCacheBytes(same.Plan), planned)
+	}
+	// Half the caches' room: re-divided to fit.
+	small := big - planned/2
+	re, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: small, PlanFile: mp.PlanPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !re.Replanned || re.Profile == nil || planCacheBytes(re.Plan) > re.Budget.Caches || planCacheBytes(re.Plan) >= planned {
+		t.Fatalf("smaller budget: replanned %v, caches %d of room %d (plan %d)", re.Replanned, planCacheBytes(re.Plan), re.Budget.Caches, planned)
+	}
+	if re.Budget.MemBytes != small || re.Budget.Reserve+re.Budget.Fixed.Bytes+re.Budget.WorkingSet.Bytes+re.Budget.Caches != small {
+		t.Errorf("budget arithmetic %+v", re.Budget)
+	}
+	// Other fanouts than the profile's: a warning.
+	other := synthOpts()
+	other.Fanouts = make([]int, len(other.Fanouts))
+	for i := range other.Fanouts {
+		other.Fanouts[i] = 3
+	}
+	w, err := PlanMemory(context.Background(), d, other, &MemPlanOptions{MemBytes: 0, PlanFile: mp.PlanPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w.Warning, "fanouts") {
+		t.Errorf("fanouts differ from the profile's: warning %q", w.Warning)
+	}
+	// No profile to re-plan from: refused, naming what would fit.
+	if err := os.RemoveAll(planner.ProfilePath(d.Dir(), "replan") + "/profile.json"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: small, PlanFile: mp.PlanPath})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "plan again") {
+		t.Errorf("no profile: %v", err)
+	}
+}
