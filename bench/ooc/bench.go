@@ -135,6 +135,9 @@ func (h *harness) setup(ctx context.Context, name string, args ...string) ([]byt
 // not fit what the budget leaves are cut into micro-batches. The
 // configurations differ only in their selection, caches and reads.
 func (h *harness) configArgs(name string, ds *Dataset) (desc string, args []string) {
+	if partitionMajor(name) {
+		ds = ds.PM
+	}
 	desc, args = h.configFlags(name, ds)
 	if args == nil {
 		return desc, nil
@@ -174,6 +177,12 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 	case "ssdgnn":
 		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), io_uring where allowed",
 			append(append(part, planned...), hist...)
+	case "ssdgnn-uring":
+		return "ssdgnn with one read per missed row (--coalesce-gap 0) submitted through io_uring where allowed: the submission alone",
+			append(append(append(part, planned...), hist...), "--coalesce-gap", "0")
+	case "ssdgnn-pm":
+		return "ssdgnn on the dataset relabelled partition-major (ssdgnn relabel): each macro batch's own parts loaded by sequential reads (dynamic feature block), misses merged, io_uring",
+			append(append(part, planned...), hist...)
 	case "ssdgnn-rowwise":
 		return "ssdgnn with one pread per missed row (--coalesce-gap 0 --io pread), as before read plans",
 			append(append(append(part, planned...), hist...), rowwise...)
@@ -196,11 +205,11 @@ const BaselineIODepth = 2
 func usesPlan(name string) bool { return strings.HasPrefix(name, "ssdgnn") }
 
 // trainArgs are the flags every configuration shares.
-func (h *harness) trainArgs(epochs int, metrics, ckpt string) []string {
+func (h *harness) trainArgs(dir string, epochs int, metrics, ckpt string) []string {
 	o := &h.o
 	// -v: the trainer logs every finished batch at debug level, which
 	// says how far a child that timed out got (batchProgress).
-	args := []string{"train", o.Dir, "--model", "sage", "--layers", strconv.Itoa(o.Layers), "--hidden", strconv.Itoa(o.Hidden),
+	args := []string{"train", dir, "--model", "sage", "--layers", strconv.Itoa(o.Layers), "--hidden", strconv.Itoa(o.Hidden),
 		"--epochs", strconv.Itoa(epochs), "--eval-every", "1", "--batch-size", strconv.Itoa(o.BatchSize),
 		"--lr", strconv.FormatFloat(o.LR, 'g', -1, 64), "--dropout", strconv.FormatFloat(o.Dropout, 'g', -1, 64),
 		"--fanouts", o.Fanouts, "--seed", strconv.FormatInt(o.Seed, 10), "--json", "-q", "-v", "--metrics", metrics, "--checkpoint", ckpt}
@@ -284,10 +293,18 @@ func (h *harness) runConfig(ctx context.Context, name string, ds *Dataset) Confi
 		return cr
 	}
 	metrics := filepath.Join(work, "metrics.jsonl")
-	args := append(h.trainArgs(h.o.Epochs, metrics, filepath.Join(work, "checkpoints")), extra...)
+	dir, plan := ds.Dir, ds.Plan
+	if partitionMajor(name) {
+		if ds.PM == nil {
+			cr.Error = "no partition-major dataset was prepared"
+			return cr
+		}
+		dir, plan = ds.PM.Dir, ds.PM.Plan
+	}
+	args := append(h.trainArgs(dir, h.o.Epochs, metrics, filepath.Join(work, "checkpoints")), extra...)
 	cr.Args = args
 	if usesPlan(name) {
-		if err := CheckPlanFits(ds.Plan, h.o.MemLimit); err != nil {
+		if err := CheckPlanFits(plan, h.o.MemLimit); err != nil {
 			cr.Error = err.Error()
 			return cr
 		}
@@ -365,7 +382,7 @@ func (h *harness) checkResume(ctx context.Context, ds *Dataset) *ResumeCheck {
 	}
 	run := func(tag string, watch func() bool, more ...string) (*ChildResult, string, error) {
 		metrics := filepath.Join(work, tag+".jsonl")
-		args := append(append(h.trainArgs(o.ResumeEpochs, metrics, filepath.Join(work, tag+"-ckpt")), extra...), "--checkpoint-every", "1")
+		args := append(append(h.trainArgs(o.Dir, o.ResumeEpochs, metrics, filepath.Join(work, tag+"-ckpt")), extra...), "--checkpoint-every", "1")
 		// Evaluate only at the end in all three runs.
 		args = append(args, more...)
 		res, _, err := h.capped(ctx, "resume-"+tag, append([]string{o.Bin}, args...), o.MemLimit, watch)

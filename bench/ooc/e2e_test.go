@@ -112,14 +112,25 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	// A second run reuses the dataset, partition and profile.
-	o.Configs, o.CheckResume, o.CheckSmallLimit = []string{"ssdgnn"}, false, false
+	if pm := rep.Dataset.PM; pm == nil || pm.Plan == nil || pm.Device == nil {
+		t.Errorf("partition-major dataset: %+v", pm)
+	} else if _, err := os.Stat(filepath.Join(pm.Dir, "orig_ids.npy")); err != nil {
+		t.Errorf("partition-major dataset not relabelled: %v", err)
+	}
+	for _, c := range rep.Configs {
+		if c.Name == "ssdgnn-pm" && (len(c.Args) < 2 || c.Args[1] != rep.Dataset.PM.Dir) {
+			t.Errorf("ssdgnn-pm trained on %v", c.Args)
+		}
+	}
+	// A second run reuses the dataset, partition and profile, and the
+	// partition-major copy.
+	o.Configs, o.CheckResume, o.CheckSmallLimit = []string{"ssdgnn", "ssdgnn-pm"}, false, false
 	o.OutDir = filepath.Join(tmp, "out2")
 	rep, err = Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Dataset.Reused || len(rep.Configs) != 1 || !rep.Configs[0].OK() {
+	if !rep.Dataset.Reused || rep.Dataset.PM == nil || !rep.Dataset.PM.Reused || len(rep.Configs) != 2 || !rep.Configs[0].OK() || !rep.Configs[1].OK() {
 		t.Fatalf("second run: reused %v, configs %+v", rep.Dataset.Reused, rep.Configs)
 	}
 }

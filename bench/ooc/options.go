@@ -133,7 +133,12 @@ type Options struct {
 }
 
 // ConfigNames lists the configurations in report order.
-var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist", "ssdgnn-rowwise"}
+var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist", "ssdgnn-rowwise", "ssdgnn-uring", "ssdgnn-pm"}
+
+// partitionMajor says configuration name trains on the dataset relabelled
+// partition-major ('ssdgnn relabel'), which prepare makes only when one
+// is selected.
+func partitionMajor(name string) bool { return name == "ssdgnn-pm" }
 
 func (o *Options) withDefaults() Options {
 	var r Options

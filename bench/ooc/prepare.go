@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -29,6 +30,11 @@ type Dataset struct {
 	// ssdgnn probe, run once when missing): the limit the gather is
 	// compared with.
 	Device *storage.DeviceProfile `json:"device,omitempty"`
+	// PM is the same dataset relabelled partition-major ('ssdgnn
+	// relabel' by the benchmark's partitioning, then profiled and
+	// planned like the original), for the configurations that train on
+	// it; nil when none is selected.
+	PM *Dataset `json:"partition_major,omitempty"`
 }
 
 // Plan is the part of plan.json the harness uses.
@@ -202,7 +208,58 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 	if ds.Device, err = storage.ReadDeviceProfile(o.Dir); err != nil {
 		return nil, err
 	}
+	if slices.ContainsFunc(o.Configs, partitionMajor) {
+		if ds.PM, err = h.preparePM(ctx, ds, want); err != nil {
+			return nil, err
+		}
+	}
 	return ds, nil
+}
+
+// preparePM relabels ds partition-major into o.Dir+"-pm" (reused while its
+// marker matches src's), profiles it with the same flags, plans it for
+// o.CacheBudget, and gives it ds's device profile (the same disk).
+func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Dataset, error) {
+	o := &h.o
+	pm := *ds
+	pm.PM, pm.Dir, pm.Reused = nil, filepath.Clean(o.Dir)+"-pm", false
+	var have marker
+	_ = readJSON(filepath.Join(pm.Dir, markerFile), &have)
+	if have.Nodes != src.Nodes || have.FeatDim != src.FeatDim || have.AvgDegree != src.AvgDegree ||
+		have.TrainFrac != src.TrainFrac || have.Seed != src.Seed || have.Parts != src.Parts || !ds.Reused {
+		h.log.Info("relabelling partition-major", "dir", pm.Dir)
+		if _, err := h.setup(ctx, "relabel", "relabel", o.Dir, pm.Dir, "--partition", PartitionName, "--force", "-q", "--json"); err != nil {
+			return nil, err
+		}
+		have = src
+		have.Profiled = false
+	} else {
+		pm.Reused = true
+	}
+	if !have.Profiled || have.Fanouts != o.Fanouts || have.BatchSize != o.BatchSize {
+		h.log.Info("profiling the partition-major dataset")
+		if _, err := h.setup(ctx, "profile-pm", "profile", pm.Dir, "--partition", PartitionName, "--name", ProfileName,
+			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
+			return nil, err
+		}
+		have.Profiled, have.Fanouts, have.BatchSize = true, o.Fanouts, o.BatchSize
+	}
+	if err := writeMarker(pm.Dir, have); err != nil {
+		return nil, err
+	}
+	pm.PlanFile = filepath.Join(o.OutDir, "plan-pm.json")
+	if _, err := h.setup(ctx, "plan-pm", "plan", pm.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(o.CacheBudget, 10),
+		"--hidden", strconv.Itoa(o.Hidden), "--out", pm.PlanFile, "--json"); err != nil {
+		return nil, err
+	}
+	pm.Plan = new(Plan)
+	if err := readJSON(pm.PlanFile, pm.Plan); err != nil {
+		return nil, fmt.Errorf("ooc: %s: %w", pm.PlanFile, err)
+	}
+	if err := storage.WriteDeviceProfile(pm.Dir, ds.Device); err != nil {
+		return nil, err
+	}
+	return &pm, nil
 }
 
 func writeMarker(dir string, m marker) error {
