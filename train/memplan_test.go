@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -131,28 +133,57 @@ func TestPlanMemory(t *testing.T) {
 	}
 }
 
+// TestFixedState compares fixedState with what the objects it stands for
+// count in internal/memacct when they are made: the sampling workers' id
+// maps (memacct.SamplerScratch, added where sample allocates them) for
+// one to three workers, and the profile arrays training keeps
+// (memacct.Profile, added by planner.Profile.ForTraining from the lengths
+// of the slices it keeps).
 func TestFixedState(t *testing.T) {
-	const n = 1000
-	big := int64(1<<23 + 1) // above sample's dense id-map limit: IDMapBytes is 0
-	for _, tc := range []struct {
-		name    string
-		n       int64
-		workers int
-		profile bool
-		want    FixedStateEstimate
-	}{
-		{"no profile", n, 2, false, FixedStateEstimate{Workers: 2, SamplerBytes: 4 * n * 2, Bytes: 4 * n * 2}},
-		{"profile", n, 3, true, FixedStateEstimate{Workers: 3, SamplerBytes: 4 * n * 3, ProfileBytes: 8 * n, Bytes: 4*n*3 + 8*n}},
-		{"sparse id maps", big, 4, true, FixedStateEstimate{Workers: 4, ProfileBytes: 8 * big, Bytes: 8 * big}},
-		{"empty", 0, 1, true, FixedStateEstimate{Workers: 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := fixedState(tc.n, tc.workers, tc.profile); got != tc.want {
-				t.Errorf("fixedState(%d, %d, %v) = %+v, want %+v", tc.n, tc.workers, tc.profile, got, tc.want)
+	d := smallSynth(t)
+	n := d.NumNodes()
+	for _, workers := range []int{1, 2, 3} {
+		base := memacct.Read().Bytes[memacct.SamplerScratch]
+		s, err := sample.New(d, nil, &sample.Options{Fanouts: []int{5, 5}, BatchSize: 50, Workers: workers, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := s.Epoch(context.Background(), 0)
+		if _, err := it.Next(); err != nil {
+			t.Fatal(err)
+		}
+		want := fixedState(n, workers, false)
+		// Every worker counts its id map when its goroutine starts.
+		var got int64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if got = memacct.Read().Bytes[memacct.SamplerScratch] - base; got >= want.SamplerBytes {
+				break
 			}
-		})
+		}
+		it.Close()
+		s.Close()
+		if got != want.SamplerBytes || want.Bytes != want.SamplerBytes || want.Workers != workers {
+			t.Errorf("%d workers: counted %d bytes of sampler scratch, fixedState %+v", workers, got, want)
+		}
+		if after := memacct.Read().Bytes[memacct.SamplerScratch]; after != base {
+			t.Errorf("%d workers: sampler scratch %d after Close, want %d", workers, after, base)
+		}
 	}
-	if got := fixedState(n, 0, false); got.Workers != runtime.GOMAXPROCS(0) || got.Bytes != 4*n*int64(got.Workers) {
+	p, err := planner.RunProfile(context.Background(), d, nil, &planner.ProfileOptions{Name: "fixedstate", Fanouts: []int{5, 5}, BatchSize: 200, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := memacct.Read().Bytes[memacct.Profile]
+	kept := keptProfile(p, 0)
+	counted := memacct.Read().Bytes[memacct.Profile] - before
+	if real := 4 * int64(len(kept.Feat)+len(kept.HistScores)); counted != real {
+		t.Errorf("kept profile: counted %d bytes, its slices hold %d", counted, real)
+	}
+	withProfile, without := fixedState(n, 2, true), fixedState(n, 2, false)
+	if withProfile.ProfileBytes != counted || withProfile.Bytes != without.Bytes+counted {
+		t.Errorf("fixedState with a profile %+v, without %+v; the kept profile counted %d bytes", withProfile, without, counted)
+	}
+	if got := fixedState(n, 0, false); got.Workers != runtime.GOMAXPROCS(0) {
 		t.Errorf("default workers: %+v", got)
 	}
 }
