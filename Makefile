@@ -31,6 +31,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzCorrupt$$' -fuzztime $(FUZZTIME) ./cmd/ssdgnn/
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./storage/
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./partition/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFrom$$' -fuzztime $(FUZZTIME) ./histcache/
 
 # The main job on embedded data, on the CPU, in a few minutes: generate a
 # graph bigger than the memory budget it is then given, partition it, report
