@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -128,32 +127,6 @@ func TestPlanMemory(t *testing.T) {
 	o.MemBytes, o.FeatCacheBytes = small, 2*mem
 	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) {
 		t.Errorf("explicit feature cache over --mem: %v", err)
-	}
-}
-
-func TestFixedState(t *testing.T) {
-	const n = 1000
-	big := int64(1<<23 + 1) // above sample's dense id-map limit: IDMapBytes is 0
-	for _, tc := range []struct {
-		name    string
-		n       int64
-		workers int
-		profile bool
-		want    FixedStateEstimate
-	}{
-		{"no profile", n, 2, false, FixedStateEstimate{Workers: 2, SamplerBytes: 4 * n * 2, Bytes: 4 * n * 2}},
-		{"profile", n, 3, true, FixedStateEstimate{Workers: 3, SamplerBytes: 4 * n * 3, ProfileBytes: 8 * n, Bytes: 4*n*3 + 8*n}},
-		{"sparse id maps", big, 4, true, FixedStateEstimate{Workers: 4, ProfileBytes: 8 * big, Bytes: 8 * big}},
-		{"empty", 0, 1, true, FixedStateEstimate{Workers: 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := fixedState(tc.n, tc.workers, tc.profile); got != tc.want {
-				t.Errorf("fixedState(%d, %d, %v) = %+v, want %+v", tc.n, tc.workers, tc.profile, got, tc.want)
-			}
-		})
-	}
-	if got := fixedState(n, 0, false); got.Workers != runtime.GOMAXPROCS(0) || got.Bytes != 4*n*int64(got.Workers) {
-		t.Errorf("default workers: %+v", got)
 	}
 }
 
