@@ -92,8 +92,10 @@
 //
 // Empty candidates are not written. ReadFrom restores into a cache built
 // with the same N, H and candidate set (same Scores and budget); it reads
-// and verifies the whole snapshot before changing anything, and reports
-// damage as a *CorruptError carrying the byte offset.
+// and verifies the whole snapshot before changing anything, decoding it
+// with internal/decbuf a bounded chunk at a time, and reports damage as a
+// *CorruptError naming the field and its byte offset (and the file, when
+// the reader is an *os.File).
 //
 // # Concurrency
 //

@@ -3,11 +3,14 @@ package histcache
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/ssdgnn/ssdgnn/internal/decbuf"
 )
 
 // Snapshot format constants (see the package doc).
@@ -17,15 +20,21 @@ const (
 	headerBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8
 )
 
-// CorruptError reports a damaged snapshot: the byte offset (from the start
-// of the snapshot) of the field that failed, and why.
+// CorruptError reports a damaged snapshot: the file when ReadFrom's reader
+// names one (else "": a snapshot inside a checkpoint is named by its
+// reader's caller), the byte offset from the start of the snapshot, the
+// field that failed, and why.
 type CorruptError struct {
+	File   string
 	Offset int64
 	Field  string
 	Reason string
 }
 
 func (e *CorruptError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("histcache: corrupt snapshot %s at byte %d (%s): %s", e.File, e.Offset, e.Field, e.Reason)
+	}
 	return fmt.Sprintf("histcache: corrupt snapshot at byte %d (%s): %s", e.Offset, e.Field, e.Reason)
 }
 
@@ -95,87 +104,90 @@ func (c *Cache) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-// decoder reads little-endian fields with a sticky error and hashes what
-// it reads.
-type decoder struct {
-	r   io.Reader
-	d   *xxhash.Digest
-	off int64
-	err error
-	buf [8]byte
+// recordChunk is about how many bytes of records ReadFrom decodes at a
+// time (at least one record).
+const recordChunk = 64 << 10
+
+// snapReader reads a snapshot from r piece by piece (the header, runs of
+// records, the checksum), hashing what it reads, and decodes each piece
+// with a decbuf.Decbuf whose offsets count from the start of the snapshot.
+// It never reads past the snapshot's declared end.
+type snapReader struct {
+	r    io.Reader
+	file string // r's Name, if it has one
+	sum  *xxhash.Digest
+	off  int64 // bytes read from r
+	buf  []byte
 }
 
-func (dc *decoder) read(field string, b []byte) {
-	if dc.err != nil {
-		return
+// next reads the next n bytes (fewer only where r ends) and returns a
+// Decbuf over them: a field that runs past a short piece fails there.
+func (s *snapReader) next(n int) (*decbuf.Decbuf, error) {
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
 	}
-	k, err := io.ReadFull(dc.r, b)
-	if err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			dc.err = &CorruptError{Offset: dc.off + int64(k), Field: field, Reason: "truncated"}
-		} else {
-			dc.err = fmt.Errorf("histcache: read snapshot: %w", err)
-		}
-		return
+	b := s.buf[:n]
+	k, err := io.ReadFull(s.r, b)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("histcache: read snapshot: %w", err)
 	}
-	if dc.d != nil {
-		dc.d.Write(b)
-	}
-	dc.off += int64(k)
+	s.sum.Write(b[:k])
+	d := decbuf.New(b[:k], s.off)
+	s.off += int64(k)
+	return d, nil
 }
 
-func (dc *decoder) u32(field string) uint32 {
-	dc.read(field, dc.buf[:4])
-	return binary.LittleEndian.Uint32(dc.buf[:4])
-}
-
-func (dc *decoder) u64(field string) uint64 {
-	dc.read(field, dc.buf[:8])
-	return binary.LittleEndian.Uint64(dc.buf[:8])
-}
-
-func (dc *decoder) fail(field, format string, args ...any) {
-	if dc.err == nil {
-		dc.err = &CorruptError{Offset: dc.off, Field: field, Reason: fmt.Sprintf(format, args...)}
+// corrupt is d's error as a *CorruptError naming the field; a short read
+// is reported where the data ends.
+func (s *snapReader) corrupt(d *decbuf.Decbuf) error {
+	e := &CorruptError{File: s.file, Offset: d.ErrOffset(), Field: d.ErrField(), Reason: d.Err().Error()}
+	var se *decbuf.ShortError
+	if errors.As(d.Err(), &se) {
+		e.Offset = se.Offset + int64(se.Left)
+		e.Reason = fmt.Sprintf("truncated: %d bytes wanted at byte %d, %d left", se.Want, se.Offset, se.Left)
 	}
+	return e
 }
 
 // ReadFrom replaces the contents with one snapshot read from r, which must
 // come from a cache with the same nodes, width and candidates (ErrMismatch
-// otherwise). It reads exactly the snapshot's bytes, verifies everything,
-// checksum included, before changing the cache, and returns the bytes
-// read. A batch in progress is ended. Stats' counters are kept; Valid is
-// recounted.
+// otherwise). It verifies everything, checksum included, before changing
+// the cache, and returns the bytes read: exactly the snapshot's on
+// success; on an error at most recordChunk bytes past the failure, never
+// past the snapshot's declared end. A batch in progress is ended. Stats'
+// counters are kept; Valid is recounted. Damage is a *CorruptError naming
+// the field and its byte offset, and the file when r has a Name method
+// (an *os.File).
 func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
-	dc := &decoder{r: r, d: xxhash.New()}
-	var magic [8]byte
-	dc.read("magic", magic[:])
-	if dc.err == nil && string(magic[:]) != snapMagic {
-		dc.fail("magic", "not a histcache snapshot")
+	s := &snapReader{r: r, sum: xxhash.New()}
+	if f, ok := r.(interface{ Name() string }); ok {
+		s.file = f.Name()
 	}
-	version := dc.u32("version")
-	if dc.err == nil && version != snapVersion {
-		dc.fail("version", "version %d, want %d", version, snapVersion)
+	d, err := s.next(headerBytes)
+	if err != nil {
+		return s.off, err
 	}
-	hidden := dc.u32("hidden")
-	numNodes := int64(dc.u64("numNodes"))
-	slots := int64(dc.u64("slots"))
-	staleness := int64(dc.u64("staleness"))
-	entries := int64(dc.u64("entries"))
-	if dc.err != nil {
-		return dc.off, dc.err
+	if magic := d.Field("magic").Bytes(len(snapMagic)); d.Err() == nil && string(magic) != snapMagic {
+		d.Fail(errors.New("not a histcache snapshot"))
 	}
-	if staleness < 1 {
-		dc.fail("staleness", "%d, want >= 1", staleness)
+	if version := d.Field("version").U32(); d.Err() == nil && version != snapVersion {
+		d.Fail(fmt.Errorf("version %d, want %d", version, snapVersion))
 	}
-	if entries < 0 || entries > slots {
-		dc.fail("entries", "%d entries for %d slots", entries, slots)
+	hidden := d.Field("hidden").U32()
+	numNodes := d.Field("numNodes").I64()
+	slots := d.Field("slots").I64()
+	if staleness := d.Field("staleness").I64(); d.Err() == nil && staleness < 1 {
+		d.Fail(fmt.Errorf("%d, want >= 1", staleness))
 	}
-	if dc.err != nil {
-		return dc.off, dc.err
+	entries := d.Field("entries").I64()
+	if d.Err() == nil && (entries < 0 || entries > slots) {
+		d.Fail(fmt.Errorf("%d entries for %d slots", entries, slots))
+	}
+	if d.Err() != nil {
+		return s.off, s.corrupt(d)
 	}
 	if int64(hidden) != int64(c.hidden) || numNodes != c.numNodes || slots != int64(len(c.nodes)) {
-		return dc.off, fmt.Errorf("%w: snapshot has N=%d H=%d slots=%d, cache N=%d H=%d slots=%d",
+		return s.off, fmt.Errorf("%w: snapshot has N=%d H=%d slots=%d, cache N=%d H=%d slots=%d",
 			ErrMismatch, numNodes, hidden, slots, c.numNodes, c.hidden, len(c.nodes))
 	}
 	h := c.hidden
@@ -185,55 +197,60 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 	}
 	iters := make([]int64, len(c.nodes))
 	emb := make([]float32, len(c.nodes)*h)
-	rec := make([]byte, 4*h)
+	recBytes := 8 + 1 + 8 + 4*h
+	perChunk := int64(max(1, recordChunk/recBytes))
 	prev := int64(-1)
 	var mismatch error
-	for range entries {
-		node := int64(dc.u64("node"))
-		var sb [1]byte
-		dc.read("state", sb[:])
-		st := State(sb[0])
-		iter := int64(dc.u64("iter"))
-		dc.read("embedding", rec)
-		if dc.err != nil {
-			return dc.off, dc.err
+	for left := entries; left > 0; {
+		k := min(left, perChunk)
+		left -= k
+		if d, err = s.next(int(k) * recBytes); err != nil {
+			return s.off, err
 		}
-		switch {
-		case node <= prev:
-			dc.fail("node", "node %d after %d, want ascending", node, prev)
-		case node >= numNodes:
-			dc.fail("node", "node %d of %d", node, numNodes)
-		case st != Valid && st != MustRefresh:
-			dc.fail("state", "state %v, want Valid or MustRefresh", st)
-		}
-		if dc.err != nil {
-			return dc.off, dc.err
-		}
-		prev = node
-		s := c.slots[node]
-		if s < 0 {
-			if mismatch == nil {
-				mismatch = fmt.Errorf("%w: node %d has an entry but is not a candidate here", ErrMismatch, node)
+		for range k {
+			node := d.Field("node").I64()
+			switch {
+			case d.Err() != nil:
+			case node <= prev:
+				d.Fail(fmt.Errorf("node %d after %d, want ascending", node, prev))
+			case node >= numNodes:
+				d.Fail(fmt.Errorf("node %d of %d", node, numNodes))
 			}
-			continue
-		}
-		state[s] = st
-		iters[s] = iter
-		for j := range h {
-			emb[int(s)*h+j] = math.Float32frombits(binary.LittleEndian.Uint32(rec[4*j:]))
+			st := State(d.Field("state").U8())
+			if d.Err() == nil && st != Valid && st != MustRefresh {
+				d.Fail(fmt.Errorf("state %v, want Valid or MustRefresh", st))
+			}
+			iter := d.Field("iter").I64()
+			if d.Err() != nil {
+				return s.off, s.corrupt(d)
+			}
+			prev = node
+			sl := int(c.slots[node])
+			if sl < 0 {
+				if mismatch == nil {
+					mismatch = fmt.Errorf("%w: node %d has an entry but is not a candidate here", ErrMismatch, node)
+				}
+				d.Field("embedding").Skip(4 * h)
+			} else {
+				state[sl], iters[sl] = st, iter
+				d.Field("embedding").F32s(emb[sl*h : (sl+1)*h])
+			}
+			if d.Err() != nil {
+				return s.off, s.corrupt(d)
+			}
 		}
 	}
-	want := dc.d.Sum64()
-	dc.d = nil
-	got := dc.u64("checksum")
-	if dc.err != nil {
-		return dc.off, dc.err
+	want := s.sum.Sum64()
+	if d, err = s.next(8); err != nil {
+		return s.off, err
 	}
-	if got != want {
-		return dc.off, &CorruptError{Offset: dc.off - 8, Field: "checksum", Reason: fmt.Sprintf("xxhash64 %016x, computed %016x", got, want)}
+	if got := d.Field("checksum").U64(); d.Err() != nil {
+		return s.off, s.corrupt(d)
+	} else if got != want {
+		return s.off, &CorruptError{File: s.file, Offset: s.off - 8, Field: "checksum", Reason: fmt.Sprintf("xxhash64 %016x, computed %016x", got, want)}
 	}
 	if mismatch != nil {
-		return dc.off, mismatch
+		return s.off, mismatch
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -245,5 +262,5 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 			c.mu.stats.Valid++
 		}
 	}
-	return dc.off, nil
+	return s.off, nil
 }

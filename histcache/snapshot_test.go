@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -149,4 +152,94 @@ func FuzzReadFrom(f *testing.F) {
 			t.Fatalf("accepted snapshot does not round-trip")
 		}
 	})
+}
+
+// TestSnapshotErrorFields: each damage names the field that failed and
+// its offset, and the file when the reader is one.
+func TestSnapshotErrorFields(t *testing.T) {
+	c := filled(t)
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	set := func(off int, b ...byte) []byte {
+		out := bytes.Clone(good)
+		copy(out[off:], b)
+		return out
+	}
+	const rec = 48 // first record
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		field  string
+		offset int64
+		reason string
+	}{
+		{"empty", nil, "magic", 0, "truncated: 8 bytes wanted at byte 0, 0 left"},
+		{"bad magic", set(0, 'X'), "magic", 8, "not a histcache snapshot"},
+		{"bad version", set(8, 2), "version", 12, "version 2, want 1"},
+		{"truncated slots", good[:30], "slots", 30, "truncated: 8 bytes wanted at byte 24, 6 left"},
+		{"zero staleness", set(32, 0), "staleness", 40, "0, want >= 1"},
+		{"too many entries", set(40, 9), "entries", 48, "9 entries for 5 slots"},
+		{"node out of range", set(rec, 20), "node", rec + 8, "node 20 of 20"},
+		{"nodes not ascending", set(rec+29, 2), "node", rec + 29 + 8, "node 2 after 2, want ascending"},
+		{"bad state", set(rec+8, 9), "state", rec + 9, "want Valid or MustRefresh"},
+		{"truncated iter", good[:rec+12], "iter", rec + 12, "truncated: 8 bytes wanted at byte 57, 3 left"},
+		{"truncated embedding", good[:rec+20], "embedding", rec + 20, "truncated: 12 bytes wanted at byte 65, 3 left"},
+		{"no checksum", good[:len(good)-3], "checksum", int64(len(good) - 3), "truncated: 8 bytes wanted"},
+		{"bad checksum", set(len(good)-8, 0), "checksum", int64(len(good) - 8), "xxhash64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newCache(t, 20, []int64{2, 5, 9, 11, 14}, 3, nil)
+			_, err := d.ReadFrom(bytes.NewReader(tc.data))
+			var ce *histcache.CorruptError
+			if !errors.As(err, &ce) || ce.Field != tc.field || ce.Offset != tc.offset || !strings.Contains(ce.Reason, tc.reason) || ce.File != "" {
+				t.Fatalf("err %v, want field %s at %d: %q", err, tc.field, tc.offset, tc.reason)
+			}
+		})
+	}
+	path := filepath.Join(t.TempDir(), "hist.snap")
+	if err := os.WriteFile(path, good[:60], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ce *histcache.CorruptError
+	if _, err := newCache(t, 20, []int64{2, 5, 9, 11, 14}, 3, nil).ReadFrom(f); !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), path) {
+		t.Fatalf("from a file: %v, want it named", err)
+	}
+}
+
+// TestSnapshotChunks: records wider than ReadFrom's chunk are decoded one
+// chunk each, and a snapshot truncated in a later chunk fails there.
+func TestSnapshotChunks(t *testing.T) {
+	const h = 20000 // 80 KB a record
+	cand := []int64{2, 5, 9, 11, 14}
+	c := newCache(t, 20, cand, h, nil)
+	if _, err := c.Push(1, cand, rows(cand, h, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	n, err := c.WriteTo(&buf)
+	if err != nil || c.Stats().Valid != 5 {
+		t.Fatalf("WriteTo: %v, %d valid", err, c.Stats().Valid)
+	}
+	d := newCache(t, 20, cand, h, nil)
+	if m, err := d.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil || m != n {
+		t.Fatalf("ReadFrom %d of %d: %v", m, n, err)
+	}
+	var again bytes.Buffer
+	if _, err := d.WriteTo(&again); err != nil || !bytes.Equal(again.Bytes(), buf.Bytes()) {
+		t.Fatalf("round trip differs: %v", err)
+	}
+	recBytes := int64(17 + 4*h)
+	cut := 48 + 3*recBytes + 100 // in the fourth record's embedding
+	var ce *histcache.CorruptError
+	if _, err := d.ReadFrom(bytes.NewReader(buf.Bytes()[:cut])); !errors.As(err, &ce) || ce.Field != "embedding" || ce.Offset != cut {
+		t.Fatalf("truncated fourth record: %v", err)
+	}
 }

@@ -104,6 +104,9 @@
 // profiles, whose profile.json has no staleness) and, last, profile.json (Meta with each array's xxhash64).
 // Each file is written atomically and profile.json is removed before the
 // arrays are replaced, so a profile.json always describes the arrays
-// beside it. LoadProfile verifies shapes and checksums (damage is a
-// *CorruptError). PlanResult.Save writes plan.json.
+// beside it. LoadProfile verifies shapes, lengths and checksums, reading
+// each array's data with internal/decbuf after npy has parsed its header;
+// damage is a *CorruptError naming the file, the field (a profile.json
+// key, or an array's header, data or trailing bytes) and the byte offset.
+// PlanResult.Save writes plan.json.
 package planner

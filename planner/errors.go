@@ -21,15 +21,21 @@ var (
 	ErrMismatch = errors.New("planner: profile mismatch")
 )
 
-// CorruptError reports a damaged profile file: the file and the byte
-// offset (or array index) where the damage was found.
+// CorruptError reports a damaged profile file: the file, the byte offset
+// where the damage was found, and the field ("" when unknown): a
+// profile.json key, or an array file's "header", "data" or "trailing"
+// bytes.
 type CorruptError struct {
 	File   string
 	Offset int64
+	Field  string
 	Reason string
 }
 
 func (e *CorruptError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("planner: %s: offset %d (%s): %s", e.File, e.Offset, e.Field, e.Reason)
+	}
 	return fmt.Sprintf("planner: %s: offset %d: %s", e.File, e.Offset, e.Reason)
 }
 

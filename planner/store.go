@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/decbuf"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -131,7 +132,7 @@ func LoadProfile(dir, name string) (*Profile, error) {
 			continue
 		}
 		if fi == nil {
-			return nil, &CorruptError{File: mp, Reason: "no entry for " + e.name}
+			return nil, &CorruptError{File: mp, Field: "files", Reason: "no entry for " + e.name}
 		}
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -151,26 +152,43 @@ func ParseMeta(b []byte, path string) (*Meta, error) {
 	var m Meta
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m); err != nil {
+		ce := &CorruptError{File: path, Reason: err.Error()}
 		var se *json.SyntaxError
-		off := int64(0)
-		if errors.As(err, &se) {
-			off = se.Offset
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			ce.Offset = se.Offset
+		case errors.As(err, &te):
+			ce.Offset, ce.Field = te.Offset, te.Field
 		}
-		return nil, &CorruptError{File: path, Offset: off, Reason: err.Error()}
+		return nil, ce
+	}
+	bad := func(field, format string, args ...any) error {
+		return &CorruptError{File: path, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case m.Format != "ssdgnn-profile":
-		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("format %q, want ssdgnn-profile", m.Format)}
+		return nil, bad("format", "format %q, want ssdgnn-profile", m.Format)
 	case m.Version != 1:
-		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("version %d, want 1", m.Version)}
-	case m.NumNodes < 0 || m.FeatRowBytes < 0 || (m.IDBytes != 4 && m.IDBytes != 8):
-		return nil, &CorruptError{File: path, Reason: "bad num_nodes, feat_row_bytes or id_bytes"}
-	case !(m.Beta > 0) || m.PresampleEpochs < 1:
-		return nil, &CorruptError{File: path, Reason: "beta must be > 0 and presample_epochs >= 1"}
+		return nil, bad("version", "version %d, want 1", m.Version)
+	case m.NumNodes < 0:
+		return nil, bad("num_nodes", "%d, want >= 0", m.NumNodes)
+	case m.FeatRowBytes < 0:
+		return nil, bad("feat_row_bytes", "%d, want >= 0", m.FeatRowBytes)
+	case m.IDBytes != 4 && m.IDBytes != 8:
+		return nil, bad("id_bytes", "%d, want 4 or 8", m.IDBytes)
+	case !(m.Beta > 0):
+		return nil, bad("beta", "%v, want > 0", m.Beta)
+	case m.PresampleEpochs < 1:
+		return nil, bad("presample_epochs", "%d, want >= 1", m.PresampleEpochs)
 	}
 	return &m, nil
 }
 
+// decodeArray decodes raw, the bytes of the profile array file path: a
+// .npy uint32 [n] whose data has checksum (the manifest's). The header is
+// npy's to parse; the data is read with internal/decbuf, which checks its
+// length before anything is allocated.
 func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, error) {
 	h, err := npy.ParseHeader(raw)
 	if err != nil {
@@ -179,21 +197,28 @@ func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, e
 		if errors.As(err, &he) {
 			off = he.Offset
 		}
-		return nil, &CorruptError{File: path, Offset: off, Reason: err.Error()}
+		return nil, &CorruptError{File: path, Offset: off, Field: "header", Reason: err.Error()}
 	}
 	if h.DType != npy.Uint32 || len(h.Shape) != 1 || h.Shape[0] != n {
-		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("%v %v, want uint32 [%d]", h.DType, h.Shape, n)}
+		return nil, &CorruptError{File: path, Field: "header", Reason: fmt.Sprintf("%v %v, want uint32 [%d]", h.DType, h.Shape, n)}
 	}
-	data := raw[h.DataOffset:]
-	if int64(len(data)) != 4*n {
-		return nil, &CorruptError{File: path, Offset: h.DataOffset, Reason: fmt.Sprintf("%d data bytes, want %d", len(data), 4*n)}
+	d := decbuf.New(raw[h.DataOffset:], h.DataOffset)
+	var data []byte
+	if n > int64(d.Len()/4) {
+		d.Field("data").Fail(fmt.Errorf("truncated: %d elements of 4 bytes, %d bytes left", n, d.Len()))
+	} else {
+		data = d.Field("data").Bytes(int(4 * n))
+	}
+	if d.Err() == nil && d.Len() != 0 {
+		d.Field("trailing").Fail(fmt.Errorf("%d bytes after the %d elements", d.Len(), n))
+	}
+	if d.Err() != nil {
+		return nil, &CorruptError{File: path, Offset: d.ErrOffset(), Field: d.ErrField(), Reason: d.Err().Error()}
 	}
 	if got := storage.FormatChecksum(xxhash.Sum64(data)); got != checksum {
-		return nil, &CorruptError{File: path, Offset: h.DataOffset, Reason: fmt.Sprintf("checksum %s, manifest says %s", got, checksum)}
+		return nil, &CorruptError{File: path, Offset: h.DataOffset, Field: "data", Reason: fmt.Sprintf("checksum %s, manifest says %s", got, checksum)}
 	}
 	a := make([]uint32, n)
-	for i := range a {
-		a[i] = binary.LittleEndian.Uint32(data[4*i:])
-	}
+	decbuf.New(data, h.DataOffset).U32s(a) // cannot fail: len(data) == 4n
 	return a, nil
 }

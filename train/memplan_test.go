@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -130,61 +127,6 @@ func TestPlanMemory(t *testing.T) {
 	o.MemBytes, o.FeatCacheBytes = small, 2*mem
 	if _, err := New(context.Background(), d, o); !errors.Is(err, ErrBudget) {
 		t.Errorf("explicit feature cache over --mem: %v", err)
-	}
-}
-
-// TestFixedState compares fixedState with what the objects it stands for
-// count in internal/memacct when they are made: the sampling workers' id
-// maps (memacct.SamplerScratch, added where sample allocates them) for
-// one to three workers, and the profile arrays training keeps
-// (memacct.Profile, added by planner.Profile.ForTraining from the lengths
-// of the slices it keeps).
-func TestFixedState(t *testing.T) {
-	d := smallSynth(t)
-	n := d.NumNodes()
-	for _, workers := range []int{1, 2, 3} {
-		base := memacct.Read().Bytes[memacct.SamplerScratch]
-		s, err := sample.New(d, nil, &sample.Options{Fanouts: []int{5, 5}, BatchSize: 50, Workers: workers, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		it := s.Epoch(context.Background(), 0)
-		if _, err := it.Next(); err != nil {
-			t.Fatal(err)
-		}
-		want := fixedState(n, workers, false)
-		// Every worker counts its id map when its goroutine starts.
-		var got int64
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if got = memacct.Read().Bytes[memacct.SamplerScratch] - base; got >= want.SamplerBytes {
-				break
-			}
-		}
-		it.Close()
-		s.Close()
-		if got != want.SamplerBytes || want.Bytes != want.SamplerBytes || want.Workers != workers {
-			t.Errorf("%d workers: counted %d bytes of sampler scratch, fixedState %+v", workers, got, want)
-		}
-		if after := memacct.Read().Bytes[memacct.SamplerScratch]; after != base {
-			t.Errorf("%d workers: sampler scratch %d after Close, want %d", workers, after, base)
-		}
-	}
-	p, err := planner.RunProfile(context.Background(), d, nil, &planner.ProfileOptions{Name: "fixedstate", Fanouts: []int{5, 5}, BatchSize: 200, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := memacct.Read().Bytes[memacct.Profile]
-	kept := keptProfile(p, 0)
-	counted := memacct.Read().Bytes[memacct.Profile] - before
-	if real := 4 * int64(len(kept.Feat)+len(kept.HistScores)); counted != real {
-		t.Errorf("kept profile: counted %d bytes, its slices hold %d", counted, real)
-	}
-	withProfile, without := fixedState(n, 2, true), fixedState(n, 2, false)
-	if withProfile.ProfileBytes != counted || withProfile.Bytes != without.Bytes+counted {
-		t.Errorf("fixedState with a profile %+v, without %+v; the kept profile counted %d bytes", withProfile, without, counted)
-	}
-	if got := fixedState(n, 0, false); got.Workers != runtime.GOMAXPROCS(0) {
-		t.Errorf("default workers: %+v", got)
 	}
 }
 

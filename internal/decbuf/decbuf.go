@@ -4,8 +4,15 @@
 // Err once (the pattern of Prometheus tsdb's Decbuf).
 //
 // A Decbuf never allocates for the data it returns: Bytes aliases the
-// input. A length read from the data is only trusted after it was compared
-// with Len, so a corrupt length cannot force an allocation.
+// input, and U32s and F32s fill the caller's slice. A length read from the
+// data is only trusted after it was compared with Len, so a corrupt length
+// cannot force an allocation.
+//
+// Errors locate themselves: a read past the end is a *ShortError (which
+// wraps ErrShort) carrying the offset, the bytes wanted and the bytes left;
+// ErrOffset is where the first failure happened, and ErrField the name the
+// decoder gave the field being read then (Field), so a caller's typed
+// corrupt-data error can name the field and the offset.
 package decbuf
 
 import (
@@ -18,6 +25,21 @@ import (
 // ErrShort is wrapped by the error of a read past the end of the data.
 var ErrShort = errors.New("decbuf: unexpected end of data")
 
+// ShortError is the error of a read past the end of the data: Want bytes
+// were asked for at Offset and only Left remained (so the data ends at
+// Offset+Left). It wraps ErrShort.
+type ShortError struct {
+	Offset     int64
+	Want, Left int
+}
+
+func (e *ShortError) Error() string {
+	return fmt.Sprintf("%v: %d bytes wanted at offset %d, %d left", ErrShort, e.Want, e.Offset, e.Left)
+}
+
+// Unwrap returns ErrShort.
+func (e *ShortError) Unwrap() error { return ErrShort }
+
 // Decbuf is a read cursor over a byte slice. The zero value is an empty
 // buffer.
 type Decbuf struct {
@@ -25,6 +47,9 @@ type Decbuf struct {
 	off    int64  // offset of b[0] from the start of the input
 	err    error
 	errOff int64
+	// field names what is being read (Field); errField is field when err
+	// was recorded.
+	field, errField string
 }
 
 // New returns a Decbuf over b whose offsets count from base (the offset of
@@ -38,18 +63,32 @@ func (d *Decbuf) Err() error { return d.err }
 // when Err is not nil).
 func (d *Decbuf) ErrOffset() int64 { return d.errOff }
 
+// ErrField is the field name (see Field) current when the first error was
+// recorded, or "".
+func (d *Decbuf) ErrField() string { return d.errField }
+
+// Field names the field the following reads (and a Fail) belong to, for
+// ErrField, and returns d, so a decoder writes d.Field("version").U32().
+// After an error it changes nothing.
+func (d *Decbuf) Field(name string) *Decbuf {
+	if d.err == nil {
+		d.field = name
+	}
+	return d
+}
+
 // Offset is the offset of the next unread byte.
 func (d *Decbuf) Offset() int64 { return d.off }
 
 // Len is the number of unread bytes (0 after an error).
 func (d *Decbuf) Len() int { return len(d.b) }
 
-// Fail records err at the current offset, unless an error is already
-// recorded. Decoders use it for semantic failures (a bad magic, a value
-// out of range) so that Err reports whichever came first.
+// Fail records err at the current offset and field, unless an error is
+// already recorded. Decoders use it for semantic failures (a bad magic, a
+// value out of range) so that Err reports whichever came first.
 func (d *Decbuf) Fail(err error) {
 	if d.err == nil {
-		d.err, d.errOff, d.b = err, d.off, nil
+		d.err, d.errOff, d.errField, d.b = err, d.off, d.field, nil
 	}
 }
 
@@ -59,7 +98,7 @@ func (d *Decbuf) take(n int) []byte {
 		return nil
 	}
 	if n < 0 || n > len(d.b) {
-		d.Fail(fmt.Errorf("%w: %d bytes wanted at offset %d, %d left", ErrShort, n, d.off, len(d.b)))
+		d.Fail(&ShortError{Offset: d.off, Want: n, Left: len(d.b)})
 		return nil
 	}
 	out := d.b[:n:n]
@@ -106,3 +145,23 @@ func (d *Decbuf) F32() float32 { return math.Float32frombits(d.U32()) }
 
 // F64 reads a little-endian IEEE-754 float64.
 func (d *Decbuf) F64() float64 { return math.Float64frombits(d.U64()) }
+
+// U32s fills dst with the next len(dst) little-endian uint32s (dst is
+// left unchanged on error).
+func (d *Decbuf) U32s(dst []uint32) {
+	if b := d.take(4 * len(dst)); b != nil {
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint32(b[4*i:])
+		}
+	}
+}
+
+// F32s fills dst with the next len(dst) little-endian IEEE-754 float32s
+// (dst is left unchanged on error).
+func (d *Decbuf) F32s(dst []float32) {
+	if b := d.take(4 * len(dst)); b != nil {
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	}
+}
