@@ -335,10 +335,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		}
 	}
 
-	tables := 4 * n
-	if hist {
-		tables += 4 * n
-	}
+	tables := TableBytes(n, hist)
 	steps := int(math.Round(1 / o.Step))
 	type choice struct {
 		ok                bool
