@@ -1,8 +1,12 @@
 // Package planner is OUTRE's automatic cache space management (§4.4,
 // §5.3): a profiling epoch measures what each node would save if cached,
-// and Plan splits a host-memory budget between the feature cache, the
+// Plan splits a host-memory budget between the feature cache, the
 // historical embedding cache and (unless the Sample stage is decoupled)
-// the neighbour cache. Formats and measured figures: docs/planner.md.
+// the neighbour cache, and BuildCaches builds those caches from the plan.
+// The package is the one owner of budget → caches: the trainer asks it
+// for the caches and keeps only the process-wide arithmetic (reserve,
+// fixed state, working set). Formats and measured figures:
+// docs/planner.md.
 //
 // # Profile
 //
@@ -89,12 +93,35 @@
 // neighbour cache still counts in HistSample), so the three-way benefit is
 // an optimistic estimate.
 //
+// # Building the caches
+//
+// BuildCaches sizes and builds the three caches (train.New calls it).
+// BuildOptions.Sizes resolves each budget: an explicit size, else the
+// plan's CacheSplit.BudgetBytes, else the defaults (no feature or
+// neighbour cache; history room for sample.DefaultHistFrac of the
+// nodes); Estimate is their bytes before anything is built, and
+// Caches.Counted what the constructors counted in internal/memacct.
+//
+// Prediction and construction rank nodes by one rule, Profile.ranking:
+// the feature cache's counts are Feat, the history cache's scores are
+// HistScore for the plan's β as float32 (HistScores in a ForTraining
+// profile). featurecache and histcache take the nodes of largest positive
+// score that fit, ties towards the smaller id (internal/topk); Plan sums
+// its predictions over rank of the same arrays, which is that order. So a
+// cache built from a plan holds exactly the first Entries nodes of Plan's
+// order, its predicted savings are those nodes' profile counts, and its
+// memacct bytes are the plan's CacheSplit.Bytes() whenever at least
+// Entries nodes have a positive score (fewer: it holds them all and takes
+// less). Without a profile both caches select by degree.
+//
 // # Invariants
 //
 // Every split satisfies feature + history (+ neighbour) bytes ≤ B, and
 // each cache's bytes ≤ the BudgetBytes to hand its constructor; Plan
-// checks this before returning. A budget that cannot hold the tables is
-// ErrBudget.
+// checks this before returning. A budget that cannot hold the tables
+// (TableBytes) is ErrBudget. The caches BuildCaches builds from a plan
+// hold the plan's predicted nodes and take at most its bytes (tested
+// against memacct).
 //
 // # Files
 //

@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
@@ -173,18 +171,8 @@ type PlanResult struct {
 	Reason string       `json:"reason"`
 }
 
-// prefix returns the prefix sums of x sorted descending: p[k] = sum of
-// the k largest.
-func prefix(x []float64) []float64 {
-	s := slices.Clone(x)
-	slices.SortFunc(s, func(a, b float64) int { return cmp.Compare(b, a) })
-	p := make([]float64, len(s)+1)
-	for i, v := range s {
-		p[i+1] = p[i] + v
-	}
-	return p
-}
-
+// topSum is prefix sums p at k: the sum over the first k nodes of their
+// order, all of them when fewer.
 func topSum(p []float64, k int64) float64 { return p[min(k, int64(len(p)-1))] }
 
 // nbrModel costs the neighbour cache: nodes in selection order with
@@ -284,12 +272,15 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	idBytes := max(p.Meta.IDBytes, 4)
 	hist := o.Hidden > 0
 
-	// Prefix sums, built once.
-	feat := make([]float64, n)
-	for i, x := range p.Feat {
-		feat[i] = float64(x) / epochs
+	// Prefix sums, built once, over the nodes in the order the caches
+	// admit them (rank of the ranking BuildCaches builds them by), so
+	// the first k of each are the k nodes a cache of capacity k holds.
+	rk := p.ranking(beta)
+	featOrder := rank(rk.Feat)
+	pFeat := make([]float64, len(featOrder)+1)
+	for r, v := range featOrder {
+		pFeat[r+1] = pFeat[r] + float64(p.Feat[v])/epochs
 	}
-	pFeat := prefix(feat)
 	var pHist, pHistS, pHistG, pHistR, pHistE []float64
 	k2 := int64(-1)
 	if f := p.Meta.Fanouts; len(f) >= 2 {
@@ -307,24 +298,19 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			}
 			return float64(p.HistHits[i]) / float64(p.HistAppear[i])
 		}
-		score := make([]float64, n)
-		for i := range score {
-			score[i] = p.HistScore(beta, i)
-		}
-		// Components in the same order as the score, for the prediction.
-		idx := make([]int, n)
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] > score[idx[b]] })
-		pHist = make([]float64, n+1)
-		pHistS = make([]float64, n+1)
-		pHistG = make([]float64, n+1)
-		pHistR = make([]float64, n+1)
-		pHistE = make([]float64, n+1)
-		for r, i := range idx {
+		// The history cache's candidates in admission order, with the
+		// prediction's components in the same order.
+		idx := rank(rk.Hist)
+		m := len(idx) + 1
+		pHist = make([]float64, m)
+		pHistS = make([]float64, m)
+		pHistG = make([]float64, m)
+		pHistR = make([]float64, m)
+		pHistE = make([]float64, m)
+		for r, v := range idx {
+			i := int(v)
 			h := hit(i)
-			pHist[r+1] = pHist[r] + score[i]
+			pHist[r+1] = pHist[r] + p.HistScore(beta, i)
 			pHistS[r+1] = pHistS[r] + float64(p.HistSample[i])*h/epochs
 			pHistG[r+1] = pHistG[r] + float64(p.HistGather[i])*h/epochs
 			if valid {
@@ -349,10 +335,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		}
 	}
 
-	tables := 4 * n
-	if hist {
-		tables += 4 * n
-	}
+	tables := TableBytes(n, hist)
 	steps := int(math.Round(1 / o.Step))
 	type choice struct {
 		ok                bool

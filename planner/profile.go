@@ -261,8 +261,9 @@ type Profile struct {
 // epoch, (β·saved_IO_hist_sample + saved_IO_hist_gather) × the fraction of
 // its hop-1 appearances a usable entry would serve (1 for profiles without
 // the validity arrays) ÷ the presampled epochs. Plan ranks history
-// candidates by it, and the trainer builds the history cache by it
-// (HistScores), so the cache built is the cache planned.
+// candidates by it and BuildCaches builds the history cache by it (both
+// through the same ranking, as float32), so the cache built is the cache
+// planned.
 func (p *Profile) HistScore(beta float64, i int) float64 {
 	hit := 1.0
 	if p.HistAppear != nil && p.HistHits != nil {
@@ -290,7 +291,8 @@ func (p *Profile) ComputeHistScores(beta float64) []float32 {
 // The kept arrays are added to memacct.Profile for the rest of the
 // process.
 func (p *Profile) ForTraining(beta float64) *Profile {
-	k := &Profile{Meta: p.Meta, Feat: p.Feat, HistScores: p.ComputeHistScores(beta)}
+	r := p.ranking(beta)
+	k := &Profile{Meta: p.Meta, Feat: r.Feat, HistScores: r.Hist}
 	memacct.Add(memacct.Profile, 4*int64(len(k.Feat))+4*int64(len(k.HistScores)))
 	return k
 }

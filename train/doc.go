@@ -66,8 +66,9 @@
 //
 // The layer-(L−1) output (the last layer's input, after ReLU) of hop-1
 // nodes is cached in a histcache.Cache whose candidates are the nodes of
-// largest score that fit the budget (the planner's β·saved_IO_hist_sample +
-// saved_IO_hist_gather with a Profile, else the degree). For batch i the
+// largest score that fit the budget (with a Profile, the score the plan
+// ranked by, planner.Profile.HistScore; else the degree; the cache is
+// built by planner.BuildCaches). For batch i the
 // reuse set is decided through the sampler's per-batch ReuseFor hook: the
 // sampler hands batch i's hop-1 candidates over after sampling hop 1, and
 // the compute goroutine answers right after compute of batch i−D (D =
@@ -144,18 +145,23 @@
 // # Memory plan
 //
 // PlanMemory runs the profiling epoch and planner.Plan (or reads a
-// plan.json); with Options.Plan every cache whose byte option is 0 takes
-// the plan's size, an explicit positive size overrides it and a negative
-// one turns that cache off. The training working set (WorkingSet:
+// plan.json). New does not size or build the caches itself: it hands
+// Options.Plan, Options.Profile, the byte options and each cache's options
+// to planner.BuildCaches, the one owner of budget → caches, which ranks
+// them by the rule the plan predicted with. With Options.Plan every cache
+// whose byte option is 0 takes the plan's size, an explicit positive size
+// overrides it and a negative one turns that cache off. The package keeps
+// the process-wide arithmetic: the reserve, the working set and the fixed
+// state (memplan.go). The training working set (WorkingSet:
 // InFlight × the estimated peak bytes of one batch, from the profile's
 // largest batch or the fanouts) and the fixed state (FixedState: the
 // sampling workers' per-node id maps and the profile arrays kept, 4·N per
 // worker + 12·N) are reserved before the plan gives the rest to the
 // caches. With Options.MemBytes, New checks the caches' memory (tables
 // included) plus the working set and the fixed state against the budget
-// from the sizes
-// before building anything and again from the built caches, failing with
-// ErrBudget. Each epoch's Measured savings are compared with the plan's
+// from the sizes before building anything (planner.BuildOptions.Estimate)
+// and again from the built caches (planner.Caches.Counted, their memacct
+// counts), failing with ErrBudget. Each epoch's Measured savings are compared with the plan's
 // prediction in Report.PlanComparison. Measured.HistGatherRows is not an
 // exact count (the pruned subtrees are never sampled): it is the hop-2
 // neighbours not drawn below reused nodes, Σ min(fanout, degree).

@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	"github.com/dustin/go-humanize"
-	"github.com/ssdgnn/ssdgnn/featurecache"
-	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -137,7 +135,7 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
 	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + whole*idRowBytes)
 	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), wholeBytes, workers)
-	need := fixed + sampler + max(ws+minTables(n, hist), profiling)
+	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
 }
@@ -165,15 +163,6 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	if mo != nil && mo.Cross != nil && o.NeighborCross == nil {
 		o.NeighborCross = mo.Cross
 	}
-}
-
-// minTables is the memory the caches' address tables need: 4·N for the
-// feature cache and, with history, 4·N for its slot table.
-func minTables(n int64, hist bool) int64 {
-	if hist {
-		return 8 * n
-	}
-	return 4 * n
 }
 
 // PlanMemory makes (or reads) the memory plan for training d with opts
@@ -284,7 +273,7 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 	n := d.NumNodes()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
 	b := &Budget{MemBytes: mem, Reserve: RuntimeReserve(mem), Fixed: FixedState(d, o, p), MicroBatches: 1, BatchSize: o.BatchSize}
-	tables := minTables(n, hist)
+	tables := planner.TableBytes(n, hist)
 	avail := mem - b.Reserve - b.Fixed.Bytes - tables
 	ws := WorkingSet(d, o, p)
 	if ws.Bytes > avail/2 && o.MaxBatchRows == 0 {
@@ -404,49 +393,6 @@ func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...an
 		}
 	}
 	return mp, nil
-}
-
-// cacheSizes are the budgets handed to the caches' constructors.
-type cacheSizes struct {
-	feat, hist, nbr int64
-	histOn          bool
-}
-
-func pick(explicit, planned int64, hasPlan bool) int64 {
-	switch {
-	case explicit > 0:
-		return explicit
-	case explicit < 0 || !hasPlan:
-		return 0
-	}
-	return planned
-}
-
-// sizes resolves the cache budgets: explicit sizes, then the plan's, then
-// the defaults (see Options).
-func (o *Options) sizes(n int64) cacheSizes {
-	pl := o.Plan
-	var s cacheSizes
-	var pf, ph, pn int64
-	if pl != nil {
-		pf, ph, pn = pl.Feature.BudgetBytes, pl.History.BudgetBytes, pl.Neighbor.BudgetBytes
-	}
-	s.feat = pick(o.FeatCacheBytes, pf, pl != nil)
-	s.nbr = pick(o.NeighborCacheBytes, pn, pl != nil)
-	s.histOn = !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
-	if s.histOn {
-		switch {
-		case o.HistCacheBytes > 0:
-			s.hist = o.HistCacheBytes
-		case pl != nil && pl.History.Entries > 0:
-			s.hist = ph
-		case pl != nil:
-			s.histOn = false // the plan gives history nothing
-		default:
-			s.hist = -1 // the default, resolved by newHistCache
-		}
-	}
-	return s
 }
 
 // MemoryUse is the caches' memory, tables included, plus the working set
@@ -699,25 +645,11 @@ func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches i
 		ErrBudget, mem, RuntimeReserve(mem), ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, ws.DynamicBytes, fs.Bytes, fs.Workers, caches)
 }
 
-// estimateMemory is the memory the caches built from s will take at most.
-func estimateMemory(d *storage.Dataset, o *Options, s cacheSizes, histWidth int) MemoryUse {
-	n := d.NumNodes()
-	var m MemoryUse
-	if s.feat > 0 {
-		if o.FeatPolicy == featurecache.PolicyDynamic {
-			m.FeatureBytes = s.feat
-		} else {
-			rb := d.FeatRowBytes()
-			m.FeatureBytes = featurecache.BytesFor(featurecache.CapacityFor(s.feat, rb, n), rb, n)
-			if s.feat < 4*n {
-				m.FeatureBytes = s.feat
-			}
-		}
-	}
-	if s.histOn {
-		m.HistoryBytes = histcache.BytesFor(n, histcache.CapacityFor(histBudget(n, s.hist, histWidth), n, histWidth), histWidth)
-	}
-	m.NeighborBytes = s.nbr
+// estimateMemory is the memory training d with o takes at most: the
+// caches (c, from planner.BuildOptions.Estimate), the working set, the
+// fixed state and the runtime reserve.
+func estimateMemory(d *storage.Dataset, o *Options, c planner.CacheBytes) MemoryUse {
+	m := MemoryUse{FeatureBytes: c.Feature, HistoryBytes: c.History, NeighborBytes: c.Neighbor}
 	m.LimitBytes = o.MemBytes
 	if o.MemBytes > 0 {
 		m.ReserveBytes = RuntimeReserve(o.MemBytes)
@@ -726,13 +658,6 @@ func estimateMemory(d *storage.Dataset, o *Options, s cacheSizes, histWidth int)
 	m.FixedBytes = FixedState(d, o, nil).Bytes
 	m.sum()
 	return m
-}
-
-func histBudget(n, b int64, width int) int64 {
-	if b < 0 {
-		return defaultHistBudget(n, width)
-	}
-	return b
 }
 
 func checkMemory(m MemoryUse, when string) error {

@@ -143,10 +143,11 @@ type Options struct {
 	// counts (saved_IO_feat) and the history cache's candidate scores
 	// (Profile.HistScores, the plan's ranking, planner.Profile.HistScore;
 	// computed with β from Plan when the profile lacks them); without it
-	// candidates are the nodes of largest degree. New reads only Profile's
-	// Meta, Feat and history scores, while building the caches, and keeps
-	// no reference to it afterwards; FixedState counts Feat and the scores
-	// (8 bytes per node) as the caller's.
+	// candidates are the nodes of largest degree. New hands Plan and
+	// Profile to planner.BuildCaches, which sizes and builds the caches
+	// and reads only Profile's Meta, Feat and history scores; New keeps
+	// no reference to Profile afterwards; FixedState counts Feat and the
+	// scores (8 bytes per node) as the caller's.
 	Plan    *planner.PlanResult `json:"-"`
 	Profile *planner.Profile    `json:"-"`
 	// InFlight bounds the batches of an epoch whose input features are

@@ -31,9 +31,13 @@ type Trainer struct {
 
 	model   *Model
 	sampler *sample.Sampler
-	fc      *featurecache.Cache
-	nc      *neighborcache.Cache
-	hc      *histcache.Cache
+	// caches owns the feature, neighbour and history caches (built by
+	// planner.BuildCaches); fc, nc and hc are its members (nc and hc nil
+	// when there is none).
+	caches *planner.Caches
+	fc     *featurecache.Cache
+	nc     *neighborcache.Cache
+	hc     *histcache.Cache
 
 	// fb is the dynamic feature block of a partition-major dataset (nil
 	// otherwise); only the gather stage uses it.
@@ -44,7 +48,6 @@ type Trainer struct {
 	reuseMu sync.Mutex
 	reuse   *epochReuse
 
-	histOn bool
 	// zc is the registered feature-cache array of the zero-copy input
 	// path (nil when off); zcRep says why it is off.
 	zc    *zeroCopyFeats
@@ -99,46 +102,24 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		t.be, t.ownBE = be, true
 	}
 	cfg := t.modelConfig()
-	sz := o.sizes(d.NumNodes())
-	t.histOn = sz.histOn
-	t.mem = estimateMemory(d, &o, sz, cfg.HistWidth())
+	bo := o.buildOptions(cfg.HistWidth())
+	t.mem = estimateMemory(d, &o, bo.Estimate(d))
 	if err := checkMemory(t.mem, "planned sizes"); err != nil {
 		return nil, err
 	}
 	if t.model, err = NewModel(t.be, cfg, mixSeed(o.Seed, 1)); err != nil {
 		return nil, err
 	}
-	counted0 := memacct.Read()
-	if sz.nbr > 0 {
-		no := &neighborcache.Options{Budget: sz.nbr}
-		if o.NeighborCross != nil {
-			no.Policy, no.Cross = neighborcache.PolicyCross, o.NeighborCross
-		}
-		if t.nc, err = neighborcache.Build(d, no); err != nil {
-			return nil, err
-		}
-	}
-	fo := &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth,
-		CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp, IO: o.FeatIO, Logger: o.Logger}
-	if o.Profile != nil && (o.FeatPolicy == featurecache.PolicyAuto || o.FeatPolicy == featurecache.PolicyProfiled) {
-		fo.Counts = o.Profile.Feat
-	}
-	if t.fc, err = featurecache.New(ctx, d, sz.feat, fo); err != nil {
+	if t.caches, err = planner.BuildCaches(ctx, d, bo); err != nil {
 		return nil, err
 	}
+	t.fc, t.hc, t.nc = t.caches.Feature, t.caches.History, t.caches.Neighbor
 	if t.fb, err = newFeatBlock(d, &o); err != nil {
 		return nil, err
 	}
-	if t.histEnabled() {
-		if t.hc, err = newHistCache(d, cfg.HistWidth(), sz.hist, &o); err != nil {
-			return nil, err
-		}
-	}
 	// The estimate's working set and fixed state stand; the caches are
 	// replaced by what their constructors counted as they allocated.
-	counted1 := memacct.Read()
-	delta := func(p memacct.Purpose) int64 { return counted1.Bytes[p] - counted0.Bytes[p] }
-	t.mem.FeatureBytes, t.mem.NeighborBytes, t.mem.HistoryBytes = delta(memacct.FeatureCache), delta(memacct.NeighborCache), delta(memacct.HistoryCache)
+	t.mem.FeatureBytes, t.mem.NeighborBytes, t.mem.HistoryBytes = t.caches.Counted.Feature, t.caches.Counted.Neighbor, t.caches.Counted.History
 	t.mem.sum()
 	if err := checkMemory(t.mem, "built caches"); err != nil {
 		return nil, err
@@ -172,46 +153,28 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	return t, nil
 }
 
+// buildOptions is what planner.BuildCaches needs of o (with defaults) to
+// build the caches: the plan and profile, the explicit sizes and each
+// cache's options. histWidth is the model's history width; history is off
+// with NoHist or fewer than 2 layers (and with a negative HistCacheBytes,
+// which BuildCaches reads as no cache).
+func (o *Options) buildOptions(histWidth int) *planner.BuildOptions {
+	bo := &planner.BuildOptions{Plan: o.Plan, Profile: o.Profile,
+		FeatureBytes: o.FeatCacheBytes, HistoryBytes: o.HistCacheBytes, NeighborBytes: o.NeighborCacheBytes,
+		Feature: &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth,
+			CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp, IO: o.FeatIO, Logger: o.Logger},
+		History: &histcache.Options{Staleness: o.Staleness, Policy: o.HistPolicy, PGrad: o.PGrad, Logger: o.Logger},
+		Cross:   o.NeighborCross}
+	if !o.NoHist && o.Layers >= 2 {
+		bo.HistWidth = histWidth
+	}
+	return bo
+}
+
 func (t *Trainer) modelConfig() ModelConfig {
 	m := t.d.Manifest()
 	return ModelConfig{Kind: t.o.Model, InDim: t.d.FeatDim(), Hidden: t.o.Hidden, Classes: int(m.NumClasses),
 		Layers: t.o.Layers, Heads: t.o.Heads, Dropout: float32(t.o.Dropout)}
-}
-
-func (t *Trainer) histEnabled() bool { return t.histOn }
-
-func defaultHistBudget(n int64, width int) int64 {
-	return histcache.BytesFor(n, int64(float64(n)*sample.DefaultHistFrac), width)
-}
-
-// newHistCache builds the history cache. Candidate scores are the
-// profile's β·saved_IO_hist_sample + saved_IO_hist_gather when Options has
-// a Profile, else the degree; a negative budget means room for
-// sample.DefaultHistFrac of the nodes.
-func newHistCache(d *storage.Dataset, width int, budget int64, o *Options) (*histcache.Cache, error) {
-	n := d.NumNodes()
-	var scores []float32
-	if p := o.Profile; p != nil {
-		// The plan's own ranking (planner.Profile.HistScore), so the
-		// cache built is the cache planned.
-		scores = p.HistScores
-		if scores == nil {
-			beta := p.Meta.Beta
-			if o.Plan != nil && o.Plan.Beta > 0 {
-				beta = o.Plan.Beta
-			}
-			scores = p.ComputeHistScores(beta)
-		}
-	} else {
-		scores = make([]float32, n)
-		ip := d.Indptr()
-		for v := int64(0); v < n; v++ {
-			scores[v] = float32(ip[v+1] - ip[v])
-		}
-	}
-	budget = histBudget(n, budget, width)
-	return histcache.New(histcache.Config{Scores: scores, Hidden: width, BudgetBytes: budget},
-		&histcache.Options{Staleness: o.Staleness, Policy: o.HistPolicy, PGrad: o.PGrad, Logger: o.Logger})
 }
 
 // Model returns the trainer's model.
@@ -224,16 +187,10 @@ func (t *Trainer) Close() error {
 		errs = append(errs, t.sampler.Close())
 	}
 	errs = append(errs, t.closeZeroCopy())
-	if t.fc != nil {
-		errs = append(errs, t.fc.Close())
-	}
+	errs = append(errs, t.caches.Close())
 	if t.fb != nil {
 		errs = append(errs, t.fb.close())
 	}
-	if t.hc != nil {
-		t.hc.Close()
-	}
-	t.nc.Close()
 	for _, a := range t.gradAcc {
 		t.be.Free(a)
 	}
