@@ -155,8 +155,8 @@
 // state (memplan.go). The training working set (WorkingSet:
 // InFlight × the estimated peak bytes of one batch, from the profile's
 // largest batch or the fanouts) and the fixed state (FixedState: the
-// sampling workers' per-node id maps and the profile arrays kept, 4·N per
-// worker + 12·N) are reserved before the plan gives the rest to the
+// sampling workers' per-node id maps and the profile arrays kept,
+// sample.IDMapBytes(N) per worker + 8·N) are reserved before the plan gives the rest to the
 // caches. With Options.MemBytes, New checks the caches' memory (tables
 // included) plus the working set and the fixed state against the budget
 // from the sizes before building anything (planner.BuildOptions.Estimate)
