@@ -791,17 +791,13 @@ func (r *relabeler) partitioning(numTrain int64) error {
 		return err
 	}
 	err := add(writeArray(r.ctx, dir, FilePart, func(a *arrayWriter) {
-		buf := make([]int32, 0, 8192)
-		for q := range k {
-			for range r.p.off[q+1] - r.p.off[q] {
-				buf = append(buf, int32(q))
-				if len(buf) == cap(buf) {
-					a.int32s(buf)
-					buf = buf[:0]
+		stream(a, func(put func(int32)) {
+			for q := range k {
+				for range r.p.off[q+1] - r.p.off[q] {
+					put(int32(q))
 				}
 			}
-		}
-		a.int32s(buf)
+		})
 	}, npy.Int32))
 	if err != nil {
 		return err
@@ -828,15 +824,11 @@ func (r *relabeler) partitioning(numTrain int64) error {
 		return err
 	}
 	err = add(writeArray(r.ctx, dir, FileMembers, func(a *arrayWriter) {
-		buf := make([]int64, 0, 8192)
-		for v := range r.n {
-			buf = append(buf, v)
-			if len(buf) == cap(buf) {
-				a.int64s(buf)
-				buf = buf[:0]
+		stream(a, func(put func(int64)) {
+			for v := range r.n {
+				put(v)
 			}
-		}
-		a.int64s(buf)
+		})
 	}, npy.Int64))
 	if err != nil {
 		return err

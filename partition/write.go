@@ -155,6 +155,22 @@ func (a *arrayWriter) int32s(v []int32) {
 	a.write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4))
 }
 
+// stream writes the values gen passes to put, in batches of 8192, for
+// arrays made one value at a time.
+func stream[T int32 | int64](a *arrayWriter, gen func(put func(T))) {
+	buf := make([]T, 0, 8192)
+	flush := func() {
+		a.write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*int(unsafe.Sizeof(buf[0]))))
+		buf = buf[:0]
+	}
+	gen(func(v T) {
+		if buf = append(buf, v); len(buf) == cap(buf) {
+			flush()
+		}
+	})
+	flush()
+}
+
 // ids writes node ids as int32 or int64.
 func (a *arrayWriter) ids(d npy.DType, l storage.NodeList) {
 	if d == npy.Int32 && l.Int32() != nil {
@@ -329,18 +345,14 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 
 	// Adjacency in members order: indptr then indices.
 	err := add(writeArray(o.ctx, dir, FileAdjIndptr, func(a *arrayWriter) {
-		buf := make([]int64, 0, 8192)
-		var acc int64
-		buf = append(buf, 0)
-		for _, v := range mem {
-			acc += d.Degree(v)
-			buf = append(buf, acc)
-			if len(buf) == cap(buf) {
-				a.int64s(buf)
-				buf = buf[:0]
+		stream(a, func(put func(int64)) {
+			var acc int64
+			put(0)
+			for _, v := range mem {
+				acc += d.Degree(v)
+				put(acc)
 			}
-		}
-		a.int64s(buf)
+		})
 	}, npy.Int64))
 	if err != nil {
 		return Stats{}, err
