@@ -1,15 +1,13 @@
 package readplan
 
 import (
-	"flag"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
-)
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the randomised tests (0: time)")
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
+)
 
 func TestPlanTable(t *testing.T) {
 	// 512-byte rows after a 4096-byte header, 512-byte alignment: row id
@@ -93,11 +91,7 @@ func checkPlan(t *testing.T, ids []int64, o Options, exts []Extent) {
 }
 
 func TestPlanProperty(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for it := range 500 {
 		aligns := []int64{1, 512, 4096}
@@ -192,11 +186,7 @@ func TestPlanAmplificationCap(t *testing.T) {
 }
 
 func TestPlanAmplificationProperty(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	var p Planner
 	for it := range 500 {
