@@ -275,8 +275,12 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	// Prefix sums, built once, over the nodes in the order the caches
 	// admit them (rank of the ranking BuildCaches builds them by), so
 	// the first k of each are the k nodes a cache of capacity k holds.
+	// No split gives a cache more entries than MemBytes holds of its
+	// rows, so the orders stop there: the plan's memory follows the
+	// budget, not the node count (a 20 M-node plan under 2 GiB was
+	// OOM-killed holding them all).
 	rk := p.ranking(beta)
-	featOrder := rank(rk.Feat)
+	featOrder := rank(rk.Feat, o.MemBytes/o.FeatRowBytes+1)
 	pFeat := make([]float64, len(featOrder)+1)
 	for r, v := range featOrder {
 		pFeat[r+1] = pFeat[r] + float64(p.Feat[v])/epochs
@@ -300,7 +304,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		}
 		// The history cache's candidates in admission order, with the
 		// prediction's components in the same order.
-		idx := rank(rk.Hist)
+		idx := rank(rk.Hist, o.MemBytes/(4*int64(o.Hidden))+1)
 		m := len(idx) + 1
 		pHist = make([]float64, m)
 		pHistS = make([]float64, m)

@@ -3,6 +3,8 @@ package planner
 import (
 	"cmp"
 	"slices"
+
+	"github.com/ssdgnn/ssdgnn/internal/topk"
 )
 
 // cacheRanking is the scores the caches select their nodes by: Feat, the
@@ -28,19 +30,15 @@ func (p *Profile) ranking(beta float64) cacheRanking {
 	return r
 }
 
-// rank returns the nodes a cache selecting by scores admits, in order:
-// positive scores only (never NaN), largest first, ties towards the
-// smaller id. That is internal/topk's rule, which featurecache and
-// histcache select by, so a cache of capacity k holds exactly the first k
-// of rank (all of it when shorter).
-func rank[S cmp.Ordered](scores []S) []int64 {
-	var zero S
-	var order []int64
-	for v, s := range scores {
-		if s > zero {
-			order = append(order, int64(v))
-		}
-	}
+// rank returns the first k nodes a cache selecting by scores admits, in
+// order: positive scores only (never NaN), largest first, ties towards the
+// smaller id. The selection is internal/topk's, which featurecache and
+// histcache select by, so a cache of capacity c <= k holds exactly the
+// first c of rank (all of it when shorter). Its memory is O(k), not
+// O(len(scores)): Plan asks only for as many nodes as its budget could
+// ever hold.
+func rank[S cmp.Ordered](scores []S, k int64) []int64 {
+	order := topk.Slice(scores, k)
 	slices.SortFunc(order, func(a, b int64) int {
 		if c := cmp.Compare(scores[b], scores[a]); c != 0 {
 			return c
