@@ -192,32 +192,35 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
 	if mo.PlanFile != "" {
-		mp, err := readPlan(d, mo.PlanFile, o.Logger)
+		mp, full, err := readPlan(d, mo.PlanFile, o.Logger)
 		if err != nil {
 			return nil, err
 		}
 		mp.MemBytes = mo.MemBytes
-		mp.Warning = profileMismatch(mp.Plan.Profile, mp.Profile, &o)
+		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o)
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
 			// fixed state and working set came first, so the budget is
 			// their sum (the reserve solved for: RuntimeReserve of the
 			// total).
-			rest := mp.Plan.Memory.MemBytes + WorkingSet(d, &o, mp.Profile).Bytes + FixedState(d, &o, mp.Profile).Bytes
+			rest := mp.Plan.Memory.MemBytes + WorkingSet(d, &o, full).Bytes + FixedState(d, &o, full).Bytes
 			mp.MemBytes = max(rest+RuntimeReserve(0), (rest*8+6)/7)
 		}
 		if mp.MemBytes > 0 {
-			b, err := divide(d, &o, mp.Profile, mp.MemBytes)
+			b, err := divide(d, &o, full, mp.MemBytes)
 			if err != nil {
 				return nil, err
 			}
 			mp.Budget = b
 			if need := planCacheBytes(mp.Plan); need > b.Caches {
-				if err := replan(d, &o, cfg, hist, mo, mp); err != nil {
+				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
 					return nil, err
 				}
 			}
 		}
+		// Only now, with the plan settled, is the profile cut to what
+		// training reads (and counted under memacct.Profile once).
+		mp.Profile = keptProfile(full, mp.Plan.Beta)
 		return mp, nil
 	}
 	name := mo.ProfileName
@@ -330,6 +333,9 @@ func profileMismatch(name string, p *planner.Profile, o *Options) string {
 	if p.Meta.BatchSize != o.BatchSize {
 		diff = append(diff, fmt.Sprintf("batch size %d, training %d", p.Meta.BatchSize, o.BatchSize))
 	}
+	if o.Selection != sample.ModeAuto && p.Meta.Mode != "" && p.Meta.Mode != string(o.Selection) {
+		diff = append(diff, fmt.Sprintf("%s batches, training %s", p.Meta.Mode, o.Selection))
+	}
 	if len(diff) == 0 {
 		return ""
 	}
@@ -341,15 +347,15 @@ func planCacheBytes(p *planner.PlanResult) int64 {
 	return p.Feature.Bytes() + p.History.Bytes() + p.Neighbor.Bytes()
 }
 
-// replan re-divides mp.Plan's profile for the cache share of mp.Budget,
+// replan re-divides profile p (mp.Plan's, nil when it is not on disk) for
+// the cache share of mp.Budget,
 // when the plan file's caches were sized for more than --mem leaves them
 // (a plan made with 'ssdgnn plan --mem X' budgets the caches alone, so
 // training under the same X must shrink them). Without the profile on
 // disk it fails with ErrBudget, naming the budget that would fit.
-func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemPlanOptions, mp *MemPlan) error {
+func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemPlanOptions, mp *MemPlan, p *planner.Profile) error {
 	old, caches := planCacheBytes(mp.Plan), mp.Budget.Caches
-	p, err := planner.LoadProfile(d.Dir(), mp.Plan.Profile)
-	if err != nil || p.Meta.NumNodes != d.NumNodes() {
+	if p == nil {
 		return fmt.Errorf("%w: plan %s's caches take %s but --mem %s leaves them %s, and its profile %q is not there to re-plan from: give --mem %s or more, or plan again with --mem %s",
 			ErrBudget, mp.PlanPath, ibytes(old), ibytes(mp.MemBytes), ibytes(caches), mp.Plan.Profile, ibytes(mp.MemBytes+old-caches), ibytes(caches))
 	}
@@ -364,35 +370,37 @@ func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemP
 	}
 	o.Logger.Info("plan re-divided to fit --mem", "plan", mp.PlanPath, "plan_cache_bytes", old, "cache_bytes", caches,
 		"alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(), "history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	mp.Plan, mp.Profile, mp.Replanned = res, keptProfile(p, res.Beta), true
+	mp.Plan, mp.Replanned = res, true
 	return nil
 }
 
-func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...any) }) (*MemPlan, error) {
+// readPlan reads the plan at path and its whole profile (nil when the
+// profile is not on disk or is for another node count).
+func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...any) }) (*MemPlan, *planner.Profile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("train: plan: %w", err)
+		return nil, nil, fmt.Errorf("train: plan: %w", err)
 	}
 	res := new(planner.PlanResult)
 	if err := json.Unmarshal(b, res); err != nil {
-		return nil, fmt.Errorf("%w: plan %s: %w", ErrInvalidOptions, path, err)
+		return nil, nil, fmt.Errorf("%w: plan %s: %w", ErrInvalidOptions, path, err)
 	}
 	if res.NumNodes != d.NumNodes() {
-		return nil, fmt.Errorf("%w: plan %s is for %d nodes, the dataset has %d", ErrMismatch, path, res.NumNodes, d.NumNodes())
+		return nil, nil, fmt.Errorf("%w: plan %s is for %d nodes, the dataset has %d", ErrMismatch, path, res.NumNodes, d.NumNodes())
 	}
 	mp := &MemPlan{Plan: res, PlanPath: path}
-	if res.Profile != "" {
-		p, err := planner.LoadProfile(d.Dir(), res.Profile)
-		switch {
-		case err == nil && p.Meta.NumNodes == d.NumNodes():
-			mp.Profile = keptProfile(p, res.Beta)
-		case err == nil, errors.Is(err, planner.ErrNotFound):
-			log.Info("plan's profile not usable; caches select by degree", "profile", res.Profile)
-		default:
-			return nil, err
-		}
+	if res.Profile == "" {
+		return mp, nil, nil
 	}
-	return mp, nil
+	p, err := planner.LoadProfile(d.Dir(), res.Profile)
+	switch {
+	case err == nil && p.Meta.NumNodes == d.NumNodes():
+		return mp, p, nil
+	case err == nil, errors.Is(err, planner.ErrNotFound):
+		log.Info("plan's profile not usable; caches select by degree", "profile", res.Profile)
+		return mp, nil, nil
+	}
+	return nil, nil, err
 }
 
 // MemoryUse is the caches' memory, tables included, plus the working set

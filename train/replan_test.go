@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 )
 
 // TestPlanFileReplanned: a plan whose caches exceed what --mem leaves them
@@ -60,6 +62,21 @@ func TestPlanFileReplanned(t *testing.T) {
 	}
 	if !strings.Contains(w.Warning, "fanouts") {
 		t.Errorf("fanouts differ from the profile's: warning %q", w.Warning)
+	}
+	// Another batch selection than the profile's: a warning too.
+	so := synthOpts().withDefaults()
+	prof := &planner.Profile{Meta: planner.Meta{Fanouts: so.Fanouts, BatchSize: so.BatchSize, Mode: string(sample.ModePartition)}}
+	so.Selection = sample.ModeRandom
+	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "partition batches, training random") {
+		t.Errorf("selection differs from the profile's: warning %q", w)
+	}
+	// Re-dividing counts the kept profile once, as reading a plan does.
+	before := memacct.Read().Bytes[memacct.Profile]
+	if _, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: small, PlanFile: mp.PlanPath}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := memacct.Read().Bytes[memacct.Profile]-before, 8*n; got != want {
+		t.Errorf("re-divided plan counted %d profile bytes, want %d (8 a node, once)", got, want)
 	}
 	// No profile to re-plan from: refused, naming what would fit.
 	if err := os.RemoveAll(planner.ProfilePath(d.Dir(), "replan") + "/profile.json"); err != nil {
