@@ -237,8 +237,8 @@ func (o *Options) Validate() error {
 	if w.FeatCoalesceGap < featurecache.PerRowReads {
 		return fmt.Errorf("%w: FeatCoalesceGap %d, want >= %d", ErrInvalidOptions, w.FeatCoalesceGap, featurecache.PerRowReads)
 	}
-	if a := w.FeatMaxReadAmp; a != 0 && a != featurecache.UncappedReads && !(a >= 1 && a <= 1e6) {
-		return fmt.Errorf("%w: FeatMaxReadAmp %v, want 0, featurecache.UncappedReads or a value in [1, 1e6]", ErrInvalidOptions, a)
+	if err := (&featurecache.Options{MaxReadAmplification: w.FeatMaxReadAmp}).Validate(); err != nil {
+		return fmt.Errorf("%w: FeatMaxReadAmp: %w", ErrInvalidOptions, err)
 	}
 	if w.FeatIODepth < 0 {
 		return fmt.Errorf("%w: FeatIODepth %d, want >= 0", ErrInvalidOptions, w.FeatIODepth)

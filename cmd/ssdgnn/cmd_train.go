@@ -135,13 +135,12 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			default:
 				o.FeatCoalesceGap = coalesceGap
 			}
-			switch {
-			case maxReadAmp == 0:
+			if maxReadAmp != 0 && !(maxReadAmp >= 1) {
+				return fmt.Errorf("--max-read-amp %v: want 0 (no cap) or a ratio of at least 1", maxReadAmp)
+			}
+			o.FeatMaxReadAmp = maxReadAmp
+			if maxReadAmp == 0 {
 				o.FeatMaxReadAmp = featurecache.UncappedReads
-			case maxReadAmp >= 1 && maxReadAmp <= 1e6:
-				o.FeatMaxReadAmp = maxReadAmp
-			default:
-				return fmt.Errorf("--max-read-amp %v: want 0 (no cap) or a ratio in [1, 1e6]", maxReadAmp)
 			}
 			if o.Dropout < 0 || o.Dropout >= 1 {
 				return fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)

@@ -141,10 +141,8 @@ func (p *Planner) Plan(ids []int64, o Options, dst []Extent) []Extent {
 // (adjacent or shared blocks) always merge: they cost nothing.
 func (p *Planner) cappedGap(ids []int64, o Options, maxGap int64) int64 {
 	gaps := p.gaps[:0]
-	var union, sum int64
-	_, prevEnd := o.span(ids[0])
-	s0, _ := o.span(ids[0])
-	union = prevEnd - s0
+	s0, prevEnd := o.span(ids[0])
+	union, sum := prevEnd-s0, int64(0)
 	for _, id := range ids[1:] {
 		s, e := o.span(id)
 		if g := s - prevEnd; g > 0 {
