@@ -179,25 +179,8 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	if !want.Profiled || want.Fanouts != o.Fanouts || want.BatchSize != o.BatchSize {
-		h.log.Info("profiling")
-		if _, err := h.setup(ctx, "profile", "profile", o.Dir, "--partition", PartitionName, "--name", ProfileName,
-			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
-			return nil, err
-		}
-		want.Profiled, want.Fanouts, want.BatchSize = true, o.Fanouts, o.BatchSize
-		if err := writeMarker(o.Dir, want); err != nil {
-			return nil, err
-		}
-	}
-	ds.PlanFile = filepath.Join(o.OutDir, "plan.json")
-	if _, err := h.setup(ctx, "plan", "plan", o.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(o.CacheBudget, 10),
-		"--hidden", strconv.Itoa(o.Hidden), "--out", ds.PlanFile, "--json"); err != nil {
+	if err := h.profileAndPlan(ctx, ds, &want, ""); err != nil {
 		return nil, err
-	}
-	ds.Plan = new(Plan)
-	if err := readJSON(ds.PlanFile, ds.Plan); err != nil {
-		return nil, fmt.Errorf("ooc: %s: %w", ds.PlanFile, err)
 	}
 	if _, err := storage.ReadDeviceProfile(o.Dir); errors.Is(err, storage.ErrNoDeviceProfile) {
 		h.log.Info("probing the disk")
@@ -236,30 +219,45 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 	} else {
 		pm.Reused = true
 	}
-	if !have.Profiled || have.Fanouts != o.Fanouts || have.BatchSize != o.BatchSize {
-		h.log.Info("profiling the partition-major dataset")
-		if _, err := h.setup(ctx, "profile-pm", "profile", pm.Dir, "--partition", PartitionName, "--name", ProfileName,
-			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
-			return nil, err
-		}
-		have.Profiled, have.Fanouts, have.BatchSize = true, o.Fanouts, o.BatchSize
-	}
 	if err := writeMarker(pm.Dir, have); err != nil {
 		return nil, err
 	}
-	pm.PlanFile = filepath.Join(o.OutDir, "plan-pm.json")
-	if _, err := h.setup(ctx, "plan-pm", "plan", pm.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(o.CacheBudget, 10),
-		"--hidden", strconv.Itoa(o.Hidden), "--out", pm.PlanFile, "--json"); err != nil {
+	if err := h.profileAndPlan(ctx, &pm, &have, "-pm"); err != nil {
 		return nil, err
-	}
-	pm.Plan = new(Plan)
-	if err := readJSON(pm.PlanFile, pm.Plan); err != nil {
-		return nil, fmt.Errorf("ooc: %s: %w", pm.PlanFile, err)
 	}
 	if err := storage.WriteDeviceProfile(pm.Dir, ds.Device); err != nil {
 		return nil, err
 	}
 	return &pm, nil
+}
+
+// profileAndPlan profiles ds.Dir unless its marker m says it was profiled
+// with the benchmark's fanouts and batch size (updating m and the marker
+// file), then plans it for o.CacheBudget into OutDir/plan<tag>.json and
+// sets ds.PlanFile and ds.Plan.
+func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
+	o := &h.o
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize {
+		h.log.Info("profiling", "dir", ds.Dir)
+		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
+			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
+			return err
+		}
+		m.Profiled, m.Fanouts, m.BatchSize = true, o.Fanouts, o.BatchSize
+		if err := writeMarker(ds.Dir, *m); err != nil {
+			return err
+		}
+	}
+	ds.PlanFile = filepath.Join(o.OutDir, "plan"+tag+".json")
+	if _, err := h.setup(ctx, "plan"+tag, "plan", ds.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(o.CacheBudget, 10),
+		"--hidden", strconv.Itoa(o.Hidden), "--out", ds.PlanFile, "--json"); err != nil {
+		return err
+	}
+	ds.Plan = new(Plan)
+	if err := readJSON(ds.PlanFile, ds.Plan); err != nil {
+		return fmt.Errorf("ooc: %s: %w", ds.PlanFile, err)
+	}
+	return nil
 }
 
 func writeMarker(dir string, m marker) error {
