@@ -60,7 +60,20 @@
 //
 // # Stream order
 //
-// OrderBFS (the default) streams breadth-first over the CSR from a seeded
+// OrderAuto (the default) is OrderBFS when the CSR fits in memory (the
+// smaller of the memory cgroup's limit and MemAvailable) beside the
+// partitioner's state, else OrderID (AutoOrder). BFS visits neighbour
+// lists all over the CSR: when the CSR does not stay in the page cache,
+// every pass re-reads it from the disk a page at a time (at 20 M nodes
+// under 2 GiB, 178 GiB read and 2.3× the linear time; docs/benchmarks.md).
+// With OrderID every pass is one sweep in storage order, level 2 included:
+// the k1 second-level streams run at once, node v going to its part's
+// streamer as one ascending sweep reaches it (level2Sweep), which assigns
+// exactly what streaming the parts one by one would. The price is the
+// cut: on graphs whose communities are scattered over the id space, id
+// order cuts more edges than BFS (the table in docs/benchmarks.md).
+//
+// OrderBFS streams breadth-first over the CSR from a seeded
 // start node, restarting at the next unvisited id when a component is
 // exhausted; the order array doubles as the queue, so it costs 8 bytes
 // per node plus an N-bit visited set (level 1). At level 2 each

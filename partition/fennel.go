@@ -33,6 +33,12 @@ type levelSpec struct {
 	// bit v is set once v has been re-placed in the current pass. Every bit
 	// of the scope is clear on entry and on return. Allocated if nil.
 	done []uint64
+	// doneScope, when set, limits done to the scope: a neighbour u counts
+	// as re-placed only if doneScope[u] == scopePart. level2Sweep sets it
+	// because one done set serves several parts' streams at once, while
+	// a Bloom false positive of the scope test may name another part's
+	// node, which a stream running alone would find not re-placed.
+	doneScope []int32
 }
 
 // streamer runs FENNEL over one levelSpec. It is used by one goroutine,
@@ -70,6 +76,7 @@ type streamer struct {
 
 	// Statistics of the last pass.
 	seen, internal int64   // neighbours already assigned / of them in v's part
+	placed         int64   // nodes placed in this pass
 	intra          []int64 // per part: edges to earlier nodes of the same part
 	onProgress     func(done int64, seen, internal int64)
 }
@@ -173,7 +180,9 @@ func (s *streamer) touch(p int32) {
 	}
 }
 
-func (s *streamer) isDone(u int64) bool { return s.spec.done[u>>6]&(1<<(u&63)) != 0 }
+func (s *streamer) isDone(u int64) bool {
+	return s.spec.done[u>>6]&(1<<(u&63)) != 0 && (s.spec.doneScope == nil || s.spec.doneScope[u] == s.spec.scopePart)
+}
 
 // gather loads v's in-scope neighbours into s.nbrs (and, for Bloom, their
 // hash locations, hashK per neighbour, into s.locs).
@@ -358,81 +367,102 @@ func (s *streamer) choose(isTrain bool) (int, error) {
 
 // run streams every pass.
 func (s *streamer) run(passes int) error {
-	sp := &s.spec
 	for pass := range passes {
-		if pass > 0 && sp.filter {
-			if s.prev == nil {
-				s.prev = newSliced(sp.k, s.capN, s.opts.FalsePositive)
-			} else {
-				s.prev.reset()
-			}
-			s.prev, s.filters = s.filters, s.prev
-			if sp.done == nil {
-				sp.done = make([]uint64, (s.d.NumNodes()+63)/64)
-			}
-		}
-		s.seen, s.internal = 0, 0
-		clear(s.intra)
+		s.beginPass(pass)
 		for i := range s.streamLen() {
-			v := s.streamAt(i)
-			isTrain := s.train(v)
-			if pass > 0 {
-				old := int(sp.out[v] - sp.base)
-				if isTrain {
-					s.move(old, -1, -1)
-				} else {
-					s.move(old, -1, 0)
-				}
-				if !sp.filter {
-					sp.out[v] = -1
-				}
-			}
-			s.gather(v)
-			s.count()
-			p, err := s.choose(isTrain)
-			if err != nil {
+			if err := s.place(s.streamAt(i), pass); err != nil {
 				return err
 			}
-			for _, q := range s.touched {
-				s.seen += int64(s.counts[q])
-			}
-			s.internal += int64(s.counts[p])
-			s.intra[p] += int64(s.counts[p])
-			for _, q := range s.touched {
-				s.counts[q] = 0
-				s.mark[q] = false
-			}
-			s.touched = s.touched[:0]
-			sp.out[v] = sp.base + int32(p)
-			if sp.filter {
-				s.filters.add(s.hs.locations(v), p)
-				if pass > 0 {
-					sp.done[v>>6] |= 1 << (v & 63)
-				}
-			}
-			if isTrain {
-				s.move(p, 1, 1)
-			} else {
-				s.move(p, 1, 0)
-			}
-			if (i+1)%4096 == 0 {
-				if err := s.opts.ctx.Err(); err != nil {
-					return err
-				}
-				if s.onProgress != nil {
-					s.onProgress(4096, s.seen, s.internal)
-				}
-			}
 		}
-		if s.onProgress != nil {
-			s.onProgress(int64(s.streamLen()%4096), s.seen, s.internal)
-		}
-		if pass > 0 && sp.filter {
-			s.clearDone()
-		}
+		s.endPass(pass)
 	}
 	s.prev = nil
 	return nil
+}
+
+// beginPass starts pass number pass (0-based): from the second on, the
+// filters of the previous pass become s.prev.
+func (s *streamer) beginPass(pass int) {
+	sp := &s.spec
+	if pass > 0 && sp.filter {
+		if s.prev == nil {
+			s.prev = newSliced(sp.k, s.capN, s.opts.FalsePositive)
+		} else {
+			s.prev.reset()
+		}
+		s.prev, s.filters = s.filters, s.prev
+		if sp.done == nil {
+			sp.done = make([]uint64, (s.d.NumNodes()+63)/64)
+		}
+	}
+	s.seen, s.internal, s.placed = 0, 0, 0
+	clear(s.intra)
+}
+
+// place streams v, the next node of the scope's stream order, in pass.
+func (s *streamer) place(v int64, pass int) error {
+	sp := &s.spec
+	isTrain := s.train(v)
+	if pass > 0 {
+		old := int(sp.out[v] - sp.base)
+		if isTrain {
+			s.move(old, -1, -1)
+		} else {
+			s.move(old, -1, 0)
+		}
+		if !sp.filter {
+			sp.out[v] = -1
+		}
+	}
+	s.gather(v)
+	s.count()
+	p, err := s.choose(isTrain)
+	if err != nil {
+		return err
+	}
+	for _, q := range s.touched {
+		s.seen += int64(s.counts[q])
+	}
+	s.internal += int64(s.counts[p])
+	s.intra[p] += int64(s.counts[p])
+	for _, q := range s.touched {
+		s.counts[q] = 0
+		s.mark[q] = false
+	}
+	s.touched = s.touched[:0]
+	sp.out[v] = sp.base + int32(p)
+	if sp.filter {
+		s.filters.add(s.hs.locations(v), p)
+		if pass > 0 {
+			sp.done[v>>6] |= 1 << (v & 63)
+		}
+	}
+	if isTrain {
+		s.move(p, 1, 1)
+	} else {
+		s.move(p, 1, 0)
+	}
+	s.placed++
+	if s.placed%4096 == 0 {
+		if err := s.opts.ctx.Err(); err != nil {
+			return err
+		}
+		if s.onProgress != nil {
+			s.onProgress(4096, s.seen, s.internal)
+		}
+	}
+	return nil
+}
+
+// endPass ends pass: it reports the pass's last nodes and clears the
+// scope's done bits.
+func (s *streamer) endPass(pass int) {
+	if s.onProgress != nil {
+		s.onProgress(s.placed%4096, s.seen, s.internal)
+	}
+	if pass > 0 && s.spec.filter {
+		s.clearDone()
+	}
 }
 
 // clearDone clears the scope's bits of spec.done.

@@ -41,6 +41,10 @@ const (
 	// (restarting at the next unvisited id); level 2 streams each part in
 	// the order its nodes had in the level-1 stream.
 	OrderBFS = "bfs"
+	// OrderAuto (the default) is OrderBFS when the graph's CSR fits in
+	// memory beside the partitioner's own state, else OrderID, whose
+	// passes read the CSR in storage order (see AutoOrder).
+	OrderAuto = "auto"
 )
 
 // Defaults.
@@ -53,7 +57,7 @@ const (
 	DefaultFalsePositive  = 0.01
 	DefaultParallelDegree = 4096
 	DefaultPasses         = 3
-	DefaultOrder          = OrderBFS
+	DefaultOrder          = OrderAuto
 	DefaultRefine         = 3
 )
 
@@ -99,8 +103,9 @@ type Options struct {
 	// see the package doc): 0 means DefaultRefine (3), -1 none, at most
 	// 100.
 	Refine int
-	// Order is the stream order: OrderBFS (default; seeded start),
-	// OrderID or OrderRandom (seeded).
+	// Order is the stream order: OrderAuto (default), OrderBFS (seeded
+	// start), OrderID or OrderRandom (seeded). Run resolves OrderAuto
+	// and records the order it used.
 	Order string
 	// Seed seeds every random choice (BFS start nodes, random order, random
 	// method, gpmetis).
@@ -120,6 +125,9 @@ type Options struct {
 	Logger *slog.Logger
 
 	ctx context.Context // set by RunContext; nil means context.Background()
+	// perPart runs OrderID's second level part by part instead of in one
+	// sweep (level2Sweep); tests compare the two.
+	perPart bool
 }
 
 // withDefaults returns a copy of o (or of the zero Options) with defaults
@@ -232,8 +240,8 @@ func (c *Options) validate() error {
 	if c.Refine < -1 || c.Refine > 100 {
 		return bad("Refine", "%d not in [-1, 100]", c.Refine)
 	}
-	if c.Order != OrderID && c.Order != OrderRandom && c.Order != OrderBFS {
-		return bad("Order", "%q (want %q, %q or %q)", c.Order, OrderID, OrderRandom, OrderBFS)
+	if c.Order != OrderID && c.Order != OrderRandom && c.Order != OrderBFS && c.Order != OrderAuto {
+		return bad("Order", "%q (want %q, %q, %q or %q)", c.Order, OrderAuto, OrderID, OrderRandom, OrderBFS)
 	}
 	if c.Workers < 1 {
 		return bad("Workers", "%d must be >= 1", c.Workers)

@@ -351,3 +351,42 @@ func TestDefaultFirstLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepMatchesPerPart checks that OrderID's one-sweep second level
+// (level2Sweep) assigns every node as running each first-level part's
+// stream alone does. The Bloom filters' false-positive rate is high so
+// that the scope test often admits another part's node.
+func TestSweepMatchesPerPart(t *testing.T) {
+	seed := testSeed(t)
+	g, _ := planted(4000, 40, 10, 0.7, 0.3, seed)
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(Dir(dir, name), FilePart))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, m := range []Method{Fennel, FennelExact} {
+		for _, passes := range []int{1, 3} {
+			base := fmt.Sprintf("%s-p%d", m, passes)
+			o := Options{Method: m, Parts: 100, FirstLevel: 10, Order: OrderID, Seed: seed, Passes: passes,
+				Refine: -1, Workers: 2, Name: base + "-perpart", perPart: true, FalsePositive: 0.2}
+			if _, err := Run(d, &o); err != nil {
+				t.Fatal(err)
+			}
+			want := read(o.Name)
+			for _, workers := range []int{1, 3} {
+				o := Options{Method: m, Parts: 100, FirstLevel: 10, Order: OrderID, Seed: seed, Passes: passes,
+					Refine: -1, Workers: workers, Name: fmt.Sprintf("%s-sweep%d", base, workers), FalsePositive: 0.2}
+				if _, err := Run(d, &o); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(read(o.Name), want) {
+					t.Errorf("%s passes=%d workers=%d: the sweep's part.npy differs from part by part", m, passes, workers)
+				}
+			}
+		}
+	}
+}

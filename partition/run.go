@@ -61,6 +61,11 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		return Stats{}, fmt.Errorf("%w: %d parts for %d nodes: at least %d parts would be empty; use at most %d",
 			ErrOptions, o.Parts, n, int64(o.Parts)-n, n)
 	}
+	if o.Order == OrderAuto {
+		var why string
+		o.Order, why = AutoOrder(d)
+		o.Logger.Info("partition: stream order "+o.Order, "why", why)
+	}
 	start := time.Now()
 	memstat.ResetPeak()
 	dir := Dir(d.Dir(), o.Name)
@@ -239,10 +244,54 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 		wg          sync.WaitGroup
 	)
 	workers := min(o.Workers, k1)
+	intra := intraEdges(d, part1, k1, workers)
+	trainPer := make([]int64, k1)
+	for _, v := range d.TrainIdx() {
+		trainPer[part1[v]]++
+	}
 	// Level-2 streamers run on the pool; a high-degree node inside one
 	// must not fan out again.
 	o2 := *o
 	o2.Workers = 1
+	onProgress := func() func(add, seen, internal int64) {
+		var lastSeen, lastIn int64
+		return func(add, seen, internal int64) {
+			if seen < lastSeen {
+				lastSeen, lastIn = 0, 0 // a new pass restarted the counters
+			}
+			task.Add(add)
+			dn := doneNodes.Add(add)
+			se := seenAll.Add(seen - lastSeen)
+			in := internalAll.Add(internal - lastIn)
+			lastSeen, lastIn = seen, internal
+			if dn%(1<<16) < add {
+				task.Describe(describe("partition level 2", dn, t0, se, in))
+			}
+		}
+	}
+	spec2 := func(p int, ord []int64) levelSpec {
+		nodes := mem1[off1[p]:off1[p+1]]
+		sp := levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: intra[p], t: trainPer[p], order: ord,
+			out: final, base: int32(p * k2), filter: useBloom, scopePart: int32(p)}
+		if useBloom {
+			sp.scopeSlice = s1.filters
+		} else {
+			sp.scopeArr = part1
+		}
+		return sp
+	}
+	if o.Order == OrderID && !o.perPart {
+		// Every part streams its members in id order: run all of them
+		// at once in one ascending sweep per pass, so the CSR is read in
+		// storage order (see level2Sweep).
+		fb, err := level2Sweep(d, &o2, part1, k1, workers, spec2, isTrain, onProgress)
+		if err != nil {
+			return result{}, err
+		}
+		res.part = final
+		res.filterBytes += fb
+		return res, nil
+	}
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -265,13 +314,6 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 				if len(nodes) == 0 {
 					continue
 				}
-				var t int64
-				for _, v := range nodes {
-					if isTrain(v) {
-						t++
-					}
-				}
-				m := intraEdges(d, part1, nodes, int32(p))
 				var ord []int64
 				switch o.Order {
 				case OrderRandom:
@@ -282,37 +324,18 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 					}
 					ord = bfsScope(d, nodes, part1, int32(p), seen, o.Seed)
 				}
-				sp := levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: m, t: t, order: ord,
-					out: final, base: int32(p * k2), filter: useBloom, scopePart: int32(p)}
-				if useBloom {
-					sp.scopeSlice = s1.filters
-					if o.Passes > 1 {
-						if done == nil {
-							done = make([]uint64, (n+63)/64)
-						}
-						sp.done = done
+				sp := spec2(p, ord)
+				if useBloom && o.Passes > 1 {
+					if done == nil {
+						done = make([]uint64, (n+63)/64)
 					}
-				} else {
-					sp.scopeArr = part1
+					sp.done = done
 				}
 				s2 := newStreamer(d, &o2, sp, isTrain)
 				if s2.filterBytes > maxFilter.Load() {
 					maxFilter.Store(s2.filterBytes) // racy max is fine: a statistic
 				}
-				var lastSeen, lastIn int64
-				s2.onProgress = func(add, seen, internal int64) {
-					if seen < lastSeen {
-						lastSeen, lastIn = 0, 0 // a new pass restarted the counters
-					}
-					task.Add(add)
-					dn := doneNodes.Add(add)
-					se := seenAll.Add(seen - lastSeen)
-					in := internalAll.Add(internal - lastIn)
-					lastSeen, lastIn = seen, internal
-					if dn%(1<<16) < add {
-						task.Describe(describe("partition level 2", dn, t0, se, in))
-					}
-				}
+				s2.onProgress = onProgress()
 				if err := s2.run(o.Passes); err != nil {
 					mu.Lock()
 					if p < errPart {
@@ -332,21 +355,44 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	return res, nil
 }
 
-// intraEdges counts the undirected edges (self loops excluded) with both
-// ends in first-level part p, whose members are nodes: the m of α for the
-// part's second-level stream.
-func intraEdges(d *storage.Dataset, part1 []int32, nodes []int64, p int32) float64 {
-	var e int64
-	var buf []int64
-	for _, v := range nodes {
-		buf = d.Neighbors(v).AppendTo(buf[:0])
-		for _, u := range buf {
-			if u != v && part1[u] == p {
-				e++
+// intraEdges counts, for every first-level part p of part1 (k1 parts), the
+// undirected edges (self loops excluded) with both ends in p: the m of α
+// for p's second-level stream. It sweeps the CSR once in id order, split
+// into workers contiguous ranges.
+func intraEdges(d *storage.Dataset, part1 []int32, k1, workers int) []float64 {
+	n := int64(len(part1))
+	workers = max(workers, 1)
+	counts := make([][]int64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*int64(w)/int64(workers), n*int64(w+1)/int64(workers)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := make([]int64, k1)
+			var buf []int64
+			for v := lo; v < hi; v++ {
+				p := part1[v]
+				buf = d.Neighbors(v).AppendTo(buf[:0])
+				for _, u := range buf {
+					if u != v && part1[u] == p {
+						e[p]++
+					}
+				}
 			}
-		}
+			counts[w] = e
+		}()
 	}
-	return float64(e) / 2
+	wg.Wait()
+	m := make([]float64, k1)
+	for p := range m {
+		var e int64
+		for _, c := range counts {
+			e += c[p]
+		}
+		m[p] = float64(e) / 2
+	}
+	return m
 }
 
 // bfsScope is a breadth-first order over the subgraph induced by nodes

@@ -84,7 +84,7 @@ atomically with a manifest; see docs/format.md.`,
 	f.Float64Var(&o.FalsePositive, "false-positive", 0, "Bloom filter false-positive rate (0: default)")
 	f.IntVar(&o.Passes, "passes", 0, "streaming passes; later passes restream with the previous assignment (0: default)")
 	f.IntVar(&o.Refine, "refine", 0, "greedy refinement rounds after the streaming passes (0: default, -1: none)")
-	f.StringVar(&o.Order, "order", "", "stream order: id, random (seeded) or bfs where supported (empty: default)")
+	f.StringVar(&o.Order, "order", "", "stream order: auto (bfs when the CSR fits in memory, else id, read in storage order), bfs, id or random (seeded)")
 	f.Int64Var(&o.Seed, "seed", 1, "random seed; the same seed gives the same partition")
 	f.IntVar(&o.Workers, "workers", 0, "worker goroutines (0: one per core)")
 	f.BoolVar(&o.Force, "force", false, "overwrite an existing partitioning of the same name")

@@ -1,0 +1,58 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// stateBytesPerNode is the two-level FENNEL's resident anonymous memory
+// per node with OrderBFS, measured at 20 M nodes (docs/benchmarks.md,
+// "How cost grows with work"): the level-1 and final assignments, the
+// BFS order and its visited set, the grouping by first-level part, the
+// filters, and the Go heap's slack between collections.
+const stateBytesPerNode = 48
+
+// AutoOrder picks OrderAuto's stream order for d: OrderBFS, which reads
+// neighbour lists in breadth-first order, when the CSR (indptr and
+// indices) fits in the memory this process may use beside the
+// partitioner's own state; else OrderID, whose every pass is one sweep of
+// the CSR in storage order (level 2 included, see level2Sweep), so a graph
+// larger than memory is read sequentially rather than re-read page by
+// page. The memory is the smaller of the memory cgroup's limit and
+// MemAvailable. why says which and with what numbers.
+func AutoOrder(d *storage.Dataset) (order, why string) {
+	return autoOrder(csrBytes(d), d.NumNodes(), availableMemory())
+}
+
+func autoOrder(csr, n, avail int64) (order, why string) {
+	need := csr + stateBytesPerNode*n
+	ib := func(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
+	if avail <= 0 || need <= avail {
+		return OrderBFS, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) fit in %s", ib(csr), ib(stateBytesPerNode*n), ib(avail))
+	}
+	return OrderID, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) exceed %s: streaming in storage order", ib(csr), ib(stateBytesPerNode*n), ib(avail))
+}
+
+// csrBytes is the size of d's indptr and indices arrays.
+func csrBytes(d *storage.Dataset) int64 {
+	e := int64(8)
+	if d.Indices32() != nil {
+		e = 4
+	}
+	return 8*(d.NumNodes()+1) + e*d.NumEdges()
+}
+
+// availableMemory is the least of the memory cgroup's limit and
+// MemAvailable (0 when neither is known).
+func availableMemory() int64 {
+	avail := memstat.Available()
+	if l, ok := cgroup.SelfMemoryLimit(); ok && (avail <= 0 || l < avail) {
+		avail = l
+	}
+	return avail
+}
