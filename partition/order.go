@@ -11,11 +11,12 @@ import (
 )
 
 // stateBytesPerNode is the two-level FENNEL's resident anonymous memory
-// per node with OrderBFS, measured at 20 M nodes (docs/benchmarks.md,
-// "How cost grows with work"): the level-1 and final assignments, the
-// BFS order and its visited set, the grouping by first-level part, the
-// filters, and the Go heap's slack between collections.
-const stateBytesPerNode = 48
+// per node with OrderBFS: the peak RssAnon of the 20 M-node rung of
+// docs/benchmarks.md ("How cost grows with work"), run without a memory
+// limit, was 1,076,404 KiB, 55.1 bytes a node: the level-1 and final
+// assignments, the BFS order and its visited set, the grouping by
+// first-level part, the filters, and the Go heap's slack.
+const stateBytesPerNode = 56
 
 // AutoOrder picks OrderAuto's stream order for d: OrderBFS, which reads
 // neighbour lists in breadth-first order, when the CSR (indptr and
