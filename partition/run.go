@@ -66,6 +66,15 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		o.Order, why = AutoOrder(d)
 		o.Logger.Info("partition: stream order "+o.Order, "why", why)
 	}
+	if o.Method == Fennel || o.Method == FennelExact {
+		// OrderID's passes sweep the CSR in storage order: let the
+		// kernel read ahead. The others visit it at random (the
+		// dataset's default hint).
+		if err := adviseCSR(d, o.Order); err != nil {
+			return Stats{}, err
+		}
+		defer adviseCSR(d, "")
+	}
 	start := time.Now()
 	memstat.ResetPeak()
 	dir := Dir(d.Dir(), o.Name)
@@ -94,6 +103,9 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 	switch o.Method {
 	case Fennel, FennelExact:
 		res, err = runFennel(d, o, isTrain)
+		if err == nil {
+			err = adviseCSR(d, OrderID) // refinement and the cut count sweep in id order
+		}
 		if err == nil && o.Refine > 0 {
 			t := time.Now()
 			res.refine = o.Refine
@@ -149,6 +161,21 @@ func prepareDir(dir string, force bool) error {
 	}
 	_, err := atomicfile.CleanTemps(dir)
 	return err
+}
+
+// adviseCSR hints the CSR mappings of d for streaming in order: sequential
+// for OrderID, random otherwise.
+func adviseCSR(d *storage.Dataset, order string) error {
+	adv := storage.AdviceRandom
+	if order == OrderID {
+		adv = storage.AdviceSequential
+	}
+	for _, name := range []string{storage.FileIndptr, storage.FileIndices} {
+		if err := d.Advise(name, adv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trainTest returns a membership test over the sorted training ids. It

@@ -343,7 +343,11 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 	st.AvgTrain = float64(len(train)) / float64(k)
 	toff, tmem, part = nil, nil, nil
 
-	// Adjacency in members order: indptr then indices.
+	// Adjacency in members order: indptr then indices. Members order
+	// visits the CSR at random.
+	if err := adviseCSR(d, ""); err != nil {
+		return Stats{}, err
+	}
 	err := add(writeArray(o.ctx, dir, FileAdjIndptr, func(a *arrayWriter) {
 		stream(a, func(put func(int64)) {
 			var acc int64

@@ -38,9 +38,13 @@ func (a Advice) unix() int {
 
 // OpenOptions configures Open.
 type OpenOptions struct {
-	// Advice is applied to the indices and features mappings, the two large
-	// arrays that training reads at random. Default AdviceRandom, which
-	// stops the kernel's readahead from inflating bytes read.
+	// Advice is applied to the per-node arrays that training reads at
+	// random: indptr, indices, features and labels. Default AdviceRandom,
+	// which stops the kernel's read-around from inflating bytes read: a
+	// fault on a mapping without it reads up to the device's
+	// read_ahead_kb (8 MiB on the benchmark VM) around the page, and a
+	// sampler that looks up indptr at random then reads megabytes per
+	// neighbour list once the page cache cannot hold the array.
 	Advice Advice
 	// Accounting receives the dataset's I/O counts; nil allocates one.
 	Accounting *Accounting
@@ -118,7 +122,7 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	for _, name := range []string{FileIndices, FileFeatures} {
+	for _, name := range []string{FileIndptr, FileIndices, FileFeatures, FileLabels} {
 		if _, ok := d.arrays[name]; ok {
 			if err := d.Advise(name, opts.Advice); err != nil {
 				d.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"golang.org/x/sys/unix"
 )
 
 // Evaluation modes (Options.EvalMode).
@@ -446,13 +447,13 @@ func newLWStage(dir string, l int, set bitset, n int64, sh lwLayer, avail int64)
 		return s, nil
 	}
 	s := &lwStage{}
-	z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), n, sh.z)
+	z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, sh.z)
 	if err != nil {
 		return nil, err
 	}
 	s.z = z
 	if sh.self > 0 {
-		self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), n, sh.self)
+		self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), ix, rows, sh.self)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -540,16 +541,31 @@ func (a *lwMem) writeRows(ids []int64, src []float32) (int64, error) {
 
 func (a *lwMem) close() { a.rows = nil }
 
-// lwArray is a temporary [n, width] float32 .npy holding one layer's
-// outputs, row v at node v.
+// lwArray is a temporary [rows, width] float32 .npy holding one layer's
+// rows for the members of a set, in rank order (lwIndex): no holes, so a
+// chunk's rows are written as one contiguous run of whole pages, not one
+// partial page per scattered node.
+//
+// What it writes is flushed to the disk and dropped from the page cache
+// every lwFlushBytes (fdatasync, then POSIX_FADV_DONTNEED). Under a
+// memory cgroup (v1), dirty pages are charged to the cgroup but written
+// back only past the machine-wide dirty thresholds, which a small cgroup
+// never reaches; reclaim cannot free them, and the 20 M-node evaluation
+// of docs/benchmarks.md was OOM-killed with 15 GB written this way.
 type lwArray struct {
-	f     *os.File
-	off   int64
-	width int
+	f       *os.File
+	ix      *lwIndex
+	off     int64
+	width   int
+	pending int64 // bytes written since the last flush
+	pos     []int64
 }
 
-func createLWArray(path string, n int64, width int) (*lwArray, error) {
-	hdr, err := npy.EncodeHeader(npy.Float32, []int64{n, int64(width)})
+// lwFlushBytes is how much an lwArray writes between flushes.
+const lwFlushBytes = 16 << 20
+
+func createLWArray(path string, ix *lwIndex, rows int64, width int) (*lwArray, error) {
+	hdr, err := npy.EncodeHeader(npy.Float32, []int64{rows, int64(width)})
 	if err != nil {
 		return nil, err
 	}
@@ -557,13 +573,12 @@ func createLWArray(path string, n int64, width int) (*lwArray, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: layer-wise: %w", err)
 	}
-	a := &lwArray{f: f, off: int64(len(hdr)), width: width}
+	a := &lwArray{f: f, ix: ix, off: int64(len(hdr)), width: width}
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		a.close()
 		return nil, fmt.Errorf("train: layer-wise: %w", err)
 	}
-	// Rows nobody needs stay holes.
-	if err := f.Truncate(a.off + n*int64(width)*4); err != nil {
+	if err := f.Truncate(a.off + rows*int64(width)*4); err != nil {
 		a.close()
 		return nil, fmt.Errorf("train: layer-wise: %w", err)
 	}
@@ -571,6 +586,25 @@ func createLWArray(path string, n int64, width int) (*lwArray, error) {
 }
 
 func (a *lwArray) close() { a.f.Close() }
+
+// positions maps ids (ascending) to their ranks (ascending too).
+func (a *lwArray) positions(ids []int64) []int64 {
+	a.pos = a.pos[:0]
+	for _, v := range ids {
+		a.pos = append(a.pos, a.ix.pos(v))
+	}
+	return a.pos
+}
+
+// flush writes back what was written and drops it from the page cache.
+func (a *lwArray) flush() error {
+	a.pending = 0
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("train: layer-wise flush %s: %w", a.f.Name(), err)
+	}
+	_ = unix.Fadvise(int(a.f.Fd()), 0, 0, unix.FADV_DONTNEED) // a hint; failure costs only cache
+	return nil
+}
 
 func f32bytes(v []float32) []byte {
 	if len(v) == 0 {
@@ -594,10 +628,10 @@ func runs(ids []int64, fn func(i, j int) error) error {
 	return nil
 }
 
-// Reads of a temporary array: ids at most lwGapBytes apart are read by one
-// pread, the gap included (copying a cached page costs less than a system
-// call), in spans of at most lwSpanBytes. The chunks' sources are spread
-// over the whole id space, often densely, so this turns one pread per
+// Reads of a temporary array: rows at most lwGapBytes apart are read by
+// one pread, the gap included (copying a cached page costs less than a
+// system call), in spans of at most lwSpanBytes. The chunks' sources are
+// spread over the whole array, often densely, so this turns one pread per
 // source into a few per MiB.
 const (
 	lwGapBytes  = 4 << 10
@@ -611,12 +645,13 @@ func (a *lwArray) readRows(ids []int64, dst []float32) (int64, error) {
 	rb := int64(w) * 4
 	var nb int64
 	var buf []byte
-	for i := 0; i < len(ids); {
+	pos := a.positions(ids)
+	for i := 0; i < len(pos); {
 		j := i + 1
-		for j < len(ids) && (ids[j]-ids[j-1]-1)*rb <= lwGapBytes && (ids[j]-ids[i]+1)*rb <= lwSpanBytes {
+		for j < len(pos) && (pos[j]-pos[j-1]-1)*rb <= lwGapBytes && (pos[j]-pos[i]+1)*rb <= lwSpanBytes {
 			j++
 		}
-		span := (ids[j-1] - ids[i] + 1) * rb
+		span := (pos[j-1] - pos[i] + 1) * rb
 		b := f32bytes(dst[i*w : j*w])
 		if span != int64(len(b)) {
 			if int64(cap(buf)) < span {
@@ -624,14 +659,14 @@ func (a *lwArray) readRows(ids []int64, dst []float32) (int64, error) {
 			}
 			b = buf[:span]
 		}
-		k, err := a.f.ReadAt(b, a.off+ids[i]*rb)
+		k, err := a.f.ReadAt(b, a.off+pos[i]*rb)
 		nb += int64(k)
 		if err != nil {
 			return nb, fmt.Errorf("train: layer-wise read %s: %w", a.f.Name(), err)
 		}
 		if span != int64(j-i)*rb {
 			for r := i; r < j; r++ {
-				o := (ids[r] - ids[i]) * rb
+				o := (pos[r] - pos[i]) * rb
 				copy(f32bytes(dst[r*w:(r+1)*w]), b[o:o+rb])
 			}
 		}
@@ -645,14 +680,21 @@ func (a *lwArray) readRows(ids []int64, dst []float32) (int64, error) {
 func (a *lwArray) writeRows(ids []int64, src []float32) (int64, error) {
 	w := a.width
 	var nb int64
-	err := runs(ids, func(i, j int) error {
-		k, err := a.f.WriteAt(f32bytes(src[i*w:j*w]), a.off+ids[i]*int64(w)*4)
+	pos := a.positions(ids)
+	err := runs(pos, func(i, j int) error {
+		k, err := a.f.WriteAt(f32bytes(src[i*w:j*w]), a.off+pos[i]*int64(w)*4)
 		nb += int64(k)
 		if err != nil {
 			return fmt.Errorf("train: layer-wise write %s: %w", a.f.Name(), err)
 		}
 		return nil
 	})
+	if err != nil {
+		return nb, err
+	}
+	if a.pending += nb; a.pending >= lwFlushBytes {
+		err = a.flush()
+	}
 	return nb, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -428,6 +429,76 @@ func TestLayerwiseCancel(t *testing.T) {
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".layerwise") {
 			t.Errorf("temporary %s left behind", e.Name())
+		}
+	}
+}
+
+// TestLWArrayCompact writes a sparse set's rows into a temporary array in
+// chunks (past lwFlushBytes, so flushes run), checks the file holds only
+// the members' rows, and reads back subsets.
+func TestLWArrayCompact(t *testing.T) {
+	seed := *seedFlag
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(uint64(seed), 3))
+	const n, width = 600_000, 32
+	set := newBitset(n)
+	var members []int64
+	for v := int64(0); v < n; v++ {
+		if r.IntN(3) == 0 {
+			set.set(v)
+			members = append(members, v)
+		}
+	}
+	ix := newLWIndex(set)
+	path := filepath.Join(t.TempDir(), "a.npy")
+	a, err := createLWArray(path, ix, int64(len(members)), width)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	row := func(v int64, c int) float32 { return float32(v)*0.5 + float32(c) }
+	var written int64
+	for i := 0; i < len(members); i += 7000 {
+		ids := members[i:min(i+7000, len(members))]
+		src := make([]float32, len(ids)*width)
+		for k, v := range ids {
+			for c := range width {
+				src[k*width+c] = row(v, c)
+			}
+		}
+		nb, err := a.writeRows(ids, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += nb
+	}
+	if want := int64(len(members)) * width * 4; written != want || written < lwFlushBytes {
+		t.Fatalf("wrote %d bytes, want %d (and at least one flush's %d)", written, want, lwFlushBytes)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := a.off + int64(len(members))*width*4; fi.Size() != want {
+		t.Fatalf("file is %d bytes, want %d: only the members' rows", fi.Size(), want)
+	}
+	for range 20 {
+		var ids []int64
+		for _, v := range members {
+			if r.IntN(50) == 0 {
+				ids = append(ids, v)
+			}
+		}
+		dst := make([]float32, len(ids)*width)
+		if _, err := a.readRows(ids, dst); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range ids {
+			for c := range width {
+				if got := dst[k*width+c]; got != row(v, c) {
+					t.Fatalf("node %d column %d: read %v, want %v", v, c, got, row(v, c))
+				}
+			}
 		}
 	}
 }
