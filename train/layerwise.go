@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
@@ -561,6 +562,10 @@ type lwArray struct {
 	pos     []int64
 }
 
+// lwCollectBytes is the chunk size from which lwChunker.flush collects the
+// previous chunk's garbage before allocating.
+const lwCollectBytes = 32 << 20
+
 // lwFlushBytes is how much an lwArray writes between flushes.
 const lwFlushBytes = 16 << 20
 
@@ -782,6 +787,16 @@ func (c *lwChunker) flush(ctx context.Context) error {
 	}
 	t, d := c.t, c.t.d
 	dst := c.dst
+	if c.shape.chunkBytes(int64(len(dst)), c.src, c.edges, c.nextW) >= lwCollectBytes {
+		// The previous chunk's arrays and tensors are garbage, but the
+		// collector runs only when the heap reaches its goal, which the
+		// memory budget puts near the soft limit; a chunk allocated
+		// before that collection finishes lands on top of them, and at
+		// 20 M nodes under 2 GiB the heap went 400 MB past the limit
+		// and was OOM-killed. The heap is mostly pointer-free arrays, so
+		// a collection here takes milliseconds.
+		runtime.GC()
+	}
 	c.dst, c.src, c.edges = c.dst[:0], 0, 0
 	// The chunk's block: destinations are sources 0..nd−1, the other
 	// sources follow in ascending id order.
