@@ -293,7 +293,7 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		next.close()
 	}()
 	lt := time.Now()
-	if cur, err = newLWStage(dir, 0, src, n, shapes[0], bound); err != nil {
+	if cur, err = newLWStage(dir, 0, src, need[0], n, shapes[0], bound); err != nil {
 		return st, err
 	}
 	if err := t.lwTransformInput(ctx, src, cur, shapes[0], max(bound-cur.held, minEvalMemBytes), &st.Layers[0]); err != nil {
@@ -305,7 +305,7 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		ls.InMemory = cur.held > 0
 		nextW := 0
 		if l < L-1 {
-			if next, err = newLWStage(dir, l+1, need[l], n, shapes[l+1], bound-cur.held); err != nil {
+			if next, err = newLWStage(dir, l+1, need[l], need[l+1], n, shapes[l+1], bound-cur.held); err != nil {
 				return st, err
 			}
 			nextW = shapes[l+1].z + shapes[l+1].self
@@ -397,7 +397,8 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 	for _, p := range []struct {
 		x   kernels.Tensor
 		dst lwRows
-	}{{z, stage.z}, {self, stage.self}} {
+		set bitset
+	}{{z, stage.z, nil}, {self, stage.self, stage.selfSet}} {
 		if p.x == nil {
 			continue
 		}
@@ -405,7 +406,12 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 		if err := tp.be.Download(host, p.x); err != nil {
 			panic(tapeError{err})
 		}
-		w, err := p.dst.writeRows(ids, host)
+		rows := ids
+		if p.set != nil {
+			// Only the next layer's destinations need their own term.
+			rows, host = keepRows(ids, host, p.x.Cols(), p.set)
+		}
+		w, err := p.dst.writeRows(rows, host)
 		ls.BytesWritten += w
 		if err != nil {
 			panic(tapeError{err})
@@ -422,39 +428,61 @@ type lwRows interface {
 	close()
 }
 
-// lwStage is one layer's transformed input: z (and self, for SAGE) of
-// every node whose layer input is needed. held is what it holds in memory
-// (counted under memacct.Inference), 0 when its rows are in files.
+// lwStage is one layer's transformed input: z of every node whose layer
+// input is needed (the layer's sources), and for SAGE self of the
+// layer's destinations only (selfSet; nil: every node). held is what it
+// holds in memory (counted under memacct.Inference), 0 when its rows are
+// in files.
 type lwStage struct {
 	z, self lwRows
+	selfSet bitset
 	held    int64
 }
 
-// newLWStage makes layer l's transformed input for the nodes of set (nil:
-// all n): in memory when that takes at most half of avail, else in
-// temporary arrays under dir.
-func newLWStage(dir string, l int, set bitset, n int64, sh lwLayer, avail int64) (*lwStage, error) {
-	rows := n
-	if set != nil {
-		rows = set.count()
+// keepRows returns the ids of set among ids (ascending) and their rows of
+// rows (width wide), compacted in place.
+func keepRows(ids []int64, rows []float32, width int, set bitset) ([]int64, []float32) {
+	kept := make([]int64, 0, len(ids))
+	for i, v := range ids {
+		if set.has(v) {
+			copy(rows[len(kept)*width:(len(kept)+1)*width], rows[i*width:(i+1)*width])
+			kept = append(kept, v)
+		}
 	}
-	ix := newLWIndex(set)
-	if b := 4*rows*int64(sh.z+sh.self) + ix.bytes(); b <= avail/2 {
-		s := &lwStage{z: &lwMem{ix: ix, width: sh.z, rows: make([]float32, rows*int64(sh.z))}, held: b}
+	return kept, rows[:len(kept)*width]
+}
+
+// newLWStage makes layer l's transformed input: z for the nodes of set,
+// self for those of selfSet (nil: all n), in memory when that takes at
+// most half of avail, else in temporary arrays under dir.
+func newLWStage(dir string, l int, set, selfSet bitset, n int64, sh lwLayer, avail int64) (*lwStage, error) {
+	count := func(b bitset) int64 {
+		if b == nil {
+			return n
+		}
+		return b.count()
+	}
+	rows, selfRows := count(set), count(selfSet)
+	if sh.self == 0 {
+		selfSet, selfRows = nil, 0
+	}
+	ix, six := newLWIndex(set), newLWIndex(selfSet)
+	if b := 4*(rows*int64(sh.z)+selfRows*int64(sh.self)) + ix.bytes() + six.bytes(); b <= avail/2 {
+		s := &lwStage{z: &lwMem{ix: ix, width: sh.z, rows: make([]float32, rows*int64(sh.z))}, selfSet: selfSet, held: b}
 		if sh.self > 0 {
-			s.self = &lwMem{ix: ix, width: sh.self, rows: make([]float32, rows*int64(sh.self))}
+			s.self = &lwMem{ix: six, width: sh.self, rows: make([]float32, selfRows*int64(sh.self))}
 		}
 		memacct.Add(memacct.Inference, b)
 		return s, nil
 	}
-	s := &lwStage{}
+	s := &lwStage{selfSet: selfSet}
 	z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, sh.z)
 	if err != nil {
 		return nil, err
 	}
 	s.z = z
 	if sh.self > 0 {
-		self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), ix, rows, sh.self)
+		self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), six, selfRows, sh.self)
 		if err != nil {
 			s.close()
 			return nil, err
