@@ -181,8 +181,9 @@
 // computed. A source feeding k chunks is gathered k times, but as a row of
 // the output width; the transformed rows stay in memory (counted under
 // memacct.Inference) when they fit half the bound, else in temporary .npy
-// arrays under the dataset directory, removed when the pass returns,
-// cancelled or not. The results equal a full-graph forward pass up to
+// arrays under the dataset directory that hold the needed rows in id
+// order, are written back and dropped from the page cache every 16 MiB
+// (lwArray), and are removed when the pass returns, cancelled or not. The results equal a full-graph forward pass up to
 // float summation order: GCN normalises by full-graph degrees (a chunk's
 // rows are rescaled, see gcnRescale), GAT adds the self loop training
 // adds.
