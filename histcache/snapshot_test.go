@@ -88,8 +88,8 @@ func TestSnapshotDamage(t *testing.T) {
 		offset int64 // for corrupt errors, -1 to skip
 	}{
 		{"empty", nil, nil, histcache.ErrCorrupt, 0},
-		{"bad magic", flip(0), nil, histcache.ErrCorrupt, 8},
-		{"bad version", flip(8), nil, histcache.ErrCorrupt, 12},
+		{"bad magic", flip(0), nil, histcache.ErrCorrupt, 0},
+		{"bad version", flip(8), nil, histcache.ErrCorrupt, 8},
 		{"truncated header", good[:30], nil, histcache.ErrCorrupt, 30},
 		{"truncated record", good[:60], nil, histcache.ErrCorrupt, 60},
 		{"no checksum", good[:len(good)-8], nil, histcache.ErrCorrupt, int64(len(good) - 8)},
@@ -155,7 +155,8 @@ func FuzzReadFrom(f *testing.F) {
 }
 
 // TestSnapshotErrorFields: each damage names the field that failed and
-// its offset, and the file when the reader is one.
+// its offset (where a bad value begins; where the data ends for a short
+// read), and the file when the reader is one.
 func TestSnapshotErrorFields(t *testing.T) {
 	c := filled(t)
 	var buf bytes.Buffer
@@ -177,14 +178,14 @@ func TestSnapshotErrorFields(t *testing.T) {
 		reason string
 	}{
 		{"empty", nil, "magic", 0, "truncated: 8 bytes wanted at byte 0, 0 left"},
-		{"bad magic", set(0, 'X'), "magic", 8, "not a histcache snapshot"},
-		{"bad version", set(8, 2), "version", 12, "version 2, want 1"},
+		{"bad magic", set(0, 'X'), "magic", 0, "not a histcache snapshot"},
+		{"bad version", set(8, 2), "version", 8, "version 2, want 1"},
 		{"truncated slots", good[:30], "slots", 30, "truncated: 8 bytes wanted at byte 24, 6 left"},
-		{"zero staleness", set(32, 0), "staleness", 40, "0, want >= 1"},
-		{"too many entries", set(40, 9), "entries", 48, "9 entries for 5 slots"},
-		{"node out of range", set(rec, 20), "node", rec + 8, "node 20 of 20"},
-		{"nodes not ascending", set(rec+29, 2), "node", rec + 29 + 8, "node 2 after 2, want ascending"},
-		{"bad state", set(rec+8, 9), "state", rec + 9, "want Valid or MustRefresh"},
+		{"zero staleness", set(32, 0), "staleness", 32, "0, want >= 1"},
+		{"too many entries", set(40, 9), "entries", 40, "9 entries for 5 slots"},
+		{"node out of range", set(rec, 20), "node", rec, "node 20 of 20"},
+		{"nodes not ascending", set(rec+29, 2), "node", rec + 29, "node 2 after 2, want ascending"},
+		{"bad state", set(rec+8, 9), "state", rec + 8, "want Valid or MustRefresh"},
 		{"truncated iter", good[:rec+12], "iter", rec + 12, "truncated: 8 bytes wanted at byte 57, 3 left"},
 		{"truncated embedding", good[:rec+20], "embedding", rec + 20, "truncated: 12 bytes wanted at byte 65, 3 left"},
 		{"no checksum", good[:len(good)-3], "checksum", int64(len(good) - 3), "truncated: 8 bytes wanted"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/decbuf"
 	"github.com/ssdgnn/ssdgnn/kernels"
@@ -45,14 +46,22 @@ type CheckpointError struct {
 	File   string
 	Offset int64
 	Reason string
+	// Err is the section decoder's own error, when one failed (a
+	// *histcache.CorruptError, whose offset is relative to its section).
+	Err error
 }
 
 func (e *CheckpointError) Error() string {
 	return fmt.Sprintf("train: bad checkpoint %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
-// Unwrap returns ErrCheckpoint.
-func (e *CheckpointError) Unwrap() error { return ErrCheckpoint }
+// Unwrap returns ErrCheckpoint and the section decoder's error, if any.
+func (e *CheckpointError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrCheckpoint, e.Err}
+	}
+	return []error{ErrCheckpoint}
+}
 
 // checkpointMeta is the META section (JSON).
 type checkpointMeta struct {
@@ -314,6 +323,11 @@ func (t *Trainer) loadCheckpoint(path string) error {
 	if err != nil {
 		return err
 	}
+	return t.restore(ck)
+}
+
+// restore is loadCheckpoint's second half: ck, parsed, into the trainer.
+func (t *Trainer) restore(ck *checkpoint) error {
 	if err := ck.match(t.d, &t.model.cfg); err != nil {
 		return err
 	}
@@ -329,6 +343,13 @@ func (t *Trainer) loadCheckpoint(path string) error {
 	}
 	if t.hc != nil {
 		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
+			var he *histcache.CorruptError
+			if errors.As(err, &he) {
+				// The snapshot's offsets are the section's; the
+				// error names the checkpoint's own.
+				return &CheckpointError{File: ck.file, Offset: ck.histOff + he.Offset,
+					Reason: fmt.Sprintf("history section, field %s: %s", he.Field, he.Reason), Err: err}
+			}
 			return fmt.Errorf("%s: history section at offset %d: %w", ck.file, ck.histOff, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -246,4 +247,35 @@ func TestInFlightBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumeCorruptHistory: a history section that its own decoder
+// rejects is reported as a *CheckpointError at the checkpoint's offset of
+// the bad field, and still matches the decoder's *histcache.CorruptError.
+func TestResumeCorruptHistory(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir, o.CheckpointEvery = 1, dir, 1
+	runThen(t, d, o, func(tr *Trainer) {
+		if tr.hc == nil {
+			t.Fatal("the test options train without a history cache")
+		}
+		ck, err := readCheckpoint(filepath.Join(dir, CheckpointFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck.hist = slices.Clone(ck.hist)
+		const versionAt = 8 // after the 8-byte magic
+		ck.hist[versionAt] ^= 0x7f
+		err = tr.restore(ck)
+		var ce *CheckpointError
+		var he *histcache.CorruptError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCheckpoint) || !errors.As(err, &he) {
+			t.Fatalf("corrupt history section: %v, want a *CheckpointError wrapping a *histcache.CorruptError", err)
+		}
+		if want := ck.histOff + versionAt; ce.Offset != want || he.Field != "version" {
+			t.Errorf("error at offset %d, field %q; want offset %d (section at %d), field version: %v", ce.Offset, he.Field, want, ck.histOff, err)
+		}
+	})
 }

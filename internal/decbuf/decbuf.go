@@ -50,6 +50,8 @@ type Decbuf struct {
 	// field names what is being read (Field); errField is field when err
 	// was recorded.
 	field, errField string
+	// fieldOff is the offset at which field began.
+	fieldOff int64
 }
 
 // New returns a Decbuf over b whose offsets count from base (the offset of
@@ -72,7 +74,7 @@ func (d *Decbuf) ErrField() string { return d.errField }
 // After an error it changes nothing.
 func (d *Decbuf) Field(name string) *Decbuf {
 	if d.err == nil {
-		d.field = name
+		d.field, d.fieldOff = name, d.off
 	}
 	return d
 }
@@ -83,12 +85,18 @@ func (d *Decbuf) Offset() int64 { return d.off }
 // Len is the number of unread bytes (0 after an error).
 func (d *Decbuf) Len() int { return len(d.b) }
 
-// Fail records err at the current offset and field, unless an error is
+// Fail records err for the current field, at the offset where that field
+// began (the current offset when no field is named), unless an error is
 // already recorded. Decoders use it for semantic failures (a bad magic, a
-// value out of range) so that Err reports whichever came first.
+// value out of range), which they find after reading the field, so that
+// Err reports whichever came first and ErrOffset points at the bad value.
 func (d *Decbuf) Fail(err error) {
 	if d.err == nil {
-		d.err, d.errOff, d.errField, d.b = err, d.off, d.field, nil
+		off := d.off
+		if d.field != "" {
+			off = d.fieldOff
+		}
+		d.err, d.errOff, d.errField, d.b = err, off, d.field, nil
 	}
 }
 
