@@ -393,25 +393,38 @@ func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwSta
 // (ascending) on the backend, and writes the result to stage. It runs
 // inside tape.run.
 func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage *lwStage, ls *LayerStats) {
-	z, self := t.model.layers[l].transform(tp, h)
+	// Only the layer's destinations need their own term: transform
+	// computes it for those rows alone.
+	selfIDs := ids
+	var selfRows kernels.IntTensor
+	if stage.self != nil && stage.selfSet != nil {
+		selfIDs = selfIDs[:0:0]
+		var pos []int32
+		for i, v := range ids {
+			if stage.selfSet.has(v) {
+				selfIDs = append(selfIDs, v)
+				pos = append(pos, int32(i))
+			}
+		}
+		if len(selfIDs) < len(ids) {
+			selfRows = tp.allocInts(len(pos))
+			tp.be.UploadInts(selfRows, pos)
+		}
+	}
+	z, self := t.model.layers[l].transform(tp, h, selfRows)
 	for _, p := range []struct {
 		x   kernels.Tensor
 		dst lwRows
-		set bitset
-	}{{z, stage.z, nil}, {self, stage.self, stage.selfSet}} {
-		if p.x == nil {
+		ids []int64
+	}{{z, stage.z, ids}, {self, stage.self, selfIDs}} {
+		if p.x == nil || len(p.ids) == 0 {
 			continue
 		}
 		host := make([]float32, p.x.Rows()*p.x.Cols())
 		if err := tp.be.Download(host, p.x); err != nil {
 			panic(tapeError{err})
 		}
-		rows := ids
-		if p.set != nil {
-			// Only the next layer's destinations need their own term.
-			rows, host = keepRows(ids, host, p.x.Cols(), p.set)
-		}
-		w, err := p.dst.writeRows(rows, host)
+		w, err := p.dst.writeRows(p.ids, host)
 		ls.BytesWritten += w
 		if err != nil {
 			panic(tapeError{err})
@@ -437,19 +450,6 @@ type lwStage struct {
 	z, self lwRows
 	selfSet bitset
 	held    int64
-}
-
-// keepRows returns the ids of set among ids (ascending) and their rows of
-// rows (width wide), compacted in place.
-func keepRows(ids []int64, rows []float32, width int, set bitset) ([]int64, []float32) {
-	kept := make([]int64, 0, len(ids))
-	for i, v := range ids {
-		if set.has(v) {
-			copy(rows[len(kept)*width:(len(kept)+1)*width], rows[i*width:(i+1)*width])
-			kept = append(kept, v)
-		}
-	}
-	return kept, rows[:len(kept)*width]
 }
 
 // newLWStage makes layer l's transformed input: z for the nodes of set,

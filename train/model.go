@@ -78,9 +78,10 @@ type layer interface {
 	// inference applies the weights once per node before aggregating:
 	// aggregate(blk, transform(x)) equals forward(blk, x) up to float
 	// summation order, because aggregation is linear. transform returns,
-	// for every row of x, z (the rows aggregation combines) and self (the
-	// destination's own term; nil when the layer has none).
-	transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor)
+	// for every row of x, z (the rows aggregation combines), and self (the
+	// destination's own term; nil when the layer has none) for the rows
+	// of x that selfRows lists, in its order (nil: every row).
+	transform(t *tape, x kernels.Tensor, selfRows kernels.IntTensor) (z, self kernels.Tensor)
 	// aggregate computes the block's destinations' outputs (before ReLU)
 	// from z of its sources and self of its destinations.
 	aggregate(t *tape, blk *devBlock, z, self kernels.Tensor) kernels.Tensor
@@ -202,11 +203,19 @@ func (l *sageLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Te
 
 // transform: mean_u(x_u)·W_neigh = mean_u(x_u·W_neigh), so z = x·W_neigh
 // and self = x·W_self.
-func (l *sageLayer) transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor) {
+func (l *sageLayer) transform(t *tape, x kernels.Tensor, selfRows kernels.IntTensor) (z, self kernels.Tensor) {
 	z = t.alloc(x.Rows(), l.wn.Cols)
 	t.be.GEMM(false, false, 1, x, l.wn.W, 0, z)
-	self = t.alloc(x.Rows(), l.ws.Cols)
-	t.be.GEMM(false, false, 1, x, l.ws.W, 0, self)
+	xs := x
+	if selfRows != nil {
+		if selfRows.Len() == 0 {
+			return z, nil
+		}
+		xs = t.alloc(selfRows.Len(), x.Cols())
+		t.be.GatherRows(xs, x, selfRows)
+	}
+	self = t.alloc(xs.Rows(), l.ws.Cols)
+	t.be.GEMM(false, false, 1, xs, l.ws.W, 0, self)
 	return z, self
 }
 
@@ -256,7 +265,7 @@ func (l *gcnLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Ten
 }
 
 // transform: Â·(x·W) = (Â·x)·W, so z = x·W.
-func (l *gcnLayer) transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor) {
+func (l *gcnLayer) transform(t *tape, x kernels.Tensor, _ kernels.IntTensor) (z, self kernels.Tensor) {
 	z = t.alloc(x.Rows(), l.w.Cols)
 	t.be.GEMM(false, false, 1, x, l.w.W, 0, z)
 	return z, nil
@@ -296,13 +305,13 @@ func (l *gatLayer) params() []*Param { return []*Param{l.w, l.al, l.ar, l.b} }
 
 func (l *gatLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
 	l.x = x
-	l.wh, _ = l.transform(t, x)
+	l.wh, _ = l.transform(t, x, nil)
 	return l.aggregate(t, blk, l.wh, nil)
 }
 
 // transform: the attention scores and the weighted sum need only
 // Wh = x·W, so z = Wh.
-func (l *gatLayer) transform(t *tape, x kernels.Tensor) (z, self kernels.Tensor) {
+func (l *gatLayer) transform(t *tape, x kernels.Tensor, _ kernels.IntTensor) (z, self kernels.Tensor) {
 	z = t.alloc(x.Rows(), l.heads*l.f)
 	t.be.GEMM(false, false, 1, x, l.w.W, 0, z)
 	return z, nil
