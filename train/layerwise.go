@@ -133,12 +133,19 @@ func (b bitset) count() int64 {
 }
 
 // evalChunkBytes is the bound on a layer-wise chunk: Options.EvalMemBytes,
-// else the training working set (free while evaluating), else
-// DefaultEvalMemBytes.
+// else three quarters of the training working set (free while
+// evaluating), else DefaultEvalMemBytes.
+//
+// Not the whole working set: evaluation's chunks are large and each is
+// garbage once the next starts, and at the full working set the live heap
+// plus the runtime's own memory reached the soft limit. At 3 GiB / 1 GiB
+// (docs/ooc.md) the peak live heap was 925 MiB against a plan of 896 and
+// the process was OOM-killed in one run of two; the quarter is the
+// collector's and the page cache's room.
 func (t *Trainer) evalChunkBytes() int64 {
 	b := t.o.EvalMemBytes
 	if b <= 0 {
-		b = t.mem.WorkingSetBytes
+		b = t.mem.WorkingSetBytes * 3 / 4
 	}
 	if b <= 0 {
 		b = DefaultEvalMemBytes
