@@ -145,7 +145,10 @@
 // first-level grouping (8 bytes per node plus 8 per first-level part),
 // per worker an N-bit BFS visited set and, for Fennel restreaming, an
 // N-bit re-placed set, the bit-sliced filters (see above), and O(k) per
-// level for sizes, loads and the tournament trees. Refinement adds only
+// level for sizes, loads and the tournament trees. With OrderID the
+// second level's k1 streamers are all alive at once (level2Sweep), so
+// their filters are summed rather than one per worker: at 20 M nodes the
+// filters took 129 MiB against BFS's 66 MiB (docs/benchmarks.md). Refinement adds only
 // O(k) (see above). Writing the outputs
 // then needs the assignment, the cross counts (4 bytes per node) and the
 // membership lists (8 bytes per node); the adjacency is streamed from the
