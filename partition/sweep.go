@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"sync"
+
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -30,10 +32,11 @@ func level2Sweep(d *storage.Dataset, o *Options, part1 []int32, k1, workers int,
 		filterBytes int64
 	}
 	outs := make([]outcome, workers)
-	done := make(chan int, workers)
+	var wg sync.WaitGroup
 	for w := range workers {
+		wg.Add(1)
 		go func() {
-			defer func() { done <- w }()
+			defer wg.Done()
 			out := &outs[w]
 			out.errPart = k1
 			ss := make([]*streamer, k1)
@@ -83,9 +86,7 @@ func level2Sweep(d *storage.Dataset, o *Options, part1 []int32, k1, workers int,
 			}
 		}()
 	}
-	for range workers {
-		<-done
-	}
+	wg.Wait()
 	var fb int64
 	var err error
 	errPart := k1
