@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -387,6 +388,48 @@ func TestSweepMatchesPerPart(t *testing.T) {
 					t.Errorf("%s passes=%d workers=%d: the sweep's part.npy differs from part by part", m, passes, workers)
 				}
 			}
+		}
+	}
+}
+
+// TestCountSweeps checks intraEdges and crossCounts, which share one
+// per-node count (sameNeighbors), against counting by hand on a graph
+// with self loops, for several worker counts.
+func TestCountSweeps(t *testing.T) {
+	seed := testSeed(t)
+	g, _ := planted(3000, 30, 8, 0.6, 0.2, seed)
+	for v := 0; v < len(g.adj); v += 7 {
+		g.adj[v] = append(g.adj[v], int64(v)) // a self loop
+	}
+	g.finish()
+	d := g.write(t, t.TempDir())
+	r := rand.New(rand.NewPCG(uint64(seed), 11))
+	const k = 13
+	part := make([]int32, len(g.adj))
+	for v := range part {
+		part[v] = int32(r.IntN(k))
+	}
+	wantIntra := make([]float64, k)
+	wantCross := make([]int32, len(g.adj))
+	var wantCut int64
+	for v, nb := range g.adj {
+		for _, u := range nb {
+			switch {
+			case part[u] != part[v]:
+				wantCross[v]++
+				wantCut++
+			case u != int64(v):
+				wantIntra[part[v]] += 0.5
+			}
+		}
+	}
+	for _, workers := range []int{1, 2, 5} {
+		if got := intraEdges(d, part, k, workers); !slices.Equal(got, wantIntra) {
+			t.Errorf("workers %d: intraEdges %v, want %v", workers, got, wantIntra)
+		}
+		cross, cut := crossCounts(d, part, workers)
+		if !slices.Equal(cross, wantCross) || cut != wantCut {
+			t.Errorf("workers %d: crossCounts cut %d, want %d (per-node counts equal: %v)", workers, cut, wantCut, slices.Equal(cross, wantCross))
 		}
 	}
 }

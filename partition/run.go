@@ -387,30 +387,15 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 // for p's second-level stream. It sweeps the CSR once in id order, split
 // into workers contiguous ranges.
 func intraEdges(d *storage.Dataset, part1 []int32, k1, workers int) []float64 {
-	n := int64(len(part1))
-	workers = max(workers, 1)
-	counts := make([][]int64, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := n*int64(w)/int64(workers), n*int64(w+1)/int64(workers)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := make([]int64, k1)
-			var buf []int64
-			for v := lo; v < hi; v++ {
-				p := part1[v]
-				buf = d.Neighbors(v).AppendTo(buf[:0])
-				for _, u := range buf {
-					if u != v && part1[u] == p {
-						e[p]++
-					}
-				}
-			}
-			counts[w] = e
-		}()
-	}
-	wg.Wait()
+	counts := make([][]int64, max(workers, 1))
+	sweepRanges(int64(len(part1)), workers, func(w int, lo, hi int64) {
+		e := make([]int64, k1)
+		for v := lo; v < hi; v++ {
+			same, loops := sameNeighbors(d.Neighbors(v), part1, v)
+			e[part1[v]] += int64(same - loops)
+		}
+		counts[w] = e
+	})
 	m := make([]float64, k1)
 	for p := range m {
 		var e int64

@@ -235,43 +235,66 @@ func writeArray(ctx context.Context, dir, name string, fill func(a *arrayWriter)
 func crossCounts(d *storage.Dataset, part []int32, workers int) ([]int32, int64) {
 	n := int64(len(part))
 	cross := make([]int32, n)
-	sums := make([]int64, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := int64(w)*n/int64(workers), int64(w+1)*n/int64(workers)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var s int64
-			for v := lo; v < hi; v++ {
-				nb := d.Neighbors(v)
-				pv := part[v]
-				var c int32
-				if x := nb.Int32(); x != nil {
-					for _, u := range x {
-						if part[u] != pv {
-							c++
-						}
-					}
-				} else {
-					for i := range nb.Len() {
-						if part[nb.At(i)] != pv {
-							c++
-						}
-					}
-				}
-				cross[v] = c
-				s += int64(c)
-			}
-			sums[w] = s
-		}()
-	}
-	wg.Wait()
+	sums := make([]int64, max(workers, 1))
+	sweepRanges(n, workers, func(w int, lo, hi int64) {
+		var s int64
+		for v := lo; v < hi; v++ {
+			nb := d.Neighbors(v)
+			same, _ := sameNeighbors(nb, part, v)
+			c := int32(nb.Len()) - same
+			cross[v] = c
+			s += int64(c)
+		}
+		sums[w] = s
+	})
 	var cut int64
 	for _, s := range sums {
 		cut += s
 	}
 	return cross, cut
+}
+
+// sameNeighbors counts v's neighbours u (nb) with part[u] == part[v], and
+// how many of them are v itself (self loops).
+func sameNeighbors(nb storage.NodeList, part []int32, v int64) (same, loops int32) {
+	pv := part[v]
+	if x := nb.Int32(); x != nil {
+		for _, u := range x {
+			if part[u] == pv {
+				same++
+				if int64(u) == v {
+					loops++
+				}
+			}
+		}
+		return same, loops
+	}
+	for i := range nb.Len() {
+		if u := nb.At(i); part[u] == pv {
+			same++
+			if u == v {
+				loops++
+			}
+		}
+	}
+	return same, loops
+}
+
+// sweepRanges calls fn(w, lo, hi) on workers goroutines (at least one),
+// worker w taking the w-th of workers contiguous ranges of [0, n), and
+// returns when all have.
+func sweepRanges(n int64, workers int, fn func(w int, lo, hi int64)) {
+	workers = max(workers, 1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*int64(w)/int64(workers), n*int64(w+1)/int64(workers)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w, lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // write produces every output file, stats.json, and the manifest last.
