@@ -66,15 +66,9 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		o.Order, why = AutoOrder(d)
 		o.Logger.Info("partition: stream order "+o.Order, "why", why)
 	}
-	if o.Method == Fennel || o.Method == FennelExact {
-		// OrderID's passes sweep the CSR in storage order: let the
-		// kernel read ahead. The others visit it at random (the
-		// dataset's default hint).
-		if err := adviseCSR(d, o.Order); err != nil {
-			return Stats{}, err
-		}
-		defer adviseCSR(d, "")
-	}
+	// The phases hint the CSR mappings for how they read them
+	// (adviseCSR); afterwards they are back at the dataset's default.
+	defer adviseCSR(d, "")
 	start := time.Now()
 	memstat.ResetPeak()
 	dir := Dir(d.Dir(), o.Name)
@@ -209,6 +203,11 @@ func shuffled(ids []int64, n int64, seed int64, stream uint64) []int64 {
 
 // runFennel runs both levels.
 func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result, error) {
+	// OrderID's passes sweep the CSR in storage order: let the kernel
+	// read ahead. The other orders visit it at random.
+	if err := adviseCSR(d, o.Order); err != nil {
+		return result{}, err
+	}
 	n := d.NumNodes()
 	k1, k2 := o.FirstLevel, o.k2()
 	useBloom := o.Method == Fennel
