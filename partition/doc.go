@@ -63,9 +63,10 @@
 // OrderAuto (the default) is OrderBFS when the CSR fits in memory (the
 // smaller of the memory cgroup's limit and MemAvailable) beside the
 // partitioner's state, else OrderID (AutoOrder). BFS visits neighbour
-// lists all over the CSR: when the CSR does not stay in the page cache,
-// every pass re-reads it from the disk a page at a time (at 20 M nodes
-// under 2 GiB, 178 GiB read and 2.3× the linear time; docs/benchmarks.md).
+// lists all over the CSR, so when the CSR does not stay in the page cache
+// every pass re-reads it from the disk (at 20 M nodes under 2 GiB, before
+// indptr was advised random: 178 GiB read and 2.3× the linear time; the
+// random-advice run was not repeated; docs/benchmarks.md).
 // With OrderID every pass is one sweep in storage order, level 2 included:
 // the k1 second-level streams run at once, node v going to its part's
 // streamer as one ascending sweep reaches it (level2Sweep), which assigns
@@ -147,9 +148,9 @@
 // N-bit re-placed set, the bit-sliced filters (see above), and O(k) per
 // level for sizes, loads and the tournament trees. With OrderID the
 // second level's k1 streamers are all alive at once (level2Sweep), so
-// their filters are summed rather than one per worker: at 20 M nodes the
-// filters took 129 MiB against BFS's 66 MiB (docs/benchmarks.md). Refinement adds only
-// O(k) (see above). Writing the outputs
+// their filters are summed rather than one per worker: at 20 M nodes
+// Stats.FilterBytes was 129 MiB against 66 MiB with OrderBFS.
+// Refinement adds only O(k) (see above). Writing the outputs
 // then needs the assignment, the cross counts (4 bytes per node) and the
 // membership lists (8 bytes per node); the adjacency is streamed from the
 // mapped CSR, whose resident pages also count in the process RSS that

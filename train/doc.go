@@ -183,8 +183,9 @@
 // memacct.Inference) when they fit half the bound, else in temporary .npy
 // arrays under the dataset directory that hold the needed rows in id
 // order, are written back and dropped from the page cache every 16 MiB
-// (lwArray), and are removed when the pass returns, cancelled or not. The results equal a full-graph forward pass up to
-// float summation order: GCN normalises by full-graph degrees (a chunk's
+// (lwArray), and are removed when the pass returns, cancelled or not.
+// The results equal a full-graph forward pass up to float summation
+// order: GCN normalises by full-graph degrees (a chunk's
 // rows are rescaled, see gcnRescale), GAT adds the self loop training
 // adds.
 package train

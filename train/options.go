@@ -218,9 +218,9 @@ type Options struct {
 	// EvalMode is how Run evaluates valid and test: EvalLayerwise (the
 	// default; exact, one pass over the nodes both need) or EvalSampled
 	// (sampled inference with EvalFanouts, one split after the other).
-	// EvalMemBytes bounds a layer-wise chunk's working memory (0: the
-	// training working set, which is free while evaluating, else
-	// DefaultEvalMemBytes). UntilValid, when positive, stops Run after the
+	// EvalMemBytes bounds a layer-wise chunk's working memory (0: three
+	// quarters of the training working set, which is free while
+	// evaluating, else DefaultEvalMemBytes; see evalChunkBytes). UntilValid, when positive, stops Run after the
 	// first evaluation whose valid accuracy reaches it (a fraction in
 	// (0,1]); the Report says whether and when.
 	EvalMode     string  `json:"eval_mode,omitempty"`

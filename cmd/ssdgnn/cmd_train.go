@@ -346,7 +346,7 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&evalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
 	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
 	f.StringVar(&o.EvalMode, "eval", train.EvalLayerwise, "evaluation of valid/test: layerwise (exact, full neighbourhoods, one pass) or sampled (--eval-fanouts)")
-	f.Var((*byteSize)(&o.EvalMemBytes), "eval-mem", "bound on a layer-wise evaluation chunk (default: the training working set)")
+	f.Var((*byteSize)(&o.EvalMemBytes), "eval-mem", "bound on a layer-wise evaluation chunk (default: three quarters of the training working set)")
 	f.Float64Var(&o.UntilValid, "until-valid", 0, "stop after the first evaluation whose valid accuracy reaches this fraction (e.g. 0.5)")
 	f.StringVar(&selection, "selection", "auto", "batch construction: auto (partition when DIR has --partition, else random), random or partition")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
