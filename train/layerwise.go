@@ -414,8 +414,7 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 			}
 		}
 		if len(selfIDs) < len(ids) {
-			selfRows = tp.allocInts(len(pos))
-			tp.be.UploadInts(selfRows, pos)
+			selfRows = tp.ints(pos)
 		}
 	}
 	z, self := t.model.layers[l].transform(tp, h, selfRows)
