@@ -265,6 +265,12 @@ func (c *Cache) scatterOptions() storage.ScatterOptions {
 // ReadPlan says how misses are read.
 func (c *Cache) ReadPlan() ReadPlan { return c.plan }
 
+// ReadModel plans reads as Gather reads its misses (the same gap, cap,
+// read size and alignment), without reading.
+func (c *Cache) ReadModel() (*storage.ReadModel, error) {
+	return c.reader.ReadModel(c.scatterOptions())
+}
+
 // BytesFor is the memory a static cache of n rows of rowBytes bytes over a
 // graph of numNodes nodes needs: the int32 address table plus the rows.
 func BytesFor(n, rowBytes, numNodes int64) int64 {

@@ -254,14 +254,10 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 	for _, q := range reqs {
 		s.ids = append(s.ids, q.ID)
 	}
-	align := int64(1)
-	if r.mode == ReadDirect {
-		align = r.align
-	}
 	slot := r.slotBytes(o)
-	po := readplan.Options{RowBytes: r.rowBytes, DataOff: r.dataOff, Align: align, GapRows: o.GapRows, MaxBytes: slot, MaxAmplification: o.MaxAmplification}
-	if err := po.Validate(); err != nil {
-		return fmt.Errorf("storage: %w", err)
+	po, err := r.planOptions(o)
+	if err != nil {
+		return err
 	}
 	s.exts = s.planner.Plan(s.ids, po, s.exts[:0])
 	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
@@ -269,6 +265,46 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 		return r.scatterRing(s, reqs, dst, o.Depth, slot)
 	}
 	return r.scatterPread(s, reqs, dst, o.Depth, slot)
+}
+
+// planOptions is the read plan ReadScattered follows under o (with
+// defaults applied).
+func (r *RowReader) planOptions(o ScatterOptions) (readplan.Options, error) {
+	align := int64(1)
+	if r.mode == ReadDirect {
+		align = r.align
+	}
+	po := readplan.Options{RowBytes: r.rowBytes, DataOff: r.dataOff, Align: align, GapRows: o.GapRows,
+		MaxBytes: r.slotBytes(o), MaxAmplification: o.MaxAmplification}
+	if err := po.Validate(); err != nil {
+		return po, fmt.Errorf("storage: %w", err)
+	}
+	return po, nil
+}
+
+// ReadModel plans reads exactly as ReadScattered does under one
+// ScatterOptions, without reading: the profiling epoch prices each
+// batch's reads with it (planner). It keeps the planner's scratch between
+// calls and is not safe for concurrent use.
+type ReadModel struct {
+	po readplan.Options
+	p  readplan.Planner
+}
+
+// ReadModel returns the plan r's ReadScattered follows under o.
+func (r *RowReader) ReadModel(o ScatterOptions) (*ReadModel, error) {
+	po, err := r.planOptions(o.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	return &ReadModel{po: po}, nil
+}
+
+// Walk calls fn once per read that ReadScattered would issue for rows
+// ids, which must be sorted ascending: the read covers ids[first :
+// first+n] and reads bytes bytes (alignment and merged gaps included).
+func (m *ReadModel) Walk(ids []int64, fn func(first, n int, bytes int64)) {
+	m.p.Walk(ids, m.po, func(x readplan.Extent) { fn(x.First, x.N, x.Len) })
 }
 
 // copyOut copies the rows of extent x from buf, which holds x's first

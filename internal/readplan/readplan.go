@@ -110,8 +110,16 @@ type Planner struct {
 
 // Plan is the package's Plan, with p's scratch.
 func (p *Planner) Plan(ids []int64, o Options, dst []Extent) []Extent {
+	p.Walk(ids, o, func(x Extent) { dst = append(dst, x) })
+	return dst
+}
+
+// Walk calls fn with every extent Plan would return for ids, in order,
+// without holding them: a caller that only counts reads (the profiling
+// epoch's I/O model) needs no slice of a batch's extents.
+func (p *Planner) Walk(ids []int64, o Options, fn func(Extent)) {
 	if len(ids) == 0 {
-		return dst
+		return
 	}
 	maxGap := o.GapRows * o.RowBytes
 	if o.GapRows > 0 && o.MaxAmplification > 0 {
@@ -127,10 +135,10 @@ func (p *Planner) Plan(ids []int64, o Options, dst []Extent) []Extent {
 			cur.N++
 			continue
 		}
-		dst = append(dst, cur)
+		fn(cur)
 		cur = Extent{Off: s, Len: e - s, First: k, N: 1}
 	}
-	return append(dst, cur)
+	fn(cur)
 }
 
 // cappedGap lowers the merge threshold maxGap (bytes; gaps strictly
