@@ -16,6 +16,9 @@ const (
 // counters are the per-node arrays a profile accumulates.
 type counters struct {
 	feat, histSample, histGather, nbr []uint32
+	// featSingle[v]: the batches whose modelled reads read v's row on
+	// its own (readCounter). Kept in the profile.
+	featSingle []uint32
 	// histAppear and histHits: hop-1 appearances and those the history
 	// cache would serve (see hop1). Kept in the profile.
 	histAppear, histHits []uint32
@@ -29,7 +32,7 @@ type counters struct {
 
 // counterArrays is the number of per-node uint32 arrays newCounters
 // allocates.
-const counterArrays = 8
+const counterArrays = 9
 
 // ProfileMemBytes is the memory of a profiling epoch's per-node counters
 // over n nodes (newCounters): what RunProfile holds beside its sampler.
@@ -41,6 +44,7 @@ func newCounters(n int64) *counters {
 		histSample: make([]uint32, n),
 		histGather: make([]uint32, n),
 		nbr:        make([]uint32, n),
+		featSingle: make([]uint32, n),
 		histAppear: make([]uint32, n),
 		histHits:   make([]uint32, n),
 		lastPush:   make([]uint32, n),
@@ -111,6 +115,10 @@ type analyzer struct {
 	// cache. Either may be nil (never).
 	global  func(v int64) bool
 	dynamic func(v int64) bool
+	// block reports whether v's feature row is served by the macro
+	// batch's dynamic feature block (nil: never); such rows are not
+	// counted in saved_IO_feat: a cached copy would save no read.
+	block func(v int64) bool
 
 	served     []bool
 	sPrev, sCu []uint64
@@ -154,9 +162,12 @@ func (a *analyzer) add(b *sample.Batch, c *counters) batchTotals {
 		}
 	}
 
-	// saved_IO_feat: every input-layer source is gathered once.
+	// saved_IO_feat: every input-layer source is gathered once, from
+	// storage unless the feature block serves it.
 	for _, v := range nodes {
-		addSat(c.feat, v, 1)
+		if a.block == nil || !a.block(v) {
+			addSat(c.feat, v, 1)
+		}
 	}
 
 	// Which looked-up lists come from storage, and the neighbour-cache

@@ -203,7 +203,7 @@ func BuildCaches(ctx context.Context, d *storage.Dataset, o *BuildOptions) (_ *C
 		if o.Plan != nil && o.Plan.Beta > 0 {
 			beta = o.Plan.Beta
 		}
-		r := cacheRanking{Feat: p.Feat}
+		r := cacheRanking{Feat: p.featScores()}
 		if s.HistoryOn {
 			r = p.ranking(beta) // the history scores take 4·N bytes: only when used
 		}

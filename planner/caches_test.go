@@ -57,7 +57,7 @@ func TestBuildCachesArePlanned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		featOrder, histOrder := rank(p.Feat, int64(len(p.Feat))), rank(p.ComputeHistScores(res.Beta), int64(len(p.Feat)))
+		featOrder, histOrder := rank(p.featScores(), int64(len(p.Feat))), rank(p.ComputeHistScores(res.Beta), int64(len(p.Feat)))
 		// Below the nodes with a positive score the caches fill their
 		// capacity, so their bytes are the plan's exactly.
 		if res.Feature.Entries > int64(len(featOrder)) || res.History.Entries > int64(len(histOrder)) {

@@ -37,6 +37,11 @@ type Measured struct {
 	// FeatureBytesSaved and NeighborBytesSaved: storage bytes not read.
 	FeatureBytesSaved  float64 `json:"feature_bytes_saved"`
 	NeighborBytesSaved float64 `json:"neighbor_bytes_saved"`
+	// GatherReads and GatherBytesRead: the gather stage's storage read
+	// calls and bytes read (the dynamic feature block's loads not
+	// included, as in the read model).
+	GatherReads     float64 `json:"gather_reads"`
+	GatherBytesRead float64 `json:"gather_bytes_read"`
 }
 
 // ComparisonRow is one quantity, predicted against measured.
@@ -66,6 +71,8 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		m.HistReusedNodes += x.HistReusedNodes
 		m.FeatureBytesSaved += x.FeatureBytesSaved
 		m.NeighborBytesSaved += x.NeighborBytesSaved
+		m.GatherReads += x.GatherReads
+		m.GatherBytesRead += x.GatherBytesRead
 	}
 	if k := float64(len(measured)); k > 0 {
 		m.FeatRows /= k
@@ -73,6 +80,8 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		m.HistReusedNodes /= k
 		m.FeatureBytesSaved /= k
 		m.NeighborBytesSaved /= k
+		m.GatherReads /= k
+		m.GatherBytesRead /= k
 	}
 	pr := pred.Predicted
 	row := func(q, u string, p, x float64) ComparisonRow {
@@ -82,7 +91,7 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		}
 		return r
 	}
-	return Comparison{Epochs: len(measured), Rows: []ComparisonRow{
+	c := Comparison{Epochs: len(measured), Rows: []ComparisonRow{
 		row("feature-cache hits", "rows", pr.FeatRows, m.FeatRows),
 		row("history: reused hop-1 nodes", "nodes", pr.HistReusedNodes, m.HistReusedNodes),
 		row("history: hop-2 draws skipped", "rows", pr.HistSkippedDraws, m.HistGatherRows),
@@ -90,6 +99,13 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		row("feature bytes saved", "bytes", pr.FeatureBytesSaved, m.FeatureBytesSaved),
 		row("neighbour bytes saved", "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved),
 	}}
+	if rm := pred.Reads; rm.usable() {
+		c.Rows = append(c.Rows,
+			row("gather read calls", "reads", pr.GatherReads, m.GatherReads),
+			row("gather bytes read", "bytes", pr.GatherBytesRead, m.GatherBytesRead),
+			row("gather device time at the profile's costs", "s", pr.GatherSeconds, rm.Seconds(m.GatherReads, m.GatherBytesRead)))
+	}
+	return c
 }
 
 // WriteComparison prints c as a table.
@@ -98,8 +114,11 @@ func WriteComparison(w io.Writer, c Comparison) error {
 	fmt.Fprintf(tw, "quantity\tpredicted/epoch\tmeasured/epoch (%d epochs)\tmeasured/predicted\t\n", c.Epochs)
 	for _, r := range c.Rows {
 		p, m := fmt.Sprintf("%.0f", r.Predicted), fmt.Sprintf("%.0f", r.Measured)
-		if r.Unit == "bytes" {
+		switch r.Unit {
+		case "bytes":
 			p, m = fmtBytes(r.Predicted), fmtBytes(r.Measured)
+		case "s":
+			p, m = fmt.Sprintf("%.2fs", r.Predicted), fmt.Sprintf("%.2fs", r.Measured)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", r.Quantity, p, m, r.Ratio)
 	}

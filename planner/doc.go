@@ -14,11 +14,18 @@
 // and history disabled, the neighbour cache as configured), first alone
 // to time the Sample stage (t_sample), then again to count and to gather
 // every batch's input rows from storage, each Gather timed alone
-// (t_gather). It keeps six uint32 arrays of N entries (24·N bytes; OUTRE
-// keeps the first three), saturating at 2^32−1, plus two transient ones
-// while profiling (8·N more, see History validity):
+// (t_gather). It keeps seven uint32 arrays of N entries (28·N bytes;
+// OUTRE keeps the first three), saturating at 2^32−1, plus two transient
+// ones while profiling (8·N more, see History validity):
 //
-//   - Feat, saved_IO_feat[v]: the batches whose input layer needs v's row.
+//   - Feat, saved_IO_feat[v]: the batches whose input layer needs v's row
+//     from storage. On a partition-major dataset in partition mode (parts
+//     that are id ranges), rows of the macro batch's own parts are served
+//     by the trainer's dynamic feature block and are not counted: a cached
+//     copy would save no read (ProfileOptions.NoFeatureBlock when training
+//     turns the block off).
+//   - FeatSingle[v]: of those batches, the ones whose modelled reads read
+//     v's row on its own (see Read costs).
 //   - HistSample, saved_IO_hist_sample[v]: for v at hop 1 that is not a
 //     target, the size of v's sampled (L−1)-hop subtree, counted as
 //     sampled edges whose parent list was read from storage (served by
@@ -63,6 +70,42 @@
 // SampleSeconds, GatherSeconds and Beta depends only on the dataset and
 // the options: batches depend on (Seed, epoch, index) only.
 //
+// # Read costs
+//
+// The gather does not read a row at a time: it sorts a batch's misses and
+// merges rows closer than the merge gap into one read, under an
+// amplification cap (storage.RowReader.ReadScattered). So a row's cost
+// depends on its neighbours in the batch. RunProfile plans every profiled
+// batch's storage rows exactly as the gather would with no cache
+// (storage.ReadModel: ProfileOptions.Gather's gap, cap, read size and
+// read mode; tested against the gather's own counters) and records in
+// Meta.Reads the rows, read calls, bytes read and the one-row reads, with
+// the device's costs (device.json from ssdgnn probe, else
+// storage.DefaultDeviceProfile): a random read 1/r seconds, s bytes per
+// second sequentially. Device time is reads/r + bytes/s.
+//
+// The model is marginal and first-order: caching v removes, per batch, a
+// read of its own (1/r + its aligned span / s) where v was read alone,
+// and its row bytes (row/s) where it rode in a merged read. The merged
+// reads' start and gap bytes are never credited to one node: removing
+// one interior row leaves the read in place. Removing many rows of one
+// run can break it; that interaction is not modelled, and the predicted-
+// against-measured rows show its size. With the model:
+//
+//	feature score[v] = Feat[v] + x·FeatSingle[v],  x = (s/r + span)/row − 1
+//	feature benefit[v] = ((Feat[v]−FeatSingle[v])·row/s + FeatSingle[v]·(1/r + span/s)) / c̄
+//	c̄ = (reads/r + bytes/s) / rows    (the mean device time of a storage row)
+//
+// so a row the gather reads alone outranks one needed as often inside
+// merged reads, and benefits stay in units of a mean gathered row, the
+// unit of the history benefit (β converts sampled edges into it). The
+// feature cache is built by the same scores (Profile.ranking). Plan also
+// predicts the reads left per epoch: the profile's reads and bytes less
+// the cached nodes' single reads and bytes, less the history's rows at a
+// mean storage row's single-read share and bytes; and their device time
+// (Predicted.Gather*). A profile without the model (written before it)
+// scores Feat alone, as OUTRE does.
+//
 // # Plan
 //
 // With N nodes, row bytes d_feat, hidden width H, budget B:
@@ -72,6 +115,7 @@
 //	feature = featurecache budget 4·N + ⌊α·R⌋      → k_feat = featurecache.CapacityFor
 //	history = histcache budget 4·N + R − ⌊α·R⌋     → k_hist = histcache.CapacityFor
 //	benefit(α) = Σ top-k_feat of Feat + Σ top-k_hist of (β·HistSample + HistGather)·h   (Eq. 4, 5)
+//	             (Feat's term is the feature benefit of Read costs when the profile has the model)
 //	h[v]       = HistHits[v] / HistAppear[v] (1 without the validity arrays)
 //
 // α runs over [0, 1] in Step (0.01) increments; prefix sums of the
@@ -103,7 +147,7 @@
 // Caches.Counted what the constructors counted in internal/memacct.
 //
 // Prediction and construction rank nodes by one rule, Profile.ranking:
-// the feature cache's counts are Feat, the history cache's scores are
+// the feature cache's counts are Feat's scores (Read costs), the history cache's scores are
 // HistScore for the plan's β as float32 (HistScores in a ForTraining
 // profile). featurecache and histcache take the nodes of largest positive
 // score that fit, ties towards the smaller id (internal/topk); Plan sums
@@ -127,8 +171,10 @@
 //
 // Profile.Save writes DIR/profile/<name>/ with saved_io_feat.npy,
 // saved_io_hist_sample.npy, saved_io_hist_gather.npy, nbr_lookups.npy,
-// hist_appear.npy, hist_hits.npy (uint32 [N]; the last two absent in old
-// profiles, whose profile.json has no staleness) and, last, profile.json (Meta with each array's xxhash64).
+// hist_appear.npy, hist_hits.npy, feat_single_reads.npy (uint32 [N];
+// hist_* absent in old profiles, whose profile.json has no staleness,
+// feat_single_reads absent in those without "reads") and, last,
+// profile.json (Meta with each array's xxhash64).
 // Each file is written atomically and profile.json is removed before the
 // arrays are replaced, so a profile.json always describes the arrays
 // beside it. LoadProfile verifies shapes, lengths and checksums, reading

@@ -135,6 +135,14 @@ type Predicted struct {
 	// NeighborBytesSaved = NeighborCacheBytes + HistSampledNeighbors·IDBytes
 	// (the history part counts sampled ids, a lower bound on list bytes).
 	NeighborBytesSaved float64 `json:"neighbor_bytes_saved"`
+	// The gather's storage reads left under the plan (profiles with the
+	// read model only; 0 otherwise): read calls, bytes read, and their
+	// device time at the profile's costs (ReadModel.Seconds);
+	// NoCacheGatherSeconds is that time with no cache.
+	GatherReads          float64 `json:"gather_reads,omitempty"`
+	GatherBytesRead      float64 `json:"gather_bytes_read,omitempty"`
+	GatherSeconds        float64 `json:"gather_device_seconds,omitempty"`
+	NoCacheGatherSeconds float64 `json:"no_cache_gather_device_seconds,omitempty"`
 }
 
 // CurvePoint is Eq. 5 at one α (with the chosen neighbour share).
@@ -166,6 +174,9 @@ type PlanResult struct {
 	Neighbor     CacheSplit `json:"neighbor"`
 	Memory       Memory     `json:"memory"`
 	Predicted    Predicted  `json:"predicted_per_epoch"`
+	// Reads is the profile's read model the prediction priced reads
+	// with (nil without one): Compare prices the measured reads by it.
+	Reads *ReadModel `json:"reads,omitempty"`
 	// Curve is Eq. 5 for every α step at the chosen NeighborFrac.
 	Curve  []CurvePoint `json:"curve"`
 	Reason string       `json:"reason"`
@@ -281,9 +292,35 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	// OOM-killed holding them all).
 	rk := p.ranking(beta)
 	featOrder := rank(rk.Feat, o.MemBytes/o.FeatRowBytes+1)
+	rm := p.Meta.Reads
+	costed := p.costed()
+	if p.FeatSingle != nil && int64(len(p.FeatSingle)) != n {
+		return nil, fmt.Errorf("%w: profile single-read array has %d entries, want %d", ErrMismatch, len(p.FeatSingle), n)
+	}
+	// A node's feature benefit, in gathered rows: its hits, or, with the
+	// read model, the device time its reads cost over the mean device
+	// time of a row read from storage (see the package doc, "Read
+	// costs").
+	featBenefit := func(v int64) float64 { return float64(p.Feat[v]) }
+	var rowB, singleB float64 // a row inside a merged read, a row read alone: bytes
+	if costed {
+		rowB, singleB = float64(p.Meta.FeatRowBytes), rm.singleBytes(p.Meta.FeatRowBytes)
+		mean := rm.Seconds(float64(rm.Reads), float64(rm.BytesRead)) / float64(rm.Rows)
+		merged, alone := rm.Seconds(0, rowB)/mean, rm.Seconds(1, singleB)/mean
+		featBenefit = func(v int64) float64 {
+			one := float64(min(p.FeatSingle[v], p.Feat[v]))
+			return (float64(p.Feat[v])-one)*merged + one*alone
+		}
+	}
 	pFeat := make([]float64, len(featOrder)+1)
+	pFeatRows := make([]float64, len(featOrder)+1)
+	pFeatSingle := make([]float64, len(featOrder)+1)
 	for r, v := range featOrder {
-		pFeat[r+1] = pFeat[r] + float64(p.Feat[v])/epochs
+		pFeat[r+1] = pFeat[r] + featBenefit(v)/epochs
+		pFeatRows[r+1] = pFeatRows[r] + float64(p.Feat[v])/epochs
+		if costed {
+			pFeatSingle[r+1] = pFeatSingle[r] + float64(min(p.FeatSingle[v], p.Feat[v]))/epochs
+		}
 	}
 	var pHist, pHistS, pHistG, pHistR, pHistE []float64
 	k2 := int64(-1)
@@ -416,7 +453,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	}
 	pr := &res.Predicted
 	pr.Benefit = best.benefit
-	pr.FeatRows = topSum(pFeat, best.feat.Entries)
+	pr.FeatRows = topSum(pFeatRows, best.feat.Entries)
 	if hist {
 		pr.HistGatherRows = topSum(pHistG, best.hist.Entries)
 		pr.HistSampledNeighbors = topSum(pHistS, best.hist.Entries)
@@ -428,6 +465,24 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	}
 	pr.FeatureBytesSaved = (pr.FeatRows + pr.HistGatherRows) * float64(o.FeatRowBytes)
 	pr.NeighborBytesSaved = pr.NeighborCacheBytes + pr.HistSampledNeighbors*float64(idBytes)
+	if costed {
+		// What is left to read: the profile's reads less each cached
+		// node's single reads and bytes, less the history's rows, priced
+		// at the mean single-read share and bytes of a row (block rows
+		// included in the mean: history skips them too, for free).
+		res.Reads = rm
+		reads, bytes := float64(rm.Reads)/epochs, float64(rm.BytesRead)/epochs
+		pr.NoCacheGatherSeconds = rm.Seconds(reads, bytes)
+		one := topSum(pFeatSingle, best.feat.Entries)
+		reads -= one
+		bytes -= one*singleB + (pr.FeatRows-one)*rowB
+		if all := float64(rm.Rows + rm.BlockRows); all > 0 {
+			reads -= pr.HistGatherRows * float64(rm.SingleReads) / all
+			bytes -= pr.HistGatherRows * (float64(rm.SingleBytes) + float64(rm.Rows-rm.SingleReads)*rowB) / all
+		}
+		pr.GatherReads, pr.GatherBytesRead = max(reads, 0), max(bytes, 0)
+		pr.GatherSeconds = rm.Seconds(pr.GatherReads, pr.GatherBytesRead)
+	}
 
 	mem := &res.Memory
 	mem.MemBytes = o.MemBytes

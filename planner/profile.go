@@ -59,6 +59,18 @@ type ProfileOptions struct {
 	// uses train.ReuseDepth). Plan must be given the same Staleness.
 	Staleness  int64
 	ReuseDepth int64
+	// Gather is how training reads feature-cache misses: Mode, IODepth,
+	// CoalesceGap, MaxReadAmplification, MaxReadBytes and IO are used
+	// (Policy, Counts, the stages and Logger are not). The profile times
+	// its gather with them and prices every batch's reads by the plan
+	// they give (Meta.Reads). nil: featurecache's defaults.
+	Gather *featurecache.Options
+	// NoFeatureBlock says training will not use the dynamic feature
+	// block. Otherwise, in ModePartition over parts that are id ranges
+	// (a relabelled dataset), the rows of the macro batch's own parts are
+	// served by the block, so they count in neither Feat nor the read
+	// model.
+	NoFeatureBlock bool
 	// Progress receives one task per pass (nil: none).
 	Progress progress.Reporter
 	// Logger receives one Info line per profile (nil: none).
@@ -110,11 +122,13 @@ const profileGatherBytes = 16 << 20
 
 // ProfileWorkingBytes bounds what a profiling epoch holds beside its
 // counters (ProfileMemBytes): the gather buffer (at most
-// profileGatherBytes, at most a batch's rows of rowBytes), and for each
-// sampling worker plus the one prefetched batch a sampled batch of
-// batchBytes (sample.BatchBytesBound).
+// profileGatherBytes, at most a batch's rows of rowBytes), the read
+// model's scratch (a batch's sorted row ids, and as many merge-gap
+// candidates: 16 bytes per row), and for each sampling worker plus the
+// one prefetched batch a sampled batch of batchBytes
+// (sample.BatchBytesBound).
 func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64, workers int) int64 {
-	return min(profileGatherBytes, batchRows*rowBytes) + int64(workers+1)*batchBytes
+	return min(profileGatherBytes, batchRows*rowBytes) + 16*batchRows + int64(workers+1)*batchBytes
 }
 
 func (o *ProfileOptions) withDefaults() ProfileOptions {
@@ -215,6 +229,12 @@ type Meta struct {
 	SumNbr        uint64 `json:"sum_nbr_lookups"`
 	SumHistAppear uint64 `json:"sum_hist_appear,omitempty"`
 	SumHistHits   uint64 `json:"sum_hist_hits,omitempty"`
+	SumFeatSingle uint64 `json:"sum_feat_single_reads,omitempty"`
+
+	// Reads is the model of the storage reads, summed over
+	// PresampleEpochs (nil in profiles written before it: they have no
+	// FeatSingle, and Plan counts every row alike).
+	Reads *ReadModel `json:"reads,omitempty"`
 
 	Files []FileInfo `json:"files"`
 }
@@ -228,14 +248,20 @@ type FileInfo struct {
 }
 
 // Profile is the result of a profiling run: OUTRE's three N-length arrays
-// plus the per-node neighbour-lookup benefit and the two arrays of the
-// history validity model, and Meta. Arrays are uint32 (4·N bytes each,
-// 24·N in all), saturating at 2^32−1.
+// plus the per-node neighbour-lookup benefit, the two arrays of the
+// history validity model and the single-read counts of the read model,
+// and Meta. Arrays are uint32 (4·N bytes each, 28·N in all), saturating
+// at 2^32−1.
 type Profile struct {
 	Meta Meta
 	// Feat is saved_IO_feat: the number of batches whose input layer
-	// contains v.
+	// contains v and reads it from storage (not from the dynamic feature
+	// block).
 	Feat []uint32
+	// FeatSingle is the number of those batches whose modelled reads
+	// (Meta.Reads) read v's row on its own rather than inside a merged
+	// read. nil in old profiles.
+	FeatSingle []uint32
 	// HistSample is saved_IO_hist_sample: for v at hop 1 (not a target),
 	// the size of v's sampled (L−1)-hop subtree counted as sampled edges
 	// whose parent's list came from storage, summed over batches.
@@ -340,26 +366,9 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	if o.NeighborCache != nil {
 		an.global = o.NeighborCache.Contains
 	}
-	part := o.Part
-	if o.Mode == sample.ModePartition {
-		if parts == nil {
-			return nil, fmt.Errorf("%w: partition mode needs partitions", ErrInvalidOptions)
-		}
-		if part == nil {
-			m, ok := parts.(memberser)
-			if !ok {
-				return nil, fmt.Errorf("%w: partition mode needs ProfileOptions.Part", ErrInvalidOptions)
-			}
-			part = make([]int32, n)
-			for q := 0; q < parts.K(); q++ {
-				for _, v := range m.Members(q) {
-					part[v] = int32(q)
-				}
-			}
-		}
-		if int64(len(part)) != n {
-			return nil, fmt.Errorf("%w: Part has %d entries, dataset %d nodes", ErrInvalidOptions, len(part), n)
-		}
+	part, err := profilePart(d, parts, &o)
+	if err != nil {
+		return nil, err
 	}
 	so := o.samplerOptions()
 	fast, err := sample.New(d, parts, &so)
@@ -416,12 +425,18 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	task.Done()
 
 	// Pass B: counts and the timed Gather stage (caches disabled).
-	fc, err := featurecache.New(ctx, d, 0, &featurecache.Options{Policy: featurecache.PolicyDegree, Workers: o.Workers})
+	fc, err := featurecache.New(ctx, d, 0, o.gatherOptions())
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
 	defer fc.Close()
 	c := newCounters(n)
+	rc, err := newReadCounter(d, fc, c.featSingle)
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	defer rc.close()
+	block := featureBlockOn(d, parts, &o) && part != nil
 	// The counters are counted while the profiling epoch runs; the
 	// returned Profile's arrays are the caller's (ForTraining counts what
 	// training keeps).
@@ -444,6 +459,9 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 		curMacro := -1
 		if part != nil {
 			an.dynamic = func(v int64) bool { return inMacro[part[v]] }
+			if block {
+				an.block = an.dynamic
+			}
 		}
 		for {
 			b, err := it.Next()
@@ -463,6 +481,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 				curMacro = b.Macro
 			}
 			tot := an.add(b, c)
+			rc.add(b.Nodes(), an.block)
 			if epoch == 0 {
 				m.Batches++
 				m.SampledNeighbors += tot.sampled
@@ -500,14 +519,57 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	c.wrap(c.iter)
 	m.Iterations = c.iter
 	m.Beta = ComputeBeta(m.SampleSeconds, m.SampledNeighbors, m.GatherSeconds, m.GatheredRows)
-	p := &Profile{Meta: m, Feat: c.feat, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr, HistAppear: c.histAppear, HistHits: c.histHits}
+	m.Reads = &rc.m
+	p := &Profile{Meta: m, Feat: c.feat, FeatSingle: c.featSingle, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr,
+		HistAppear: c.histAppear, HistHits: c.histHits}
 	p.Meta.SumFeat, p.Meta.SumHistSample, p.Meta.SumHistGather, p.Meta.SumNbr = sum(p.Feat), sum(p.HistSample), sum(p.HistGather), sum(p.Nbr)
-	p.Meta.SumHistAppear, p.Meta.SumHistHits = sum(p.HistAppear), sum(p.HistHits)
+	p.Meta.SumHistAppear, p.Meta.SumHistHits, p.Meta.SumFeatSingle = sum(p.HistAppear), sum(p.HistHits), sum(p.FeatSingle)
 	if o.Logger != nil {
 		o.Logger.Info("profile done", "name", m.Name, "batches", m.Batches, "beta", m.Beta,
 			"sample_s", m.SampleSeconds, "gather_s", m.GatherSeconds)
 	}
 	return p, nil
+}
+
+// profilePart is the node → partition assignment RunProfile needs in
+// ModePartition (o.Part, or derived from parts' members); nil otherwise.
+func profilePart(d *storage.Dataset, parts sample.Partitions, o *ProfileOptions) ([]int32, error) {
+	if o.Mode != sample.ModePartition {
+		return o.Part, nil
+	}
+	n := d.NumNodes()
+	if parts == nil {
+		return nil, fmt.Errorf("%w: partition mode needs partitions", ErrInvalidOptions)
+	}
+	part := o.Part
+	if part == nil {
+		m, ok := parts.(memberser)
+		if !ok {
+			return nil, fmt.Errorf("%w: partition mode needs ProfileOptions.Part", ErrInvalidOptions)
+		}
+		part = make([]int32, n)
+		for q := 0; q < parts.K(); q++ {
+			for _, v := range m.Members(q) {
+				part[v] = int32(q)
+			}
+		}
+	}
+	if int64(len(part)) != n {
+		return nil, fmt.Errorf("%w: Part has %d entries, dataset %d nodes", ErrInvalidOptions, len(part), n)
+	}
+	return part, nil
+}
+
+// gatherOptions is the cache-less feature cache the profile gathers and
+// models reads with: o.Gather's read options.
+func (o *ProfileOptions) gatherOptions() *featurecache.Options {
+	var fo featurecache.Options
+	if g := o.Gather; g != nil {
+		fo = featurecache.Options{Mode: g.Mode, IODepth: g.IODepth, CoalesceGap: g.CoalesceGap,
+			MaxReadAmplification: g.MaxReadAmplification, MaxReadBytes: g.MaxReadBytes, IO: g.IO}
+	}
+	fo.Policy, fo.Workers = featurecache.PolicyDegree, o.Workers
+	return &fo
 }
 
 func parts0K(p sample.Partitions) int {

@@ -37,6 +37,14 @@ func WriteProfileSummary(w io.Writer, p *Profile) error {
 	fmt.Fprintf(tw, "t_gather\t%.3fs (%.1f ns/row)\n", m.GatherSeconds, 1e9*m.GatherSeconds/float64(max(m.GatheredRows, 1)))
 	fmt.Fprintf(tw, "β (Eq. 3)\t%.4g\n", m.Beta)
 	fmt.Fprintf(tw, "sums\tfeat %d, hist_sample %d, hist_gather %d, nbr lookups %d\n", m.SumFeat, m.SumHistSample, m.SumHistGather, m.SumNbr)
+	if r := m.Reads; r != nil {
+		k := float64(max(m.PresampleEpochs, 1))
+		fmt.Fprintf(tw, "reads per epoch\t%.0f rows from storage (%.0f from the feature block) in %.0f reads (%.0f of one row), %s read for %s of rows; gap %d rows, cap %gx, %s\n",
+			float64(r.Rows)/k, float64(r.BlockRows)/k, float64(r.Reads)/k, float64(r.SingleReads)/k,
+			fmtBytes(float64(r.BytesRead)/k), fmtBytes(float64(r.Rows)*float64(m.FeatRowBytes)/k), r.GapRows, r.MaxAmplification, r.Mode)
+		fmt.Fprintf(tw, "device time per epoch\t%.2fs at %.0f random reads/s and %s/s sequential (%s)\n",
+			r.Seconds(float64(r.Reads)/k, float64(r.BytesRead)/k), r.RandomReadsPerSec, fmtBytes(r.SeqBytesPerSec), r.CostSource)
+	}
 	for _, e := range []struct {
 		name string
 		a    []uint32
@@ -78,6 +86,10 @@ func WritePlan(w io.Writer, r *PlanResult) error {
 	fmt.Fprintf(tw, "\t\n")
 	pr := r.Predicted
 	fmt.Fprintf(tw, "predicted per epoch\tfeature bytes saved %s, neighbour bytes saved %s\n", fmtBytes(pr.FeatureBytesSaved), fmtBytes(pr.NeighborBytesSaved))
+	if r.Reads != nil {
+		fmt.Fprintf(tw, "predicted gather reads\t%.0f reads, %s read, %.2fs of device time (%.2fs with no cache)\n",
+			pr.GatherReads, fmtBytes(pr.GatherBytesRead), pr.GatherSeconds, pr.NoCacheGatherSeconds)
+	}
 	fmt.Fprintf(tw, "why\t%s\n", r.Reason)
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -28,6 +29,7 @@ const (
 	FileNbrLookups        = "nbr_lookups.npy"
 	FileHistAppear        = "hist_appear.npy"
 	FileHistHits          = "hist_hits.npy"
+	FileFeatSingleReads   = "feat_single_reads.npy"
 )
 
 // ProfilePath is the directory of profile name under dataset dir.
@@ -41,13 +43,20 @@ func (p *Profile) arrays() []struct {
 		name string
 		a    *[]uint32
 	}{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr},
-		{FileHistAppear, &p.HistAppear}, {FileHistHits, &p.HistHits}}
+		{FileHistAppear, &p.HistAppear}, {FileHistHits, &p.HistHits}, {FileFeatSingleReads, &p.FeatSingle}}
 }
 
 // optional reports whether array file name may be absent: the validity
-// arrays of a profile written before the model existed (Staleness 0).
+// arrays of a profile written before the model existed (Staleness 0), and
+// the single-read counts of one written before the read model (no Reads).
 func (p *Profile) optional(name string) bool {
-	return (name == FileHistAppear || name == FileHistHits) && p.Meta.Staleness == 0
+	switch name {
+	case FileHistAppear, FileHistHits:
+		return p.Meta.Staleness == 0
+	case FileFeatSingleReads:
+		return p.Meta.Reads == nil
+	}
+	return false
 }
 
 // Save writes p to DIR/profile/<p.Meta.Name>/: the four arrays as .npy
@@ -181,6 +190,18 @@ func ParseMeta(b []byte, path string) (*Meta, error) {
 		return nil, bad("beta", "%v, want > 0", m.Beta)
 	case m.PresampleEpochs < 1:
 		return nil, bad("presample_epochs", "%d, want >= 1", m.PresampleEpochs)
+	}
+	if r := m.Reads; r != nil {
+		ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+		switch {
+		case !ok(r.RandomReadsPerSec) || !ok(r.SeqBytesPerSec):
+			return nil, bad("reads", "costs %v reads/s and %v bytes/s, want positive and finite", r.RandomReadsPerSec, r.SeqBytesPerSec)
+		case r.Rows < 0 || r.BlockRows < 0 || r.Reads < 0 || r.BytesRead < 0 || r.SingleReads < 0 || r.SingleBytes < 0:
+			return nil, bad("reads", "negative count")
+		case r.Reads > r.Rows || r.SingleReads > r.Reads || r.SingleBytes > r.BytesRead:
+			return nil, bad("reads", "%d reads of %d rows with %d single reads (%d of %d bytes): want single reads <= reads <= rows",
+				r.Reads, r.Rows, r.SingleReads, r.SingleBytes, r.BytesRead)
+		}
 	}
 	return &m, nil
 }

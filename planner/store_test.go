@@ -72,6 +72,16 @@ func TestParseMetaErrors(t *testing.T) {
 		{"beta", func(m map[string]any) { m["beta"] = 0 }, "beta"},
 		{"presample_epochs", func(m map[string]any) { m["presample_epochs"] = 0 }, "presample_epochs"},
 		{"wrong type", func(m map[string]any) { m["num_nodes"] = "many" }, "num_nodes"},
+		{"read costs", func(m map[string]any) { m["reads"] = map[string]any{"random_reads_per_s": 0, "seq_bytes_per_s": 1e9} }, "reads"},
+		{"read counts", func(m map[string]any) {
+			m["reads"] = map[string]any{"random_reads_per_s": 1, "seq_bytes_per_s": 1, "rows": -1}
+		}, "reads"},
+		{"more reads than rows", func(m map[string]any) {
+			m["reads"] = map[string]any{"random_reads_per_s": 1, "seq_bytes_per_s": 1, "rows": 2, "reads": 3}
+		}, "reads"},
+		{"more single reads than reads", func(m map[string]any) {
+			m["reads"] = map[string]any{"random_reads_per_s": 1, "seq_bytes_per_s": 1, "rows": 3, "reads": 2, "single_reads": 3}
+		}, "reads"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := json.Marshal(good)

@@ -165,6 +165,11 @@
 // prediction in Report.PlanComparison. Measured.HistGatherRows is not an
 // exact count (the pruned subtrees are never sampled): it is the hop-2
 // neighbours not drawn below reused nodes, Σ min(fanout, degree).
+// Measured.GatherReads and GatherBytesRead are the gather stage's read
+// calls and bytes, against the plan's read model (planner package doc,
+// "Read costs"); the profile is given the trainer's read options
+// (ProfileOptions.Gather) and whether the feature block is on, so it
+// models the reads this trainer issues.
 //
 // # Exact layer-wise inference
 //

@@ -227,10 +227,12 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if name == "" {
 		name = DefaultProfileName
 	}
-	p, err := planner.RunProfile(ctx, d, o.Partitions, &planner.ProfileOptions{Name: name, Fanouts: o.Fanouts, BatchSize: o.BatchSize,
+	po := &planner.ProfileOptions{Name: name, Fanouts: o.Fanouts, BatchSize: o.BatchSize,
 		Mode: o.Selection, PartsPerBatch: o.PartsPerBatch, Seed: o.Seed, Workers: o.Workers, Source: o.Source,
 		Part: mo.Part, Partition: mo.Partition, Staleness: o.Staleness, ReuseDepth: int64(ReuseDepth(&o)),
-		Progress: o.Progress, Logger: o.Logger})
+		Gather: o.buildOptions(0).Feature, NoFeatureBlock: partRanges(&o) == nil,
+		Progress: o.Progress, Logger: o.Logger}
+	p, err := planner.RunProfile(ctx, d, o.Partitions, po)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +248,17 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	b, err := divide(d, &o, p, mo.MemBytes)
 	if err != nil {
 		return nil, err
+	}
+	if r := b.MaxBatchRows; r > 0 && r < p.Meta.MaxBatchRows && p.Meta.Reads != nil {
+		// Batches will be cut into micro-batches, each gathered on its
+		// own: count the reads (and the feature cache's benefit) of
+		// those, not of whole batches.
+		if err := p.RemodelReads(ctx, d, o.Partitions, po, splitRows(int(r)), r); err != nil {
+			return nil, err
+		}
+		if err := p.Save(d.Dir()); err != nil {
+			return nil, err
+		}
 	}
 	ws, fs := b.WorkingSet, b.Fixed
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes, "feature_block_bytes", ws.FeatureBlockBytes)

@@ -2,6 +2,8 @@ package train
 
 import (
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 )
 
 // Micro-batches: when a batch's working set does not fit what the memory
@@ -160,6 +162,31 @@ func fitSplit(hb *hostBatch, maxRows int) int {
 			return k
 		}
 		k *= 2
+	}
+}
+
+// splitRows is the planner's view of the cut Trainer.microCount makes
+// with a bound of maxRows input rows and no history reuse: each
+// micro-batch's input rows, in the order the trainer gathers them.
+func splitRows(maxRows int) planner.BatchSplit {
+	return func(b *sample.Batch, visit func(rows []int64)) {
+		hb := convert(b, nil, false)
+		defer hb.uncount()
+		k := fitSplit(hb, maxRows)
+		if k <= 1 {
+			visit(hb.nodes)
+			return
+		}
+		s := newSplitter(hb, k)
+		var rows []int64
+		for m := range s.k {
+			order, _ := s.walk(m, false)
+			rows = rows[:0]
+			for _, u := range order {
+				rows = append(rows, hb.nodes[u])
+			}
+			visit(rows)
+		}
 	}
 }
 

@@ -508,6 +508,11 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges), HistReusedNodes: float64(histReused),
 		FeatureBytesSaved:  float64((fc1.BytesRequested-fc1.BytesMissed)-(fc0.BytesRequested-fc0.BytesMissed)) + float64(histEdges*t.d.FeatRowBytes()),
 		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
+	for _, g := range es.Storage {
+		if g.Stage == storage.StageGather {
+			es.Measured.GatherReads, es.Measured.GatherBytesRead = float64(g.ReadCalls), float64(g.BytesRead)
+		}
+	}
 	if t.hc != nil {
 		hc1 := t.hc.Stats()
 		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)

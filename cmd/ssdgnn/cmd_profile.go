@@ -22,6 +22,7 @@ func newProfileCmd(g *globals) *cobra.Command {
 	var seed int64
 	var ncache byteSize
 	var asJSON bool
+	var reads readFlags
 	cmd := &cobra.Command{
 		Use:   "profile DIR",
 		Short: "Run the profiling epoch that the memory planner needs",
@@ -29,6 +30,10 @@ func newProfileCmd(g *globals) *cobra.Command {
 and history caches off) and records, per node, how much I/O caching it would
 save: saved_IO_feat, saved_IO_hist_sample, saved_IO_hist_gather and the
 neighbour lookups, plus the measured sample and gather times and beta (Eq. 3).
+Each batch's storage reads are planned as train's gather plans them (the
+--feat-read, --coalesce-gap and --max-read-amp flags are train's) and priced
+at DIR/device.json's costs (ssdgnn probe), so the plan values a row read on
+its own above one that rides in a merged read.
 With --presample-epochs K the counts are summed over K epochs (GNNLab
 PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 'ssdgnn plan'.`,
@@ -63,6 +68,16 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				return err
 			}
 			defer d.Close()
+			ro, err := reads.options()
+			if err != nil {
+				return err
+			}
+			if ro.Mode == storage.ReadAuto {
+				var note string
+				ro.Mode, note = train.AutoFeatRead(d)
+				o.Logger.Info(note)
+			}
+			o.Gather = &ro
 			var parts sample.Partitions
 			var cross []int32
 			if o.Mode == sample.ModePartition {
@@ -109,5 +124,6 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	f.Int64Var(&o.Staleness, "staleness", 0, "history staleness the validity estimate assumes (0: default 100; plan and train must use the same)")
 	f.Int64Var(&o.ReuseDepth, "reuse-depth", 2, "batches between a reuse decision and the batch it is for (train uses 2, more with --spill)")
 	f.BoolVar(&asJSON, "json", false, "print profile.json's content")
+	reads.register(f) // the reads the profile models are train's
 	return cmd
 }

@@ -26,10 +26,10 @@ func init() { extraCommands = append(extraCommands, newTrainCmd) }
 
 func newTrainCmd(g *globals) *cobra.Command {
 	var o train.Options
-	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, featRead, featIO, metrics, plotPath, device string
+	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath, device string
 	var planFile, profileName string
-	var seed, coalesceGap int64
-	var maxReadAmp float64
+	var seed int64
+	var reads readFlags
 	var featCache, histCache, nbrCache, mem, memLimit byteSize
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -119,29 +119,11 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 			if o.Source, err = sample.ParseSource(source); err != nil {
 				return err
 			}
-			if o.FeatRead, err = storage.ParseReadMode(featRead); err != nil {
+			ro, err := reads.options()
+			if err != nil {
 				return err
 			}
-			if o.FeatIO, err = storage.ParseIOEngine(featIO); err != nil {
-				return err
-			}
-			switch {
-			case coalesceGap < -1:
-				return fmt.Errorf("--coalesce-gap %d: want -1 (device.json), 0 (one read per row) or a row count", coalesceGap)
-			case coalesceGap == -1:
-				o.FeatCoalesceGap = 0
-			case coalesceGap == 0:
-				o.FeatCoalesceGap = featurecache.PerRowReads
-			default:
-				o.FeatCoalesceGap = coalesceGap
-			}
-			if maxReadAmp != 0 && !(maxReadAmp >= 1) {
-				return fmt.Errorf("--max-read-amp %v: want 0 (no cap) or a ratio of at least 1", maxReadAmp)
-			}
-			o.FeatMaxReadAmp = maxReadAmp
-			if maxReadAmp == 0 {
-				o.FeatMaxReadAmp = featurecache.UncappedReads
-			}
+			o.FeatRead, o.FeatIO, o.FeatCoalesceGap, o.FeatMaxReadAmp = ro.Mode, ro.IO, ro.CoalesceGap, ro.MaxReadAmplification
 			if o.Dropout < 0 || o.Dropout >= 1 {
 				return fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)
 			}
@@ -356,10 +338,7 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
-	f.StringVar(&featRead, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
-	f.Float64Var(&maxReadAmp, "max-read-amp", storage.DefaultMaxReadAmplification, "cap on feature bytes read ÷ bytes of the missed rows when --coalesce-gap merges reads: the smallest gaps merge first while they fit (0: no cap; 1: only rows sharing a block)")
-	f.Int64Var(&coalesceGap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
-	f.StringVar(&featIO, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")
+	reads.register(f)
 	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")

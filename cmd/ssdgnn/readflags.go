@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// readFlags say how feature rows are read from storage. train reads with
+// them and profile models the same reads, so both take them.
+type readFlags struct {
+	mode, io string
+	gap      int64
+	amp      float64
+}
+
+func (r *readFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&r.mode, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
+	f.Float64Var(&r.amp, "max-read-amp", storage.DefaultMaxReadAmplification, "cap on feature bytes read ÷ bytes of the missed rows when --coalesce-gap merges reads: the smallest gaps merge first while they fit (0: no cap; 1: only rows sharing a block)")
+	f.Int64Var(&r.gap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
+	f.StringVar(&r.io, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")
+}
+
+// options returns the flags as featurecache.Options' read fields (Mode
+// may be storage.ReadAuto: see train.AutoFeatRead).
+func (r *readFlags) options() (featurecache.Options, error) {
+	var o featurecache.Options
+	var err error
+	if o.Mode, err = storage.ParseReadMode(r.mode); err != nil {
+		return o, err
+	}
+	if o.IO, err = storage.ParseIOEngine(r.io); err != nil {
+		return o, err
+	}
+	switch {
+	case r.gap < -1:
+		return o, fmt.Errorf("--coalesce-gap %d: want -1 (device.json), 0 (one read per row) or a row count", r.gap)
+	case r.gap == 0:
+		o.CoalesceGap = featurecache.PerRowReads
+	case r.gap > 0:
+		o.CoalesceGap = r.gap
+	}
+	switch {
+	case r.amp == 0:
+		o.MaxReadAmplification = featurecache.UncappedReads
+	case r.amp >= 1:
+		o.MaxReadAmplification = r.amp
+	default:
+		return o, fmt.Errorf("--max-read-amp %v: want 0 (no cap) or a ratio of at least 1", r.amp)
+	}
+	return o, nil
+}

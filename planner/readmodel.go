@@ -1,0 +1,267 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// ReadModel is a profile's model of training's feature reads from
+// storage (see the package doc, "Read costs"). Each batch's input rows
+// that the dynamic feature block does not serve are planned as the
+// gather plans its misses (storage.ReadModel: the same merge gap,
+// amplification cap, read size and alignment), with no cache; the
+// counts are summed over PresampleEpochs.
+type ReadModel struct {
+	// How the gather reads: its merge gap in rows (0: one read per row),
+	// amplification cap and read mode ("direct" or "buffered").
+	GapRows          int64   `json:"gap_rows"`
+	MaxAmplification float64 `json:"max_amplification"`
+	Mode             string  `json:"mode"`
+	// The device's costs: random single-row reads per second and
+	// sequential bytes per second, from CostSource ("device.json", or
+	// "default": storage.DefaultDeviceProfile).
+	RandomReadsPerSec float64 `json:"random_reads_per_s"`
+	SeqBytesPerSec    float64 `json:"seq_bytes_per_s"`
+	CostSource        string  `json:"cost_source"`
+	// Rows: input rows read from storage; BlockRows: input rows the
+	// dynamic feature block serves instead (0 unless the dataset is
+	// partition-major and the block is on).
+	Rows      int64 `json:"rows"`
+	BlockRows int64 `json:"block_rows"`
+	// Reads: read calls; BytesRead: their bytes. SingleReads are the
+	// reads of one row each and SingleBytes their bytes (a row's aligned
+	// span).
+	Reads       int64 `json:"reads"`
+	BytesRead   int64 `json:"bytes_read"`
+	SingleReads int64 `json:"single_reads"`
+	SingleBytes int64 `json:"single_bytes"`
+	// MicroBatchRows is the trainer's bound on a micro-batch's input rows
+	// when the counts are of micro-batches (Profile.RemodelReads), each
+	// gathered on its own; 0: of whole batches.
+	MicroBatchRows int64 `json:"micro_batch_rows,omitempty"`
+}
+
+// usable reports whether m can price reads.
+func (m *ReadModel) usable() bool {
+	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	return m != nil && ok(m.RandomReadsPerSec) && ok(m.SeqBytesPerSec) && m.Rows > 0
+}
+
+// Seconds is the device time of reads read calls of bytes bytes in all:
+// reads ÷ random reads/s + bytes ÷ sequential bytes/s, the model the
+// bench's "Gather against the disk's limit" table uses.
+func (m *ReadModel) Seconds(reads, bytes float64) float64 {
+	return reads/m.RandomReadsPerSec + bytes/m.SeqBytesPerSec
+}
+
+// singleBytes is the mean bytes of a one-row read (rowBytes when there
+// were none).
+func (m *ReadModel) singleBytes(rowBytes int64) float64 {
+	if m.SingleReads == 0 {
+		return float64(rowBytes)
+	}
+	return float64(m.SingleBytes) / float64(m.SingleReads)
+}
+
+// extraUnits is what a row read on its own costs beyond a row read inside
+// a merged read, in units of the latter (rowBytes at sequential speed):
+// (random read time + mean single-read bytes ÷ sequential bytes/s) ÷
+// (rowBytes ÷ sequential bytes/s) − 1. A node's feature-cache score is
+// Feat + extraUnits·FeatSingle.
+func (m *ReadModel) extraUnits(rowBytes int64) float64 {
+	return (m.SeqBytesPerSec/m.RandomReadsPerSec+m.singleBytes(rowBytes))/float64(rowBytes) - 1
+}
+
+// rangeParts is implemented by partitions whose parts are contiguous id
+// ranges (sample.PartitionFiles of a relabelled dataset): training serves
+// their macro batch's own rows from the dynamic feature block.
+type rangeParts interface {
+	PartRange(q int) (lo, hi int64, ok bool)
+}
+
+// featureBlockOn reports whether training with o over parts serves the
+// macro batch's own rows from the dynamic feature block, by the rule the
+// trainer applies (partition mode, parts that are id ranges, block not
+// turned off, features present).
+func featureBlockOn(d *storage.Dataset, parts sample.Partitions, o *ProfileOptions) bool {
+	if o.NoFeatureBlock || o.Mode != sample.ModePartition || parts == nil || d.FeatDim() == 0 {
+		return false
+	}
+	rp, ok := parts.(rangeParts)
+	if !ok {
+		return false
+	}
+	_, _, ok = rp.PartRange(0)
+	return ok
+}
+
+// readCounter prices every profiled batch's storage reads into a
+// ReadModel and the per-node FeatSingle counts. Its scratch (a batch's
+// sorted row ids) is counted in memacct.BatchBuffers.
+type readCounter struct {
+	rm     *storage.ReadModel
+	m      ReadModel
+	single []uint32
+	ids    []int64
+}
+
+// newReadCounter prices reads as fc gathers its misses, at the costs of
+// fc's device profile (d's device.json, or the default, when fc's gap is
+// an explicit option).
+func newReadCounter(d *storage.Dataset, fc *featurecache.Cache, single []uint32) (*readCounter, error) {
+	rm, err := fc.ReadModel()
+	if err != nil {
+		return nil, err
+	}
+	plan := fc.ReadPlan()
+	prof, src := plan.Profile, plan.Source
+	if prof == nil { // an explicit gap: the costs are still the device's
+		prof, src = nil, storage.FileDevice
+		if prof, err = storage.ReadDeviceProfile(d.Dir()); errors.Is(err, storage.ErrNoDeviceProfile) {
+			prof, src, err = storage.DefaultDeviceProfile(d.FeatRowBytes()), "default", nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &readCounter{rm: rm, single: single, m: ReadModel{GapRows: plan.GapRows, MaxAmplification: plan.MaxAmplification,
+		Mode: plan.Mode, RandomReadsPerSec: prof.RandomReadsPerSec, SeqBytesPerSec: prof.SeqBytesPerSec, CostSource: src}}, nil
+}
+
+// add prices the reads of batch rows nodes, leaving out those block
+// serves (block may be nil).
+func (r *readCounter) add(nodes []int64, block func(v int64) bool) {
+	ids := r.ids[:0]
+	for _, v := range nodes {
+		if block != nil && block(v) {
+			r.m.BlockRows++
+			continue
+		}
+		ids = append(ids, v)
+	}
+	if c := int64(cap(ids)) - int64(cap(r.ids)); c > 0 {
+		memacct.Add(memacct.BatchBuffers, 8*c)
+	}
+	r.ids = ids
+	slices.Sort(ids)
+	r.m.Rows += int64(len(ids))
+	r.rm.Walk(ids, func(first, n int, bytes int64) {
+		r.m.Reads++
+		r.m.BytesRead += bytes
+		if n == 1 {
+			r.m.SingleReads++
+			r.m.SingleBytes += bytes
+			addSat(r.single, ids[first], 1)
+		}
+	})
+}
+
+// close releases the scratch.
+func (r *readCounter) close() {
+	memacct.Add(memacct.BatchBuffers, -8*int64(cap(r.ids)))
+	r.ids = nil
+}
+
+// BatchSplit calls visit once per micro-batch that training cuts b into,
+// with the micro-batch's input rows (global ids, each once). The trainer
+// gathers each micro-batch on its own, so rows two micro-batches share are
+// read twice.
+type BatchSplit func(b *sample.Batch, visit func(rows []int64))
+
+// RemodelReads recounts p's Feat, FeatSingle and read model for batches
+// cut into micro-batches by split, of at most microRows input rows (the
+// trainer's bound, recorded as ReadModel.MicroBatchRows). The cut is known
+// only once the memory budget has been divided, after profiling, so this
+// is a second pass over the profiled epochs: sampling only, no gather and
+// no timing. o must be the options p was profiled with (the batches must
+// be the same); the history arrays, the timings and β are kept.
+func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sample.Partitions, opts *ProfileOptions,
+	split BatchSplit, microRows int64) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	o := opts.withDefaults()
+	m := &p.Meta
+	if m.NumNodes != d.NumNodes() || m.Seed != o.Seed || m.BatchSize != o.BatchSize || m.Mode != string(o.Mode) ||
+		!slices.Equal(m.Fanouts, o.Fanouts) || m.PresampleEpochs != o.PresampleEpochs || p.FeatSingle == nil {
+		return fmt.Errorf("%w: profile %q was not profiled with these options (or has no read model)", ErrMismatch, m.Name)
+	}
+	part, err := profilePart(d, parts, &o)
+	if err != nil {
+		return err
+	}
+	so := o.samplerOptions()
+	s, err := sample.New(d, parts, &so)
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	defer s.Close()
+	fc, err := featurecache.New(ctx, d, 0, o.gatherOptions())
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	defer fc.Close()
+	clear(p.Feat)
+	clear(p.FeatSingle)
+	rc, err := newReadCounter(d, fc, p.FeatSingle)
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	defer rc.close()
+	var block func(v int64) bool
+	inMacro := make([]bool, max(parts0K(parts), 1))
+	if featureBlockOn(d, parts, &o) && part != nil {
+		block = func(v int64) bool { return inMacro[part[v]] }
+	}
+	visit := func(rows []int64) {
+		for _, v := range rows {
+			if block == nil || !block(v) {
+				addSat(p.Feat, v, 1)
+			}
+		}
+		rc.add(rows, block)
+	}
+	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
+		task := o.Progress.Start(fmt.Sprintf("profile: reads of micro-batches, epoch %d", epoch), 0, progress.Items)
+		it := s.Epoch(ctx, epoch)
+		plan := it.Plan()
+		cur := -1
+		for {
+			b, err := it.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				it.Close()
+				task.Done()
+				return fmt.Errorf("planner: sample: %w", err)
+			}
+			if b.Macro != cur && b.Macro >= 0 && plan != nil {
+				clear(inMacro)
+				for _, q := range plan.MacroParts[b.Macro] {
+					inMacro[q] = true
+				}
+				cur = b.Macro
+			}
+			split(b, visit)
+			b.Release()
+			task.Add(1)
+		}
+		it.Close()
+		task.Done()
+	}
+	rc.m.MicroBatchRows = microRows
+	m.Reads = &rc.m
+	m.SumFeat, m.SumFeatSingle = sum(p.Feat), sum(p.FeatSingle)
+	return nil
+}
