@@ -34,8 +34,30 @@ func TestProfilePlan(t *testing.T) {
 		}
 	}
 	if out, _, err := run(t, "profile", dir, "--selection", "random", "--fanouts", "5,5", "--batch-size", "50", "--name", "p2"); err != nil ||
-		!strings.Contains(out, "β (Eq. 3)") {
+		!strings.Contains(out, "β (Eq. 3)") || !strings.Contains(out, "reads per epoch") {
 		t.Fatalf("profile random: %v\n%s", err, out)
+	}
+	// The read model follows train's read flags: one read per row with
+	// --coalesce-gap 0, fewer reads than rows with a gap.
+	for _, tc := range []struct {
+		gap    string
+		perRow bool
+	}{{"0", true}, {"8", false}} {
+		out, _, err := run(t, "profile", dir, "--selection", "random", "--fanouts", "5,5", "--batch-size", "50", "--name", "p3",
+			"--feat-read", "buffered", "--coalesce-gap", tc.gap, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m planner.Meta
+		if err := json.Unmarshal([]byte(out), &m); err != nil || m.Reads == nil {
+			t.Fatalf("profile --coalesce-gap %s: %v\n%s", tc.gap, err, out)
+		}
+		if r := m.Reads; (r.Reads == r.Rows) != tc.perRow || r.Mode != "buffered" || r.Rows == 0 {
+			t.Errorf("--coalesce-gap %s: %+v", tc.gap, r)
+		}
+	}
+	if _, _, err := run(t, "profile", dir, "--selection", "random", "--name", "p4", "--max-read-amp", "0.5"); err == nil || !strings.Contains(err.Error(), "--max-read-amp") {
+		t.Errorf("--max-read-amp 0.5: %v", err)
 	}
 
 	const mem = 256 << 10
