@@ -13,7 +13,10 @@
 // K partitions (seeded from (Seed, epoch)), takes them PartsPerBatch at a
 // time as macro batches (so every partition is used once per epoch),
 // shuffles each macro batch's training nodes and cuts micro batches of
-// BatchSize; the last micro batch of a macro batch may be short, and a
+// BatchSize, whose targets are then ordered by partition (in the macro
+// batch's order): a trainer that cuts a batch into consecutive runs of
+// targets (train's micro-batches) gets runs that span few partitions and
+// share their neighbourhoods. The last micro batch of a macro batch may be short, and a
 // macro batch without training nodes yields no batch. Either way every
 // training node is a target exactly once per epoch. Sampler.Plan exposes
 // the construction without sampling.

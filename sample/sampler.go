@@ -283,10 +283,26 @@ func (s *Sampler) Plan(epoch int) (*Plan, error) {
 		}
 		m := len(pl.MacroParts)
 		pl.MacroParts = append(pl.MacroParts, ps)
+		// The batches are a shuffle of the macro batch's training nodes,
+		// cut; within a batch the targets stay grouped by partition (in
+		// ps order), so that a cut of consecutive targets (the trainer's
+		// micro-batches) spans few partitions and shares their
+		// neighbourhoods. pos is shuffled as ids would be: the batches'
+		// members are those of a shuffle of ids.
 		r := s.rng(epoch, streamMacro, m)
-		r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		pos := make([]int32, len(ids))
+		for i := range pos {
+			pos[i] = int32(i)
+		}
+		r.Shuffle(len(pos), func(i, j int) { pos[i], pos[j] = pos[j], pos[i] })
+		out := make([]int64, len(ids))
 		for b := 0; b < len(ids); b += bs {
-			pl.Batches = append(pl.Batches, ids[b:min(b+bs, len(ids)):min(b+bs, len(ids))])
+			e := min(b+bs, len(ids))
+			slices.Sort(pos[b:e])
+			for i, q := range pos[b:e] {
+				out[b+i] = ids[q]
+			}
+			pl.Batches = append(pl.Batches, out[b:e:e])
 			pl.Macro = append(pl.Macro, m)
 		}
 	}

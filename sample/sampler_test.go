@@ -165,6 +165,9 @@ func TestBlocksWellFormed(t *testing.T) {
 	}
 }
 
+// TestPlanCoversTrainOnce: every training node is a target exactly once
+// per epoch; in partition mode each batch's targets come from its macro
+// batch's partitions, grouped by partition.
 func TestPlanCoversTrainOnce(t *testing.T) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 8))
@@ -191,11 +194,20 @@ func TestPlanCoversTrainOnce(t *testing.T) {
 				}
 				all = append(all, b...)
 				if mode == sample.ModePartition {
+					// Targets are grouped by partition, in the macro
+					// batch's order, so consecutive targets (a
+					// micro-batch's) span few partitions.
 					ps := pl.MacroParts[pl.Macro[i]]
+					last := 0
 					for _, v := range b {
-						if !slices.Contains(ps, int(part[v])) {
+						at := slices.Index(ps, int(part[v]))
+						if at < 0 {
 							t.Fatalf("node %d of batch %d is not in its macro batch's partitions %v", v, i, ps)
 						}
+						if at < last {
+							t.Fatalf("batch %d: targets not grouped by partition in the macro batch's order %v: %v", i, ps, b)
+						}
+						last = at
 					}
 				}
 			}
