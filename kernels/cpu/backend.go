@@ -98,6 +98,8 @@ type Backend struct {
 	pool   *pool
 	err    error
 	closed bool
+	// st recycles tensor storage (store.go) and counts it in memacct.
+	st store
 
 	acct kernels.MemAccount
 }
@@ -128,6 +130,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	b.pool.stop()
+	b.st.drain()
 	return nil
 }
 
@@ -160,8 +163,11 @@ func (b *Backend) ok() bool {
 func (b *Backend) MemStats() kernels.MemStats { return b.acct.Stats() }
 
 // reserve and release keep the backend's account (MemStats) and the
-// process's memacct.Backend count; adopted host slices are counted by
-// their owner, so Adopt and their Free touch only the account.
+// process's memacct.Backend count for int tensors and blocks; tensors'
+// storage is counted by the store (store.go), which may hold more than
+// the live tensors (pooled buffers, class rounding); adopted host slices
+// are counted by their owner, so Adopt and their Free touch only the
+// account.
 func (b *Backend) reserve(bytes int64) error {
 	if err := b.acct.Reserve("cpu", bytes); err != nil {
 		return err
@@ -222,10 +228,10 @@ func (b *Backend) Alloc(rows, cols int) (kernels.Tensor, error) {
 	if rows < 0 || cols < 0 || (cols > 0 && rows > (1<<62)/4/cols) {
 		return nil, fmt.Errorf("%w: cpu: Alloc(%d, %d)", kernels.ErrInvalidArg, rows, cols)
 	}
-	if err := b.reserve(int64(rows) * int64(cols) * 4); err != nil {
+	if err := b.acct.Reserve("cpu", int64(rows)*int64(cols)*4); err != nil {
 		return nil, err
 	}
-	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, data: make([]float32, rows*cols)}, nil
+	return &tensor{Handle: kernels.Handle{Owner: b}, rows: rows, cols: cols, data: b.st.get(rows * cols)}, nil
 }
 
 // Adopt returns a rows×cols tensor whose storage is data (len(data) must
@@ -255,10 +261,9 @@ func (b *Backend) Free(t kernels.Tensor) {
 	if !ok {
 		return
 	}
-	if ct.adopted {
-		b.acct.Release(int64(len(ct.data)) * 4)
-	} else {
-		b.release(int64(len(ct.data)) * 4)
+	b.acct.Release(int64(len(ct.data)) * 4)
+	if !ct.adopted {
+		b.st.put(ct.data)
 	}
 	ct.data = nil
 }
