@@ -45,6 +45,7 @@ type splitter struct {
 	k      int
 	outDeg [][]int32
 	newID  []int32 // scratch: old local → new local, -1 between uses
+	order  []int32 // scratch: walk's order when it does not build
 }
 
 // newSplitter prepares hb's split into k micro-batches (k clamped to
@@ -73,7 +74,10 @@ func (s *splitter) walk(m int, build bool) (order []int32, blocks []*kernels.Blo
 	hb := s.hb
 	L := len(hb.blocks)
 	lo, hi := s.targets(m)
-	order = make([]int32, 0, hi-lo)
+	order = s.order[:0] // rows only counts: reuse the last walk's slice
+	if build {
+		order = make([]int32, 0, hi-lo)
+	}
 	for u := lo; u < hi; u++ {
 		s.newID[u] = int32(len(order))
 		order = append(order, int32(u))
@@ -115,6 +119,9 @@ func (s *splitter) walk(m int, build bool) (order []int32, blocks []*kernels.Blo
 	for _, u := range order {
 		s.newID[u] = -1
 	}
+	if !build {
+		s.order = order
+	}
 	return order, blocks
 }
 
@@ -152,8 +159,9 @@ func fitSplit(hb *hostBatch, maxRows int) int {
 	for k*maxRows < len(hb.nodes) && k < MaxMicroBatches {
 		k *= 2
 	}
+	s := newSplitter(hb, k)
 	for {
-		s := newSplitter(hb, k)
+		s.k = max(1, min(k, hb.targets))
 		fits := true
 		for m := 0; m < s.k && fits; m++ {
 			fits = s.rows(m) <= maxRows
