@@ -225,7 +225,8 @@ func TestBudgetUnderCgroup(t *testing.T) {
 // 60 %: the share depends on when the collector runs. The test holds a
 // floor below that; docs/train.md reports the figures and what is and is
 // not known about the rest. On 2026-11-24, five runs each of three
-// binaries gave 56–76 %: the share varies by run more than by change.
-const countedShare = 0.55
+// binaries gave 56–76 % on an idle machine: the share varies by run more
+// than by change, so the floor sits well below the least seen.
+const countedShare = 0.45
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
