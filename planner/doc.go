@@ -106,6 +106,13 @@
 // (Predicted.Gather*). A profile without the model (written before it)
 // scores Feat alone, as OUTRE does.
 //
+// A trainer that cuts batches into micro-batches gathers each on its own,
+// and their input sets overlap. The cut is known only once the budget is
+// divided, after profiling, so Profile.RemodelReads recounts Feat,
+// FeatSingle and Meta.Reads per micro-batch in one more pass over the
+// profiled epochs, sampling only, with the caller's cut (BatchSplit).
+// ReadModel.MicroBatchRows records the bound.
+//
 // # Plan
 //
 // With N nodes, row bytes d_feat, hidden width H, budget B:
