@@ -111,7 +111,9 @@ type Memory struct {
 // divided by PresampleEpochs).
 type Predicted struct {
 	// Benefit is Eq. 5 at the chosen split, in feature rows per epoch
-	// (plus the neighbour cache's row-equivalents when not decoupled).
+	// (plus the neighbour cache's row-equivalents when not decoupled);
+	// with the read model the feature term is device time in units of a
+	// mean storage row's (package doc, "Read costs").
 	Benefit float64 `json:"benefit_rows"`
 	// FeatRows are the feature-cache hits; HistGatherRows the rows the
 	// history cache removes from Gather; HistSampledNeighbors the sampled
