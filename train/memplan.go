@@ -746,12 +746,17 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	if b.MicroBatches > 1 {
 		batch = fmt.Sprintf("batch %d as ≥%d micro-batches of ≤%d input rows (whole: %d)", b.BatchSize, b.MicroBatches, b.MaxBatchRows, ws.SplitFrom)
 	}
+	// Every term of ws.Bytes is named, so the line adds up.
+	terms := fmt.Sprintf("macro-batch caches %s; sampling workers %s", ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes))
+	if ws.FeatureBlockBytes > 0 {
+		terms += "; feature block " + ibytes(ws.FeatureBlockBytes)
+	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
   fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s)
-  working set       %10s  (%d in flight × %s; %s; macro-batch caches %s)
+  working set       %10s  (%d in flight × %s; %s; %s)
   caches            %10s  (feature, history and neighbour, tables included)
 `, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes),
-		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, ibytes(ws.DynamicBytes), ibytes(b.Caches))
+		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches))
 	return err
 }
