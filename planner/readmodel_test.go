@@ -13,7 +13,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
-// rangeParts is memParts with PartRange: its parts are contiguous id
+// rangeMemParts is memParts with PartRange: its parts are contiguous id
 // ranges, as a relabelled dataset's are, so training serves each macro
 // batch's own rows from the dynamic feature block.
 type rangeMemParts struct {
