@@ -99,6 +99,17 @@ func (c *counters) wrap(total int64) {
 	c.lastPush, c.firstSeen = nil, nil
 }
 
+// countFeat adds one to saved_IO_feat of every row the gather reads
+// from storage: every one of rows but those the feature block serves
+// (block nil: none).
+func countFeat(feat []uint32, rows []int64, block func(v int64) bool) {
+	for _, v := range rows {
+		if block == nil || !block(v) {
+			addSat(feat, v, 1)
+		}
+	}
+}
+
 func addSat(a []uint32, i int64, x uint64) {
 	s := uint64(a[i]) + x
 	if s > math.MaxUint32 {
@@ -162,13 +173,8 @@ func (a *analyzer) add(b *sample.Batch, c *counters) batchTotals {
 		}
 	}
 
-	// saved_IO_feat: every input-layer source is gathered once, from
-	// storage unless the feature block serves it.
-	for _, v := range nodes {
-		if a.block == nil || !a.block(v) {
-			addSat(c.feat, v, 1)
-		}
-	}
+	// saved_IO_feat: every input-layer source is gathered once.
+	countFeat(c.feat, nodes, a.block)
 
 	// Which looked-up lists come from storage, and the neighbour-cache
 	// benefit: lookups the dynamic cache does not serve.

@@ -2,9 +2,7 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
 	"time"
@@ -404,25 +402,11 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	}
 
 	// Pass A: the timed Sample stage.
-	task := o.Progress.Start("profile: sample", 0, progress.Items)
 	start := time.Now()
-	it := fast.Epoch(ctx, 0)
-	for {
-		b, err := it.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			it.Close()
-			task.Done()
-			return nil, fmt.Errorf("planner: sample: %w", err)
-		}
-		b.Release()
-		task.Add(1)
+	if err := eachBatch(ctx, fast, 0, o.Progress, "profile: sample", func(*sample.Batch, *sample.Plan) error { return nil }); err != nil {
+		return nil, err
 	}
 	m.SampleSeconds = time.Since(start).Seconds()
-	it.Close()
-	task.Done()
 
 	// Pass B: counts and the timed Gather stage (caches disabled).
 	fc, err := featurecache.New(ctx, d, 0, o.gatherOptions())
@@ -447,74 +431,54 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	var buf []byte
 	defer func() { memacct.Add(memacct.BatchBuffers, -int64(cap(buf))) }()
 	rb := d.FeatRowBytes()
+	macro := newMacroSet(parts)
+	if part != nil {
+		an.dynamic = func(v int64) bool { return macro.In[part[v]] }
+		if block {
+			an.block = an.dynamic
+		}
+	}
 	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
 		s := fast
 		if epoch == 0 {
 			s = slow
 		}
-		task := o.Progress.Start(fmt.Sprintf("profile: epoch %d", epoch), 0, progress.Items)
-		it := s.Epoch(ctx, epoch)
-		plan := it.Plan()
-		inMacro := make([]bool, max(parts0K(parts), 1))
-		curMacro := -1
-		if part != nil {
-			an.dynamic = func(v int64) bool { return inMacro[part[v]] }
-			if block {
-				an.block = an.dynamic
-			}
-		}
-		for {
-			b, err := it.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				it.Close()
-				task.Done()
-				return nil, fmt.Errorf("planner: sample: %w", err)
-			}
-			if b.Macro != curMacro && b.Macro >= 0 && plan != nil {
-				clear(inMacro)
-				for _, q := range plan.MacroParts[b.Macro] {
-					inMacro[q] = true
-				}
-				curMacro = b.Macro
-			}
+		err := eachBatch(ctx, s, epoch, o.Progress, fmt.Sprintf("profile: epoch %d", epoch), func(b *sample.Batch, plan *sample.Plan) error {
+			macro.see(b, plan)
 			tot := an.add(b, c)
 			rc.add(b.Nodes(), an.block)
-			if epoch == 0 {
-				m.Batches++
-				m.SampledNeighbors += tot.sampled
-				m.GatheredRows += tot.gathered
-				m.MaxBatchRows = max(m.MaxBatchRows, tot.gathered)
-				m.MaxDynamicBytes = max(m.MaxDynamicBytes, b.DynamicBytes)
-				m.Lookups.Add(b.Stats)
-				// Gathered in chunks of at most profileGatherBytes, so the
-				// profiling epoch holds a bounded buffer, not a batch's
-				// input rows (hundreds of MB at batch 1000).
-				ids := b.Nodes()
-				chunk := max(int(profileGatherBytes/rb), 1)
-				t0 := time.Now()
-				for lo := 0; lo < len(ids); lo += chunk {
-					hi := min(lo+chunk, len(ids))
-					if int64(cap(buf)) < int64(hi-lo)*rb {
-						memacct.Add(memacct.BatchBuffers, -int64(cap(buf)))
-						buf = make([]byte, int64(hi-lo)*rb)
-						memacct.Add(memacct.BatchBuffers, int64(cap(buf)))
-					}
-					if err := fc.Gather(ids[lo:hi], buf[:int64(hi-lo)*rb]); err != nil {
-						it.Close()
-						task.Done()
-						return nil, fmt.Errorf("planner: gather: %w", err)
-					}
-				}
-				m.GatherSeconds += time.Since(t0).Seconds()
+			if epoch != 0 {
+				return nil
 			}
-			b.Release()
-			task.Add(1)
+			m.Batches++
+			m.SampledNeighbors += tot.sampled
+			m.GatheredRows += tot.gathered
+			m.MaxBatchRows = max(m.MaxBatchRows, tot.gathered)
+			m.MaxDynamicBytes = max(m.MaxDynamicBytes, b.DynamicBytes)
+			m.Lookups.Add(b.Stats)
+			// Gathered in chunks of at most profileGatherBytes, so the
+			// profiling epoch holds a bounded buffer, not a batch's
+			// input rows (hundreds of MB at batch 1000).
+			ids := b.Nodes()
+			chunk := max(int(profileGatherBytes/rb), 1)
+			t0 := time.Now()
+			for lo := 0; lo < len(ids); lo += chunk {
+				hi := min(lo+chunk, len(ids))
+				if int64(cap(buf)) < int64(hi-lo)*rb {
+					memacct.Add(memacct.BatchBuffers, -int64(cap(buf)))
+					buf = make([]byte, int64(hi-lo)*rb)
+					memacct.Add(memacct.BatchBuffers, int64(cap(buf)))
+				}
+				if err := fc.Gather(ids[lo:hi], buf[:int64(hi-lo)*rb]); err != nil {
+					return fmt.Errorf("planner: gather: %w", err)
+				}
+			}
+			m.GatherSeconds += time.Since(t0).Seconds()
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		it.Close()
-		task.Done()
 	}
 	c.wrap(c.iter)
 	m.Iterations = c.iter

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
-	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -218,47 +216,25 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 		return fmt.Errorf("planner: %w", err)
 	}
 	defer rc.close()
+	macro := newMacroSet(parts)
 	var block func(v int64) bool
-	inMacro := make([]bool, max(parts0K(parts), 1))
 	if featureBlockOn(d, parts, &o) && part != nil {
-		block = func(v int64) bool { return inMacro[part[v]] }
+		block = func(v int64) bool { return macro.In[part[v]] }
 	}
 	visit := func(rows []int64) {
-		for _, v := range rows {
-			if block == nil || !block(v) {
-				addSat(p.Feat, v, 1)
-			}
-		}
+		countFeat(p.Feat, rows, block)
 		rc.add(rows, block)
 	}
 	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
-		task := o.Progress.Start(fmt.Sprintf("profile: reads of micro-batches, epoch %d", epoch), 0, progress.Items)
-		it := s.Epoch(ctx, epoch)
-		plan := it.Plan()
-		cur := -1
-		for {
-			b, err := it.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				it.Close()
-				task.Done()
-				return fmt.Errorf("planner: sample: %w", err)
-			}
-			if b.Macro != cur && b.Macro >= 0 && plan != nil {
-				clear(inMacro)
-				for _, q := range plan.MacroParts[b.Macro] {
-					inMacro[q] = true
-				}
-				cur = b.Macro
-			}
-			split(b, visit)
-			b.Release()
-			task.Add(1)
+		err := eachBatch(ctx, s, epoch, o.Progress, fmt.Sprintf("profile: reads of micro-batches, epoch %d", epoch),
+			func(b *sample.Batch, plan *sample.Plan) error {
+				macro.see(b, plan)
+				split(b, visit)
+				return nil
+			})
+		if err != nil {
+			return err
 		}
-		it.Close()
-		task.Done()
 	}
 	rc.m.MicroBatchRows = microRows
 	m.Reads = &rc.m
