@@ -236,9 +236,6 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Save(d.Dir()); err != nil {
-		return nil, err
-	}
 	hidden := cfg.HistWidth()
 	if !hist {
 		hidden = -1
@@ -256,9 +253,10 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		if err := p.RemodelReads(ctx, d, o.Partitions, po, splitRows(int(r)), r); err != nil {
 			return nil, err
 		}
-		if err := p.Save(d.Dir()); err != nil {
-			return nil, err
-		}
+	}
+	// Saved once, with the reads of the batches training will gather.
+	if err := p.Save(d.Dir()); err != nil {
+		return nil, err
 	}
 	ws, fs := b.WorkingSet, b.Fixed
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes, "feature_block_bytes", ws.FeatureBlockBytes)
