@@ -217,9 +217,11 @@ type ReadPlan struct {
 	Mode   string `json:"mode"`
 	// ScratchBytes is the read slots one Gather holds.
 	ScratchBytes int64 `json:"scratch_bytes"`
-	// Profile is the device profile the gap came from (nil with
-	// "option").
-	Profile *storage.DeviceProfile `json:"profile,omitempty"`
+	// Profile is the device's costs, from CostSource ("device.json", or
+	// "default": storage.DefaultDeviceProfile); GapRows came from it
+	// unless Source is "option".
+	Profile    *storage.DeviceProfile `json:"profile,omitempty"`
+	CostSource string                 `json:"cost_source"`
 }
 
 // resolveReadPlan fills c.plan from the options and the dataset's device
@@ -227,21 +229,21 @@ type ReadPlan struct {
 func (c *Cache) resolveReadPlan() error {
 	o := c.opts
 	p := ReadPlan{Engine: c.reader.Engine().String(), Mode: c.reader.Mode().String()}
+	prof, err := storage.ReadDeviceProfile(c.d.Dir())
+	p.Source, p.CostSource = storage.FileDevice, storage.FileDevice
+	if errors.Is(err, storage.ErrNoDeviceProfile) {
+		prof, p.Source, p.CostSource, err = storage.DefaultDeviceProfile(c.rowBytes), "default", "default", nil
+	}
+	if err != nil {
+		return err
+	}
+	p.Profile = prof
 	switch {
 	case o.CoalesceGap == PerRowReads:
 		p.Source = "option"
 	case o.CoalesceGap > 0:
 		p.GapRows, p.Source = o.CoalesceGap, "option"
 	default:
-		prof, err := storage.ReadDeviceProfile(c.d.Dir())
-		p.Source = storage.FileDevice
-		if errors.Is(err, storage.ErrNoDeviceProfile) {
-			prof, p.Source, err = storage.DefaultDeviceProfile(c.rowBytes), "default", nil
-		}
-		if err != nil {
-			return err
-		}
-		p.Profile = prof
 		p.GapRows = prof.GapRows(c.rowBytes)
 	}
 	switch a := o.MaxReadAmplification; {

@@ -415,7 +415,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	}
 	defer fc.Close()
 	c := newCounters(n)
-	rc, err := newReadCounter(d, fc, c.featSingle)
+	rc, err := newReadCounter(fc, c.featSingle)
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -114,24 +113,14 @@ type readCounter struct {
 }
 
 // newReadCounter prices reads as fc gathers its misses, at the costs of
-// fc's device profile (d's device.json, or the default, when fc's gap is
-// an explicit option).
-func newReadCounter(d *storage.Dataset, fc *featurecache.Cache, single []uint32) (*readCounter, error) {
+// fc's device profile.
+func newReadCounter(fc *featurecache.Cache, single []uint32) (*readCounter, error) {
 	rm, err := fc.ReadModel()
 	if err != nil {
 		return nil, err
 	}
 	plan := fc.ReadPlan()
-	prof, src := plan.Profile, plan.Source
-	if prof == nil { // an explicit gap: the costs are still the device's
-		prof, src = nil, storage.FileDevice
-		if prof, err = storage.ReadDeviceProfile(d.Dir()); errors.Is(err, storage.ErrNoDeviceProfile) {
-			prof, src, err = storage.DefaultDeviceProfile(d.FeatRowBytes()), "default", nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	prof, src := plan.Profile, plan.CostSource
 	return &readCounter{rm: rm, single: single, m: ReadModel{GapRows: plan.GapRows, MaxAmplification: plan.MaxAmplification,
 		Mode: plan.Mode, RandomReadsPerSec: prof.RandomReadsPerSec, SeqBytesPerSec: prof.SeqBytesPerSec, CostSource: src}}, nil
 }
@@ -211,7 +200,7 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 	defer fc.Close()
 	clear(p.Feat)
 	clear(p.FeatSingle)
-	rc, err := newReadCounter(d, fc, p.FeatSingle)
+	rc, err := newReadCounter(fc, p.FeatSingle)
 	if err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
