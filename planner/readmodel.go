@@ -79,27 +79,12 @@ func (m *ReadModel) extraUnits(rowBytes int64) float64 {
 	return (m.SeqBytesPerSec/m.RandomReadsPerSec+m.singleBytes(rowBytes))/float64(rowBytes) - 1
 }
 
-// rangeParts is implemented by partitions whose parts are contiguous id
-// ranges (sample.PartitionFiles of a relabelled dataset): training serves
-// their macro batch's own rows from the dynamic feature block.
-type rangeParts interface {
-	PartRange(q int) (lo, hi int64, ok bool)
-}
-
 // featureBlockOn reports whether training with o over parts serves the
 // macro batch's own rows from the dynamic feature block, by the rule the
 // trainer applies (partition mode, parts that are id ranges, block not
 // turned off, features present).
 func featureBlockOn(d *storage.Dataset, parts sample.Partitions, o *ProfileOptions) bool {
-	if o.NoFeatureBlock || o.Mode != sample.ModePartition || parts == nil || d.FeatDim() == 0 {
-		return false
-	}
-	rp, ok := parts.(rangeParts)
-	if !ok {
-		return false
-	}
-	_, _, ok = rp.PartRange(0)
-	return ok
+	return !o.NoFeatureBlock && o.Mode == sample.ModePartition && parts != nil && d.FeatDim() > 0 && sample.AsRanges(parts) != nil
 }
 
 // readCounter prices every profiled batch's storage reads into a

@@ -288,3 +288,23 @@ func TopDegree(d *storage.Dataset, frac float64) Bitmap {
 	}
 	return b
 }
+
+// RangeParts is implemented by Partitions whose parts may be contiguous id
+// ranges: PartitionFiles of the partitioning a dataset was relabelled by.
+type RangeParts interface {
+	PartRange(q int) (lo, hi int64, ok bool)
+}
+
+// AsRanges returns p as RangeParts when its parts are contiguous id
+// ranges, else nil. A trainer serves a macro batch's own feature rows
+// from such ranges with sequential reads (train's feature block).
+func AsRanges(p Partitions) RangeParts {
+	rp, ok := p.(RangeParts)
+	if !ok || p.K() == 0 {
+		return nil
+	}
+	if _, _, ok := rp.PartRange(0); !ok {
+		return nil
+	}
+	return rp
+}

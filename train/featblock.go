@@ -11,27 +11,13 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
-// rangeParts is implemented by Partitions whose parts are contiguous id
-// ranges: sample.PartitionFiles of a relabelled (partition-major)
-// dataset's own partitioning.
-type rangeParts interface {
-	PartRange(q int) (lo, hi int64, ok bool)
-}
-
-// partRanges returns o.Partitions as rangeParts when every part is a
-// contiguous id range and the feature block is not turned off, else nil.
-func partRanges(o *Options) rangeParts {
+// partRanges returns o.Partitions as sample.RangeParts when every part is
+// a contiguous id range and the feature block is not turned off, else nil.
+func partRanges(o *Options) sample.RangeParts {
 	if o.NoFeatureBlock || o.Selection != sample.ModePartition || o.Partitions == nil {
 		return nil
 	}
-	rp, ok := o.Partitions.(rangeParts)
-	if !ok {
-		return nil
-	}
-	if _, _, ok := rp.PartRange(0); !ok {
-		return nil
-	}
-	return rp
+	return sample.AsRanges(o.Partitions)
 }
 
 // FeatureBlockBytes is the memory of the dynamic feature block for
@@ -58,7 +44,7 @@ func FeatureBlockBytes(d *storage.Dataset, o *Options) int64 {
 // stage before the feature cache and storage. Only the gather goroutine
 // uses it; it holds one macro batch at a time.
 type featBlock struct {
-	parts    rangeParts
+	parts    sample.RangeParts
 	rd       *storage.RowReader
 	rowBytes int64
 	dtype    string
