@@ -310,7 +310,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		mean := rm.Seconds(float64(rm.Reads), float64(rm.BytesRead)) / float64(rm.Rows)
 		merged, alone := rm.Seconds(0, rowB)/mean, rm.Seconds(1, singleB)/mean
 		featBenefit = func(v int64) float64 {
-			one := float64(min(p.FeatSingle[v], p.Feat[v]))
+			one := float64(p.single(v))
 			return (float64(p.Feat[v])-one)*merged + one*alone
 		}
 	}
@@ -321,7 +321,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		pFeat[r+1] = pFeat[r] + featBenefit(v)/epochs
 		pFeatRows[r+1] = pFeatRows[r] + float64(p.Feat[v])/epochs
 		if costed {
-			pFeatSingle[r+1] = pFeatSingle[r] + float64(min(p.FeatSingle[v], p.Feat[v]))/epochs
+			pFeatSingle[r+1] = pFeatSingle[r] + float64(p.single(v))/epochs
 		}
 	}
 	var pHist, pHistS, pHistG, pHistR, pHistE []float64

@@ -68,8 +68,12 @@ func (p *Profile) featScores() []uint32 {
 	x := p.Meta.Reads.extraUnits(p.Meta.FeatRowBytes)
 	s := make([]uint32, len(p.Feat))
 	for i, f := range p.Feat {
-		one := min(p.FeatSingle[i], f)
+		one := p.single(int64(i))
 		s[i] = uint32(min(math.Round(float64(f)+x*float64(one)), math.MaxUint32))
 	}
 	return s
 }
+
+// single is FeatSingle[v], at most Feat[v] (both saturate
+// independently).
+func (p *Profile) single(v int64) uint32 { return min(p.FeatSingle[v], p.Feat[v]) }

@@ -508,11 +508,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges), HistReusedNodes: float64(histReused),
 		FeatureBytesSaved:  float64((fc1.BytesRequested-fc1.BytesMissed)-(fc0.BytesRequested-fc0.BytesMissed)) + float64(histEdges*t.d.FeatRowBytes()),
 		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
-	for _, g := range es.Storage {
-		if g.Stage == storage.StageGather {
-			es.Measured.GatherReads, es.Measured.GatherBytesRead = float64(g.ReadCalls), float64(g.BytesRead)
-		}
-	}
+	g := gatherStage(es.Storage)
+	es.Measured.GatherReads, es.Measured.GatherBytesRead = float64(g.ReadCalls), float64(g.BytesRead)
 	if t.hc != nil {
 		hc1 := t.hc.Stats()
 		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)
@@ -533,12 +530,18 @@ func gatherRates(st []storage.StageStats, sec float64) (readsPerSec, mbPerSec fl
 	if sec <= 0 {
 		return 0, 0
 	}
+	g := gatherStage(st)
+	return float64(g.ReadCalls) / sec, float64(g.BytesRead) / 1e6 / sec
+}
+
+// gatherStage is st's gather stage (zero when it read nothing).
+func gatherStage(st []storage.StageStats) storage.StageStats {
 	for _, s := range st {
 		if s.Stage == storage.StageGather {
-			return float64(s.ReadCalls) / sec, float64(s.BytesRead) / 1e6 / sec
+			return s
 		}
 	}
-	return 0, 0
+	return storage.StageStats{}
 }
 
 func subStages(now, before []storage.StageStats) []storage.StageStats {

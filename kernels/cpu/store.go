@@ -124,10 +124,3 @@ func (s *store) drain() {
 	memacct.Add(memacct.Backend, -s.pooled)
 	s.free, s.pooled, s.maxCls = nil, 0, 0
 }
-
-// held is the bytes the store holds: live and pooled.
-func (s *store) held() (live, pooled int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.live, s.pooled
-}

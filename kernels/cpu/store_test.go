@@ -82,3 +82,10 @@ func TestStoreAccounting(t *testing.T) {
 		t.Fatalf("after every put and a drain, memacct.Backend moved by %d", got)
 	}
 }
+
+// held is the bytes s holds: live and pooled.
+func (s *store) held() (live, pooled int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live, s.pooled
+}
