@@ -254,11 +254,11 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 	for _, q := range reqs {
 		s.ids = append(s.ids, q.ID)
 	}
-	slot := r.slotBytes(o)
 	po, err := r.planOptions(o)
 	if err != nil {
 		return err
 	}
+	slot := po.MaxBytes // one read slot holds the largest read
 	s.exts = s.planner.Plan(s.ids, po, s.exts[:0])
 	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
 	if r.engine == IOUring {
