@@ -65,6 +65,7 @@ type Dataset struct {
 	m      *Manifest
 	acct   *Accounting
 	arrays map[string]*Array
+	advice Advice // OpenOptions.Advice, what ScanGraph restores
 
 	indptr  []int64
 	idx32   []int32
@@ -89,7 +90,7 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{dir: dir, m: m, acct: opts.Accounting, arrays: map[string]*Array{}}
+	d := &Dataset{dir: dir, m: m, acct: opts.Accounting, arrays: map[string]*Array{}, advice: opts.Advice}
 	if d.acct == nil {
 		d.acct = NewAccounting()
 	}
@@ -159,6 +160,26 @@ func (d *Dataset) Advise(name string, adv Advice) error {
 		return fmt.Errorf("storage: advise: no file %s", name)
 	}
 	return a.Advise(adv)
+}
+
+// ScanGraph advises the graph's mappings (indptr and indices) for
+// sequential reads, for a caller about to read most neighbour lists in id
+// order (layer-wise inference), and returns the function that restores
+// the advice Open gave them. Under OpenOptions' default AdviceRandom a
+// fault reads one page, so a scan of the lists would be one synchronous
+// read per 4 KiB; sequential advice lets the kernel read ahead. Advice
+// is per mapping: random readers of the graph running meanwhile read
+// ahead too.
+func (d *Dataset) ScanGraph() (restore func()) {
+	names := []string{FileIndptr, FileIndices}
+	for _, name := range names {
+		_ = d.Advise(name, AdviceSequential) // a hint; failure costs only speed
+	}
+	return func() {
+		for _, name := range names {
+			_ = d.Advise(name, d.advice)
+		}
+	}
 }
 
 // Dir is the dataset directory.
