@@ -180,15 +180,31 @@
 // linear, so mean(x)·W = mean(x·W), Â·(x·W) = (Â·x)·W, and GAT's scores
 // need only Wh = x·W. One id-order pass reads the feature rows of every
 // node whose input is needed, once each, and applies layer 0's weights;
-// each layer then aggregates those output-width rows in id-order chunks
-// over full in-neighbourhoods, whose estimated working memory stays under
-// Options.EvalMemBytes, and applies the next layer's weights to what it
-// computed. A source feeding k chunks is gathered k times, but as a row of
-// the output width; the transformed rows stay in memory (counted under
-// memacct.Inference) when they fit half the bound, else in temporary .npy
-// arrays under the dataset directory that hold the needed rows in id
-// order, are written back and dropped from the page cache every 16 MiB
-// (lwArray), and are removed when the pass returns, cancelled or not.
+// each layer then aggregates those output-width rows for its
+// destinations in id-order chunks whose estimated working memory stays
+// under Options.EvalMemBytes, and applies the next layer's weights to what
+// it computed. A layer's transformed input is held in one of four ways
+// (newLWStage, the first that fits half the bound left):
+//
+//   - memory: every source's row (memacct.Inference); a chunk gathers its
+//     sources' rows over full in-neighbourhoods.
+//   - push (SAGE, GCN): one accumulator row per destination, filled as the
+//     layer below writes each source's row to the destinations it feeds
+//     (lwAcc); the source rows are never kept. Aggregation is then a
+//     scaled sum, which mean and GCN's normalised sum are; a chunk reads
+//     one summed row per destination through an identity block, on which
+//     AggMean and AggGCN return their input.
+//   - files (SAGE, GCN): every source's row in a temporary .npy array;
+//     the destinations are cut into blocks whose accumulators fit, and
+//     each block is filled by one sequential pass over the array
+//     (lwChunker.runPasses): passes × the array, in large reads.
+//   - gather (GAT, whose softmax is not a sum): the same array, from which
+//     every chunk gathers its sources' rows; ids carry no locality, so
+//     this reads about chunks × the array, row by row.
+//
+// The arrays hold the needed rows in id order, are written back and
+// dropped from the page cache every 16 MiB (lwArray), and are removed when
+// the pass returns, cancelled or not.
 // The results equal a full-graph forward pass up to float summation
 // order: GCN normalises by full-graph degrees (a chunk's
 // rows are rescaled, see gcnRescale), GAT adds the self loop training

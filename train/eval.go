@@ -280,8 +280,9 @@ func (t *Trainer) evalValidTest(ctx context.Context) (valid, test float64, err e
 		return 0, 0, err
 	}
 	if st != nil {
+		in, passes := st.phaseSeconds()
 		t.o.Logger.Info("layer-wise evaluation", "targets", st.Targets, "restricted", st.Restricted, "rows", st.rows(),
-			"chunks", st.chunks(), "input_bytes", st.Layers[0].InputBytes, "gather_rows", st.gatherRows(), "held_bytes", st.HeldBytes, "layer_seconds", st.layerSeconds(),
+			"chunks", st.chunks(), "stages", st.stages(), "passes", st.passes(), "input_bytes", st.Layers[0].InputBytes, "gather_rows", st.gatherRows(), "held_bytes", st.HeldBytes, "layer_seconds", st.layerSeconds(), "input_seconds", in, "pass_seconds", passes,
 			"bytes_read", st.BytesRead(), "temp_bytes", st.TempBytes(), "chunk_bytes", st.ChunkBytes, "seconds", st.Seconds)
 	}
 	return accs[0], accs[1], nil

@@ -16,6 +16,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,15 +56,29 @@ type LayerStats struct {
 	// (output width: a source feeding two chunks counts twice), and
 	// GatherBytes are those read from the temporary arrays (0 when
 	// InMemory says the layer's transformed input was held in memory).
-	// Edges are the chunks' edges.
+	// Edges are the chunks' edges. A pushed layer (Pushed, Passes) has
+	// no per-chunk gathers: its GatherRows and GatherBytes are what its
+	// passes read, 0 without passes.
 	GatherRows  int64 `json:"gather_rows"`
 	GatherBytes int64 `json:"gather_bytes"`
 	InMemory    bool  `json:"in_memory"`
-	Edges       int64 `json:"edges"`
+	// Pushed says the layer's input was aggregated as the layer below
+	// produced it (lwAcc): its chunks read one summed row per
+	// destination, and Edges are the pushed edges.
+	Pushed bool  `json:"pushed"`
+	Edges  int64 `json:"edges"`
+	// Passes are the sequential passes over the temporary array that
+	// pushed its rows to blocks of destinations (lwChunker.runPasses);
+	// GatherRows and GatherBytes are then what those passes read.
+	Passes int `json:"passes"`
 	// BytesWritten is what the layer wrote to temporary arrays: the
 	// next layer's transformed input (layer 0 also its own).
 	BytesWritten int64   `json:"bytes_written"`
 	Seconds      float64 `json:"seconds"`
+	// InputSeconds is layer 0's pass over the feature rows (included in
+	// Seconds), PassSeconds the push passes' reading and adding (also).
+	InputSeconds float64 `json:"input_seconds,omitempty"`
+	PassSeconds  float64 `json:"pass_seconds,omitempty"`
 }
 
 // LayerwiseStats describes one layer-wise pass.
@@ -221,6 +236,8 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	if len(targets) == 0 {
 		return st, nil
 	}
+	// Most neighbour lists are read in id order, several times.
+	defer d.ScanGraph()()
 	idxBytes := int64(4)
 	if d.Indices32() == nil {
 		idxBytes = 8
@@ -233,6 +250,11 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		need[L-1].set(v)
 	}
 	var src bitset
+	// dstEdges[l]: the in-edges of layer l's destinations.
+	dstEdges := make([]int64, L)
+	for l := range dstEdges {
+		dstEdges[l] = d.NumEdges()
+	}
 	for l := L - 1; l >= 0; l-- {
 		if need[l] == nil {
 			break
@@ -248,6 +270,7 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 			}
 		})
 		st.NeighborBytes += edges * idxBytes
+		dstEdges[l] = edges
 		if nb.count() < n {
 			st.Restricted = true
 			if l > 0 {
@@ -300,7 +323,10 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		next.close()
 	}()
 	lt := time.Now()
-	if cur, err = newLWStage(dir, 0, src, need[0], n, shapes[0], bound); err != nil {
+	stage := func(l int, set bitset, avail int64) (*lwStage, error) {
+		return t.newLWStage(dir, l, set, need[l], shapes[l], avail, dstEdges[l], outDeg, st)
+	}
+	if cur, err = stage(0, src, bound); err != nil {
 		return st, err
 	}
 	if err := t.lwTransformInput(ctx, src, cur, shapes[0], max(bound-cur.held, minEvalMemBytes), &st.Layers[0]); err != nil {
@@ -310,9 +336,12 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		ls := &st.Layers[l]
 		ls.Layer = l
 		ls.InMemory = cur.held > 0
+		if acc, ok := cur.z.(*lwAcc); ok {
+			ls.Pushed, ls.Edges = true, int64(len(acc.edges))
+		}
 		nextW := 0
 		if l < L-1 {
-			if next, err = newLWStage(dir, l+1, need[l], need[l+1], n, shapes[l+1], bound-cur.held); err != nil {
+			if next, err = stage(l+1, need[l], bound-cur.held); err != nil {
 				return st, err
 			}
 			nextW = shapes[l+1].z + shapes[l+1].self
@@ -320,7 +349,12 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		st.HeldBytes = max(st.HeldBytes, cur.held+next.heldBytes())
 		c := &lwChunker{t: t, l: l, shape: shapes[l], nextW: nextW, budget: max(bound-cur.held-next.heldBytes(), minEvalMemBytes),
 			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn}
-		err := c.run(ctx, need[l])
+		var err error
+		if cur.held == 0 && !cur.gather {
+			err = c.runPasses(ctx, need[l])
+		} else {
+			err = c.run(ctx, need[l])
+		}
 		ls.Seconds = time.Since(lt).Seconds()
 		lt = time.Now()
 		cur.close()
@@ -341,6 +375,8 @@ const maxTransformBatch = 1 << 16
 // in id order, each once, in batches whose working memory stays under
 // budget, and stores layer 0's transform of them in stage.
 func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwStage, sh lwLayer, budget int64, ls *LayerStats) error {
+	t0 := time.Now()
+	defer func() { ls.InputSeconds = time.Since(t0).Seconds() }()
 	d := t.d
 	rows := d.NumNodes()
 	if set != nil {
@@ -451,50 +487,112 @@ type lwRows interface {
 // input is needed (the layer's sources), and for SAGE self of the
 // layer's destinations only (selfSet; nil: every node). held is what it
 // holds in memory (counted under memacct.Inference), 0 when its rows are
-// in files.
+// in files. pushed says z is an lwAcc: one summed row per destination
+// instead of one row per source.
 type lwStage struct {
 	z, self lwRows
 	selfSet bitset
 	held    int64
+	pushed  bool
+	// gather says chunks gather their sources' rows from z (an lwArray)
+	// rather than pushing them in sequential passes (lwChunker.runPasses).
+	gather bool
 }
 
-// newLWStage makes layer l's transformed input: z for the nodes of set,
-// self for those of selfSet (nil: all n), in memory when that takes at
-// most half of avail, else in temporary arrays under dir.
-func newLWStage(dir string, l int, set, selfSet bitset, n int64, sh lwLayer, avail int64) (*lwStage, error) {
+// Stage kinds, in the order newLWStage prefers them.
+const (
+	lwAuto   = ""
+	lwMemory = "memory" // every source's transformed row in memory
+	lwPush   = "push"   // one summed row per destination in memory (lwAcc)
+	lwFiles  = "files"  // every source's row in a temporary array, pushed to blocks of destinations in sequential passes
+	lwGather = "gather" // every source's row in a temporary array, gathered by each chunk (GAT)
+)
+
+// newLWStage makes layer l's transformed input: z for the nodes of set
+// (nil: all), self for the layer's destinations dst (nil: all). It takes
+// the first that fits half of avail:
+//   - memory: every source's transformed row (lwMem);
+//   - push (SAGE and GCN, whose aggregation is a scaled sum): one
+//     accumulator row per destination, and the destinations of each
+//     source, dstEdges in all (lwAcc);
+//   - files: every source's transformed row in a temporary array under
+//     dir (lwArray), which each chunk gathers from.
+//
+// Trainer.lwStage forces one kind (tests); push is taken only where the
+// model allows it.
+func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, avail, dstEdges int64, outDeg []int32, st *LayerwiseStats) (*lwStage, error) {
+	n := t.d.NumNodes()
 	count := func(b bitset) int64 {
 		if b == nil {
 			return n
 		}
 		return b.count()
 	}
-	rows, selfRows := count(set), count(selfSet)
+	rows, dstRows := count(set), count(dst)
+	selfSet, selfRows := dst, dstRows
 	if sh.self == 0 {
 		selfSet, selfRows = nil, 0
 	}
 	ix, six := newLWIndex(set), newLWIndex(selfSet)
-	if b := 4*(rows*int64(sh.z)+selfRows*int64(sh.self)) + ix.bytes() + six.bytes(); b <= avail/2 {
-		s := &lwStage{z: &lwMem{ix: ix, width: sh.z, rows: make([]float32, rows*int64(sh.z))}, selfSet: selfSet, held: b}
-		if sh.self > 0 {
-			s.self = &lwMem{ix: six, width: sh.self, rows: make([]float32, selfRows*int64(sh.self))}
-		}
-		memacct.Add(memacct.Inference, b)
-		return s, nil
+	selfBytes := 4*selfRows*int64(sh.self) + six.bytes()
+	memBytes := 4*rows*int64(sh.z) + ix.bytes() + selfBytes
+	// Push needs a sum (not GAT's softmax), and ranks that fit an
+	// lwAcc's 32-bit halves.
+	canPush := t.model.cfg.Kind != ModelGAT && rows < 1<<32 && dstRows < 1<<32
+	bucket := lwBucket(sh.z, avail/2)
+	pushBytes := lwAccBytes(rows, dstRows, dstEdges, sh.z, bucket) + ix.bytes() + selfBytes
+	if sh.self == 0 && dst != nil {
+		pushBytes += dst.bytes() // the destinations' rank index; SAGE's shares the self rows'
 	}
+	kind := t.lwStage
+	switch {
+	case (kind == lwPush || kind == lwFiles) && !canPush:
+		kind = lwGather
+	case kind != lwAuto:
+	case memBytes <= avail/2:
+		kind = lwMemory
+	case canPush && pushBytes <= avail/2:
+		kind = lwPush
+	case canPush && lwPassFixedBytes(n, sh.z, avail) <= avail/4:
+		kind = lwFiles
+	default:
+		kind = lwGather
+	}
+	t.o.Logger.Debug("layer-wise stage", "layer", l, "kind", kind, "sources", rows, "destinations", dstRows, "edges", dstEdges,
+		"memory_bytes", memBytes, "push_bytes", pushBytes, "avail_bytes", avail)
 	s := &lwStage{selfSet: selfSet}
-	z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, sh.z)
-	if err != nil {
-		return nil, err
-	}
-	s.z = z
-	if sh.self > 0 {
-		self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), six, selfRows, sh.self)
+	switch kind {
+	case lwMemory:
+		s.z = &lwMem{ix: ix, width: sh.z, rows: make([]float32, rows*int64(sh.z))}
+		s.held = memBytes
+	case lwPush:
+		dix := six
+		if sh.self == 0 {
+			dix = newLWIndex(dst)
+		}
+		acc, nb := newLWAcc(t.d, ix, dix, dstRows, sh.z, bucket, dstEdges, outDeg)
+		st.NeighborBytes += nb
+		s.z, s.pushed, s.held = acc, true, pushBytes
+	default:
+		z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, sh.z)
 		if err != nil {
-			s.close()
 			return nil, err
 		}
-		s.self = self
+		s.z, s.gather = z, kind == lwGather
+		if sh.self > 0 {
+			self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), six, selfRows, sh.self)
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+			s.self = self
+		}
+		return s, nil
 	}
+	if sh.self > 0 {
+		s.self = &lwMem{ix: six, width: sh.self, rows: make([]float32, selfRows*int64(sh.self))}
+	}
+	memacct.Add(memacct.Inference, s.held)
 	return s, nil
 }
 
@@ -575,6 +673,243 @@ func (a *lwMem) writeRows(ids []int64, src []float32) (int64, error) {
 }
 
 func (a *lwMem) close() { a.rows = nil }
+
+// lwAcc is a pushed stage's z: for each destination of the layer, the
+// scaled sum of its in-neighbours' transformed rows, added as the layer
+// below writes its sources' rows (writeRows, in ascending id order over
+// the calls), so that no source row is kept. It holds the destinations'
+// in-edges sorted by source, and one accumulator row per destination.
+//
+// Aggregation is then a scaled sum, which covers SAGE's mean and GCN's
+// normalised sum with its implicit self loop (kernels' package doc):
+//
+//	mean: acc_i = Σ_{u∈N(i)} z_u,                    read as acc_i / deg_i (0 if deg_i = 0)
+//	GCN:  acc_i = z_i/√(out_i+1) + Σ_{u∈N(i)} z_u/√(out_u+1), read as acc_i / √(deg_i+1)
+//
+// with full-graph degrees. A chunk then aggregates one row per destination
+// through an identity block (destination i's one edge is source i), on
+// which AggMean and AggGCN both return their input, so the model's own
+// aggregate adds the self term and the bias as it does for a gathered
+// chunk. Edges with multiplicity and explicit self edges are pushed as
+// they appear in the lists, as the kernels count them.
+type lwAcc struct {
+	src, dst *lwIndex
+	width    int
+	// edges are the destinations' in-edges as source rank << 32 |
+	// destination rank, by bucket of lwBucketRows source ranks (bucket b
+	// is edges[start[b]:start[b+1]]), in destination order within a
+	// bucket, so that pushing a bucket walks the accumulators upwards.
+	edges  []uint64
+	start  []int64
+	bucket int64 // source ranks per bucket (lwBucketRows, less under a small budget)
+	acc    []float32
+	scale  []float32 // per destination, applied by readRows
+	// outDeg: GCN's full-graph out-degrees (sources scaled by
+	// 1/√(out+1), self loop added); nil: mean.
+	outDeg []int32
+	// stage holds the rows of bucket staged (−1: none) until it is
+	// complete (writeRows).
+	stage  []float32
+	staged int64
+}
+
+// lwBucketRows is the most source ranks per bucket of an lwAcc: a
+// bucket's rows (1 MiB at width 32) stay in the CPU's caches while its
+// edges are pushed, and the counting sort's counters (one per bucket)
+// too, where one counter per source (a CSR by source) missed on every
+// edge.
+const lwBucketRows = 1 << 13
+
+// lwBucket is the bucket size for rows of width floats under budget: a
+// bucket's rows take at most an eighth of it.
+func lwBucket(width int, budget int64) int64 {
+	b := int64(lwBucketRows)
+	for b > 64 && 4*b*int64(width) > budget/8 {
+		b /= 2
+	}
+	return b
+}
+
+// lwAccBytes is an lwAcc's memory for srcRows sources, dstRows
+// destinations with edges in-edges, rows of width floats in buckets of
+// bucket sources (a bucket's rows included), its indexes aside.
+func lwAccBytes(srcRows, dstRows, edges int64, width int, bucket int64) int64 {
+	return 8*edges + 4*dstRows*int64(width+1) + 8*(srcRows/bucket+2) + 4*bucket*int64(width)
+}
+
+// newLWAcc builds the accumulators of the destinations indexed by dix
+// (dstRows of them, edges in-edges in all) over the sources indexed by
+// src, which must hold every in-neighbour of the destinations. It returns
+// the neighbour-list bytes it read (each list twice: count, then fill).
+func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, bucket, edges int64, outDeg []int32) (a *lwAcc, nbrBytes int64) {
+	srcRows := d.NumNodes()
+	if src.set != nil {
+		srcRows = src.set.count()
+	}
+	dst := dix.set
+	a = &lwAcc{src: src, dst: dix, width: width, bucket: bucket, outDeg: outDeg, staged: -1,
+		edges: make([]uint64, edges), acc: make([]float32, dstRows*int64(width)), scale: make([]float32, dstRows)}
+	each := func(fn func(k uint64, v int64)) {
+		var k uint64
+		if dst == nil {
+			for v := range d.NumNodes() {
+				fn(k, v)
+				k++
+			}
+			return
+		}
+		dst.each(func(v int64) { fn(k, v); k++ })
+	}
+	// A counting sort of the edges by bucket, destinations ascending.
+	nb := srcRows/bucket + 1
+	a.start = make([]int64, nb+1)
+	var nbrs int64
+	each(func(k uint64, v int64) {
+		nl := d.Neighbors(v)
+		nbrs += int64(nl.Len())
+		for i := range nl.Len() {
+			a.start[src.pos(nl.At(i))/bucket+1]++
+		}
+		deg := float64(nl.Len())
+		switch {
+		case outDeg != nil:
+			a.scale[k] = float32(1 / math.Sqrt(deg+1))
+		case deg > 0:
+			a.scale[k] = float32(1 / deg)
+		}
+	})
+	for b := range nb {
+		a.start[b+1] += a.start[b]
+	}
+	fill := slices.Clone(a.start)
+	each(func(k uint64, v int64) {
+		nl := d.Neighbors(v)
+		for i := range nl.Len() {
+			r := src.pos(nl.At(i))
+			b := r / bucket
+			a.edges[fill[b]] = uint64(r)<<32 | k
+			fill[b]++
+		}
+	})
+	idx := int64(4)
+	if d.Indices32() == nil {
+		idx = 8
+	}
+	return a, 2 * nbrs * idx
+}
+
+// feeds reports whether bucket b has an edge or, for GCN, a destination
+// among ids (its sources: the self loop).
+func (a *lwAcc) feeds(b int64, ids []int64) bool {
+	if a.start[b] != a.start[b+1] {
+		return true
+	}
+	if a.outDeg != nil {
+		for _, u := range ids {
+			if a.dst.set == nil || a.dst.set.has(u) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pushBucket pushes bucket b whose sources ids (every one, ascending) have
+// the rows rows, which it scales in place for GCN.
+func (a *lwAcc) pushBucket(b int64, ids []int64, rows []float32) {
+	w := int64(a.width)
+	if a.outDeg != nil {
+		for i, u := range ids {
+			row := rows[int64(i)*w : int64(i+1)*w]
+			s := float32(1 / math.Sqrt(float64(a.outDeg[u])+1))
+			for j := range row {
+				row[j] *= s
+			}
+			if a.dst.set == nil || a.dst.set.has(u) {
+				p := a.dst.pos(u)
+				axpy(a.acc[p*w:(p+1)*w], 1, row)
+			}
+		}
+	}
+	base := b * a.bucket
+	for _, e := range a.edges[a.start[b]:a.start[b+1]] {
+		o, k := int64(e>>32)-base, int64(uint32(e))
+		axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
+	}
+}
+
+// writeRows adds the rows of the sources ids to their destinations'
+// accumulators (GCN: scaled by 1/√(out+1), and to their own when they
+// are destinations). Sources come in ascending order over the calls, and
+// every source is written: a bucket's rows are staged until the next
+// bucket starts (or readRows), then pushed. It reads and writes no
+// storage.
+func (a *lwAcc) writeRows(ids []int64, src []float32) (int64, error) {
+	w := int64(a.width)
+	for i, u := range ids {
+		r := a.src.pos(u)
+		if b := r / a.bucket; b != a.staged {
+			a.flush()
+			if a.stage == nil {
+				a.stage = make([]float32, a.bucket*w)
+			}
+			a.staged = b
+		}
+		o := r % a.bucket
+		copy(a.stage[o*w:(o+1)*w], src[int64(i)*w:int64(i+1)*w])
+		if a.outDeg != nil {
+			row := a.stage[o*w : (o+1)*w]
+			s := float32(1 / math.Sqrt(float64(a.outDeg[u])+1))
+			for j := range row {
+				row[j] *= s
+			}
+			if a.dst.set == nil || a.dst.set.has(u) {
+				p := a.dst.pos(u)
+				axpy(a.acc[p*w:(p+1)*w], 1, row)
+			}
+		}
+	}
+	return 0, nil
+}
+
+// flush pushes the staged bucket.
+func (a *lwAcc) flush() {
+	if a.staged < 0 {
+		return
+	}
+	w := int64(a.width)
+	base := a.staged * a.bucket
+	for _, e := range a.edges[a.start[a.staged]:a.start[a.staged+1]] {
+		o, k := int64(e>>32)-base, int64(uint32(e))
+		axpy(a.acc[k*w:(k+1)*w], 1, a.stage[o*w:(o+1)*w])
+	}
+	clear(a.stage)
+	a.staged = -1
+}
+
+// readRows reads the destinations ids' aggregated rows.
+func (a *lwAcc) readRows(ids []int64, dst []float32) (int64, error) {
+	a.flush()
+	w := int64(a.width)
+	for i, v := range ids {
+		p := a.dst.pos(v)
+		s, row, out := a.scale[p], a.acc[p*w:(p+1)*w], dst[int64(i)*w:int64(i+1)*w]
+		for j := range row {
+			out[j] = s * row[j]
+		}
+	}
+	return 0, nil
+}
+
+func (a *lwAcc) close() { a.acc, a.edges, a.stage = nil, nil, nil }
+
+// axpy is y += a·x.
+func axpy(y []float32, a float32, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
 
 // lwArray is a temporary [rows, width] float32 .npy holding one layer's
 // rows for the members of a set, in rank order (lwIndex): no holes, so a
@@ -761,6 +1096,9 @@ type lwChunker struct {
 func (c *lwChunker) run(ctx context.Context, need bitset) error {
 	d := c.t.d
 	add := func(v int64) error {
+		if c.in.pushed {
+			return c.addPushed(ctx, v)
+		}
 		nl := d.Neighbors(v)
 		deg := int64(nl.Len())
 		fresh := int64(0)
@@ -811,6 +1149,185 @@ func (c *lwChunker) run(ctx context.Context, need bitset) error {
 	return c.flush(ctx)
 }
 
+// addPushed adds destination v to the pending chunk of a pushed layer,
+// whose one source is v's summed row.
+func (c *lwChunker) addPushed(ctx context.Context, v int64) error {
+	if len(c.dst) > 0 && c.shape.chunkBytes(int64(len(c.dst))+1, c.src+1, c.edges+1, c.nextW) > c.budget {
+		if err := c.flush(ctx); err != nil {
+			return err
+		}
+	}
+	c.dst = append(c.dst, v)
+	c.src++
+	c.edges++
+	return nil
+}
+
+// lwPassFixedBytes is a push pass's memory under budget that does not
+// grow with its destinations: the destinations' rank index over n nodes,
+// and one bucket's rows of width floats (lwBucket), the pass's read
+// buffer.
+func lwPassFixedBytes(n int64, width int, budget int64) int64 {
+	return n/8 + 16 + 4*lwBucket(width, budget)*int64(width)
+}
+
+// runPasses computes the layer for the nodes of need (nil: every node)
+// from transformed source rows in a temporary array (lwArray) by pushing:
+// the destinations, in id order, are cut into blocks whose accumulators
+// (lwAcc) take at most half the chunk budget; for each block one
+// sequential pass over the array adds every source's row to the block's
+// destinations that it feeds, then the block is computed in pushed
+// chunks. Each pass reads the array once in large sequential reads
+// (spans without an edge into the block are skipped), where gathering
+// chunks read it once per chunk, row by row: sources carry no locality,
+// so a chunk's sources are spread over the whole array.
+func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
+	d := c.t.d
+	arr := c.in.z.(*lwArray)
+	srcRows := d.NumNodes()
+	if arr.ix.set != nil {
+		srcRows = arr.ix.set.count()
+	}
+	bucket := lwBucket(c.shape.z, c.budget)
+	room := max(c.budget*3/4-lwPassFixedBytes(d.NumNodes(), c.shape.z, c.budget), 0)
+	blk := newBitset(d.NumNodes())
+	memacct.Add(memacct.Inference, blk.bytes())
+	defer memacct.Add(memacct.Inference, -blk.bytes())
+	var ids []int64
+	var edges int64
+	pass := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		err := c.pushPass(ctx, arr, blk, bucket, ids, edges)
+		for _, v := range ids {
+			blk.clear(v)
+		}
+		ids, edges = ids[:0], 0
+		return err
+	}
+	add := func(v int64) error {
+		deg := int64(d.Neighbors(v).Len())
+		// The pass's accumulators, edges and ids.
+		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, c.shape.z, bucket)+8*int64(len(ids)+1) > room {
+			if err := pass(); err != nil {
+				return err
+			}
+		}
+		ids = append(ids, v)
+		blk.set(v)
+		edges += deg
+		return nil
+	}
+	var err error
+	if need == nil {
+		for v := range d.NumNodes() {
+			if err = add(v); err != nil {
+				return err
+			}
+		}
+	} else {
+		need.each(func(v int64) {
+			if err == nil {
+				err = add(v)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return pass()
+}
+
+// pushPass pushes every source row of arr to the block's destinations ids
+// (ascending; also the members of blk), in buckets of bucket sources,
+// then computes them.
+func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, bucket int64, ids []int64, edges int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.ls.Passes > 0 {
+		runtime.GC() // the previous pass's accumulators, before this pass's (see flush)
+	}
+	t0 := time.Now()
+	d := c.t.d
+	srcRows := d.NumNodes()
+	if arr.ix.set != nil {
+		srcRows = arr.ix.set.count()
+	}
+	acc, nb := newLWAcc(d, arr.ix, newLWIndex(blk), int64(len(ids)), c.shape.z, bucket, edges, c.outDeg)
+	held := lwAccBytes(srcRows, int64(len(ids)), edges, c.shape.z, bucket) + 8*int64(len(acc.dst.rank))
+	memacct.Add(memacct.Inference, held)
+	defer memacct.Add(memacct.Inference, -held)
+	defer acc.close()
+	c.st.NeighborBytes += nb
+	c.ls.Passes++
+	c.ls.Edges += edges
+	// One sequential sweep, a bucket of sources (in rank = id order) per
+	// read, skipping buckets that feed no destination of the block (GCN:
+	// nor hold one, for the self loop). The buffer is the bucket's
+	// staging rows, which the pass does not otherwise use.
+	w := int64(c.shape.z)
+	rb := 4 * w
+	buf := make([]float32, bucket*w)
+	var run []int64
+	var b int64 // run's bucket
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		if acc.feeds(b, run) {
+			r0 := b * bucket
+			k, err := arr.f.ReadAt(f32bytes(buf[:int64(len(run))*w]), arr.off+r0*rb)
+			c.ls.GatherBytes += int64(k)
+			if err != nil {
+				return fmt.Errorf("train: layer-wise read %s: %w", arr.f.Name(), err)
+			}
+			c.ls.GatherRows += int64(len(run))
+			acc.pushBucket(b, run, buf)
+		}
+		b++
+		run = run[:0]
+		return ctx.Err()
+	}
+	var err error
+	each := func(u int64) {
+		if err != nil {
+			return
+		}
+		run = append(run, u)
+		if int64(len(run)) == bucket {
+			err = flush()
+		}
+	}
+	if arr.ix.set == nil {
+		for u := range d.NumNodes() {
+			each(u)
+		}
+	} else {
+		arr.ix.set.each(each)
+	}
+	if err == nil {
+		err = flush()
+	}
+	c.ls.PassSeconds += time.Since(t0).Seconds()
+	if err != nil {
+		return err
+	}
+	// The block's destinations, through identity blocks, in chunks
+	// under what the pass leaves of the budget.
+	in, budget := c.in, c.budget
+	c.in = &lwStage{z: acc, self: in.self, selfSet: in.selfSet, pushed: true}
+	c.budget = max(budget-held, minEvalMemBytes)
+	defer func() { c.in, c.budget = in, budget }()
+	for _, v := range ids {
+		if err := c.addPushed(ctx, v); err != nil {
+			return err
+		}
+	}
+	return c.flush(ctx)
+}
+
 // flush computes the pending chunk.
 func (c *lwChunker) flush(ctx context.Context) error {
 	if len(c.dst) == 0 {
@@ -832,6 +1349,9 @@ func (c *lwChunker) flush(ctx context.Context) error {
 		runtime.GC()
 	}
 	c.dst, c.src, c.edges = c.dst[:0], 0, 0
+	if c.in.pushed {
+		return c.flushPushed(dst)
+	}
 	// The chunk's block: destinations are sources 0..nd−1, the other
 	// sources follow in ascending id order.
 	nd := len(dst)
@@ -903,6 +1423,41 @@ func (c *lwChunker) flush(ctx context.Context) error {
 			return c.outDeg[others[j-nd]]
 		})
 	}
+	return c.compute(dst, kb, z, self)
+}
+
+// flushPushed computes a chunk of a pushed layer (lwAcc): each
+// destination's one source is its summed row, through an identity block.
+func (c *lwChunker) flushPushed(dst []int64) error {
+	nd := len(dst)
+	ip, idx := make([]int32, nd+1), make([]int32, nd)
+	for i := range nd {
+		ip[i+1], idx[i] = int32(i+1), int32(i)
+	}
+	z := make([]float32, nd*c.shape.z)
+	if _, err := c.in.z.readRows(dst, z); err != nil {
+		return err
+	}
+	var self []float32
+	if c.in.self != nil {
+		self = make([]float32, nd*c.shape.self)
+		k, err := c.in.self.readRows(dst, self)
+		c.ls.GatherBytes += k
+		if err != nil {
+			return err
+		}
+	}
+	c.ls.Rows += int64(nd)
+	c.ls.Chunks++
+	return c.compute(dst, &kernels.Block{NumDst: nd, NumSrc: nd, Indptr: ip, Indices: idx}, z, self)
+}
+
+// compute aggregates a chunk's block over its sources' transformed rows z
+// (and SAGE's self rows of its destinations), then hands the logits to fn
+// (last layer) or stores the next layer's transform of the output.
+func (c *lwChunker) compute(dst []int64, kb *kernels.Block, z, self []float32) error {
+	t := c.t
+	nd, ns, zw, sw := kb.NumDst, kb.NumSrc, c.shape.z, c.shape.self
 	t.beMu.Lock()
 	defer t.beMu.Unlock()
 	be := t.be
@@ -976,6 +1531,44 @@ func (s *LayerwiseStats) gatherRows() []int64 {
 		r[i] = l.GatherRows
 	}
 	return r
+}
+
+// passes lists the push passes per layer.
+func (s *LayerwiseStats) passes() []int {
+	r := make([]int, len(s.Layers))
+	for i, l := range s.Layers {
+		r[i] = l.Passes
+	}
+	return r
+}
+
+// stages lists where each layer's transformed input was held: lwMemory,
+// lwPush or lwFiles.
+func (s *LayerwiseStats) stages() []string {
+	r := make([]string, len(s.Layers))
+	for i, l := range s.Layers {
+		switch {
+		case l.Pushed:
+			r[i] = lwPush
+		case l.InMemory:
+			r[i] = lwMemory
+		case l.Passes > 0:
+			r[i] = lwFiles
+		default:
+			r[i] = lwGather
+		}
+	}
+	return r
+}
+
+// phaseSeconds lists, rounded to 0.1 s, layer 0's pass over the feature
+// rows and each layer's push passes.
+func (s *LayerwiseStats) phaseSeconds() (input float64, passes []float64) {
+	passes = make([]float64, len(s.Layers))
+	for i, l := range s.Layers {
+		passes[i] = math.Round(10*l.PassSeconds) / 10
+	}
+	return math.Round(10*s.Layers[0].InputSeconds) / 10, passes
 }
 
 // layerSeconds lists the seconds per layer, rounded to 0.1 s (layer 0's

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
 // refForward is a float64 full-graph forward pass written from the model
@@ -259,28 +260,54 @@ func TestLayerwiseExact(t *testing.T) {
 					}
 				}
 				sub := slices.Concat(d.ValidIdx(), d.TestIdx())
-				tr.o.EvalMemBytes = 64 << 20
-				gotAll, stAll := layerwiseRows(t, tr, all)
-				tr.o.EvalMemBytes = minEvalMemBytes
-				gotSub, stSub := layerwiseRows(t, tr, sub)
-				t.Logf("all: chunks %v, in memory %v; valid+test: restricted %v, rows %v, chunks %v, in memory %v",
-					stAll.chunks(), inMemory(stAll), stSub.Restricted, stSub.rows(), stSub.chunks(), inMemory(stSub))
-				if len(gotAll) != int(n) || len(gotSub) != len(slices.Compact(slices.Sorted(slices.Values(sub)))) {
-					t.Fatalf("delivered %d and %d rows, want %d and the distinct valid+test nodes", len(gotAll), len(gotSub), n)
-				}
-				if stSub.Layers[0].Chunks < 2 {
-					t.Errorf("a 64 KiB bound gave %d chunks on layer 0", stSub.Layers[0].Chunks)
-				}
-				for _, got := range []map[int64][]float32{gotAll, gotSub} {
-					for v, r := range got {
-						for k := range c {
-							if g, w := float64(r[k]), ref[v][k]; !closeTo(g, w) && bad < 10 {
-								bad++
-								t.Errorf("layer-wise node %d class %d: %v, reference %v", v, k, g, w)
+				// Every stage kind, over every node (one chunk per layer)
+				// and over valid+test under a 64 KiB bound.
+				for _, stage := range []string{lwAuto, lwMemory, lwPush, lwFiles, lwGather} {
+					tr.lwStage = stage
+					tr.o.EvalMemBytes = 64 << 20
+					gotAll, stAll := layerwiseRows(t, tr, all)
+					tr.o.EvalMemBytes = minEvalMemBytes
+					if stage == lwFiles {
+						// A few destinations per pass, not one.
+						tr.o.EvalMemBytes = 256 << 10
+					}
+					gotSub, stSub := layerwiseRows(t, tr, sub)
+					t.Logf("stage %q: all: chunks %v, stages %v; valid+test: restricted %v, rows %v, chunks %v, passes %v, stages %v",
+						stage, stAll.chunks(), stAll.stages(), stSub.Restricted, stSub.rows(), stSub.chunks(), stSub.passes(), stSub.stages())
+					if stage == lwFiles && kind != ModelGAT && stSub.Layers[0].Passes < 2 {
+						t.Errorf("stage %q: %d passes on layer 0, want several", stage, stSub.Layers[0].Passes)
+					}
+					if len(gotAll) != int(n) || len(gotSub) != len(slices.Compact(slices.Sorted(slices.Values(sub)))) {
+						t.Fatalf("stage %q: delivered %d and %d rows, want %d and the distinct valid+test nodes", stage, len(gotAll), len(gotSub), n)
+					}
+					if stSub.Layers[0].Chunks < 2 {
+						t.Errorf("stage %q: a 64 KiB bound gave %d chunks on layer 0", stage, stSub.Layers[0].Chunks)
+					}
+					wantStage := stage
+					if (stage == lwPush || stage == lwFiles) && kind == ModelGAT {
+						wantStage = lwGather // GAT's softmax cannot be pushed
+					}
+					if stage != lwAuto {
+						for _, s := range [][]string{stAll.stages(), stSub.stages()} {
+							for l, k := range s {
+								if k != wantStage {
+									t.Errorf("stage %q: layer %d's input was %q, want %q", stage, l, k, wantStage)
+								}
+							}
+						}
+					}
+					for _, got := range []map[int64][]float32{gotAll, gotSub} {
+						for v, r := range got {
+							for k := range c {
+								if g, w := float64(r[k]), ref[v][k]; !closeTo(g, w) && bad < 10 {
+									bad++
+									t.Errorf("stage %q: layer-wise node %d class %d: %v, reference %v", stage, v, k, g, w)
+								}
 							}
 						}
 					}
 				}
+				tr.lwStage = lwAuto
 			})
 		}
 	}
@@ -497,6 +524,94 @@ func TestLWArrayCompact(t *testing.T) {
 			for c := range width {
 				if got := dst[k*width+c]; got != row(v, c) {
 					t.Fatalf("node %d column %d: read %v, want %v", v, c, got, row(v, c))
+				}
+			}
+		}
+	}
+}
+
+// TestLWAccPush checks the push accumulators against brute force on a
+// graph of several buckets (lwBucketRows): a random subset of
+// destinations, every node a source, rows written in ascending batches of
+// random sizes (staged across bucket boundaries), for the mean and for
+// GCN's normalised sum.
+func TestLWAccPush(t *testing.T) {
+	d := dataset(t, "synth-buckets", func(dir string) error {
+		_, err := synth.Generate(dir, synth.Config{Nodes: 3*lwBucketRows + 123, FeatDim: 4, Classes: 2, Seed: 11}, nil)
+		return err
+	})
+	n := d.NumNodes()
+	t.Logf("seed %d", *seedFlag)
+	rng := rand.New(rand.NewPCG(*seedFlag, 3))
+	const w = 3
+	z := make([]float32, n*w)
+	for i := range z {
+		z[i] = rng.Float32()*2 - 1
+	}
+	outDeg := make([]int32, n)
+	for _, u := range d.Indices32() {
+		outDeg[u]++
+	}
+	dst := newBitset(n)
+	var edges, rows int64
+	for v := range n {
+		if rng.IntN(3) == 0 {
+			dst.set(v)
+			edges += int64(d.Neighbors(v).Len())
+			rows++
+		}
+	}
+	for _, gcn := range []bool{false, true} {
+		var od []int32
+		if gcn {
+			od = outDeg
+		}
+		a, _ := newLWAcc(d, newLWIndex(nil), newLWIndex(dst), rows, w, lwBucketRows, edges, od)
+		for b := range len(a.start) - 1 {
+			e := a.edges[a.start[b]:a.start[b+1]]
+			for i, x := range e {
+				if r := int64(x >> 32); r/lwBucketRows != int64(b) || i > 0 && uint32(x) < uint32(e[i-1]) {
+					t.Fatalf("gcn %v: bucket %d edge %d (source %d, destination %d) out of order", gcn, b, i, r, uint32(x))
+				}
+			}
+		}
+		for u := int64(0); u < n; {
+			k := min(n-u, int64(1+rng.IntN(5000)))
+			ids := make([]int64, k)
+			for i := range ids {
+				ids[i] = u + int64(i)
+			}
+			a.writeRows(ids, z[u*w:(u+k)*w])
+			u += k
+		}
+		var ids []int64
+		dst.each(func(v int64) { ids = append(ids, v) })
+		got := make([]float32, len(ids)*w)
+		a.readRows(ids, got)
+		norm := func(v int64) float64 { return 1 / math.Sqrt(float64(outDeg[v])+1) }
+		bad := 0
+		for i, v := range ids {
+			nl := d.Neighbors(v)
+			for j := range w {
+				var sum float64
+				for k := range nl.Len() {
+					u := nl.At(k)
+					x := float64(z[u*w+int64(j)])
+					if gcn {
+						x *= norm(u)
+					}
+					sum += x
+				}
+				deg := float64(nl.Len())
+				switch {
+				case gcn:
+					sum = (sum + float64(z[v*w+int64(j)])*norm(v)) / math.Sqrt(deg+1)
+				case deg > 0:
+					sum /= deg
+				}
+				if g := float64(got[i*w+j]); !closeTo(g, sum) && bad < 5 {
+					bad++
+					t.Errorf("gcn %v: node %d column %d: %v, brute force %v", gcn, v, j, g, sum)
 				}
 			}
 		}

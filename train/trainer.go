@@ -56,6 +56,9 @@ type Trainer struct {
 	// compute of batch i−depth.
 	depth int
 	mem   MemoryUse
+	// lwStage forces layer-wise inference's stage kind (lwMemory, lwPush,
+	// lwFiles; tests); lwAuto chooses by memory.
+	lwStage string
 	// maxRows is the most input rows a micro-batch may have (0: batches
 	// are never split for memory); gradAcc holds the batch's gradient
 	// sums while its micro-batches are computed (nil until the first
