@@ -202,6 +202,10 @@
 //     every chunk gathers its sources' rows; ids carry no locality, so
 //     this reads about chunks × the array, row by row.
 //
+// For push and files, a SAGE or GCN layer whose input is no wider than its
+// transformed rows aggregates first (aggregateFirst, lwStage.raw): it
+// pushes its input rows and transforms only the destinations' sums.
+//
 // The arrays hold the needed rows in id order, are written back and
 // dropped from the page cache every 16 MiB (lwArray), and are removed when
 // the pass returns, cancelled or not.

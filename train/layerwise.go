@@ -71,6 +71,9 @@ type LayerStats struct {
 	// pushed its rows to blocks of destinations (lwChunker.runPasses);
 	// GatherRows and GatherBytes are then what those passes read.
 	Passes int `json:"passes"`
+	// AggregateFirst says the layer pushed its input rows and transformed
+	// the destinations' sums (lwStage.raw).
+	AggregateFirst bool `json:"aggregate_first,omitempty"`
 	// BytesWritten is what the layer wrote to temporary arrays: the
 	// next layer's transformed input (layer 0 also its own).
 	BytesWritten int64   `json:"bytes_written"`
@@ -339,6 +342,7 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		if acc, ok := cur.z.(*lwAcc); ok {
 			ls.Pushed, ls.Edges = true, int64(len(acc.edges))
 		}
+		ls.AggregateFirst = cur.raw
 		nextW := 0
 		if l < L-1 {
 			if next, err = stage(l+1, need[l], bound-cur.held); err != nil {
@@ -347,7 +351,11 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 			nextW = shapes[l+1].z + shapes[l+1].self
 		}
 		st.HeldBytes = max(st.HeldBytes, cur.held+next.heldBytes())
-		c := &lwChunker{t: t, l: l, shape: shapes[l], nextW: nextW, budget: max(bound-cur.held-next.heldBytes(), minEvalMemBytes),
+		shape := shapes[l]
+		if cur.raw {
+			shape.z += shape.in // a chunk holds the sums and their transform
+		}
+		c := &lwChunker{t: t, l: l, shape: shape, nextW: nextW, budget: max(bound-cur.held-next.heldBytes(), minEvalMemBytes),
 			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn}
 		var err error
 		if cur.held == 0 && !cur.gather {
@@ -453,7 +461,17 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 			selfRows = tp.ints(pos)
 		}
 	}
-	z, self := t.model.layers[l].transform(tp, h, selfRows)
+	var z, self kernels.Tensor
+	if stage.raw {
+		// Aggregated first: the input rows as they are, the own term
+		// for the destinations.
+		z = h
+		if stage.self != nil && len(selfIDs) > 0 {
+			self = t.model.layers[l].(aggregateFirst).selfTerm(tp, h, selfRows)
+		}
+	} else {
+		z, self = t.model.layers[l].transform(tp, h, selfRows)
+	}
 	for _, p := range []struct {
 		x   kernels.Tensor
 		dst lwRows
@@ -494,6 +512,11 @@ type lwStage struct {
 	selfSet bitset
 	held    int64
 	pushed  bool
+	// width is z's row width: the layer's transformed width, or its input
+	// width when raw says the layer aggregates its input first
+	// (aggregateFirst) and transforms the destinations' sums.
+	width int
+	raw   bool
 	// gather says chunks gather their sources' rows from z (an lwArray)
 	// rather than pushing them in sequential passes (lwChunker.runPasses).
 	gather bool
@@ -539,8 +562,18 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 	// Push needs a sum (not GAT's softmax), and ranks that fit an
 	// lwAcc's 32-bit halves.
 	canPush := t.model.cfg.Kind != ModelGAT && rows < 1<<32 && dstRows < 1<<32
-	bucket := lwBucket(sh.z, avail/2)
-	pushBytes := lwAccBytes(rows, dstRows, dstEdges, sh.z, bucket) + ix.bytes() + selfBytes
+	// Aggregating first pushes input-width rows and transforms only the
+	// destinations' sums: no more pushing where the input is no wider,
+	// and fewer rows to transform (a layer's sources outnumber its
+	// destinations).
+	_, af := t.model.layers[l].(aggregateFirst)
+	raw := canPush && af && sh.in <= sh.z
+	width := sh.z
+	if raw {
+		width = sh.in
+	}
+	bucket := lwBucket(width, avail/2)
+	pushBytes := lwAccBytes(rows, dstRows, dstEdges, width, bucket) + ix.bytes() + selfBytes
 	if sh.self == 0 && dst != nil {
 		pushBytes += dst.bytes() // the destinations' rank index; SAGE's shares the self rows'
 	}
@@ -553,14 +586,17 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 		kind = lwMemory
 	case canPush && pushBytes <= avail/2:
 		kind = lwPush
-	case canPush && lwPassFixedBytes(n, sh.z, avail) <= avail/4:
+	case canPush && lwPassFixedBytes(n, width, avail) <= avail/4:
 		kind = lwFiles
 	default:
 		kind = lwGather
 	}
-	t.o.Logger.Debug("layer-wise stage", "layer", l, "kind", kind, "sources", rows, "destinations", dstRows, "edges", dstEdges,
+	if kind == lwMemory || kind == lwGather {
+		raw, width = false, sh.z
+	}
+	t.o.Logger.Debug("layer-wise stage", "layer", l, "kind", kind, "aggregate_first", raw, "sources", rows, "destinations", dstRows, "edges", dstEdges,
 		"memory_bytes", memBytes, "push_bytes", pushBytes, "avail_bytes", avail)
-	s := &lwStage{selfSet: selfSet}
+	s := &lwStage{selfSet: selfSet, width: width, raw: raw}
 	switch kind {
 	case lwMemory:
 		s.z = &lwMem{ix: ix, width: sh.z, rows: make([]float32, rows*int64(sh.z))}
@@ -570,11 +606,11 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 		if sh.self == 0 {
 			dix = newLWIndex(dst)
 		}
-		acc, nb := newLWAcc(t.d, ix, dix, dstRows, sh.z, bucket, dstEdges, outDeg)
+		acc, nb := newLWAcc(t.d, ix, dix, dstRows, width, bucket, dstEdges, outDeg)
 		st.NeighborBytes += nb
 		s.z, s.pushed, s.held = acc, true, pushBytes
 	default:
-		z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, sh.z)
+		z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, width)
 		if err != nil {
 			return nil, err
 		}
@@ -1188,8 +1224,8 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 	if arr.ix.set != nil {
 		srcRows = arr.ix.set.count()
 	}
-	bucket := lwBucket(c.shape.z, c.budget)
-	room := max(c.budget*3/4-lwPassFixedBytes(d.NumNodes(), c.shape.z, c.budget), 0)
+	bucket := lwBucket(arr.width, c.budget)
+	room := max(c.budget*3/4-lwPassFixedBytes(d.NumNodes(), arr.width, c.budget), 0)
 	blk := newBitset(d.NumNodes())
 	memacct.Add(memacct.Inference, blk.bytes())
 	defer memacct.Add(memacct.Inference, -blk.bytes())
@@ -1209,7 +1245,7 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 	add := func(v int64) error {
 		deg := int64(d.Neighbors(v).Len())
 		// The pass's accumulators, edges and ids.
-		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, c.shape.z, bucket)+8*int64(len(ids)+1) > room {
+		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, arr.width, bucket)+8*int64(len(ids)+1) > room {
 			if err := pass(); err != nil {
 				return err
 			}
@@ -1255,8 +1291,8 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 	if arr.ix.set != nil {
 		srcRows = arr.ix.set.count()
 	}
-	acc, nb := newLWAcc(d, arr.ix, newLWIndex(blk), int64(len(ids)), c.shape.z, bucket, edges, c.outDeg)
-	held := lwAccBytes(srcRows, int64(len(ids)), edges, c.shape.z, bucket) + 8*int64(len(acc.dst.rank))
+	acc, nb := newLWAcc(d, arr.ix, newLWIndex(blk), int64(len(ids)), arr.width, bucket, edges, c.outDeg)
+	held := lwAccBytes(srcRows, int64(len(ids)), edges, arr.width, bucket) + 8*int64(len(acc.dst.rank))
 	memacct.Add(memacct.Inference, held)
 	defer memacct.Add(memacct.Inference, -held)
 	defer acc.close()
@@ -1267,7 +1303,7 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 	// read, skipping buckets that feed no destination of the block (GCN:
 	// nor hold one, for the self loop). The buffer is the bucket's
 	// staging rows, which the pass does not otherwise use.
-	w := int64(c.shape.z)
+	w := int64(arr.width)
 	rb := 4 * w
 	buf := make([]float32, bucket*w)
 	var run []int64
@@ -1317,7 +1353,7 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 	// The block's destinations, through identity blocks, in chunks
 	// under what the pass leaves of the budget.
 	in, budget := c.in, c.budget
-	c.in = &lwStage{z: acc, self: in.self, selfSet: in.selfSet, pushed: true}
+	c.in = &lwStage{z: acc, self: in.self, selfSet: in.selfSet, pushed: true, width: in.width, raw: in.raw}
 	c.budget = max(budget-held, minEvalMemBytes)
 	defer func() { c.in, c.budget = in, budget }()
 	for _, v := range ids {
@@ -1391,7 +1427,7 @@ func (c *lwChunker) flush(ctx context.Context) error {
 	}
 	// Transformed rows: z of the sources in two ascending sweeps
 	// (destinations, others), self of the destinations.
-	zw, sw := c.shape.z, c.shape.self
+	zw, sw := c.in.width, c.shape.self
 	z := make([]float32, ns*zw)
 	k1, err := c.in.z.readRows(dst, z[:nd*zw])
 	if err != nil {
@@ -1434,7 +1470,7 @@ func (c *lwChunker) flushPushed(dst []int64) error {
 	for i := range nd {
 		ip[i+1], idx[i] = int32(i+1), int32(i)
 	}
-	z := make([]float32, nd*c.shape.z)
+	z := make([]float32, nd*c.in.width)
 	if _, err := c.in.z.readRows(dst, z); err != nil {
 		return err
 	}
@@ -1457,7 +1493,7 @@ func (c *lwChunker) flushPushed(dst []int64) error {
 // (last layer) or stores the next layer's transform of the output.
 func (c *lwChunker) compute(dst []int64, kb *kernels.Block, z, self []float32) error {
 	t := c.t
-	nd, ns, zw, sw := kb.NumDst, kb.NumSrc, c.shape.z, c.shape.self
+	nd, ns, zw, sw := kb.NumDst, kb.NumSrc, c.in.width, c.shape.self
 	t.beMu.Lock()
 	defer t.beMu.Unlock()
 	be := t.be
@@ -1473,7 +1509,11 @@ func (c *lwChunker) compute(dst []int64, kb *kernels.Block, z, self []float32) e
 		if self != nil {
 			selfT = tp.upload(nd, sw, self)
 		}
-		y := t.model.layers[c.l].aggregate(tp, &devBlock{blk: db}, tp.upload(ns, zw, z), selfT)
+		zt := tp.upload(ns, zw, z)
+		if c.in.raw {
+			zt = t.model.layers[c.l].(aggregateFirst).zOnly(tp, zt)
+		}
+		y := t.model.layers[c.l].aggregate(tp, &devBlock{blk: db}, zt, selfT)
 		if c.out == nil {
 			if e := c.fn(dst, y); e != nil {
 				panic(tapeError{e})

@@ -226,15 +226,21 @@ func closeTo(a, b float64) bool { return math.Abs(a-b) <= 1e-4*(1+math.Abs(b)) }
 // under a 64 KiB chunk bound (receptive-field restriction, many chunks).
 func TestLayerwiseExact(t *testing.T) {
 	for _, ds := range []struct {
-		name string
-		open func(testing.TB) *storage.Dataset
-		norm bool
-	}{{"cora", cora, true}, {"synth", smallSynth, false}} {
+		name   string
+		open   func(testing.TB) *storage.Dataset
+		norm   bool
+		hidden int
+	}{
+		{"cora", cora, true, 8}, {"synth", smallSynth, false, 8},
+		// Hidden wider than the 16 features: push and files aggregate the
+		// input first (aggregateFirst) on the lower layers.
+		{"synth-wide", smallSynth, false, 24},
+	} {
 		for _, kind := range []string{ModelSAGE, ModelGCN, ModelGAT} {
 			t.Run(ds.name+"/"+kind, func(t *testing.T) {
 				d := ds.open(t)
 				n := d.NumNodes()
-				tr, err := New(context.Background(), d, &Options{Model: kind, Layers: 3, Hidden: 8, Heads: 2, Seed: *seedFlag,
+				tr, err := New(context.Background(), d, &Options{Model: kind, Layers: 3, Hidden: ds.hidden, Heads: 2, Seed: *seedFlag,
 					NormalizeFeatures: ds.norm, BatchSize: int(n), EvalMemBytes: minEvalMemBytes})
 				if err != nil {
 					t.Fatal(err)
@@ -292,6 +298,17 @@ func TestLayerwiseExact(t *testing.T) {
 							for l, k := range s {
 								if k != wantStage {
 									t.Errorf("stage %q: layer %d's input was %q, want %q", stage, l, k, wantStage)
+								}
+							}
+						}
+						// Aggregating first where the input is no wider
+						// than the transformed rows, and pushing.
+						shapes := tr.model.lwShapes()
+						for _, st := range []*LayerwiseStats{stAll, stSub} {
+							for l, ls := range st.Layers {
+								want := wantStage != lwMemory && wantStage != lwGather && shapes[l].in <= shapes[l].z
+								if ls.AggregateFirst != want {
+									t.Errorf("stage %q: layer %d (in %d, z %d) aggregated first: %v, want %v", stage, l, shapes[l].in, shapes[l].z, ls.AggregateFirst, want)
 								}
 							}
 						}

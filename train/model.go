@@ -87,6 +87,19 @@ type layer interface {
 	aggregate(t *tape, blk *devBlock, z, self kernels.Tensor) kernels.Tensor
 }
 
+// aggregateFirst is a layer whose aggregation is a scaled sum (SAGE's
+// mean, GCN's normalised sum), so that it may aggregate its input before
+// transforming it: aggregate(blk, zOnly(x̄)) with x̄ the aggregated input
+// equals forward(blk, x) up to float summation order. Layer-wise
+// inference uses it where a layer's input is no wider than its
+// transformed rows (lwStage.raw): the weights are then applied to the
+// destinations' sums only, not to every source.
+type aggregateFirst interface {
+	// zOnly is transform's z; selfTerm its self (nil without one).
+	zOnly(t *tape, x kernels.Tensor) kernels.Tensor
+	selfTerm(t *tape, x kernels.Tensor, selfRows kernels.IntTensor) kernels.Tensor
+}
+
 // devBlock is a block on the backend plus the identity index of its
 // destinations (rows 0..NumDst-1 of its sources), created lazily.
 type devBlock struct {
@@ -204,19 +217,29 @@ func (l *sageLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Te
 // transform: mean_u(x_u)·W_neigh = mean_u(x_u·W_neigh), so z = x·W_neigh
 // and self = x·W_self.
 func (l *sageLayer) transform(t *tape, x kernels.Tensor, selfRows kernels.IntTensor) (z, self kernels.Tensor) {
-	z = t.alloc(x.Rows(), l.wn.Cols)
+	return l.zOnly(t, x), l.selfTerm(t, x, selfRows)
+}
+
+// zOnly is transform's z alone (aggregateFirst).
+func (l *sageLayer) zOnly(t *tape, x kernels.Tensor) kernels.Tensor {
+	z := t.alloc(x.Rows(), l.wn.Cols)
 	t.be.GEMM(false, false, 1, x, l.wn.W, 0, z)
+	return z
+}
+
+// selfTerm is transform's self alone (aggregateFirst).
+func (l *sageLayer) selfTerm(t *tape, x kernels.Tensor, selfRows kernels.IntTensor) kernels.Tensor {
 	xs := x
 	if selfRows != nil {
 		if selfRows.Len() == 0 {
-			return z, nil
+			return nil
 		}
 		xs = t.alloc(selfRows.Len(), x.Cols())
 		t.be.GatherRows(xs, x, selfRows)
 	}
-	self = t.alloc(xs.Rows(), l.ws.Cols)
+	self := t.alloc(xs.Rows(), l.ws.Cols)
 	t.be.GEMM(false, false, 1, xs, l.ws.W, 0, self)
-	return z, self
+	return self
 }
 
 func (l *sageLayer) aggregate(t *tape, blk *devBlock, z, self kernels.Tensor) kernels.Tensor {
@@ -266,10 +289,18 @@ func (l *gcnLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Ten
 
 // transform: Â·(x·W) = (Â·x)·W, so z = x·W.
 func (l *gcnLayer) transform(t *tape, x kernels.Tensor, _ kernels.IntTensor) (z, self kernels.Tensor) {
-	z = t.alloc(x.Rows(), l.w.Cols)
-	t.be.GEMM(false, false, 1, x, l.w.W, 0, z)
-	return z, nil
+	return l.zOnly(t, x), nil
 }
+
+// zOnly is transform's z (aggregateFirst).
+func (l *gcnLayer) zOnly(t *tape, x kernels.Tensor) kernels.Tensor {
+	z := t.alloc(x.Rows(), l.w.Cols)
+	t.be.GEMM(false, false, 1, x, l.w.W, 0, z)
+	return z
+}
+
+// selfTerm: GCN has no own term.
+func (l *gcnLayer) selfTerm(*tape, kernels.Tensor, kernels.IntTensor) kernels.Tensor { return nil }
 
 func (l *gcnLayer) aggregate(t *tape, blk *devBlock, z, _ kernels.Tensor) kernels.Tensor {
 	out := t.alloc(blk.blk.NumDst(), z.Cols())
