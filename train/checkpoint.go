@@ -403,8 +403,8 @@ func ReadCheckpointInfo(path string) (*CheckpointInfo, error) {
 }
 
 // NewFromCheckpoint builds a trainer for inference from a checkpoint: the
-// model and options it was trained with (history disabled), its parameters
-// restored. workers overrides the sampling goroutines (0: default).
+// model and options it was trained with (history and caches disabled),
+// its parameters restored. workers overrides the sampling goroutines (0: default).
 func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, workers int) (*Trainer, error) {
 	ck, err := readCheckpoint(path)
 	if err != nil {
@@ -416,6 +416,10 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 	o := ck.meta.Options
 	o.NoHist, o.Resume, o.CheckpointDir, o.Workers = true, "", "", workers
 	o.Selection, o.Partitions = sample.ModeRandom, nil
+	// No caches: layer-wise inference reads each feature row once, and
+	// the sizes training planned from its budget are not this process's
+	// (InferOptions.MemBytes is).
+	o.FeatCacheBytes, o.NeighborCacheBytes, o.MemBytes = -1, -1, 0
 	t, err := New(ctx, d, &o)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
@@ -27,6 +28,81 @@ type InferOptions struct {
 	// atomically.
 	PredPath   string
 	LogitsPath string
+	// MemBytes, when positive, is the whole process's budget (ssdgnn
+	// infer --mem). Layer-wise inference then bounds its chunks by three
+	// quarters of what is left after the runtime reserve, the memory
+	// counted so far (the model), the per-node output arrays and the
+	// pass's per-node state; below minEvalMemBytes Infer fails with
+	// ErrBudget before reading anything, naming the least budget.
+	// ChunkBytes, when positive, is that bound instead (--eval-mem).
+	// Without either, Options.EvalMemBytes or DefaultEvalMemBytes.
+	// Sampled inference keeps the training's micro-batch cut.
+	MemBytes   int64
+	ChunkBytes int64
+}
+
+// inferArrayBytes is Infer's memory per requested node: the sort order,
+// the sorted ids, the predictions and their encoded copy.
+const inferArrayBytes = 8 + 8 + 4 + 4
+
+// lwFixedBytes bounds a layer-wise pass's per-node state on a graph of n
+// nodes and L layers (the receptive-field sets, the chunk scratch set and
+// the stages' rank indexes, an eighth of a byte a node each; GCN's
+// degrees).
+func lwFixedBytes(n int64, layers int, gcn bool) int64 {
+	b := int64(2*layers+3) * ((n + 63) / 64 * 8)
+	if gcn {
+		b += 4 * n
+	}
+	return b
+}
+
+// inferChunkBytes is the layer-wise chunk bound for o (see
+// InferOptions.MemBytes) when inferring nodes of the dataset, 0 to keep
+// the trainer's.
+func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
+	if o.ChunkBytes > 0 {
+		return max(o.ChunkBytes, minEvalMemBytes), nil
+	}
+	if o.MemBytes <= 0 {
+		return 0, nil
+	}
+	rest := t.inferRest(nodes)
+	used := RuntimeReserve(o.MemBytes) + rest
+	left := (o.MemBytes - used) * 3 / 4
+	if left < minEvalMemBytes {
+		return 0, fmt.Errorf("%w: --mem %s: the runtime reserve, the model, %d nodes' outputs and the pass's per-node state take %s, leaving %s for layer-wise chunks (at least %s); --mem %s is the least",
+			ErrBudget, ibytes(o.MemBytes), nodes, ibytes(used), ibytes(max(left, 0)), ibytes(minEvalMemBytes), ibytes(inferLeast(rest)))
+	}
+	return left, nil
+}
+
+// inferRest is what layer-wise inference of nodes needs besides the
+// runtime reserve and its chunks: the memory counted now (the model), the
+// per-node output arrays, the logits writer's buffer, and the pass's
+// per-node state.
+func (t *Trainer) inferRest(nodes int) int64 {
+	return memacct.Read().Total + inferArrayBytes*int64(nodes) + (1 << 20) +
+		lwFixedBytes(t.d.NumNodes(), len(t.model.layers), t.model.cfg.Kind == ModelGCN)
+}
+
+// inferLeast is the least budget M whose chunk bound (M − reserve −
+// rest)·3/4 reaches minEvalMemBytes.
+func inferLeast(rest int64) int64 {
+	need := rest + (minEvalMemBytes*4+2)/3
+	least := need + RuntimeReserve(0)
+	if RuntimeReserve(least) > RuntimeReserve(0) {
+		least = (need*8 + 6) / 7 // the reserve is an eighth of M
+	}
+	// Integer rounding: settle on the exact least.
+	ok := func(m int64) bool { return (m-RuntimeReserve(m)-rest)*3/4 >= minEvalMemBytes }
+	for !ok(least) {
+		least++
+	}
+	for ok(least - 1) {
+		least--
+	}
+	return least
 }
 
 // InferReport is the result of Infer.
@@ -68,6 +144,19 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 			return nil, fmt.Errorf("%w: node %d out of range [0,%d)", ErrInvalidOptions, v, n)
 		}
 	}
+	if opt.Mode == EvalLayerwise {
+		b, err := t.inferChunkBytes(len(nodes), &opt)
+		if err != nil {
+			return nil, err
+		}
+		if b > 0 {
+			defer func(prev int64) { t.o.EvalMemBytes = prev }(t.o.EvalMemBytes)
+			t.o.EvalMemBytes = b
+		}
+	}
+	arrays := inferArrayBytes * int64(len(nodes))
+	memacct.Add(memacct.Inference, arrays)
+	defer memacct.Add(memacct.Inference, -arrays)
 	t0 := time.Now()
 	io0, ioErr := iostat.Self()
 	acc0 := t.d.Accounting().Snapshot()

@@ -2,8 +2,11 @@ package train
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -78,4 +81,77 @@ func readNpy(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b[h.DataOffset : h.DataOffset+h.DataBytes()]
+}
+
+// TestInferBudget checks InferOptions.MemBytes: a budget below the least
+// is refused before anything is written, naming the least; a budget that
+// leaves a small chunk bound gives the unbounded predictions in more
+// chunks.
+func TestInferBudget(t *testing.T) {
+	d := smallSynth(t)
+	tr, err := New(context.Background(), d, &Options{Layers: 2, Hidden: 16, Seed: *seedFlag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	nodes := d.TestIdx()
+	dir := t.TempDir()
+	want, err := tr.Infer(context.Background(), nodes, &InferOptions{PredPath: filepath.Join(dir, "want.npy")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(dir, "small.npy")
+	_, err = tr.Infer(context.Background(), nodes, &InferOptions{PredPath: small, MemBytes: 1 << 20})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "is the least") {
+		t.Fatalf("--mem 1 MiB: %v, want ErrBudget naming the least --mem", err)
+	}
+	if _, err := os.Stat(small); !os.IsNotExist(err) {
+		t.Errorf("a refused inference left %s (%v)", small, err)
+	}
+	// The least it names is enough, and one byte less is not, at the
+	// reserve's floor and above it (an eighth of the budget; more nodes
+	// requested raise the rest).
+	for _, n := range []int{len(nodes), 1 << 26} {
+		least := inferLeast(tr.inferRest(n))
+		_, err := tr.inferChunkBytes(n, &InferOptions{MemBytes: 1 << 20})
+		if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--mem "+ibytes(least)+" is the least") {
+			t.Errorf("%d nodes: %v, want the least %s", n, err, ibytes(least))
+		}
+		if _, err := tr.inferChunkBytes(n, &InferOptions{MemBytes: least}); err != nil {
+			t.Errorf("%d nodes: the least %d is refused: %v", n, least, err)
+		}
+		if _, err := tr.inferChunkBytes(n, &InferOptions{MemBytes: least - 1}); err == nil {
+			t.Errorf("%d nodes: one byte below the least %d is accepted", n, least)
+		}
+		t.Logf("%d nodes: least --mem %s (reserve %s)", n, ibytes(least), ibytes(RuntimeReserve(least)))
+	}
+	// The budget whose chunk bound is 256 KiB.
+	const huge = 1 << 40
+	left, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: huge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// left = (mem − reserve − rest)·3/4, the reserve its floor at small
+	// budgets.
+	rest := huge - left*4/3 - RuntimeReserve(huge)
+	mem := RuntimeReserve(0) + rest + (256<<10)*4/3
+	got := filepath.Join(dir, "got.npy")
+	rep, err := tr.Infer(context.Background(), nodes, &InferOptions{PredPath: got, MemBytes: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := rep.Layerwise
+	t.Logf("--mem %d: chunk bound %d, chunks %v, stages %v", mem, lw.ChunkBytes, lw.chunks(), lw.stages())
+	if lw.ChunkBytes > 260<<10 || lw.ChunkBytes < 250<<10 {
+		t.Errorf("chunk bound %d, want about 256 KiB", lw.ChunkBytes)
+	}
+	if lw.Layers[0].Chunks < 2 {
+		t.Errorf("%d chunks on layer 0 under 256 KiB", lw.Layers[0].Chunks)
+	}
+	if rep.Correct != want.Correct || !slices.Equal(readNpy(t, got), readNpy(t, filepath.Join(dir, "want.npy"))) {
+		t.Errorf("predictions under the budget differ from the unbounded ones (%d and %d correct)", rep.Correct, want.Correct)
+	}
+	if tr.o.EvalMemBytes != 0 {
+		t.Errorf("Infer left the trainer's chunk bound at %d", tr.o.EvalMemBytes)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ func init() { extraCommands = append(extraCommands, newInferCmd) }
 func newInferCmd(g *globals) *cobra.Command {
 	var ckpt, outPath, logitsPath, nodesArg, fanouts, mode string
 	var workers int
+	var mem, evalMem byteSize
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "infer DIR",
@@ -30,6 +32,13 @@ neighbourhoods for the nodes the next layer needs, in id-order chunks, its
 outputs kept in a temporary .npy under DIR. --mode sampled samples --fanouts
 neighbours per layer instead (default the checkpoint's evaluation fanouts).
 It reports the wall time and the bytes read.
+
+--mem is the whole process's budget, as for train (default: the limit of
+the memory cgroup it runs in, else none). Layer-wise inference bounds its
+chunks by what the budget leaves after the model and the per-node state,
+and refuses before reading anything, naming the least --mem, when that is
+too little; --eval-mem sets the chunk bound instead. The caches training
+sized are not built: each feature row is read once.
 
 On a relabelled dataset ('ssdgnn relabel') node ids are the original
 dataset's: a --nodes file holds original ids, and test, valid and all are
@@ -50,12 +59,18 @@ the original dataset writes.`,
 			if err != nil {
 				return err
 			}
+			if note := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), false, 0); note != "" && !g.quiet {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
+			if soft := train.SoftMemoryLimit(int64(mem)); soft > 0 {
+				defer debug.SetMemoryLimit(debug.SetMemoryLimit(soft))
+			}
 			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, workers)
 			if err != nil {
 				return err
 			}
 			defer tr.Close()
-			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath}
+			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath, MemBytes: int64(mem), ChunkBytes: int64(evalMem)}
 			if fanouts != "" {
 				if io.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 					return err
@@ -78,6 +93,8 @@ the original dataset writes.`,
 	f.StringVar(&outPath, "out", "", "predictions .npy (int32 per node; required)")
 	f.StringVar(&logitsPath, "logits", "", "also write log-softmax rows (float32 [n, classes]) to this .npy")
 	f.StringVar(&nodesArg, "nodes", "test", "nodes to predict: test, valid, all, or an int64/int32 .npy of ids")
+	f.Var(&mem, "mem", "the whole process's memory budget (default: the memory cgroup's limit, else none)")
+	f.Var(&evalMem, "eval-mem", "bound on a layer-wise chunk (default: three quarters of what --mem leaves)")
 	f.StringVar(&mode, "mode", train.EvalLayerwise, "inference: layerwise (exact, full neighbourhoods, one layer at a time) or sampled (--fanouts)")
 	f.StringVar(&fanouts, "fanouts", "", "sampled inference fanouts (default: the checkpoint's eval fanouts)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
