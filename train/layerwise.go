@@ -142,6 +142,26 @@ func (b bitset) each(fn func(int64)) {
 	}
 }
 
+// eachOf calls fn for every member of set in ascending order (nil: every
+// node below n) until fn fails, and returns its error.
+func eachOf(set bitset, n int64, fn func(int64) error) error {
+	if set == nil {
+		for v := range n {
+			if err := fn(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	set.each(func(v int64) {
+		if err == nil {
+			err = fn(v)
+		}
+	})
+	return err
+}
+
 func (b bitset) count() int64 {
 	var n int
 	for _, x := range b {
@@ -417,23 +437,13 @@ func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwSta
 		ids = ids[:0]
 		return err
 	}
-	var err error
-	add := func(v int64) {
-		if err != nil {
-			return
-		}
+	err := eachOf(set, d.NumNodes(), func(v int64) error {
 		ids = append(ids, v)
 		if len(ids) == batch {
-			err = flush()
+			return flush()
 		}
-	}
-	if set == nil {
-		for v := range d.NumNodes() {
-			add(v)
-		}
-	} else {
-		set.each(add)
-	}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -787,14 +797,11 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 		edges: make([]uint64, edges), acc: make([]float32, dstRows*int64(width)), scale: make([]float32, dstRows)}
 	each := func(fn func(k uint64, v int64)) {
 		var k uint64
-		if dst == nil {
-			for v := range d.NumNodes() {
-				fn(k, v)
-				k++
-			}
-			return
-		}
-		dst.each(func(v int64) { fn(k, v); k++ })
+		_ = eachOf(dst, d.NumNodes(), func(v int64) error {
+			fn(k, v)
+			k++
+			return nil
+		})
 	}
 	// A counting sort of the edges by bucket, destinations ascending.
 	nb := srcRows/bucket + 1
@@ -854,24 +861,10 @@ func (a *lwAcc) feeds(b int64, ids []int64) bool {
 // the rows rows, which it scales in place for GCN.
 func (a *lwAcc) pushBucket(b int64, ids []int64, rows []float32) {
 	w := int64(a.width)
-	if a.outDeg != nil {
-		for i, u := range ids {
-			row := rows[int64(i)*w : int64(i+1)*w]
-			s := float32(1 / math.Sqrt(float64(a.outDeg[u])+1))
-			for j := range row {
-				row[j] *= s
-			}
-			if a.dst.set == nil || a.dst.set.has(u) {
-				p := a.dst.pos(u)
-				axpy(a.acc[p*w:(p+1)*w], 1, row)
-			}
-		}
+	for i, u := range ids {
+		a.source(u, rows[int64(i)*w:int64(i+1)*w])
 	}
-	base := b * a.bucket
-	for _, e := range a.edges[a.start[b]:a.start[b+1]] {
-		o, k := int64(e>>32)-base, int64(uint32(e))
-		axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
-	}
+	a.pushEdges(b, rows)
 }
 
 // writeRows adds the rows of the sources ids to their destinations'
@@ -891,21 +884,40 @@ func (a *lwAcc) writeRows(ids []int64, src []float32) (int64, error) {
 			}
 			a.staged = b
 		}
-		o := r % a.bucket
-		copy(a.stage[o*w:(o+1)*w], src[int64(i)*w:int64(i+1)*w])
-		if a.outDeg != nil {
-			row := a.stage[o*w : (o+1)*w]
-			s := float32(1 / math.Sqrt(float64(a.outDeg[u])+1))
-			for j := range row {
-				row[j] *= s
-			}
-			if a.dst.set == nil || a.dst.set.has(u) {
-				p := a.dst.pos(u)
-				axpy(a.acc[p*w:(p+1)*w], 1, row)
-			}
-		}
+		row := a.stage[r%a.bucket*w : (r%a.bucket+1)*w]
+		copy(row, src[int64(i)*w:int64(i+1)*w])
+		a.source(u, row)
 	}
 	return 0, nil
+}
+
+// source prepares source u's row for pushing: GCN scales it by
+// 1/√(out_u+1), in place, and adds it to u's own sum when u is a
+// destination (the implicit self loop).
+func (a *lwAcc) source(u int64, row []float32) {
+	if a.outDeg == nil {
+		return
+	}
+	s := float32(1 / math.Sqrt(float64(a.outDeg[u])+1))
+	for j := range row {
+		row[j] *= s
+	}
+	if a.dst.set == nil || a.dst.set.has(u) {
+		w := int64(a.width)
+		p := a.dst.pos(u)
+		axpy(a.acc[p*w:(p+1)*w], 1, row)
+	}
+}
+
+// pushEdges adds bucket b's rows (its sources' in rank order) to the
+// sums of the destinations they feed, in ascending destination order.
+func (a *lwAcc) pushEdges(b int64, rows []float32) {
+	w := int64(a.width)
+	base := b * a.bucket
+	for _, e := range a.edges[a.start[b]:a.start[b+1]] {
+		o, k := int64(e>>32)-base, int64(uint32(e))
+		axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
+	}
 }
 
 // flush pushes the staged bucket.
@@ -913,12 +925,7 @@ func (a *lwAcc) flush() {
 	if a.staged < 0 {
 		return
 	}
-	w := int64(a.width)
-	base := a.staged * a.bucket
-	for _, e := range a.edges[a.start[a.staged]:a.start[a.staged+1]] {
-		o, k := int64(e>>32)-base, int64(uint32(e))
-		axpy(a.acc[k*w:(k+1)*w], 1, a.stage[o*w:(o+1)*w])
-	}
+	a.pushEdges(a.staged, a.stage)
 	clear(a.stage)
 	a.staged = -1
 }
@@ -1165,22 +1172,8 @@ func (c *lwChunker) run(ctx context.Context, need bitset) error {
 		}
 		return nil
 	}
-	var err error
-	if need == nil {
-		for v := range d.NumNodes() {
-			if err = add(v); err != nil {
-				return err
-			}
-		}
-	} else {
-		need.each(func(v int64) {
-			if err == nil {
-				err = add(v)
-			}
-		})
-		if err != nil {
-			return err
-		}
+	if err := eachOf(need, d.NumNodes(), add); err != nil {
+		return err
 	}
 	return c.flush(ctx)
 }
@@ -1255,22 +1248,8 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 		edges += deg
 		return nil
 	}
-	var err error
-	if need == nil {
-		for v := range d.NumNodes() {
-			if err = add(v); err != nil {
-				return err
-			}
-		}
-	} else {
-		need.each(func(v int64) {
-			if err == nil {
-				err = add(v)
-			}
-		})
-		if err != nil {
-			return err
-		}
+	if err := eachOf(need, d.NumNodes(), add); err != nil {
+		return err
 	}
 	return pass()
 }
@@ -1326,23 +1305,13 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 		run = run[:0]
 		return ctx.Err()
 	}
-	var err error
-	each := func(u int64) {
-		if err != nil {
-			return
-		}
+	err := eachOf(arr.ix.set, d.NumNodes(), func(u int64) error {
 		run = append(run, u)
 		if int64(len(run)) == bucket {
-			err = flush()
+			return flush()
 		}
-	}
-	if arr.ix.set == nil {
-		for u := range d.NumNodes() {
-			each(u)
-		}
-	} else {
-		arr.ix.set.each(each)
-	}
+		return nil
+	})
 	if err == nil {
 		err = flush()
 	}
@@ -1546,77 +1515,63 @@ func gcnRescale(kb *kernels.Block, x []float32, width int, full func(j int) int3
 	}
 }
 
-// rows lists the rows computed per layer.
-func (s *LayerwiseStats) rows() []int64 {
-	r := make([]int64, len(s.Layers))
-	for i, l := range s.Layers {
-		r[i] = l.Rows
+// perLayer lists f of every layer's stats.
+func perLayer[T any](s *LayerwiseStats, f func(*LayerStats) T) []T {
+	r := make([]T, len(s.Layers))
+	for i := range s.Layers {
+		r[i] = f(&s.Layers[i])
 	}
 	return r
+}
+
+// rows lists the rows computed per layer.
+func (s *LayerwiseStats) rows() []int64 {
+	return perLayer(s, func(l *LayerStats) int64 { return l.Rows })
 }
 
 // chunks lists the chunks per layer.
 func (s *LayerwiseStats) chunks() []int {
-	c := make([]int, len(s.Layers))
-	for i, l := range s.Layers {
-		c[i] = l.Chunks
-	}
-	return c
+	return perLayer(s, func(l *LayerStats) int { return l.Chunks })
 }
 
-// gatherRows lists the transformed rows the chunks gathered per layer.
+// gatherRows lists the transformed rows the chunks gathered (or the
+// passes read) per layer.
 func (s *LayerwiseStats) gatherRows() []int64 {
-	r := make([]int64, len(s.Layers))
-	for i, l := range s.Layers {
-		r[i] = l.GatherRows
-	}
-	return r
+	return perLayer(s, func(l *LayerStats) int64 { return l.GatherRows })
 }
 
 // passes lists the push passes per layer.
 func (s *LayerwiseStats) passes() []int {
-	r := make([]int, len(s.Layers))
-	for i, l := range s.Layers {
-		r[i] = l.Passes
-	}
-	return r
+	return perLayer(s, func(l *LayerStats) int { return l.Passes })
 }
 
 // stages lists where each layer's transformed input was held: lwMemory,
-// lwPush or lwFiles.
+// lwPush, lwFiles or lwGather.
 func (s *LayerwiseStats) stages() []string {
-	r := make([]string, len(s.Layers))
-	for i, l := range s.Layers {
+	return perLayer(s, func(l *LayerStats) string {
 		switch {
 		case l.Pushed:
-			r[i] = lwPush
+			return lwPush
 		case l.InMemory:
-			r[i] = lwMemory
+			return lwMemory
 		case l.Passes > 0:
-			r[i] = lwFiles
-		default:
-			r[i] = lwGather
+			return lwFiles
 		}
-	}
-	return r
+		return lwGather
+	})
 }
+
+// tenths rounds seconds to 0.1 s.
+func tenths(sec float64) float64 { return math.Round(10*sec) / 10 }
 
 // phaseSeconds lists, rounded to 0.1 s, layer 0's pass over the feature
 // rows and each layer's push passes.
 func (s *LayerwiseStats) phaseSeconds() (input float64, passes []float64) {
-	passes = make([]float64, len(s.Layers))
-	for i, l := range s.Layers {
-		passes[i] = math.Round(10*l.PassSeconds) / 10
-	}
-	return math.Round(10*s.Layers[0].InputSeconds) / 10, passes
+	return tenths(s.Layers[0].InputSeconds), perLayer(s, func(l *LayerStats) float64 { return tenths(l.PassSeconds) })
 }
 
 // layerSeconds lists the seconds per layer, rounded to 0.1 s (layer 0's
 // include the pass over the feature rows).
 func (s *LayerwiseStats) layerSeconds() []float64 {
-	r := make([]float64, len(s.Layers))
-	for i, l := range s.Layers {
-		r[i] = math.Round(10*l.Seconds) / 10
-	}
-	return r
+	return perLayer(s, func(l *LayerStats) float64 { return tenths(l.Seconds) })
 }

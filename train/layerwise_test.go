@@ -331,11 +331,7 @@ func TestLayerwiseExact(t *testing.T) {
 }
 
 func inMemory(s *LayerwiseStats) []bool {
-	var m []bool
-	for _, l := range s.Layers {
-		m = append(m, l.InMemory)
-	}
-	return m
+	return perLayer(s, func(l *LayerStats) bool { return l.InMemory })
 }
 
 // TestLayerwiseReadsInputOnce checks, through the dataset's storage
