@@ -204,7 +204,9 @@
 //
 // For push and files, a SAGE or GCN layer whose input is no wider than its
 // transformed rows aggregates first (aggregateFirst, lwStage.raw): it
-// pushes its input rows and transforms only the destinations' sums.
+// pushes its input rows and transforms only the destinations' sums. On
+// layer 0 with files, the passes read the feature rows themselves
+// (lwFeatures), once per pass, instead of a temporary copy.
 //
 // The arrays hold the needed rows in id order, are written back and
 // dropped from the page cache every 16 MiB (lwArray), and are removed when

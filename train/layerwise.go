@@ -352,8 +352,16 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	if cur, err = stage(0, src, bound); err != nil {
 		return st, err
 	}
-	if err := t.lwTransformInput(ctx, src, cur, shapes[0], max(bound-cur.held, minEvalMemBytes), &st.Layers[0]); err != nil {
-		return st, err
+	in, transform := src, true
+	if _, ok := cur.z.(*lwFeatures); ok {
+		// Only the destinations' own terms (SAGE; GCN has none): the
+		// passes read the feature rows.
+		in, transform = need[0], cur.self != nil
+	}
+	if transform {
+		if err := t.lwTransformInput(ctx, in, cur, shapes[0], max(bound-cur.held, minEvalMemBytes), &st.Layers[0]); err != nil {
+			return st, err
+		}
 	}
 	for l := range L {
 		ls := &st.Layers[l]
@@ -620,6 +628,19 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 		st.NeighborBytes += nb
 		s.z, s.pushed, s.held = acc, true, pushBytes
 	default:
+		if raw && l == 0 {
+			// Layer 0's input rows are the feature rows: the passes read
+			// the feature file itself instead of a copy of it.
+			s.z = &lwFeatures{t: t, ix: ix, width: width}
+			if sh.self > 0 {
+				self, err := createLWArray(filepath.Join(dir, "layer0.self.npy"), six, selfRows, sh.self)
+				if err != nil {
+					return nil, err
+				}
+				s.self = self
+			}
+			return s, nil
+		}
 		z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, width)
 		if err != nil {
 			return nil, err
@@ -1115,6 +1136,61 @@ func (a *lwArray) writeRows(ids []int64, src []float32) (int64, error) {
 	return nb, err
 }
 
+// lwSource is what a push pass sweeps: the rows of a set's members (index)
+// in rank order, width floats each.
+type lwSource interface {
+	index() *lwIndex
+	rowWidth() int
+	// readRun reads the rows of ids, the members of ranks r0, r0+1, …,
+	// into dst, and counts what it read in ls.
+	readRun(ids []int64, r0 int64, dst []float32, ls *LayerStats) error
+}
+
+func (a *lwArray) index() *lwIndex { return a.ix }
+func (a *lwArray) rowWidth() int   { return a.width }
+
+func (a *lwArray) readRun(ids []int64, r0 int64, dst []float32, ls *LayerStats) error {
+	k, err := a.f.ReadAt(f32bytes(dst[:len(ids)*a.width]), a.off+r0*int64(a.width)*4)
+	ls.GatherBytes += int64(k)
+	ls.GatherRows += int64(len(ids))
+	if err != nil {
+		return fmt.Errorf("train: layer-wise read %s: %w", a.f.Name(), err)
+	}
+	return nil
+}
+
+// lwFeatures is layer 0's input when it aggregates first and its rows do
+// not fit memory: the feature rows themselves, read (through the feature
+// cache, normalised as training normalises them) by each push pass, where
+// a temporary copy would be written once and read as often.
+type lwFeatures struct {
+	t     *Trainer
+	ix    *lwIndex
+	width int
+}
+
+func (f *lwFeatures) index() *lwIndex { return f.ix }
+func (f *lwFeatures) rowWidth() int   { return f.width }
+
+func (f *lwFeatures) readRun(ids []int64, _ int64, dst []float32, ls *LayerStats) error {
+	x := dst[:len(ids)*f.width]
+	if err := f.t.fc.GatherF32(ids, x); err != nil {
+		return err
+	}
+	f.t.normalize(x)
+	ls.InputRows += int64(len(ids))
+	ls.InputBytes += int64(len(ids)) * f.t.d.FeatRowBytes()
+	return nil
+}
+
+// readRows and writeRows: the transform pass writes no rows (the passes
+// read the features), and chunks read the sums, not this.
+func (f *lwFeatures) readRows([]int64, []float32) (int64, error) {
+	return 0, fmt.Errorf("train: layer-wise: internal error: feature rows read by a chunk")
+}
+func (f *lwFeatures) writeRows([]int64, []float32) (int64, error) { return 0, nil }
+func (f *lwFeatures) close()                                      {}
+
 // lwChunker computes one layer over its destinations in id-order chunks.
 type lwChunker struct {
 	t        *Trainer
@@ -1212,13 +1288,13 @@ func lwPassFixedBytes(n int64, width int, budget int64) int64 {
 // so a chunk's sources are spread over the whole array.
 func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 	d := c.t.d
-	arr := c.in.z.(*lwArray)
+	arr := c.in.z.(lwSource)
 	srcRows := d.NumNodes()
-	if arr.ix.set != nil {
-		srcRows = arr.ix.set.count()
+	if arr.index().set != nil {
+		srcRows = arr.index().set.count()
 	}
-	bucket := lwBucket(arr.width, c.budget)
-	room := max(c.budget*3/4-lwPassFixedBytes(d.NumNodes(), arr.width, c.budget), 0)
+	bucket := lwBucket(arr.rowWidth(), c.budget)
+	room := max(c.budget*3/4-lwPassFixedBytes(d.NumNodes(), arr.rowWidth(), c.budget), 0)
 	blk := newBitset(d.NumNodes())
 	memacct.Add(memacct.Inference, blk.bytes())
 	defer memacct.Add(memacct.Inference, -blk.bytes())
@@ -1238,7 +1314,7 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 	add := func(v int64) error {
 		deg := int64(d.Neighbors(v).Len())
 		// The pass's accumulators, edges and ids.
-		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, arr.width, bucket)+8*int64(len(ids)+1) > room {
+		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, arr.rowWidth(), bucket)+8*int64(len(ids)+1) > room {
 			if err := pass(); err != nil {
 				return err
 			}
@@ -1257,7 +1333,7 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 // pushPass pushes every source row of arr to the block's destinations ids
 // (ascending; also the members of blk), in buckets of bucket sources,
 // then computes them.
-func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, bucket int64, ids []int64, edges int64) error {
+func (c *lwChunker) pushPass(ctx context.Context, arr lwSource, blk bitset, bucket int64, ids []int64, edges int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -1267,11 +1343,11 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 	t0 := time.Now()
 	d := c.t.d
 	srcRows := d.NumNodes()
-	if arr.ix.set != nil {
-		srcRows = arr.ix.set.count()
+	if arr.index().set != nil {
+		srcRows = arr.index().set.count()
 	}
-	acc, nb := newLWAcc(d, arr.ix, newLWIndex(blk), int64(len(ids)), arr.width, bucket, edges, c.outDeg)
-	held := lwAccBytes(srcRows, int64(len(ids)), edges, arr.width, bucket) + 8*int64(len(acc.dst.rank))
+	acc, nb := newLWAcc(d, arr.index(), newLWIndex(blk), int64(len(ids)), arr.rowWidth(), bucket, edges, c.outDeg)
+	held := lwAccBytes(srcRows, int64(len(ids)), edges, arr.rowWidth(), bucket) + 8*int64(len(acc.dst.rank))
 	memacct.Add(memacct.Inference, held)
 	defer memacct.Add(memacct.Inference, -held)
 	defer acc.close()
@@ -1282,8 +1358,7 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 	// read, skipping buckets that feed no destination of the block (GCN:
 	// nor hold one, for the self loop). The buffer is the bucket's
 	// staging rows, which the pass does not otherwise use.
-	w := int64(arr.width)
-	rb := 4 * w
+	w := int64(arr.rowWidth())
 	buf := make([]float32, bucket*w)
 	var run []int64
 	var b int64 // run's bucket
@@ -1292,20 +1367,16 @@ func (c *lwChunker) pushPass(ctx context.Context, arr *lwArray, blk bitset, buck
 			return nil
 		}
 		if acc.feeds(b, run) {
-			r0 := b * bucket
-			k, err := arr.f.ReadAt(f32bytes(buf[:int64(len(run))*w]), arr.off+r0*rb)
-			c.ls.GatherBytes += int64(k)
-			if err != nil {
-				return fmt.Errorf("train: layer-wise read %s: %w", arr.f.Name(), err)
+			if err := arr.readRun(run, b*bucket, buf[:int64(len(run))*w], c.ls); err != nil {
+				return err
 			}
-			c.ls.GatherRows += int64(len(run))
 			acc.pushBucket(b, run, buf)
 		}
 		b++
 		run = run[:0]
 		return ctx.Err()
 	}
-	err := eachOf(arr.ix.set, d.NumNodes(), func(u int64) error {
+	err := eachOf(arr.index().set, d.NumNodes(), func(u int64) error {
 		run = append(run, u)
 		if int64(len(run)) == bucket {
 			return flush()
