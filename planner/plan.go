@@ -51,6 +51,12 @@ type PlanOptions struct {
 	// validity arrays are computed for the profile's value, so a
 	// different positive value is ErrMismatch (re-profile instead).
 	Staleness int64
+	// Keep, when set, is a plan whose division Plan keeps (its
+	// NeighborFrac and Alpha, with MemBytes its budget): only the
+	// predictions are made again, from p. It is how a plan made from
+	// whole batches is re-predicted once training cuts them into
+	// micro-batches (Profile.RemodelReads).
+	Keep *PlanResult
 }
 
 // Validate reports whether o is usable.
@@ -71,6 +77,8 @@ func (o *PlanOptions) Validate() error {
 		return bad("Staleness %d, want >= 1 (0: the profile's)", o.Staleness)
 	case !o.Decoupled && o.Indptr == nil:
 		return bad("Indptr is required unless Decoupled (the neighbour cache is sized from degrees)")
+	case o.Keep != nil && (o.Keep.Memory.MemBytes != o.MemBytes || o.Keep.Decoupled != o.Decoupled):
+		return bad("Keep is a plan for %d bytes (decoupled %v), not %d (%v)", o.Keep.Memory.MemBytes, o.Keep.Decoupled, o.MemBytes, o.Decoupled)
 	}
 	return nil
 }
@@ -251,6 +259,9 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	if o.Hidden == 0 {
 		o.Hidden = DefaultHidden
 	}
+	if o.Keep != nil && o.Keep.Step > 0 {
+		o.Step = o.Keep.Step
+	}
 	if o.Step == 0 {
 		o.Step = DefaultStep
 	}
@@ -415,6 +426,11 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			gammas = append(gammas, float64(g)*o.NbrStep)
 		}
 	}
+	keepI := -1 // the α step Keep chose
+	if o.Keep != nil {
+		gammas = []float64{o.Keep.NeighborFrac}
+		keepI = int(math.Round(o.Keep.Alpha * float64(steps)))
+	}
 	for _, gamma := range gammas {
 		var ns CacheSplit
 		var nbrBenefit float64
@@ -433,7 +449,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			fs, hs, b := eval(r, i)
 			b += nbrBenefit
 			curve = append(curve, CurvePoint{Alpha: float64(i) / float64(steps), Benefit: b, FeatRows: fs.Entries, HistRows: hs.Entries})
-			if !local.ok || b > local.benefit {
+			if keepI < 0 && (!local.ok || b > local.benefit) || i == keepI {
 				local = choice{ok: true, benefit: b, alpha: float64(i) / float64(steps), gamma: gamma, i: i, feat: fs, hist: hs, nbr: ns, kNbr: kn}
 			}
 		}
@@ -511,6 +527,10 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		return nil, fmt.Errorf("planner: internal error: plan uses %d/%d bytes of a %d-byte budget", mem.GatherPhaseBytes, mem.SamplePhaseBytes, o.MemBytes)
 	}
 	res.Reason = reason(res, bestCurve)
+	if k := o.Keep; k != nil && (res.Feature != k.Feature || res.History != k.History || res.Neighbor != k.Neighbor) {
+		return nil, fmt.Errorf("%w: kept plan's caches (feature %+v, history %+v, neighbour %+v) differ from its division again (%+v, %+v, %+v)",
+			ErrMismatch, k.Feature, k.History, k.Neighbor, res.Feature, res.History, res.Neighbor)
+	}
 	return res, nil
 }
 

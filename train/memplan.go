@@ -58,6 +58,11 @@ type MemPlan struct {
 	// Replanned says PlanPath's caches did not fit what MemBytes leaves
 	// them, so Plan was re-divided from its profile for that share.
 	Replanned bool
+	// Remodeled says the budget cuts batches into micro-batches that
+	// PlanPath's profile had counted whole, so its reads were counted
+	// again for the micro-batches (planner.Profile.RemodelReads) and the
+	// plan re-predicted from them with its division kept.
+	Remodeled bool
 	// Warning says how the plan's profile differs from this training
 	// (fanouts, batch size, selection), so its predictions will not hold;
 	// empty when it matches or there is no profile.
@@ -212,8 +217,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				return nil, err
 			}
 			mp.Budget = b
+			remodeled, err := remodelPlanReads(ctx, d, &o, mo, full, b)
+			if err != nil {
+				return nil, err
+			}
 			if need := planCacheBytes(mp.Plan); need > b.Caches {
 				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
+					return nil, err
+				}
+			} else if remodeled {
+				if err := repredict(d, &o, mo, mp, full); err != nil {
 					return nil, err
 				}
 			}
@@ -227,11 +240,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if name == "" {
 		name = DefaultProfileName
 	}
-	po := &planner.ProfileOptions{Name: name, Fanouts: o.Fanouts, BatchSize: o.BatchSize,
-		Mode: o.Selection, PartsPerBatch: o.PartsPerBatch, Seed: o.Seed, Workers: o.Workers, Source: o.Source,
-		Part: mo.Part, Partition: mo.Partition, Staleness: o.Staleness, ReuseDepth: int64(ReuseDepth(&o)),
-		Gather: o.buildOptions(0).Feature, NoFeatureBlock: partRanges(&o) == nil,
-		Progress: o.Progress, Logger: o.Logger}
+	po := profileOptions(&o, mo, name)
 	p, err := planner.RunProfile(ctx, d, o.Partitions, po)
 	if err != nil {
 		return nil, err
@@ -279,6 +288,59 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	p = nil
 	debug.FreeOSMemory()
 	return mp, nil
+}
+
+// profileOptions profiles (or remodels profile name) for training with o
+// (defaults applied) as PlanMemory plans it.
+func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.ProfileOptions {
+	return &planner.ProfileOptions{Name: name, Fanouts: o.Fanouts, BatchSize: o.BatchSize,
+		Mode: o.Selection, PartsPerBatch: o.PartsPerBatch, Seed: o.Seed, Workers: o.Workers, Source: o.Source,
+		Part: mo.Part, Partition: mo.Partition, Staleness: o.Staleness, ReuseDepth: int64(ReuseDepth(o)),
+		Gather: o.buildOptions(0).Feature, NoFeatureBlock: partRanges(o) == nil,
+		Progress: o.Progress, Logger: o.Logger}
+}
+
+// remodelPlanReads counts p's reads again for the micro-batches b cuts
+// batches into, when p (a plan file's profile) counted them whole, and
+// reports whether it did. A profile made with other batches (seed, size,
+// fanouts, selection) keeps its counts, with a log line: its predictions
+// were off anyway (MemPlan.Warning says why).
+func remodelPlanReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
+	r := b.MaxBatchRows
+	if p == nil || p.Meta.Reads == nil || r <= 0 || r >= p.Meta.MaxBatchRows || p.Meta.Reads.MicroBatchRows == r {
+		return false, nil
+	}
+	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(int(r)), r)
+	if errors.Is(err, planner.ErrMismatch) {
+		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// repredict makes mp's plan's predictions again from p (remodelled for
+// micro-batches) with its division kept. A plan whose division p does not
+// reproduce (made with other planner options) keeps its predictions, with
+// a log line.
+func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, p *planner.Profile) error {
+	old := mp.Plan
+	hidden := old.Hidden
+	if hidden == 0 {
+		hidden = -1
+	}
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: old.Memory.MemBytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
+		Staleness: o.Staleness, Decoupled: old.Decoupled, Beta: old.Beta, Keep: old})
+	if errors.Is(err, planner.ErrMismatch) {
+		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.Logger.Info("plan re-predicted for micro-batches", "plan", mp.PlanPath, "micro_batch_rows", p.Meta.Reads.MicroBatchRows,
+		"gather_reads", res.Predicted.GatherReads, "whole_batch_gather_reads", old.Predicted.GatherReads)
+	mp.Plan, mp.Remodeled = res, true
+	return nil
 }
 
 // divide splits mem (see Budget) for training d with o (defaults applied)

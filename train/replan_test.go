@@ -87,3 +87,57 @@ func TestPlanFileReplanned(t *testing.T) {
 		t.Errorf("no profile: %v", err)
 	}
 }
+
+// TestPlanFileRepredicted: a plan made from whole batches (its profile
+// counted whole batches), read under a budget that cuts batches into
+// micro-batches, keeps its division and is re-predicted from the reads of
+// the micro-batches: the same read model as a fresh profile recounted for
+// that cut, and more read calls than whole batches predicted.
+func TestPlanFileRepredicted(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	n := d.NumNodes()
+	big := MinimumBudget(d, o) + 64*n + 400*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: big, ProfileName: "repredict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.Plan.Reads == nil || mp.Plan.Reads.MicroBatchRows != 0 {
+		t.Fatalf("the plan's read model %+v, want whole batches", mp.Plan.Reads)
+	}
+	const cut = 120
+	co := synthOpts()
+	co.MaxBatchRows = cut
+	re, err := PlanMemory(context.Background(), d, co, &MemPlanOptions{MemBytes: big, PlanFile: mp.PlanPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !re.Remodeled || re.Replanned {
+		t.Fatalf("remodeled %v, replanned %v, budget %+v", re.Remodeled, re.Replanned, re.Budget)
+	}
+	if re.Plan.Feature != mp.Plan.Feature || re.Plan.History != mp.Plan.History || re.Plan.Neighbor != mp.Plan.Neighbor {
+		t.Errorf("division changed: feature %+v → %+v, history %+v → %+v", mp.Plan.Feature, re.Plan.Feature, mp.Plan.History, re.Plan.History)
+	}
+	w := co.withDefaults()
+	po := &planner.ProfileOptions{Name: "fresh", Fanouts: w.Fanouts, BatchSize: w.BatchSize, Mode: w.Selection,
+		Seed: w.Seed, Workers: w.Workers, Gather: w.buildOptions(0).Feature, NoFeatureBlock: true}
+	fresh, err := planner.RunProfile(context.Background(), d, nil, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.RemodelReads(context.Background(), d, nil, po, splitRows(cut), cut); err != nil {
+		t.Fatal(err)
+	}
+	got, want := *re.Plan.Reads, *fresh.Meta.Reads
+	wp, rp := mp.Plan.Predicted, re.Plan.Predicted
+	t.Logf("whole batches: %d rows in %d reads, uncached device time %.4f s; micro-batches of ≤ %d rows: %d rows in %d reads, %.4f s; cached rows %.0f → %.0f",
+		mp.Plan.Reads.Rows, mp.Plan.Reads.Reads, wp.NoCacheGatherSeconds, cut, got.Rows, got.Reads, rp.NoCacheGatherSeconds, wp.FeatRows, rp.FeatRows)
+	if got.Reads != want.Reads || got.Rows != want.Rows || got.BytesRead != want.BytesRead || got.MicroBatchRows != cut {
+		t.Errorf("re-predicted read model %+v, a fresh profile's %+v", got, want)
+	}
+	// Micro-batches' input sets overlap: more rows, more reads.
+	if got.Rows <= mp.Plan.Reads.Rows || rp.NoCacheGatherSeconds <= wp.NoCacheGatherSeconds || rp.FeatRows < wp.FeatRows {
+		t.Errorf("micro-batches: %d rows, %.4f s uncached, %.0f cached rows; whole batches %d, %.4f s, %.0f",
+			got.Rows, rp.NoCacheGatherSeconds, rp.FeatRows, mp.Plan.Reads.Rows, wp.NoCacheGatherSeconds, wp.FeatRows)
+	}
+}

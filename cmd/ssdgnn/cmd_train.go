@@ -194,6 +194,8 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 					how = "profiled and written"
 				case mp.Replanned:
 					how = "read; its caches exceeded what --mem leaves them, so re-divided from its profile"
+				case mp.Remodeled:
+					how = "read; re-predicted for the micro-batches --mem cuts batches into"
 				}
 				if mp.Warning != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", mp.Warning)
