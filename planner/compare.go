@@ -59,6 +59,9 @@ type ComparisonRow struct {
 type Comparison struct {
 	Epochs int             `json:"epochs"`
 	Rows   []ComparisonRow `json:"rows"`
+	// Note qualifies the comparison (which epochs it leaves out, and
+	// why); empty when nothing needs saying.
+	Note string `json:"note,omitempty"`
 }
 
 // Compare lines pred's per-epoch prediction up against the mean of the
@@ -122,5 +125,12 @@ func WriteComparison(w io.Writer, c Comparison) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", r.Quantity, p, m, r.Ratio)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.Note != "" {
+		_, err := fmt.Fprintf(w, "note: %s\n", c.Note)
+		return err
+	}
+	return nil
 }
