@@ -495,8 +495,8 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 		dst lwRows
 		ids []int64
 	}{{z, stage.z, ids}, {self, stage.self, selfIDs}} {
-		if p.x == nil || len(p.ids) == 0 {
-			continue
+		if _, features := p.dst.(*lwFeatures); p.x == nil || len(p.ids) == 0 || features {
+			continue // the passes read the feature rows themselves
 		}
 		host := make([]float32, p.x.Rows()*p.x.Cols())
 		if err := tp.be.Download(host, p.x); err != nil {
@@ -632,20 +632,13 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 			// Layer 0's input rows are the feature rows: the passes read
 			// the feature file itself instead of a copy of it.
 			s.z = &lwFeatures{t: t, ix: ix, width: width}
-			if sh.self > 0 {
-				self, err := createLWArray(filepath.Join(dir, "layer0.self.npy"), six, selfRows, sh.self)
-				if err != nil {
-					return nil, err
-				}
-				s.self = self
+		} else {
+			z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, width)
+			if err != nil {
+				return nil, err
 			}
-			return s, nil
+			s.z, s.gather = z, kind == lwGather
 		}
-		z, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.z.npy", l)), ix, rows, width)
-		if err != nil {
-			return nil, err
-		}
-		s.z, s.gather = z, kind == lwGather
 		if sh.self > 0 {
 			self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), six, selfRows, sh.self)
 			if err != nil {
