@@ -123,8 +123,8 @@ const profileGatherBytes = 16 << 20
 // profileGatherBytes, at most a batch's rows of rowBytes), the read
 // model's scratch (a batch's sorted row ids, and as many merge-gap
 // candidates: 16 bytes per row), and for each sampling worker plus the
-// one prefetched batch a sampled batch of batchBytes
-// (sample.BatchBytesBound).
+// one prefetched batch a sampled batch and its worker scratch of batchBytes
+// (sample.WorkerBytesBound).
 func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64, workers int) int64 {
 	return min(profileGatherBytes, batchRows*rowBytes) + 16*batchRows + int64(workers+1)*batchBytes
 }

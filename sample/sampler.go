@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/invariants"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -87,6 +88,60 @@ func BatchBytesBound(targets int64, fanouts []int, numNodes, numEdges int64) int
 	}
 	return n + 8*dst
 }
+
+// WorkerBytesBound bounds one sampling worker's memory while it builds a
+// batch of targets: the batch itself (BatchBytesBound) and the worker's
+// per-batch scratch (counted under memacct.SampledBatches as it grows): a
+// list header for every node whose neighbours it fetches (the input
+// layer's destinations) and a key per batch node in the id map, each with
+// push's growth slack (a quarter), the positions drawn for one node, and
+// with a pread or direct Source the read arena (1 MiB; a node whose list
+// is longer gets an arena of its own size, beyond this bound). The id map's dense table (IDMapBytes) is fixed
+// state, not part of it. TestBatchBytesBound checks it on sampled batches.
+func WorkerBytesBound(targets int64, fanouts []int, numNodes, numEdges int64, src Source) int64 {
+	return BatchBytesBound(targets, fanouts, numNodes, numEdges) + scratchBound(targets, fanouts, numNodes, numEdges, src)
+}
+
+// scratchBound is WorkerBytesBound's scratch term.
+func scratchBound(targets int64, fanouts []int, numNodes, numEdges int64, src Source) int64 {
+	dst := min(targets, numNodes)
+	fetched := dst
+	for l := len(fanouts) - 1; l >= 0; l-- {
+		fetched = dst // block l's destinations: their lists are fetched
+		edges := numEdges
+		if f := fanouts[l]; f >= 0 {
+			edges = min(dst*int64(f), numEdges)
+		}
+		dst = min(dst+edges, numNodes)
+	}
+	n := grown(fetched)*listBytes + 4*grown(dst) + 16*int64(max(slices.Max(append([]int{0}, fanouts...)), 0))
+	if src != SourceMmap {
+		n += arenaBytes
+	}
+	return n
+}
+
+// push appends x to s, growing a full backing array by a quarter (to at
+// least 256 elements) instead of append's doubling of small slices, so
+// that a scratch slice's capacity stays within grown of its length.
+func push[T any](s []T, x T) []T {
+	if len(s) == cap(s) {
+		g := make([]T, len(s), max(256, len(s)+len(s)/4))
+		copy(g, s)
+		s = g
+	}
+	return append(s, x)
+}
+
+// grown bounds the capacity of a slice that push grew to n elements.
+func grown(n int64) int64 { return max(256, n+n/4) }
+
+// listBytes is a neighbour list header in the worker's scratch.
+const listBytes = int64(unsafe.Sizeof(neighborcache.List{}))
+
+// arenaBytes is the read arena of a worker that preads lists (its
+// least size; a list longer than that gets an arena of its own size).
+const arenaBytes = 1 << 20
 
 // MemBytes is the memory of the batch's arrays: its node ids and its
 // blocks' offsets and indices.
@@ -366,7 +421,7 @@ func (m *idMap) put(v int64, id int32) {
 		return
 	}
 	if m.local[v] == 0 {
-		m.keys = append(m.keys, int32(v))
+		m.keys = push(m.keys, int32(v))
 	}
 	m.local[v] = id + 1
 }
@@ -381,6 +436,8 @@ type worker struct {
 	set   map[int]struct{}
 	// reuseWait is the time the current batch spent in ReuseFor.
 	reuseWait time.Duration
+	// counted is scratchBytes as last added to memacct.SampledBatches.
+	counted int64
 }
 
 func (s *Sampler) newWorker() *worker {
@@ -388,10 +445,33 @@ func (s *Sampler) newWorker() *worker {
 	return &worker{s: s, ids: newIDMap(s.d.NumNodes()), set: map[int]struct{}{}}
 }
 
-// release drops the worker's id map from the memacct count.
+// release drops the worker's id map and scratch from the memacct counts.
 func (w *worker) release() {
 	memacct.Add(memacct.SamplerScratch, -IDMapBytes(w.s.d.NumNodes()))
-	w.ids = nil
+	memacct.Add(memacct.SampledBatches, -w.counted)
+	w.ids, w.counted = nil, 0
+}
+
+// scratchBytes is the worker's reusable arrays beyond the id map's dense
+// table: the list headers, the id map's keys, the position scratch and
+// the current read arena. They grow to the largest batch the worker has
+// sampled (an older arena that lists still point into is garbage once the
+// batch is built).
+func (w *worker) scratchBytes() int64 {
+	n := int64(cap(w.lists))*listBytes + int64(cap(w.arena)) + 8*int64(cap(w.pos))
+	if w.ids != nil {
+		n += 4 * int64(cap(w.ids.keys))
+	}
+	return n
+}
+
+// recount brings the worker's share of memacct.SampledBatches up to date
+// with scratchBytes: per-batch memory, budgeted with the batch it builds
+// (WorkerBytesBound), not with the fixed id map.
+func (w *worker) recount() {
+	n := w.scratchBytes()
+	memacct.Add(memacct.SampledBatches, n-w.counted)
+	w.counted = n
 }
 
 // fetch looks v's list up in the global cache, the dynamic cache, then
@@ -489,7 +569,7 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 	// the global neighbour cache): zero them when done, or the scratch
 	// keeps every macro batch this worker sampled alive until it reuses
 	// the slots.
-	defer func() { clear(w.lists); w.lists = w.lists[:0] }()
+	defer func() { clear(w.lists); w.lists = w.lists[:0]; w.recount() }()
 	w.arena = w.arena[:0]
 	nodes := make([]int64, 0, len(targets)*4)
 	for _, v := range targets {
@@ -516,7 +596,7 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 					b.Reused = append(b.Reused, int32(i))
 				}
 				if i == len(w.lists) {
-					w.lists = append(w.lists, neighborcache.List{})
+					w.lists = push(w.lists, neighborcache.List{})
 				}
 				blk.Indptr[i+1] = int64(len(blk.Indices))
 				continue
@@ -526,7 +606,7 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 				if err != nil {
 					return nil, err
 				}
-				w.lists = append(w.lists, l)
+				w.lists = push(w.lists, l)
 			}
 			list := w.lists[i]
 			var id int32

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -48,13 +47,20 @@ type budgetResult struct {
 	CountedAtHeap int64 `json:"counted_at_heap"`
 	PeakRSS       int64 `json:"peak_rss"`
 	// Counted is the memacct high-water mark over planning and training,
-	// CountedAtAnon the counters when the anonymous peak was sampled.
-	Counted       int64            `json:"counted"`
-	CountedAtAnon int64            `json:"counted_at_anon"`
-	ByPurpose     map[string]int64 `json:"by_purpose"`
-	MicroBatches  int              `json:"micro_batches"`
-	Batches       int              `json:"batches"`
-	Estimate      int64            `json:"estimate"`
+	// CountedAtAnon the counters when the anonymous peak was sampled: the
+	// purposes' total plus the runtime's own memory (RuntimeAtAnon).
+	Counted       int64 `json:"counted"`
+	CountedAtAnon int64 `json:"counted_at_anon"`
+	RuntimeAtAnon int64 `json:"runtime_at_anon"`
+	// PeakAnonAt and TrainStart, TrainEnd are seconds since the child
+	// started: when the anonymous peak was sampled, and training's span.
+	PeakAnonAt   float64          `json:"peak_anon_at"`
+	TrainStart   float64          `json:"train_start"`
+	TrainEnd     float64          `json:"train_end"`
+	ByPurpose    map[string]int64 `json:"by_purpose"`
+	MicroBatches int              `json:"micro_batches"`
+	Batches      int              `json:"batches"`
+	Estimate     int64            `json:"estimate"`
 }
 
 func TestBudgetChild(t *testing.T) {
@@ -62,7 +68,7 @@ func TestBudgetChild(t *testing.T) {
 		t.Skip("child of TestBudgetUnderCgroup")
 	}
 	mem := *cgroupMem
-	debug.SetMemoryLimit(SoftMemoryLimit(mem))
+	defer TuneGC(mem)()
 	var (
 		mu     sync.Mutex
 		res    budgetResult
@@ -70,6 +76,7 @@ func TestBudgetChild(t *testing.T) {
 		polled sync.WaitGroup
 	)
 	memacct.ResetPeak()
+	start := time.Now()
 	heapObjs := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	polled.Go(func() {
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -83,12 +90,14 @@ func TestBudgetChild(t *testing.T) {
 			metrics.Read(heapObjs)
 			h := int64(heapObjs[0].Value.Uint64())
 			if a := memstat.AnonRSS(); a > 0 {
+				c := memacct.Read()
 				mu.Lock()
 				if a > res.PeakAnon {
-					res.PeakAnon, res.CountedAtAnon = a, memacct.Read().Total
+					res.PeakAnon, res.CountedAtAnon, res.RuntimeAtAnon = a, c.Total+c.Runtime, c.Runtime
+					res.PeakAnonAt = time.Since(start).Seconds()
 				}
 				if h > res.PeakHeap {
-					res.PeakHeap, res.CountedAtHeap = h, memacct.Read().Total
+					res.PeakHeap, res.CountedAtHeap = h, c.Total
 				}
 				mu.Unlock()
 			}
@@ -119,6 +128,7 @@ func TestBudgetChild(t *testing.T) {
 	mp.Apply(o, mo)
 	mu.Lock()
 	res.PlanAnon, res.PeakAnon, res.CountedAtAnon, res.PeakHeap, res.CountedAtHeap = res.PeakAnon, 0, 0, 0, 0
+	res.TrainStart = time.Since(start).Seconds()
 	mu.Unlock()
 	memacct.ResetPeak() // the profiling epoch's counters are freed: count training
 	tr, err := New(context.Background(), d, o)
@@ -132,6 +142,7 @@ func TestBudgetChild(t *testing.T) {
 	tr.Close()
 	close(stop)
 	polled.Wait()
+	res.TrainEnd = time.Since(start).Seconds()
 	res.PeakRSS = memstat.PeakRSS()
 	res.Counted, res.ByPurpose = rep.Counted.PeakBytes, rep.Counted.ByPurpose
 	res.Batches, res.MicroBatches = rep.Epochs[0].Batches, rep.Epochs[0].MicroBatches
@@ -143,7 +154,8 @@ func TestBudgetChild(t *testing.T) {
 // TestBudgetUnderCgroup trains a 3-layer GraphSAGE (batch 1000, fanouts
 // 10,10,10) on a generated graph whose features are larger than the
 // budget, in a memory cgroup whose limit is --mem, with a budget that
-// forces micro-batches. It checks the promise: no OOM kill, the peak
+// forces micro-batches (176 MiB: the least this configuration accepts is
+// 165 MiB). It checks the promise: no OOM kill, the peak
 // anonymous memory under --mem, and the memacct counters explaining most
 // of it. It needs root and a memory cgroup controller and skips otherwise.
 func TestBudgetUnderCgroup(t *testing.T) {
@@ -173,7 +185,7 @@ func TestBudgetUnderCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	const mem = 160 << 20
+	const mem = 176 << 20
 	cg, err := cgroup.Create(loc, "budget-test", mem)
 	if err != nil {
 		t.Skipf("cannot make a memory cgroup: %v", err)
@@ -200,8 +212,8 @@ func TestBudgetUnderCgroup(t *testing.T) {
 	if res.PeakAnon <= 0 {
 		t.Fatalf("child printed no measurement:\n%s", out)
 	}
-	t.Logf("--mem %d MiB: planning peak anon %.1f MiB; training peak anon %.1f MiB, VmHWM %.1f MiB, cgroup peak %.1f MiB (page cache included); counted peak %.1f MiB, counted at the anon peak %.1f MiB (%.0f%% of it); Go heap objects peak %.1f MiB, counted then %.1f MiB (%.0f%%); estimate %.1f MiB; %d batches as %d micro-batches; by purpose %v",
-		mem>>20, mib(res.PlanAnon), mib(res.PeakAnon), mib(res.PeakRSS), mib(st.PeakBytes), mib(res.Counted), mib(res.CountedAtAnon), 100*float64(res.CountedAtAnon)/float64(res.PeakAnon), mib(res.PeakHeap), mib(res.CountedAtHeap), 100*float64(res.CountedAtHeap)/float64(res.PeakHeap), mib(res.Estimate), res.Batches, res.MicroBatches, res.ByPurpose)
+	t.Logf("--mem %d MiB: planning peak anon %.1f MiB; training peak anon %.1f MiB, VmHWM %.1f MiB, cgroup peak %.1f MiB (page cache included); counted peak %.1f MiB, counted at the anon peak %.1f MiB (%.0f%% of it; Go runtime %.1f MiB of that); Go heap objects peak %.1f MiB, counted then %.1f MiB (%.0f%%); estimate %.1f MiB; anon peak at %.2f s (training %.2f–%.2f s); %d batches as %d micro-batches; by purpose %v",
+		mem>>20, mib(res.PlanAnon), mib(res.PeakAnon), mib(res.PeakRSS), mib(st.PeakBytes), mib(res.Counted), mib(res.CountedAtAnon), 100*float64(res.CountedAtAnon)/float64(res.PeakAnon), mib(res.RuntimeAtAnon), mib(res.PeakHeap), mib(res.CountedAtHeap), 100*float64(res.CountedAtHeap)/float64(res.PeakHeap), mib(res.Estimate), res.PeakAnonAt, res.TrainStart, res.TrainEnd, res.Batches, res.MicroBatches, res.ByPurpose)
 	if res.MicroBatches <= res.Batches {
 		t.Errorf("the budget did not split batches (%d batches, %d micro-batches): the test does not exercise micro-batching", res.Batches, res.MicroBatches)
 	}
@@ -217,16 +229,14 @@ func TestBudgetUnderCgroup(t *testing.T) {
 }
 
 // countedShare is the share of the peak anonymous memory the counters
-// must explain. Issue #13 asks for 85 %; measured here (2026-11-23, 2-core
-// VM, --mem 160 MiB, three runs) the counters explained 67–76 % at the
-// anonymous peak, which sits near the Go soft limit (mem − reserve/2);
-// the counted peak, 110 MiB, stays under the plan's 136 MiB. Under load
-// (four packages' tests at once on 2 cores, 2026-11-24) one run measured
-// 60 %: the share depends on when the collector runs. The test holds a
-// floor below that; docs/train.md reports the figures and what is and is
-// not known about the rest. On 2026-11-24, five runs each of three
-// binaries gave 56–76 % on an idle machine: the share varies by run more
-// than by change, so the floor sits well below the least seen.
-const countedShare = 0.45
+// (memacct's purposes plus the Go runtime's own memory) must explain.
+// Issue #13 asks for 85 %. Measured here on 2026-11-25 (2-core VM,
+// --mem 176 MiB, collector at BudgetGCPercent, the workers' and the
+// splitter's scratch counted): 86–89 % in five runs on an idle machine,
+// 84–88 % in three with two busy loops beside it. Before those changes
+// it was 56–79 % (docs/train.md). The floor sits below the spread so
+// that a loaded CI machine does not fail it; the log line reports the
+// share of every run.
+const countedShare = 0.75
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -171,7 +171,7 @@ func TestWorkingSetDynamic(t *testing.T) {
 		o := synthOpts()
 		o.Selection, o.Workers = tc.sel, tc.workers
 		ws := WorkingSet(d, o, p)
-		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.SamplerBytes != int64(tc.workers)*sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, d.NumNodes(), d.NumEdges()) ||
+		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.SamplerBytes != int64(tc.workers)*sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, d.NumNodes(), d.NumEdges(), o.Source) ||
 			ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want+ws.SamplerBytes {
 			t.Errorf("%s, %d workers: %+v, want %d dynamic bytes", tc.sel, tc.workers, ws, tc.want)
 		}

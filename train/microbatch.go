@@ -1,6 +1,7 @@
 package train
 
 import (
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -49,12 +50,17 @@ type splitter struct {
 }
 
 // newSplitter prepares hb's split into k micro-batches (k clamped to
-// [1, hb.targets]).
+// [1, hb.targets]). Its per-node tables are counted with hb (under
+// memacct.SampledBatches) until hb.uncount.
 func newSplitter(hb *hostBatch, k int) *splitter {
 	s := &splitter{hb: hb, k: max(1, min(k, hb.targets)), outDeg: make([][]int32, len(hb.blocks)), newID: make([]int32, len(hb.nodes))}
+	n := 4 * int64(len(s.newID))
 	for l, b := range hb.blocks {
 		s.outDeg[l] = b.OutDegrees()
+		n += 4 * int64(len(s.outDeg[l]))
 	}
+	memacct.Add(memacct.SampledBatches, n)
+	hb.counted += n
 	for i := range s.newID {
 		s.newID[i] = -1
 	}

@@ -38,8 +38,8 @@ func TestPlanFileReplanned(t *testing.T) {
 	if same.Replanned || same.Warning != "" || planCacheBytes(same.Plan) != planned {
 		t.Fatalf("same budget: replanned %v, warning %q, caches %d (plan %d)", same.Replanned, same.Warning, planCacheBytes(same.Plan), planned)
 	}
-	// Half the caches' room: re-divided to fit.
-	small := big - planned/2
+	// Room for half the plan's caches: re-divided to fit.
+	small := big - (mp.Budget.Caches - planned) - planned/2
 	re, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: small, PlanFile: mp.PlanPath})
 	if err != nil {
 		t.Fatal(err)

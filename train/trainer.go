@@ -375,7 +375,7 @@ func (t *Trainer) finish(rep *Report) {
 	rep.Epochs = t.epochStats
 	rep.Memory = t.mem
 	c := memacct.Read()
-	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true)}
+	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true), RuntimeBytes: c.Runtime}
 	rep.ZeroCopy = t.zcRep
 	if t.o.Plan != nil {
 		rep.Plan = t.o.Plan
@@ -424,8 +424,11 @@ func (t *Trainer) interrupted(rep *Report) (*Report, error) {
 
 // CountedMemory is the memacct counters at their peak: the caches, batch
 // buffers, backend tensors, sampler scratch and kept profile, each counted
-// by the package that allocated it.
+// by the package that allocated it. RuntimeBytes is the Go runtime's own
+// memory (stacks, span and GC metadata; memacct.RuntimeBytes) when the
+// report was made, outside PeakBytes: the budget's reserve stands for it.
 type CountedMemory struct {
-	PeakBytes int64            `json:"peak_bytes"`
-	ByPurpose map[string]int64 `json:"by_purpose"`
+	PeakBytes    int64            `json:"peak_bytes"`
+	ByPurpose    map[string]int64 `json:"by_purpose"`
+	RuntimeBytes int64            `json:"runtime_bytes"`
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -62,9 +61,7 @@ the original dataset writes.`,
 			if note := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), false, 0); note != "" && !g.quiet {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
-			if soft := train.SoftMemoryLimit(int64(mem)); soft > 0 {
-				defer debug.SetMemoryLimit(debug.SetMemoryLimit(soft))
-			}
+			defer train.TuneGC(int64(mem))()
 			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, workers)
 			if err != nil {
 				return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -66,13 +65,17 @@ batch i's reuse set is then decided after compute of batch i−D with
 D = chunk·(ahead+1) + 4 + min(in-flight, 3) instead of i−2, so --staleness
 must exceed D for any reuse (train warns otherwise). See docs/train.md.
 
---mem-limit L is the memory the whole process may use (default: the limit
-of the memory cgroup train runs in, when there is one). The Go runtime's
-soft memory limit (runtime/debug.SetMemoryLimit) is set to 3/4 of it, so
-the garbage collector works harder instead of letting the heap grow to
-twice the live data; the last quarter is headroom for memory outside the Go
-heap and for the page cache that mmap reads need. Without --mem-limit and
-without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
+--mem M is the memory the whole process may use (default: the limit of
+the memory cgroup train runs in, when there is one; --mem-limit is a
+deprecated alias). It is divided into a runtime reserve (M/8, at least
+24 MiB), fixed state, the in-flight batches' working set
+(cut into micro-batches when it does not fit) and the caches, and train
+prints that arithmetic. The Go runtime's soft memory limit
+(runtime/debug.SetMemoryLimit) is set to M less half the reserve, and the
+collector's target (GOGC) to 10 %, so garbage does not take the memory
+the caches and the page cache could use; the other half of the reserve
+is headroom for memory outside the Go runtime and for the page cache
+that mmap reads need. See docs/train.md.`,
 		Example: `  ssdgnn train demo-data/cora --model gcn --hidden 64 --fanouts -1,-1 --batch-size 140 --epochs 100
   ssdgnn partition data/synth --parts 100
   ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png
@@ -236,10 +239,9 @@ without a cgroup limit, --mem sets it to 5/4 of --mem. See docs/train.md.`,
 					cbErr = errors.Join(cbErr, train.WriteEpochRow(tw, e), tw.Flush())
 				}
 			}
+			defer train.TuneGC(int64(mem))()
 			if soft := train.SoftMemoryLimit(int64(mem)); soft > 0 {
-				prev := debug.SetMemoryLimit(soft)
-				defer debug.SetMemoryLimit(prev)
-				o.Logger.Info("Go soft memory limit", "bytes", soft)
+				o.Logger.Info("Go runtime tuned for the budget", "soft_limit_bytes", soft, "gc_percent", train.BudgetGCPercent)
 			}
 			ctx := cmd.Context()
 			tr, err := train.New(ctx, d, &o)

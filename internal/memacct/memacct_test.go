@@ -52,3 +52,43 @@ func TestConcurrent(t *testing.T) {
 		Add(Purpose(g%int(numPurposes)), -2000)
 	}
 }
+
+// TestRuntimeBytes: goroutine stacks show up in the runtime's share, and
+// a snapshot carries it outside Total.
+func TestRuntimeBytes(t *testing.T) {
+	before := RuntimeBytes()
+	if before <= 0 {
+		t.Fatalf("RuntimeBytes = %d, want > 0", before)
+	}
+	const goroutines, depth = 200, 64 // each stack grows past 64 KiB
+	var ready sync.WaitGroup
+	release := make(chan struct{})
+	var done sync.WaitGroup
+	for range goroutines {
+		ready.Add(1)
+		done.Go(func() { deepStack(depth, &ready, release) })
+	}
+	ready.Wait()
+	grown := RuntimeBytes() - before
+	s := Read()
+	close(release)
+	done.Wait()
+	if want := int64(goroutines * 64 << 10); grown < want {
+		t.Errorf("runtime memory grew %d bytes with %d deep goroutine stacks, want at least %d", grown, goroutines, want)
+	}
+	if s.Runtime < before+int64(goroutines*64<<10) {
+		t.Errorf("Snapshot.Runtime = %d, want at least %d", s.Runtime, before+int64(goroutines*64<<10))
+	}
+}
+
+// deepStack recurses n frames of about 1 KiB each, then waits.
+func deepStack(n int, ready *sync.WaitGroup, release chan struct{}) byte {
+	var pad [1024]byte
+	pad[n%len(pad)] = byte(n)
+	if n == 0 {
+		ready.Done()
+		<-release
+		return pad[0]
+	}
+	return deepStack(n-1, ready, release) + pad[n%len(pad)]
+}
