@@ -277,3 +277,30 @@ func TestSpillDepthRange(t *testing.T) {
 		}
 	}
 }
+
+// TestStalenessEpochWarning: New warns when Staleness spans more than an
+// epoch's batches (history may then come from earlier epochs' models),
+// and not otherwise or without history.
+func TestStalenessEpochWarning(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	per := (int64(len(d.TrainIdx())) + int64(o.BatchSize) - 1) / int64(o.BatchSize)
+	for _, tc := range []struct {
+		staleness int64
+		noHist    bool
+		warn      bool
+	}{{per, false, false}, {per + 1, false, true}, {per + 1, true, false}} {
+		var buf bytes.Buffer
+		o := synthOpts()
+		o.Staleness, o.NoHist = tc.staleness, tc.noHist
+		o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		tr, err := New(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+		if got := strings.Contains(buf.String(), "more than an epoch of batches"); got != tc.warn {
+			t.Errorf("staleness %d, %d batches per epoch, no-hist %v: warned %v, want %v; log %q", tc.staleness, per, tc.noHist, got, tc.warn, buf.String())
+		}
+	}
+}
