@@ -39,9 +39,34 @@ var (
 
 // Defaults of Options.
 const (
+	// DefaultStaleness is Options.Staleness when it is 0 (OUTRE's bound),
+	// and the most EpochStaleness gives.
 	DefaultStaleness = 100
 	DefaultPGrad     = 0.9
 )
+
+// EpochStaleness is the default staleness bound of the profile and of
+// training (planner.ProfileOptions, train.Options), which know the epoch; a
+// Cache does not. It is one epoch of batches, ⌈trainNodes/batchSize⌉,
+// past the reuse depth: a batch's reuse is decided against the cache as it
+// stood depth batches earlier, so the bound depth + one epoch makes the
+// usable ages [depth, depth + epoch) a window of one epoch of batches. The
+// result is at most DefaultStaleness, unless depth leaves no window under
+// it (then depth + 1).
+//
+// OUTRE's 100 is about a twelfth of an ogbn-papers100M epoch (~1,200
+// batches of 1,000). On a graph with a few dozen batches an epoch the same
+// 100 lets a batch reuse embeddings computed by the model of several
+// epochs before, which costs accuracy per epoch while the model still
+// moves (docs/ooc.md, "History on and off").
+func EpochStaleness(trainNodes int64, batchSize int, depth int64) int64 {
+	per := int64(1)
+	if batchSize > 0 && trainNodes > 0 {
+		per = (trainNodes + int64(batchSize) - 1) / int64(batchSize)
+	}
+	depth = max(depth, 0)
+	return min(per+depth, max(DefaultStaleness, depth+1))
+}
 
 // Policy is the admission policy.
 type Policy uint8

@@ -500,3 +500,27 @@ func TestBytesForCounted(t *testing.T) {
 		}
 	}
 }
+
+func TestEpochStaleness(t *testing.T) {
+	cases := []struct {
+		train int64
+		batch int
+		depth int64
+		want  int64
+	}{
+		{13522, 1000, 2, 16},                             // the 3 GiB benchmark: 14 batches an epoch, past depth 2
+		{10000, 1000, 0, 10},                             // exactly ten batches, no depth
+		{10001, 1000, 0, 11},                             // a partial last batch is a batch
+		{13522, 1000, 38, 52},                            // --spill's depth 38
+		{140, 1000, 2, 3},                                // one batch an epoch: the previous epoch's
+		{1_207_179, 1000, 2, histcache.DefaultStaleness}, // papers100M: OUTRE's 100
+		{1_207_179, 1000, 150, 151},                      // a depth past 100 still leaves one age
+		{0, 1000, 2, 3},
+		{5, 0, 0, 1},
+	}
+	for _, tc := range cases {
+		if got := histcache.EpochStaleness(tc.train, tc.batch, tc.depth); got != tc.want {
+			t.Errorf("EpochStaleness(%d, %d, %d) = %d, want %d", tc.train, tc.batch, tc.depth, got, tc.want)
+		}
+	}
+}

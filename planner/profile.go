@@ -52,8 +52,10 @@ type ProfileOptions struct {
 	Partition string
 	// Staleness and ReuseDepth parameterise the history-cache validity
 	// model (HistHits): an entry pushed at iteration t serves iteration i
-	// iff ReuseDepth ≤ i−t < Staleness. Defaults histcache.DefaultStaleness
-	// and 1 (the decision for batch i sees every earlier push; the trainer
+	// iff ReuseDepth ≤ i−t < Staleness. Defaults: one epoch of batches
+	// past ReuseDepth (histcache.EpochStaleness of the training nodes,
+	// BatchSize and ReuseDepth; train.Options uses the same) and 1
+	// (the decision for batch i sees every earlier push; the trainer
 	// uses train.ReuseDepth). Plan must be given the same Staleness.
 	Staleness  int64
 	ReuseDepth int64
@@ -139,9 +141,6 @@ func (o *ProfileOptions) withDefaults() ProfileOptions {
 	}
 	if c.PresampleEpochs == 0 {
 		c.PresampleEpochs = 1
-	}
-	if c.Staleness == 0 {
-		c.Staleness = histcache.DefaultStaleness
 	}
 	if c.ReuseDepth == 0 {
 		c.ReuseDepth = 1
@@ -359,6 +358,9 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 		return nil, err
 	}
 	o := opts.withDefaults()
+	if o.Staleness == 0 {
+		o.Staleness = histcache.EpochStaleness(int64(len(d.TrainIdx())), o.BatchSize, o.ReuseDepth)
+	}
 	n := d.NumNodes()
 	an := &analyzer{}
 	if o.NeighborCache != nil {

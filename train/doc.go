@@ -126,7 +126,8 @@
 // the sampler may run about as far ahead as the spill buffering allows.
 // Both ends of the range finish (TestSpillDepthRange); one past the upper
 // end deadlocked in every configuration tried. The defaults (c 16, A 1,
-// InFlight 2) give D = 38, under the default Staleness 100; a decision
+// InFlight 2) give D = 38, which the default Staleness (one epoch of
+// batches past D, histcache.EpochStaleness) always exceeds; a decision
 // after compute of batch i−38 is staler than one after i−2, and the first
 // D batches of an epoch are decided against the cache the previous epoch
 // left, so fewer embeddings are reused than without spill.

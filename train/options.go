@@ -89,8 +89,12 @@ type Options struct {
 	Seed          uint64            `json:"seed"`
 	Workers       int               `json:"workers"` // sampling goroutines (default sample's)
 	Source        sample.Source     `json:"-"`
-	// NoHist disables historical embeddings. Staleness (default 100),
-	// HistPolicy and PGrad configure the cache (histcache.Options);
+	// NoHist disables historical embeddings. Staleness, HistPolicy and
+	// PGrad configure the cache (histcache.Options). Staleness 0 is the
+	// plan's profile's bound when Profile has one, else one epoch of
+	// batches past the reuse depth (histcache.EpochStaleness:
+	// ⌈|train|/BatchSize⌉ + ReuseDepth, at most 100), the profile's
+	// default too;
 	// HistCacheBytes is its budget (0: Plan's, else room for 20 % of the
 	// nodes; negative: no history cache, as NoHist).
 	NoHist         bool             `json:"no_hist"`
@@ -282,8 +286,8 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("%w: zero-copy %q (want auto, on or off)", ErrInvalidOptions, w.ZeroCopy)
 	}
-	if w.Staleness < 1 || w.MemBytes < 0 {
-		return fmt.Errorf("%w: staleness %d (want >= 1), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
+	if w.Staleness < 0 || w.MemBytes < 0 {
+		return fmt.Errorf("%w: staleness %d (want >= 1; 0: one epoch of batches), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
 	}
 	if w.Profile != nil && int64(len(w.Profile.Feat)) != w.Profile.Meta.NumNodes {
 		return fmt.Errorf("%w: profile arrays do not have %d entries", ErrInvalidOptions, w.Profile.Meta.NumNodes)
@@ -351,9 +355,6 @@ func (o *Options) withDefaults() Options {
 	if r.Selection == "" {
 		r.Selection = sample.ModeRandom
 	}
-	if r.Staleness == 0 {
-		r.Staleness = histcache.DefaultStaleness
-	}
 	if r.InFlight == 0 {
 		r.InFlight = DefaultInFlight
 	}
@@ -374,6 +375,22 @@ func (o *Options) withDefaults() Options {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	return r
+}
+
+// withDataset is withDefaults with the defaults that depend on d filled
+// in: Staleness 0 becomes the bound Profile modelled (training from a
+// plan: the plan's history predictions assumed it), else one epoch of
+// batches of d's training nodes past ReuseDepth.
+func (o *Options) withDataset(d *storage.Dataset) Options {
+	w := o.withDefaults()
+	if w.Staleness == 0 {
+		if w.Profile != nil && w.Profile.Meta.Staleness > 0 {
+			w.Staleness = w.Profile.Meta.Staleness
+		} else {
+			w.Staleness = histcache.EpochStaleness(int64(len(d.TrainIdx())), w.BatchSize, int64(ReuseDepth(&w)))
+		}
+	}
+	return w
 }
 
 // ReuseDepth is D, the distance between the batch whose compute precedes a

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -285,11 +286,12 @@ func TestStalenessEpochWarning(t *testing.T) {
 	d := smallSynth(t)
 	o := synthOpts()
 	per := (int64(len(d.TrainIdx())) + int64(o.BatchSize) - 1) / int64(o.BatchSize)
+	edge := per + PipelineDepth // one epoch of ages past the reuse depth
 	for _, tc := range []struct {
 		staleness int64
 		noHist    bool
 		warn      bool
-	}{{per, false, false}, {per + 1, false, true}, {per + 1, true, false}} {
+	}{{0, false, false}, {edge, false, false}, {edge + 1, false, true}, {edge + 1, true, false}} {
 		var buf bytes.Buffer
 		o := synthOpts()
 		o.Staleness, o.NoHist = tc.staleness, tc.noHist
@@ -302,5 +304,60 @@ func TestStalenessEpochWarning(t *testing.T) {
 		if got := strings.Contains(buf.String(), "more than an epoch of batches"); got != tc.warn {
 			t.Errorf("staleness %d, %d batches per epoch, no-hist %v: warned %v, want %v; log %q", tc.staleness, per, tc.noHist, got, tc.warn, buf.String())
 		}
+	}
+}
+
+// TestStalenessDefault: Staleness 0 is one epoch of batches, both for
+// training alone and for the profile PlanMemory makes; training from a
+// plan file takes the bound the plan's profile modelled.
+func TestStalenessDefault(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	per := histcache.EpochStaleness(int64(len(d.TrainIdx())), o.BatchSize, PipelineDepth)
+	if per < 2 || per >= histcache.DefaultStaleness {
+		t.Fatalf("test graph has %d batches an epoch; want 2..99 to tell the defaults apart", per)
+	}
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Options().Staleness; got != per {
+		t.Errorf("default staleness %d, want one epoch of batches past the reuse depth, %d", got, per)
+	}
+	tr.Close()
+	if o.Staleness != 0 {
+		t.Errorf("New wrote the resolved staleness back into the caller's options: %d", o.Staleness)
+	}
+
+	big := MinimumBudget(d, o) + 64*d.NumNodes() + 400*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: big, ProfileName: "stale-default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mp.Profile.Meta.Staleness; got != per {
+		t.Errorf("profile made with the default modelled staleness %d, want %d", got, per)
+	}
+	// A plan whose profile modelled another bound: training adopts it, so
+	// the plan's history predictions hold.
+	other := per + 3
+	so := synthOpts()
+	so.Staleness = other
+	mp2, err := PlanMemory(context.Background(), d, so, &MemPlanOptions{MemBytes: big, ProfileName: "stale-other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := synthOpts()
+	fromPlan, err := PlanMemory(context.Background(), d, ro, &MemPlanOptions{MemBytes: big, PlanFile: mp2.PlanPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromPlan.Apply(ro, nil)
+	tr, err = New(context.Background(), d, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if got := tr.Options().Staleness; got != other {
+		t.Errorf("training from a plan profiled with staleness %d used %d", other, got)
 	}
 }

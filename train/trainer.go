@@ -86,7 +86,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := opts.withDefaults()
+	o := opts.withDataset(d)
 	m := d.Manifest()
 	if m.NumClasses < 1 {
 		return nil, fmt.Errorf("%w: dataset %s has no classes", ErrInvalidOptions, m.Name)
@@ -148,14 +148,16 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
 			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)
 	}
-	if per := (int64(len(d.TrainIdx())) + int64(o.BatchSize) - 1) / int64(o.BatchSize); t.hc != nil && per > 0 && o.Staleness > per {
+	if per := (int64(len(d.TrainIdx())) + int64(o.BatchSize) - 1) / int64(o.BatchSize); t.hc != nil && per > 0 && o.Staleness > per+int64(t.depth) {
 		// OUTRE's staleness 100 is about a twelfth of an ogbn-papers100M
 		// epoch (~1,200 batches). Over few-batch epochs the same bound
 		// lets layer-2 inputs come from a model epochs old,
 		// which costs accuracy per epoch while the model still moves
-		// (docs/ooc.md, "History on and off").
+		// (docs/ooc.md, "History on and off"). The default
+		// (histcache.EpochStaleness) is per + depth: a window of one
+		// epoch of ages past the reuse depth.
 		o.Logger.Warn("history embeddings may be reused from earlier epochs: staleness spans more than an epoch of batches (lower --staleness, or --no-hist, if accuracy per epoch matters)",
-			"staleness", o.Staleness, "batches_per_epoch", per, "epochs", float64(o.Staleness)/float64(per))
+			"staleness", o.Staleness, "batches_per_epoch", per, "reuse_depth", t.depth, "epochs", float64(o.Staleness-int64(t.depth))/float64(per))
 	}
 	if o.Resume != "" {
 		if err := t.loadCheckpoint(o.Resume); err != nil {

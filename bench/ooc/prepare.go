@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 // Dataset describes the benchmark's dataset after preparation.
@@ -94,6 +96,11 @@ type marker struct {
 	Profiled  bool    `json:"profiled,omitempty"`
 	Fanouts   string  `json:"fanouts,omitempty"`
 	BatchSize int     `json:"batch_size,omitempty"`
+	// Staleness is the history bound the profile modelled (profile's
+	// default, histcache.EpochStaleness at train.PipelineDepth); the
+	// children train with the plan's, so a profile made under another
+	// default is made again.
+	Staleness int64 `json:"staleness,omitempty"`
 }
 
 const markerFile = "ooc-bench.json"
@@ -138,7 +145,7 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 		have.Nodes == want.Nodes && have.FeatDim == want.FeatDim && have.AvgDegree == want.AvgDegree && have.TrainFrac == want.TrainFrac && have.Seed == want.Seed
 	if same {
 		ds.Reused = true
-		want.Parts, want.Profiled, want.Fanouts, want.BatchSize = have.Parts, have.Profiled, have.Fanouts, have.BatchSize
+		want.Parts, want.Profiled, want.Fanouts, want.BatchSize, want.Staleness = have.Parts, have.Profiled, have.Fanouts, have.BatchSize, have.Staleness
 		h.log.Info("reusing dataset", "dir", o.Dir, "nodes", nodes)
 	} else {
 		h.log.Info("generating dataset", "dir", o.Dir, "nodes", nodes)
@@ -237,13 +244,14 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 // sets ds.PlanFile and ds.Plan.
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
-	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize {
+	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale {
 		h.log.Info("profiling", "dir", ds.Dir)
 		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
 			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
 			return err
 		}
-		m.Profiled, m.Fanouts, m.BatchSize = true, o.Fanouts, o.BatchSize
+		m.Profiled, m.Fanouts, m.BatchSize, m.Staleness = true, o.Fanouts, o.BatchSize, stale
 		if err := writeMarker(ds.Dir, *m); err != nil {
 			return err
 		}

@@ -280,8 +280,12 @@ that mmap reads need. See docs/train.md.`,
 				if m.DynamicBytes > 0 {
 					dyn = ", macro-batch neighbour caches " + ibytes(m.DynamicBytes)
 				}
+				hist := ibytes(m.HistoryBytes)
+				if m.HistoryBytes > 0 {
+					hist += fmt.Sprintf(" (staleness %d batches)", rep.Options.Staleness)
+				}
 				fmt.Fprintf(out, "caches: feature %s, history %s, neighbour %s; working set %s (%d in flight × %s, up to %d input rows%s); fixed state %s; total %s",
-					ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.BatchBytes), m.BatchRows, dyn, ibytes(m.FixedBytes), ibytes(m.TotalBytes))
+					ibytes(m.FeatureBytes), hist, ibytes(m.NeighborBytes), ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.BatchBytes), m.BatchRows, dyn, ibytes(m.FixedBytes), ibytes(m.TotalBytes))
 				if m.LimitBytes > 0 {
 					fmt.Fprintf(out, " of --mem %s", ibytes(m.LimitBytes))
 				}
@@ -347,7 +351,7 @@ that mmap reads need. See docs/train.md.`,
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
 	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")
-	f.Int64Var(&o.Staleness, "staleness", histcache.DefaultStaleness, "iterations a historical embedding stays usable (1: never reused)")
+	f.Int64Var(&o.Staleness, "staleness", 0, "iterations a historical embedding stays usable (default: one epoch of batches past the reuse depth, at most 100; with --plan, what its profile assumed; 1: never reused)")
 	f.StringVar(&histPolicy, "hist-policy", "staleness", "history admission: staleness or grad (FreshGNN)")
 	f.Float64Var(&o.PGrad, "pgrad", histcache.DefaultPGrad, "fraction admitted by --hist-policy grad")
 	f.Var(&histCache, "hist-cache", "history cache size (overrides the plan; default: 20% of nodes; 0: none)")
