@@ -198,7 +198,12 @@
 //   - files (SAGE, GCN): every source's row in a temporary .npy array;
 //     the destinations are cut into blocks whose accumulators fit, and
 //     each block is filled by one sequential pass over the array
-//     (lwChunker.runPasses): passes × the array, in large reads.
+//     (lwChunker.runPasses): passes × the array, in large reads. A
+//     reader goroutine reads a bucket ahead of the pushing, and a
+//     bucket's edges are pushed by one goroutine per processor, cut at
+//     destination boundaries (the serial sums, bit for bit). The input
+//     pass likewise reads the next batch of feature rows while the
+//     backend transforms the last.
 //   - gather (GAT, whose softmax is not a sum): the same array, from which
 //     every chunk gathers its sources' rows; ids carry no locality, so
 //     this reads about chunks × the array, row by row.

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -18,7 +19,10 @@ import (
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"golang.org/x/sys/unix"
+	"gonum.org/v1/gonum/blas/gonum"
 )
+
+var blas32 gonum.Implementation
 
 // Evaluation modes (Options.EvalMode).
 const (
@@ -409,7 +413,11 @@ const maxTransformBatch = 1 << 16
 
 // lwTransformInput reads the feature rows of the nodes of set (nil: all)
 // in id order, each once, in batches whose working memory stays under
-// budget, and stores layer 0's transform of them in stage.
+// budget, and stores layer 0's transform of them in stage. A reader
+// goroutine, owned and waited for here, reads and normalises the next
+// batch while the backend transforms the last: two batches of input rows
+// circulate between them (the second counted in the batch size's bound
+// and under memacct.Inference).
 func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwStage, sh lwLayer, budget int64, ls *LayerStats) error {
 	t0 := time.Now()
 	defer func() { ls.InputSeconds = time.Since(t0).Seconds() }()
@@ -418,44 +426,86 @@ func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwSta
 	if set != nil {
 		rows = set.count()
 	}
-	batch := int(max(1, min(rows, maxTransformBatch, budget/sh.transformBytes())))
-	ids := make([]int64, 0, batch)
-	x := make([]float32, batch*sh.in)
-	flush := func() error {
-		if len(ids) == 0 {
+	// Per row: its transform's working memory and the second buffer's
+	// copy of the row and its id.
+	batch := int(max(1, min(rows, maxTransformBatch, budget/(sh.transformBytes()+4*int64(sh.in)+8))))
+	second := int64(batch) * (4*int64(sh.in) + 8)
+	memacct.Add(memacct.Inference, second)
+	defer memacct.Add(memacct.Inference, -second)
+	type input struct {
+		ids []int64
+		x   []float32
+	}
+	free, full, stop := make(chan input, 2), make(chan input, 2), make(chan struct{})
+	for range 2 {
+		free <- input{ids: make([]int64, 0, batch), x: make([]float32, batch*sh.in)}
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer close(full)
+		var in input
+		have := false
+		send := func() error {
+			if !have || len(in.ids) == 0 {
+				return nil
+			}
+			xs := in.x[:len(in.ids)*sh.in]
+			if err := t.fc.GatherF32(in.ids, xs); err != nil {
+				return err
+			}
+			t.normalize(xs)
+			ls.InputRows += int64(len(in.ids))
+			ls.InputBytes += int64(len(in.ids)) * d.FeatRowBytes()
+			full <- in
+			have = false
+			return ctx.Err()
+		}
+		err := eachOf(set, d.NumNodes(), func(v int64) error {
+			if !have {
+				select {
+				case in = <-free:
+				case <-stop:
+					return context.Canceled
+				}
+				in.ids, have = in.ids[:0], true
+			}
+			in.ids = append(in.ids, v)
+			if len(in.ids) == batch {
+				return send()
+			}
 			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		xs := x[:len(ids)*sh.in]
-		if err := t.fc.GatherF32(ids, xs); err != nil {
-			return err
-		}
-		t.normalize(xs)
-		ls.InputRows += int64(len(ids))
-		ls.InputBytes += int64(len(ids)) * d.FeatRowBytes()
-		t.beMu.Lock()
-		defer t.beMu.Unlock()
-		tp := &tape{be: t.be}
-		defer tp.free()
-		err := tp.run(func() {
-			t.lwStore(tp, 0, tp.upload(len(ids), sh.in, xs), ids, stage, ls)
 		})
-		ids = ids[:0]
-		return err
-	}
-	err := eachOf(set, d.NumNodes(), func(v int64) error {
-		ids = append(ids, v)
-		if len(ids) == batch {
-			return flush()
+		if err == nil {
+			err = send()
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		done <- err
+	}()
+	var err error
+	for in := range full {
+		if err == nil {
+			err = t.lwTransformBatch(stage, sh, in.ids, in.x[:len(in.ids)*sh.in], ls)
+			if err != nil {
+				close(stop) // the reader stops at its next batch; full is drained
+			}
+		}
+		free <- in
 	}
-	return flush()
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// lwTransformBatch transforms the input rows xs of ids on the backend and
+// stores the result in stage.
+func (t *Trainer) lwTransformBatch(stage *lwStage, sh lwLayer, ids []int64, xs []float32, ls *LayerStats) error {
+	t.beMu.Lock()
+	defer t.beMu.Unlock()
+	tp := &tape{be: t.be}
+	defer tp.free()
+	return tp.run(func() {
+		t.lwStore(tp, 0, tp.upload(len(ids), sh.in, xs), ids, stage, ls)
+	})
 }
 
 // lwStore applies layer l's transform to h, the layer-l inputs of ids
@@ -923,12 +973,49 @@ func (a *lwAcc) source(u int64, row []float32) {
 	}
 }
 
+// lwPushParallelEdges is the fewest edges of a bucket that pushEdges
+// splits among goroutines: below it a hand-off costs more than it saves.
+const lwPushParallelEdges = 1 << 12
+
 // pushEdges adds bucket b's rows (its sources' in rank order) to the
 // sums of the destinations they feed, in ascending destination order.
+// A large bucket's edges are cut, at destination boundaries, into one
+// range per processor, pushed concurrently: each accumulator row is
+// written by one goroutine, in the edges' order, so the sums are the
+// serial loop's bit for bit.
 func (a *lwAcc) pushEdges(b int64, rows []float32) {
+	es := a.edges[a.start[b]:a.start[b+1]]
+	p := runtime.GOMAXPROCS(0)
+	if p < 2 || len(es) < lwPushParallelEdges {
+		a.pushRange(b, rows, es)
+		return
+	}
+	var wg sync.WaitGroup
+	lo := 0
+	for i := 1; i < p && lo < len(es); i++ {
+		hi := max(lo, len(es)*i/p)
+		for hi > lo && hi < len(es) && uint32(es[hi]) == uint32(es[hi-1]) {
+			hi++ // the destination's edges stay in one range
+		}
+		if hi == lo {
+			continue
+		}
+		wg.Add(1)
+		go func(part []uint64) {
+			defer wg.Done()
+			a.pushRange(b, rows, part)
+		}(es[lo:hi])
+		lo = hi
+	}
+	a.pushRange(b, rows, es[lo:])
+	wg.Wait()
+}
+
+// pushRange pushes es, edges of bucket b whose rows are rows.
+func (a *lwAcc) pushRange(b int64, rows []float32, es []uint64) {
 	w := int64(a.width)
 	base := b * a.bucket
-	for _, e := range a.edges[a.start[b]:a.start[b+1]] {
+	for _, e := range es {
 		o, k := int64(e>>32)-base, int64(uint32(e))
 		axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
 	}
@@ -960,8 +1047,17 @@ func (a *lwAcc) readRows(ids []int64, dst []float32) (int64, error) {
 
 func (a *lwAcc) close() { a.acc, a.edges, a.stage = nil, nil, nil }
 
-// axpy is y += a·x.
+// axpySIMD is the row length from which gonum's assembly AXPY beats the
+// Go loop (kernels/cpu measures the same).
+const axpySIMD = 16
+
+// axpy is y += a·x. gonum's assembly (multiply, then add, no fused
+// multiply-add) gives the loop's sums bit for bit.
 func axpy(y []float32, a float32, x []float32) {
+	if len(x) >= axpySIMD {
+		blas32.Saxpy(len(x), a, x, 1, y[:len(x)], 1)
+		return
+	}
 	y = y[:len(x)]
 	for i, v := range x {
 		y[i] += a * v
@@ -1263,10 +1359,10 @@ func (c *lwChunker) addPushed(ctx context.Context, v int64) error {
 
 // lwPassFixedBytes is a push pass's memory under budget that does not
 // grow with its destinations: the destinations' rank index over n nodes,
-// and one bucket's rows of width floats (lwBucket), the pass's read
-// buffer.
+// and the pass's two read buffers, each a bucket's rows of width floats
+// (lwBucket) and their ids.
 func lwPassFixedBytes(n int64, width int, budget int64) int64 {
-	return n/8 + 16 + 4*lwBucket(width, budget)*int64(width)
+	return n/8 + 16 + 2*lwBucket(width, budget)*(4*int64(width)+8)
 }
 
 // runPasses computes the layer for the nodes of need (nil: every node)
@@ -1349,36 +1445,16 @@ func (c *lwChunker) pushPass(ctx context.Context, arr lwSource, blk bitset, buck
 	c.ls.Edges += edges
 	// One sequential sweep, a bucket of sources (in rank = id order) per
 	// read, skipping buckets that feed no destination of the block (GCN:
-	// nor hold one, for the self loop). The buffer is the bucket's
-	// staging rows, which the pass does not otherwise use.
+	// nor hold one, for the self loop). A reader goroutine reads the next
+	// bucket while this one pushes the last, through two buffers (the
+	// first is the bucket's staging rows lwAccBytes counts, which the
+	// pass does not otherwise use; the second and the ids are counted
+	// here, and in lwPassFixedBytes).
 	w := int64(arr.rowWidth())
-	buf := make([]float32, bucket*w)
-	var run []int64
-	var b int64 // run's bucket
-	flush := func() error {
-		if len(run) == 0 {
-			return nil
-		}
-		if acc.feeds(b, run) {
-			if err := arr.readRun(run, b*bucket, buf[:int64(len(run))*w], c.ls); err != nil {
-				return err
-			}
-			acc.pushBucket(b, run, buf)
-		}
-		b++
-		run = run[:0]
-		return ctx.Err()
-	}
-	err := eachOf(arr.index().set, d.NumNodes(), func(u int64) error {
-		run = append(run, u)
-		if int64(len(run)) == bucket {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
+	second := 4*bucket*w + 2*8*bucket
+	memacct.Add(memacct.Inference, second)
+	defer memacct.Add(memacct.Inference, -second)
+	err := c.sweep(ctx, arr, acc, bucket)
 	c.ls.PassSeconds += time.Since(t0).Seconds()
 	if err != nil {
 		return err
@@ -1395,6 +1471,64 @@ func (c *lwChunker) pushPass(ctx context.Context, arr lwSource, blk bitset, buck
 		}
 	}
 	return c.flush(ctx)
+}
+
+// lwRun is one bucket's sources and their rows, read by sweep's reader.
+type lwRun struct {
+	b    int64
+	ids  []int64
+	rows []float32
+}
+
+// sweep reads arr's rows a bucket at a time, in rank order, and pushes
+// each bucket that feeds acc. The reading runs on a goroutine that sweep
+// owns and waits for, one bucket ahead of the pushing: two buffers
+// circulate between them, so neither waits on the other longer than a
+// bucket takes. The reader alone updates c.ls until it has finished.
+func (c *lwChunker) sweep(ctx context.Context, arr lwSource, acc *lwAcc, bucket int64) error {
+	w := int64(arr.rowWidth())
+	free, full := make(chan lwRun, 2), make(chan lwRun, 2)
+	for range 2 {
+		free <- lwRun{ids: make([]int64, 0, bucket), rows: make([]float32, bucket*w)}
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer close(full)
+		var run []int64
+		var b int64 // run's bucket
+		send := func() error {
+			if len(run) == 0 {
+				return nil
+			}
+			defer func() { b, run = b+1, run[:0] }()
+			if !acc.feeds(b, run) {
+				return nil
+			}
+			r := <-free // the pusher hands every buffer back
+			r.b, r.ids = b, append(r.ids[:0], run...)
+			if err := arr.readRun(r.ids, b*bucket, r.rows[:int64(len(r.ids))*w], c.ls); err != nil {
+				return err
+			}
+			full <- r
+			return ctx.Err()
+		}
+		err := eachOf(arr.index().set, c.t.d.NumNodes(), func(u int64) error {
+			run = append(run, u)
+			if int64(len(run)) == bucket {
+				return send()
+			}
+			return nil
+		})
+		if err == nil {
+			err = send()
+		}
+		done <- err
+	}()
+	for r := range full {
+		acc.pushBucket(r.b, r.ids, r.rows)
+		free <- r
+	}
+	return <-done
 }
 
 // flush computes the pending chunk.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -626,6 +627,52 @@ func TestLWAccPush(t *testing.T) {
 					bad++
 					t.Errorf("gcn %v: node %d column %d: %v, brute force %v", gcn, v, j, g, sum)
 				}
+			}
+		}
+	}
+}
+
+// TestPushEdgesParallel: a bucket pushed by several goroutines, with
+// gonum's assembly AXPY, gives a plain serial loop's sums bit for bit, including destinations with many edges
+// that straddle the even cut points, and rows narrower than the assembly
+// AXPY.
+func TestPushEdgesParallel(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // the parallel path on any machine
+	rng := rand.New(rand.NewPCG(*seedFlag, 17))
+	for _, width := range []int{3, 32} {
+		const bucket, dsts = 512, 700
+		var es []uint64
+		for k := range dsts {
+			deg := rng.IntN(12)
+			if k%97 == 0 {
+				deg = 3000 // a hub across a cut point
+			}
+			for range deg {
+				es = append(es, uint64(rng.IntN(bucket))<<32|uint64(k))
+			}
+		}
+		if len(es) < lwPushParallelEdges {
+			t.Fatalf("%d edges: below the parallel threshold", len(es))
+		}
+		rows := make([]float32, bucket*width)
+		for i := range rows {
+			rows[i] = rng.Float32()*2 - 1
+		}
+		mk := func() *lwAcc {
+			return &lwAcc{width: width, bucket: bucket, edges: es, start: []int64{0, int64(len(es))}, acc: make([]float32, dsts*width)}
+		}
+		serial, par := mk(), mk()
+		for _, e := range es { // the plain loop, not axpy's assembly
+			o, k := int(e>>32), int(uint32(e))
+			for j := range width {
+				serial.acc[k*width+j] += rows[o*width+j]
+			}
+		}
+		par.pushEdges(0, rows)
+		for i := range serial.acc {
+			if math.Float32bits(serial.acc[i]) != math.Float32bits(par.acc[i]) {
+				t.Fatalf("width %d: acc[%d] = %v pushed in parallel, %v serially", width, i, par.acc[i], serial.acc[i])
 			}
 		}
 	}
