@@ -59,7 +59,8 @@
 //
 // An entry pushed at iteration t is usable at iteration i iff
 // 0 ≤ i − t < Staleness (default 100; the profile and training default to
-// EpochStaleness, one epoch of batches at most). With Staleness = 1 an entry is never
+// EpochStaleness, one epoch of batches past the reuse depth). With
+// Staleness = 1 an entry is never
 // used in a later iteration, so training with the cache gives exactly the
 // results of training without it. Iterations are caller-defined int64s,
 // increasing by one per batch.

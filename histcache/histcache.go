@@ -60,12 +60,18 @@ const (
 // epochs before, which costs accuracy per epoch while the model still
 // moves (docs/ooc.md, "History on and off").
 func EpochStaleness(trainNodes int64, batchSize int, depth int64) int64 {
-	per := int64(1)
-	if batchSize > 0 && trainNodes > 0 {
-		per = (trainNodes + int64(batchSize) - 1) / int64(batchSize)
-	}
 	depth = max(depth, 0)
-	return min(per+depth, max(DefaultStaleness, depth+1))
+	return min(EpochBatches(trainNodes, batchSize)+depth, max(DefaultStaleness, depth+1))
+}
+
+// EpochBatches is the batches of an epoch as EpochStaleness counts them:
+// ⌈trainNodes/batchSize⌉, at least 1 (partition batches may number a
+// few more).
+func EpochBatches(trainNodes int64, batchSize int) int64 {
+	if batchSize < 1 || trainNodes < 1 {
+		return 1
+	}
+	return (trainNodes + int64(batchSize) - 1) / int64(batchSize)
 }
 
 // Policy is the admission policy.

@@ -14,15 +14,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ssdgnn/ssdgnn/internal/f32"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"golang.org/x/sys/unix"
-	"gonum.org/v1/gonum/blas/gonum"
 )
-
-var blas32 gonum.Implementation
 
 // Evaluation modes (Options.EvalMode).
 const (
@@ -413,11 +411,10 @@ const maxTransformBatch = 1 << 16
 
 // lwTransformInput reads the feature rows of the nodes of set (nil: all)
 // in id order, each once, in batches whose working memory stays under
-// budget, and stores layer 0's transform of them in stage. A reader
-// goroutine, owned and waited for here, reads and normalises the next
-// batch while the backend transforms the last: two batches of input rows
-// circulate between them (the second counted in the batch size's bound
-// and under memacct.Inference).
+// budget, and stores layer 0's transform of them in stage. The next batch
+// is read and normalised while the backend transforms the last
+// (lwReadAhead): two batches of input rows (the second counted in the
+// batch size's bound and under memacct.Inference).
 func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwStage, sh lwLayer, budget int64, ls *LayerStats) error {
 	t0 := time.Now()
 	defer func() { ls.InputSeconds = time.Since(t0).Seconds() }()
@@ -432,68 +429,19 @@ func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwSta
 	second := int64(batch) * (4*int64(sh.in) + 8)
 	memacct.Add(memacct.Inference, second)
 	defer memacct.Add(memacct.Inference, -second)
-	type input struct {
-		ids []int64
-		x   []float32
-	}
-	free, full, stop := make(chan input, 2), make(chan input, 2), make(chan struct{})
-	for range 2 {
-		free <- input{ids: make([]int64, 0, batch), x: make([]float32, batch*sh.in)}
-	}
-	done := make(chan error, 1)
-	go func() {
-		defer close(full)
-		var in input
-		have := false
-		send := func() error {
-			if !have || len(in.ids) == 0 {
-				return nil
-			}
-			xs := in.x[:len(in.ids)*sh.in]
-			if err := t.fc.GatherF32(in.ids, xs); err != nil {
+	return lwReadAhead(ctx, set, d.NumNodes(), int64(batch), sh.in, nil,
+		func(_ int64, ids []int64, xs []float32) error {
+			if err := t.fc.GatherF32(ids, xs); err != nil {
 				return err
 			}
 			t.normalize(xs)
-			ls.InputRows += int64(len(in.ids))
-			ls.InputBytes += int64(len(in.ids)) * d.FeatRowBytes()
-			full <- in
-			have = false
-			return ctx.Err()
-		}
-		err := eachOf(set, d.NumNodes(), func(v int64) error {
-			if !have {
-				select {
-				case in = <-free:
-				case <-stop:
-					return context.Canceled
-				}
-				in.ids, have = in.ids[:0], true
-			}
-			in.ids = append(in.ids, v)
-			if len(in.ids) == batch {
-				return send()
-			}
+			ls.InputRows += int64(len(ids))
+			ls.InputBytes += int64(len(ids)) * d.FeatRowBytes()
 			return nil
+		},
+		func(_ int64, ids []int64, xs []float32) error {
+			return t.lwTransformBatch(stage, sh, ids, xs, ls)
 		})
-		if err == nil {
-			err = send()
-		}
-		done <- err
-	}()
-	var err error
-	for in := range full {
-		if err == nil {
-			err = t.lwTransformBatch(stage, sh, in.ids, in.x[:len(in.ids)*sh.in], ls)
-			if err != nil {
-				close(stop) // the reader stops at its next batch; full is drained
-			}
-		}
-		free <- in
-	}
-	if rerr := <-done; err == nil {
-		err = rerr
-	}
-	return err
 }
 
 // lwTransformBatch transforms the input rows xs of ids on the backend and
@@ -969,7 +917,7 @@ func (a *lwAcc) source(u int64, row []float32) {
 	if a.dst.set == nil || a.dst.set.has(u) {
 		w := int64(a.width)
 		p := a.dst.pos(u)
-		axpy(a.acc[p*w:(p+1)*w], 1, row)
+		f32.Axpy(a.acc[p*w:(p+1)*w], 1, row)
 	}
 }
 
@@ -1017,7 +965,7 @@ func (a *lwAcc) pushRange(b int64, rows []float32, es []uint64) {
 	base := b * a.bucket
 	for _, e := range es {
 		o, k := int64(e>>32)-base, int64(uint32(e))
-		axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
+		f32.Axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
 	}
 }
 
@@ -1046,23 +994,6 @@ func (a *lwAcc) readRows(ids []int64, dst []float32) (int64, error) {
 }
 
 func (a *lwAcc) close() { a.acc, a.edges, a.stage = nil, nil, nil }
-
-// axpySIMD is the row length from which gonum's assembly AXPY beats the
-// Go loop (kernels/cpu measures the same).
-const axpySIMD = 16
-
-// axpy is y += a·x. gonum's assembly (multiply, then add, no fused
-// multiply-add) gives the loop's sums bit for bit.
-func axpy(y []float32, a float32, x []float32) {
-	if len(x) >= axpySIMD {
-		blas32.Saxpy(len(x), a, x, 1, y[:len(x)], 1)
-		return
-	}
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += a * v
-	}
-}
 
 // lwArray is a temporary [rows, width] float32 .npy holding one layer's
 // rows for the members of a set, in rank order (lwIndex): no holes, so a
@@ -1473,48 +1404,69 @@ func (c *lwChunker) pushPass(ctx context.Context, arr lwSource, blk bitset, buck
 	return c.flush(ctx)
 }
 
-// lwRun is one bucket's sources and their rows, read by sweep's reader.
-type lwRun struct {
-	b    int64
-	ids  []int64
-	rows []float32
+// sweep reads arr's rows a bucket at a time, in rank order, and pushes
+// each bucket that feeds acc, the reading one bucket ahead of the pushing
+// (lwReadAhead). Only the reader updates c.ls until it has finished.
+func (c *lwChunker) sweep(ctx context.Context, arr lwSource, acc *lwAcc, bucket int64) error {
+	return lwReadAhead(ctx, arr.index().set, c.t.d.NumNodes(), bucket, arr.rowWidth(), acc.feeds,
+		func(b int64, ids []int64, rows []float32) error {
+			return arr.readRun(ids, b*bucket, rows, c.ls)
+		},
+		func(b int64, ids []int64, rows []float32) error {
+			acc.pushBucket(b, ids, rows)
+			return nil
+		})
 }
 
-// sweep reads arr's rows a bucket at a time, in rank order, and pushes
-// each bucket that feeds acc. The reading runs on a goroutine that sweep
-// owns and waits for, one bucket ahead of the pushing: two buffers
-// circulate between them, so neither waits on the other longer than a
-// bucket takes. The reader alone updates c.ls until it has finished.
-func (c *lwChunker) sweep(ctx context.Context, arr lwSource, acc *lwAcc, bucket int64) error {
-	w := int64(arr.rowWidth())
-	free, full := make(chan lwRun, 2), make(chan lwRun, 2)
+// lwReadAhead cuts the members of set (nil: all n nodes), in id order,
+// into runs of size nodes (the last may be shorter), numbered from 0. For
+// each run that want accepts (nil: every run), read fills its rows
+// (width floats each) on a goroutine that lwReadAhead owns and waits for,
+// and use consumes them on the caller's, one run behind: two buffers of a
+// run's ids and rows circulate between them, so neither waits on the
+// other longer than a run takes. An error from use stops the reading at
+// its next run; the first error, or ctx's, is returned.
+func lwReadAhead(ctx context.Context, set bitset, n, size int64, width int,
+	want func(run int64, ids []int64) bool,
+	read, use func(run int64, ids []int64, rows []float32) error) error {
+	type buf struct {
+		run  int64
+		ids  []int64
+		rows []float32
+	}
+	free, full, stop := make(chan buf, 2), make(chan buf, 2), make(chan struct{})
 	for range 2 {
-		free <- lwRun{ids: make([]int64, 0, bucket), rows: make([]float32, bucket*w)}
+		free <- buf{ids: make([]int64, 0, size), rows: make([]float32, size*int64(width))}
 	}
 	done := make(chan error, 1)
 	go func() {
 		defer close(full)
-		var run []int64
-		var b int64 // run's bucket
+		var ids []int64
+		var run int64
 		send := func() error {
-			if len(run) == 0 {
+			if len(ids) == 0 {
 				return nil
 			}
-			defer func() { b, run = b+1, run[:0] }()
-			if !acc.feeds(b, run) {
+			defer func() { run, ids = run+1, ids[:0] }()
+			if want != nil && !want(run, ids) {
 				return nil
 			}
-			r := <-free // the pusher hands every buffer back
-			r.b, r.ids = b, append(r.ids[:0], run...)
-			if err := arr.readRun(r.ids, b*bucket, r.rows[:int64(len(r.ids))*w], c.ls); err != nil {
+			var b buf
+			select {
+			case b = <-free:
+			case <-stop:
+				return context.Canceled
+			}
+			b.run, b.ids = run, append(b.ids[:0], ids...)
+			if err := read(run, b.ids, b.rows[:int64(len(b.ids))*int64(width)]); err != nil {
 				return err
 			}
-			full <- r
+			full <- b
 			return ctx.Err()
 		}
-		err := eachOf(arr.index().set, c.t.d.NumNodes(), func(u int64) error {
-			run = append(run, u)
-			if int64(len(run)) == bucket {
+		err := eachOf(set, n, func(v int64) error {
+			ids = append(ids, v)
+			if int64(len(ids)) == size {
 				return send()
 			}
 			return nil
@@ -1524,11 +1476,19 @@ func (c *lwChunker) sweep(ctx context.Context, arr lwSource, acc *lwAcc, bucket 
 		}
 		done <- err
 	}()
-	for r := range full {
-		acc.pushBucket(r.b, r.ids, r.rows)
-		free <- r
+	var err error
+	for b := range full {
+		if err == nil {
+			if err = use(b.run, b.ids, b.rows[:int64(len(b.ids))*int64(width)]); err != nil {
+				close(stop) // the reader stops at its next run; full is drained
+			}
+		}
+		free <- b
 	}
-	return <-done
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // flush computes the pending chunk.

@@ -201,11 +201,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		if err != nil {
 			return nil, err
 		}
-		if o.Staleness == 0 && full != nil && full.Meta.Staleness > 0 {
-			// The plan's history predictions assumed this bound.
-			o.Staleness = full.Meta.Staleness
-		}
-		o = o.withDataset(d)
+		o = o.withDataset(d, full)
 		mp.MemBytes = mo.MemBytes
 		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o)
 		if mp.MemBytes == 0 {
@@ -241,7 +237,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		mp.Profile = keptProfile(full, mp.Plan.Beta)
 		return mp, nil
 	}
-	o = o.withDataset(d)
+	o = o.withDataset(d, nil)
 	name := mo.ProfileName
 	if name == "" {
 		name = DefaultProfileName

@@ -378,14 +378,14 @@ func (o *Options) withDefaults() Options {
 }
 
 // withDataset is withDefaults with the defaults that depend on d filled
-// in: Staleness 0 becomes the bound Profile modelled (training from a
+// in: Staleness 0 becomes the bound profile p modelled (training from a
 // plan: the plan's history predictions assumed it), else one epoch of
 // batches of d's training nodes past ReuseDepth.
-func (o *Options) withDataset(d *storage.Dataset) Options {
+func (o *Options) withDataset(d *storage.Dataset, p *planner.Profile) Options {
 	w := o.withDefaults()
 	if w.Staleness == 0 {
-		if w.Profile != nil && w.Profile.Meta.Staleness > 0 {
-			w.Staleness = w.Profile.Meta.Staleness
+		if p != nil && p.Meta.Staleness > 0 {
+			w.Staleness = p.Meta.Staleness
 		} else {
 			w.Staleness = histcache.EpochStaleness(int64(len(d.TrainIdx())), w.BatchSize, int64(ReuseDepth(&w)))
 		}

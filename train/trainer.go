@@ -86,7 +86,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := opts.withDataset(d)
+	o := opts.withDataset(d, opts.Profile)
 	m := d.Manifest()
 	if m.NumClasses < 1 {
 		return nil, fmt.Errorf("%w: dataset %s has no classes", ErrInvalidOptions, m.Name)
@@ -148,7 +148,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
 			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)
 	}
-	if per := (int64(len(d.TrainIdx())) + int64(o.BatchSize) - 1) / int64(o.BatchSize); t.hc != nil && per > 0 && o.Staleness > per+int64(t.depth) {
+	if per := histcache.EpochBatches(int64(len(d.TrainIdx())), o.BatchSize); t.hc != nil && o.Staleness > per+int64(t.depth) {
 		// OUTRE's staleness 100 is about a twelfth of an ogbn-papers100M
 		// epoch (~1,200 batches). Over few-batch epochs the same bound
 		// lets layer-2 inputs come from a model epochs old,

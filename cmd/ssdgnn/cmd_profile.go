@@ -122,7 +122,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	f.StringVar(&o.Name, "name", planner.DefaultProfileName, "profile name under DIR/profile")
 	f.IntVar(&o.Workers, "workers", 0, "sampler and gather goroutines (0: one per core)")
 	f.Int64Var(&o.Staleness, "staleness", 0, "history staleness the validity estimate assumes (default: one epoch of batches past --reuse-depth, at most 100; train then uses the plan's)")
-	f.Int64Var(&o.ReuseDepth, "reuse-depth", 2, "batches between a reuse decision and the batch it is for (train uses 2, more with --spill)")
+	f.Int64Var(&o.ReuseDepth, "reuse-depth", train.PipelineDepth, "batches between a reuse decision and the batch it is for (train's, more with --spill)")
 	f.BoolVar(&asJSON, "json", false, "print profile.json's content")
 	reads.register(f) // the reads the profile models are train's
 	return cmd

@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 
+	"github.com/ssdgnn/ssdgnn/internal/f32"
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
 
@@ -162,30 +163,10 @@ func (b *Backend) ScatterAddRows(dst, src kernels.Tensor, idx kernels.IntTensor)
 	})
 }
 
-// simdMin is the row length from which gonum's assembly AXPY beats a Go loop.
-const simdMin = 16
+// addTo and addScaledTo add the first len(dst) values of src (scaled).
+func addTo(dst, src []float32) { f32.Axpy(dst, 1, src[:len(dst)]) }
 
-func addTo(dst, src []float32) {
-	if len(dst) >= simdMin {
-		blas32.Saxpy(len(dst), 1, src, 1, dst, 1)
-		return
-	}
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
-	}
-}
-
-func addScaledTo(dst []float32, s float32, src []float32) {
-	if len(dst) >= simdMin {
-		blas32.Saxpy(len(dst), s, src, 1, dst, 1)
-		return
-	}
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += s * src[i]
-	}
-}
+func addScaledTo(dst []float32, s float32, src []float32) { f32.Axpy(dst, s, src[:len(dst)]) }
 
 func scale(x []float32, s float32) {
 	for i := range x {
