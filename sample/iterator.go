@@ -24,10 +24,61 @@ type macroState struct {
 	counted atomic.Int64
 }
 
-// release drops the macro batch's cache and its memacct count.
-func (ms *macroState) release() {
-	memacct.Add(memacct.DynamicCache, -ms.counted.Swap(0))
+// release drops the macro batch's cache and its memacct count, or hands
+// both to spare when spare is not nil and has room.
+func (ms *macroState) release(spare *spareCache) {
+	n := ms.counted.Swap(0)
+	if spare == nil || !spare.put(ms.cache, n) {
+		memacct.Add(memacct.DynamicCache, -n)
+	}
 	ms.cache = nil
+}
+
+// spareCache keeps the last released macro batch's dynamic cache for the
+// next macro batch to load into (DynamicCache.Reset, Reserve), instead of
+// allocating new arrays while the old ones await collection: that left a
+// whole cache's pages free but resident after every macro batch. It holds
+// at most one cache, counted in memacct.DynamicCache while it waits; a
+// load takes it before allocating, so the caches held, live or spare,
+// never outnumber the most that were live at once. The iterator drops it
+// on Close.
+type spareCache struct {
+	mu      sync.Mutex
+	c       *DynamicCache
+	counted int64
+}
+
+// put keeps c (counted bytes in memacct) if the spare is empty.
+func (p *spareCache) put(c *DynamicCache, counted int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c == nil || p.c != nil {
+		return false
+	}
+	c.Reset()
+	p.c, p.counted = c, counted
+	return true
+}
+
+// take returns the spare cache and the bytes counted for it, or a new
+// empty cache and 0.
+func (p *spareCache) take(wide bool) (*DynamicCache, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, n := p.c, p.counted
+	p.c, p.counted = nil, 0
+	if c == nil {
+		return NewDynamicCache(wide), 0
+	}
+	return c, n
+}
+
+// drop lets the spare cache go.
+func (p *spareCache) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	memacct.Add(memacct.DynamicCache, -p.counted)
+	p.c, p.counted = nil, 0
 }
 
 type result struct {
@@ -53,6 +104,7 @@ type Iterator struct {
 	stats   LookupStats
 	done    bool
 	macros  []*macroState
+	spare   spareCache
 }
 
 // Epoch starts sampling epoch's batches with Options.Workers goroutines.
@@ -108,7 +160,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 					j.out <- result{err: ctx.Err()}
 					continue
 				}
-				b, err := w.run(ctx, plan, macros, j.i)
+				b, err := w.run(ctx, plan, macros, &it.spare, j.i)
 				j.out <- result{b, err}
 			}
 		}()
@@ -117,7 +169,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 }
 
 // run samples batch i of plan, loading its macro batch's cache if needed.
-func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i int) (*Batch, error) {
+func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, spare *spareCache, i int) (*Batch, error) {
 	t0 := time.Now()
 	w.reuseWait = 0
 	m := plan.Macro[i]
@@ -126,14 +178,15 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i in
 	if m >= 0 {
 		ms = macros[m]
 		ms.once.Do(func() {
-			c := NewDynamicCache(w.s.wide)
+			c, carried := spare.take(w.s.wide)
 			if err := w.s.parts.LoadAdjacency(plan.MacroParts[m], c); err != nil {
+				memacct.Add(memacct.DynamicCache, -carried)
 				ms.err = fmt.Errorf("sample: load macro batch %d: %w", m, err)
 				return
 			}
 			ms.cache = c
 			ms.counted.Store(c.MemBytes())
-			memacct.Add(memacct.DynamicCache, c.MemBytes())
+			memacct.Add(memacct.DynamicCache, c.MemBytes()-carried)
 		})
 		if ms.err != nil {
 			return nil, ms.err
@@ -147,10 +200,10 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, i in
 	if ms != nil {
 		if err == nil && ms.first == i {
 			b.Stats.LoadBytes = dyn.DataBytes()
-			b.DynamicBytes = dyn.MemBytes()
+			b.DynamicBytes = dyn.NeedBytes()
 		}
 		if ms.remaining.Add(-1) == 0 {
-			ms.release()
+			ms.release(spare)
 		}
 	}
 	return b, err
@@ -226,9 +279,10 @@ func (it *Iterator) Close() error {
 	// Macro batches whose last batch was never sampled (cancelled).
 	for _, ms := range it.macros {
 		if ms != nil && ms.counted.Load() != 0 {
-			ms.release()
+			ms.release(nil)
 		}
 	}
+	it.spare.drop()
 	if !it.done {
 		it.done = true
 		if it.err == nil || it.err == io.EOF {

@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"unsafe"
 
-	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -85,33 +83,22 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 		ids += a.Indptr[len(a.Indptr)-1] - a.Indptr[0]
 	}
 	dst.Reserve(nodes, ids)
-	var buf []byte
 	for _, q := range ps {
 		a := pf.p.AdjacencyOf(q)
-		if cap(buf) < int(a.FileBytes) {
-			buf = make([]byte, a.FileBytes)
-		}
-		buf = buf[:a.FileBytes]
-		if a.FileBytes > 0 {
-			if _, err := pf.f.ReadAt(buf, a.FileOffset); err != nil {
+		err := dst.addRead(a.Nodes, a.Indptr, a.Indices64 != nil, func(b []byte) error {
+			if int64(len(b)) != a.FileBytes {
+				return fmt.Errorf("sample: %s: partition %d: %d index bytes, want %d", pf.p.AdjacencyPath(), q, a.FileBytes, len(b))
+			}
+			if _, err := pf.f.ReadAt(b, a.FileOffset); err != nil {
 				return fmt.Errorf("sample: read %s at byte %d: %w", pf.p.AdjacencyPath(), a.FileOffset, err)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		pf.stage.Request(int64(a.Len()), a.FileBytes)
 		pf.stage.Read(a.FileBytes)
-		base := a.Indptr[0]
-		for i, v := range a.Nodes {
-			lo, hi := a.Indptr[i]-base, a.Indptr[i+1]-base
-			var l neighborcache.List
-			switch {
-			case lo == hi:
-			case a.Indices64 != nil:
-				l.I64 = unsafe.Slice((*int64)(unsafe.Pointer(&buf[8*lo])), hi-lo)
-			default:
-				l.I32 = unsafe.Slice((*int32)(unsafe.Pointer(&buf[4*lo])), hi-lo)
-			}
-			dst.Add(v, l)
-		}
 	}
 	return nil
 }

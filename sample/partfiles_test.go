@@ -53,6 +53,33 @@ func TestPartitionFilesAdapter(t *testing.T) {
 			t.Fatalf("partition %d: MemBytes %d > MacroBytesBound(1) %d", q, one.MemBytes(), b)
 		}
 	}
+	// A cache reused across macro batches (Reset, then LoadAdjacency)
+	// holds exactly what a fresh one would, keeps its arrays when they are
+	// large enough, and never reports less memory than a fresh load.
+	reused := sample.NewDynamicCache(false)
+	for _, ps := range [][]int{{0}, all, {1}, {2, 3}, all[:1], all} {
+		reused.Reset()
+		if err := pf.LoadAdjacency(ps, reused); err != nil {
+			t.Fatal(err)
+		}
+		fresh := sample.NewDynamicCache(false)
+		if err := pf.LoadAdjacency(ps, fresh); err != nil {
+			t.Fatal(err)
+		}
+		if reused.Len() != fresh.Len() || reused.DataBytes() != fresh.DataBytes() || reused.MemBytes() < fresh.MemBytes() || reused.NeedBytes() != fresh.MemBytes() {
+			t.Fatalf("partitions %v: reused cache %d nodes, %d bytes, MemBytes %d; fresh %d, %d, %d", ps, reused.Len(), reused.DataBytes(), reused.MemBytes(), fresh.Len(), fresh.DataBytes(), fresh.MemBytes())
+		}
+		for v := range adj {
+			want, inFresh := fresh.Lookup(int64(v))
+			got, ok := reused.Lookup(int64(v))
+			if ok != inFresh || !slices.Equal(got.AppendTo(nil), want.AppendTo(nil)) {
+				t.Fatalf("partitions %v: node %d: reused cache has %v (%v), fresh %v (%v)", ps, v, got.AppendTo(nil), ok, want.AppendTo(nil), inFresh)
+			}
+		}
+	}
+	if got, want := reused.AllocatedBytes(), c.AllocatedBytes(); got != want {
+		t.Fatalf("reused cache allocated %d bytes, want the largest load's %d (kept, not regrown)", got, want)
+	}
 	// LoadAdjacency reserves exact sizes: no doubling slack.
 	if got, want := c.AllocatedBytes(), c.DataBytes()+8*int64(c.Len()+1); got != want {
 		t.Fatalf("dynamic cache allocated %d bytes, want exactly %d", got, want)

@@ -3,6 +3,7 @@ package sample
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -57,10 +58,13 @@ func PartsPerBatchFor(parts Partitions, batchSize int) int {
 // It is filled by one goroutine (Add) and then read concurrently (Lookup).
 type DynamicCache struct {
 	index map[int64]int32
-	offs  []int64
-	ids32 []int32
-	ids64 []int64
-	wide  bool
+	// indexHigh is the most entries index has held: clear keeps a map's
+	// table, so a reused cache's map is as large as its fullest load.
+	indexHigh int
+	offs      []int64
+	ids32     []int32
+	ids64     []int64
+	wide      bool
 }
 
 // NewDynamicCache returns an empty cache that stores ids as int64 when
@@ -73,12 +77,28 @@ func NewDynamicCache(wideIDs bool) *DynamicCache {
 // Reserve sizes the cache for nodes more lists holding ids more ids in
 // all, so that loading a macro batch allocates each array once instead of
 // growing it by doubling (which held up to twice the adjacency, plus the
-// garbage of every smaller copy, until the next GC).
+// garbage of every smaller copy, until the next GC). An empty cache keeps
+// arrays (and an index) that are already large enough: a cache reused
+// after Reset allocates nothing for a macro batch no larger than its
+// largest.
 func (c *DynamicCache) Reserve(nodes, ids int64) {
 	if c.Len() == 0 {
-		// Empty: allocate exactly.
+		// Empty: keep what is held if every part of it is large enough,
+		// else allocate every part exactly. Either way MemBytes is one
+		// whole load's, never a mix of several loads' largest parts.
+		fits := c.index != nil && int64(c.indexHigh) >= nodes && int64(cap(c.offs)) >= nodes+1
+		if c.wide {
+			fits = fits && int64(cap(c.ids64)) >= ids
+		} else {
+			fits = fits && int64(cap(c.ids32)) >= ids
+		}
+		if fits {
+			return
+		}
 		c.index = make(map[int64]int32, nodes)
+		c.indexHigh = int(nodes)
 		c.offs = append(make([]int64, 0, nodes+1), 0)
+		c.ids32, c.ids64 = nil, nil
 		if c.wide {
 			c.ids64 = make([]int64, 0, ids)
 		} else {
@@ -92,6 +112,66 @@ func (c *DynamicCache) Reserve(nodes, ids int64) {
 	} else {
 		c.ids32 = slices.Grow(c.ids32, int(ids))
 	}
+}
+
+// Reset empties the cache and keeps its arrays and index for the next
+// macro batch (see Reserve). Lists returned by Lookup before Reset must no
+// longer be used.
+func (c *DynamicCache) Reset() {
+	c.indexHigh = max(c.indexHigh, len(c.index))
+	clear(c.index)
+	c.offs = append(c.offs[:0], 0)
+	c.ids32 = c.ids32[:0]
+	c.ids64 = c.ids64[:0]
+}
+
+// addRead appends the lists of nodes, which lie back to back in a file
+// (node i's list is entries indptr[i]-indptr[0] to indptr[i+1]-indptr[0]
+// of the bytes read fills), reading them with read straight into the id
+// array. wide is the file's id width; it must be the cache's. A node
+// already cached keeps its first list.
+func (c *DynamicCache) addRead(nodes, indptr []int64, wide bool, read func([]byte) error) error {
+	if wide != c.wide {
+		return fmt.Errorf("%w: adjacency ids are %d-bit, the cache's %d-bit", ErrInvalidOptions, idBits(wide), idBits(c.wide))
+	}
+	n := int(indptr[len(nodes)] - indptr[0])
+	n32, n64 := len(c.ids32), len(c.ids64)
+	var raw []byte
+	var at int64
+	if c.wide {
+		at = int64(len(c.ids64))
+		c.ids64 = slices.Grow(c.ids64, n)[:int(at)+n]
+		if n > 0 {
+			raw = unsafe.Slice((*byte)(unsafe.Pointer(&c.ids64[at])), 8*n)
+		}
+	} else {
+		at = int64(len(c.ids32))
+		c.ids32 = slices.Grow(c.ids32, n)[:int(at)+n]
+		if n > 0 {
+			raw = unsafe.Slice((*byte)(unsafe.Pointer(&c.ids32[at])), 4*n)
+		}
+	}
+	if n > 0 {
+		if err := read(raw); err != nil {
+			c.ids32, c.ids64 = c.ids32[:n32], c.ids64[:n64] // as it was
+			return err
+		}
+	}
+	base := indptr[0]
+	for i, v := range nodes {
+		if _, ok := c.index[v]; !ok {
+			c.index[v] = int32(len(c.offs) - 1)
+		}
+		c.offs = append(c.offs, at+indptr[i+1]-base)
+	}
+	return nil
+}
+
+func idBits(wide bool) int {
+	if wide {
+		return 64
+	}
+	return 32
 }
 
 // Add stores v's list. Adding a node twice keeps the first list.
@@ -130,12 +210,24 @@ func (c *DynamicCache) AllocatedBytes() int64 {
 const dynIndexEntryBytes = 48
 
 // MemBytes bounds the cache's memory: AllocatedBytes plus
-// dynIndexEntryBytes per cached node for the index map. A nil cache is 0.
+// dynIndexEntryBytes per entry the index map has held (its fullest load,
+// for a cache reused after Reset). A nil cache is 0.
 func (c *DynamicCache) MemBytes() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.AllocatedBytes() + dynIndexEntryBytes*int64(c.Len())
+	return c.AllocatedBytes() + dynIndexEntryBytes*int64(max(c.Len(), c.indexHigh))
+}
+
+// NeedBytes is what a cache holding exactly the current load takes: the
+// MemBytes of a fresh cache filled the same way. A reused cache's MemBytes
+// may be larger (it keeps a larger load's arrays); NeedBytes depends only
+// on the load.
+func (c *DynamicCache) NeedBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.DataBytes() + 8*int64(c.Len()+1) + dynIndexEntryBytes*int64(c.Len())
 }
 
 // Lookup returns v's list, or false when v is not in the cache. A nil

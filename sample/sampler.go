@@ -58,9 +58,10 @@ type Batch struct {
 	// Options.ReuseFor (a wait on the consumer, not sampling work). The
 	// only field that differs between runs with the same seed.
 	SampleSeconds float64
-	// DynamicBytes is the memory of the macro batch's dynamic cache
-	// (DynamicCache.MemBytes), set on the first batch of each macro batch
-	// in partition mode and 0 otherwise.
+	// DynamicBytes is the memory the macro batch's dynamic cache needs
+	// (DynamicCache.NeedBytes: a fresh cache's, whichever cache the
+	// iterator reused), set on the first batch of each macro batch in
+	// partition mode and 0 otherwise.
 	DynamicBytes int64
 	// counted is the batch's bytes in memacct.SampledBatches until
 	// Release.

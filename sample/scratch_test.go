@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
@@ -61,5 +62,51 @@ func TestWorkerScratch(t *testing.T) {
 			t.Errorf("fanouts %v: %d bytes still counted after release", tc.fanouts, left)
 		}
 		s.Close()
+	}
+}
+
+// TestSpareCache: a released macro batch's cache waits in the spare with
+// its count, the next load takes it, only one waits at a time, and drop
+// uncounts it.
+func TestSpareCache(t *testing.T) {
+	base := memacct.Read().Bytes[memacct.DynamicCache]
+	counted := func() int64 { return memacct.Read().Bytes[memacct.DynamicCache] - base }
+	var p spareCache
+	a, n := p.take(false)
+	if n != 0 || a.Len() != 0 {
+		t.Fatalf("empty spare gave a cache of %d nodes, %d bytes", a.Len(), n)
+	}
+	a.Reserve(3, 6)
+	a.Add(1, neighborcache.List{I32: []int32{2, 3}})
+	memacct.Add(memacct.DynamicCache, a.MemBytes())
+	ms := &macroState{cache: a}
+	ms.counted.Store(a.MemBytes())
+	ms.release(&p)
+	if counted() != a.MemBytes() || a.Len() != 0 {
+		t.Fatalf("after release to the spare: counted %d, want %d; cache holds %d nodes", counted(), a.MemBytes(), a.Len())
+	}
+	// A second release while one waits is uncounted and dropped.
+	b := NewDynamicCache(false)
+	b.Reserve(1, 1)
+	memacct.Add(memacct.DynamicCache, b.MemBytes())
+	ms2 := &macroState{cache: b}
+	ms2.counted.Store(b.MemBytes())
+	ms2.release(&p)
+	if counted() != a.MemBytes() {
+		t.Fatalf("after a second release: counted %d, want %d", counted(), a.MemBytes())
+	}
+	got, n := p.take(false)
+	if got != a || n != a.MemBytes() {
+		t.Fatalf("take returned %p with %d bytes, want the spare %p with %d", got, n, a, a.MemBytes())
+	}
+	if _, ok := got.Lookup(1); ok {
+		t.Fatal("a cache taken from the spare still holds its last macro batch's lists")
+	}
+	if !p.put(got, n) {
+		t.Fatal("put into an empty spare refused")
+	}
+	p.drop()
+	if c := counted(); c != 0 {
+		t.Fatalf("after drop: %d bytes still counted", c)
 	}
 }

@@ -52,6 +52,10 @@ type budgetResult struct {
 	Counted       int64 `json:"counted"`
 	CountedAtAnon int64 `json:"counted_at_anon"`
 	RuntimeAtAnon int64 `json:"runtime_at_anon"`
+	// ObjectsAtAnon is the Go heap's objects (live and not yet swept)
+	// when the anonymous peak was sampled: the peak less the runtime and
+	// the objects is heap pages free but not yet returned to the OS.
+	ObjectsAtAnon int64 `json:"objects_at_anon"`
 	// PeakAnonAt and TrainStart, TrainEnd are seconds since the child
 	// started: when the anonymous peak was sampled, and training's span.
 	PeakAnonAt   float64          `json:"peak_anon_at"`
@@ -93,7 +97,7 @@ func TestBudgetChild(t *testing.T) {
 				c := memacct.Read()
 				mu.Lock()
 				if a > res.PeakAnon {
-					res.PeakAnon, res.CountedAtAnon, res.RuntimeAtAnon = a, c.Total+c.Runtime, c.Runtime
+					res.PeakAnon, res.CountedAtAnon, res.RuntimeAtAnon, res.ObjectsAtAnon = a, c.Total+c.Runtime, c.Runtime, h
 					res.PeakAnonAt = time.Since(start).Seconds()
 				}
 				if h > res.PeakHeap {
@@ -212,8 +216,9 @@ func TestBudgetUnderCgroup(t *testing.T) {
 	if res.PeakAnon <= 0 {
 		t.Fatalf("child printed no measurement:\n%s", out)
 	}
-	t.Logf("--mem %d MiB: planning peak anon %.1f MiB; training peak anon %.1f MiB, VmHWM %.1f MiB, cgroup peak %.1f MiB (page cache included); counted peak %.1f MiB, counted at the anon peak %.1f MiB (%.0f%% of it; Go runtime %.1f MiB of that); Go heap objects peak %.1f MiB, counted then %.1f MiB (%.0f%%); estimate %.1f MiB; anon peak at %.2f s (training %.2f–%.2f s); %d batches as %d micro-batches; by purpose %v",
-		mem>>20, mib(res.PlanAnon), mib(res.PeakAnon), mib(res.PeakRSS), mib(st.PeakBytes), mib(res.Counted), mib(res.CountedAtAnon), 100*float64(res.CountedAtAnon)/float64(res.PeakAnon), mib(res.RuntimeAtAnon), mib(res.PeakHeap), mib(res.CountedAtHeap), 100*float64(res.CountedAtHeap)/float64(res.PeakHeap), mib(res.Estimate), res.PeakAnonAt, res.TrainStart, res.TrainEnd, res.Batches, res.MicroBatches, res.ByPurpose)
+	peakShare := float64(res.Counted+res.RuntimeAtAnon) / float64(res.PeakAnon)
+	t.Logf("--mem %d MiB: planning peak anon %.1f MiB; training peak anon %.1f MiB, VmHWM %.1f MiB, cgroup peak %.1f MiB (page cache included); counted peak %.1f MiB (with the runtime, %.0f%% of the anon peak); counted at the anon peak %.1f MiB (%.0f%% of it; Go runtime %.1f MiB of that; heap objects then %.1f MiB, free heap pages not yet returned %.1f MiB); Go heap objects peak %.1f MiB, counted then %.1f MiB (%.0f%%); estimate %.1f MiB; anon peak at %.2f s (training %.2f–%.2f s); %d batches as %d micro-batches; by purpose %v",
+		mem>>20, mib(res.PlanAnon), mib(res.PeakAnon), mib(res.PeakRSS), mib(st.PeakBytes), mib(res.Counted), 100*peakShare, mib(res.CountedAtAnon), 100*float64(res.CountedAtAnon)/float64(res.PeakAnon), mib(res.RuntimeAtAnon), mib(res.ObjectsAtAnon), mib(res.PeakAnon-res.RuntimeAtAnon-res.ObjectsAtAnon), mib(res.PeakHeap), mib(res.CountedAtHeap), 100*float64(res.CountedAtHeap)/float64(res.PeakHeap), mib(res.Estimate), res.PeakAnonAt, res.TrainStart, res.TrainEnd, res.Batches, res.MicroBatches, res.ByPurpose)
 	if res.MicroBatches <= res.Batches {
 		t.Errorf("the budget did not split batches (%d batches, %d micro-batches): the test does not exercise micro-batching", res.Batches, res.MicroBatches)
 	}
@@ -223,20 +228,30 @@ func TestBudgetUnderCgroup(t *testing.T) {
 	if res.Counted > mem-RuntimeReserve(mem) {
 		t.Errorf("counted peak %d exceeds the budget less the reserve (%d)", res.Counted, mem-RuntimeReserve(mem))
 	}
+	if peakShare < countedPeakShare {
+		t.Errorf("the counters' peak (with the runtime's memory) is %.0f%% of the peak anonymous memory, want at least %.0f%%", 100*peakShare, 100*countedPeakShare)
+	}
 	if float64(res.CountedAtAnon) < countedShare*float64(res.PeakAnon) {
-		t.Errorf("counters explain %.0f%% of the peak anonymous memory, want at least %.0f%%", 100*float64(res.CountedAtAnon)/float64(res.PeakAnon), 100*countedShare)
+		t.Errorf("counters at the anonymous peak explain %.0f%% of it, want at least %.0f%%", 100*float64(res.CountedAtAnon)/float64(res.PeakAnon), 100*countedShare)
 	}
 }
 
-// countedShare is the share of the peak anonymous memory the counters
-// (memacct's purposes plus the Go runtime's own memory) must explain.
-// Issue #13 asks for 85 %. Measured here on 2026-11-25 (2-core VM,
-// --mem 176 MiB, collector at BudgetGCPercent, the workers' and the
-// splitter's scratch counted): 86–89 % in five runs on an idle machine,
-// 84–88 % in three with two busy loops beside it. Before those changes
-// it was 56–79 % (docs/train.md). The floor sits below the spread so
-// that a loaded CI machine does not fail it; the log line reports the
-// share of every run.
+// countedPeakShare is the share of the peak anonymous memory that the
+// counters' peak (memacct's purposes, plus the Go runtime's own memory)
+// must reach: issue #13's 85 %. Measured on 2026-11-25 (2-core VM, --mem
+// 176 MiB): 90–95 %.
+const countedPeakShare = 0.85
+
+// countedShare is the share of the peak anonymous memory that the
+// counters (memacct's purposes plus the Go runtime's own memory) must
+// explain at the instant of that peak. Measured on 2026-11-25 (2-core VM,
+// --mem 176 MiB, collector at BudgetGCPercent): 86–89 % in five runs on an
+// idle machine, 84–88 % in three with two busy loops beside it; later
+// that day 83–91 % in 16 runs (docs/train.md, "At the instant of the
+// peak"). The instant's gap is mostly heap pages the runtime freed and
+// has not yet returned: it keeps about 10 % above its heap goal by design.
+// The floor sits below the spread so that a loaded CI machine does not
+// fail it; the log line reports every run's share.
 const countedShare = 0.75
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
