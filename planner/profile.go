@@ -114,21 +114,26 @@ func validName(s string) bool {
 
 func (o *ProfileOptions) samplerOptions() sample.Options {
 	return sample.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Mode: o.Mode, PartsPerBatch: o.PartsPerBatch,
-		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache}
+		Seed: o.Seed, Workers: o.Workers, Source: o.Source, NeighborCache: o.NeighborCache, Prefetch: profilePrefetch}
 }
 
 // profileGatherBytes bounds the profiling epoch's gather buffer.
 const profileGatherBytes = 16 << 20
 
+// profilePrefetch is the profiling samplers' Prefetch: one sampled batch
+// waits while one is profiled.
+const profilePrefetch = 1
+
 // ProfileWorkingBytes bounds what a profiling epoch holds beside its
-// counters (ProfileMemBytes): the gather buffer (at most
-// profileGatherBytes, at most a batch's rows of rowBytes), the read
-// model's scratch (a batch's sorted row ids, and as many merge-gap
-// candidates: 16 bytes per row), and for each sampling worker plus the
-// one prefetched batch a sampled batch and its worker scratch of batchBytes
-// (sample.WorkerBytesBound).
-func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64, workers int) int64 {
-	return min(profileGatherBytes, batchRows*rowBytes) + 16*batchRows + int64(workers+1)*batchBytes
+// counters (ProfileMemBytes) and beside its sampling workers' batches
+// under construction (which the caller counts once for profiling and
+// training alike): the gather buffer (at most profileGatherBytes, at most
+// a batch's rows of rowBytes), the read model's scratch (a batch's sorted
+// row ids, and as many merge-gap candidates: 16 bytes per row), and two
+// sampled batches of batchBytes (sample.BatchBytesBound): the one waiting
+// in the sampler's prefetch slot and the one being profiled.
+func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64) int64 {
+	return min(profileGatherBytes, batchRows*rowBytes) + 16*batchRows + (profilePrefetch+1)*batchBytes
 }
 
 func (o *ProfileOptions) withDefaults() ProfileOptions {
@@ -377,7 +382,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	}
 	defer fast.Close()
 	so1 := so
-	so1.Workers, so1.Prefetch = 1, 1
+	so1.Workers = 1
 	slow, err := sample.New(d, parts, &so1)
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)

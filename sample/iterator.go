@@ -34,6 +34,20 @@ func (ms *macroState) release(spare *spareCache) {
 	ms.cache = nil
 }
 
+// MacroCachesHeld is the most macro batches' dynamic caches an epoch of
+// a partition-mode Sampler with workers sampling goroutines holds at once,
+// live or spare: workers. A macro batch's cache lives from the start of
+// its first batch to the end of its last, batches go to the workers in
+// order one at a time, and a macro batch's batches are consecutive. So a
+// live cache with no worker on one of its batches has batches not yet
+// handed out, which makes it the latest macro batch started; the worker
+// that loaded it finished its batch and, being handed batches in order,
+// is idle until it gets that macro batch's next one. Every other live
+// cache has a busy worker of its own. The spare cache does not add one: a
+// load takes it before allocating, so the caches held only grow when none
+// is spare (TestMacroCachesAlive).
+func MacroCachesHeld(workers int) int { return max(workers, 1) }
+
 // spareCache keeps the last released macro batch's dynamic cache for the
 // next macro batch to load into (DynamicCache.Reset, Reserve), instead of
 // allocating new arrays while the old ones await collection: that left a

@@ -125,23 +125,22 @@ func MacroBound(parts Partitions, ppb, batchSize int, cost func(q int) int64) in
 }
 
 // MacroBytesBound bounds the memory of one macro batch's dynamic cache
-// (DynamicCache.MemBytes, as LoadAdjacency fills it) plus LoadAdjacency's
-// read buffer (MacroBound with ppb and batchSize): a partition costs
+// (DynamicCache.MemBytes, as LoadAdjacency fills it: it reads the lists
+// straight into the cache, with no buffer of its own) by MacroBound with
+// ppb and batchSize: a partition costs
 // 8 + dynIndexEntryBytes per member and its list ids. It reads only the
 // partitioning's offsets, so memory can be checked before any macro batch
 // is loaded.
 func (pf *PartitionFiles) MacroBytesBound(ppb, batchSize int) int64 {
-	var maxFile int64
 	n := MacroBound(pf, ppb, batchSize, func(q int) int64 {
 		a := pf.p.AdjacencyOf(q)
-		maxFile = max(maxFile, a.FileBytes)
 		width := int64(4)
 		if a.Indices64 != nil {
 			width = 8
 		}
 		return int64(len(a.Nodes))*(8+dynIndexEntryBytes) + (a.Indptr[len(a.Indptr)-1]-a.Indptr[0])*width
 	})
-	return n + 8 + maxFile
+	return n + 8
 }
 
 // checkAgainst checks p's adjacency degrees and cross counts against d.

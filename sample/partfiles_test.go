@@ -1,10 +1,16 @@
 package sample_test
 
 import (
+	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -101,5 +107,69 @@ func TestPartitionFilesAdapter(t *testing.T) {
 	}
 	if st.Dynamic.Hits == 0 {
 		t.Fatal("no dynamic-cache hits from partition files")
+	}
+}
+
+// TestMacroCachesAlive: the macro batches' dynamic caches held at once,
+// live or waiting in the iterator's spare, never take more than Workers ×
+// MacroBytesBound (memacct's peak for the purpose), whatever the
+// scheduling: macro batches of one to a few batches, a consumer that
+// sometimes stalls, 1 to 4 workers.
+func TestMacroCachesAlive(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 17))
+	adj, _, train := communityGraph(r, 24, 40, 8, 2, 3)
+	d := writeDataset(t, adj, train, 0)
+	if _, err := partition.Run(d, &partition.Options{Parts: 24, FirstLevel: 24, Method: partition.FennelExact, Seed: int64(seed >> 1), Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.Open(d.Dir(), string(partition.FennelExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pf, err := sample.NewPartitionFiles(d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	for _, tc := range []struct{ workers, ppb, batch int }{
+		{1, 1, 5}, {2, 1, 5}, {2, 2, 7}, {4, 1, 4}, {4, 3, 30}, {3, 1, 13},
+	} {
+		bound := pf.MacroBytesBound(tc.ppb, tc.batch)
+		s, err := sample.New(d, pf, &sample.Options{Fanouts: []int{3, 3}, BatchSize: tc.batch, Mode: sample.ModePartition,
+			PartsPerBatch: tc.ppb, Seed: seed, Workers: tc.workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := memacct.Read().Bytes[memacct.DynamicCache]
+		memacct.ResetPeak()
+		var peak int64
+		for epoch := range 3 {
+			it := s.Epoch(context.Background(), epoch)
+			for i := 0; ; i++ {
+				b, err := it.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.IntN(4) == 0 {
+					time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
+				}
+				b.Release()
+			}
+			it.Close()
+			peak = max(peak, memacct.Read().PeakBytes[memacct.DynamicCache]-base)
+			if left := memacct.Read().Bytes[memacct.DynamicCache] - base; left != 0 {
+				t.Fatalf("%+v, epoch %d: %d bytes of dynamic caches still counted after Close", tc, epoch, left)
+			}
+		}
+		s.Close()
+		t.Logf("%+v: peak %d bytes of dynamic caches, bound %d per macro batch", tc, peak, bound)
+		if peak <= 0 || peak > int64(tc.workers)*bound {
+			t.Errorf("%+v: dynamic caches peaked at %d bytes, want in (0, %d × %d]", tc, peak, tc.workers, bound)
+		}
 	}
 }

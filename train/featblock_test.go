@@ -2,6 +2,8 @@ package train
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -150,5 +152,81 @@ func TestFeatureBlockGather(t *testing.T) {
 	}
 	if len(missed) == 0 || len(missed) == len(ids) {
 		t.Errorf("missed %v: want a mix of hits and misses", missed)
+	}
+}
+
+// TestFeatureBlockAdapts: a budget that holds the working set but not the
+// partition-major feature block beside it turns the block off (Budget,
+// MemPlan.Apply, the trainer) instead of refusing; a larger one keeps the
+// block; one too small even without it still refuses, naming the block.
+func TestFeatureBlockAdapts(t *testing.T) {
+	d, pf := relabelledSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func() *Options {
+		return &Options{Model: ModelSAGE, Layers: 2, Hidden: 8, Epochs: 1, EvalEvery: 100, BatchSize: 100, Fanouts: []int{4, 4},
+			Seed: *seedFlag, NoHist: true, Selection: sample.ModePartition, Partitions: pf, PartsPerBatch: 5}
+	}
+	o := opts().withDefaults()
+	block := FeatureBlockBytes(d, &o)
+	if block <= 0 {
+		t.Fatal("no feature block on the relabelled dataset")
+	}
+	// least returns the smallest budget (to 4 KiB) for which ok holds.
+	least := func(ok func(*Budget) bool) int64 {
+		lo, hi := int64(1<<20), int64(1<<32)
+		for hi-lo > 4<<10 {
+			mid := lo + (hi-lo)/2
+			if b, err := divide(d, &o, nil, mid); err == nil && ok(b) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return hi
+	}
+	withBlock := least(func(b *Budget) bool { return !b.NoFeatureBlock })
+	without := least(func(*Budget) bool { return true })
+	if without >= withBlock {
+		t.Fatalf("the least budget is %d with the block and %d without", withBlock, without)
+	}
+	mem := without + (withBlock-without)/2
+	b, err := divide(d, &o, nil, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.NoFeatureBlock || b.BlockBytes != block || b.WorkingSet.FeatureBlockBytes != 0 || b.Caches < 0 {
+		t.Fatalf("--mem %d (block on from %d, off from %d): %+v", mem, withBlock, without, b)
+	}
+	var sb strings.Builder
+	if err := WriteBudget(&sb, b); err != nil || !strings.Contains(sb.String(), "feature block off: its "+ibytes(block)+" did not fit") {
+		t.Errorf("budget print %q (%v)", sb.String(), err)
+	}
+	if kept, err := divide(d, &o, nil, withBlock); err != nil || kept.NoFeatureBlock || kept.WorkingSet.FeatureBlockBytes != block {
+		t.Errorf("--mem %d keeps the block: %+v, %v", withBlock, kept, err)
+	}
+	if _, err := divide(d, &o, nil, without-64<<10); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "feature block of "+ibytes(block)) {
+		t.Errorf("--mem below both: %v", err)
+	}
+	// Apply carries the decision to training, which runs without the block.
+	to := opts()
+	(&MemPlan{Budget: b}).Apply(to, nil)
+	if !to.NoFeatureBlock || to.MaxBatchRows != b.MaxBatchRows {
+		t.Fatalf("Apply: NoFeatureBlock %v, MaxBatchRows %d (budget %d)", to.NoFeatureBlock, to.MaxBatchRows, b.MaxBatchRows)
+	}
+	tr, err := New(context.Background(), d, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.fb != nil {
+		t.Fatal("the trainer built a feature block the budget turned off")
+	}
+	rep, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Epochs[0]; e.FeatureBlockRows != 0 || e.Batches == 0 {
+		t.Errorf("epoch without the block: %d block rows, %d batches", e.FeatureBlockRows, e.Batches)
 	}
 }

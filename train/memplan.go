@@ -99,6 +99,15 @@ type Budget struct {
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
 	MicroBatches int   `json:"micro_batches"`
 	BatchSize    int   `json:"batch_size"`
+	// NoFeatureBlock is set when a partition-major dataset's feature
+	// block (one macro batch's feature rows) did not fit beside the
+	// working set, the fixed state and the caches' tables: training
+	// turns it off (Options.NoFeatureBlock, set by MemPlan.Apply) and
+	// gathers those rows like any other, instead of refusing. The
+	// working set is then the one without the block. BlockBytes is what
+	// the block would have taken.
+	NoFeatureBlock bool  `json:"no_feature_block,omitempty"`
+	BlockBytes     int64 `json:"block_bytes,omitempty"`
 }
 
 // ibytes formats a byte count in IEC units.
@@ -130,16 +139,16 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	workers := samplingWorkers(o.Workers)
 	whole := fanoutRows(int64(o.BatchSize), o.Fanouts, n)
 	// Beside both phases: each sampling worker's batch under
-	// construction and, in partition selection, (workers + 1) macro-batch
-	// caches at their bound from the partitioning.
+	// construction and, in partition selection, the macro-batch caches
+	// the workers hold at their bound from the partitioning.
 	wholeBytes := sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges(), o.Source)
 	sampler := int64(workers) * wholeBytes
 	if o.Selection == sample.ModePartition {
-		sampler += int64(workers+1) * macroBound(&o)
+		sampler += int64(sample.MacroCachesHeld(workers)) * macroBound(&o)
 	}
 	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
 	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + whole*idRowBytes)
-	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), wholeBytes, workers)
+	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges()))
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
@@ -164,6 +173,9 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	o.Plan, o.Profile, o.MemBytes = mp.Plan, mp.Profile, mp.MemBytes
 	if mp.Budget != nil && o.MaxBatchRows == 0 {
 		o.MaxBatchRows = mp.Budget.MaxBatchRows
+	}
+	if mp.Budget != nil && mp.Budget.NoFeatureBlock {
+		o.NoFeatureBlock = true
 	}
 	if mo != nil && mo.Cross != nil && o.NeighborCross == nil {
 		o.NeighborCross = mo.Cross
@@ -218,6 +230,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				return nil, err
 			}
 			mp.Budget = b
+			o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
 			remodeled, err := remodelPlanReads(ctx, d, &o, mo, full, b)
 			if err != nil {
 				return nil, err
@@ -257,10 +270,15 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if err != nil {
 		return nil, err
 	}
-	if r := b.MaxBatchRows; r > 0 && r < p.Meta.MaxBatchRows && p.Meta.Reads != nil {
+	if b.NoFeatureBlock {
+		o.NoFeatureBlock = true
+		po = profileOptions(&o, mo, name)
+	}
+	if r := b.MaxBatchRows; r > 0 && p.Meta.Reads != nil && (r < p.Meta.MaxBatchRows || (b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0)) {
 		// Batches will be cut into micro-batches, each gathered on its
-		// own: count the reads (and the feature cache's benefit) of
-		// those, not of whole batches.
+		// own, or the feature block the profile counted is off: count
+		// the reads (and the feature cache's benefit) of what training
+		// will gather.
 		if err := p.RemodelReads(ctx, d, o.Partitions, po, splitRows(int(r)), r); err != nil {
 			return nil, err
 		}
@@ -303,13 +321,15 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 }
 
 // remodelPlanReads counts p's reads again for the micro-batches b cuts
-// batches into, when p (a plan file's profile) counted them whole, and
+// batches into, when p (a plan file's profile) counted them whole, or
+// without the feature block when p counted it and b turned it off, and
 // reports whether it did. A profile made with other batches (seed, size,
 // fanouts, selection) keeps its counts, with a log line: its predictions
 // were off anyway (MemPlan.Warning says why).
 func remodelPlanReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
 	r := b.MaxBatchRows
-	if p == nil || p.Meta.Reads == nil || r <= 0 || r >= p.Meta.MaxBatchRows || p.Meta.Reads.MicroBatchRows == r {
+	blockOff := b.NoFeatureBlock && p != nil && p.Meta.Reads != nil && p.Meta.Reads.BlockRows > 0
+	if p == nil || p.Meta.Reads == nil || r <= 0 || (!blockOff && (r >= p.Meta.MaxBatchRows || p.Meta.Reads.MicroBatchRows == r)) {
 		return false, nil
 	}
 	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(int(r)), r)
@@ -390,6 +410,17 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 	b.WorkingSet = ws
 	b.Caches = avail + tables - ws.Bytes
 	if b.Caches < tables {
+		if ws.FeatureBlockBytes > 0 {
+			// Adapt before refusing: the block is a speed-up, and
+			// without it the macro batch's rows are gathered like any
+			// other's.
+			w := *o
+			w.NoFeatureBlock = true
+			if nb, err := divide(d, &w, p, mem); err == nil {
+				nb.NoFeatureBlock, nb.BlockBytes = true, ws.FeatureBlockBytes
+				return nb, nil
+			}
+		}
 		return nil, workingSetError(ws, b.Fixed, mem, tables)
 	}
 	return b, nil
@@ -543,12 +574,9 @@ type WorkingSetEstimate struct {
 	// ids and blocks (idRowBytes per row) are counted in BatchBytes.
 	SplitFrom int64 `json:"split_from,omitempty"`
 	// DynamicBytes is the partition sampler's macro-batch dynamic
-	// neighbour caches alive at once: (sampling workers + 1) × the
-	// profile's MaxDynamicBytes. A macro batch's cache lives from the
-	// sampling of its first batch to that of its last, and batches are
-	// handed to the workers in order, so the caches alive are at most one
-	// per busy worker plus the one whose later batches are not yet
-	// started. 0 in random selection and without a matching profile. Like
+	// neighbour caches held at once: sample.MacroCachesHeld(sampling
+	// workers), one per worker, × the profile's MaxDynamicBytes. 0 in
+	// random selection and without a matching profile. Like
 	// BatchRows it comes from the profiling epoch: another epoch's macro
 	// batches may be somewhat larger.
 	DynamicBytes int64 `json:"dynamic_bytes,omitempty"`
@@ -606,7 +634,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	var ws WorkingSetEstimate
 	if p != nil && p.Meta.BatchSize == o.BatchSize && slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.Batches > 0 {
 		if o.Selection == sample.ModePartition && p.Meta.MaxDynamicBytes > 0 {
-			ws.DynamicBytes = int64(samplingWorkers(o.Workers)+1) * p.Meta.MaxDynamicBytes
+			ws.DynamicBytes = int64(sample.MacroCachesHeld(samplingWorkers(o.Workers))) * p.Meta.MaxDynamicBytes
 		}
 		if p.Meta.MaxBatchRows > 0 {
 			ws.BatchRows, ws.From = p.Meta.MaxBatchRows, "profile"
@@ -724,8 +752,12 @@ func keptProfile(p *planner.Profile, beta float64) *planner.Profile {
 }
 
 func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches int64) error {
-	return fmt.Errorf("%w: --mem %d bytes (less the runtime reserve of %d) cannot hold the training working set of %d in-flight batches × %d bytes (up to %d input rows per batch, from %s) and %d bytes of macro-batch neighbour caches, plus %d bytes of fixed state (%d sampling workers) plus %d bytes of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
-		ErrBudget, mem, RuntimeReserve(mem), ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.From, ws.DynamicBytes, fs.Bytes, fs.Workers, caches)
+	block := ""
+	if ws.FeatureBlockBytes > 0 {
+		block = fmt.Sprintf(", a feature block of %s", ibytes(ws.FeatureBlockBytes))
+	}
+	return fmt.Errorf("%w: --mem %s (less the runtime reserve of %s) cannot hold the training working set of %d in-flight batches × %s (up to %d input rows per batch, from %s), %s of macro-batch neighbour caches, %s of batches the sampling workers build%s, plus %s of fixed state (%d sampling workers) plus %s of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
+		ErrBudget, ibytes(mem), ibytes(RuntimeReserve(mem)), ws.InFlight, ibytes(ws.BatchBytes), ws.BatchRows, ws.From, ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes), block, ibytes(fs.Bytes), fs.Workers, ibytes(caches))
 }
 
 // estimateMemory is the memory training d with o takes at most: the
@@ -841,6 +873,9 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	terms := fmt.Sprintf("macro-batch caches %s; sampling workers %s", ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes))
 	if ws.FeatureBlockBytes > 0 {
 		terms += "; feature block " + ibytes(ws.FeatureBlockBytes)
+	}
+	if b.NoFeatureBlock {
+		terms += fmt.Sprintf("; feature block off: its %s did not fit", ibytes(b.BlockBytes))
 	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)

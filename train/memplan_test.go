@@ -153,7 +153,8 @@ func TestKeptProfile(t *testing.T) {
 }
 
 // TestWorkingSetDynamic: in partition selection the working set reserves
-// (workers + 1) × the profile's largest macro-batch neighbour cache beside
+// one per worker of the profile's largest macro-batch neighbour cache
+// (sample.MacroCachesHeld; TestMacroCachesAlive checks it) beside
 // the batches in flight; random selection reserves none.
 func TestWorkingSetDynamic(t *testing.T) {
 	d := smallSynth(t)
@@ -165,8 +166,8 @@ func TestWorkingSetDynamic(t *testing.T) {
 		want    int64
 	}{
 		{sample.ModeRandom, 2, 0},
-		{sample.ModePartition, 2, 3 * dyn},
-		{sample.ModePartition, 5, 6 * dyn},
+		{sample.ModePartition, 2, 2 * dyn},
+		{sample.ModePartition, 5, 5 * dyn},
 	} {
 		o := synthOpts()
 		o.Selection, o.Workers = tc.sel, tc.workers
