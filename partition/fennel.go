@@ -73,6 +73,7 @@ type streamer struct {
 	// Scratch.
 	nbrs []int64
 	locs []uint64
+	rows []uint64 // countBatched: row offsets, then the rows' words
 
 	// Statistics of the last pass.
 	seen, internal int64   // neighbours already assigned / of them in v's part
@@ -188,6 +189,16 @@ func (s *streamer) isDone(u int64) bool {
 // hash locations, hashK per neighbour, into s.locs).
 func (s *streamer) gather(v int64) {
 	s.nbrs = s.d.Neighbors(v).AppendTo(s.nbrs[:0])
+	if s.spec.filter && s.spec.scopeSlice != nil && s.spec.scopeArr == nil {
+		s.scopeBatched(v)
+		return
+	}
+	s.scopeEach(v)
+}
+
+// scopeEach keeps the neighbours in s.nbrs that are in scope (not v) and
+// their hash locations, one neighbour at a time.
+func (s *streamer) scopeEach(v int64) {
 	s.locs = s.locs[:0]
 	j := 0
 	sc := s.spec.scopeSlice
@@ -209,6 +220,53 @@ func (s *streamer) gather(v int64) {
 		j++
 	}
 	s.nbrs = s.nbrs[:j]
+}
+
+// scopeBatched is scopeEach for a level-2 stream scoped by the level-1
+// filters, in phases like countBatched: every neighbour's hash locations,
+// then the scope part's word of each of their rows loaded in one tight
+// loop, then the test and a stable compaction. It keeps exactly what
+// scopeEach keeps (TestScopeBatched).
+func (s *streamer) scopeBatched(v int64) {
+	sc := s.spec.scopeSlice
+	hk, h := int(s.hashK), int(sc.h)
+	s.locs = s.locs[:0]
+	j := 0
+	for _, u := range s.nbrs {
+		if u != v {
+			s.nbrs[j] = u
+			j++
+			s.locs = append(s.locs, s.hs.locations(u)...)
+		}
+	}
+	s.nbrs = s.nbrs[:j]
+	need := j * h
+	if cap(s.rows) < need {
+		s.rows = make([]uint64, need)
+	}
+	rows := s.rows[:need]
+	w, bit := uint64(s.spec.scopePart>>6), uint64(1)<<(s.spec.scopePart&63)
+	for i := range j {
+		for k, x := range s.locs[i*hk : i*hk+h] {
+			rows[i*h+k] = sc.fm.mod(x)*uint64(sc.words) + w
+		}
+	}
+	for k, r := range rows {
+		rows[k] = sc.bits[r]
+	}
+	keep := 0
+	for i := range j {
+		in := true
+		for _, x := range rows[i*h : (i+1)*h] {
+			in = in && x&bit != 0
+		}
+		if in {
+			copy(s.locs[keep*hk:(keep+1)*hk], s.locs[i*hk:(i+1)*hk])
+			s.nbrs[keep] = s.nbrs[i]
+			keep++
+		}
+	}
+	s.nbrs, s.locs = s.nbrs[:keep], s.locs[:keep*hk]
 }
 
 // count fills s.counts/s.touched with |N(v) ∩ P| for every part P holding
@@ -242,6 +300,10 @@ func (s *streamer) count() {
 	// Bloom: one bit-sliced lookup per neighbour yields every part that
 	// (probably) holds it. A neighbour re-placed earlier in this pass is
 	// looked up in the current filters, any other in the previous pass's.
+	if s.filters.words <= 2 && !s.parallel(len(nb)) {
+		s.countBatched()
+		return
+	}
 	if s.parallel(len(nb)) {
 		s.countParallel(func(lo, hi int, cnt []int32, touch func(int32)) {
 			mask := make([]uint64, s.filters.words)
@@ -266,6 +328,73 @@ func (s *streamer) count() {
 			continue
 		}
 		for i, x := range mask {
+			for x != 0 {
+				q := int32(i<<6 + bits.TrailingZeros64(x))
+				x &= x - 1
+				s.counts[q]++
+				s.touch(q)
+			}
+		}
+	}
+}
+
+// countBatched is count's Bloom path for rows of one or two words, in
+// three phases so that the rows' cache misses overlap: every neighbour's
+// row offsets (arithmetic only), then every row's words loaded in one
+// tight loop, then the AND and the count per neighbour. A per-neighbour
+// lookup waits on its rows before the next neighbour's loads issue, and
+// once the filters outgrow the processor's cache each row is a miss
+// (docs/benchmarks.md, "The 20 M rung"); loaded together, many misses are
+// in flight at once. It counts exactly what lookup does for each
+// neighbour, without lookup's early exit (TestCountBatched).
+func (s *streamer) countBatched() {
+	nb := s.nbrs
+	f := s.filters
+	h, hk, w := int(f.h), int(s.hashK), f.words
+	need := len(nb) * h * w
+	if cap(s.rows) < need {
+		s.rows = make([]uint64, need)
+	}
+	rows := s.rows[:need]
+	for j := range nb {
+		l := s.locs[j*hk : j*hk+h]
+		o := rows[j*h*w : (j+1)*h*w : (j+1)*h*w]
+		for i, x := range l {
+			o[i*w] = f.fm.mod(x) * uint64(w)
+		}
+	}
+	for j, u := range nb {
+		src := f.bits
+		if s.prev != nil && !s.isDone(u) {
+			src = s.prev.bits
+		}
+		o := rows[j*h*w : (j+1)*h*w : (j+1)*h*w]
+		if w == 1 {
+			for i := range o {
+				o[i] = src[o[i]]
+			}
+			continue
+		}
+		for i := 0; i < len(o); i += 2 {
+			r := o[i]
+			o[i], o[i+1] = src[r], src[r+1]
+		}
+	}
+	for j := range nb {
+		o := rows[j*h*w : (j+1)*h*w : (j+1)*h*w]
+		var x0, x1 uint64 = ^uint64(0), ^uint64(0)
+		if w == 1 {
+			x1 = 0
+			for _, x := range o {
+				x0 &= x
+			}
+		} else {
+			for i := 0; i < len(o); i += 2 {
+				x0 &= o[i]
+				x1 &= o[i+1]
+			}
+		}
+		for i, x := range [2]uint64{x0, x1} {
 			for x != 0 {
 				q := int32(i<<6 + bits.TrailingZeros64(x))
 				x &= x - 1
