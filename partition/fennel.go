@@ -73,7 +73,7 @@ type streamer struct {
 	// Scratch.
 	nbrs []int64
 	locs []uint64
-	rows []uint64 // countBatched: row offsets, then the rows' words
+	rows []uint64 // countBatched, scopeBatched: row offsets, then the rows' words
 
 	// Statistics of the last pass.
 	seen, internal int64   // neighbours already assigned / of them in v's part

@@ -87,7 +87,7 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 		a := pf.p.AdjacencyOf(q)
 		err := dst.addRead(a.Nodes, a.Indptr, a.Indices64 != nil, func(b []byte) error {
 			if int64(len(b)) != a.FileBytes {
-				return fmt.Errorf("sample: %s: partition %d: %d index bytes, want %d", pf.p.AdjacencyPath(), q, a.FileBytes, len(b))
+				return fmt.Errorf("sample: %s: partition %d: %d index bytes at byte %d, its offsets span %d", pf.p.AdjacencyPath(), q, a.FileBytes, a.FileOffset, len(b))
 			}
 			if _, err := pf.f.ReadAt(b, a.FileOffset); err != nil {
 				return fmt.Errorf("sample: read %s at byte %d: %w", pf.p.AdjacencyPath(), a.FileOffset, err)
@@ -127,8 +127,8 @@ func MacroBound(parts Partitions, ppb, batchSize int, cost func(q int) int64) in
 // MacroBytesBound bounds the memory of one macro batch's dynamic cache
 // (DynamicCache.MemBytes, as LoadAdjacency fills it: it reads the lists
 // straight into the cache, with no buffer of its own) by MacroBound with
-// ppb and batchSize: a partition costs
-// 8 + dynIndexEntryBytes per member and its list ids. It reads only the
+// ppb and batchSize: a partition costs dynNodeBytes per member and its
+// list ids, and the cache one leading offset. It reads only the
 // partitioning's offsets, so memory can be checked before any macro batch
 // is loaded.
 func (pf *PartitionFiles) MacroBytesBound(ppb, batchSize int) int64 {
@@ -138,7 +138,7 @@ func (pf *PartitionFiles) MacroBytesBound(ppb, batchSize int) int64 {
 		if a.Indices64 != nil {
 			width = 8
 		}
-		return int64(len(a.Nodes))*(8+dynIndexEntryBytes) + (a.Indptr[len(a.Indptr)-1]-a.Indptr[0])*width
+		return int64(len(a.Nodes))*dynNodeBytes + (a.Indptr[len(a.Indptr)-1]-a.Indptr[0])*width
 	})
 	return n + 8
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 func TestPartitionFilesAdapter(t *testing.T) {
@@ -21,19 +22,7 @@ func TestPartitionFilesAdapter(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	adj, _, train := communityGraph(r, 6, 30, 8, 2, 2)
 	d := writeDataset(t, adj, train, 0)
-	if _, err := partition.Run(d, &partition.Options{Parts: 6, FirstLevel: 6, Method: partition.FennelExact, Seed: int64(seed >> 1), Logger: slog.New(slog.DiscardHandler)}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.Open(d.Dir(), string(partition.FennelExact))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	pf, err := sample.NewPartitionFiles(d, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
+	pf := partitionFiles(t, d, 6, seed)
 	var _ sample.Partitions = pf
 	c := sample.NewDynamicCache(false)
 	all := make([]int, pf.K())
@@ -120,19 +109,7 @@ func TestMacroCachesAlive(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 17))
 	adj, _, train := communityGraph(r, 24, 40, 8, 2, 3)
 	d := writeDataset(t, adj, train, 0)
-	if _, err := partition.Run(d, &partition.Options{Parts: 24, FirstLevel: 24, Method: partition.FennelExact, Seed: int64(seed >> 1), Logger: slog.New(slog.DiscardHandler)}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.Open(d.Dir(), string(partition.FennelExact))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	pf, err := sample.NewPartitionFiles(d, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
+	pf := partitionFiles(t, d, 24, seed)
 	for _, tc := range []struct{ workers, ppb, batch int }{
 		{1, 1, 5}, {2, 1, 5}, {2, 2, 7}, {4, 1, 4}, {4, 3, 30}, {3, 1, 13},
 	} {
@@ -172,4 +149,25 @@ func TestMacroCachesAlive(t *testing.T) {
 			t.Errorf("%+v: dynamic caches peaked at %d bytes, want in (0, %d × %d]", tc, peak, tc.workers, bound)
 		}
 	}
+}
+
+// partitionFiles partitions d into parts parts in one level (exact
+// FENNEL, seeded from seed) and opens them as PartitionFiles, closed when
+// the test ends.
+func partitionFiles(t *testing.T, d *storage.Dataset, parts int, seed uint64) *sample.PartitionFiles {
+	t.Helper()
+	if _, err := partition.Run(d, &partition.Options{Parts: parts, FirstLevel: parts, Method: partition.FennelExact, Seed: int64(seed >> 1), Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.Open(d.Dir(), string(partition.FennelExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := sample.NewPartitionFiles(d, p)
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pf.Close(); p.Close() })
+	return pf
 }

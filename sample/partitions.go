@@ -209,6 +209,10 @@ func (c *DynamicCache) AllocatedBytes() int64 {
 // (heap after GC, arrays subtracted); 48 leaves a margin.
 const dynIndexEntryBytes = 48
 
+// dynNodeBytes is what a cached node costs beside its list's ids: its
+// 8-byte offset and its index entry. A cache adds one leading offset.
+const dynNodeBytes = 8 + dynIndexEntryBytes
+
 // MemBytes bounds the cache's memory: AllocatedBytes plus
 // dynIndexEntryBytes per entry the index map has held (its fullest load,
 // for a cache reused after Reset). A nil cache is 0.
@@ -227,7 +231,7 @@ func (c *DynamicCache) NeedBytes() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.DataBytes() + 8*int64(c.Len()+1) + dynIndexEntryBytes*int64(c.Len())
+	return c.DataBytes() + dynNodeBytes*int64(c.Len()) + 8
 }
 
 // Lookup returns v's list, or false when v is not in the cache. A nil

@@ -239,7 +239,7 @@ func TestBudgetUnderCgroup(t *testing.T) {
 // countedPeakShare is the share of the peak anonymous memory that the
 // counters' peak (memacct's purposes, plus the Go runtime's own memory)
 // must reach: issue #13's 85 %. Measured on 2026-11-25 (2-core VM, --mem
-// 176 MiB): 90–95 %.
+// 176 MiB): 91–92 % in four runs.
 const countedPeakShare = 0.85
 
 // countedShare is the share of the peak anonymous memory that the
@@ -249,7 +249,8 @@ const countedPeakShare = 0.85
 // idle machine, 84–88 % in three with two busy loops beside it; later
 // that day 83–91 % in 16 runs (docs/train.md, "At the instant of the
 // peak"). The instant's gap is mostly heap pages the runtime freed and
-// has not yet returned: it keeps about 10 % above its heap goal by design.
+// has not yet returned (its scavenger's design keeps about 10 % above the
+// heap goal).
 // The floor sits below the spread so that a loaded CI machine does not
 // fail it; the log line reports every run's share.
 const countedShare = 0.75

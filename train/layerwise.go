@@ -1422,10 +1422,11 @@ func (c *lwChunker) sweep(ctx context.Context, arr lwSource, acc *lwAcc, bucket 
 // into runs of size nodes (the last may be shorter), numbered from 0. For
 // each run that want accepts (nil: every run), read fills its rows
 // (width floats each) on a goroutine that lwReadAhead owns and waits for,
-// and use consumes them on the caller's, one run behind: two buffers of a
-// run's ids and rows circulate between them, so neither waits on the
-// other longer than a run takes. An error from use stops the reading at
-// its next run; the first error, or ctx's, is returned.
+// and use consumes them on the caller's, one run behind. Exactly two
+// buffers of a run's ids and rows exist: the reader collects a run's ids
+// straight into the one it holds and hands it over full, so neither side
+// waits on the other longer than a run takes. An error from use stops
+// the reading at its next run; the first error, or ctx's, is returned.
 func lwReadAhead(ctx context.Context, set bitset, n, size int64, width int,
 	want func(run int64, ids []int64) bool,
 	read, use func(run int64, ids []int64, rows []float32) error) error {
@@ -1441,37 +1442,41 @@ func lwReadAhead(ctx context.Context, set bitset, n, size int64, width int,
 	done := make(chan error, 1)
 	go func() {
 		defer close(full)
-		var ids []int64
+		b := <-free
 		var run int64
+		// send reads the run collected in b and hands it over, then
+		// takes the next free buffer.
 		send := func() error {
-			if len(ids) == 0 {
+			b.run, run = run, run+1
+			if want != nil && !want(b.run, b.ids) {
+				b.ids = b.ids[:0]
 				return nil
 			}
-			defer func() { run, ids = run+1, ids[:0] }()
-			if want != nil && !want(run, ids) {
-				return nil
+			select {
+			case <-stop:
+				return context.Canceled
+			default:
 			}
-			var b buf
+			if err := read(b.run, b.ids, b.rows[:int64(len(b.ids))*int64(width)]); err != nil {
+				return err
+			}
+			full <- b
 			select {
 			case b = <-free:
 			case <-stop:
 				return context.Canceled
 			}
-			b.run, b.ids = run, append(b.ids[:0], ids...)
-			if err := read(run, b.ids, b.rows[:int64(len(b.ids))*int64(width)]); err != nil {
-				return err
-			}
-			full <- b
+			b.ids = b.ids[:0]
 			return ctx.Err()
 		}
 		err := eachOf(set, n, func(v int64) error {
-			ids = append(ids, v)
-			if int64(len(ids)) == size {
+			b.ids = append(b.ids, v)
+			if int64(len(b.ids)) == size {
 				return send()
 			}
 			return nil
 		})
-		if err == nil {
+		if err == nil && len(b.ids) > 0 {
 			err = send()
 		}
 		done <- err

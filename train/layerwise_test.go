@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -675,5 +676,83 @@ func TestPushEdgesParallel(t *testing.T) {
 				t.Fatalf("width %d: acc[%d] = %v pushed in parallel, %v serially", width, i, par.acc[i], serial.acc[i])
 			}
 		}
+	}
+}
+
+// TestLwReadAhead: every member of the set is read once, in id order, in
+// runs of the given size numbered from 0; want skips runs without reading
+// them; use sees each read run's rows; an error from read or from use is
+// returned and stops the reader.
+func TestLwReadAhead(t *testing.T) {
+	const n, size, width = 1000, 64, 3
+	set := newBitset(n)
+	for v := int64(0); v < n; v += 3 {
+		set.set(v)
+	}
+	var members []int64
+	set.each(func(v int64) { members = append(members, v) })
+	fill := func(_ int64, ids []int64, rows []float32) error {
+		for i, v := range ids {
+			for k := range width {
+				rows[i*width+k] = float32(v*10 + int64(k))
+			}
+		}
+		return nil
+	}
+	for _, skipOdd := range []bool{false, true} {
+		var want func(int64, []int64) bool
+		if skipOdd {
+			want = func(run int64, _ []int64) bool { return run%2 == 0 }
+		}
+		var seen []int64
+		var runs []int64
+		err := lwReadAhead(context.Background(), set, n, size, width, want, fill, func(run int64, ids []int64, rows []float32) error {
+			runs = append(runs, run)
+			for i, v := range ids {
+				if rows[i*width+2] != float32(v*10+2) {
+					return fmt.Errorf("run %d: row of %d holds %v", run, v, rows[i*width:(i+1)*width])
+				}
+			}
+			seen = append(seen, ids...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantIDs, wantRuns []int64
+		for r := int64(0); r*size < int64(len(members)); r++ {
+			if !skipOdd || r%2 == 0 {
+				wantRuns = append(wantRuns, r)
+				wantIDs = append(wantIDs, members[r*size:min((r+1)*size, int64(len(members)))]...)
+			}
+		}
+		if !slices.Equal(runs, wantRuns) || !slices.Equal(seen, wantIDs) {
+			t.Fatalf("skip odd %v: runs %v (want %v), %d ids (want %d)", skipOdd, runs, wantRuns, len(seen), len(wantIDs))
+		}
+	}
+	boom := errors.New("boom")
+	reads := 0
+	err := lwReadAhead(context.Background(), set, n, size, width, nil, func(run int64, ids []int64, rows []float32) error {
+		reads++
+		if run == 2 {
+			return boom
+		}
+		return nil
+	}, func(int64, []int64, []float32) error { return nil })
+	if !errors.Is(err, boom) || reads != 3 {
+		t.Errorf("read error: %v after %d reads, want boom after 3", err, reads)
+	}
+	reads = 0
+	err = lwReadAhead(context.Background(), set, n, size, width, nil, func(int64, []int64, []float32) error {
+		reads++
+		return nil
+	}, func(run int64, _ []int64, _ []float32) error {
+		if run == 0 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || reads > 2 {
+		t.Errorf("use error: %v after %d reads, want boom and at most 2 reads (the failed run and the one read ahead)", err, reads)
 	}
 }

@@ -231,7 +231,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			}
 			mp.Budget = b
 			o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
-			remodeled, err := remodelPlanReads(ctx, d, &o, mo, full, b)
+			remodeled, err := remodelReads(ctx, d, &o, mo, full, b)
 			if err != nil {
 				return nil, err
 			}
@@ -270,18 +270,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if err != nil {
 		return nil, err
 	}
-	if b.NoFeatureBlock {
-		o.NoFeatureBlock = true
-		po = profileOptions(&o, mo, name)
-	}
-	if r := b.MaxBatchRows; r > 0 && p.Meta.Reads != nil && (r < p.Meta.MaxBatchRows || (b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0)) {
-		// Batches will be cut into micro-batches, each gathered on its
-		// own, or the feature block the profile counted is off: count
-		// the reads (and the feature cache's benefit) of what training
-		// will gather.
-		if err := p.RemodelReads(ctx, d, o.Partitions, po, splitRows(int(r)), r); err != nil {
-			return nil, err
-		}
+	o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
+	// Count the reads (and the feature cache's benefit) of what training
+	// will gather: micro-batches, without a block the budget turned off.
+	if _, err := remodelReads(ctx, d, &o, mo, p, b); err != nil {
+		return nil, err
 	}
 	// Saved once, with the reads of the batches training will gather.
 	if err := p.Save(d.Dir()); err != nil {
@@ -320,16 +313,20 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 		Progress: o.Progress, Logger: o.Logger}
 }
 
-// remodelPlanReads counts p's reads again for the micro-batches b cuts
-// batches into, when p (a plan file's profile) counted them whole, or
-// without the feature block when p counted it and b turned it off, and
-// reports whether it did. A profile made with other batches (seed, size,
-// fanouts, selection) keeps its counts, with a log line: its predictions
-// were off anyway (MemPlan.Warning says why).
-func remodelPlanReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
+// remodelReads counts p's reads again for what training with o under
+// b gathers, when p counted something else: whole batches that b cuts into
+// micro-batches, or a feature block b turned off. It reports whether it
+// did. A profile made with other batches (seed, size, fanouts, selection)
+// keeps its counts, with a log line: its predictions were off anyway
+// (MemPlan.Warning says why).
+func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
 	r := b.MaxBatchRows
-	blockOff := b.NoFeatureBlock && p != nil && p.Meta.Reads != nil && p.Meta.Reads.BlockRows > 0
-	if p == nil || p.Meta.Reads == nil || r <= 0 || (!blockOff && (r >= p.Meta.MaxBatchRows || p.Meta.Reads.MicroBatchRows == r)) {
+	if p == nil || p.Meta.Reads == nil || r <= 0 {
+		return false, nil
+	}
+	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
+	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
+	if !split && !blockOff {
 		return false, nil
 	}
 	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(int(r)), r)
@@ -359,7 +356,7 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 	if err != nil {
 		return err
 	}
-	o.Logger.Info("plan re-predicted for micro-batches", "plan", mp.PlanPath, "micro_batch_rows", p.Meta.Reads.MicroBatchRows,
+	o.Logger.Info("plan re-predicted for the batches training gathers", "plan", mp.PlanPath, "micro_batch_rows", p.Meta.Reads.MicroBatchRows,
 		"gather_reads", res.Predicted.GatherReads, "whole_batch_gather_reads", old.Predicted.GatherReads)
 	mp.Plan, mp.Remodeled = res, true
 	return nil
