@@ -82,7 +82,7 @@ bench-ooc: build
 	$(BIN) bench ooc --check-resume --check-small-limit $(OOC_FLAGS)
 
 bench-partition:
-	$(GO) test -run '^$$' -bench 'Partition' -benchtime 1x -timeout 60m ./partition/
+	$(GO) test -run '^$$' -bench 'Partition|LookupByFilterSize' -benchtime 1x -timeout 60m ./partition/
 
 # --- CUDA (docs/cuda.md). The cuda-tagged binary links libcuda.so.1 only and
 # exits at start on a machine without a GPU (gorgonia.org/cu's init).

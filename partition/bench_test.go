@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +130,68 @@ func BenchmarkPartition(b *testing.B) {
 					b.ReportMetric(float64(st.MaxNodes)/st.AvgNodes, "max/avg-nodes")
 				})
 			}
+		})
+	}
+}
+
+// BenchmarkLookupByFilterSize measures level 1's filter lookup alone
+// (countBatched, the done-bit test included) against the size of the
+// filters, sized as a 100-part first level of a graph of the given node
+// count at the default false-positive rate, with the previous pass's
+// filters beside them as in restreaming. Filter words are random with
+// half their bits set, the fill of a Bloom filter at its optimal h. The
+// neighbours are 2^21 random ids, 19 per node (the generated graphs'
+// average degree), their hash locations computed before the timer starts
+// (117 MiB of them, read in order, so that the rows they hit cover even
+// the largest filters rather than a cached subset). One iteration looks
+// up 2^20 neighbours. Metrics: ns/neighbour and
+// filter-MiB (both passes' matrices). What it shows is the machine: the
+// work per lookup is the same at every size, so any growth of
+// ns/neighbour is the cost of random loads into a larger array.
+func BenchmarkLookupByFilterSize(b *testing.B) {
+	const k1, deg, pool = 100, 19, 1 << 21 / 19
+	for _, nodes := range []int64{2_684_354, 5_368_709, 10_737_418, 20_000_000, 40_000_000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(uint64(nodes), 1))
+			capN := int64(math.Ceil(1.1 * float64(nodes) / k1))
+			cur, prev := newSliced(k1, capN, DefaultFalsePositive), newSliced(k1, capN, DefaultFalsePositive)
+			for _, f := range []*sliced{cur, prev} {
+				for i := range f.bits {
+					f.bits[i] = r.Uint64()
+					if i%f.words == f.words-1 {
+						f.bits[i] &= 1<<(k1%64) - 1
+					}
+				}
+			}
+			s := &streamer{filters: cur, prev: prev, hashK: cur.h, counts: make([]int32, k1), mark: make([]bool, k1)}
+			s.spec.done = make([]uint64, (nodes+63)/64)
+			for i := range s.spec.done {
+				s.spec.done[i] = r.Uint64()
+			}
+			hs := newHasher(cur.h)
+			nbrs := make([]int64, pool*deg)
+			locs := make([]uint64, 0, pool*deg*int(cur.h))
+			for i := range nbrs {
+				nbrs[i] = r.Int64N(nodes)
+				locs = append(locs, hs.locations(nbrs[i])...)
+			}
+			h := int(cur.h)
+			const per = 1 << 20
+			b.ResetTimer()
+			for range b.N {
+				for i := 0; i < per/deg; i++ {
+					j := i % pool
+					s.nbrs = nbrs[j*deg : (j+1)*deg]
+					s.locs = locs[j*deg*h : (j+1)*deg*h]
+					s.countBatched()
+					for _, q := range s.touched {
+						s.counts[q], s.mark[q] = 0, false
+					}
+					s.touched = s.touched[:0]
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(per/deg*deg)), "ns/neighbour")
+			b.ReportMetric(float64(cur.bytes()+prev.bytes())/(1<<20), "filter-MiB")
 		})
 	}
 }

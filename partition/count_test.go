@@ -13,13 +13,12 @@ import (
 func TestCountBatched(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 7))
 	for _, tc := range []struct {
-		k       int
-		fp      float64
-		prev    bool
-		scopeHK uint // a scope filter with more hashes widens hashK
+		k    int
+		fp   float64
+		prev bool
 	}{
-		{40, 0.01, false, 0}, {100, 0.01, false, 0}, {100, 0.01, true, 0}, {64, 0.2, true, 0},
-		{128, 0.05, false, 11}, {7, 0.5, true, 0},
+		{40, 0.01, false}, {100, 0.01, false}, {100, 0.01, true}, {64, 0.2, true},
+		{128, 0.05, false}, {7, 0.5, true},
 	} {
 		const n = 5000
 		f := newSliced(tc.k, 300, tc.fp)
@@ -35,7 +34,7 @@ func TestCountBatched(t *testing.T) {
 			}
 		}
 		fill(f)
-		s := &streamer{filters: f, hashK: max(f.h, tc.scopeHK), counts: make([]int32, tc.k), mark: make([]bool, tc.k), mask: make([]uint64, f.words)}
+		s := &streamer{filters: f, hashK: f.h, counts: make([]int32, tc.k), mark: make([]bool, tc.k), mask: make([]uint64, f.words)}
 		if tc.prev {
 			s.prev = newSliced(tc.k, 300, tc.fp)
 			fill(s.prev)
@@ -86,46 +85,25 @@ func (s *streamer) take() (counts, touched []int32) {
 	return counts, touched
 }
 
-// TestScopeBatched: scopeBatched keeps exactly the neighbours, in the
-// same order and with the same hash locations, that scopeEach keeps, for
-// scope filters of one and two words a row and either hash count the
-// larger.
-func TestScopeBatched(t *testing.T) {
-	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 9))
-	for _, tc := range []struct {
-		k1, k2 int
-		fp1    float64
-	}{
-		{100, 100, 0.01}, {7, 100, 0.3}, {64, 10, 0.5}, {128, 3, 0.01},
-	} {
-		sc := newSliced(tc.k1, 200, tc.fp1)
-		for i := range sc.bits {
-			sc.bits[i] = r.Uint64() | r.Uint64() | r.Uint64()
-		}
-		f := newSliced(tc.k2, 200, 0.05)
-		hk := max(f.h, sc.h)
-		s := &streamer{filters: f, hashK: hk, hs: newHasher(hk)}
-		s.spec.filter, s.spec.scopeSlice = true, sc
-		for trial := range 100 {
-			s.spec.scopePart = int32(r.IntN(tc.k1))
-			v := r.Int64N(1000)
-			nbrs := make([]int64, r.IntN(50))
-			for i := range nbrs {
-				nbrs[i] = r.Int64N(1000)
-				if r.IntN(10) == 0 {
-					nbrs[i] = v
+// TestTrainTest: the bitset answers exactly what a search of the sorted
+// training ids answers, for every id, at sizes around word boundaries and
+// with the first and last ids included.
+func TestTrainTest(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 11))
+	for _, n := range []int64{1, 63, 64, 65, 1000, 4097} {
+		for _, frac := range []float64{0, 0.1, 0.5, 1} {
+			var train []int64
+			for v := range n {
+				if r.Float64() < frac || frac > 0 && (v == 0 || v == n-1) {
+					train = append(train, v)
 				}
 			}
-			s.nbrs = append(s.nbrs[:0], nbrs...)
-			s.scopeEach(v)
-			wantN, wantL := slices.Clone(s.nbrs), slices.Clone(s.locs)
-			s.nbrs = append(s.nbrs[:0], nbrs...)
-			s.scopeBatched(v)
-			if !slices.Equal(s.nbrs, wantN) || !slices.Equal(s.locs, wantL) {
-				t.Fatalf("%+v, trial %d: batched kept %v, one at a time %v", tc, trial, s.nbrs, wantN)
-			}
-			if trial == 99 && len(wantN) == 0 {
-				t.Logf("%+v: last trial kept nothing", tc)
+			in := trainTest(train, n)
+			for v := range n {
+				_, want := slices.BinarySearch(train, v)
+				if in(v) != want {
+					t.Fatalf("n=%d frac=%g: trainTest(%d) = %v, want %v", n, frac, v, in(v), want)
+				}
 			}
 		}
 	}

@@ -93,13 +93,28 @@
 // streams already occupy the pool). Counts are sums, so the result does
 // not depend on the split.
 //
+// # Read-ahead
+//
+// With Workers > 1, level 1 reads ahead (runAhead): a second goroutine
+// gathers the stream's next nodes (their neighbour lists and, for Fennel,
+// every neighbour's hash locations) into chunks, at most four chunks
+// ahead, while the stream's goroutine counts, chooses and inserts. The
+// gathering reads nothing the stream writes, so each node is placed from
+// exactly what it would gather itself and the assignment is identical
+// (TestReadAheadSame). Before, level 1 ran on one core while the other
+// idled; gathering was about half its CPU time. A node with a list too
+// large for a chunk is gathered by the stream itself, so the chunks'
+// memory is fixed (readAheadBytes, 12.6 MiB at the default h = 7).
+// Measured in docs/benchmarks.md ("Partition: phase times"): level 1
+// 2.3–2.5× faster from 2.7 M to 10.7 M nodes.
+//
 // # Membership: Bloom (Fennel) versus exact (FennelExact)
 //
 // FennelExact answers "which part holds neighbour u" with the int32
 // assignment array: one random 4-byte read per edge, 4 bytes per node.
 //
-// Fennel never reads the assignment of a neighbour while streaming.
-// Membership goes through one Bloom filter per part, each sized for the
+// At level 1, Fennel never reads the assignment of a neighbour while
+// streaming. Membership goes through one Bloom filter per part, each sized for the
 // part's cap (1+ε)·n/k members at FalsePositive, stored bit-sliced: all k
 // filters of a level share (m, h) = bloom.EstimateParameters(cap, fp)
 // (github.com/bits-and-blooms/bloom/v3) and row r < m holds a k-bit
@@ -125,17 +140,26 @@
 // count; a true part collects one count per neighbour it holds, so the
 // noise rarely changes the winner. Measured on the benchmark graph, the
 // cut at fp = 1 % is within 1 % of FennelExact's and fp = 0.1 % did not
-// improve it while costing 2× the time. At level 2 the level-1 filters
-// decide which neighbours are in scope (testing one bit per row; false
-// positives admit a few outside neighbours, which then rarely hit a
-// level-2 filter).
+// improve it while costing 2× the time.
 //
-// The trade-off is memory, not speed: each lookup hashes the id (murmur3,
-// ~20 ns) and reads h random rows (7 at 1 %), against one random 4-byte
-// read for the exact array. On the 2-core benchmark machine, where the
-// 8 MB assignment array is cache-friendly, Fennel is several times slower
-// than FennelExact (docs/benchmarks.md, "Partitioning"); it pays off
-// only where the assignment array would not fit in memory.
+// At level 2 both methods test whether a neighbour is in scope (in the
+// stream's first-level part) with the level-1 assignment array, which
+// level 2 keeps resident anyway: one 4-byte load per neighbour, exact,
+// and done before the neighbour is hashed, so out-of-scope neighbours
+// cost no hashing. The level-1 filters are garbage once level 1 ends.
+// The scope test once read the level-1 filters instead: a hash and h
+// random row loads per neighbour, and false positives that admitted a
+// few outside neighbours (docs/benchmarks.md, "Partition: phase times").
+//
+// The trade-off was meant to be memory for speed: each lookup hashes the
+// id (murmur3, ~20 ns) and reads h random rows (7 at 1 %), against one
+// random 4-byte read for the exact array. But this package allocates the
+// int32 level-1 assignment as its output whichever the method, and
+// restreaming keeps two sets of filters (about 3.4 bytes a node at
+// k1 = 100), so the filters save no memory here. Measured from 2.7 M to
+// 20 M nodes, FennelExact is 2.4–2.7× faster at the same peak RSS and an
+// edge cut within 0.8 % (docs/benchmarks.md, "Partition: phase times").
+// Fennel stays the default, as the design names it.
 //
 // # Memory
 //
@@ -150,7 +174,8 @@
 // second level's k1 streamers are all alive at once (level2Sweep), so
 // their filters are summed rather than one per worker: at 20 M nodes
 // Stats.FilterBytes was 129 MiB against 66 MiB with OrderBFS.
-// Refinement adds only O(k) (see above). Writing the outputs
+// Refinement adds only O(k) (see above); level 1's read-ahead a fixed
+// 12.6 MiB (see Read-ahead). Writing the outputs
 // then needs the assignment, the cross counts (4 bytes per node) and the
 // membership lists (8 bytes per node); the adjacency is streamed from the
 // mapped CSR, whose resident pages also count in the process RSS that

@@ -22,23 +22,20 @@ type levelSpec struct {
 	filter bool // Bloom membership (Fennel) rather than exact (FennelExact)
 
 	// Scope test for neighbours (level 2): u is in scope iff
-	// scopeArr[u] == scopePart (FennelExact) or iff the level-1 filters
-	// say u is in part scopePart (Fennel); neither is set for the whole
+	// scopeArr[u] == scopePart, for both methods: the level-1 assignment
+	// is resident anyway, and one load answers exactly where a test of
+	// the level-1 filters costs h row loads and admits false positives
+	// (docs/benchmarks.md, "Partition: phase times"). Nil for the whole
 	// graph.
-	scopeArr   []int32
-	scopePart  int32
-	scopeSlice *sliced
+	scopeArr  []int32
+	scopePart int32
 
 	// done is an N-bit scratch bitset (global ids) for Fennel restreaming:
 	// bit v is set once v has been re-placed in the current pass. Every bit
 	// of the scope is clear on entry and on return. Allocated if nil.
+	// Several streams may share one (level2Sweep): a stream only tests
+	// the bits of neighbours in its own scope.
 	done []uint64
-	// doneScope, when set, limits done to the scope: a neighbour u counts
-	// as re-placed only if doneScope[u] == scopePart. level2Sweep sets it
-	// because one done set serves several parts' streams at once, while
-	// a Bloom false positive of the scope test may name another part's
-	// node, which a stream running alone would find not re-placed.
-	doneScope []int32
 }
 
 // streamer runs FENNEL over one levelSpec. It is used by one goroutine,
@@ -63,7 +60,7 @@ type streamer struct {
 	mark    []bool
 
 	// Bloom state.
-	hashK       uint // locations per neighbour (max of level and scope h)
+	hashK       uint // locations per neighbour
 	filters     *sliced
 	prev        *sliced // previous pass (restreaming)
 	hs          *hasher
@@ -73,7 +70,7 @@ type streamer struct {
 	// Scratch.
 	nbrs []int64
 	locs []uint64
-	rows []uint64 // countBatched, scopeBatched: row offsets, then the rows' words
+	rows []uint64 // countBatched: row offsets, then the rows' words
 
 	// Statistics of the last pass.
 	seen, internal int64   // neighbours already assigned / of them in v's part
@@ -102,9 +99,6 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 		s.filterBytes = s.filters.bytes()
 		if o.Passes > 1 {
 			s.filterBytes *= 2 // previous and current pass
-		}
-		if spec.scopeSlice != nil {
-			s.hashK = max(s.hashK, spec.scopeSlice.h)
 		}
 		s.hs = newHasher(s.hashK)
 		s.mask = make([]uint64, s.filters.words)
@@ -182,91 +176,36 @@ func (s *streamer) touch(p int32) {
 }
 
 func (s *streamer) isDone(u int64) bool {
-	return s.spec.done[u>>6]&(1<<(u&63)) != 0 && (s.spec.doneScope == nil || s.spec.doneScope[u] == s.spec.scopePart)
+	return s.spec.done[u>>6]&(1<<(u&63)) != 0
 }
 
-// gather loads v's in-scope neighbours into s.nbrs (and, for Bloom, their
-// hash locations, hashK per neighbour, into s.locs).
+// gather loads v's in-scope neighbours (not v itself) into s.nbrs and,
+// for Bloom, their hash locations, hashK per neighbour, into s.locs.
 func (s *streamer) gather(v int64) {
-	s.nbrs = s.d.Neighbors(v).AppendTo(s.nbrs[:0])
-	if s.spec.filter && s.spec.scopeSlice != nil && s.spec.scopeArr == nil {
-		s.scopeBatched(v)
-		return
-	}
-	s.scopeEach(v)
+	s.nbrs, s.locs = s.gatherTo(v, s.nbrs[:0], s.locs[:0], s.hs)
 }
 
-// scopeEach keeps the neighbours in s.nbrs that are in scope (not v) and
-// their hash locations, one neighbour at a time.
-func (s *streamer) scopeEach(v int64) {
-	s.locs = s.locs[:0]
-	j := 0
-	sc := s.spec.scopeSlice
-	for _, u := range s.nbrs {
-		if u == v {
-			continue
-		}
-		if s.spec.scopeArr != nil && s.spec.scopeArr[u] != s.spec.scopePart {
+// gatherTo appends v's in-scope neighbours (not v itself) to nbrs and,
+// for Bloom, their hash locations from hs to locs. Neighbours out of
+// scope are dropped before they are hashed. It reads only what no
+// stream writes (the CSR and the level-1 assignment), so the read-ahead
+// goroutine calls it too, with its own hasher.
+func (s *streamer) gatherTo(v int64, nbrs []int64, locs []uint64, hs *hasher) ([]int64, []uint64) {
+	start := len(nbrs)
+	nbrs = s.d.Neighbors(v).AppendTo(nbrs)
+	scope, sp := s.spec.scopeArr, s.spec.scopePart
+	j := start
+	for _, u := range nbrs[start:] {
+		if u == v || scope != nil && scope[u] != sp {
 			continue
 		}
 		if s.spec.filter {
-			l := s.hs.locations(u)
-			if sc != nil && !sc.test(l, int(s.spec.scopePart)) {
-				continue
-			}
-			s.locs = append(s.locs, l...)
+			locs = append(locs, hs.locations(u)...)
 		}
-		s.nbrs[j] = u
+		nbrs[j] = u
 		j++
 	}
-	s.nbrs = s.nbrs[:j]
-}
-
-// scopeBatched is scopeEach for a level-2 stream scoped by the level-1
-// filters, in phases like countBatched: every neighbour's hash locations,
-// then the scope part's word of each of their rows loaded in one tight
-// loop, then the test and a stable compaction. It keeps exactly what
-// scopeEach keeps (TestScopeBatched).
-func (s *streamer) scopeBatched(v int64) {
-	sc := s.spec.scopeSlice
-	hk, h := int(s.hashK), int(sc.h)
-	s.locs = s.locs[:0]
-	j := 0
-	for _, u := range s.nbrs {
-		if u != v {
-			s.nbrs[j] = u
-			j++
-			s.locs = append(s.locs, s.hs.locations(u)...)
-		}
-	}
-	s.nbrs = s.nbrs[:j]
-	need := j * h
-	if cap(s.rows) < need {
-		s.rows = make([]uint64, need)
-	}
-	rows := s.rows[:need]
-	w, bit := uint64(s.spec.scopePart>>6), uint64(1)<<(s.spec.scopePart&63)
-	for i := range j {
-		for k, x := range s.locs[i*hk : i*hk+h] {
-			rows[i*h+k] = sc.fm.mod(x)*uint64(sc.words) + w
-		}
-	}
-	for k, r := range rows {
-		rows[k] = sc.bits[r]
-	}
-	keep := 0
-	for i := range j {
-		in := true
-		for _, x := range rows[i*h : (i+1)*h] {
-			in = in && x&bit != 0
-		}
-		if in {
-			copy(s.locs[keep*hk:(keep+1)*hk], s.locs[i*hk:(i+1)*hk])
-			s.nbrs[keep] = s.nbrs[i]
-			keep++
-		}
-	}
-	s.nbrs, s.locs = s.nbrs[:keep], s.locs[:keep*hk]
+	return nbrs[:j], locs
 }
 
 // count fills s.counts/s.touched with |N(v) ∩ P| for every part P holding
@@ -496,6 +435,9 @@ func (s *streamer) choose(isTrain bool) (int, error) {
 
 // run streams every pass.
 func (s *streamer) run(passes int) error {
+	if s.readsAhead() {
+		return s.runAhead(passes)
+	}
 	for pass := range passes {
 		s.beginPass(pass)
 		for i := range s.streamLen() {
@@ -530,6 +472,17 @@ func (s *streamer) beginPass(pass int) {
 
 // place streams v, the next node of the scope's stream order, in pass.
 func (s *streamer) place(v int64, pass int) error {
+	s.gather(v)
+	var own []uint64
+	if s.spec.filter {
+		own = s.hs.locations(v) // valid until the next hash: none before add
+	}
+	return s.placeGathered(v, pass, own)
+}
+
+// placeGathered is place once v's neighbours are in s.nbrs and s.locs;
+// own holds v's hash locations (Bloom; nil otherwise).
+func (s *streamer) placeGathered(v int64, pass int, own []uint64) error {
 	sp := &s.spec
 	isTrain := s.train(v)
 	if pass > 0 {
@@ -543,7 +496,6 @@ func (s *streamer) place(v int64, pass int) error {
 			sp.out[v] = -1
 		}
 	}
-	s.gather(v)
 	s.count()
 	p, err := s.choose(isTrain)
 	if err != nil {
@@ -561,7 +513,7 @@ func (s *streamer) place(v int64, pass int) error {
 	s.touched = s.touched[:0]
 	sp.out[v] = sp.base + int32(p)
 	if sp.filter {
-		s.filters.add(s.hs.locations(v), p)
+		s.filters.add(own, p)
 		if pass > 0 {
 			sp.done[v>>6] |= 1 << (v & 63)
 		}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -125,4 +127,14 @@ func openDataset(t testing.TB, dir string) *storage.Dataset {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// readPart returns the bytes of partitioning name's part.npy in dir.
+func readPart(t testing.TB, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(dir, name), FilePart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -111,7 +111,8 @@ type Options struct {
 	// method, gpmetis).
 	Seed int64
 	// Workers bounds the second-level worker pool and the parallel
-	// frontier scoring (default GOMAXPROCS).
+	// frontier scoring (default GOMAXPROCS); above 1, level 1 also
+	// gathers on a second goroutine (see the package doc, Read-ahead).
 	Workers int
 	// ParallelDegree is the degree from which one node's neighbour list is
 	// scored by Workers goroutines in parallel (default 4096; -1 disables).
@@ -128,6 +129,9 @@ type Options struct {
 	// perPart runs OrderID's second level part by part instead of in one
 	// sweep (level2Sweep); tests compare the two.
 	perPart bool
+	// noReadAhead gathers level 1's neighbours on the stream's own
+	// goroutine (see runAhead); tests compare the two.
+	noReadAhead bool
 }
 
 // withDefaults returns a copy of o (or of the zero Options) with defaults

@@ -161,10 +161,7 @@ func TestDeterministic(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b, err := os.ReadFile(filepath.Join(Dir(dir, name), FilePart))
-				if err != nil {
-					t.Fatal(err)
-				}
+				b := readPart(t, dir, name)
 				if first == nil {
 					first = b
 				} else if !bytes.Equal(first, b) {
@@ -355,20 +352,14 @@ func TestDefaultFirstLevel(t *testing.T) {
 
 // TestSweepMatchesPerPart checks that OrderID's one-sweep second level
 // (level2Sweep) assigns every node as running each first-level part's
-// stream alone does. The Bloom filters' false-positive rate is high so
-// that the scope test often admits another part's node.
+// stream alone does. The Bloom filters' false-positive rate is high, so
+// that their counts are far from exact and a stream that saw another
+// part's nodes or filters would place differently.
 func TestSweepMatchesPerPart(t *testing.T) {
 	seed := testSeed(t)
 	g, _ := planted(4000, 40, 10, 0.7, 0.3, seed)
 	dir := t.TempDir()
 	d := g.write(t, dir)
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(Dir(dir, name), FilePart))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	for _, m := range []Method{Fennel, FennelExact} {
 		for _, passes := range []int{1, 3} {
 			base := fmt.Sprintf("%s-p%d", m, passes)
@@ -377,15 +368,59 @@ func TestSweepMatchesPerPart(t *testing.T) {
 			if _, err := Run(d, &o); err != nil {
 				t.Fatal(err)
 			}
-			want := read(o.Name)
+			want := readPart(t, dir, o.Name)
 			for _, workers := range []int{1, 3} {
 				o := Options{Method: m, Parts: 100, FirstLevel: 10, Order: OrderID, Seed: seed, Passes: passes,
 					Refine: -1, Workers: workers, Name: fmt.Sprintf("%s-sweep%d", base, workers), FalsePositive: 0.2}
 				if _, err := Run(d, &o); err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(read(o.Name), want) {
+				if !bytes.Equal(readPart(t, dir, o.Name), want) {
 					t.Errorf("%s passes=%d workers=%d: the sweep's part.npy differs from part by part", m, passes, workers)
+				}
+			}
+		}
+	}
+}
+
+// TestReadAheadSame checks that gathering level 1's neighbours on a
+// second goroutine (runAhead) assigns every node as gathering on the
+// stream's own does, for both methods, one and three passes and every
+// stream order, on a graph of many chunks with two hubs too big to be
+// gathered ahead at Fennel's h (gathered by the stream itself).
+func TestReadAheadSame(t *testing.T) {
+	seed := testSeed(t)
+	edges := aheadEdges(defaultHashes())
+	n := 3 * edges
+	g, _ := planted(n, 60, 6, 0.7, 0.2, seed)
+	for _, hub := range []int64{5, int64(n / 2)} {
+		for u := range int64(n) {
+			if u%2 == 0 {
+				g.edge(hub, u)
+			}
+		}
+	}
+	g.finish()
+	if deg := len(g.adj[5]); deg <= edges {
+		t.Fatalf("hub degree %d, want over %d", deg, edges)
+	}
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	for _, m := range []Method{Fennel, FennelExact} {
+		for _, passes := range []int{1, 3} {
+			for _, order := range []string{OrderBFS, OrderID, OrderRandom} {
+				name := fmt.Sprintf("%s-p%d-%s", m, passes, order)
+				var parts [2][]byte
+				for i, noAhead := range []bool{true, false} {
+					o := Options{Method: m, Parts: 40, FirstLevel: 8, Order: order, Seed: seed, Passes: passes,
+						Refine: -1, Workers: 2, Name: fmt.Sprintf("%s-%v", name, noAhead), noReadAhead: noAhead}
+					if _, err := Run(d, &o); err != nil {
+						t.Fatal(err)
+					}
+					parts[i] = readPart(t, dir, o.Name)
+				}
+				if !bytes.Equal(parts[0], parts[1]) {
+					t.Errorf("%s: part.npy with read-ahead differs from without", name)
 				}
 			}
 		}

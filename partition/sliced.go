@@ -59,17 +59,6 @@ func (s *sliced) add(locs []uint64, j int) {
 	}
 }
 
-// test reports whether part j's filter (probably) holds the key.
-func (s *sliced) test(locs []uint64, j int) bool {
-	w, b := j>>6, uint64(1)<<(j&63)
-	for _, l := range locs[:s.h] {
-		if s.row(l)[w]&b == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // lookup ANDs the key's rows into dst (len words) and reports whether any
 // bit is set.
 func (s *sliced) lookup(locs []uint64, dst []uint64) bool {

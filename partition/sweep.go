@@ -52,7 +52,6 @@ func level2Sweep(d *storage.Dataset, o *Options, part1 []int32, k1, workers int,
 						doneBits = make([]uint64, (n+63)/64)
 					}
 					sp.done = doneBits
-					sp.doneScope = part1
 				}
 				s := newStreamer(d, o, sp, isTrain)
 				s.onProgress = progress()

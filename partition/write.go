@@ -87,8 +87,10 @@ type Stats struct {
 	// PeakRSSBytes is VmHWM of this process during Run (reset at its
 	// start). It includes resident pages of the mmapped dataset.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
-	// FilterBytes is the Bloom filter memory alive at the peak (level-1
-	// filters plus one set of level-2 filters per worker); 0 if none.
+	// FilterBytes is the Bloom filter memory allocated (level-1 filters
+	// plus one set of level-2 filters per worker; the level-1 filters are
+	// garbage once level 2 starts, so the peak is at most this); 0 if
+	// none.
 	FilterBytes int64 `json:"filter_bytes"`
 	Passes      int   `json:"passes"`
 	// Refine is the number of refinement rounds requested (0: none),
@@ -97,6 +99,15 @@ type Stats struct {
 	Refine        int     `json:"refine,omitempty"`
 	RefineMoves   int64   `json:"refine_moves,omitempty"`
 	RefineSeconds float64 `json:"refine_seconds,omitempty"`
+	// The other phases of AssignSeconds: OrderSeconds computes the stream
+	// order (BFS), Level1Seconds and Level2Seconds run each level's
+	// streams (level 2 with its per-part setup). WriteSeconds is the rest
+	// of WallSeconds: the cut count and every output file. Zero where a
+	// method has no such phase.
+	OrderSeconds  float64 `json:"order_seconds,omitempty"`
+	Level1Seconds float64 `json:"level1_seconds,omitempty"`
+	Level2Seconds float64 `json:"level2_seconds,omitempty"`
+	WriteSeconds  float64 `json:"write_seconds"`
 	Seed          int64   `json:"seed"`
 	Order         string  `json:"order"`
 	Gamma         float64 `json:"gamma"`
@@ -310,6 +321,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		Lambda: o.Lambda, FalsePositive: o.FalsePositive, Workers: o.Workers,
 		ExternalSeconds: res.extSeconds, ExternalPeakRSSBytes: res.extRSS,
 		Refine: res.refine, RefineMoves: res.refineMoves, RefineSeconds: res.refineSecs,
+		OrderSeconds: res.orderSecs, Level1Seconds: res.level1Secs, Level2Seconds: res.level2Secs,
 	}
 	if o.Method != Fennel {
 		st.FalsePositive = 0
@@ -396,6 +408,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 	mem = nil
 
 	st.WallSeconds = time.Since(start).Seconds()
+	st.WriteSeconds = st.WallSeconds - st.AssignSeconds
 	st.PeakRSSBytes = memstat.PeakRSS()
 	js, err := json.MarshalIndent(&st, "", "  ")
 	if err != nil {

@@ -65,6 +65,10 @@ atomically with a manifest; see docs/format.md.`,
 			fmt.Fprintf(tw, "train per part\tmax %d, avg %.1f\n", st.MaxTrain, st.AvgTrain)
 			fmt.Fprintf(tw, "time\t%.2fs (assignment %.2fs, %s edges/s)\n", st.WallSeconds, st.AssignSeconds,
 				humanize.SIWithDigits(float64(st.NumEdges*int64(max(st.Passes, 1)))/max(st.AssignSeconds, 1e-9), 1, ""))
+			if st.Level1Seconds > 0 {
+				fmt.Fprintf(tw, "phases\torder %.2fs, level 1 %.2fs, level 2 %.2fs, refinement %.2fs, cut count and files %.2fs\n",
+					st.OrderSeconds, st.Level1Seconds, st.Level2Seconds, st.RefineSeconds, st.WriteSeconds)
+			}
 			fmt.Fprintf(tw, "peak RSS\t%s (filters %s)\n", humanize.IBytes(uint64(st.PeakRSSBytes)), humanize.IBytes(uint64(st.FilterBytes)))
 			if st.ExternalSeconds > 0 {
 				fmt.Fprintf(tw, "gpmetis\t%.2fs, peak RSS %s\n", st.ExternalSeconds, humanize.IBytes(uint64(st.ExternalPeakRSSBytes)))
