@@ -54,7 +54,7 @@ func newAheadChunk(hk uint) *aheadChunk {
 }
 
 // readAheadBytes is the memory of runAhead's chunks for hk hash locations
-// a node (0 for FennelExact): 12.6 MiB at the default false-positive
+// a node (0 for FennelExact): 12.5 MiB at the default false-positive
 // rate's h = 7.
 func readAheadBytes(hk uint) int64 {
 	e, h := int64(aheadEdges(hk)), int64(hk)

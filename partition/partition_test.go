@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 )
 
 // checkPartitioning verifies every invariant tying the output files to
@@ -392,7 +394,7 @@ func TestReadAheadSame(t *testing.T) {
 	seed := testSeed(t)
 	edges := aheadEdges(defaultHashes())
 	n := 3 * edges
-	g, _ := planted(n, 60, 6, 0.7, 0.2, seed)
+	g, _ := planted(n, 60, 20, 0.7, 0.2, seed) // chunks end on edges and on nodes
 	for _, hub := range []int64{5, int64(n / 2)} {
 		for u := range int64(n) {
 			if u%2 == 0 {
@@ -466,5 +468,81 @@ func TestCountSweeps(t *testing.T) {
 		if !slices.Equal(cross, wantCross) || cut != wantCut {
 			t.Errorf("workers %d: crossCounts cut %d, want %d (per-node counts equal: %v)", workers, cut, wantCut, slices.Equal(cross, wantCross))
 		}
+	}
+}
+
+// TestReadAheadBounded checks the read-ahead's memory where it is
+// allocated: every chunk it sends keeps the capacities it was allocated
+// with (no append grew a buffer), holds every node of the stream once in
+// order, with hubs over a chunk's edge budget left to the stream, and
+// the chunks' bytes are readAheadBytes.
+func TestReadAheadBounded(t *testing.T) {
+	seed := testSeed(t)
+	o := (&Options{Parts: 8, Seed: seed}).withDefaults()
+	hk := defaultHashes()
+	edges := aheadEdges(hk)
+	n := 3 * edges
+	g, _ := planted(n, 60, 40, 0.7, 0.2, seed) // 1024 nodes hold more than a chunk's edges
+	for u := range int64(n) {
+		if u%2 == 0 {
+			g.edge(7, u)
+		}
+	}
+	g.finish()
+	d := g.write(t, t.TempDir())
+	s := newStreamer(d, &o, levelSpec{k: 8, n: int64(n), m: float64(d.NumEdges()) / 2, out: make([]int32, n), filter: true},
+		func(int64) bool { return false })
+	if s.hashK != hk {
+		t.Fatalf("streamer h %d, default %d", s.hashK, hk)
+	}
+	full := make(chan *aheadChunk, aheadChunks)
+	free := make(chan *aheadChunk, aheadChunks+2)
+	var bytes int64
+	for range aheadChunks + 2 {
+		c := newAheadChunk(hk)
+		bytes += int64(cap(c.items))*int64(unsafe.Sizeof(aheadNode{})) + 8*int64(cap(c.nbrs)+cap(c.locs)+cap(c.own))
+		free <- c
+	}
+	if want := readAheadBytes(hk); bytes != want {
+		t.Fatalf("chunks allocate %d bytes, readAheadBytes says %d", bytes, want)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.readAhead(2, full, free, stop)
+	}()
+	defer func() { // before the dataset is unmapped
+		close(stop)
+		wg.Wait()
+	}()
+	next, pass, bigs := 0, 0, 0
+	for c := range full {
+		if cap(c.nbrs) != 2*edges || cap(c.locs) != 2*edges*int(hk) || cap(c.items) != aheadNodes || cap(c.own) != aheadNodes*int(hk) {
+			t.Fatalf("a chunk's buffers grew: caps %d %d %d %d", cap(c.nbrs), cap(c.locs), cap(c.items), cap(c.own))
+		}
+		if c.pass != pass {
+			if next != n {
+				t.Fatalf("pass %d ended after %d of %d nodes", pass, next, n)
+			}
+			pass, next = c.pass, 0
+		}
+		for _, it := range c.items {
+			if it.v != int64(next) {
+				t.Fatalf("pass %d: node %d where %d was due", pass, it.v, next)
+			}
+			if it.big != (it.v == 7) {
+				t.Fatalf("node %d (degree %d): big = %v", it.v, len(g.adj[it.v]), it.big)
+			}
+			if it.big {
+				bigs++
+			}
+			next++
+		}
+		free <- c
+	}
+	if pass != 1 || next != n || bigs != 2 {
+		t.Fatalf("ended in pass %d after %d of %d nodes, %d big visits; want pass 1, all nodes, 2", pass, next, n, bigs)
 	}
 }
