@@ -33,8 +33,8 @@ type aheadChunk struct {
 	pass  int
 	items []aheadNode
 	nbrs  []int64
-	locs  []uint64 // hashK per neighbour (Fennel)
-	own   []uint64 // hashK per node: the node's own locations (Fennel)
+	locs  []uint64 // h per neighbour (Fennel)
+	own   []uint64 // h per node: the node's own locations (Fennel)
 }
 
 type aheadNode struct {
@@ -55,7 +55,7 @@ func newAheadChunk(hk uint) *aheadChunk {
 
 // readAheadBytes is the memory of runAhead's chunks for hk hash locations
 // a node (0 for FennelExact): 12.5 MiB at the default false-positive
-// rate's h = 7.
+// rate's h = 7, 12.2 MiB for FennelExact.
 func readAheadBytes(hk uint) int64 {
 	e, h := int64(aheadEdges(hk)), int64(hk)
 	per := 2*e*8 + 2*e*8*h + aheadNodes*8*h + aheadNodes*int64(unsafe.Sizeof(aheadNode{}))
@@ -65,7 +65,26 @@ func readAheadBytes(hk uint) int64 {
 // readsAhead reports whether run gathers on a second goroutine: a stream
 // with a worker to spare (level 1) and nodes to stream.
 func (s *streamer) readsAhead() bool {
-	return s.opts.Workers > 1 && !s.opts.noReadAhead && s.streamLen() > 0
+	return s.opts.readsAhead() && s.streamLen() > 0
+}
+
+// readsAhead reports whether level 1 reads ahead under o.
+func (o *Options) readsAhead() bool { return o.Workers > 1 && !o.noReadAhead }
+
+// readAheadBytes is the read-ahead's memory when level 1 of a graph of n
+// nodes runs under o: the chunks for the h of its level-1 filters, 0
+// where it does not read ahead.
+func (o *Options) readAheadBytes(n int64) int64 {
+	switch {
+	case !o.readsAhead():
+		return 0
+	case o.Method == Fennel:
+		_, h := slicedParams(partCap(n, o.FirstLevel, o.Epsilon), o.FalsePositive)
+		return readAheadBytes(h)
+	case o.Method == FennelExact:
+		return readAheadBytes(0)
+	}
+	return 0
 }
 
 // runAhead is run with the gathering on a second goroutine, which it
@@ -74,7 +93,7 @@ func (s *streamer) runAhead(passes int) error {
 	full := make(chan *aheadChunk, aheadChunks)
 	free := make(chan *aheadChunk, aheadChunks+2)
 	for range aheadChunks + 2 {
-		free <- newAheadChunk(s.hashK)
+		free <- newAheadChunk(s.hashes())
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -88,7 +107,7 @@ func (s *streamer) runAhead(passes int) error {
 		wg.Wait()
 		s.nbrs, s.locs = nil, nil // they may alias a chunk
 	}()
-	hk := int(s.hashK)
+	hk := int(s.hashes())
 	var bigN []int64
 	var bigL []uint64
 	pass := -1
@@ -132,9 +151,9 @@ func (s *streamer) readAhead(passes int, full chan<- *aheadChunk, free <-chan *a
 	defer close(full)
 	var hs *hasher
 	if s.spec.filter {
-		hs = newHasher(s.hashK)
+		hs = newHasher(s.filters.h)
 	}
-	n, edges := s.streamLen(), aheadEdges(s.hashK)
+	n, edges := s.streamLen(), aheadEdges(s.hashes())
 	for pass := range passes {
 		for i := 0; i < n; {
 			var c *aheadChunk

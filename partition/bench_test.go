@@ -163,7 +163,7 @@ func BenchmarkLookupByFilterSize(b *testing.B) {
 					}
 				}
 			}
-			s := &streamer{filters: cur, prev: prev, hashK: cur.h, counts: make([]int32, k1), mark: make([]bool, k1)}
+			s := &streamer{filters: cur, prev: prev, counts: make([]int32, k1), mark: make([]bool, k1)}
 			s.spec.done = make([]uint64, (nodes+63)/64)
 			for i := range s.spec.done {
 				s.spec.done[i] = r.Uint64()

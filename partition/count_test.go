@@ -34,7 +34,7 @@ func TestCountBatched(t *testing.T) {
 			}
 		}
 		fill(f)
-		s := &streamer{filters: f, hashK: f.h, counts: make([]int32, tc.k), mark: make([]bool, tc.k), mask: make([]uint64, f.words)}
+		s := &streamer{filters: f, counts: make([]int32, tc.k), mark: make([]bool, tc.k), mask: make([]uint64, f.words)}
 		if tc.prev {
 			s.prev = newSliced(tc.k, 300, tc.fp)
 			fill(s.prev)
@@ -49,7 +49,7 @@ func TestCountBatched(t *testing.T) {
 			s.locs = s.locs[:0]
 			for range deg {
 				s.nbrs = append(s.nbrs, r.Int64N(n))
-				for range s.hashK {
+				for range f.h {
 					s.locs = append(s.locs, r.Uint64())
 				}
 			}

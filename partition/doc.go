@@ -104,7 +104,8 @@
 // (TestReadAheadSame). Before, level 1 ran on one core while the other
 // idled; gathering was about half its CPU time. A node with a list too
 // large for a chunk is gathered by the stream itself, so the chunks'
-// memory is fixed (readAheadBytes, 12.5 MiB at the default h = 7).
+// memory is fixed (readAheadBytes: 12.5 MiB for Fennel at the default
+// h = 7, 12.2 MiB for FennelExact), and AutoOrder counts it.
 // Measured in docs/benchmarks.md ("Partition: phase times"): level 1
 // 2.3–2.5× faster from 2.7 M to 10.7 M nodes.
 //
@@ -175,7 +176,7 @@
 // their filters are summed rather than one per worker: at 20 M nodes
 // Stats.FilterBytes was 129 MiB against 66 MiB with OrderBFS.
 // Refinement adds only O(k) (see above); level 1's read-ahead a fixed
-// 12.5 MiB (see Read-ahead). Writing the outputs
+// 12.2–12.5 MiB (see Read-ahead). Writing the outputs
 // then needs the assignment, the cross counts (4 bytes per node) and the
 // membership lists (8 bytes per node); the adjacency is streamed from the
 // mapped CSR, whose resident pages also count in the process RSS that

@@ -60,7 +60,6 @@ type streamer struct {
 	mark    []bool
 
 	// Bloom state.
-	hashK       uint // locations per neighbour
 	filters     *sliced
 	prev        *sliced // previous pass (restreaming)
 	hs          *hasher
@@ -84,8 +83,8 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	k := spec.k
 	n := float64(max(spec.n, 1))
 	s.alpha = o.AlphaScale * math.Pow(float64(k), o.Gamma-1) * max(spec.m, 1) / math.Pow(n, o.Gamma)
-	s.capN = int64(math.Ceil((1 + o.Epsilon) * float64(spec.n) / float64(k)))
-	s.capT = int64(math.Ceil((1 + o.Epsilon) * float64(spec.t) / float64(k)))
+	s.capN = partCap(spec.n, k, o.Epsilon)
+	s.capT = partCap(spec.t, k, o.Epsilon)
 	s.avgT = max(float64(spec.t)/float64(k), 1)
 	s.size = make([]int64, k)
 	s.trainLoad = make([]int64, k)
@@ -95,12 +94,11 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	s.mark = make([]bool, k)
 	if spec.filter {
 		s.filters = newSliced(k, s.capN, o.FalsePositive)
-		s.hashK = s.filters.h
 		s.filterBytes = s.filters.bytes()
 		if o.Passes > 1 {
 			s.filterBytes *= 2 // previous and current pass
 		}
-		s.hs = newHasher(s.hashK)
+		s.hs = newHasher(s.filters.h)
 		s.mask = make([]uint64, s.filters.words)
 	}
 	for p := range k {
@@ -109,6 +107,20 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	}
 	s.unplacedT = spec.t
 	return s
+}
+
+// partCap is a part's cap for n items over k parts: ceil((1+ε)·n/k).
+func partCap(n int64, k int, eps float64) int64 {
+	return int64(math.Ceil((1 + eps) * float64(n) / float64(k)))
+}
+
+// hashes is how many hash locations a neighbour carries: the filters' h
+// (Fennel), or 0.
+func (s *streamer) hashes() uint {
+	if s.filters == nil {
+		return 0
+	}
+	return s.filters.h
 }
 
 // room is how many more training nodes part p can take.
@@ -180,7 +192,7 @@ func (s *streamer) isDone(u int64) bool {
 }
 
 // gather loads v's in-scope neighbours (not v itself) into s.nbrs and,
-// for Bloom, their hash locations, hashK per neighbour, into s.locs.
+// for Bloom, their hash locations, h per neighbour, into s.locs.
 func (s *streamer) gather(v int64) {
 	s.nbrs, s.locs = s.gatherTo(v, s.nbrs[:0], s.locs[:0], s.hs)
 }
@@ -289,14 +301,14 @@ func (s *streamer) count() {
 func (s *streamer) countBatched() {
 	nb := s.nbrs
 	f := s.filters
-	h, hk, w := int(f.h), int(s.hashK), f.words
+	h, w := int(f.h), f.words
 	need := len(nb) * h * w
 	if cap(s.rows) < need {
 		s.rows = make([]uint64, need)
 	}
 	rows := s.rows[:need]
 	for j := range nb {
-		l := s.locs[j*hk : j*hk+h]
+		l := s.locs[j*h : (j+1)*h]
 		o := rows[j*h*w : (j+1)*h*w : (j+1)*h*w]
 		for i, x := range l {
 			o[i*w] = f.fm.mod(x) * uint64(w)
@@ -346,9 +358,8 @@ func (s *streamer) countBatched() {
 
 // lookup ANDs the rows of neighbour j (id u) into mask.
 func (s *streamer) lookup(u int64, j int, mask []uint64) bool {
-	hk := int(s.hashK)
-	l := s.locs[j*hk : (j+1)*hk]
 	f := s.filters
+	l := s.locs[j*int(f.h) : (j+1)*int(f.h)]
 	if s.prev != nil && !s.isDone(u) {
 		f = s.prev
 	}

@@ -129,6 +129,13 @@ func openDataset(t testing.TB, dir string) *storage.Dataset {
 	return d
 }
 
+// defaultHashes is the Bloom filters' h at DefaultFalsePositive for a
+// part of many members.
+func defaultHashes() uint {
+	_, h := slicedParams(1<<20, DefaultFalsePositive)
+	return h
+}
+
 // readPart returns the bytes of partitioning name's part.npy in dir.
 func readPart(t testing.TB, dir, name string) []byte {
 	t.Helper()

@@ -27,13 +27,18 @@ const stateBytesPerNode = 56
 // the CSR in storage order (level 2 included, see level2Sweep), so a graph
 // larger than memory is read sequentially rather than re-read page by
 // page. The memory is the smaller of the memory cgroup's limit and
-// MemAvailable. why says which and with what numbers.
-func AutoOrder(d *storage.Dataset) (order, why string) {
-	return autoOrder(csrBytes(d), d.NumNodes(), availableMemory())
+// MemAvailable; the state is what a run under o (nil: the defaults)
+// holds: stateBytesPerNode a node and its level-1 read-ahead. why says
+// which and with what numbers.
+func AutoOrder(d *storage.Dataset, o *Options) (order, why string) {
+	c := o.withDefaults()
+	return autoOrder(csrBytes(d), d.NumNodes(), c.readAheadBytes(d.NumNodes()), availableMemory())
 }
 
-func autoOrder(csr, n, avail int64) (order, why string) {
-	state := stateBytesPerNode*n + readAheadBytes(defaultHashes())
+// autoOrder decides for a CSR of csr bytes, n nodes, fixed bytes of state
+// that do not grow with n, and avail bytes of memory.
+func autoOrder(csr, n, fixed, avail int64) (order, why string) {
+	state := stateBytesPerNode*n + fixed
 	need := csr + state
 	ib := func(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
 	if avail <= 0 || need <= avail {
@@ -41,9 +46,6 @@ func autoOrder(csr, n, avail int64) (order, why string) {
 	}
 	return OrderID, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) exceed %s: streaming in storage order", ib(csr), ib(state), ib(avail))
 }
-
-// defaultHashes is the Bloom filters' h at DefaultFalsePositive.
-func defaultHashes() uint { return newSliced(1, 1, DefaultFalsePositive).h }
 
 // csrBytes is the size of d's indptr and indices arrays.
 func csrBytes(d *storage.Dataset) int64 {

@@ -492,19 +492,27 @@ func TestReadAheadBounded(t *testing.T) {
 	d := g.write(t, t.TempDir())
 	s := newStreamer(d, &o, levelSpec{k: 8, n: int64(n), m: float64(d.NumEdges()) / 2, out: make([]int32, n), filter: true},
 		func(int64) bool { return false })
-	if s.hashK != hk {
-		t.Fatalf("streamer h %d, default %d", s.hashK, hk)
+	if s.hashes() != hk {
+		t.Fatalf("streamer h %d, default %d", s.hashes(), hk)
 	}
 	full := make(chan *aheadChunk, aheadChunks)
 	free := make(chan *aheadChunk, aheadChunks+2)
+	chunkBytes := func(c *aheadChunk) int64 {
+		return int64(cap(c.items))*int64(unsafe.Sizeof(aheadNode{})) + 8*int64(cap(c.nbrs)+cap(c.locs)+cap(c.own))
+	}
 	var bytes int64
 	for range aheadChunks + 2 {
 		c := newAheadChunk(hk)
-		bytes += int64(cap(c.items))*int64(unsafe.Sizeof(aheadNode{})) + 8*int64(cap(c.nbrs)+cap(c.locs)+cap(c.own))
+		bytes += chunkBytes(c)
 		free <- c
 	}
 	if want := readAheadBytes(hk); bytes != want {
 		t.Fatalf("chunks allocate %d bytes, readAheadBytes says %d", bytes, want)
+	}
+	for _, h := range []uint{0, 1, 10} { // FennelExact, and other rates
+		if b, want := (aheadChunks+2)*chunkBytes(newAheadChunk(h)), readAheadBytes(h); b != want {
+			t.Errorf("h=%d: chunks allocate %d bytes, readAheadBytes says %d", h, b, want)
+		}
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -65,7 +65,7 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	}
 	if o.Order == OrderAuto {
 		var why string
-		o.Order, why = AutoOrder(d)
+		o.Order, why = AutoOrder(d, &o)
 		o.Logger.Info("partition: stream order "+o.Order, "why", why)
 	}
 	// The phases hint the CSR mappings for how they read them

@@ -31,11 +31,17 @@ type sliced struct {
 // newSliced sizes k filters for members elements each at false-positive
 // rate fp.
 func newSliced(k int, members int64, fp float64) *sliced {
-	m, h := bloom.EstimateParameters(uint(max(members, 1)), fp)
-	m = max(m, 1)
-	h = max(h, 1)
+	m, h := slicedParams(members, fp)
 	w := (k + 63) / 64
 	return &sliced{m: uint64(m), h: h, k: k, words: w, bits: make([]uint64, int(m)*w), fm: newFastMod(uint64(m))}
+}
+
+// slicedParams is the rows m and hash count h of filters for members
+// elements at false-positive rate fp (bloom.EstimateParameters, at least
+// 1 each).
+func slicedParams(members int64, fp float64) (m, h uint) {
+	m, h = bloom.EstimateParameters(uint(max(members, 1)), fp)
+	return max(m, 1), max(h, 1)
 }
 
 // bytes is the memory of the bit matrix.
