@@ -229,14 +229,11 @@ type ReadPlan struct {
 func (c *Cache) resolveReadPlan() error {
 	o := c.opts
 	p := ReadPlan{Engine: c.reader.Engine().String(), Mode: c.reader.Mode().String()}
-	prof, err := storage.ReadDeviceProfile(c.d.Dir())
-	p.Source, p.CostSource = storage.FileDevice, storage.FileDevice
-	if errors.Is(err, storage.ErrNoDeviceProfile) {
-		prof, p.Source, p.CostSource, err = storage.DefaultDeviceProfile(c.rowBytes), "default", "default", nil
-	}
+	prof, src, err := storage.DeviceProfileOrDefault(c.d.Dir(), c.rowBytes)
 	if err != nil {
 		return err
 	}
+	p.Source, p.CostSource = src, src
 	p.Profile = prof
 	switch {
 	case o.CoalesceGap == PerRowReads:

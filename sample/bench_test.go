@@ -51,10 +51,13 @@ func benchDataset(b *testing.B) *storage.Dataset {
 }
 
 // BenchmarkSampleEdges measures sampled edges per second on one core
-// (Workers 1) from the mapped graph, fanouts 10,10,10, batch 1000.
+// (Workers 1), fanouts 10,10,10, batch 1000, for each source: the mapped
+// graph, a pread per list, and a hop's lists read together (batch,
+// O_DIRECT where supported: every batch reads from the device, where the
+// others find the graph in the page cache after the first epoch).
 func BenchmarkSampleEdges(b *testing.B) {
 	d := benchDataset(b)
-	for _, src := range []sample.Source{sample.SourceMmap, sample.SourcePread} {
+	for _, src := range []sample.Source{sample.SourceMmap, sample.SourcePread, sample.SourceBatch} {
 		b.Run(src.String(), func(b *testing.B) {
 			s, err := sample.New(d, nil, &sample.Options{Fanouts: []int{10, 10, 10}, BatchSize: 1000, Workers: 1, Seed: 1, Source: src})
 			if err != nil {

@@ -68,11 +68,21 @@
 // DynamicCache (partition mode: the adjacency of its partitions, loaded by
 // Partitions.LoadAdjacency when its first batch is sampled and dropped after
 // its last), then storage (Options.Source: the mapping, or pread through
-// page cache or O_DIRECT). LookupStats counts hits, misses and bytes at
-// every level; Global.Hits+Global.Misses == Lookups, and each level's
-// misses are the next level's lookups. Storage.BytesRead counts list bytes
-// requested from storage; the exact device bytes of the pread sources are
-// on the dataset's "sample" accounting stage.
+// page cache or O_DIRECT, one list at a time; or SourceBatch). LookupStats
+// counts hits, misses and bytes at every level; Global.Hits+Global.Misses
+// == Lookups, and each level's misses are the next level's lookups.
+// Storage.BytesRead counts list bytes requested from storage; the exact
+// device bytes of the pread sources are on the dataset's "sample"
+// accounting stage.
+//
+// With SourceBatch the lookups of one hop's new destinations all happen
+// before any of them is expanded: the cache hits in order, then the misses
+// together, their offsets from indptr.npy and then their lists from
+// indices.npy, each read as one merged, sorted plan (internal/readplan)
+// through io_uring where allowed. The lists land in a per-worker arena of
+// ListArenaBytes, allocated once; what does not fit in a batch's share is
+// read through the mapping. Neither changes a batch: the lists are the same
+// and the random draws happen in the same order.
 //
 // # Concurrency
 //

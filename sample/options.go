@@ -3,9 +3,11 @@ package sample
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/ssdgnn/ssdgnn/neighborcache"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Mode is a batch-construction method.
@@ -45,6 +47,33 @@ const (
 	SourcePread
 	// SourceDirect reads each list with pread on an O_DIRECT descriptor.
 	SourceDirect
+	// SourceBatch reads the lists of all of a hop's destinations that
+	// miss the caches together, in two rounds of storage.ReadRanges: the
+	// nodes' offsets from indptr.npy, then their lists from indices.npy,
+	// each sorted, merged into large reads by the device's break-even gap
+	// under an amplification cap, and submitted through io_uring where
+	// the kernel allows it, on O_DIRECT descriptors where the file system
+	// supports them. One worker holds at most ListArenaBytes of lists a
+	// batch; lists beyond that are read through the mapping. Batches are
+	// those of every other source.
+	SourceBatch
+)
+
+// Read tuning of SourceBatch.
+const (
+	// ListArenaBytes is the most list bytes one worker reads into
+	// memory for one batch with SourceBatch.
+	ListArenaBytes = 16 << 20
+	// listReadBytes and listReadDepth are SourceBatch's largest read
+	// and reads in flight (storage.ScatterOptions).
+	listReadBytes = 128 << 10
+	listReadDepth = 16
+	// PerListReads is the Options.ReadGapBytes that reads every list
+	// (and every node's offsets) on its own.
+	PerListReads = -1
+	// UncappedReads is the Options.MaxReadAmp that merges every gap
+	// below the merge gap, whatever the bytes.
+	UncappedReads = -1
 )
 
 // String names the source as the CLI spells it.
@@ -54,11 +83,13 @@ func (s Source) String() string {
 		return "pread"
 	case SourceDirect:
 		return "direct"
+	case SourceBatch:
+		return "batch"
 	}
 	return "mmap"
 }
 
-// ParseSource parses "mmap", "pread" or "direct".
+// ParseSource parses "mmap", "pread", "direct" or "batch".
 func ParseSource(s string) (Source, error) {
 	switch s {
 	case "mmap", "":
@@ -67,8 +98,10 @@ func ParseSource(s string) (Source, error) {
 		return SourcePread, nil
 	case "direct":
 		return SourceDirect, nil
+	case "batch":
+		return SourceBatch, nil
 	}
-	return 0, fmt.Errorf("%w: source %q: want mmap, pread or direct", ErrInvalidOptions, s)
+	return 0, fmt.Errorf("%w: source %q: want mmap, pread, direct or batch", ErrInvalidOptions, s)
 }
 
 // Defaults.
@@ -131,6 +164,20 @@ type Options struct {
 	// Source selects how lists that miss both caches are read (default
 	// SourceMmap).
 	Source Source
+	// ReadGapBytes merges, with SourceBatch, two lists (or two nodes'
+	// offsets) into one read when fewer than this many bytes lie between
+	// them. 0 takes the break-even gap of the dataset's device profile
+	// (device.json from ssdgnn probe, else storage.DefaultDeviceProfile):
+	// random-read seconds × sequential bytes/s. PerListReads reads every
+	// item on its own.
+	ReadGapBytes int64
+	// MaxReadAmp caps, with SourceBatch, the bytes a hop's read plan
+	// reads at this multiple of the bytes its items occupy (readplan's
+	// MaxAmplification). 0 takes storage.DefaultMaxReadAmplification;
+	// UncappedReads merges whatever the gap allows.
+	MaxReadAmp float64
+	// IO is how SourceBatch submits its reads (default storage.IOAuto).
+	IO storage.IOEngine
 	// NeighborCache is the global neighbour cache, consulted first; nil
 	// means none.
 	NeighborCache *neighborcache.Cache
@@ -175,8 +222,14 @@ func (o *Options) Validate() error {
 		return bad("Workers %d, want >= 0", o.Workers)
 	case o.Prefetch < 0:
 		return bad("Prefetch %d, want >= 0", o.Prefetch)
-	case o.Source < SourceMmap || o.Source > SourceDirect:
+	case o.Source < SourceMmap || o.Source > SourceBatch:
 		return bad("Source %d unknown", o.Source)
+	case o.ReadGapBytes < PerListReads:
+		return bad("ReadGapBytes %d, want >= %d", o.ReadGapBytes, PerListReads)
+	case o.MaxReadAmp != UncappedReads && o.MaxReadAmp != 0 && !(o.MaxReadAmp >= 1) || math.IsInf(o.MaxReadAmp, 0):
+		return bad("MaxReadAmp %v, want %d (no cap), 0 (the default) or a finite ratio >= 1", o.MaxReadAmp, UncappedReads)
+	case o.IO < storage.IOAuto || o.IO > storage.IOUring:
+		return bad("IO %d unknown", o.IO)
 	}
 	switch o.Mode {
 	case "", ModeRandom, ModePartition:

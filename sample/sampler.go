@@ -97,7 +97,9 @@ func BatchBytesBound(targets int64, fanouts []int, numNodes, numEdges int64) int
 // layer's destinations) and a key per batch node in the id map, each with
 // push's growth slack (a quarter), the positions drawn for one node, and
 // with a pread or direct Source the read arena (1 MiB; a node whose list
-// is longer gets an arena of its own size, beyond this bound). The id map's dense table (IDMapBytes) is fixed
+// is longer gets an arena of its own size, beyond this bound), and with
+// SourceBatch a hop's read requests, the list arena (ListArenaBytes) and
+// the readers' slots. The id map's dense table (IDMapBytes) is fixed
 // state, not part of it. TestBatchBytesBound checks it on sampled batches.
 func WorkerBytesBound(targets int64, fanouts []int, numNodes, numEdges int64, src Source) int64 {
 	return BatchBytesBound(targets, fanouts, numNodes, numEdges) + scratchBound(targets, fanouts, numNodes, numEdges, src)
@@ -116,8 +118,13 @@ func scratchBound(targets int64, fanouts []int, numNodes, numEdges int64, src So
 		dst = min(dst+edges, numNodes)
 	}
 	n := grown(fetched)*listBytes + 4*grown(dst) + 16*int64(max(slices.Max(append([]int{0}, fanouts...)), 0))
-	if src != SourceMmap {
+	switch src {
+	case SourcePread, SourceDirect:
 		n += arenaBytes
+	case SourceBatch:
+		// A hop's misses, their offsets and requests, the list arena,
+		// and the two readers' slots (memacct.BatchBuffers).
+		n += (8+4+rangeReqBytes)*grown(fetched) + 8*grown(2*fetched) + ListArenaBytes + listScratchBytes
 	}
 	return n
 }
@@ -143,6 +150,9 @@ const listBytes = int64(unsafe.Sizeof(neighborcache.List{}))
 // arenaBytes is the read arena of a worker that preads lists (its
 // least size; a list longer than that gets an arena of its own size).
 const arenaBytes = 1 << 20
+
+// rangeReqBytes is one SourceBatch read request in the worker's scratch.
+const rangeReqBytes = int64(unsafe.Sizeof(storage.RangeReq{}))
 
 // MemBytes is the memory of the batch's arrays: its node ids and its
 // blocks' offsets and indices.
@@ -248,6 +258,11 @@ type Sampler struct {
 	rr    *storage.RowReader
 	stage *storage.StageCounters
 	wide  bool
+	// SourceBatch: readers of indptr.npy (ip) and indices.npy (ix) and
+	// how each reads.
+	ip, ix       *storage.RowReader
+	ipOpt, ixOpt storage.ScatterOptions
+	listPlan     ListReadPlan
 }
 
 // New returns a sampler over d. parts may be nil unless opts.Mode is
@@ -267,6 +282,13 @@ func New(d *storage.Dataset, parts Partitions, opts *Options) (*Sampler, error) 
 		o.PartsPerBatch = PartsPerBatchFor(parts, o.BatchSize)
 	}
 	s := &Sampler{d: d, parts: parts, o: o, stage: d.Accounting().Stage(storage.StageSample), wide: d.Indices32() == nil}
+	if o.Source == SourceBatch {
+		if err := s.openBatch(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
+	}
 	if o.Source != SourceMmap {
 		mode := storage.ReadBuffered
 		if o.Source == SourceDirect {
@@ -281,13 +303,16 @@ func New(d *storage.Dataset, parts Partitions, opts *Options) (*Sampler, error) 
 	return s, nil
 }
 
-// Close releases the pread descriptor, if any. Iterators must be closed
+// Close releases the pread descriptors, if any. Iterators must be closed
 // first.
 func (s *Sampler) Close() error {
-	if s.rr != nil {
-		return s.rr.Close()
+	var errs []error
+	for _, r := range []*storage.RowReader{s.rr, s.ip, s.ix} {
+		if r != nil {
+			errs = append(errs, r.Close())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Options returns the sampler's options with defaults filled in.
@@ -434,7 +459,17 @@ type worker struct {
 	lists []neighborcache.List
 	arena []byte
 	pos   []int
-	set   map[int]struct{}
+	// SourceBatch: a hop's misses (nodes and their slots in lists), the
+	// offsets and requests read for them, and the batch's list arena.
+	missV   []int64
+	missAt  []int32
+	offs    []int64
+	reqs    []storage.RangeReq
+	arena32 []int32
+	arena64 []int64
+	// arenaUsed is the arena's ids holding the current batch's lists.
+	arenaUsed int64
+	set       map[int]struct{}
 	// reuseWait is the time the current batch spent in ReuseFor.
 	reuseWait time.Duration
 	// counted is scratchBytes as last added to memacct.SampledBatches.
@@ -459,7 +494,9 @@ func (w *worker) release() {
 // sampled (an older arena that lists still point into is garbage once the
 // batch is built).
 func (w *worker) scratchBytes() int64 {
-	n := int64(cap(w.lists))*listBytes + int64(cap(w.arena)) + 8*int64(cap(w.pos))
+	n := int64(cap(w.lists))*listBytes + int64(cap(w.arena)) + 8*int64(cap(w.pos)) +
+		8*int64(cap(w.missV)) + 4*int64(cap(w.missAt)) + 8*int64(cap(w.offs)) + rangeReqBytes*int64(cap(w.reqs)) +
+		4*int64(cap(w.arena32)) + 8*int64(cap(w.arena64))
 	if w.ids != nil {
 		n += 4 * int64(cap(w.ids.keys))
 	}
@@ -475,26 +512,37 @@ func (w *worker) recount() {
 	w.counted = n
 }
 
-// fetch looks v's list up in the global cache, the dynamic cache, then
-// storage.
-func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, error) {
+// cached looks v's list up in the global cache, then the dynamic cache;
+// a miss at both is counted as a storage lookup, which the caller makes.
+func (w *worker) cached(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, bool) {
 	s := w.s
 	st.Lookups++
 	if l, ok := s.o.NeighborCache.Lookup(v); ok {
 		st.Global.Hits++
 		st.Global.BytesSaved += l.Bytes()
 		s.stage.Request(1, l.Bytes())
-		return l, nil
+		return l, true
 	}
 	st.Global.Misses++
 	if l, ok := dyn.Lookup(v); ok {
 		st.Dynamic.Hits++
 		st.Dynamic.BytesSaved += l.Bytes()
 		s.stage.Request(1, l.Bytes())
-		return l, nil
+		return l, true
 	}
 	st.Dynamic.Misses++
 	st.Storage.Hits++
+	return neighborcache.List{}, false
+}
+
+// fetch looks v's list up in the global cache, the dynamic cache, then
+// storage (every source but SourceBatch, which reads a hop's misses
+// together: readMisses).
+func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, error) {
+	s := w.s
+	if l, ok := w.cached(v, dyn, st); ok {
+		return l, nil
+	}
 	if s.rr == nil {
 		l := s.d.Neighbors(v)
 		st.Storage.BytesRead += l.Bytes()
@@ -572,6 +620,7 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 	// the slots.
 	defer func() { clear(w.lists); w.lists = w.lists[:0]; w.recount() }()
 	w.arena = w.arena[:0]
+	w.arenaUsed = 0
 	nodes := make([]int64, 0, len(targets)*4)
 	for _, v := range targets {
 		if _, dup := w.ids.get(v); dup {
@@ -590,24 +639,42 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 		blk.NumDst = numDst
 		blk.Indptr = make([]int64, numDst+1)
 		blk.Indices = make([]int32, 0, numDst*max(min(k, 16), 1))
+		reused := func(i int) bool {
+			return hop >= 2 && i >= len(targets) && i < hop1End && reuse != nil && reuse.Contains(nodes[i])
+		}
+		// The lists of this hop's new destinations, in order: every
+		// destination's list is looked up once per batch, when it first
+		// is one.
+		w.missV, w.missAt = w.missV[:0], w.missAt[:0]
+		for i := len(w.lists); i < numDst; i++ {
+			if reused(i) {
+				w.lists = push(w.lists, neighborcache.List{})
+				continue
+			}
+			if s.ix != nil {
+				l, ok := w.cached(nodes[i], dyn, &b.Stats)
+				if !ok {
+					w.missV, w.missAt = push(w.missV, nodes[i]), push(w.missAt, int32(i))
+				}
+				w.lists = push(w.lists, l)
+				continue
+			}
+			l, err := w.fetch(nodes[i], dyn, &b.Stats)
+			if err != nil {
+				return nil, err
+			}
+			w.lists = push(w.lists, l)
+		}
+		if err := w.readMisses(&b.Stats); err != nil {
+			return nil, err
+		}
 		for i := 0; i < numDst; i++ {
-			v := nodes[i]
-			if hop >= 2 && i >= len(targets) && i < hop1End && reuse != nil && reuse.Contains(v) {
+			if reused(i) {
 				if hop == 2 {
 					b.Reused = append(b.Reused, int32(i))
 				}
-				if i == len(w.lists) {
-					w.lists = push(w.lists, neighborcache.List{})
-				}
 				blk.Indptr[i+1] = int64(len(blk.Indices))
 				continue
-			}
-			if i == len(w.lists) {
-				l, err := w.fetch(v, dyn, &b.Stats)
-				if err != nil {
-					return nil, err
-				}
-				w.lists = push(w.lists, l)
 			}
 			list := w.lists[i]
 			var id int32

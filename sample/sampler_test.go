@@ -139,6 +139,8 @@ func TestBlocksWellFormed(t *testing.T) {
 		{"partition", sample.Options{Fanouts: []int{5, 5, 5}, BatchSize: 20, Mode: sample.ModePartition, PartsPerBatch: 3}},
 		{"partition reuse", sample.Options{Fanouts: []int{5, 5, 5}, BatchSize: 20, Mode: sample.ModePartition, PartsPerBatch: 3, Reuse: hist}},
 		{"pread reuse", sample.Options{Fanouts: []int{100, 3}, BatchSize: 30, Source: sample.SourcePread, Reuse: hist}},
+		{"batch reuse", sample.Options{Fanouts: []int{100, 3}, BatchSize: 30, Source: sample.SourceBatch, Reuse: hist}},
+		{"batch partition reuse", sample.Options{Fanouts: []int{5, 5, 5}, BatchSize: 20, Mode: sample.ModePartition, PartsPerBatch: 3, Reuse: hist, Source: sample.SourceBatch}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
@@ -247,8 +249,8 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 		bs, _ := collect(t, s, 2)
 		return bs
 	}
-	a, b, c := run(1, sample.SourceMmap), run(3, sample.SourceMmap), run(2, sample.SourcePread)
-	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(a, c) {
+	a, b, c, e := run(1, sample.SourceMmap), run(3, sample.SourceMmap), run(2, sample.SourcePread), run(2, sample.SourceBatch)
+	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(a, c) || !reflect.DeepEqual(a, e) {
 		t.Fatal("batches differ with the number of workers or the source")
 	}
 	s, _ := sample.New(d, parts, &sample.Options{Fanouts: []int{4, 4}, BatchSize: 13, Mode: sample.ModePartition, PartsPerBatch: 2, Seed: seed + 1})
@@ -337,18 +339,21 @@ func TestLookupAccounting(t *testing.T) {
 		mode   sample.Mode
 		policy neighborcache.Policy
 		budget int64
+		src    sample.Source
 	}{
-		{"random no cache", sample.ModeRandom, neighborcache.PolicyDegree, 0},
-		{"random degree", sample.ModeRandom, neighborcache.PolicyDegree, 8 << 10},
-		{"partition cross", sample.ModePartition, neighborcache.PolicyCross, 8 << 10},
-		{"partition no cache", sample.ModePartition, neighborcache.PolicyCross, 0},
+		{"random no cache", sample.ModeRandom, neighborcache.PolicyDegree, 0, sample.SourceMmap},
+		{"random degree", sample.ModeRandom, neighborcache.PolicyDegree, 8 << 10, sample.SourceMmap},
+		{"partition cross", sample.ModePartition, neighborcache.PolicyCross, 8 << 10, sample.SourceMmap},
+		{"partition no cache", sample.ModePartition, neighborcache.PolicyCross, 0, sample.SourceMmap},
+		{"batch random degree", sample.ModeRandom, neighborcache.PolicyDegree, 8 << 10, sample.SourceBatch},
+		{"batch partition cross", sample.ModePartition, neighborcache.PolicyCross, 8 << 10, sample.SourceBatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc, err := neighborcache.Build(d, &neighborcache.Options{Budget: tc.budget, Policy: tc.policy, Cross: parts.Cross()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := sample.New(d, parts, &sample.Options{Fanouts: []int{5, 5}, BatchSize: 25, Mode: tc.mode, PartsPerBatch: 4, Seed: seed, NeighborCache: nc})
+			s, err := sample.New(d, parts, &sample.Options{Fanouts: []int{5, 5}, BatchSize: 25, Mode: tc.mode, PartsPerBatch: 4, Seed: seed, NeighborCache: nc, Source: tc.src})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -444,6 +449,13 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative batch", &sample.Options{BatchSize: -1}, false},
 		{"bad mode", &sample.Options{Mode: "metis"}, false},
 		{"bad source", &sample.Options{Source: 9}, false},
+		{"batch", &sample.Options{Source: sample.SourceBatch, ReadGapBytes: 4096, MaxReadAmp: 3, IO: storage.IOPread}, true},
+		{"per-list uncapped", &sample.Options{Source: sample.SourceBatch, ReadGapBytes: sample.PerListReads, MaxReadAmp: sample.UncappedReads}, true},
+		{"bad gap", &sample.Options{ReadGapBytes: -2}, false},
+		{"amp below 1", &sample.Options{MaxReadAmp: 0.5}, false},
+		{"amp inf", &sample.Options{MaxReadAmp: math.Inf(1)}, false},
+		{"amp NaN", &sample.Options{MaxReadAmp: math.NaN()}, false},
+		{"bad engine", &sample.Options{IO: 7}, false},
 	} {
 		err := tc.o.Validate()
 		if (err == nil) != tc.ok {

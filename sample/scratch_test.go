@@ -35,6 +35,8 @@ func TestWorkerScratch(t *testing.T) {
 		{[]int{25, 10}, SourcePread, 64},
 		{[]int{-1, -1}, SourceMmap, 16},
 		{[]int{-1, 3}, SourcePread, 100},
+		{[]int{10, 10, 10}, SourceBatch, 64},
+		{[]int{-1, 3}, SourceBatch, 100},
 	} {
 		s, err := New(d, nil, &Options{Fanouts: tc.fanouts, BatchSize: tc.batch, Seed: 1, Workers: 1, Source: tc.src})
 		if err != nil {

@@ -102,6 +102,21 @@ func ReadDeviceProfile(dir string) (*DeviceProfile, error) {
 	return &p, nil
 }
 
+// DeviceProfileOrDefault is dir's device.json, or DefaultDeviceProfile
+// for rows of rowBytes where there is none; source says which:
+// FileDevice or "default". A damaged device.json is an error, not the
+// default.
+func DeviceProfileOrDefault(dir string, rowBytes int64) (p *DeviceProfile, source string, err error) {
+	p, err = ReadDeviceProfile(dir)
+	if errors.Is(err, ErrNoDeviceProfile) {
+		return DefaultDeviceProfile(rowBytes), "default", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return p, FileDevice, nil
+}
+
 // WriteDeviceProfile writes p to dir's device.json atomically.
 func WriteDeviceProfile(dir string, p *DeviceProfile) error {
 	if err := p.Validate(); err != nil {

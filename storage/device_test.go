@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,29 @@ func FuzzReadDeviceProfile(f *testing.F) {
 			t.Fatalf("accepted %+v with gap %d", p, p.GapRows(p.RowBytes))
 		}
 	})
+}
+
+// TestDeviceProfileOrDefault: no device.json is the default profile, a
+// written one is read back, and a damaged one is an error naming it.
+func TestDeviceProfileOrDefault(t *testing.T) {
+	dir := t.TempDir()
+	p, src, err := storage.DeviceProfileOrDefault(dir, 512)
+	if err != nil || src != "default" || p.RandomReadsPerSec != storage.DefaultDeviceProfile(512).RandomReadsPerSec {
+		t.Fatalf("no device.json: %+v, %q, %v", p, src, err)
+	}
+	want := storage.DefaultDeviceProfile(512)
+	want.RandomReadsPerSec = 123456
+	if err := storage.WriteDeviceProfile(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	p, src, err = storage.DeviceProfileOrDefault(dir, 512)
+	if err != nil || src != storage.FileDevice || p.RandomReadsPerSec != 123456 {
+		t.Fatalf("written device.json: %+v, %q, %v", p, src, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, storage.FileDevice), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := storage.DeviceProfileOrDefault(dir, 512); err == nil || !strings.Contains(err.Error(), storage.FileDevice) {
+		t.Fatalf("damaged device.json: %v", err)
+	}
 }

@@ -50,7 +50,10 @@
 // call of its full length, so bytes read over bytes requested shows the
 // amplification the merge costs. It submits the reads with pread from a
 // few goroutines or, with IOUring, in batches on one io_uring; its
-// scratch slots are counted in memacct.BatchBuffers until Close. The
+// scratch slots are counted in memacct.BatchBuffers until Close.
+// ReadRanges does the same for variable-length ranges of rows (a
+// node's two offsets in indptr.npy, its list in indices.npy), splitting a
+// range longer than one read into pieces. The
 // device costs that choose the gap are measured by ProbeDevice and kept
 // in device.json (docs/format.md). Reads through the mapping are
 // invisible to the process, so Accounting.Measure attributes the

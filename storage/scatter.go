@@ -98,6 +98,14 @@ type RowReq struct {
 	ID, Pos int64
 }
 
+// RangeReq asks for the N rows from Row to be copied to the row slots
+// from Pos of a destination buffer: a variable-length item such as a
+// neighbour list (rows of indices.npy) or a node's two offsets (rows of
+// indptr.npy).
+type RangeReq struct {
+	Row, N, Pos int64
+}
+
 // ScratchBytesFor is the scratch one ReadScattered call holds for reads
 // in flight: Depth slots of MaxReadBytes (or one aligned row, if larger).
 // It is counted in memacct.BatchBuffers while the reader keeps it.
@@ -120,7 +128,8 @@ func (r *RowReader) slotBytes(o ScatterOptions) int64 {
 type session struct {
 	slab    []byte // aligned
 	counted int64
-	ids     []int64
+	reqs    []RangeReq // sorted by Row, none longer than a slot
+	rs      []readplan.Range
 	exts    []readplan.Extent
 	planner readplan.Planner
 	ring    *uring.Ring
@@ -250,31 +259,91 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 		return err
 	}
 	defer r.putSession(s)
-	s.ids = s.ids[:0]
+	s.reqs = s.reqs[:0]
 	for _, q := range reqs {
-		s.ids = append(s.ids, q.ID)
+		s.reqs = append(s.reqs, RangeReq{Row: q.ID, N: 1, Pos: q.Pos})
 	}
+	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
+	return r.scatter(s, dst, o)
+}
+
+// ReadRanges copies rows [q.Row, q.Row+q.N) into dst[q.Pos·RowBytes:] for
+// every q in reqs, as ReadScattered copies single rows: it sorts reqs by
+// Row (in place), plans the reads with o.GapRows under o.MaxAmplification,
+// reads each planned extent with one read call into a scratch slot, and
+// copies the ranges out. A range longer than one slot is read in pieces.
+// Ranges may overlap. Accounting: every range as one request of its
+// bytes, and every extent as one read call of its full length.
+func (r *RowReader) ReadRanges(reqs []RangeReq, dst []byte, o ScatterOptions) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	o = o.withDefaults()
+	nrows := (r.dataEnd - r.dataOff) / r.rowBytes
+	var rows int64
+	for _, q := range reqs {
+		if q.N < 1 || q.Row < 0 || q.Row > nrows-q.N || q.Pos < 0 || q.Pos+q.N > int64(len(dst))/r.rowBytes {
+			return fmt.Errorf("storage: %s: %d rows from %d to slot %d out of range (%d rows, %d-byte destination)", r.name, q.N, q.Row, q.Pos, nrows, len(dst))
+		}
+		rows += q.N
+	}
+	slices.SortFunc(reqs, func(a, b RangeReq) int { return cmp.Compare(a.Row, b.Row) })
+	s, err := r.getSession(o)
+	if err != nil {
+		return err
+	}
+	defer r.putSession(s)
+	// A piece of k rows spans at most k·RowBytes plus one block at each
+	// end: keep it within a slot.
+	a := r.planAlign()
+	piece := max(1, (r.slotBytes(o)-2*a)/r.rowBytes)
+	s.reqs = s.reqs[:0]
+	for _, q := range reqs {
+		for q.N > piece {
+			s.reqs = append(s.reqs, RangeReq{Row: q.Row, N: piece, Pos: q.Pos})
+			q.Row, q.N, q.Pos = q.Row+piece, q.N-piece, q.Pos+piece
+		}
+		s.reqs = append(s.reqs, q)
+	}
+	if len(s.reqs) > len(reqs) { // pieces of a long range follow later ranges' starts
+		slices.SortFunc(s.reqs, func(a, b RangeReq) int { return cmp.Compare(a.Row, b.Row) })
+	}
+	r.stage.Request(int64(len(reqs)), rows*r.rowBytes)
+	return r.scatter(s, dst, o)
+}
+
+// scatter plans s.reqs and reads them into dst.
+func (r *RowReader) scatter(s *session, dst []byte, o ScatterOptions) error {
 	po, err := r.planOptions(o)
 	if err != nil {
 		return err
 	}
-	slot := po.MaxBytes // one read slot holds the largest read
-	s.exts = s.planner.Plan(s.ids, po, s.exts[:0])
-	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
-	if r.engine == IOUring {
-		return r.scatterRing(s, reqs, dst, o.Depth, slot)
+	s.rs = s.rs[:0]
+	for _, q := range s.reqs {
+		s.rs = append(s.rs, readplan.Range{Row: q.Row, N: q.N})
 	}
-	return r.scatterPread(s, reqs, dst, o.Depth, slot)
+	slot := po.MaxBytes // one read slot holds the largest read
+	s.exts = s.exts[:0]
+	s.planner.WalkRanges(s.rs, po, func(x readplan.Extent) { s.exts = append(s.exts, x) })
+	if r.engine == IOUring {
+		return r.scatterRing(s, dst, o.Depth, slot)
+	}
+	return r.scatterPread(s, dst, o.Depth, slot)
+}
+
+// planAlign is the alignment of r's reads: the file system's direct-I/O
+// alignment for ReadDirect, else 1.
+func (r *RowReader) planAlign() int64 {
+	if r.mode == ReadDirect {
+		return r.align
+	}
+	return 1
 }
 
 // planOptions is the read plan ReadScattered follows under o (with
 // defaults applied).
 func (r *RowReader) planOptions(o ScatterOptions) (readplan.Options, error) {
-	align := int64(1)
-	if r.mode == ReadDirect {
-		align = r.align
-	}
-	po := readplan.Options{RowBytes: r.rowBytes, DataOff: r.dataOff, Align: align, GapRows: o.GapRows,
+	po := readplan.Options{RowBytes: r.rowBytes, DataOff: r.dataOff, Align: r.planAlign(), GapRows: o.GapRows,
 		MaxBytes: r.slotBytes(o), MaxAmplification: o.MaxAmplification}
 	if err := po.Validate(); err != nil {
 		return po, fmt.Errorf("storage: %w", err)
@@ -307,26 +376,30 @@ func (m *ReadModel) Walk(ids []int64, fn func(first, n int, bytes int64)) {
 	m.p.Walk(ids, m.po, func(x readplan.Extent) { fn(x.First, x.N, x.Len) })
 }
 
-// copyOut copies the rows of extent x from buf, which holds x's first
+// copyOut copies the ranges of extent x from buf, which holds x's first
 // got bytes.
-func (r *RowReader) copyOut(x readplan.Extent, buf []byte, reqs []RowReq, dst []byte) {
+func (r *RowReader) copyOut(x readplan.Extent, buf []byte, reqs []RangeReq, dst []byte) {
 	rb := r.rowBytes
-	for i := x.First; i < x.First+x.N; i++ {
-		p := r.dataOff + reqs[i].ID*rb - x.Off
-		copy(dst[reqs[i].Pos*rb:(reqs[i].Pos+1)*rb], buf[p:p+rb])
+	for _, q := range reqs[x.First : x.First+x.N] {
+		p := r.dataOff + q.Row*rb - x.Off
+		copy(dst[q.Pos*rb:(q.Pos+q.N)*rb], buf[p:p+q.N*rb])
 	}
 }
 
-// need is the bytes of extent x that hold rows: a read may stop short of
-// x.Len at the end of the file, never before this.
-func (r *RowReader) need(x readplan.Extent, ids []int64) int64 {
-	return r.dataOff + (ids[x.First+x.N-1]+1)*r.rowBytes - x.Off
+// need is the bytes of extent x that hold its ranges: a read may stop
+// short of x.Len at the end of the file, never before this.
+func (r *RowReader) need(x readplan.Extent, reqs []RangeReq) int64 {
+	var end int64
+	for _, q := range reqs[x.First : x.First+x.N] {
+		end = max(end, q.Row+q.N)
+	}
+	return r.dataOff + end*r.rowBytes - x.Off
 }
 
 // preadExtent reads extent x into buf with pread, retrying short reads.
-func (r *RowReader) preadExtent(x readplan.Extent, ids []int64, buf []byte) error {
+func (r *RowReader) preadExtent(x readplan.Extent, reqs []RangeReq, buf []byte) error {
 	got, err := r.f.ReadAt(buf[:x.Len], x.Off)
-	if int64(got) < r.need(x, ids) {
+	if int64(got) < r.need(x, reqs) {
 		if err == nil {
 			err = errors.New("short read")
 		}
@@ -336,16 +409,16 @@ func (r *RowReader) preadExtent(x readplan.Extent, ids []int64, buf []byte) erro
 	return nil
 }
 
-func (r *RowReader) scatterPread(s *session, reqs []RowReq, dst []byte, depth int, slot int64) error {
+func (r *RowReader) scatterPread(s *session, dst []byte, depth int, slot int64) error {
 	exts := s.exts
 	workers := min(depth, len(exts))
 	if workers <= 1 {
 		buf := s.slab[:slot]
 		for _, x := range exts {
-			if err := r.preadExtent(x, s.ids, buf); err != nil {
+			if err := r.preadExtent(x, s.reqs, buf); err != nil {
 				return err
 			}
-			r.copyOut(x, buf, reqs, dst)
+			r.copyOut(x, buf, s.reqs, dst)
 		}
 		return nil
 	}
@@ -360,11 +433,11 @@ func (r *RowReader) scatterPread(s *session, reqs []RowReq, dst []byte, depth in
 				if k >= len(exts) {
 					return
 				}
-				if err := r.preadExtent(exts[k], s.ids, buf); err != nil {
+				if err := r.preadExtent(exts[k], s.reqs, buf); err != nil {
 					errs[w] = err
 					return
 				}
-				r.copyOut(exts[k], buf, reqs, dst)
+				r.copyOut(exts[k], buf, s.reqs, dst)
 			}
 		})
 	}
@@ -372,7 +445,7 @@ func (r *RowReader) scatterPread(s *session, reqs []RowReq, dst []byte, depth in
 	return errors.Join(errs...)
 }
 
-func (r *RowReader) scatterRing(s *session, reqs []RowReq, dst []byte, depth int, slot int64) error {
+func (r *RowReader) scatterRing(s *session, dst []byte, depth int, slot int64) error {
 	exts := s.exts
 	ring := s.ring
 	depth = min(depth, ring.Entries())
@@ -414,18 +487,18 @@ func (r *RowReader) scatterRing(s *session, reqs []RowReq, dst []byte, depth int
 			switch {
 			case firstErr != nil:
 				return
-			case res >= 0 && int64(res) >= r.need(x, s.ids):
+			case res >= 0 && int64(res) >= r.need(x, s.reqs):
 				r.stage.Read(int64(res))
 			case res < 0 && unix.Errno(-res) != unix.EAGAIN && unix.Errno(-res) != unix.EINTR:
 				firstErr = fmt.Errorf("storage: read %s: %d bytes at byte %d: %w", r.name, x.Len, x.Off, unix.Errno(-res))
 				return
 			default: // short or retryable: read it again with pread
-				if err := r.preadExtent(x, s.ids, buf); err != nil {
+				if err := r.preadExtent(x, s.reqs, buf); err != nil {
 					firstErr = err
 					return
 				}
 			}
-			r.copyOut(x, buf, reqs, dst)
+			r.copyOut(x, buf, s.reqs, dst)
 		})
 	}
 	return firstErr

@@ -21,6 +21,25 @@ func scatterDataset(t *testing.T, n, dim int) *storage.Dataset {
 		}})
 }
 
+// openReader opens d's features for pread with mode and engine eng,
+// closed with the test; it skips where the file system refuses O_DIRECT
+// or the kernel io_uring.
+func openReader(t *testing.T, d *storage.Dataset, mode storage.ReadMode, eng storage.IOEngine, st *storage.StageCounters) *storage.RowReader {
+	t.Helper()
+	r, err := d.OpenRowReader(storage.FileFeatures, mode, st)
+	if errors.Is(err, storage.ErrDirectUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.SetEngine(eng); err != nil {
+		t.Skip(err) // a kernel without io_uring
+	}
+	return r
+}
+
 // TestReadScattered checks every engine, read mode and gap against the
 // mapped rows, with duplicates, on aligned 512-byte rows and on unaligned
 // 12-byte rows.
@@ -31,18 +50,7 @@ func TestReadScattered(t *testing.T) {
 			for _, eng := range []storage.IOEngine{storage.IOPread, storage.IOUring} {
 				for _, gap := range []int64{0, 1, 30} {
 					t.Run(fmt.Sprintf("dim%d/%s/%s/gap%d", dim, mode, eng, gap), func(t *testing.T) {
-						st := storage.NewAccounting().Stage(storage.StageGather)
-						r, err := d.OpenRowReader(storage.FileFeatures, mode, st)
-						if errors.Is(err, storage.ErrDirectUnsupported) {
-							t.Skip(err)
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer r.Close()
-						if err := r.SetEngine(eng); err != nil {
-							t.Skip(err) // a kernel without io_uring
-						}
+						r := openReader(t, d, mode, eng, storage.NewAccounting().Stage(storage.StageGather))
 						rng := rand.New(rand.NewPCG(uint64(dim), uint64(gap)))
 						reqs := make([]storage.RowReq, 700)
 						want := make([]byte, int64(len(reqs))*r.RowBytes())
@@ -122,6 +130,74 @@ func TestReadScatteredRange(t *testing.T) {
 	dst := make([]byte, 32)
 	for _, q := range []storage.RowReq{{ID: 10, Pos: 0}, {ID: -1, Pos: 0}, {ID: 0, Pos: 2}} {
 		if err := r.ReadScattered([]storage.RowReq{q}, dst, storage.ScatterOptions{}); err == nil {
+			t.Fatalf("%+v accepted", q)
+		}
+	}
+}
+
+// TestReadRanges checks ReadRanges against the mapped rows for every
+// engine, read mode and gap, with overlapping ranges and ranges longer
+// than one read slot, and its accounting of requests.
+func TestReadRanges(t *testing.T) {
+	const n, dim = 3000, 3 // 12-byte rows: ranges start and end mid-block
+	d := scatterDataset(t, n, dim)
+	for _, mode := range []storage.ReadMode{storage.ReadBuffered, storage.ReadDirect} {
+		for _, eng := range []storage.IOEngine{storage.IOPread, storage.IOUring} {
+			for _, gap := range []int64{0, 1, 100} {
+				t.Run(fmt.Sprintf("%s/%s/gap%d", mode, eng, gap), func(t *testing.T) {
+					acc := storage.NewAccounting()
+					r := openReader(t, d, mode, eng, acc.Stage(storage.StageSample))
+					rb := r.RowBytes()
+					rng := rand.New(rand.NewPCG(uint64(gap), 7))
+					reqs := make([]storage.RangeReq, 300)
+					var pos, rows int64
+					for k := range reqs {
+						cnt := 1 + rng.Int64N(20)
+						if k%50 == 0 {
+							cnt = 200 + rng.Int64N(400) // several 1 KiB slots
+						}
+						row := rng.Int64N(n - cnt + 1)
+						reqs[k] = storage.RangeReq{Row: row, N: cnt, Pos: pos}
+						pos += cnt
+					}
+					want := make([]byte, pos*rb)
+					for _, q := range reqs {
+						rows += q.N
+						for i := range q.N {
+							copy(want[(q.Pos+i)*rb:], d.FeatureBytes(q.Row+i))
+						}
+					}
+					before := acc.Snapshot()[0]
+					got := make([]byte, len(want))
+					for range 2 { // the second call reuses the session
+						clear(got)
+						if err := r.ReadRanges(reqs, got, storage.ScatterOptions{GapRows: gap, MaxReadBytes: 1 << 10, Depth: 4}); err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(got, want) {
+							t.Fatal("ranges differ from the mapping")
+						}
+					}
+					s := acc.Snapshot()[0]
+					if dr, db := s.Rows-before.Rows, s.BytesRequested-before.BytesRequested; dr != 2*int64(len(reqs)) || db != 2*rows*rb {
+						t.Fatalf("requests counted %d items, %d bytes; want %d, %d", dr, db, 2*len(reqs), 2*rows*rb)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestReadRangesOutOfRange(t *testing.T) {
+	d := scatterDataset(t, 10, 4)
+	r, err := d.OpenRowReader(storage.FileFeatures, storage.ReadBuffered, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dst := make([]byte, 64)
+	for _, q := range []storage.RangeReq{{Row: 9, N: 2}, {Row: -1, N: 1}, {Row: 0, N: 0}, {Row: 0, N: 3, Pos: 2}, {Row: 0, N: 1, Pos: -1}} {
+		if err := r.ReadRanges([]storage.RangeReq{q}, dst, storage.ScatterOptions{}); err == nil {
 			t.Fatalf("%+v accepted", q)
 		}
 	}

@@ -39,3 +39,32 @@ func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
 	}
 	return storage.ReadBuffered, fmt.Sprintf("feature reads: buffered (features %s fit the page cache)", ibytes(feat))
 }
+
+// AutoSource resolves the sampler's "auto" source for d:
+// sample.SourceBatch (a hop's uncached lists read together, O_DIRECT where
+// supported) when the graph (indptr and indices) is larger than half of
+// the room the page cache has for it, else sample.SourceMmap, whose pages
+// a graph that fits keeps after the first touch. The room is the
+// process's memory cgroup limit where there is one (it charges the page
+// cache), else the memory the kernel reports available, less budget, the
+// bytes the process has promised to its own use (train's --mem; 0 when it
+// has none). note says which and why.
+func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note string) {
+	graph := 8*(d.NumNodes()+1) + d.NumEdges()*int64(storage.IndicesDType(d.NumNodes()).Size())
+	room, what := memstat.Available(), "available memory"
+	if l, ok := cgroup.SelfMemoryLimit(); ok {
+		room, what = l, "the memory cgroup limit"
+	}
+	if budget > 0 {
+		room -= budget
+		what += " less --mem"
+	}
+	if batchedReads(graph, room) {
+		return sample.SourceBatch, fmt.Sprintf("neighbour reads: batched per hop (graph %s > half of %s, %s)", ibytes(graph), what, ibytes(room))
+	}
+	return sample.SourceMmap, fmt.Sprintf("neighbour reads: through the mapping (graph %s fits %s, %s)", ibytes(graph), what, ibytes(room))
+}
+
+// batchedReads says whether graph bytes compete with room bytes of page
+// cache (AutoSource): more than half of it, or any room at all left.
+func batchedReads(graph, room int64) bool { return graph > room/2 }

@@ -166,26 +166,32 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 	// before read plans (docs/ooc.md, "Gather in big pieces");
 	// ssdgnn-rowwise is ssdgnn read that way.
 	rowwise := []string{"--coalesce-gap", "0", "--io", "pread"}
+	// Neighbour lists through the mapping, one page fault at a time, as
+	// the peers and ssdgnn before batched neighbour reads sampled.
+	nbrMmap := []string{"--source", "mmap"}
 	switch name {
 	case "mmap-baseline":
 		return fmt.Sprintf("random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap), %d feature reads in flight", BaselineIODepth),
-			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth), "--coalesce-gap", "0", "--io", "pread"}
+			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth), "--coalesce-gap", "0", "--io", "pread", "--source", "mmap"}
 	case "dual-cache":
 		nb := int64(o.NeighborFrac * float64(o.CacheBudget))
 		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), O_DIRECT feature reads, no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
-			append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...), rowwise...)
+			append(append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...), rowwise...), nbrMmap...)
 	case "ssdgnn":
-		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), io_uring where allowed",
+		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), neighbour lists read per hop in merged reads, io_uring where allowed",
 			append(append(part, planned...), hist...)
+	case "ssdgnn-nbr-mmap":
+		return "ssdgnn with neighbour lists through the mapping (--source mmap), one page fault at a time: ssdgnn without batched neighbour reads",
+			append(append(append(part, planned...), hist...), nbrMmap...)
 	case "ssdgnn-uring":
-		return "ssdgnn with one read per missed row (--coalesce-gap 0) submitted through io_uring where allowed: the submission alone",
-			append(append(append(part, planned...), hist...), "--coalesce-gap", "0")
+		return "ssdgnn with one read per missed row (--coalesce-gap 0) submitted through io_uring where allowed, neighbour lists through the mapping: the submission alone",
+			append(append(append(append(part, planned...), hist...), "--coalesce-gap", "0"), nbrMmap...)
 	case "ssdgnn-pm":
 		return "ssdgnn on the dataset relabelled partition-major (ssdgnn relabel): each macro batch's own parts loaded by sequential reads (dynamic feature block), misses merged, io_uring",
 			append(append(part, planned...), hist...)
 	case "ssdgnn-rowwise":
-		return "ssdgnn with one pread per missed row (--coalesce-gap 0 --io pread), as before read plans",
-			append(append(append(part, planned...), hist...), rowwise...)
+		return "ssdgnn with one pread per missed row (--coalesce-gap 0 --io pread) and neighbour lists through the mapping, as before read plans",
+			append(append(append(append(part, planned...), hist...), rowwise...), nbrMmap...)
 	case "ssdgnn-no-partition":
 		return "ablation: random batches, planned cache sizes, history cache, O_DIRECT feature reads",
 			append(append([]string{"--selection", "random"}, planned...), hist...)

@@ -6,6 +6,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func init() { extraCommands = append(extraCommands, newRRCmd) }
@@ -39,8 +40,10 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err
 			}
-			if o.Source, err = sample.ParseSource(source); err != nil {
-				return err
+			if source != "auto" {
+				if o.Source, err = sample.ParseSource(source); err != nil {
+					return err
+				}
 			}
 			o.Seed, o.NeighborCacheBytes, o.Progress = uint64(seed), int64(ncache), g.progress()
 			d, err := storage.Open(args[0], nil)
@@ -48,6 +51,11 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 				return err
 			}
 			defer d.Close()
+			if source == "auto" {
+				var note string
+				o.Source, note = train.AutoSource(d, 0)
+				g.logger().Info(note)
+			}
 			_, parts, closeParts, err := openPartitionFiles(d, args[0], partName)
 			if err != nil {
 				return err
@@ -77,7 +85,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 	f.BoolVar(&o.NoHist, "no-hist", false, "skip the partition+hist configuration")
 	f.IntVar(&o.Epochs, "epochs", 1, "epochs to average")
 	f.Var(&ncache, "neighbor-cache", "add a global neighbour cache of this size (e.g. 64MiB)")
-	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
+	f.StringVar(&source, "source", "auto", "how uncached neighbour lists are read: auto (batch when the dataset exceeds half of the memory cgroup limit or of available memory, else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
 	f.Int64Var(&seed, "seed", 1, "random seed")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&plot, "plot", "", "write a bar chart PNG to this file")

@@ -119,8 +119,10 @@ that mmap reads need. See docs/train.md.`,
 			if o.FeatPolicy, err = featurecache.ParsePolicy(featPolicy); err != nil {
 				return err
 			}
-			if o.Source, err = sample.ParseSource(source); err != nil {
-				return err
+			if source != "auto" {
+				if o.Source, err = sample.ParseSource(source); err != nil {
+					return err
+				}
 			}
 			ro, err := reads.options()
 			if err != nil {
@@ -183,6 +185,11 @@ that mmap reads need. See docs/train.md.`,
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), cmd.Flags().Changed("mem-limit"), int64(memLimit))
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
+			}
+			if source == "auto" {
+				var note string
+				o.Source, note = train.AutoSource(d, int64(mem))
+				o.Logger.Info(note)
 			}
 			if mem > 0 || planFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName = int64(mem), planFile, profileName
@@ -344,7 +351,7 @@ that mmap reads need. See docs/train.md.`,
 	f.Int64Var(&seed, "seed", 1, "random seed (same seed, same result)")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
-	f.StringVar(&source, "source", "mmap", "how uncached neighbour lists are read: mmap, pread or direct")
+	f.StringVar(&source, "source", "auto", "how uncached neighbour lists are read: auto (batch when the dataset exceeds half of the memory cgroup limit or of available memory, else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
 	reads.register(f)
 	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))

@@ -297,8 +297,9 @@ func TestTrainZeroCopy(t *testing.T) {
 	}
 }
 
-// TestTrainFeatRead: buffered and O_DIRECT feature reads at any I/O depth
-// train bit-identically (they only change how misses reach memory).
+// TestTrainFeatRead: buffered and O_DIRECT feature reads at any I/O depth,
+// and every way of reading neighbour lists, train bit-identically (they
+// only change how misses reach memory).
 func TestTrainFeatRead(t *testing.T) {
 	dir := genSmall(t)
 	type report struct {
@@ -308,7 +309,8 @@ func TestTrainFeatRead(t *testing.T) {
 		} `json:"epochs"`
 	}
 	var first *report
-	for _, flags := range [][]string{{"--feat-read", "buffered"}, {"--feat-read", "direct", "--io-depth", "1"}, {"--feat-read", "direct", "--io-depth", "32"}} {
+	for _, flags := range [][]string{{"--feat-read", "buffered"}, {"--feat-read", "direct", "--io-depth", "1"}, {"--feat-read", "direct", "--io-depth", "32"},
+		{"--source", "batch"}, {"--source", "direct"}, {"--source", "mmap"}} {
 		args := append([]string{"train", dir, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
 			"--workers", "2", "--feat-cache", "12000", "--feat-policy", "degree", "--checkpoint", t.TempDir(), "--json"}, flags...)
 		out, _, err := run(t, args...)
@@ -328,7 +330,7 @@ func TestTrainFeatRead(t *testing.T) {
 			t.Errorf("%v: epoch %+v, buffered %+v", flags, r.Epochs[0], first.Epochs[0])
 		}
 	}
-	for _, bad := range [][]string{{"--feat-read", "mmap"}, {"--io-depth", "-1"}} {
+	for _, bad := range [][]string{{"--feat-read", "mmap"}, {"--io-depth", "-1"}, {"--source", "ring"}} {
 		if _, _, err := run(t, append([]string{"train", dir, "--epochs", "1"}, bad...)...); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

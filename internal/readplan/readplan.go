@@ -85,11 +85,11 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// span is the aligned byte range of row id.
-func (o Options) span(id int64) (start, end int64) {
+// span is the aligned byte range of rows [id, id+n).
+func (o Options) span(id, n int64) (start, end int64) {
 	pos := o.DataOff + id*o.RowBytes
 	start = pos &^ (o.Align - 1)
-	end = (pos + o.RowBytes + o.Align - 1) &^ (o.Align - 1)
+	end = (pos + n*o.RowBytes + o.Align - 1) &^ (o.Align - 1)
 	return start, end
 }
 
@@ -118,17 +118,39 @@ func (p *Planner) Plan(ids []int64, o Options, dst []Extent) []Extent {
 // without holding them: a caller that only counts reads (the profiling
 // epoch's I/O model) needs no slice of a batch's extents.
 func (p *Planner) Walk(ids []int64, o Options, fn func(Extent)) {
-	if len(ids) == 0 {
+	p.walk(len(ids), func(k int) (int64, int64) { return o.span(ids[k], 1) }, o, fn)
+}
+
+// Range is N consecutive rows from Row: a variable-length item, such as
+// a neighbour list in indices.npy or a node's pair of offsets in
+// indptr.npy. N is at least 1.
+type Range struct {
+	Row, N int64
+}
+
+// WalkRanges is Walk for ranges of rows, sorted by Row (overlaps
+// allowed): extent k covers rs[First:First+N], every range whole. A
+// range whose aligned span exceeds MaxBytes is an extent of its own, as
+// a single row's is; a caller that reads into MaxBytes slots splits such
+// ranges first. The invariants of the package doc hold with "row" read
+// as "range".
+func (p *Planner) WalkRanges(rs []Range, o Options, fn func(Extent)) {
+	p.walk(len(rs), func(k int) (int64, int64) { return o.span(rs[k].Row, rs[k].N) }, o, fn)
+}
+
+// walk plans n items in ascending order of their aligned spans' starts.
+func (p *Planner) walk(n int, span func(int) (int64, int64), o Options, fn func(Extent)) {
+	if n == 0 {
 		return
 	}
 	maxGap := o.GapRows * o.RowBytes
 	if o.GapRows > 0 && o.MaxAmplification > 0 {
-		maxGap = p.cappedGap(ids, o, maxGap)
+		maxGap = p.cappedGap(n, span, o, maxGap)
 	}
-	s, e := o.span(ids[0])
+	s, e := span(0)
 	cur := Extent{Off: s, Len: e - s, First: 0, N: 1}
-	for k := 1; k < len(ids); k++ {
-		s, e := o.span(ids[k])
+	for k := 1; k < n; k++ {
+		s, e := span(k)
 		curEnd := cur.Off + cur.Len
 		if o.GapRows > 0 && s-curEnd < maxGap && max(e, curEnd)-cur.Off <= o.MaxBytes {
 			cur.Len = max(e, curEnd) - cur.Off
@@ -143,16 +165,16 @@ func (p *Planner) Walk(ids []int64, o Options, fn func(Extent)) {
 
 // cappedGap lowers the merge threshold maxGap (bytes; gaps strictly
 // below it merge) so that the gaps merged fit in (MaxAmplification-1)
-// times the bytes the rows' spans occupy. Candidates are the positive
+// times the bytes the items' spans occupy. Candidates are the positive
 // gaps below maxGap between consecutive spans; merging the smallest
 // first saves the most reads for the bytes. Gaps of zero or less
 // (adjacent or shared blocks) always merge: they cost nothing.
-func (p *Planner) cappedGap(ids []int64, o Options, maxGap int64) int64 {
+func (p *Planner) cappedGap(n int, span func(int) (int64, int64), o Options, maxGap int64) int64 {
 	gaps := p.gaps[:0]
-	s0, prevEnd := o.span(ids[0])
+	s0, prevEnd := span(0)
 	union, sum := prevEnd-s0, int64(0)
-	for _, id := range ids[1:] {
-		s, e := o.span(id)
+	for k := 1; k < n; k++ {
+		s, e := span(k)
 		if g := s - prevEnd; g > 0 {
 			if g < maxGap {
 				gaps = append(gaps, g)

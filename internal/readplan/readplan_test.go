@@ -75,7 +75,7 @@ func checkPlan(t *testing.T, ids []int64, o Options, exts []Extent) {
 			if pos < x.Off || pos+o.RowBytes > x.Off+x.Len {
 				t.Fatalf("extent %d %+v does not hold row %d (bytes %d..%d)", k, x, ids[i], pos, pos+o.RowBytes)
 			}
-			s, e := o.span(ids[i])
+			s, e := o.span(ids[i], 1)
 			one = max(one, e-s)
 		}
 		if x.Len > max(o.MaxBytes, one) {
@@ -139,7 +139,7 @@ func TestGap(t *testing.T) {
 func unionBytes(ids []int64, o Options) int64 {
 	blocks := map[int64]bool{}
 	for _, id := range ids {
-		s, e := o.span(id)
+		s, e := o.span(id, 1)
 		for b := s; b < e; b += o.Align {
 			blocks[b] = true
 		}
@@ -228,6 +228,91 @@ func TestPlanAmplificationProperty(t *testing.T) {
 		per.GapRows = 0
 		if r0, r1, r2 := Summarise(Plan(ids, un, nil)).Reads, s.Reads, Summarise(Plan(ids, per, nil)).Reads; r1 < r0 || r1 > r2 {
 			t.Fatalf("iteration %d: reads uncapped %d, capped %d, per row %d", it, r0, r1, r2)
+		}
+	}
+}
+
+// TestWalkRangesProperty checks WalkRanges' extents for random sorted
+// ranges: in order, aligned, each range whole inside its extent, no
+// extent longer than MaxBytes unless one range's span is, within the
+// amplification cap; and that ranges of one row plan as Walk plans ids.
+func TestWalkRangesProperty(t *testing.T) {
+	seed := testseed.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var p Planner
+	for it := range 500 {
+		aligns := []int64{1, 512, 4096}
+		o := Options{
+			RowBytes: []int64{4, 8, 1 + rng.Int64N(100)}[rng.IntN(3)],
+			DataOff:  rng.Int64N(5000),
+			Align:    aligns[rng.IntN(len(aligns))],
+			GapRows:  rng.Int64N(2000),
+			MaxBytes: 1 + rng.Int64N(1<<16),
+		}
+		if rng.IntN(2) == 0 && o.GapRows > 0 {
+			o.MaxAmplification = 1 + 3*rng.Float64()
+		}
+		n := rng.IntN(300)
+		rows := 1 + rng.Int64N(50000)
+		rs := make([]Range, n)
+		for i := range rs {
+			rs[i] = Range{Row: rng.Int64N(rows), N: 1 + rng.Int64N(1+rng.Int64N(3000))}
+		}
+		slices.SortFunc(rs, func(a, b Range) int { return int(a.Row - b.Row) })
+		var exts []Extent
+		p.WalkRanges(rs, o, func(x Extent) { exts = append(exts, x) })
+		next, lastOff := 0, int64(-1)
+		var union, uEnd int64 // bytes the ranges' spans cover (sorted by start)
+		for _, r := range rs {
+			s, e := o.span(r.Row, r.N)
+			union += max(0, e-max(s, uEnd))
+			uEnd = max(uEnd, e)
+		}
+		for k, x := range exts {
+			if x.First != next || x.N < 1 || x.Off%o.Align != 0 || x.Len%o.Align != 0 || x.Off < lastOff {
+				t.Fatalf("iteration %d: extent %d %+v: want First %d, N >= 1, aligned to %d, offsets ascending", it, k, x, next, o.Align)
+			}
+			next += x.N
+			lastOff = x.Off
+			one := int64(0)
+			for _, r := range rs[x.First : x.First+x.N] {
+				s, e := o.span(r.Row, r.N)
+				if s < x.Off || e > x.Off+x.Len {
+					t.Fatalf("iteration %d: extent %d %+v does not hold range %+v", it, k, x, r)
+				}
+				one = max(one, e-s)
+			}
+			if x.Len > max(o.MaxBytes, one) {
+				t.Fatalf("iteration %d: extent %d %+v: longer than MaxBytes %d and its longest range %d", it, k, x, o.MaxBytes, one)
+			}
+			if o.GapRows == 0 && x.N != 1 && x.Len > one {
+				t.Fatalf("iteration %d: extent %d %+v: GapRows 0 merged a gap", it, k, x)
+			}
+		}
+		if next != n {
+			t.Fatalf("iteration %d: extents cover %d of %d ranges", it, next, n)
+		}
+		if o.MaxAmplification > 0 {
+			var again, end, bytes int64
+			for _, x := range exts {
+				again += max(0, min(end, x.Off+x.Len)-x.Off)
+				end = max(end, x.Off+x.Len)
+				bytes += x.Len
+			}
+			if float64(bytes-again) > o.MaxAmplification*float64(union) {
+				t.Fatalf("iteration %d: read %d bytes (%d twice), union %d, cap %v", it, bytes, again, union, o.MaxAmplification)
+			}
+		}
+		// One-row ranges plan exactly as their ids do.
+		ids := make([]int64, n)
+		ones := make([]Range, n)
+		for i, r := range rs {
+			ids[i], ones[i] = r.Row, Range{Row: r.Row, N: 1}
+		}
+		var a []Extent
+		p.WalkRanges(ones, o, func(x Extent) { a = append(a, x) })
+		if b := p.Plan(ids, o, nil); !slices.Equal(a, b) {
+			t.Fatalf("iteration %d: one-row ranges planned %v, ids %v", it, a, b)
 		}
 	}
 }
