@@ -23,6 +23,7 @@ func newProfileCmd(g *globals) *cobra.Command {
 	var ncache byteSize
 	var asJSON bool
 	var reads readFlags
+	var source sourceFlag
 	cmd := &cobra.Command{
 		Use:   "profile DIR",
 		Short: "Run the profiling epoch that the memory planner needs",
@@ -78,6 +79,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				o.Logger.Info(note)
 			}
 			o.Gather = &ro
+			if o.Source, err = source.resolve(d, 0, o.Logger); err != nil {
+				return err
+			}
 			var parts sample.Partitions
 			var cross []int32
 			if o.Mode == sample.ModePartition {
@@ -121,6 +125,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	f.Int64Var(&seed, "seed", 1, "random seed; the same seed gives the same profile (except timings)")
 	f.StringVar(&o.Name, "name", planner.DefaultProfileName, "profile name under DIR/profile")
 	f.IntVar(&o.Workers, "workers", 0, "sampler and gather goroutines (0: one per core)")
+	source.register(f)
 	f.Int64Var(&o.Staleness, "staleness", 0, "history staleness the validity estimate assumes (default: one epoch of batches past --reuse-depth, at most 100; train then uses the plan's)")
 	f.Int64Var(&o.ReuseDepth, "reuse-depth", train.PipelineDepth, "batches between a reuse decision and the batch it is for (train's, more with --spill)")
 	f.BoolVar(&asJSON, "json", false, "print profile.json's content")

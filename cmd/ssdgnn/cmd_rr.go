@@ -6,14 +6,14 @@ import (
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
-	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func init() { extraCommands = append(extraCommands, newRRCmd) }
 
 func newRRCmd(g *globals) *cobra.Command {
 	var o sample.RROptions
-	var fanouts, partName, source, plot string
+	var fanouts, partName, plot string
+	var source sourceFlag
 	var seed int64
 	var ncache byteSize
 	var asJSON bool
@@ -40,10 +40,8 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err
 			}
-			if source != "auto" {
-				if o.Source, err = sample.ParseSource(source); err != nil {
-					return err
-				}
+			if err := source.check(); err != nil {
+				return err
 			}
 			o.Seed, o.NeighborCacheBytes, o.Progress = uint64(seed), int64(ncache), g.progress()
 			d, err := storage.Open(args[0], nil)
@@ -51,10 +49,8 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 				return err
 			}
 			defer d.Close()
-			if source == "auto" {
-				var note string
-				o.Source, note = train.AutoSource(d, 0)
-				g.logger().Info(note)
+			if o.Source, err = source.resolve(d, 0, g.logger()); err != nil {
+				return err
 			}
 			_, parts, closeParts, err := openPartitionFiles(d, args[0], partName)
 			if err != nil {
@@ -85,7 +81,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 	f.BoolVar(&o.NoHist, "no-hist", false, "skip the partition+hist configuration")
 	f.IntVar(&o.Epochs, "epochs", 1, "epochs to average")
 	f.Var(&ncache, "neighbor-cache", "add a global neighbour cache of this size (e.g. 64MiB)")
-	f.StringVar(&source, "source", "auto", "how uncached neighbour lists are read: auto (batch when the dataset exceeds half of the memory cgroup limit or of available memory, else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
+	source.register(f)
 	f.Int64Var(&seed, "seed", 1, "random seed")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&plot, "plot", "", "write a bar chart PNG to this file")

@@ -25,7 +25,8 @@ func init() { extraCommands = append(extraCommands, newTrainCmd) }
 
 func newTrainCmd(g *globals) *cobra.Command {
 	var o train.Options
-	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, source, metrics, plotPath, device string
+	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, metrics, plotPath, device string
+	var source sourceFlag
 	var planFile, profileName string
 	var seed int64
 	var reads readFlags
@@ -119,10 +120,8 @@ that mmap reads need. See docs/train.md.`,
 			if o.FeatPolicy, err = featurecache.ParsePolicy(featPolicy); err != nil {
 				return err
 			}
-			if source != "auto" {
-				if o.Source, err = sample.ParseSource(source); err != nil {
-					return err
-				}
+			if err := source.check(); err != nil {
+				return err
 			}
 			ro, err := reads.options()
 			if err != nil {
@@ -186,10 +185,8 @@ that mmap reads need. See docs/train.md.`,
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
-			if source == "auto" {
-				var note string
-				o.Source, note = train.AutoSource(d, int64(mem))
-				o.Logger.Info(note)
+			if o.Source, err = source.resolve(d, int64(mem), o.Logger); err != nil {
+				return err
 			}
 			if mem > 0 || planFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName = int64(mem), planFile, profileName
@@ -351,7 +348,7 @@ that mmap reads need. See docs/train.md.`,
 	f.Int64Var(&seed, "seed", 1, "random seed (same seed, same result)")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
-	f.StringVar(&source, "source", "auto", "how uncached neighbour lists are read: auto (batch when the dataset exceeds half of the memory cgroup limit or of available memory, else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
+	source.register(f)
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
 	reads.register(f)
 	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))

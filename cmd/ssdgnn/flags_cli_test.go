@@ -35,6 +35,9 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
 		{[]string{"plan", dir, "--mem", "1GiB", "--hidden", "0"}, "--hidden 0"},
 		{[]string{"train", dir, "--mem", "8EiB"}, `for "--mem" flag`},
+		{[]string{"train", dir, "--source", "ring"}, `source "ring": want mmap, pread, direct or batch`},
+		{[]string{"rr", dir, "--source", "ring"}, `source "ring"`},
+		{[]string{"profile", dir, "--source", "ring"}, `source "ring"`},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 // readFlags say how feature rows are read from storage. train reads with
@@ -52,4 +55,32 @@ func (r *readFlags) options() (featurecache.Options, error) {
 		return o, fmt.Errorf("--max-read-amp %v: want 0 (no cap) or a ratio of at least 1", r.amp)
 	}
 	return o, nil
+}
+
+// sourceFlag says how uncached neighbour lists are read (--source): train,
+// rr and profile sample, so all three take it.
+type sourceFlag string
+
+func (s *sourceFlag) register(f *pflag.FlagSet) {
+	f.StringVar((*string)(s), "source", "auto", "how uncached neighbour lists are read: auto (batch when the graph exceeds half of what the page cache has left: the memory cgroup limit, else available memory, less --mem; else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
+}
+
+// check rejects an unknown --source before any work starts.
+func (s sourceFlag) check() error {
+	if s == "auto" {
+		return nil
+	}
+	_, err := sample.ParseSource(string(s))
+	return err
+}
+
+// resolve is the sampler source for d: the flag's, or for auto
+// train.AutoSource under budget bytes of --mem (0: none), logged.
+func (s sourceFlag) resolve(d *storage.Dataset, budget int64, log *slog.Logger) (sample.Source, error) {
+	if s != "auto" {
+		return sample.ParseSource(string(s))
+	}
+	src, note := train.AutoSource(d, budget)
+	log.Info(note)
+	return src, nil
 }
