@@ -46,9 +46,11 @@ func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
 // the room the page cache has for it, else sample.SourceMmap, whose pages
 // a graph that fits keeps after the first touch. The room is the
 // process's memory cgroup limit where there is one (it charges the page
-// cache), else the memory the kernel reports available, less budget, the
-// bytes the process has promised to its own use (train's --mem; 0 when it
-// has none). note says which and why.
+// cache), else the memory the kernel reports available; with a budget of
+// budget bytes (train's --mem; 0: none) it is what the budget leaves of
+// that, plus the half of the budget's RuntimeReserve that is kept for
+// memory outside the Go heap, page cache included (SoftMemoryLimit). note
+// says which and why.
 func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note string) {
 	graph := 8*(d.NumNodes()+1) + d.NumEdges()*int64(storage.IndicesDType(d.NumNodes()).Size())
 	room, what := memstat.Available(), "available memory"
@@ -56,14 +58,19 @@ func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note strin
 		room, what = l, "the memory cgroup limit"
 	}
 	if budget > 0 {
-		room -= budget
-		what += " less --mem"
+		room = pageCacheRoom(room, budget)
+		what += " less --mem, plus half its runtime reserve"
 	}
 	if batchedReads(graph, room) {
 		return sample.SourceBatch, fmt.Sprintf("neighbour reads: batched per hop (graph %s > half of %s, %s)", ibytes(graph), what, ibytes(room))
 	}
 	return sample.SourceMmap, fmt.Sprintf("neighbour reads: through the mapping (graph %s fits %s, %s)", ibytes(graph), what, ibytes(room))
 }
+
+// pageCacheRoom is what a budget of budget bytes (> 0) leaves the page
+// cache of room bytes of memory: room less the budget, plus the half of
+// its runtime reserve kept for memory outside the Go heap.
+func pageCacheRoom(room, budget int64) int64 { return room - budget + RuntimeReserve(budget)/2 }
 
 // batchedReads says whether graph bytes compete with room bytes of page
 // cache (AutoSource): more than half of it, or any room at all left.

@@ -29,6 +29,23 @@ func TestBatchedReads(t *testing.T) {
 	}
 }
 
+func TestPageCacheRoom(t *testing.T) {
+	for _, tc := range []struct{ room, budget, want int64 }{
+		{1 << 30, 1 << 30, 64 << 20},                 // --mem = the limit: half the reserve (mem/8)
+		{24 << 30, 1 << 30, 23<<30 + 64<<20},         // the rest of the machine too
+		{1 << 30, 64 << 20, 1<<30 - 64<<20 + 12<<20}, // the reserve's 24 MiB floor
+	} {
+		if got := pageCacheRoom(tc.room, tc.budget); got != tc.want {
+			t.Errorf("pageCacheRoom(%d, %d) = %d, want %d", tc.room, tc.budget, got, tc.want)
+		}
+	}
+	// The benchmark's 428 MiB graph under --mem = a 1 GiB limit reads in
+	// batches; a 4 MiB graph there keeps its pages.
+	if !batchedReads(428<<20, pageCacheRoom(1<<30, 1<<30)) || batchedReads(4<<20, pageCacheRoom(1<<30, 1<<30)) {
+		t.Error("auto's choice under --mem = the limit")
+	}
+}
+
 // TestAutoSourceSmall: a dataset of a few kilobytes reads through the
 // mapping wherever the test runs, and the note says so.
 func TestAutoSourceSmall(t *testing.T) {

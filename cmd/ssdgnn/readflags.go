@@ -62,7 +62,7 @@ func (r *readFlags) options() (featurecache.Options, error) {
 type sourceFlag string
 
 func (s *sourceFlag) register(f *pflag.FlagSet) {
-	f.StringVar((*string)(s), "source", "auto", "how uncached neighbour lists are read: auto (batch when the graph exceeds half of what the page cache has left: the memory cgroup limit, else available memory, less --mem; else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
+	f.StringVar((*string)(s), "source", "auto", "how uncached neighbour lists are read: auto (batch when the graph exceeds half of what the page cache has left: the memory cgroup limit, else available memory, less --mem plus half its runtime reserve; else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
 }
 
 // check rejects an unknown --source before any work starts.
