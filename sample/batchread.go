@@ -43,6 +43,15 @@ var listArenaBytes int64 = ListArenaBytes
 // worker (WorkerBytesBound).
 const listScratchBytes = 2 * listReadDepth * listReadBytes
 
+// listSessionBytes bounds what one worker's two reader sessions keep per
+// item beyond their slots (storage.SessionItemBytes) when a hop misses
+// at most fetched lists: that many offset pairs, and that many lists
+// plus the pieces of lists longer than a read (at most one per read's
+// worth of the arena).
+func listSessionBytes(fetched int64) int64 {
+	return storage.SessionItemBytes * (2*grown(fetched) + ListArenaBytes/(listReadBytes/2) + 1)
+}
+
 // openBatch opens the two readers of SourceBatch and resolves its gap.
 func (s *Sampler) openBatch() error {
 	o := &s.o
@@ -106,6 +115,9 @@ func (w *worker) readMisses(st *LookupStats) error {
 		return nil
 	}
 	// Offsets: rows v and v+1 of indptr, into w.offs[2k:2k+2].
+	if cap(w.reqs) < m {
+		w.reqs = make([]storage.RangeReq, 0, grown(int64(m)))
+	}
 	w.reqs = w.reqs[:0]
 	for k, v := range w.missV {
 		w.reqs = append(w.reqs, storage.RangeReq{Row: v, N: 2, Pos: 2 * int64(k)})
@@ -144,6 +156,8 @@ func (w *worker) readMisses(st *LookupStats) error {
 		}
 		if hi > lo {
 			w.reqs = append(w.reqs, storage.RangeReq{Row: lo, N: hi - lo, Pos: used})
+		} else {
+			s.stage.Request(1, 0) // as the other sources count an empty list
 		}
 		used += hi - lo
 	}

@@ -107,8 +107,26 @@ func WorkerBytesBound(targets int64, fanouts []int, numNodes, numEdges int64, sr
 
 // scratchBound is WorkerBytesBound's scratch term.
 func scratchBound(targets int64, fanouts []int, numNodes, numEdges int64, src Source) int64 {
-	dst := min(targets, numNodes)
-	fetched := dst
+	fetched, dst := hopBounds(targets, fanouts, numNodes, numEdges)
+	n := grown(fetched)*listBytes + 4*grown(dst) + 16*int64(max(slices.Max(append([]int{0}, fanouts...)), 0))
+	switch src {
+	case SourcePread, SourceDirect:
+		n += arenaBytes
+	case SourceBatch:
+		// A hop's misses, their offsets and requests, the list arena,
+		// and the two readers' slots and per-item state
+		// (memacct.BatchBuffers).
+		n += batchHopBytes(fetched) + ListArenaBytes + listScratchBytes + listSessionBytes(fetched)
+	}
+	return n
+}
+
+// hopBounds bounds a batch of targets: fetched, the destinations of its
+// input layer, whose lists are fetched (the most of any hop), and dst,
+// its input nodes.
+func hopBounds(targets int64, fanouts []int, numNodes, numEdges int64) (fetched, dst int64) {
+	dst = min(targets, numNodes)
+	fetched = dst
 	for l := len(fanouts) - 1; l >= 0; l-- {
 		fetched = dst // block l's destinations: their lists are fetched
 		edges := numEdges
@@ -117,16 +135,14 @@ func scratchBound(targets int64, fanouts []int, numNodes, numEdges int64, src So
 		}
 		dst = min(dst+edges, numNodes)
 	}
-	n := grown(fetched)*listBytes + 4*grown(dst) + 16*int64(max(slices.Max(append([]int{0}, fanouts...)), 0))
-	switch src {
-	case SourcePread, SourceDirect:
-		n += arenaBytes
-	case SourceBatch:
-		// A hop's misses, their offsets and requests, the list arena,
-		// and the two readers' slots (memacct.BatchBuffers).
-		n += (8+4+rangeReqBytes)*grown(fetched) + 8*grown(2*fetched) + ListArenaBytes + listScratchBytes
-	}
-	return n
+	return fetched, dst
+}
+
+// batchHopBytes bounds SourceBatch's per-hop scratch in the worker when
+// a hop misses at most fetched lists: the misses and their slots, their
+// requests, and two offsets each.
+func batchHopBytes(fetched int64) int64 {
+	return (8+4+rangeReqBytes)*grown(fetched) + 8*grown(2*fetched)
 }
 
 // push appends x to s, growing a full backing array by a quarter (to at

@@ -52,6 +52,14 @@ func TestWorkerScratch(t *testing.T) {
 			}
 			b.Release()
 			bound := scratchBound(int64(tc.batch), tc.fanouts, d.NumNodes(), d.NumEdges(), tc.src)
+			if tc.src == SourceBatch {
+				// The worker's own share, with the arena it has (not the
+				// whole ListArenaBytes the bound reserves): the readers'
+				// slots and state are counted by storage.
+				fetched, _ := hopBounds(int64(tc.batch), tc.fanouts, d.NumNodes(), d.NumEdges())
+				bound = scratchBound(int64(tc.batch), tc.fanouts, d.NumNodes(), d.NumEdges(), SourceMmap) +
+					batchHopBytes(fetched) + 4*int64(cap(w.arena32)) + 8*int64(cap(w.arena64))
+			}
 			if got := w.scratchBytes(); got <= 0 || got > bound {
 				t.Fatalf("fanouts %v, %v, batch %d: scratch %d bytes, want in (0, %d]", tc.fanouts, tc.src, i/tc.batch, got, bound)
 			}

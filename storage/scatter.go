@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/readplan"
@@ -126,10 +127,9 @@ func (r *RowReader) slotBytes(o ScatterOptions) int64 {
 // session is the per-call state ReadScattered reuses: the slab of read
 // slots, the plan, the ids and, for IOUring, the ring.
 type session struct {
-	slab    []byte // aligned
-	counted int64
+	slab    []byte     // aligned
+	counted int64      // the slab's and the slices' bytes in memacct.BatchBuffers
 	reqs    []RangeReq // sorted by Row, none longer than a slot
-	rs      []readplan.Range
 	exts    []readplan.Extent
 	planner readplan.Planner
 	ring    *uring.Ring
@@ -200,8 +200,8 @@ func (r *RowReader) getSession(o ScatterOptions) (*session, error) {
 	}
 	if int64(len(s.slab)) < need {
 		b := r.alignedBuf(int(need))
-		memacct.Add(memacct.BatchBuffers, need-s.counted)
-		s.slab, s.counted = *b, need
+		s.slab = *b
+		s.recount()
 	}
 	if r.engine == IOUring && (s.ring == nil || s.ring.Entries() < o.withDefaults().Depth) {
 		if s.ring != nil {
@@ -217,7 +217,41 @@ func (r *RowReader) getSession(o ScatterOptions) (*session, error) {
 	return s, nil
 }
 
+// Session bytes beyond the slab: a request and an extent per item, and
+// the planner's gap per item.
+const (
+	rangeReqBytes = int64(unsafe.Sizeof(RangeReq{}))
+	extentBytes   = int64(unsafe.Sizeof(readplan.Extent{}))
+)
+
+// SessionItemBytes is what one ReadScattered or ReadRanges call keeps per
+// row or range (after splitting) in its session until Close: a request,
+// an extent and the planner's gap, with a quarter's slack. A caller's
+// bound counts it per item of its largest call, once per concurrent
+// caller.
+const SessionItemBytes = (rangeReqBytes + extentBytes + 8) * 5 / 4
+
+// recount brings s's share of memacct.BatchBuffers up to date with its
+// slab and slices, which keep the capacity of the largest call.
+func (s *session) recount() {
+	n := int64(len(s.slab)) + rangeReqBytes*int64(cap(s.reqs)) + extentBytes*int64(cap(s.exts)) + s.planner.GapsBytes()
+	memacct.Add(memacct.BatchBuffers, n-s.counted)
+	s.counted = n
+}
+
+// reserve gives s room for n items with a quarter's slack, so that its
+// slices stay within SessionItemBytes per item.
+func (s *session) reserve(n int) {
+	if cap(s.reqs) < n {
+		s.reqs = make([]RangeReq, 0, n+n/4)
+	}
+	if cap(s.exts) < n {
+		s.exts = make([]readplan.Extent, 0, n+n/4)
+	}
+}
+
 func (r *RowReader) putSession(s *session) {
+	s.recount()
 	r.sessMu.Lock()
 	r.sessions = append(r.sessions, s)
 	r.sessMu.Unlock()
@@ -259,6 +293,7 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 		return err
 	}
 	defer r.putSession(s)
+	s.reserve(len(reqs))
 	s.reqs = s.reqs[:0]
 	for _, q := range reqs {
 		s.reqs = append(s.reqs, RangeReq{Row: q.ID, N: 1, Pos: q.Pos})
@@ -297,6 +332,11 @@ func (r *RowReader) ReadRanges(reqs []RangeReq, dst []byte, o ScatterOptions) er
 	// end: keep it within a slot.
 	a := r.planAlign()
 	piece := max(1, (r.slotBytes(o)-2*a)/r.rowBytes)
+	items := 0
+	for _, q := range reqs {
+		items += int((q.N + piece - 1) / piece)
+	}
+	s.reserve(items)
 	s.reqs = s.reqs[:0]
 	for _, q := range reqs {
 		for q.N > piece {
@@ -318,13 +358,10 @@ func (r *RowReader) scatter(s *session, dst []byte, o ScatterOptions) error {
 	if err != nil {
 		return err
 	}
-	s.rs = s.rs[:0]
-	for _, q := range s.reqs {
-		s.rs = append(s.rs, readplan.Range{Row: q.Row, N: q.N})
-	}
 	slot := po.MaxBytes // one read slot holds the largest read
 	s.exts = s.exts[:0]
-	s.planner.WalkRanges(s.rs, po, func(x readplan.Extent) { s.exts = append(s.exts, x) })
+	s.planner.WalkFunc(len(s.reqs), func(k int) readplan.Range { return readplan.Range{Row: s.reqs[k].Row, N: s.reqs[k].N} },
+		po, func(x readplan.Extent) { s.exts = append(s.exts, x) })
 	if r.engine == IOUring {
 		return r.scatterRing(s, dst, o.Depth, slot)
 	}

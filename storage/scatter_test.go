@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
@@ -200,5 +201,38 @@ func TestReadRangesOutOfRange(t *testing.T) {
 		if err := r.ReadRanges([]storage.RangeReq{q}, dst, storage.ScatterOptions{}); err == nil {
 			t.Fatalf("%+v accepted", q)
 		}
+	}
+}
+
+// TestScatterSessionCounted: a read session's slots and per-item state
+// are counted in memacct.BatchBuffers where they are allocated, within
+// ScratchBytesFor plus SessionItemBytes per item, and uncounted on Close.
+func TestScatterSessionCounted(t *testing.T) {
+	const n, dim = 20000, 3
+	d := scatterDataset(t, n, dim)
+	base := memacct.Read().Bytes[memacct.BatchBuffers]
+	r, err := d.OpenRowReader(storage.FileFeatures, storage.ReadBuffered, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := storage.ScatterOptions{GapRows: 4, MaxAmplification: 2, MaxReadBytes: 4 << 10, Depth: 4}
+	reqs := make([]storage.RangeReq, 0, n/3)
+	for row := int64(0); row+2 <= n; row += 3 {
+		reqs = append(reqs, storage.RangeReq{Row: row, N: 2, Pos: int64(len(reqs)) * 2})
+	}
+	dst := make([]byte, int64(len(reqs))*2*r.RowBytes())
+	if err := r.ReadRanges(reqs, dst, o); err != nil {
+		t.Fatal(err)
+	}
+	got := memacct.Read().Bytes[memacct.BatchBuffers] - base
+	items := int64(len(reqs))
+	lo := r.ScratchBytesFor(o) + items*(24+32) // a request and an extent per item
+	hi := r.ScratchBytesFor(o) + items*storage.SessionItemBytes
+	if got < lo || got > hi {
+		t.Fatalf("%d items: counted %d bytes, want in [%d, %d]", items, got, lo, hi)
+	}
+	r.Close()
+	if left := memacct.Read().Bytes[memacct.BatchBuffers] - base; left != 0 {
+		t.Fatalf("%d bytes still counted after Close", left)
 	}
 }

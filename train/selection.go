@@ -73,5 +73,6 @@ func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note strin
 func pageCacheRoom(room, budget int64) int64 { return room - budget + RuntimeReserve(budget)/2 }
 
 // batchedReads says whether graph bytes compete with room bytes of page
-// cache (AutoSource): more than half of it, or any room at all left.
+// cache (AutoSource): more than half of it; always when no room is left
+// (room <= 0).
 func batchedReads(graph, room int64) bool { return graph > room/2 }

@@ -79,7 +79,11 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				o.Logger.Info(note)
 			}
 			o.Gather = &ro
-			if o.Source, err = source.resolve(d, 0, o.Logger); err != nil {
+			// The source train would take by default: its --mem defaults
+			// to the memory cgroup's limit.
+			var trainMem int64
+			train.DefaultMem(false, &trainMem, false, 0)
+			if o.Source, err = source.resolve(d, trainMem, o.Logger); err != nil {
 				return err
 			}
 			var parts sample.Partitions

@@ -138,6 +138,18 @@ func (p *Planner) WalkRanges(rs []Range, o Options, fn func(Extent)) {
 	p.walk(len(rs), func(k int) (int64, int64) { return o.span(rs[k].Row, rs[k].N) }, o, fn)
 }
 
+// WalkFunc is WalkRanges for n ranges given by at (range k is at(k)),
+// so that a caller holding ranges in its own records needs no []Range
+// copy.
+func (p *Planner) WalkFunc(n int, at func(k int) Range, o Options, fn func(Extent)) {
+	p.walk(n, func(k int) (int64, int64) { r := at(k); return o.span(r.Row, r.N) }, o, fn)
+}
+
+// GapsBytes is the scratch the planner keeps for the amplification cap:
+// 8 bytes per gap of the largest capped plan so far, with a quarter's
+// slack.
+func (p *Planner) GapsBytes() int64 { return 8 * int64(cap(p.gaps)) }
+
 // walk plans n items in ascending order of their aligned spans' starts.
 func (p *Planner) walk(n int, span func(int) (int64, int64), o Options, fn func(Extent)) {
 	if n == 0 {
@@ -170,6 +182,9 @@ func (p *Planner) walk(n int, span func(int) (int64, int64), o Options, fn func(
 // first saves the most reads for the bytes. Gaps of zero or less
 // (adjacent or shared blocks) always merge: they cost nothing.
 func (p *Planner) cappedGap(n int, span func(int) (int64, int64), o Options, maxGap int64) int64 {
+	if cap(p.gaps) < n-1 { // room for every gap with a quarter's slack (GapsBytes)
+		p.gaps = make([]int64, 0, n-1+(n-1)/4)
+	}
 	gaps := p.gaps[:0]
 	s0, prevEnd := span(0)
 	union, sum := prevEnd-s0, int64(0)
