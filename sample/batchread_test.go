@@ -56,8 +56,8 @@ func sampleStage(d *storage.Dataset) storage.StageStats {
 }
 
 // TestBatchSource: SourceBatch gives the batches of SourceMmap for every
-// engine and gap, with the arena whole or so small that most lists take
-// the mapping; one read per list makes at least one read per miss (its
+// engine and gap, with the arena whole, or so small that most lists take
+// the mapping and read in chunks of 7 requests; one read per list makes at least one read per miss (its
 // offsets) and at most two, and merging makes fewer.
 func TestBatchSource(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "g")
@@ -76,8 +76,11 @@ func TestBatchSource(t *testing.T) {
 		for _, gap := range []int64{PerListReads, 0, 1 << 20} {
 			for _, arena := range []int64{ListArenaBytes, 600} {
 				t.Run(fmt.Sprintf("%s/gap%d/arena%d", eng, gap, arena), func(t *testing.T) {
-					defer func(a int64) { listArenaBytes = a }(listArenaBytes)
+					defer func(a int64, c int) { listArenaBytes, readChunk = a, c }(listArenaBytes, readChunk)
 					listArenaBytes = arena
+					if arena != ListArenaBytes {
+						readChunk = 7 // and many ReadRanges calls a hop
+					}
 					o := base
 					o.Source, o.IO, o.ReadGapBytes = SourceBatch, eng, gap
 					if gap > 0 {

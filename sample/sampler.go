@@ -116,7 +116,7 @@ func scratchBound(targets int64, fanouts []int, numNodes, numEdges int64, src So
 		// A hop's misses, their offsets and requests, the list arena,
 		// and the two readers' slots and per-item state
 		// (memacct.BatchBuffers).
-		n += batchHopBytes(fetched) + ListArenaBytes + listScratchBytes + listSessionBytes(fetched)
+		n += batchHopBytes(fetched) + ListArenaBytes + listScratchBytes + listSessionBytes
 	}
 	return n
 }
