@@ -1,9 +1,7 @@
 package sample
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/readplan"
@@ -45,18 +43,15 @@ var listArenaBytes int64 = ListArenaBytes
 // worker (WorkerBytesBound).
 const listScratchBytes = 2 * listReadDepth * listReadBytes
 
-// listReadChunk is the most requests one ReadRanges call of SourceBatch
-// takes (readChunks).
-const listReadChunk = 16 << 10
-
-// readChunk is listReadChunk; tests lower it to read in many chunks.
-var readChunk = listReadChunk
+// readChunk is the most requests one read plan covers
+// (storage.ScatterOptions.Chunk); tests lower it to plan in many chunks.
+var readChunk = storage.DefaultScatterChunk
 
 // listSessionBytes bounds what one worker's two reader sessions keep per
 // item beyond their slots (storage.SessionItemBytes): a chunk of requests
 // each, plus, for the lists, the pieces of lists longer than a read (at
 // most one per half read's worth of the arena).
-const listSessionBytes = storage.SessionItemBytes * (2*listReadChunk + ListArenaBytes/(listReadBytes/2) + 1)
+const listSessionBytes = storage.SessionItemBytes * (2*storage.DefaultScatterChunk + ListArenaBytes/(listReadBytes/2) + 1)
 
 // openBatch opens the two readers of SourceBatch and resolves its gap.
 func (s *Sampler) openBatch() error {
@@ -101,7 +96,7 @@ func (s *Sampler) openBatch() error {
 			gap = max(1, p.GapBytes/r.RowBytes()) // 1: touching items merge
 		}
 		return storage.ScatterOptions{GapRows: gap, MaxAmplification: p.MaxAmplification,
-			MaxReadBytes: listReadBytes, Depth: listReadDepth}
+			MaxReadBytes: listReadBytes, Depth: listReadDepth, Chunk: readChunk}
 	}
 	s.ipOpt, s.ixOpt = opt(s.ip), opt(s.ix)
 	p.ScratchBytes = s.ip.ScratchBytesFor(s.ipOpt) + s.ix.ScratchBytesFor(s.ixOpt)
@@ -110,8 +105,9 @@ func (s *Sampler) openBatch() error {
 }
 
 // readMisses reads the lists of nodes w.missV (their slots in w.lists are
-// w.missAt) with SourceBatch: their offsets, then their lists, each sorted
-// and read in ReadRanges calls of listReadChunk requests (readChunks). Lists that do not fit in what is left of the worker's
+// w.missAt) with SourceBatch: their offsets, then their lists, each in one
+// ReadRanges call (which plans storage.DefaultScatterChunk requests at a
+// time). Lists that do not fit in what is left of the worker's
 // arena this batch (ListArenaBytes in all) are read through the mapping
 // instead.
 func (w *worker) readMisses(st *LookupStats) error {
@@ -129,8 +125,8 @@ func (w *worker) readMisses(st *LookupStats) error {
 		w.reqs = append(w.reqs, storage.RangeReq{Row: v, N: 2, Pos: 2 * int64(k)})
 	}
 	w.offs = grow(w.offs, 2*m)
-	if err := readChunks(s.ip, w.reqs, int64Bytes(w.offs), s.ipOpt); err != nil {
-		return err
+	if err := s.ip.ReadRanges(w.reqs, int64Bytes(w.offs), s.ipOpt); err != nil {
+		return fmt.Errorf("sample: %w", err)
 	}
 	// Lists: each to its place in the arena, after the lists of the
 	// batch's earlier hops, in miss order. The arena is allocated once,
@@ -172,8 +168,8 @@ func (w *worker) readMisses(st *LookupStats) error {
 		arena = int64Bytes(w.arena64)
 	}
 	w.recount() // the scratch before the reads fill it
-	if err := readChunks(s.ix, w.reqs, arena, s.ixOpt); err != nil {
-		return err
+	if err := s.ix.ReadRanges(w.reqs, arena, s.ixOpt); err != nil {
+		return fmt.Errorf("sample: %w", err)
 	}
 	used = w.arenaUsed
 	for k, v := range w.missV {
@@ -194,22 +190,6 @@ func (w *worker) readMisses(st *LookupStats) error {
 		w.lists[w.missAt[k]] = l
 	}
 	w.arenaUsed = used
-	return nil
-}
-
-// readChunks reads reqs into dst with r, sorted by row and then
-// listReadChunk at a time, so that the reader's session keeps per-item
-// state for at most that many (storage.SessionItemBytes each) however
-// many a hop misses; a chunk boundary only stops one merge.
-func readChunks(r *storage.RowReader, reqs []storage.RangeReq, dst []byte, o storage.ScatterOptions) error {
-	slices.SortFunc(reqs, func(a, b storage.RangeReq) int { return cmp.Compare(a.Row, b.Row) })
-	for len(reqs) > 0 {
-		n := min(len(reqs), readChunk)
-		if err := r.ReadRanges(reqs[:n], dst, o); err != nil {
-			return fmt.Errorf("sample: %w", err)
-		}
-		reqs = reqs[n:]
-	}
 	return nil
 }
 

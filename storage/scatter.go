@@ -81,7 +81,16 @@ type ScatterOptions struct {
 	MaxReadBytes int64
 	// Depth bounds the reads in flight. Default DefaultScatterDepth.
 	Depth int
+	// Chunk is the most rows or ranges one read plan covers: a call
+	// plans and reads its sorted requests Chunk at a time, so that its
+	// session keeps SessionItemBytes for at most Chunk items (and the
+	// pieces of long ranges) however large the call. A chunk boundary
+	// stops one merge. Default DefaultScatterChunk.
+	Chunk int
 }
+
+// DefaultScatterChunk is ScatterOptions.Chunk's default.
+const DefaultScatterChunk = 16 << 10
 
 func (o ScatterOptions) withDefaults() ScatterOptions {
 	if o.MaxReadBytes <= 0 {
@@ -89,6 +98,9 @@ func (o ScatterOptions) withDefaults() ScatterOptions {
 	}
 	if o.Depth <= 0 {
 		o.Depth = DefaultScatterDepth
+	}
+	if o.Chunk <= 0 {
+		o.Chunk = DefaultScatterChunk
 	}
 	return o
 }
@@ -224,10 +236,11 @@ const (
 	extentBytes   = int64(unsafe.Sizeof(readplan.Extent{}))
 )
 
-// SessionItemBytes is what one ReadScattered or ReadRanges call keeps per
-// row or range (after splitting) in its session until Close: a request,
-// an extent and the planner's gap, with a quarter's slack. A caller's
-// bound counts it per item of its largest call, once per concurrent
+// SessionItemBytes is what a ReadScattered or ReadRanges session keeps
+// per row or range (after splitting) of its largest chunk until Close: a
+// request, an extent and the planner's gap, with a quarter's slack. A
+// caller's bound counts it per item of one chunk (ScatterOptions.Chunk,
+// and for ReadRanges the pieces of its long ranges), once per concurrent
 // caller.
 const SessionItemBytes = (rangeReqBytes + extentBytes + 8) * 5 / 4
 
@@ -271,9 +284,10 @@ func (r *RowReader) closeSessions() {
 }
 
 // ReadScattered copies row reqs[k].ID into dst[reqs[k].Pos·RowBytes:] for
-// every k. It sorts reqs by ID (in place), plans the reads with o.GapRows
-// under o.MaxAmplification (internal/readplan), reads each planned extent with one read call into
-// a scratch slot, and copies the rows out. Duplicate ids are allowed.
+// every k. It sorts reqs by ID (in place), plans the reads o.Chunk rows at
+// a time with o.GapRows under o.MaxAmplification (internal/readplan),
+// reads each planned extent with one read call into a scratch slot, and
+// copies the rows out. Duplicate ids are allowed.
 // Accounting: the rows and their bytes as requested, and every extent as
 // one read call of its full length.
 func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) error {
@@ -293,18 +307,26 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 		return err
 	}
 	defer r.putSession(s)
-	s.reserve(len(reqs))
-	s.reqs = s.reqs[:0]
-	for _, q := range reqs {
-		s.reqs = append(s.reqs, RangeReq{Row: q.ID, N: 1, Pos: q.Pos})
-	}
 	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
-	return r.scatter(s, dst, o)
+	for len(reqs) > 0 {
+		chunk := reqs[:min(len(reqs), o.Chunk)]
+		reqs = reqs[len(chunk):]
+		s.reserve(len(chunk))
+		s.reqs = s.reqs[:0]
+		for _, q := range chunk {
+			s.reqs = append(s.reqs, RangeReq{Row: q.ID, N: 1, Pos: q.Pos})
+		}
+		if err := r.scatter(s, dst, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadRanges copies rows [q.Row, q.Row+q.N) into dst[q.Pos·RowBytes:] for
 // every q in reqs, as ReadScattered copies single rows: it sorts reqs by
-// Row (in place), plans the reads with o.GapRows under o.MaxAmplification,
+// Row (in place), plans the reads o.Chunk ranges at a time with o.GapRows
+// under o.MaxAmplification,
 // reads each planned extent with one read call into a scratch slot, and
 // copies the ranges out. A range longer than one slot is read in pieces.
 // Ranges may overlap. Accounting: every range as one request of its
@@ -328,28 +350,35 @@ func (r *RowReader) ReadRanges(reqs []RangeReq, dst []byte, o ScatterOptions) er
 		return err
 	}
 	defer r.putSession(s)
+	r.stage.Request(int64(len(reqs)), rows*r.rowBytes)
 	// A piece of k rows spans at most k·RowBytes plus one block at each
 	// end: keep it within a slot.
 	a := r.planAlign()
 	piece := max(1, (r.slotBytes(o)-2*a)/r.rowBytes)
-	items := 0
-	for _, q := range reqs {
-		items += int((q.N + piece - 1) / piece)
-	}
-	s.reserve(items)
-	s.reqs = s.reqs[:0]
-	for _, q := range reqs {
-		for q.N > piece {
-			s.reqs = append(s.reqs, RangeReq{Row: q.Row, N: piece, Pos: q.Pos})
-			q.Row, q.N, q.Pos = q.Row+piece, q.N-piece, q.Pos+piece
+	for len(reqs) > 0 {
+		chunk := reqs[:min(len(reqs), o.Chunk)]
+		reqs = reqs[len(chunk):]
+		items := 0
+		for _, q := range chunk {
+			items += int((q.N + piece - 1) / piece)
 		}
-		s.reqs = append(s.reqs, q)
+		s.reserve(items)
+		s.reqs = s.reqs[:0]
+		for _, q := range chunk {
+			for q.N > piece {
+				s.reqs = append(s.reqs, RangeReq{Row: q.Row, N: piece, Pos: q.Pos})
+				q.Row, q.N, q.Pos = q.Row+piece, q.N-piece, q.Pos+piece
+			}
+			s.reqs = append(s.reqs, q)
+		}
+		if len(s.reqs) > len(chunk) { // pieces of a long range follow later ranges' starts
+			slices.SortFunc(s.reqs, func(a, b RangeReq) int { return cmp.Compare(a.Row, b.Row) })
+		}
+		if err := r.scatter(s, dst, o); err != nil {
+			return err
+		}
 	}
-	if len(s.reqs) > len(reqs) { // pieces of a long range follow later ranges' starts
-		slices.SortFunc(s.reqs, func(a, b RangeReq) int { return cmp.Compare(a.Row, b.Row) })
-	}
-	r.stage.Request(int64(len(reqs)), rows*r.rowBytes)
-	return r.scatter(s, dst, o)
+	return nil
 }
 
 // scatter plans s.reqs and reads them into dst.
@@ -393,24 +422,29 @@ func (r *RowReader) planOptions(o ScatterOptions) (readplan.Options, error) {
 // batch's reads with it (planner). It keeps the planner's scratch between
 // calls and is not safe for concurrent use.
 type ReadModel struct {
-	po readplan.Options
-	p  readplan.Planner
+	po    readplan.Options
+	p     readplan.Planner
+	chunk int // ScatterOptions.Chunk
 }
 
 // ReadModel returns the plan r's ReadScattered follows under o.
 func (r *RowReader) ReadModel(o ScatterOptions) (*ReadModel, error) {
-	po, err := r.planOptions(o.withDefaults())
+	o = o.withDefaults()
+	po, err := r.planOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	return &ReadModel{po: po}, nil
+	return &ReadModel{po: po, chunk: o.Chunk}, nil
 }
 
 // Walk calls fn once per read that ReadScattered would issue for rows
-// ids, which must be sorted ascending: the read covers ids[first :
-// first+n] and reads bytes bytes (alignment and merged gaps included).
+// ids, which must be sorted ascending, planned in the same chunks: the
+// read covers ids[first : first+n] and reads bytes bytes (alignment and
+// merged gaps included).
 func (m *ReadModel) Walk(ids []int64, fn func(first, n int, bytes int64)) {
-	m.p.Walk(ids, m.po, func(x readplan.Extent) { fn(x.First, x.N, x.Len) })
+	for i := 0; i < len(ids); i += m.chunk {
+		m.p.Walk(ids[i:min(len(ids), i+m.chunk)], m.po, func(x readplan.Extent) { fn(i+x.First, x.N, x.Len) })
+	}
 }
 
 // copyOut copies the ranges of extent x from buf, which holds x's first

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -66,7 +67,7 @@ func TestReadScattered(t *testing.T) {
 						got := make([]byte, len(want))
 						for range 2 { // the second call reuses the session
 							clear(got)
-							if err := r.ReadScattered(reqs, got, storage.ScatterOptions{GapRows: gap, MaxReadBytes: 8 << 10, Depth: 4}); err != nil {
+							if err := r.ReadScattered(reqs, got, storage.ScatterOptions{GapRows: gap, MaxReadBytes: 8 << 10, Depth: 4, Chunk: 1 + int(gap)*50}); err != nil {
 								t.Fatal(err)
 							}
 							if !bytes.Equal(got, want) {
@@ -172,7 +173,7 @@ func TestReadRanges(t *testing.T) {
 					got := make([]byte, len(want))
 					for range 2 { // the second call reuses the session
 						clear(got)
-						if err := r.ReadRanges(reqs, got, storage.ScatterOptions{GapRows: gap, MaxReadBytes: 1 << 10, Depth: 4}); err != nil {
+						if err := r.ReadRanges(reqs, got, storage.ScatterOptions{GapRows: gap, MaxReadBytes: 1 << 10, Depth: 4, Chunk: 37}); err != nil {
 							t.Fatal(err)
 						}
 						if !bytes.Equal(got, want) {
@@ -234,5 +235,49 @@ func TestScatterSessionCounted(t *testing.T) {
 	r.Close()
 	if left := memacct.Read().Bytes[memacct.BatchBuffers] - base; left != 0 {
 		t.Fatalf("%d bytes still counted after Close", left)
+	}
+}
+
+// TestReadModelChunks: ReadModel plans in ReadScattered's chunks, so its
+// reads and bytes are the calls' own, chunk boundaries included.
+func TestReadModelChunks(t *testing.T) {
+	d := scatterDataset(t, 5000, 3)
+	for _, chunk := range []int{1, 7, 100, 0} {
+		acc := storage.NewAccounting()
+		r := openReader(t, d, storage.ReadBuffered, storage.IOPread, acc.Stage(storage.StageGather))
+		o := storage.ScatterOptions{GapRows: 20, MaxReadBytes: 2 << 10, Chunk: chunk}
+		rng := rand.New(rand.NewPCG(uint64(chunk), 3))
+		ids := make([]int64, 600)
+		for i := range ids {
+			ids[i] = rng.Int64N(5000)
+		}
+		slices.Sort(ids)
+		m, err := r.ReadModel(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reads, bytes int64
+		next := 0
+		m.Walk(ids, func(first, n int, b int64) {
+			if first != next {
+				t.Fatalf("chunk %d: read covers from %d, want %d", chunk, first, next)
+			}
+			next += n
+			reads++
+			bytes += b
+		})
+		reqs := make([]storage.RowReq, len(ids))
+		for i, id := range ids {
+			reqs[i] = storage.RowReq{ID: id, Pos: int64(i)}
+		}
+		before := acc.Snapshot()[0]
+		if err := r.ReadScattered(reqs, make([]byte, int64(len(ids))*r.RowBytes()), o); err != nil {
+			t.Fatal(err)
+		}
+		got := acc.Snapshot()[0]
+		if next != len(ids) || got.ReadCalls-before.ReadCalls != reads || got.BytesRead-before.BytesRead != bytes {
+			t.Fatalf("chunk %d: model %d reads, %d bytes over %d ids; ReadScattered %d reads, %d bytes",
+				chunk, reads, bytes, next, got.ReadCalls-before.ReadCalls, got.BytesRead-before.BytesRead)
+		}
 	}
 }
