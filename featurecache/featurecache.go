@@ -243,13 +243,7 @@ func (c *Cache) resolveReadPlan() error {
 	default:
 		p.GapRows = prof.GapRows(c.rowBytes)
 	}
-	switch a := o.MaxReadAmplification; {
-	case p.GapRows == 0 || a == UncappedReads:
-	case a == 0:
-		p.MaxAmplification = storage.DefaultMaxReadAmplification
-	default:
-		p.MaxAmplification = a
-	}
+	p.MaxAmplification = storage.ReadAmplification(p.GapRows > 0, o.MaxReadAmplification)
 	c.plan = p
 	c.plan.ScratchBytes = c.reader.ScratchBytesFor(c.scatterOptions())
 	return nil

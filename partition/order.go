@@ -32,7 +32,7 @@ const stateBytesPerNode = 56
 // which and with what numbers.
 func AutoOrder(d *storage.Dataset, o *Options) (order, why string) {
 	c := o.withDefaults()
-	return autoOrder(csrBytes(d), d.NumNodes(), c.readAheadBytes(d.NumNodes()), availableMemory())
+	return autoOrder(d.CSRBytes(), d.NumNodes(), c.readAheadBytes(d.NumNodes()), availableMemory())
 }
 
 // autoOrder decides for a CSR of csr bytes, n nodes, fixed bytes of state
@@ -45,15 +45,6 @@ func autoOrder(csr, n, fixed, avail int64) (order, why string) {
 		return OrderBFS, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) fit in %s", ib(csr), ib(state), ib(avail))
 	}
 	return OrderID, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) exceed %s: streaming in storage order", ib(csr), ib(state), ib(avail))
-}
-
-// csrBytes is the size of d's indptr and indices arrays.
-func csrBytes(d *storage.Dataset) int64 {
-	e := int64(8)
-	if d.Indices32() != nil {
-		e = 4
-	}
-	return 8*(d.NumNodes()+1) + e*d.NumEdges()
 }
 
 // availableMemory is the least of the memory cgroup's limit and

@@ -4,34 +4,9 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ssdgnn/ssdgnn/internal/readplan"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
-
-// ListReadPlan says how SourceBatch reads lists.
-type ListReadPlan struct {
-	// GapBytes is the merge gap (0: one read per item); GapSource where
-	// it came from: "option", "device.json" or "default"
-	// (storage.DefaultDeviceProfile).
-	GapBytes  int64  `json:"gap_bytes"`
-	GapSource string `json:"gap_source"`
-	// MaxAmplification caps bytes read ÷ bytes the items occupy (0: no
-	// cap).
-	MaxAmplification float64 `json:"max_amplification"`
-	// Engine is "pread" or "uring"; Mode "direct" or "buffered".
-	Engine string `json:"engine"`
-	Mode   string `json:"mode"`
-	// ArenaBytes is the most list bytes a worker holds per batch
-	// (ListArenaBytes, or the whole indices where smaller); ScratchBytes
-	// the read slots one worker's two readers hold while reading.
-	ArenaBytes   int64 `json:"arena_bytes"`
-	ScratchBytes int64 `json:"scratch_bytes"`
-}
-
-// ListReadPlan is how a SourceBatch sampler reads lists; the zero value
-// for other sources.
-func (s *Sampler) ListReadPlan() ListReadPlan { return s.listPlan }
 
 // listArenaBytes is ListArenaBytes; tests lower it to take the mapping
 // path.
@@ -68,39 +43,24 @@ func (s *Sampler) openBatch() error {
 			return fmt.Errorf("sample: %w", err)
 		}
 	}
-	p := ListReadPlan{Engine: s.ix.Engine().String(), Mode: s.ix.Mode().String(),
-		ArenaBytes: max(1, min(listArenaBytes/s.ix.RowBytes(), s.d.NumEdges())) * s.ix.RowBytes()}
-	switch {
-	case o.ReadGapBytes == PerListReads:
-		p.GapSource = "option"
-	case o.ReadGapBytes > 0:
-		p.GapBytes, p.GapSource = o.ReadGapBytes, "option"
-	default:
-		prof, src, err := storage.DeviceProfileOrDefault(s.d.Dir(), s.d.FeatRowBytes())
+	gapBytes := o.ReadGapBytes // PerListReads: none
+	if gapBytes == 0 {
+		prof, _, err := storage.DeviceProfileOrDefault(s.d.Dir(), s.d.FeatRowBytes())
 		if err != nil {
 			return fmt.Errorf("sample: %w", err)
 		}
-		p.GapSource = src
-		p.GapBytes = readplan.Gap(prof.RandomReadSec(), prof.SeqBytesPerSec, 1)
+		gapBytes = prof.GapRows(1) // the break-even gap in bytes
 	}
-	switch a := o.MaxReadAmp; {
-	case p.GapBytes == 0 || a == UncappedReads:
-	case a == 0:
-		p.MaxAmplification = storage.DefaultMaxReadAmplification
-	default:
-		p.MaxAmplification = a
-	}
+	amp := storage.ReadAmplification(gapBytes > 0, o.MaxReadAmp)
 	opt := func(r *storage.RowReader) storage.ScatterOptions {
 		var gap int64
-		if p.GapBytes > 0 {
-			gap = max(1, p.GapBytes/r.RowBytes()) // 1: touching items merge
+		if gapBytes > 0 {
+			gap = max(1, gapBytes/r.RowBytes()) // 1: touching items merge
 		}
-		return storage.ScatterOptions{GapRows: gap, MaxAmplification: p.MaxAmplification,
+		return storage.ScatterOptions{GapRows: gap, MaxAmplification: amp,
 			MaxReadBytes: listReadBytes, Depth: listReadDepth, Chunk: readChunk}
 	}
 	s.ipOpt, s.ixOpt = opt(s.ip), opt(s.ix)
-	p.ScratchBytes = s.ip.ScratchBytesFor(s.ipOpt) + s.ix.ScratchBytesFor(s.ixOpt)
-	s.listPlan = p
 	return nil
 }
 

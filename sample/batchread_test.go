@@ -89,10 +89,10 @@ func TestBatchSource(t *testing.T) {
 					if s, err := New(d, nil, &o); err != nil {
 						t.Fatal(err)
 					} else {
-						p := s.ListReadPlan()
+						got := s.ix.Engine()
 						s.Close()
-						if eng == storage.IOUring && p.Engine != "uring" {
-							t.Skipf("io_uring refused: engine %s", p.Engine)
+						if eng == storage.IOUring && got != storage.IOUring {
+							t.Skipf("io_uring refused: engine %s", got)
 						}
 					}
 					got, st, io := epochBatches(t, d, o)

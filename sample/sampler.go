@@ -278,7 +278,6 @@ type Sampler struct {
 	// how each reads.
 	ip, ix       *storage.RowReader
 	ipOpt, ixOpt storage.ScatterOptions
-	listPlan     ListReadPlan
 }
 
 // New returns a sampler over d. parts may be nil unless opts.Mode is

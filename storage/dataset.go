@@ -212,6 +212,16 @@ func (d *Dataset) Indices32() []int32 { return d.idx32 }
 // Indices64 is the CSR indices array when stored as int64, else nil.
 func (d *Dataset) Indices64() []int64 { return d.idx64 }
 
+// CSRBytes is the size of the graph's indptr and indices arrays (their
+// data, without the .npy headers).
+func (d *Dataset) CSRBytes() int64 {
+	e := int64(8)
+	if d.idx32 != nil {
+		e = 4
+	}
+	return 8*(d.NumNodes()+1) + e*d.NumEdges()
+}
+
 // Degree is the out-degree of v.
 func (d *Dataset) Degree(v int64) int64 { return d.indptr[v+1] - d.indptr[v] }
 

@@ -67,6 +67,21 @@ const (
 	DefaultMaxReadAmplification = 2
 )
 
+// ReadAmplification resolves a cap option for a read plan (the
+// MaxAmplification of ScatterOptions): 0 takes
+// DefaultMaxReadAmplification, a negative value means no cap (0), and
+// any other value is kept; a plan that merges nothing (merging false)
+// has no cap.
+func ReadAmplification(merging bool, opt float64) float64 {
+	switch {
+	case !merging || opt < 0:
+		return 0
+	case opt == 0:
+		return DefaultMaxReadAmplification
+	}
+	return opt
+}
+
 // ScatterOptions tunes ReadScattered. The zero value reads one row per
 // read at DefaultScatterDepth.
 type ScatterOptions struct {

@@ -52,7 +52,7 @@ func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
 // memory outside the Go heap, page cache included (SoftMemoryLimit). note
 // says which and why.
 func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note string) {
-	graph := 8*(d.NumNodes()+1) + d.NumEdges()*int64(storage.IndicesDType(d.NumNodes()).Size())
+	graph := d.CSRBytes()
 	room, what := memstat.Available(), "available memory"
 	if l, ok := cgroup.SelfMemoryLimit(); ok {
 		room, what = l, "the memory cgroup limit"

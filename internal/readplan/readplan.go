@@ -128,19 +128,13 @@ type Range struct {
 	Row, N int64
 }
 
-// WalkRanges is Walk for ranges of rows, sorted by Row (overlaps
-// allowed): extent k covers rs[First:First+N], every range whole. A
-// range whose aligned span exceeds MaxBytes is an extent of its own, as
-// a single row's is; a caller that reads into MaxBytes slots splits such
+// WalkFunc is Walk for n ranges of rows, range k being at(k), sorted by
+// Row (overlaps allowed); the caller keeps the ranges in its own records.
+// Extent k covers ranges [First, First+N), every range whole. A range
+// whose aligned span exceeds MaxBytes is an extent of its own, as a
+// single row's is; a caller that reads into MaxBytes slots splits such
 // ranges first. The invariants of the package doc hold with "row" read
 // as "range".
-func (p *Planner) WalkRanges(rs []Range, o Options, fn func(Extent)) {
-	p.walk(len(rs), func(k int) (int64, int64) { return o.span(rs[k].Row, rs[k].N) }, o, fn)
-}
-
-// WalkFunc is WalkRanges for n ranges given by at (range k is at(k)),
-// so that a caller holding ranges in its own records needs no []Range
-// copy.
 func (p *Planner) WalkFunc(n int, at func(k int) Range, o Options, fn func(Extent)) {
 	p.walk(n, func(k int) (int64, int64) { r := at(k); return o.span(r.Row, r.N) }, o, fn)
 }

@@ -232,7 +232,7 @@ func TestPlanAmplificationProperty(t *testing.T) {
 	}
 }
 
-// TestWalkRangesProperty checks WalkRanges' extents for random sorted
+// TestWalkRangesProperty checks WalkFunc's extents for random sorted
 // ranges: in order, aligned, each range whole inside its extent, no
 // extent longer than MaxBytes unless one range's span is, within the
 // amplification cap; and that ranges of one row plan as Walk plans ids.
@@ -260,7 +260,7 @@ func TestWalkRangesProperty(t *testing.T) {
 		}
 		slices.SortFunc(rs, func(a, b Range) int { return int(a.Row - b.Row) })
 		var exts []Extent
-		p.WalkRanges(rs, o, func(x Extent) { exts = append(exts, x) })
+		p.WalkFunc(len(rs), func(k int) Range { return rs[k] }, o, func(x Extent) { exts = append(exts, x) })
 		next, lastOff := 0, int64(-1)
 		var union, uEnd int64 // bytes the ranges' spans cover (sorted by start)
 		for _, r := range rs {
@@ -310,7 +310,7 @@ func TestWalkRangesProperty(t *testing.T) {
 			ids[i], ones[i] = r.Row, Range{Row: r.Row, N: 1}
 		}
 		var a []Extent
-		p.WalkRanges(ones, o, func(x Extent) { a = append(a, x) })
+		p.WalkFunc(len(ones), func(k int) Range { return ones[k] }, o, func(x Extent) { a = append(a, x) })
 		if b := p.Plan(ids, o, nil); !slices.Equal(a, b) {
 			t.Fatalf("iteration %d: one-row ranges planned %v, ids %v", it, a, b)
 		}
