@@ -62,6 +62,21 @@
 // history cache exposes no backing array, and its rows may be overwritten by
 // pushes between the reuse decision and compute.
 //
+// # Streamed input layer
+//
+// With Options.StreamInput (auto: when the memory plan would otherwise cut
+// batches into micro-batches; SAGE and GCN on the host input path) gather
+// does not build a batch's input matrix. It reads the input rows in chunks
+// sorted by id (two chunk slots: one read while the other is folded in),
+// applies normalisation and the input dropout with hostDropout's mask,
+// and folds each chunk into the input layer's aggregate and its
+// destinations' own rows (stream.go). The input layer's forward starts
+// from those (preAggregated); its backward needs nothing else. A batch's
+// working set is then its destinations', so the budget cuts fewer
+// micro-batches, whose rows are read with fewer, larger reads. Sums run in
+// ascending id order, so results equal the unstreamed ones up to float
+// summation order and are deterministic.
+//
 // # Historical embeddings and determinism
 //
 // The layer-(L−1) output (the last layer's input, after ReLU) of hop-1

@@ -100,6 +100,20 @@ type aggregateFirst interface {
 	selfTerm(t *tape, x kernels.Tensor, selfRows kernels.IntTensor) kernels.Tensor
 }
 
+// preAggregated is an input layer whose forward needs only its
+// destinations' aggregated sources and their own rows, not every source
+// row: SAGE (mean) and GCN (normalised sum). The streamed input layer
+// (stream.go) aggregates on the host as the rows are read and uploads
+// those two; the layer's backward needs nothing else (the input layer
+// computes no dX).
+type preAggregated interface {
+	// forwardPre is forward(blk, x) given agg = Aggregate(blk, aggOp(), x)
+	// and hd = x's first NumDst rows (nil when ownRows is false).
+	forwardPre(t *tape, blk *devBlock, hd, agg kernels.Tensor) kernels.Tensor
+	aggOp() kernels.AggOp
+	ownRows() bool
+}
+
 // devBlock is a block on the backend plus the identity index of its
 // destinations (rows 0..NumDst-1 of its sources), created lazily.
 type devBlock struct {
@@ -203,16 +217,25 @@ func (l *sageLayer) params() []*Param { return []*Param{l.ws, l.wn, l.b} }
 
 func (l *sageLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
 	be, n := t.be, blk.blk.NumDst()
-	l.agg = t.alloc(n, l.in)
-	be.Aggregate(blk.blk, kernels.AggMean, l.agg, x)
-	l.hd = t.alloc(n, l.in)
-	be.GatherRows(l.hd, x, blk.dstIdx(t))
+	agg := t.alloc(n, l.in)
+	be.Aggregate(blk.blk, kernels.AggMean, agg, x)
+	hd := t.alloc(n, l.in)
+	be.GatherRows(hd, x, blk.dstIdx(t))
+	return l.forwardPre(t, blk, hd, agg)
+}
+
+func (l *sageLayer) forwardPre(t *tape, blk *devBlock, hd, agg kernels.Tensor) kernels.Tensor {
+	be, n := t.be, blk.blk.NumDst()
+	l.hd, l.agg = hd, agg
 	out := t.alloc(n, l.ws.Cols)
 	be.GEMM(false, false, 1, l.hd, l.ws.W, 0, out)
 	be.GEMM(false, false, 1, l.agg, l.wn.W, 1, out)
 	be.AddBias(out, l.b.W)
 	return out
 }
+
+func (l *sageLayer) aggOp() kernels.AggOp { return kernels.AggMean }
+func (l *sageLayer) ownRows() bool        { return true }
 
 // transform: mean_u(x_u)·W_neigh = mean_u(x_u·W_neigh), so z = x·W_neigh
 // and self = x·W_self.
@@ -278,9 +301,17 @@ type gcnLayer struct {
 func (l *gcnLayer) params() []*Param { return []*Param{l.w, l.b} }
 
 func (l *gcnLayer) forward(t *tape, blk *devBlock, x kernels.Tensor) kernels.Tensor {
+	agg := t.alloc(blk.blk.NumDst(), l.in)
+	t.be.Aggregate(blk.blk, kernels.AggGCN, agg, x)
+	return l.forwardPre(t, blk, nil, agg)
+}
+
+func (l *gcnLayer) aggOp() kernels.AggOp { return kernels.AggGCN }
+func (l *gcnLayer) ownRows() bool        { return false }
+
+func (l *gcnLayer) forwardPre(t *tape, blk *devBlock, _, agg kernels.Tensor) kernels.Tensor {
 	be, n := t.be, blk.blk.NumDst()
-	l.agg = t.alloc(n, l.in)
-	be.Aggregate(blk.blk, kernels.AggGCN, l.agg, x)
+	l.agg = agg
 	out := t.alloc(n, l.w.Cols)
 	be.GEMM(false, false, 1, l.agg, l.w.W, 0, out)
 	be.AddBias(out, l.b.W)
@@ -606,10 +637,14 @@ type pass struct {
 	seed         uint64 // dropout seed
 	blocks       []*devBlock
 	x            kernels.Tensor
-	hist         *hist
-	masks        []kernels.Tensor
-	relus        []kernels.Tensor
-	compIdx      kernels.IntTensor
+	// xAgg, when set, is the streamed input layer's aggregate: x then
+	// holds only the destinations' own rows (nil for GCN), the input
+	// dropout is already applied, and layer 0 is a preAggregated.
+	xAgg    kernels.Tensor
+	hist    *hist
+	masks   []kernels.Tensor
+	relus   []kernels.Tensor
+	compIdx kernels.IntTensor
 }
 
 // forward returns the logits of the last block's destinations.
@@ -627,7 +662,11 @@ func (m *Model) forward(t *tape, p *pass) kernels.Tensor {
 			p.masks[l] = mask
 			h = d
 		}
-		h = ly.forward(t, p.blocks[l], h)
+		if l == 0 && p.xAgg != nil {
+			h = ly.(preAggregated).forwardPre(t, p.blocks[0], h, p.xAgg)
+		} else {
+			h = ly.forward(t, p.blocks[l], h)
+		}
 		if l == L-1 {
 			break
 		}

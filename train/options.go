@@ -204,6 +204,19 @@ type Options struct {
 	// no NormalizeFeatures; otherwise training falls back to the host path
 	// and Report.ZeroCopy says why. Results are bit-identical either way.
 	ZeroCopy string `json:"zero_copy,omitempty"`
+	// StreamInput selects the streamed input layer (stream.go): gather
+	// reads a batch's input rows in chunks sorted by id and folds each
+	// chunk into the input layer's aggregate and its destinations' own
+	// rows on the host, so the batch's input rows never exist at once and
+	// a batch's working set is its destinations', not its sources'.
+	// StreamInputAuto ("" or "auto", the default) streams when the memory
+	// plan (PlanMemory) finds that whole batches would not fit unstreamed,
+	// so that fewer micro-batches are cut and their rows are read with
+	// fewer, larger reads; StreamInputOn whenever the model qualifies;
+	// StreamInputOff never. It qualifies for SAGE and GCN (not GAT) on the
+	// host input path (not with zero-copy). The result equals the
+	// unstreamed one up to float summation order; it is deterministic.
+	StreamInput string `json:"stream_input,omitempty"`
 	// CheckpointDir receives CheckpointFile every CheckpointEvery epochs
 	// (0: only at the end and on interruption); empty disables checkpoints.
 	CheckpointDir   string `json:"-"`
@@ -286,6 +299,15 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("%w: zero-copy %q (want auto, on or off)", ErrInvalidOptions, w.ZeroCopy)
 	}
+	switch w.StreamInput {
+	case StreamInputAuto, StreamInputOff:
+	case StreamInputOn:
+		if ok, why := streamQualifies(&w); !ok {
+			return fmt.Errorf("%w: stream-input on: %s", ErrInvalidOptions, why)
+		}
+	default:
+		return fmt.Errorf("%w: stream-input %q (want auto, on or off)", ErrInvalidOptions, w.StreamInput)
+	}
 	if w.Staleness < 0 || w.MemBytes < 0 {
 		return fmt.Errorf("%w: staleness %d (want >= 1; 0: one epoch of batches), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)
 	}
@@ -366,6 +388,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.ZeroCopy == "" {
 		r.ZeroCopy = ZeroCopyAuto
+	}
+	if r.StreamInput == "" {
+		r.StreamInput = StreamInputAuto
 	}
 	if r.EvalMode == "" {
 		r.EvalMode = EvalLayerwise

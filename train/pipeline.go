@@ -59,7 +59,10 @@ type job struct {
 	// on the backend
 	blocks []*devBlock
 	x      kernels.Tensor
-	lab    kernels.IntTensor
+	// xAgg is the streamed input layer's aggregate (nil: not streamed);
+	// x then holds the destinations' own rows, or is nil (GCN).
+	xAgg kernels.Tensor
+	lab  kernels.IntTensor
 }
 
 func (t *Trainer) freeJob(j *job) {
@@ -71,9 +74,14 @@ func (t *Trainer) freeJob(j *job) {
 			t.be.FreeInts(b.iota)
 		}
 	}
-	t.be.Free(j.x)
+	if j.x != nil {
+		t.be.Free(j.x)
+	}
+	if j.xAgg != nil {
+		t.be.Free(j.xAgg)
+	}
 	t.be.FreeInts(j.lab)
-	j.blocks, j.x, j.lab = nil, nil, nil
+	j.blocks, j.x, j.xAgg, j.lab = nil, nil, nil, nil
 	if j.ring != nil {
 		j.ring.put(j.buf)
 	}
@@ -337,26 +345,37 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		defer close(toTransfer)
 		for j := range toGather {
 			t0 := time.Now()
-			n := t.split(j)
+			size := t.split(j) * t.d.FeatDim()
+			if t.stream != nil {
+				size = t.stream.outputs(j.hb.blocks[0].NumDst)
+			}
 			ga.since(t0)
 			// Waiting for a free buffer is back-pressure from compute,
 			// not gather work: it is not timed.
-			buf, err := ring.get(ctx, n*t.d.FeatDim())
+			buf, err := ring.get(ctx, size)
 			if err != nil {
 				return
 			}
 			t0 = time.Now()
 			j.feats, j.buf, j.ring = buf, buf, ring
-			if err := t.gather(j); err != nil {
+			drop, seed := float32(o.Dropout), mixSeed(t.batchSeed(epoch, j.idx), 0)
+			if t.stream != nil {
+				err = t.gatherStreamed(j, drop, seed)
+			} else {
+				err = t.gather(j)
+			}
+			if err != nil {
 				ring.put(buf)
 				fail(err)
 				return
 			}
-			if drop := float32(o.Dropout); drop > 0 {
-				seed := mixSeed(t.batchSeed(epoch, j.idx), 0)
-				if j.zc == nil {
+			if drop > 0 {
+				switch {
+				case t.stream != nil:
+					// The streamed rows were dropped as they went by.
+				case j.zc == nil:
 					hostDropout(j.feats, drop, seed)
-				} else {
+				default:
 					// Hits never reach the host: upload drops on the
 					// backend once the input is assembled.
 					j.dropP, j.dropSeed = drop, seed
@@ -585,6 +604,10 @@ func (t *Trainer) upload(j *job) error {
 			j.ring.put(j.buf)
 		}
 		j.buf = nil
+	} else if t.stream != nil {
+		if err := t.uploadStreamed(j); err != nil {
+			return err
+		}
 	} else if ad, ok := be.(adopter); ok && j.buf != nil {
 		// The tensor takes the ring buffer over; freeJob returns it.
 		x, err := ad.Adopt(rows, dim, j.feats)
@@ -641,7 +664,7 @@ func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err
 	defer t.beMu.Unlock()
 	tp := &tape{be: t.be}
 	defer tp.free()
-	p := &pass{train: true, inputDropped: j.dropped, seed: t.batchSeed(t.epoch, j.idx), blocks: j.blocks, x: j.x, hist: j.hist}
+	p := &pass{train: true, inputDropped: j.dropped, seed: t.batchSeed(t.epoch, j.idx), blocks: j.blocks, x: j.x, xAgg: j.xAgg, hist: j.hist}
 	err = tp.run(func() {
 		logits := t.model.forward(tp, p)
 		dl := tp.alloc(logits.Rows(), logits.Cols())
@@ -734,21 +757,98 @@ func (t *Trainer) gather(j *job) error {
 			t.zc.hits.Add(h)
 		}
 	}
-	if t.fb != nil && j.macroParts != nil {
-		if err := t.fb.load(j.macro, j.macroParts); err != nil {
-			return err
-		}
-		if err := t.fb.gatherF32(ids, j.feats, t.d.FeatDim(), t.fc.GatherF32); err != nil {
-			return err
-		}
-	} else if err := t.fc.GatherF32(ids, j.feats); err != nil {
+	gather, err := t.rowGatherer(j)
+	if err != nil {
+		return err
+	}
+	if err := gather(ids, j.feats); err != nil {
 		return err
 	}
 	t.normalize(j.feats)
+	t.gatherLabels(j)
+	return nil
+}
+
+// rowGatherer returns the function that reads j's feature rows (float32,
+// in ids' order): through the feature block when j's macro batch has one
+// (loading it first), else the feature cache.
+func (t *Trainer) rowGatherer(j *job) (func(ids []int64, dst []float32) error, error) {
+	if t.fb == nil || j.macroParts == nil {
+		return t.fc.GatherF32, nil
+	}
+	if err := t.fb.load(j.macro, j.macroParts); err != nil {
+		return nil, err
+	}
+	dim := t.d.FeatDim()
+	return func(ids []int64, dst []float32) error { return t.fb.gatherF32(ids, dst, dim, t.fc.GatherF32) }, nil
+}
+
+// gatherLabels sets j.labels to its targets' labels.
+func (t *Trainer) gatherLabels(j *job) {
 	labels := t.d.Labels()
 	j.labels = make([]int32, j.hb.targets)
 	for k, v := range j.hb.nodes[:j.hb.targets] {
 		j.labels[k] = labels[v]
+	}
+}
+
+// gatherStreamed is gather for the streamed input layer: j.feats (sized
+// by streamer.outputs) receives the input layer's aggregate and its
+// destinations' own rows, with the input dropout (drop, seed) applied
+// as hostDropout would have applied it to the whole input.
+func (t *Trainer) gatherStreamed(j *job, drop float32, seed uint64) error {
+	gather, err := t.rowGatherer(j)
+	if err != nil {
+		return err
+	}
+	var prep func([]float32)
+	if t.o.NormalizeFeatures {
+		prep = t.normalize
+	}
+	if err := t.stream.run(j.hb.nodes, j.hb.blocks[0], j.feats, gather, prep, drop, seed); err != nil {
+		return err
+	}
+	t.gatherLabels(j)
+	return nil
+}
+
+// uploadStreamed makes j's streamed input tensors (j.xAgg, and j.x with
+// own rows) from j.feats, adopting the ring buffer where the backend can.
+// Called with beMu held.
+func (t *Trainer) uploadStreamed(j *job) error {
+	nd, dim := j.hb.blocks[0].NumDst, t.d.FeatDim()
+	parts := [][]float32{j.feats[:nd*dim]}
+	if t.stream.own {
+		parts = append(parts, j.feats[nd*dim:2*nd*dim])
+	}
+	ad, adopt := t.be.(adopter)
+	adopt = adopt && j.buf != nil
+	ts := make([]kernels.Tensor, len(parts))
+	for i, v := range parts {
+		var x kernels.Tensor
+		var err error
+		if adopt {
+			x, err = ad.Adopt(nd, dim, v)
+		} else if x, err = t.be.Alloc(nd, dim); err == nil {
+			t.be.Upload(x, v)
+		}
+		if err != nil {
+			for _, y := range ts[:i] {
+				t.be.Free(y)
+			}
+			return err
+		}
+		ts[i] = x
+	}
+	j.xAgg = ts[0]
+	if len(ts) > 1 {
+		j.x = ts[1]
+	}
+	if !adopt {
+		if j.ring != nil {
+			j.ring.put(j.buf)
+		}
+		j.buf = nil
 	}
 	return nil
 }

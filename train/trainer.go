@@ -52,6 +52,9 @@ type Trainer struct {
 	// path (nil when off); zcRep says why it is off.
 	zc    *zeroCopyFeats
 	zcRep ZeroCopyReport
+	// stream is the streamed input layer's host half (nil when off; only
+	// the gather stage uses it).
+	stream *streamer
 	// depth is ReuseDepth(&o): batch i's reuse set is decided after
 	// compute of batch i−depth.
 	depth int
@@ -130,6 +133,11 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := t.setupZeroCopy(); err != nil {
 		return nil, err
 	}
+	if l0, ok := t.model.layers[0].(preAggregated); ok && streamOn(&o) && t.zc == nil {
+		t.stream = newStreamer(l0.aggOp(), l0.ownRows(), d.FeatDim(), streamChunk(o.MaxBatchRows))
+		o.Logger.Info("input layer streamed: gather folds each chunk of rows, sorted by id, into the layer's aggregate on the host",
+			"chunk_rows", t.stream.chunk, "chunk_bytes", streamChunkBytes(d.FeatDim(), t.stream.chunk))
+	}
 	// The profile's arrays were read by the caches' constructors above;
 	// the trainer keeps no reference to them (the feature cache keeps
 	// Feat as its counts; FixedState counts what a caller keeps).
@@ -201,6 +209,10 @@ func (t *Trainer) Close() error {
 		errs = append(errs, t.sampler.Close())
 	}
 	errs = append(errs, t.closeZeroCopy())
+	if t.stream != nil {
+		t.stream.close()
+		t.stream = nil
+	}
 	errs = append(errs, t.caches.Close())
 	if t.fb != nil {
 		errs = append(errs, t.fb.close())
@@ -321,8 +333,11 @@ type Report struct {
 	Checkpoint     string              `json:"checkpoint,omitempty"`
 	// ZeroCopy says whether feature-cache hits reached the backend
 	// zero-copy (Options.ZeroCopy) and, if not, why.
-	ZeroCopy   ZeroCopyReport `json:"zero_copy"`
-	ElapsedSec float64        `json:"elapsed_s"`
+	ZeroCopy ZeroCopyReport `json:"zero_copy"`
+	// StreamInput says whether the input layer was streamed
+	// (Options.StreamInput).
+	StreamInput bool    `json:"stream_input"`
+	ElapsedSec  float64 `json:"elapsed_s"`
 	// UntilReport: Options.UntilValid's outcome (until.go).
 	UntilReport
 }
@@ -388,6 +403,7 @@ func (t *Trainer) finish(rep *Report) {
 	c := memacct.Read()
 	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true), RuntimeBytes: c.Runtime}
 	rep.ZeroCopy = t.zcRep
+	rep.StreamInput = t.stream != nil
 	if t.o.Plan != nil {
 		rep.Plan = t.o.Plan
 		// The plan models a warm history cache; epoch 0 starts with an

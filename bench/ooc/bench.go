@@ -169,29 +169,35 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 	// Neighbour lists through the mapping, one page fault at a time, as
 	// the peers and ssdgnn before batched neighbour reads sampled.
 	nbrMmap := []string{"--source", "mmap"}
+	// The input matrix gathered whole, micro-batch by micro-batch, as the
+	// peers and ssdgnn before the streamed input layer gathered it.
+	unstreamed := []string{"--stream-input", "off"}
 	switch name {
 	case "mmap-baseline":
 		return fmt.Sprintf("random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap), %d feature reads in flight", BaselineIODepth),
-			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth), "--coalesce-gap", "0", "--io", "pread", "--source", "mmap"}
+			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth), "--coalesce-gap", "0", "--io", "pread", "--source", "mmap", "--stream-input", "off"}
 	case "dual-cache":
 		nb := int64(o.NeighborFrac * float64(o.CacheBudget))
 		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), O_DIRECT feature reads, no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
-			append(append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...), rowwise...), nbrMmap...)
+			append(append(append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...), rowwise...), nbrMmap...), unstreamed...)
 	case "ssdgnn":
-		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), neighbour lists read per hop in merged reads, io_uring where allowed",
+		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), neighbour lists read per hop in merged reads, io_uring where allowed, input layer streamed where the budget would cut batches",
 			append(append(part, planned...), hist...)
+	case "ssdgnn-nostream":
+		return "ssdgnn with the input matrix gathered whole (--stream-input off): ssdgnn without the streamed input layer, so the budget cuts more micro-batches",
+			append(append(append(part, planned...), hist...), unstreamed...)
 	case "ssdgnn-nbr-mmap":
 		return "ssdgnn with neighbour lists through the mapping (--source mmap), one page fault at a time: ssdgnn without batched neighbour reads",
 			append(append(append(part, planned...), hist...), nbrMmap...)
 	case "ssdgnn-uring":
 		return "ssdgnn with one read per missed row (--coalesce-gap 0) submitted through io_uring where allowed, neighbour lists through the mapping: the submission alone",
-			append(append(append(append(part, planned...), hist...), "--coalesce-gap", "0"), nbrMmap...)
+			append(append(append(append(append(part, planned...), hist...), "--coalesce-gap", "0"), nbrMmap...), unstreamed...)
 	case "ssdgnn-pm":
 		return "ssdgnn on the dataset relabelled partition-major (ssdgnn relabel): each macro batch's own parts loaded by sequential reads (dynamic feature block), misses merged, io_uring",
 			append(append(part, planned...), hist...)
 	case "ssdgnn-rowwise":
 		return "ssdgnn with one pread per missed row (--coalesce-gap 0 --io pread) and neighbour lists through the mapping, as before read plans",
-			append(append(append(append(part, planned...), hist...), rowwise...), nbrMmap...)
+			append(append(append(append(append(part, planned...), hist...), rowwise...), nbrMmap...), unstreamed...)
 	case "ssdgnn-no-partition":
 		return "ablation: random batches, planned cache sizes, history cache, O_DIRECT feature reads",
 			append(append([]string{"--selection", "random"}, planned...), hist...)

@@ -133,7 +133,7 @@ type Options struct {
 }
 
 // ConfigNames lists the configurations in report order.
-var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist", "ssdgnn-rowwise", "ssdgnn-uring", "ssdgnn-nbr-mmap", "ssdgnn-pm"}
+var ConfigNames = []string{"mmap-baseline", "dual-cache", "ssdgnn", "ssdgnn-no-partition", "ssdgnn-no-hist", "ssdgnn-rowwise", "ssdgnn-uring", "ssdgnn-nbr-mmap", "ssdgnn-nostream", "ssdgnn-pm"}
 
 // partitionMajor says configuration name trains on the dataset relabelled
 // partition-major ('ssdgnn relabel'), which prepare makes only when one

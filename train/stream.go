@@ -1,0 +1,293 @@
+package train
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ssdgnn/ssdgnn/internal/f32"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/kernels"
+)
+
+// Values of Options.StreamInput.
+const (
+	// StreamInputAuto (the default, also "") streams the input layer when
+	// the memory plan would otherwise cut batches into micro-batches and
+	// the model and input path qualify (see Options.StreamInput).
+	StreamInputAuto = "auto"
+	// StreamInputOn streams it whenever it qualifies.
+	StreamInputOn = "on"
+	// StreamInputOff never streams it.
+	StreamInputOff = "off"
+)
+
+// streamChunkRows is the most input rows the streamed input layer reads
+// in one feature-cache gather: a slice of the batch's rows sorted by id,
+// so the read planner coalesces within it as it would over the whole
+// batch (only the chunk boundaries break runs). Small micro-batches get
+// smaller chunks (streamChunk).
+const streamChunkRows = 16384
+
+// streamRowBytes is the streamed input layer's per-input-row scratch
+// beyond the batch's ids and blocks: the id order (int32) and the
+// by-source offsets (int32).
+const streamRowBytes = 8
+
+// streamEdgeBytes is its scratch per input-layer edge: the by-source
+// destination list (int32).
+const streamEdgeBytes = 4
+
+// streamChunk is the chunk rows for (micro-)batches of at most rows input
+// rows (0: unknown): streamChunkRows, or an eighth of rows (at least 64)
+// when that is fewer, so that small batches are not dwarfed by their
+// chunks.
+func streamChunk(rows int64) int {
+	if rows > 0 {
+		return int(min(streamChunkRows, max(rows/8, 64)))
+	}
+	return streamChunkRows
+}
+
+// streamSlots is the chunks the streamed input layer holds: one being
+// read while the previous one is folded in.
+const streamSlots = 2
+
+// streamChunkBytes is the streamed input layer's fixed scratch for
+// features of dim columns and chunks of rows rows: streamSlots chunks of
+// ids and float32 rows.
+func streamChunkBytes(dim, rows int) int64 { return streamSlots * int64(rows) * (8 + 4*int64(dim)) }
+
+// streamQualifies says whether a model of o can stream its input layer,
+// and if not, why. o has its defaults.
+func streamQualifies(o *Options) (bool, string) {
+	switch {
+	case o.Model == ModelGAT:
+		return false, "GAT's attention needs every source row's projection"
+	case o.ZeroCopy == ZeroCopyOn:
+		return false, "zero-copy on uploads the input rows themselves"
+	case o.ZeroCopy == ZeroCopyAuto && o.Backend != nil && o.Backend.Name() != "cpu":
+		return false, "zero-copy auto on a " + o.Backend.Name() + " backend uploads the input rows themselves"
+	}
+	return true, ""
+}
+
+// streamOn says whether training with o (defaults applied) streams its
+// input layer: StreamInputOn (auto resolved to on by the memory plan,
+// MemPlan.Apply) and a model that qualifies.
+func streamOn(o *Options) bool {
+	ok, _ := streamQualifies(o)
+	return o.StreamInput == StreamInputOn && ok
+}
+
+// streamer is the host half of the streamed input layer: it reads a
+// batch's input rows in chunks, sorted by id, and folds each chunk into
+// the input layer's aggregate and its destinations' own rows, so the
+// batch's input rows never exist at once. The next chunk is read while
+// one is folded in, so the device does not wait for the arithmetic. Only
+// the gather goroutine uses it.
+type streamer struct {
+	op    kernels.AggOp
+	own   bool // the layer keeps its destinations' own rows (SAGE)
+	dim   int
+	chunk int // rows per gather
+	// chunk scratch, counted under memacct.BatchBuffers for the trainer's
+	// life
+	slots [streamSlots]streamSlot
+	// per-batch scratch, grown as needed and counted while held
+	order, tOff, tDst []int32
+	counted           int64
+}
+
+func newStreamer(op kernels.AggOp, own bool, dim, chunk int) *streamer {
+	chunk = max(chunk, 1)
+	s := &streamer{op: op, own: own, dim: dim, chunk: chunk}
+	for i := range s.slots {
+		s.slots[i] = streamSlot{ids: make([]int64, chunk), rows: make([]float32, chunk*dim)}
+	}
+	memacct.Add(memacct.BatchBuffers, streamChunkBytes(dim, chunk))
+	return s
+}
+
+// close releases the counted scratch.
+func (s *streamer) close() {
+	memacct.Add(memacct.BatchBuffers, -streamChunkBytes(s.dim, s.chunk)-s.counted)
+	s.counted = 0
+	s.slots = [streamSlots]streamSlot{}
+	s.order, s.tOff, s.tDst = nil, nil, nil
+}
+
+// streamSlot is one chunk: its ids and their rows as read.
+type streamSlot struct {
+	ids  []int64
+	rows []float32
+	lo   int   // the chunk's first position in the order
+	err  error // the read's error
+}
+
+// outputs is the float32 values the streamed input of a batch whose
+// input layer has nd destinations occupies: its aggregate and, with own
+// rows, those rows.
+func (s *streamer) outputs(nd int) int {
+	if s.own {
+		return 2 * nd * s.dim
+	}
+	return nd * s.dim
+}
+
+// grow returns v resized to n, reallocating (and recounting) when short.
+func (s *streamer) grow(v []int32, n int) []int32 {
+	if cap(v) >= n {
+		return v[:n]
+	}
+	d := 4 * int64(n-cap(v))
+	memacct.Add(memacct.BatchBuffers, d)
+	s.counted += d
+	return make([]int32, n)
+}
+
+// run fills out (outputs(nd) values) for the host batch hb: out[:nd·dim]
+// is Aggregate(blocks[0], op, x) and, with own rows, out[nd·dim:] is x's
+// first nd rows, where x is hb's input rows as gather returns them
+// (ids → rows), then prep (normalisation), then the input dropout with
+// drop and seed (hostDropout's mask: element r·dim+c of x). The sums
+// run in ascending id order of the sources, one chunk after another, so
+// the result is deterministic; it equals the kernel's up to float
+// summation order.
+func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather func(ids []int64, dst []float32) error,
+	prep func([]float32), drop float32, seed uint64) error {
+	nd, ns, dim := b0.NumDst, b0.NumSrc, s.dim
+	if len(out) != s.outputs(nd) || len(nodes) < ns {
+		return fmt.Errorf("train: streamed input: %d outputs for %d destinations, %d nodes for %d sources", len(out), nd, len(nodes), ns)
+	}
+	agg := out[:nd*dim]
+	var hd []float32
+	if s.own {
+		hd = out[nd*dim:]
+	}
+	clear(agg)
+	// The input layer's edges by source: tDst[tOff[j]:tOff[j+1]] are the
+	// destinations source j feeds.
+	s.tOff = s.grow(s.tOff, ns+1)
+	clear(s.tOff)
+	for _, j := range b0.Indices {
+		s.tOff[j+1]++
+	}
+	for j := range ns {
+		s.tOff[j+1] += s.tOff[j]
+	}
+	s.tDst = s.grow(s.tDst, len(b0.Indices))
+	next := s.grow(s.order, ns) // the fill cursor, then the order
+	copy(next, s.tOff[:ns])
+	for i := range nd {
+		for _, j := range b0.Indices[b0.Indptr[i]:b0.Indptr[i+1]] {
+			s.tDst[next[j]] = int32(i)
+			next[j]++
+		}
+	}
+	order := next
+	for j := range order {
+		order[j] = int32(j)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		switch va, vb := nodes[a], nodes[b]; {
+		case va < vb:
+			return -1
+		case va > vb:
+			return 1
+		}
+		return int(a - b)
+	})
+	s.order = order
+	var dstNorm, srcNorm []float32
+	if s.op == kernels.AggGCN {
+		dstNorm, srcNorm = b0.GCNNorms()
+	}
+	keep := kernels.DropoutScale(drop)
+	// The reader fills free slots in chunk order; this goroutine folds
+	// them in as they arrive and hands them back. It owns the reader and
+	// waits for it on every return.
+	free := make(chan *streamSlot, streamSlots)
+	full := make(chan *streamSlot, streamSlots)
+	for i := range s.slots {
+		free <- &s.slots[i]
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	wg.Go(func() {
+		defer close(full)
+		for lo := 0; lo < ns; lo += s.chunk {
+			var sl *streamSlot
+			select {
+			case sl = <-free:
+			case <-stop:
+				return
+			}
+			hi := min(lo+s.chunk, ns)
+			sl.lo, sl.ids, sl.rows = lo, sl.ids[:hi-lo], sl.rows[:(hi-lo)*dim]
+			for k, j := range order[lo:hi] {
+				sl.ids[k] = nodes[j]
+			}
+			sl.err = gather(sl.ids, sl.rows)
+			full <- sl // never blocks: at most streamSlots are out
+			if sl.err != nil {
+				return
+			}
+		}
+	})
+	for sl := range full {
+		if sl.err != nil {
+			return sl.err
+		}
+		buf := sl.rows
+		if prep != nil {
+			prep(buf)
+		}
+		for k, j := range order[sl.lo : sl.lo+len(sl.ids)] {
+			row := buf[k*dim : (k+1)*dim]
+			if drop > 0 {
+				base := uint64(j) * uint64(dim)
+				for c := range row {
+					m := float32(0)
+					if kernels.DropoutUniform(seed, base+uint64(c)) >= drop {
+						m = keep
+					}
+					row[c] *= m
+				}
+			}
+			if hd != nil && int(j) < nd {
+				copy(hd[int(j)*dim:], row)
+			}
+			w := float32(1)
+			if srcNorm != nil {
+				w = srcNorm[j]
+				if int(j) < nd { // GCN's implicit self loop
+					f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w, row)
+				}
+			}
+			for _, i := range s.tDst[s.tOff[j]:s.tOff[j+1]] {
+				f32.Axpy(agg[int(i)*dim:(int(i)+1)*dim], w, row)
+			}
+		}
+		sl.ids, sl.rows = sl.ids[:cap(sl.ids)], sl.rows[:cap(sl.rows)]
+		free <- sl
+	}
+	for i := range nd {
+		a := agg[i*dim : (i+1)*dim]
+		var f float32
+		switch {
+		case dstNorm != nil:
+			f = dstNorm[i]
+		case b0.Indptr[i+1] > b0.Indptr[i]:
+			f = 1 / float32(b0.Indptr[i+1]-b0.Indptr[i])
+		default:
+			continue
+		}
+		for c := range a {
+			a[c] *= f
+		}
+	}
+	return nil
+}

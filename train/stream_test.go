@@ -1,0 +1,300 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/kernels/cpu"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
+)
+
+// TestStreamerMatchesAggregate: the streamed input layer's host
+// aggregate and own rows equal the CPU kernel's Aggregate and GatherRows
+// over the whole input (with hostDropout's mask), within float summation
+// tolerance, for both operators, with more sources than one chunk, with
+// duplicate edges, isolated destinations and sources no destination
+// reads; and the same inputs give bit-identical outputs.
+func TestStreamerMatchesAggregate(t *testing.T) {
+	seed := *seedFlag
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 11))
+	const dim = 3
+	nd, ns := 3000, 12000 // several chunks of 5000
+	b := &kernels.Block{NumDst: nd, NumSrc: ns, Indptr: make([]int32, nd+1)}
+	for i := range nd {
+		if i%97 != 0 { // every 97th destination has no in-edges
+			for range 1 + r.IntN(8) {
+				j := int32(r.IntN(ns - 100)) // the last 100 sources feed nothing
+				b.Indices = append(b.Indices, j)
+				if r.IntN(10) == 0 {
+					b.Indices = append(b.Indices, j) // a duplicate edge
+				}
+			}
+		}
+		b.Indptr[i+1] = int32(len(b.Indices))
+	}
+	// Global ids: a permutation of a larger id space, so the id order is
+	// not the local order.
+	ids := r.Perm(4 * ns)[:ns]
+	nodes := make([]int64, ns)
+	rows := map[int64][]float32{}
+	x := make([]float32, ns*dim)
+	for j := range nodes {
+		nodes[j] = int64(ids[j])
+		row := x[j*dim : (j+1)*dim]
+		for c := range row {
+			row[c] = float32(r.NormFloat64())
+		}
+		rows[nodes[j]] = slices.Clone(row)
+	}
+	gather := func(ids []int64, dst []float32) error {
+		if !slices.IsSorted(ids) {
+			return errors.New("chunk ids not sorted")
+		}
+		for k, v := range ids {
+			copy(dst[k*dim:], rows[v])
+		}
+		return nil
+	}
+	be, err := cpu.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	const drop, dseed = 0.3, 99
+	xd := slices.Clone(x)
+	hostDropout(xd, drop, dseed)
+	for _, tc := range []struct {
+		op  kernels.AggOp
+		own bool
+	}{{kernels.AggMean, true}, {kernels.AggGCN, false}} {
+		t.Run(fmt.Sprint(tc.op), func(t *testing.T) {
+			before := memacct.Read().Bytes[memacct.BatchBuffers]
+			s := newStreamer(tc.op, tc.own, dim, 5000)
+			out := make([]float32, s.outputs(nd))
+			if err := s.run(nodes, b, out, gather, nil, drop, dseed); err != nil {
+				t.Fatal(err)
+			}
+			again := make([]float32, len(out))
+			if err := s.run(nodes, b, again, gather, nil, drop, dseed); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out, again) {
+				t.Error("two runs over the same batch differ")
+			}
+			if got := memacct.Read().Bytes[memacct.BatchBuffers] - before; got < streamChunkBytes(dim, 5000)+4*int64(ns+1+len(b.Indices)+ns) {
+				t.Errorf("scratch counted %d bytes, want at least the chunk and the order and edges", got)
+			}
+			s.close()
+			if got := memacct.Read().Bytes[memacct.BatchBuffers]; got != before {
+				t.Errorf("after close %d bytes counted, before %d", got, before)
+			}
+
+			db, err := be.UploadBlock(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.FreeBlock(db)
+			xt, _ := be.Alloc(ns, dim)
+			agg, _ := be.Alloc(nd, dim)
+			defer be.Free(xt)
+			defer be.Free(agg)
+			be.Upload(xt, xd)
+			be.Aggregate(db, tc.op, agg, xt)
+			want := make([]float32, nd*dim)
+			if err := be.Download(want, agg); err != nil {
+				t.Fatal(err)
+			}
+			near32(t, "aggregate", out[:nd*dim], want, 1e-5)
+			if tc.own {
+				if !slices.Equal(out[nd*dim:], xd[:nd*dim]) {
+					t.Error("own rows differ from the dropped input's first rows")
+				}
+			} else if len(out) != nd*dim {
+				t.Errorf("%d outputs without own rows, want %d", len(out), nd*dim)
+			}
+		})
+	}
+	s := newStreamer(kernels.AggMean, true, dim, 5000)
+	defer s.close()
+	if err := s.run(nodes, b, make([]float32, 5), gather, nil, 0, 0); err == nil {
+		t.Error("a short output buffer was accepted")
+	}
+}
+
+func near32(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > tol*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestStreamInputTrains: training with the streamed input layer ends
+// with the weights of the unstreamed run within float tolerance (the same
+// dropout masks, another summation order), for SAGE and GCN, whole and
+// cut into micro-batches, with history on and off, and on a
+// partition-major dataset whose rows partly come from the feature block;
+// and two streamed runs are bit-identical.
+func TestStreamInputTrains(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	for _, tc := range []struct {
+		model  string
+		noHist bool
+		micro  int
+		block  bool
+	}{
+		{ModelSAGE, false, 0, false},
+		{ModelSAGE, true, 2, false},
+		{ModelGCN, true, 0, false},
+		{ModelGCN, false, 2, false},
+		{ModelSAGE, false, 2, true},
+	} {
+		t.Run(fmt.Sprintf("%s-nohist=%v-micro=%d-block=%v", tc.model, tc.noHist, tc.micro, tc.block), func(t *testing.T) {
+			d := smallSynth(t)
+			var pf *sample.PartitionFiles
+			if tc.block {
+				d, pf = relabelledSynth(t)
+			}
+			opts := func(stream string) *Options {
+				o := synthOpts()
+				o.Model, o.NoHist, o.Epochs, o.MicroBatches, o.StreamInput = tc.model, tc.noHist, 2, tc.micro, stream
+				o.Layers, o.Fanouts, o.Dropout, o.NormalizeFeatures = 3, []int{4, 4, 4}, 0.3, true
+				if pf != nil {
+					o.Selection, o.Partitions = sample.ModePartition, pf
+				}
+				return o
+			}
+			rep0, w0 := trainWeights(t, d, opts(StreamInputOff))
+			rep1, w1 := trainWeights(t, d, opts(StreamInputOn))
+			var blockRows int64
+			rep2 := runThen(t, d, opts(StreamInputOn), func(tr *Trainer) {
+				if tr.fb != nil {
+					blockRows = tr.fb.hits.Load()
+				}
+			})
+			if tc.block && blockRows == 0 {
+				t.Error("no input row came from the feature block")
+			}
+			if rep0.StreamInput || !rep1.StreamInput {
+				t.Fatalf("reports say streamed %v (off) and %v (on)", rep0.StreamInput, rep1.StreamInput)
+			}
+			sameCurves(t, curves(rep1), curves(rep2), "two streamed runs")
+			e0, e1 := rep0.Epochs[0], rep1.Epochs[0]
+			if e0.Batches != e1.Batches || e0.MicroBatches != e1.MicroBatches || e0.InputNodes != e1.InputNodes {
+				t.Fatalf("streamed epoch %+v, unstreamed %+v", e1, e0)
+			}
+			if math.Abs(e1.Loss-e0.Loss) > 1e-4*math.Abs(e0.Loss) {
+				t.Errorf("epoch loss %v streamed, %v not", e1.Loss, e0.Loss)
+			}
+			var worst float64
+			for i := range w0 {
+				for j := range w0[i] {
+					worst = max(worst, math.Abs(float64(w1[i][j]-w0[i][j]))/(1e-3+math.Abs(float64(w0[i][j]))))
+				}
+			}
+			t.Logf("largest relative weight difference %.2g", worst)
+			if worst > 5e-4 {
+				t.Errorf("weights differ from the unstreamed run by up to %.2g (relative)", worst)
+			}
+		})
+	}
+}
+
+// TestStreamInputOption: the option's values, GAT and zero-copy on
+// refused with on, and auto without a memory plan not streaming.
+func TestStreamInputOption(t *testing.T) {
+	for _, tc := range []struct {
+		stream, model, zc string
+		ok                bool
+	}{
+		{"", ModelSAGE, "", true},
+		{StreamInputAuto, ModelGAT, "", true},
+		{StreamInputOff, ModelGAT, "", true},
+		{StreamInputOn, ModelGCN, ZeroCopyOff, true},
+		{StreamInputOn, ModelGAT, "", false},
+		{StreamInputOn, ModelSAGE, ZeroCopyOn, false},
+		{"yes", ModelSAGE, "", false},
+	} {
+		o := synthOpts()
+		o.StreamInput, o.Model, o.ZeroCopy = tc.stream, tc.model, tc.zc
+		if err := o.Validate(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
+			t.Errorf("stream %q model %s zero-copy %q: %v", tc.stream, tc.model, tc.zc, err)
+		}
+	}
+	d := smallSynth(t)
+	o := synthOpts()
+	o.Epochs = 1
+	if rep := run(t, d, o); rep.StreamInput {
+		t.Error("auto streamed without a memory plan")
+	}
+}
+
+// TestStreamInputBudget: under a budget that cuts whole batches into
+// micro-batches, auto streams the input layer, and its working set lets
+// micro-batches of more rows fit, so there are no more of them (on this
+// small graph the batches' ids and the sampling workers dominate, and
+// the cut is a power of two, so not necessarily fewer); training then
+// stays inside the budget. Where whole batches fit, auto does not
+// stream.
+func TestStreamInputBudget(t *testing.T) {
+	// Rows as wide as the bench's (128 float32): the input rows, not the
+	// ids, are then what a batch holds.
+	d := dataset(t, "synth-wide", func(dir string) error {
+		_, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 128, Classes: 4, Seed: 7}, nil)
+		return err
+	})
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func(stream string) *Options {
+		o := synthOpts()
+		o.BatchSize, o.Epochs, o.StreamInput = 400, 1, stream
+		return o
+	}
+	small := MinimumBudget(d, opts(StreamInputOff)) + 512<<10
+	plan := func(stream, name string) (*MemPlan, *Options) {
+		o := opts(stream)
+		mo := &MemPlanOptions{MemBytes: small, ProfileName: name}
+		mp, err := PlanMemory(context.Background(), d, o, mo)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		mp.Apply(o, mo)
+		return mp, o
+	}
+	off, oo := plan(StreamInputOff, "stream-off")
+	auto, oa := plan(StreamInputAuto, "stream-auto")
+	if off.Budget.StreamInput || oo.StreamInput != StreamInputOff || off.Budget.MicroBatches < 2 {
+		t.Fatalf("off: budget %+v, option %q", off.Budget, oo.StreamInput)
+	}
+	if !auto.Budget.StreamInput || oa.StreamInput != StreamInputOn || !auto.Budget.WorkingSet.Streamed ||
+		auto.Budget.MaxBatchRows <= off.Budget.MaxBatchRows || auto.Budget.MicroBatches > off.Budget.MicroBatches {
+		t.Fatalf("auto under %d bytes: budget %+v (unstreamed %+v)", small, auto.Budget, off.Budget)
+	}
+	t.Logf("unstreamed: ≥%d micro-batches of ≤%d rows; streamed: ≥%d of ≤%d", off.Budget.MicroBatches, off.Budget.MaxBatchRows,
+		auto.Budget.MicroBatches, auto.Budget.MaxBatchRows)
+	ro, ra := run(t, d, oo), run(t, d, oa)
+	if !ra.StreamInput || ra.Memory.TotalBytes > small || ra.Epochs[0].MicroBatches > ro.Epochs[0].MicroBatches {
+		t.Errorf("streamed run: %+v micro-batches %d (unstreamed %d), memory %d of %d", ra.StreamInput, ra.Epochs[0].MicroBatches,
+			ro.Epochs[0].MicroBatches, ra.Memory.TotalBytes, small)
+	}
+	// A roomy budget keeps whole batches unstreamed.
+	o := opts(StreamInputAuto)
+	mo := &MemPlanOptions{MemBytes: 64 << 20, ProfileName: "stream-roomy"}
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.Budget.StreamInput || mp.Budget.MicroBatches != 1 {
+		t.Errorf("roomy budget: %+v", mp.Budget)
+	}
+}
