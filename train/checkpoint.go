@@ -416,6 +416,8 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 	o := ck.meta.Options
 	o.NoHist, o.Resume, o.CheckpointDir, o.Workers = true, "", "", workers
 	o.Selection, o.Partitions = sample.ModeRandom, nil
+	// Inference gathers whole input rows (inferJob): no streamer.
+	o.StreamInput = StreamInputOff
 	// No caches: layer-wise inference reads each feature row once, and
 	// the sizes training planned from its budget are not this process's
 	// (InferOptions.MemBytes is).

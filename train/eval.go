@@ -92,7 +92,7 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		// gradients each target's output is the whole batch's.
 		hb := convert(b, nil, t.o.Model == ModelGAT)
 		var sp *splitter
-		if k := fitSplit(hb, t.maxRows); k > 1 {
+		if k := fitSplit(hb, t.evalBound); k > 1 {
 			sp = newSplitter(hb, k)
 		}
 		parts := 1

@@ -153,6 +153,9 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	}
 	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
 	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + whole*idRowBytes)
+	if streamOn(&o) {
+		ws += streamChunkBytes(d.FeatDim(), streamChunk(rows))
+	}
 	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges()))
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
@@ -340,7 +343,7 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if !split && !blockOff {
 		return false, nil
 	}
-	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(int(r)), r)
+	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(trainBound(o, r)), r)
 	if errors.Is(err, planner.ErrMismatch) {
 		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
 		return false, nil
@@ -377,9 +380,9 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // state and the caches' tables) that whole batches' working set may take;
 // batches that need more are cut into micro-batches whose working set
 // takes at most half. Whole batches get more because the first cut is the
-// costly one: at 3 GiB / 1 GiB (docs/ooc.md, "Streamed input layer") whole
-// batches read 17 % fewer rows than batches cut in two, and their epoch
-// was 10-15 % shorter, for 4.5 % of the caches' share.
+// costly one: at 3 GiB / 1 GiB (docs/ooc.md, "Streamed input layer")
+// whole batches made 17 % fewer gather reads than batches cut in two, and
+// their epoch was 10-15 % shorter, for 4.5 % of the caches' share.
 func wholeShare(avail int64) int64 { return avail / 3 * 2 }
 
 // divide splits mem (see Budget) for training d with o (defaults applied)
@@ -639,22 +642,64 @@ func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 	if o.Model == ModelGAT {
 		h *= int64(o.Heads)
 	}
-	dst := rows
-	if f0 := o.Fanouts[0]; f0 > 0 {
-		dst = min(dst, 2*rows/int64(1+f0)+1)
-	}
+	dst := batchDst(o, rows)
 	if streamOn(o) {
 		// No input rows: a chunk at a time (WorkingSetEstimate.StreamBytes),
 		// folded into the destinations' aggregate and own rows (the 2·in
 		// below, the adopted ring buffer), with the order and the edges
-		// by source as scratch.
-		edges := rows
-		if f0 := o.Fanouts[0]; f0 > 0 {
-			edges = dst * int64(f0)
-		}
+		// by source (at most Fanouts[0] per destination: streamQualifies)
+		// as scratch. Training cuts batches with more destinations than
+		// dst (trainBound), so the estimate holds.
+		edges := dst * int64(o.Fanouts[0])
 		return rows*(idRowBytes+streamRowBytes) + edges*streamEdgeBytes + dst*(2*in+3*h)*4
 	}
 	return rows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + dst*(2*in+3*h)*4
+}
+
+// batchDst is the input-layer destinations WorkingSet assumes a
+// (micro-)batch of rows input rows has: at most 2·rows/(1+fanout₀)+1. o
+// has its defaults.
+func batchDst(o *Options, rows int64) int64 {
+	dst := rows
+	if f0 := o.Fanouts[0]; f0 > 0 {
+		dst = min(dst, 2*rows/int64(1+f0)+1)
+	}
+	return dst
+}
+
+// trainBound is the cut training with o makes for (micro-)batches of at
+// most rows input rows: with the streamed input layer also at most the
+// input-layer destinations the estimate assumed (batchDst), whose rows are
+// what a streamed batch holds. o has its defaults.
+func trainBound(o *Options, rows int64) splitBound {
+	b := splitBound{rows: int(rows)}
+	if streamOn(o) && rows > 0 {
+		b.dst = int(batchDst(o, rows))
+	}
+	return b
+}
+
+// evalBound is the cut sampled evaluation, which gathers whole input
+// rows, makes in the working set planned for training's (micro-)batches
+// of rows input rows: with the streamed input layer, the most rows whose
+// unstreamed estimate fits the streamed one. o has its defaults.
+func evalBound(d *storage.Dataset, o *Options, rows int64) splitBound {
+	if !streamOn(o) || rows <= 0 {
+		return splitBound{rows: int(rows)}
+	}
+	off := *o
+	off.StreamInput = StreamInputOff
+	limit := batchBytes(d, o, rows)
+	lo, hi := int64(1), rows
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if batchBytes(d, &off, mid) <= limit {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return splitBound{rows: int(lo)}
 }
 
 // fanoutRows is the most input rows a batch of targets targets can have:

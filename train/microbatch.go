@@ -47,6 +47,7 @@ type splitter struct {
 	outDeg [][]int32
 	newID  []int32 // scratch: old local → new local, -1 between uses
 	order  []int32 // scratch: walk's order when it does not build
+	dst0   int     // the last walk's input-layer destinations
 }
 
 // newSplitter prepares hb's split into k micro-batches (k clamped to
@@ -94,6 +95,9 @@ func (s *splitter) walk(m int, build bool) (order []int32, blocks []*kernels.Blo
 	for l := L - 1; l >= 0; l-- {
 		fb := hb.blocks[l]
 		nd := len(order)
+		if l == 0 {
+			s.dst0 = nd
+		}
 		var kb *kernels.Block
 		if build {
 			kb = &kernels.Block{NumDst: nd, Indptr: make([]int32, nd+1)}
@@ -131,10 +135,11 @@ func (s *splitter) walk(m int, build bool) (order []int32, blocks []*kernels.Blo
 	return order, blocks
 }
 
-// rows is micro-batch m's input rows, without building it.
-func (s *splitter) rows(m int) int {
+// rows is micro-batch m's input rows and input-layer destinations,
+// without building it.
+func (s *splitter) rows(m int) (rows, dst int) {
 	order, _ := s.walk(m, false)
-	return len(order)
+	return len(order), s.dst0
 }
 
 // build makes micro-batch m and counts its arrays in memacct.
@@ -153,16 +158,29 @@ func (s *splitter) build(m int) microBatch {
 	return microBatch{hb: sub, full: order}
 }
 
+// splitBound is what one (micro-)batch may hold: rows input rows (0: no
+// bound) and, with the streamed input layer, dst input-layer
+// destinations (0: no bound), the two figures its working-set estimate
+// was made for.
+type splitBound struct{ rows, dst int }
+
+// fits says whether a (micro-)batch of rows input rows and dst
+// input-layer destinations is within b.
+func (b splitBound) fits(rows, dst int) bool {
+	return (b.rows <= 0 || rows <= b.rows) && (b.dst <= 0 || dst <= b.dst)
+}
+
 // fitSplit is the fewest micro-batches (a power of two, at most
-// MaxMicroBatches and at most the targets) whose input rows are each at
-// most maxRows; 1 with maxRows <= 0 or a batch that fits.
-func fitSplit(hb *hostBatch, maxRows int) int {
-	if maxRows <= 0 || len(hb.nodes) <= maxRows {
+// MaxMicroBatches and at most the targets) that each fit b; 1 for a batch
+// that fits.
+func fitSplit(hb *hostBatch, b splitBound) int {
+	if b.fits(len(hb.nodes), hb.blocks[0].NumDst) {
 		return 1
 	}
-	// The micro-batches' rows add up to at least the batch's.
+	// The micro-batches' rows add up to at least the batch's, and so do
+	// their input-layer destinations.
 	k := 1
-	for k*maxRows < len(hb.nodes) && k < MaxMicroBatches {
+	for k < MaxMicroBatches && !b.fits((len(hb.nodes)+k-1)/k, (hb.blocks[0].NumDst+k-1)/k) {
 		k *= 2
 	}
 	s := newSplitter(hb, k)
@@ -170,7 +188,7 @@ func fitSplit(hb *hostBatch, maxRows int) int {
 		s.k = max(1, min(k, hb.targets))
 		fits := true
 		for m := 0; m < s.k && fits; m++ {
-			fits = s.rows(m) <= maxRows
+			fits = b.fits(s.rows(m))
 		}
 		if fits || k >= MaxMicroBatches || k >= hb.targets {
 			return k
@@ -180,13 +198,13 @@ func fitSplit(hb *hostBatch, maxRows int) int {
 }
 
 // splitRows is the planner's view of the cut Trainer.microCount makes
-// with a bound of maxRows input rows and no history reuse: each
-// micro-batch's input rows, in the order the trainer gathers them.
-func splitRows(maxRows int) planner.BatchSplit {
+// with bound and no history reuse: each micro-batch's input rows, in the
+// order the trainer gathers them.
+func splitRows(bound splitBound) planner.BatchSplit {
 	return func(b *sample.Batch, visit func(rows []int64)) {
 		hb := convert(b, nil, false)
 		defer hb.uncount()
-		k := fitSplit(hb, maxRows)
+		k := fitSplit(hb, bound)
 		if k <= 1 {
 			visit(hb.nodes)
 			return

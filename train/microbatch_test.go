@@ -105,15 +105,25 @@ func TestSplitHostBatch(t *testing.T) {
 	if fmt.Sprint(m1.nodes) != "[11 13 14]" || fmt.Sprint(mbs[1].full) != "[1 3 4]" {
 		t.Errorf("micro 1 nodes %v full %v", m1.nodes, mbs[1].full)
 	}
-	// fitSplit: 5 rows do not fit 4, so two micro-batches (4 and 3 rows).
-	if got := fitSplit(hb, 4); got != 2 {
-		t.Errorf("fitSplit(4) = %d micro-batches, want 2", got)
+	// fitSplit: 5 rows do not fit 4, so two micro-batches (4 and 3 rows);
+	// likewise 4 input-layer destinations do not fit 3 (3 and 2).
+	for _, tc := range []struct {
+		b    splitBound
+		want int
+	}{
+		{splitBound{rows: 4}, 2},
+		{splitBound{rows: 5}, 1},
+		{splitBound{dst: 3}, 2},
+		{splitBound{dst: 4}, 1},
+		{splitBound{rows: 5, dst: 3}, 2},
+		{splitBound{}, 1},
+	} {
+		if got := fitSplit(hb, tc.b); got != tc.want {
+			t.Errorf("fitSplit(%+v) = %d micro-batches, want %d", tc.b, got, tc.want)
+		}
 	}
-	if got := fitSplit(hb, 5); got != 1 {
-		t.Errorf("fitSplit(5) = %d: split a batch that fits", got)
-	}
-	if r := newSplitter(hb, 2).rows(0); r != len(m0.nodes) {
-		t.Errorf("rows(0) = %d, built micro-batch has %d", r, len(m0.nodes))
+	if r, d := newSplitter(hb, 2).rows(0); r != len(m0.nodes) || d != m0.blocks[0].NumDst {
+		t.Errorf("rows(0) = %d rows, %d destinations; built micro-batch has %d, %d", r, d, len(m0.nodes), m0.blocks[0].NumDst)
 	}
 }
 
@@ -165,7 +175,7 @@ func TestSampledEvalMicroBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr.maxRows = 60
+		tr.evalBound = splitBound{rows: 60}
 		split, err := tr.Predict(context.Background(), nodes, o.Fanouts)
 		if err != nil {
 			t.Fatal(err)

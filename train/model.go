@@ -655,7 +655,7 @@ func (m *Model) forward(t *tape, p *pass) kernels.Tensor {
 	p.relus = make([]kernels.Tensor, L)
 	h := p.x
 	for l, ly := range m.layers {
-		if p.train && m.cfg.Dropout > 0 && !(l == 0 && p.inputDropped) {
+		if p.train && m.cfg.Dropout > 0 && !(l == 0 && (p.inputDropped || p.xAgg != nil)) {
 			mask := t.alloc(h.Rows(), h.Cols())
 			d := t.alloc(h.Rows(), h.Cols())
 			be.Dropout(d, h, mask, m.cfg.Dropout, mixSeed(p.seed, uint64(l)))

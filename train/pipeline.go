@@ -63,6 +63,9 @@ type job struct {
 	// x then holds the destinations' own rows, or is nil (GCN).
 	xAgg kernels.Tensor
 	lab  kernels.IntTensor
+	// streamed: gather filled feats with the streamed input layer's
+	// aggregate and own rows (gatherStreamed), not the input rows.
+	streamed bool
 }
 
 func (t *Trainer) freeJob(j *job) {
@@ -604,7 +607,7 @@ func (t *Trainer) upload(j *job) error {
 			j.ring.put(j.buf)
 		}
 		j.buf = nil
-	} else if t.stream != nil {
+	} else if j.streamed {
 		if err := t.uploadStreamed(j); err != nil {
 			return err
 		}
@@ -699,13 +702,13 @@ func (t *Trainer) computeBatch(j *job) (loss float32, n, correct, total int, err
 }
 
 // microCount is the micro-batches hb is cut into: Options.MicroBatches
-// when set, else the fewest whose input rows fit the working set the
-// budget planned (Trainer.maxRows).
+// when set, else the fewest that fit the working set the budget planned
+// (Trainer.bound).
 func (t *Trainer) microCount(hb *hostBatch) int {
 	if k := t.o.MicroBatches; k > 1 {
 		return max(1, min(k, hb.targets))
 	}
-	return fitSplit(hb, t.maxRows)
+	return fitSplit(hb, t.bound)
 }
 
 // accumulate adds the parameter gradients of the micro-batch just
@@ -808,6 +811,7 @@ func (t *Trainer) gatherStreamed(j *job, drop float32, seed uint64) error {
 	if err := t.stream.run(j.hb.nodes, j.hb.blocks[0], j.feats, gather, prep, drop, seed); err != nil {
 		return err
 	}
+	j.streamed = true
 	t.gatherLabels(j)
 	return nil
 }

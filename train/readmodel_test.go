@@ -31,7 +31,7 @@ func TestReadModelOfMicroBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		if maxRows > 0 {
-			if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(int(maxRows)), maxRows); err != nil {
+			if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: int(maxRows)}), maxRows); err != nil {
 				t.Fatal(err)
 			}
 		}

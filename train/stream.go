@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -64,6 +65,8 @@ func streamQualifies(o *Options) (bool, string) {
 	switch {
 	case o.Model == ModelGAT:
 		return false, "GAT's attention needs every source row's projection"
+	case len(o.Fanouts) == 0 || o.Fanouts[0] <= 0:
+		return false, "the input layer takes every neighbour, so its edges have no bound"
 	case o.ZeroCopy == ZeroCopyOn:
 		return false, "zero-copy on uploads the input rows themselves"
 	case o.ZeroCopy == ZeroCopyAuto && o.Backend != nil && o.Backend.Name() != "cpu":
@@ -84,8 +87,8 @@ func streamOn(o *Options) bool {
 // batch's input rows in chunks, sorted by id, and folds each chunk into
 // the input layer's aggregate and its destinations' own rows, so the
 // batch's input rows never exist at once. The next chunk is read while
-// one is folded in, so the device does not wait for the arithmetic. Only
-// the gather goroutine uses it.
+// one is folded in, so the device does not wait for the arithmetic. One
+// gather uses it at a time (run's reader goroutine fills its slots).
 type streamer struct {
 	op    kernels.AggOp
 	own   bool // the layer keeps its destinations' own rows (SAGE)
@@ -199,10 +202,11 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		return int(a - b)
 	})
 	s.order = order
-	var dstNorm, srcNorm []float32
-	if s.op == kernels.AggGCN {
-		dstNorm, srcNorm = b0.GCNNorms()
-	}
+	// GCN's normalisers, as kernels.Block.GCNNorms computes them, without
+	// its per-batch arrays: a source's out-degree is its by-source edge
+	// count unless the block carries the whole batch's (micro-batches).
+	gcn := s.op == kernels.AggGCN
+	norm := func(deg int32) float32 { return float32(1 / math.Sqrt(float64(deg+1))) }
 	keep := kernels.DropoutScale(drop)
 	// The reader fills free slots in chunk order; this goroutine folds
 	// them in as they arrive and hands them back. It owns the reader and
@@ -261,8 +265,12 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 				copy(hd[int(j)*dim:], row)
 			}
 			w := float32(1)
-			if srcNorm != nil {
-				w = srcNorm[j]
+			if gcn {
+				deg := s.tOff[j+1] - s.tOff[j]
+				if b0.SrcDegrees != nil {
+					deg = b0.SrcDegrees[j]
+				}
+				w = norm(deg)
 				if int(j) < nd { // GCN's implicit self loop
 					f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w, row)
 				}
@@ -278,8 +286,8 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		a := agg[i*dim : (i+1)*dim]
 		var f float32
 		switch {
-		case dstNorm != nil:
-			f = dstNorm[i]
+		case gcn:
+			f = norm(b0.Indptr[i+1] - b0.Indptr[i])
 		case b0.Indptr[i+1] > b0.Indptr[i]:
 			f = 1 / float32(b0.Indptr[i+1]-b0.Indptr[i])
 		default:

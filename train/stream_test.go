@@ -128,6 +128,30 @@ func TestStreamerMatchesAggregate(t *testing.T) {
 	if err := s.run(nodes, b, make([]float32, 5), gather, nil, 0, 0); err == nil {
 		t.Error("a short output buffer was accepted")
 	}
+	// A read that fails on any chunk fails the run (its reader stopped:
+	// TestMain checks for leaked goroutines), and the streamer's slots
+	// serve the next run.
+	want := make([]float32, s.outputs(nd))
+	if err := s.run(nodes, b, want, gather, nil, drop, dseed); err != nil {
+		t.Fatal(err)
+	}
+	errRead := errors.New("read failed")
+	for fail := range 3 {
+		calls := 0
+		failing := func(ids []int64, dst []float32) error {
+			if calls++; calls > fail {
+				return errRead
+			}
+			return gather(ids, dst)
+		}
+		if err := s.run(nodes, b, make([]float32, len(want)), failing, nil, drop, dseed); !errors.Is(err, errRead) {
+			t.Errorf("read failing on chunk %d: %v", fail, err)
+		}
+		got := make([]float32, len(want))
+		if err := s.run(nodes, b, got, gather, nil, drop, dseed); err != nil || !slices.Equal(got, want) {
+			t.Errorf("after a read failed on chunk %d: %v, equal %v", fail, err, slices.Equal(got, want))
+		}
+	}
 }
 
 func near32(t *testing.T, what string, got, want []float32, tol float64) {
@@ -210,25 +234,28 @@ func TestStreamInputTrains(t *testing.T) {
 	}
 }
 
-// TestStreamInputOption: the option's values, GAT and zero-copy on
-// refused with on, and auto without a memory plan not streaming.
+// TestStreamInputOption: the option's values; GAT, a full-neighbourhood
+// input layer and zero-copy on refused with on; and auto without a memory
+// plan not streaming.
 func TestStreamInputOption(t *testing.T) {
 	for _, tc := range []struct {
 		stream, model, zc string
+		f0                int
 		ok                bool
 	}{
-		{"", ModelSAGE, "", true},
-		{StreamInputAuto, ModelGAT, "", true},
-		{StreamInputOff, ModelGAT, "", true},
-		{StreamInputOn, ModelGCN, ZeroCopyOff, true},
-		{StreamInputOn, ModelGAT, "", false},
-		{StreamInputOn, ModelSAGE, ZeroCopyOn, false},
-		{"yes", ModelSAGE, "", false},
+		{"", ModelSAGE, "", 5, true},
+		{StreamInputAuto, ModelGAT, "", 5, true},
+		{StreamInputOff, ModelGAT, "", 5, true},
+		{StreamInputOn, ModelGCN, ZeroCopyOff, 5, true},
+		{StreamInputOn, ModelGAT, "", 5, false},
+		{StreamInputOn, ModelSAGE, ZeroCopyOn, 5, false},
+		{StreamInputOn, ModelSAGE, "", -1, false},
+		{"yes", ModelSAGE, "", 5, false},
 	} {
 		o := synthOpts()
-		o.StreamInput, o.Model, o.ZeroCopy = tc.stream, tc.model, tc.zc
+		o.StreamInput, o.Model, o.ZeroCopy, o.Fanouts = tc.stream, tc.model, tc.zc, []int{tc.f0, 5}
 		if err := o.Validate(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
-			t.Errorf("stream %q model %s zero-copy %q: %v", tc.stream, tc.model, tc.zc, err)
+			t.Errorf("stream %q model %s zero-copy %q fanout %d: %v", tc.stream, tc.model, tc.zc, tc.f0, err)
 		}
 	}
 	d := smallSynth(t)
@@ -244,7 +271,8 @@ func TestStreamInputOption(t *testing.T) {
 // micro-batches of more rows fit, so there are no more of them (on this
 // small graph the batches' ids and the sampling workers dominate, and
 // the cut is a power of two, so not necessarily fewer); training then
-// stays inside the budget. Where whole batches fit, auto does not
+// stays inside the estimate, and the buffers it counts as it allocates
+// them are no more than the unstreamed run's beside the stream's scratch. Where whole batches fit, auto does not
 // stream.
 func TestStreamInputBudget(t *testing.T) {
 	// Rows as wide as the bench's (128 float32): the input rows, not the
@@ -287,6 +315,22 @@ func TestStreamInputBudget(t *testing.T) {
 		t.Errorf("streamed run: %+v micro-batches %d (unstreamed %d), memory %d of %d", ra.StreamInput, ra.Epochs[0].MicroBatches,
 			ro.Epochs[0].MicroBatches, ra.Memory.TotalBytes, small)
 	}
+	// What was allocated, counted where it was (memacct), at its peak:
+	// the streamed batches' buffers take no more than the unstreamed
+	// ones' beside the stream's scratch, although their micro-batches
+	// hold more rows. (On this tiny graph, with the reserve floor lowered,
+	// both runs' counted peaks exceed the budget less its reserve: the
+	// feature reads' sessions and evaluation are fixed costs that the
+	// real floor of 24 MiB absorbs.)
+	const buffers = "batch buffers"
+	sb, ub := ra.Counted.ByPurpose[buffers], ro.Counted.ByPurpose[buffers]
+	// The chunk slots, and the order and by-source edges of one batch
+	// (at most Fanouts[0] edges per input row).
+	extra := auto.Budget.WorkingSet.StreamBytes + auto.Budget.MaxBatchRows*(streamRowBytes+streamEdgeBytes*int64(oa.Fanouts[0]))
+	t.Logf("counted %s peak: streamed %d bytes, unstreamed %d, stream scratch at most %d", buffers, sb, ub, extra)
+	if sb <= 0 || sb > ub+extra {
+		t.Errorf("streamed %s peak %d bytes, unstreamed %d plus stream scratch %d", buffers, sb, ub, extra)
+	}
 	// A roomy budget keeps whole batches unstreamed.
 	o := opts(StreamInputAuto)
 	mo := &MemPlanOptions{MemBytes: 64 << 20, ProfileName: "stream-roomy"}
@@ -296,5 +340,47 @@ func TestStreamInputBudget(t *testing.T) {
 	}
 	if mp.Budget.StreamInput || mp.Budget.MicroBatches != 1 {
 		t.Errorf("roomy budget: %+v", mp.Budget)
+	}
+}
+
+// TestStreamInputEvaluates: a trainer that streams its input layer still
+// evaluates and predicts by sampling (which gathers whole input rows,
+// cut to the working set the streamed batches were planned), and its
+// checkpoint predicts the same without building a streamer, for SAGE and
+// GCN (whose streamed batches have no own rows).
+func TestStreamInputEvaluates(t *testing.T) {
+	d := smallSynth(t)
+	for _, model := range []string{ModelSAGE, ModelGCN} {
+		t.Run(model, func(t *testing.T) {
+			o := synthOpts()
+			o.Model, o.Epochs, o.StreamInput, o.EvalMode = model, 1, StreamInputOn, EvalSampled
+			o.CheckpointDir, o.MaxBatchRows = t.TempDir(), 300
+			var inTrainer []float32
+			rep := runThen(t, d, o, func(tr *Trainer) {
+				if tr.stream == nil || tr.bound.dst <= 0 || tr.evalBound.rows <= 0 || tr.evalBound.rows >= tr.bound.rows {
+					t.Errorf("streamer %v, training cut %+v, evaluation cut %+v", tr.stream != nil, tr.bound, tr.evalBound)
+				}
+				var err error
+				if inTrainer, err = tr.Predict(context.Background(), d.ValidIdx(), o.Fanouts); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if e := rep.Epochs[0]; !rep.StreamInput || !e.Evaluated || e.ValidAcc <= 0 {
+				t.Fatalf("streamed %v, epoch %+v", rep.StreamInput, e)
+			}
+			ck, err := NewFromCheckpoint(context.Background(), d, o.CheckpointDir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ck.Close()
+			if ck.stream != nil {
+				t.Error("inference from a checkpoint built a streamer")
+			}
+			got, err := ck.Predict(context.Background(), d.ValidIdx(), o.Fanouts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near32(t, "checkpoint's predictions", got, inTrainer, 1e-4)
+		})
 	}
 }

@@ -62,12 +62,13 @@ type Trainer struct {
 	// lwStage forces layer-wise inference's stage kind (lwMemory, lwPush,
 	// lwFiles; tests); lwAuto chooses by memory.
 	lwStage string
-	// maxRows is the most input rows a micro-batch may have (0: batches
-	// are never split for memory); gradAcc holds the batch's gradient
+	// bound is what a training micro-batch may hold (zero: batches are
+	// never split for memory), evalBound the same for sampled evaluation,
+	// which gathers whole input rows; gradAcc holds the batch's gradient
 	// sums while its micro-batches are computed (nil until the first
 	// split batch).
-	maxRows int
-	gradAcc []kernels.Tensor
+	bound, evalBound splitBound
+	gradAcc          []kernels.Tensor
 	// lastRing describes the feature-buffer ring of the last epoch.
 	lastRing ringStats
 	// firstEpochStat is the first entry of epochStats trained by this
@@ -151,7 +152,11 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		return nil, err
 	}
 	t.depth = ReuseDepth(&o)
-	t.maxRows = int(o.MaxBatchRows)
+	t.bound = splitBound{rows: int(o.MaxBatchRows)}
+	t.evalBound = t.bound
+	if t.stream != nil {
+		t.bound, t.evalBound = trainBound(&o, o.MaxBatchRows), evalBound(d, &o, o.MaxBatchRows)
+	}
 	if t.hc != nil && o.Staleness <= int64(t.depth) {
 		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
 			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)
@@ -283,7 +288,8 @@ type EpochStats struct {
 	HistHit     float64 `json:"hist_hit_rate"`
 	// InputRowsZeroCopy counts the input rows the backend gathered
 	// straight from the registered feature cache (zero-copy path);
-	// InputRowsUploaded those gathered on the host and uploaded. They sum
+	// InputRowsUploaded those gathered on the host and uploaded (with the
+	// streamed input layer: folded into what is uploaded). They sum
 	// to InputNodes.
 	InputRowsZeroCopy int64 `json:"input_rows_zero_copy"`
 	InputRowsUploaded int64 `json:"input_rows_uploaded"`
