@@ -6,7 +6,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
-	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -50,9 +49,6 @@ func autoOrder(csr, n, fixed, avail int64) (order, why string) {
 // availableMemory is the least of the memory cgroup's limit and
 // MemAvailable (0 when neither is known).
 func availableMemory() int64 {
-	avail := memstat.Available()
-	if l, ok := cgroup.SelfMemoryLimit(); ok && (avail <= 0 || l < avail) {
-		avail = l
-	}
-	return avail
+	room, _ := cgroup.SelfMemoryRoom()
+	return room
 }

@@ -44,18 +44,20 @@ func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
 // sample.SourceBatch (a hop's uncached lists read together, O_DIRECT where
 // supported) when the graph (indptr and indices) is larger than half of
 // the room the page cache has for it, else sample.SourceMmap, whose pages
-// a graph that fits keeps after the first touch. The room is the
-// process's memory cgroup limit where there is one (it charges the page
-// cache), else the memory the kernel reports available; with a budget of
+// a graph that fits keeps after the first touch. The room is the lesser
+// of the process's memory cgroup limit (which charges the page cache) and
+// the memory the kernel reports available (cgroup.SelfMemoryRoom, as
+// partition's order decision takes it); with a budget of
 // budget bytes (train's --mem; 0: none) it is what the budget leaves of
 // that, plus the half of the budget's RuntimeReserve that is kept for
 // memory outside the Go heap, page cache included (SoftMemoryLimit). note
 // says which and why.
 func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note string) {
 	graph := d.CSRBytes()
-	room, what := memstat.Available(), "available memory"
-	if l, ok := cgroup.SelfMemoryLimit(); ok {
-		room, what = l, "the memory cgroup limit"
+	room, fromLimit := cgroup.SelfMemoryRoom()
+	what := "available memory"
+	if fromLimit {
+		what = "the memory cgroup limit"
 	}
 	if budget > 0 {
 		room = pageCacheRoom(room, budget)

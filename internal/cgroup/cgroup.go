@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 )
 
 // Version is 1 or 2.
@@ -337,4 +339,22 @@ func SelfMemoryLimit() (limit int64, ok bool) {
 		return 0, false
 	}
 	return loc.MemoryLimit()
+}
+
+// SelfMemoryRoom is the memory this process may fill, page cache
+// included: the lesser of its memory cgroup's limit and the memory the
+// kernel reports available (memstat.Available). fromLimit says the limit
+// was the lesser; room is 0 when neither is known.
+func SelfMemoryRoom() (room int64, fromLimit bool) {
+	limit, ok := SelfMemoryLimit()
+	return lesserRoom(limit, ok, memstat.Available())
+}
+
+// lesserRoom is SelfMemoryRoom's rule for a limit (ok: there is one) and
+// an available figure (0: unknown).
+func lesserRoom(limit int64, ok bool, avail int64) (room int64, fromLimit bool) {
+	if ok && (avail <= 0 || limit < avail) {
+		return limit, true
+	}
+	return max(avail, 0), false
 }

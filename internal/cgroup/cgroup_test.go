@@ -118,3 +118,27 @@ func TestCleanStaleFake(t *testing.T) {
 		}
 	}
 }
+
+// TestLesserRoom: the room is the lesser of a limit and the available
+// memory, the limit alone when availability is unknown, and 0 when
+// neither is known.
+func TestLesserRoom(t *testing.T) {
+	for _, tc := range []struct {
+		limit     int64
+		ok        bool
+		avail     int64
+		room      int64
+		fromLimit bool
+	}{
+		{1 << 30, true, 22 << 30, 1 << 30, true},
+		{64 << 30, true, 22 << 30, 22 << 30, false},
+		{1 << 30, true, 0, 1 << 30, true},
+		{0, false, 22 << 30, 22 << 30, false},
+		{0, false, 0, 0, false},
+		{0, false, -1, 0, false},
+	} {
+		if room, from := lesserRoom(tc.limit, tc.ok, tc.avail); room != tc.room || from != tc.fromLimit {
+			t.Errorf("lesserRoom(%d, %v, %d) = %d, %v; want %d, %v", tc.limit, tc.ok, tc.avail, room, from, tc.room, tc.fromLimit)
+		}
+	}
+}
