@@ -384,3 +384,46 @@ func TestStreamInputEvaluates(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStreamerFold measures the streamed input layer's host side
+// alone: a batch shaped like the 3 GiB benchmark's (fanout 10, 128
+// float32 columns, 18 % of the input rows destinations), its rows served
+// from memory, folded with dropout into SAGE's aggregate and own rows.
+// Reported in input rows folded per second, to compare with the rows per
+// second the device delivers (docs/train.md, "Streamed input layer").
+func BenchmarkStreamerFold(b *testing.B) {
+	const dim, ns, f0 = 128, 200_000, 10
+	nd := ns * 2 / (1 + f0)
+	r := rand.New(rand.NewPCG(1, 2))
+	blk := &kernels.Block{NumDst: nd, NumSrc: ns, Indptr: make([]int32, nd+1)}
+	for i := range nd {
+		for range f0 {
+			blk.Indices = append(blk.Indices, int32(r.IntN(ns)))
+		}
+		blk.Indptr[i+1] = int32(len(blk.Indices))
+	}
+	nodes := make([]int64, ns)
+	for j, v := range r.Perm(ns) {
+		nodes[j] = int64(v)
+	}
+	feats := make([]float32, ns*dim)
+	for i := range feats {
+		feats[i] = r.Float32()
+	}
+	gather := func(ids []int64, dst []float32) error {
+		for k, v := range ids {
+			copy(dst[k*dim:(k+1)*dim], feats[v*dim:(v+1)*dim])
+		}
+		return nil
+	}
+	s := newStreamer(kernels.AggMean, true, dim, streamChunkRows)
+	defer s.close()
+	out := make([]float32, s.outputs(nd))
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.run(nodes, blk, out, gather, nil, 0.1, 7); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(ns)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
