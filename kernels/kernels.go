@@ -296,14 +296,19 @@ func (b *Block) OutDegrees() []int32 {
 func (b *Block) GCNNorms() (dstNorm, srcNorm []float32) {
 	dstNorm = make([]float32, b.NumDst)
 	for i := range dstNorm {
-		dstNorm[i] = float32(1 / math.Sqrt(float64(b.Indptr[i+1]-b.Indptr[i]+1)))
+		dstNorm[i] = GCNNorm(b.Indptr[i+1] - b.Indptr[i])
 	}
 	srcNorm = make([]float32, b.NumSrc)
 	for j, d := range b.OutDegrees() {
-		srcNorm[j] = float32(1 / math.Sqrt(float64(d+1)))
+		srcNorm[j] = GCNNorm(d)
 	}
 	return dstNorm, srcNorm
 }
+
+// GCNNorm is AggGCN's normaliser of a node of degree deg in the block
+// (in-degree for a destination, out-degree for a source): 1/sqrt(deg+1),
+// the +1 being the implicit self loop. GCNNorms is it for every node.
+func GCNNorm(deg int32) float32 { return float32(1 / math.Sqrt(float64(deg+1))) }
 
 // DropoutUniform is the counter-based generator behind Dropout: a uniform
 // value in [0,1) with 24 random bits, a pure function of (seed, e). It is the

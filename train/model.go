@@ -756,6 +756,18 @@ func mixSeed(a, b uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
+// dropSpan applies hostDropout's mask to x, elements base, base+1, ... of
+// the input (keep is kernels.DropoutScale(p)).
+func dropSpan(x []float32, p, keep float32, seed, base uint64) {
+	for i := range x {
+		m := float32(0)
+		if kernels.DropoutUniform(seed, base+uint64(i)) >= p {
+			m = keep
+		}
+		x[i] *= m
+	}
+}
+
 // hostDropout applies the input layer's dropout to the gathered features
 // on the host, element e kept (scaled by 1/(1−p)) iff
 // kernels.DropoutUniform(seed, e) >= p: bit for bit what Backend.Dropout
@@ -765,15 +777,7 @@ func mixSeed(a, b uint64) uint64 {
 // The work is split over GOMAXPROCS goroutines, joined before it returns.
 func hostDropout(x []float32, p float32, seed uint64) {
 	keep := kernels.DropoutScale(p)
-	part := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			m := float32(0)
-			if kernels.DropoutUniform(seed, uint64(i)) >= p {
-				m = keep
-			}
-			x[i] *= m
-		}
-	}
+	part := func(lo, hi int) { dropSpan(x[lo:hi], p, keep, seed, uint64(lo)) }
 	const grain = 1 << 16
 	w := min(runtime.GOMAXPROCS(0), len(x)/grain)
 	if w <= 1 {

@@ -608,27 +608,26 @@ func (t *Trainer) upload(j *job) error {
 		}
 		j.buf = nil
 	} else if j.streamed {
-		if err := t.uploadStreamed(j); err != nil {
-			return err
+		// The aggregate, then (SAGE) the destinations' own rows.
+		nd := j.hb.blocks[0].NumDst
+		parts := [][]float32{j.feats[:nd*dim]}
+		if t.stream.own {
+			parts = append(parts, j.feats[nd*dim:2*nd*dim])
 		}
-	} else if ad, ok := be.(adopter); ok && j.buf != nil {
-		// The tensor takes the ring buffer over; freeJob returns it.
-		x, err := ad.Adopt(rows, dim, j.feats)
+		ts, err := t.hostTensors(j, nd, dim, parts)
 		if err != nil {
 			return err
 		}
-		j.x = x
+		j.xAgg = ts[0]
+		if len(ts) > 1 {
+			j.x = ts[1]
+		}
 	} else {
-		x, err := be.Alloc(rows, dim)
+		ts, err := t.hostTensors(j, rows, dim, [][]float32{j.feats})
 		if err != nil {
 			return err
 		}
-		j.x = x
-		be.Upload(x, j.feats)
-		if j.ring != nil {
-			j.ring.put(j.buf)
-		}
-		j.buf = nil
+		j.x = ts[0]
 	}
 	lab, err := be.AllocInts(len(j.labels))
 	if err != nil {
@@ -816,15 +815,12 @@ func (t *Trainer) gatherStreamed(j *job, drop float32, seed uint64) error {
 	return nil
 }
 
-// uploadStreamed makes j's streamed input tensors (j.xAgg, and j.x with
-// own rows) from j.feats, adopting the ring buffer where the backend can.
-// Called with beMu held.
-func (t *Trainer) uploadStreamed(j *job) error {
-	nd, dim := j.hb.blocks[0].NumDst, t.d.FeatDim()
-	parts := [][]float32{j.feats[:nd*dim]}
-	if t.stream.own {
-		parts = append(parts, j.feats[nd*dim:2*nd*dim])
-	}
+// hostTensors makes a rows×dim backend tensor of each of parts (slices
+// of j's ring buffer): the backend adopts them where it can (the buffer
+// then goes back to the ring when freeJob frees them), else they are
+// copied and the buffer goes back now. On an error the tensors made are
+// freed and the buffer stays with j. Called with beMu held.
+func (t *Trainer) hostTensors(j *job, rows, dim int, parts [][]float32) ([]kernels.Tensor, error) {
 	ad, adopt := t.be.(adopter)
 	adopt = adopt && j.buf != nil
 	ts := make([]kernels.Tensor, len(parts))
@@ -832,21 +828,17 @@ func (t *Trainer) uploadStreamed(j *job) error {
 		var x kernels.Tensor
 		var err error
 		if adopt {
-			x, err = ad.Adopt(nd, dim, v)
-		} else if x, err = t.be.Alloc(nd, dim); err == nil {
+			x, err = ad.Adopt(rows, dim, v)
+		} else if x, err = t.be.Alloc(rows, dim); err == nil {
 			t.be.Upload(x, v)
 		}
 		if err != nil {
 			for _, y := range ts[:i] {
 				t.be.Free(y)
 			}
-			return err
+			return nil, err
 		}
 		ts[i] = x
-	}
-	j.xAgg = ts[0]
-	if len(ts) > 1 {
-		j.x = ts[1]
 	}
 	if !adopt {
 		if j.ring != nil {
@@ -854,7 +846,7 @@ func (t *Trainer) uploadStreamed(j *job) error {
 		}
 		j.buf = nil
 	}
-	return nil
+	return ts, nil
 }
 
 // normalize scales every feature row to unit L1 norm when

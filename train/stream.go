@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 
@@ -202,11 +201,10 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		return int(a - b)
 	})
 	s.order = order
-	// GCN's normalisers, as kernels.Block.GCNNorms computes them, without
-	// its per-batch arrays: a source's out-degree is its by-source edge
-	// count unless the block carries the whole batch's (micro-batches).
+	// GCN's normalisers (kernels.GCNNorm) without GCNNorms' per-batch
+	// arrays: a source's out-degree is its by-source edge count unless
+	// the block carries the whole batch's (micro-batches).
 	gcn := s.op == kernels.AggGCN
-	norm := func(deg int32) float32 { return float32(1 / math.Sqrt(float64(deg+1))) }
 	keep := kernels.DropoutScale(drop)
 	// The reader fills free slots in chunk order; this goroutine folds
 	// them in as they arrive and hands them back. It owns the reader and
@@ -252,14 +250,7 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		for k, j := range order[sl.lo : sl.lo+len(sl.ids)] {
 			row := buf[k*dim : (k+1)*dim]
 			if drop > 0 {
-				base := uint64(j) * uint64(dim)
-				for c := range row {
-					m := float32(0)
-					if kernels.DropoutUniform(seed, base+uint64(c)) >= drop {
-						m = keep
-					}
-					row[c] *= m
-				}
+				dropSpan(row, drop, keep, seed, uint64(j)*uint64(dim))
 			}
 			if hd != nil && int(j) < nd {
 				copy(hd[int(j)*dim:], row)
@@ -270,7 +261,7 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 				if b0.SrcDegrees != nil {
 					deg = b0.SrcDegrees[j]
 				}
-				w = norm(deg)
+				w = kernels.GCNNorm(deg)
 				if int(j) < nd { // GCN's implicit self loop
 					f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w, row)
 				}
@@ -287,7 +278,7 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		var f float32
 		switch {
 		case gcn:
-			f = norm(b0.Indptr[i+1] - b0.Indptr[i])
+			f = kernels.GCNNorm(b0.Indptr[i+1] - b0.Indptr[i])
 		case b0.Indptr[i+1] > b0.Indptr[i]:
 			f = 1 / float32(b0.Indptr[i+1]-b0.Indptr[i])
 		default:
