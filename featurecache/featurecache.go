@@ -251,8 +251,9 @@ func (c *Cache) resolveReadPlan() error {
 
 // scatterOptions is how ReadScattered reads the misses under c.plan.
 func (c *Cache) scatterOptions() storage.ScatterOptions {
-	return storage.ScatterOptions{GapRows: c.plan.GapRows, MaxAmplification: c.plan.MaxAmplification,
-		MaxReadBytes: c.opts.MaxReadBytes, Depth: c.opts.IODepth}
+	so := c.opts.scatterOptions()
+	so.GapRows, so.MaxAmplification = c.plan.GapRows, c.plan.MaxAmplification
+	return so
 }
 
 // ReadPlan says how misses are read.
@@ -346,9 +347,10 @@ type Cache struct {
 	bytesMis atomic.Int64
 	offered  atomic.Int64
 
-	scratch    sync.Pool // *[]int for miss indices
-	reqScratch sync.Pool // *[]storage.RowReq for the misses' reads
-	rowScratch sync.Pool // *[]byte for GatherF32's float16 rows
+	// scratches is the idle Gather scratches (scratch.go), counted in
+	// memacct.BatchBuffers until Close.
+	scratchMu sync.Mutex
+	scratches []*scratch
 }
 
 // New builds a cache of at most budget bytes over d's features and, for
@@ -533,6 +535,13 @@ func (c *Cache) Gather(ids []int64, dst []byte) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
+	s := c.getScratch()
+	defer c.putScratch(s)
+	return c.gather(ids, dst, s)
+}
+
+// gather is Gather with the scratch s.
+func (c *Cache) gather(ids []int64, dst []byte, s *scratch) error {
 	need := int64(len(ids)) * c.rowBytes
 	if int64(len(dst)) < need {
 		return fmt.Errorf("%w: %d bytes for %d rows of %d", ErrShortBuffer, len(dst), len(ids), c.rowBytes)
@@ -542,9 +551,8 @@ func (c *Cache) Gather(ids []int64, dst []byte) error {
 			return fmt.Errorf("%w: ids[%d] = %d, have %d nodes", ErrNodeRange, i, v, c.numNodes)
 		}
 	}
-	mp := c.getScratch()
-	defer c.scratch.Put(mp)
-	miss := (*mp)[:0]
+	s.reserve(len(ids))
+	miss := s.miss[:0]
 	rb := c.rowBytes
 	switch {
 	case c.dyn != nil:
@@ -568,14 +576,14 @@ func (c *Cache) Gather(ids []int64, dst []byte) error {
 			miss = append(miss, i)
 		}
 	}
-	*mp = miss
+	s.miss = miss
 	hits := int64(len(ids) - len(miss))
 	c.opts.Stage.Request(hits, hits*rb)
 	c.requests.Add(int64(len(ids)))
 	c.hits.Add(hits)
 	c.bytesReq.Add(need)
 	c.bytesMis.Add(int64(len(miss)) * rb)
-	if err := c.readMisses(ids, miss, dst); err != nil {
+	if err := c.readMisses(ids, miss, dst, s); err != nil {
 		return err
 	}
 	if c.dyn != nil {
@@ -593,35 +601,17 @@ func (c *Cache) Gather(ids []int64, dst []byte) error {
 const DefaultIODepth = 16
 
 // readMisses reads the rows ids[i], i in miss, into dst as one planned
-// batch (storage.RowReader.ReadScattered).
-func (c *Cache) readMisses(ids []int64, miss []int, dst []byte) error {
+// batch (storage.RowReader.ReadScattered), with s's requests.
+func (c *Cache) readMisses(ids []int64, miss []int, dst []byte, s *scratch) error {
 	if len(miss) == 0 {
 		return nil
 	}
-	rp := c.getReqScratch()
-	defer c.reqScratch.Put(rp)
-	reqs := (*rp)[:0]
+	reqs := s.reqs[:0]
 	for _, i := range miss {
 		reqs = append(reqs, storage.RowReq{ID: ids[i], Pos: int64(i)})
 	}
-	*rp = reqs
+	s.reqs = reqs
 	return c.reader.ReadScattered(reqs, dst, c.scatterOptions())
-}
-
-func (c *Cache) getReqScratch() *[]storage.RowReq {
-	if p, ok := c.reqScratch.Get().(*[]storage.RowReq); ok {
-		return p
-	}
-	s := make([]storage.RowReq, 0, 1024)
-	return &s
-}
-
-func (c *Cache) getScratch() *[]int {
-	if p, ok := c.scratch.Get().(*[]int); ok {
-		return p
-	}
-	s := make([]int, 0, 1024)
-	return &s
 }
 
 // GatherF32 is Gather decoding the rows to float32 (float16 features are
@@ -629,21 +619,24 @@ func (c *Cache) getScratch() *[]int {
 // are gathered straight into dst; float16 rows go through a pooled scratch
 // buffer.
 func (c *Cache) GatherF32(ids []int64, dst []float32) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
 	dim := int64(c.d.FeatDim())
 	n := int64(len(ids)) * dim
 	if int64(len(dst)) < n {
 		return fmt.Errorf("%w: %d floats for %d rows of %d", ErrShortBuffer, len(dst), len(ids), dim)
 	}
+	s := c.getScratch()
+	defer c.putScratch(s)
 	if n == 0 {
-		return c.Gather(ids, nil)
+		return c.gather(ids, nil, s)
 	}
 	if c.rowBytes == 4*dim { // float32: the rows' bytes are dst's bytes
-		return c.Gather(ids, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n))
+		return c.gather(ids, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n), s)
 	}
-	bp := c.getRowScratch(int64(len(ids)) * c.rowBytes)
-	defer c.rowScratch.Put(bp)
-	buf := *bp
-	if err := c.Gather(ids, buf); err != nil {
+	buf := s.rowBuf(int64(len(ids)) * c.rowBytes)
+	if err := c.gather(ids, buf, s); err != nil {
 		return err
 	}
 	dtype := c.d.Manifest().FeatDType
@@ -651,19 +644,6 @@ func (c *Cache) GatherF32(ids []int64, dst []float32) error {
 		storage.DecodeFeatureRow(dtype, buf[int64(i)*c.rowBytes:int64(i+1)*c.rowBytes], dst[int64(i)*dim:int64(i+1)*dim])
 	}
 	return nil
-}
-
-// getRowScratch returns a pooled buffer of exactly n bytes.
-func (c *Cache) getRowScratch(n int64) *[]byte {
-	p, ok := c.rowScratch.Get().(*[]byte)
-	if !ok {
-		p = new([]byte)
-	}
-	if int64(cap(*p)) < n {
-		*p = make([]byte, n)
-	}
-	*p = (*p)[:n]
-	return p
 }
 
 // Wait blocks until the dynamic policy has applied every offered row, so
@@ -723,6 +703,7 @@ func (c *Cache) Close() error {
 		c.dyn.Close()
 	}
 	c.rows, c.slots = nil, nil
+	c.releaseScratches()
 	memacct.Add(memacct.FeatureCache, -c.counted)
 	c.counted = 0
 	return c.reader.Close()

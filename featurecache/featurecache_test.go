@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/testseed"
 
 	"go.uber.org/goleak"
@@ -506,3 +507,48 @@ func TestReadPlanSource(t *testing.T) {
 		t.Fatal("CoalesceGap -2 accepted")
 	}
 }
+
+// TestGatherScratchCounted: a Gather's and a GatherF32's scratch (miss
+// indices, requests, undecoded rows, the read session) is counted in
+// memacct.BatchBuffers, within GatherCallBytes for the largest call and
+// GatherSlotBytes, and uncounted on Close.
+func TestGatherScratchCounted(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	adj := randomGraph(rng, 3000, 6)
+	for _, dtype := range []string{"float32", "float16"} {
+		t.Run(dtype, func(t *testing.T) {
+			d := writeDataset(t, filepath.Join(t.TempDir(), dtype), adj, 40, dtype)
+			base := memacct.Read().Bytes[memacct.BatchBuffers]
+			opts := &featurecache.Options{Policy: featurecache.PolicyDegree, IODepth: 4, MaxReadBytes: 16 << 10}
+			c, err := featurecache.New(context.Background(), d, budgetFor(d, 0.1), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var most int64
+			for _, n := range []int64{10, 2500, 700} {
+				most = max(most, n)
+				ids := make([]int64, n)
+				for i := range ids {
+					ids[i] = rng.Int64N(d.NumNodes())
+				}
+				if err := c.GatherF32(ids, make([]float32, n*int64(d.FeatDim()))); err != nil {
+					t.Fatal(err)
+				}
+				got := memacct.Read().Bytes[memacct.BatchBuffers] - base
+				bound := featurecache.GatherCallBytes(d, most, opts) + featurecache.GatherSlotBytes(d, opts)
+				if got < gatherFloor(n) || got > bound {
+					t.Errorf("after %d ids (largest %d): counted %d bytes, want in [%d, %d]", n, most, got, gatherFloor(n), bound)
+				}
+			}
+			c.Close()
+			if left := memacct.Read().Bytes[memacct.BatchBuffers] - base; left != 0 {
+				t.Errorf("%d bytes still counted after Close", left)
+			}
+		})
+	}
+}
+
+// gatherFloor is the least a call of n ids must count: its miss indices
+// and requests.
+func gatherFloor(n int64) int64 { return 24 * n }

@@ -131,9 +131,17 @@ const profilePrefetch = 1
 // a batch's rows of rowBytes), the read model's scratch (a batch's sorted
 // row ids, and as many merge-gap candidates: 16 bytes per row), and two
 // sampled batches of batchBytes (sample.BatchBytesBound): the one waiting
-// in the sampler's prefetch slot and the one being profiled.
+// in the sampler's prefetch slot and the one being profiled. The feature
+// cache's gather scratch is not in it (ProfileGatherRows).
 func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64) int64 {
 	return min(profileGatherBytes, batchRows*rowBytes) + 16*batchRows + (profilePrefetch+1)*batchBytes
+}
+
+// ProfileGatherRows is the most ids one of the profiling epoch's gathers
+// asks for, at batches of at most batchRows rows of rowBytes: its gather
+// scratch (featurecache.GatherScratchBytes) is the caller's to count.
+func ProfileGatherRows(batchRows, rowBytes int64) int64 {
+	return min(batchRows, max(profileGatherBytes/max(rowBytes, 1), 1))
 }
 
 func (o *ProfileOptions) withDefaults() ProfileOptions {
@@ -467,7 +475,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 			// profiling epoch holds a bounded buffer, not a batch's
 			// input rows (hundreds of MB at batch 1000).
 			ids := b.Nodes()
-			chunk := max(int(profileGatherBytes/rb), 1)
+			chunk := int(ProfileGatherRows(int64(len(ids)), rb))
 			t0 := time.Now()
 			for lo := 0; lo < len(ids); lo += chunk {
 				hi := min(lo+chunk, len(ids))

@@ -147,8 +147,37 @@ func (r *RowReader) slotBytes(o ScatterOptions) int64 {
 	if r.mode != ReadDirect {
 		a = 1
 	}
-	one := (r.rowBytes + 2*a - 1) &^ (a - 1) // an unaligned row spans one block more
+	return slotBytes(r.rowBytes, a, o)
+}
+
+// slotBytes is one read slot for rows of rowBytes at alignment a.
+func slotBytes(rowBytes, a int64, o ScatterOptions) int64 {
+	one := (rowBytes + 2*a - 1) &^ (a - 1) // an unaligned row spans one block more
 	return max(o.MaxReadBytes&^(a-1), one)
+}
+
+// SessionBytesBound bounds what one ReadScattered call of items rows of
+// rowBytes, with o, counts in memacct.BatchBuffers and its reader keeps
+// until Close: SlotBytesBound, and SessionItemBytes for each item of its
+// largest chunk (at most o.Chunk). Callers that plan memory before a
+// reader is open count it once per concurrent caller.
+func SessionBytesBound(rowBytes, items int64, o ScatterOptions) int64 {
+	return SlotBytesBound(rowBytes, o) + SessionItemsBound(items, o)
+}
+
+// SessionItemsBound is the part of SessionBytesBound that depends on the
+// call: SessionItemBytes for each item of its largest chunk.
+func SessionItemsBound(items int64, o ScatterOptions) int64 {
+	o = o.withDefaults()
+	return SessionItemBytes * min(items, int64(o.Chunk))
+}
+
+// SlotBytesBound is the part of SessionBytesBound that does not depend on
+// the call: ScratchBytesFor's read slots at the largest alignment a
+// reader uses (O_DIRECT's).
+func SlotBytesBound(rowBytes int64, o ScatterOptions) int64 {
+	o = o.withDefaults()
+	return int64(o.Depth) * slotBytes(rowBytes, directAlign, o)
 }
 
 // session is the per-call state ReadScattered reuses: the slab of read

@@ -232,6 +232,28 @@ func TestScatterSessionCounted(t *testing.T) {
 	if got < lo || got > hi {
 		t.Fatalf("%d items: counted %d bytes, want in [%d, %d]", items, got, lo, hi)
 	}
+	// ReadScattered's session within the bound planners use before a
+	// reader is open, for one chunk and for several.
+	for _, k := range []int64{100, n} {
+		rows := make([]storage.RowReq, k)
+		for i := range rows {
+			rows[i] = storage.RowReq{ID: int64(i), Pos: int64(i)}
+		}
+		rr, err := d.OpenRowReader(storage.FileFeatures, storage.ReadBuffered, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := memacct.Read().Bytes[memacct.BatchBuffers]
+		co := storage.ScatterOptions{MaxReadBytes: 4 << 10, Depth: 4, Chunk: 5000}
+		if err := rr.ReadScattered(rows, make([]byte, k*rr.RowBytes()), co); err != nil {
+			t.Fatal(err)
+		}
+		held := memacct.Read().Bytes[memacct.BatchBuffers] - before
+		if bound := storage.SessionBytesBound(rr.RowBytes(), k, co); held <= 0 || held > bound {
+			t.Errorf("ReadScattered of %d rows: counted %d bytes, bound %d", k, held, bound)
+		}
+		rr.Close()
+	}
 	r.Close()
 	if left := memacct.Read().Bytes[memacct.BatchBuffers] - base; left != 0 {
 		t.Fatalf("%d bytes still counted after Close", left)

@@ -170,10 +170,12 @@
 // the process-wide arithmetic: the reserve, the working set and the fixed
 // state (memplan.go). The training working set (WorkingSet:
 // InFlight × the estimated peak bytes of one batch, from the profile's
-// largest batch or the fanouts) and the fixed state (FixedState: the
-// sampling workers' per-node id maps and the profile arrays kept,
-// sample.IDMapBytes(N) per worker + 8·N) are reserved before the plan gives the rest to the
-// caches. With Options.MemBytes, New checks the caches' memory (tables
+// largest batch or the fanouts, plus the gather stage's scratch for its
+// largest call, featurecache.GatherCallBytes) and the fixed state
+// (FixedState: the sampling workers' per-node id maps, the profile arrays
+// kept, sample.IDMapBytes(N) per worker + 8·N, the model, and the feature
+// cache's read slots, featurecache.GatherSlotBytes) are reserved before
+// the plan gives the rest to the caches. With Options.MemBytes, New checks the caches' memory (tables
 // included) plus the working set and the fixed state against the budget
 // from the sizes before building anything (planner.BuildOptions.Estimate)
 // and again from the built caches (planner.Caches.Counted, their memacct

@@ -54,9 +54,17 @@ type featBlock struct {
 	ranges []blockRange
 	buf    []byte // counted in memacct.DynamicCache by its capacity
 
+	// at and missIDs are gatherF32's scratch (blockIDBytes per id of its
+	// largest call), counted in memacct.BatchBuffers by their capacities.
+	at, missIDs []int64
+
 	// Epoch counters: rows served, macro batches loaded, bytes loaded.
 	hits, loads, loadBytes atomic.Int64
 }
+
+// blockIDBytes is the feature block's gather scratch per id: a row offset
+// and a miss id.
+const blockIDBytes = 16
 
 // blockRange is rows [lo, hi) of the features, at row off of buf.
 type blockRange struct{ lo, hi, off int64 }
@@ -79,7 +87,8 @@ func newFeatBlock(d *storage.Dataset, o *Options) (*featBlock, error) {
 // close releases the buffer and the reader.
 func (b *featBlock) close() error {
 	memacct.Add(memacct.DynamicCache, -int64(cap(b.buf)))
-	b.buf, b.ranges, b.macro = nil, nil, -1
+	memacct.Add(memacct.BatchBuffers, -blockIDBytes*int64(cap(b.at)))
+	b.buf, b.ranges, b.macro, b.at, b.missIDs = nil, nil, -1, nil, nil
 	return b.rd.Close()
 }
 
@@ -158,8 +167,12 @@ func (b *featBlock) offset(v int64) int64 {
 // compactly and then moved to their places from the back, so no second
 // buffer is needed. Each id is looked up in the block once.
 func (b *featBlock) gatherF32(ids []int64, dst []float32, dim int, miss func(ids []int64, dst []float32) error) error {
-	at := make([]int64, len(ids)) // row offset in buf, -1: a miss
-	missIDs := make([]int64, 0, len(ids))
+	if n := len(ids); cap(b.at) < n {
+		memacct.Add(memacct.BatchBuffers, blockIDBytes*int64(n-cap(b.at)))
+		b.at, b.missIDs = make([]int64, n), make([]int64, 0, n)
+	}
+	at := b.at[:len(ids)] // row offset in buf, -1: a miss
+	missIDs := b.missIDs[:0]
 	for i, v := range ids {
 		if at[i] = b.offset(v); at[i] < 0 {
 			missIDs = append(missIDs, v)

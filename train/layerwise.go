@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/f32"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -423,9 +424,11 @@ func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwSta
 	if set != nil {
 		rows = set.count()
 	}
-	// Per row: its transform's working memory and the second buffer's
-	// copy of the row and its id.
-	batch := int(max(1, min(rows, maxTransformBatch, budget/(sh.transformBytes()+4*int64(sh.in)+8))))
+	// Per row: its transform's working memory, the second buffer's copy
+	// of the row and its id, and the feature cache's gather scratch (kept
+	// by the cache, counted there).
+	perRow := sh.transformBytes() + 4*int64(sh.in) + 8 + featurecache.GatherCallBytes(d, 1, t.o.featureOptions())
+	batch := int(max(1, min(rows, maxTransformBatch, budget/perRow)))
 	second := int64(batch) * (4*int64(sh.in) + 8)
 	memacct.Add(memacct.Inference, second)
 	defer memacct.Add(memacct.Inference, -second)

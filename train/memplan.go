@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/dustin/go-humanize"
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -140,8 +141,7 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	o := opts.withDefaults()
 	n := d.NumNodes()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
-	fs := fixedState(n, o.Workers, true)
-	fixed := fs.Bytes + modelConfig(d, &o).MemBytes(true)
+	fixed := FixedState(d, &o, &planner.Profile{}).Bytes
 	workers := samplingWorkers(o.Workers)
 	whole := fanoutRows(int64(o.BatchSize), o.Fanouts, n)
 	// Beside both phases: each sampling worker's batch under
@@ -153,11 +153,12 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 		sampler += int64(sample.MacroCachesHeld(workers)) * macroBound(&o)
 	}
 	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
-	ws := int64(o.InFlight) * (batchBytes(d, &o, rows) + whole*idRowBytes)
+	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idRowBytes) + gatherBytes(d, &o, rows)
 	if streamOn(&o) {
 		ws += streamChunkBytes(d.FeatDim(), streamChunk(rows))
 	}
-	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges()))
+	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
+	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges())) + profGather
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
@@ -218,7 +219,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	o := opts.withDefaults()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
 	if min := MinimumBudget(d, &o); mo.MemBytes > 0 && mo.MemBytes < min {
-		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, cache tables, and %d in-flight micro-batches of %d targets; or the profiling epoch's counters)",
+		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and %d in-flight micro-batches of %d targets; or the profiling epoch's counters)",
 			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), o.InFlight, (o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches)
 	}
 	m := d.Manifest()
@@ -297,7 +298,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	ws, fs := b.WorkingSet, b.Fixed
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes, "feature_block_bytes", ws.FeatureBlockBytes)
-	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes, "model_bytes", fs.ModelBytes)
+	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes, "model_bytes", fs.ModelBytes, "gather_slot_bytes", fs.GatherSlotBytes)
 	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: b.Caches, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
 		Staleness: o.Staleness})
 	if err != nil {
@@ -548,13 +549,16 @@ type MemoryUse struct {
 	HistoryBytes  int64 `json:"history_bytes"`
 	NeighborBytes int64 `json:"neighbor_bytes"`
 	// WorkingSetBytes is InFlight × BatchBytes plus the dynamic
-	// neighbour caches (see WorkingSet).
+	// neighbour caches, the sampling workers' batches, the gather stage's
+	// scratch and, where used, the feature block and the stream's chunks
+	// (see WorkingSet).
 	WorkingSetBytes int64 `json:"working_set_bytes"`
 	InFlight        int   `json:"in_flight"`
 	BatchBytes      int64 `json:"batch_bytes"`
 	BatchRows       int64 `json:"batch_rows"`
 	DynamicBytes    int64 `json:"dynamic_bytes,omitempty"`
 	SamplerBytes    int64 `json:"sampler_bytes,omitempty"`
+	GatherBytes     int64 `json:"gather_bytes,omitempty"`
 	// FixedBytes is the trainer's per-process state beside the caches
 	// and the working set (see FixedState).
 	FixedBytes int64 `json:"fixed_bytes"`
@@ -573,6 +577,7 @@ func (m *MemoryUse) sum() {
 
 func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
 	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows, m.DynamicBytes, m.SamplerBytes = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes, ws.SamplerBytes
+	m.GatherBytes = ws.GatherBytes
 }
 
 // WorkingSetEstimate is the memory the training pipeline itself needs,
@@ -621,9 +626,29 @@ type WorkingSetEstimate struct {
 	// edges the stream needs, and StreamBytes is its chunk of ids and rows.
 	Streamed    bool  `json:"streamed,omitempty"`
 	StreamBytes int64 `json:"stream_bytes,omitempty"`
+	// GatherBytes is the gather stage's scratch for its largest call
+	// (gatherBytes): one gather runs at a time. Its read slots are in
+	// FixedStateEstimate.GatherSlotBytes.
+	GatherBytes int64 `json:"gather_bytes"`
 	// Bytes = InFlight × BatchBytes + DynamicBytes + SamplerBytes +
-	// FeatureBlockBytes + StreamBytes.
+	// FeatureBlockBytes + StreamBytes + GatherBytes.
 	Bytes int64 `json:"bytes"`
+}
+
+// gatherBytes is the gather stage's scratch for (micro-)batches of rows
+// input rows: the feature cache's for a call of rows ids, or of one chunk
+// when the input layer is streamed (featurecache.GatherCallBytes; its read
+// slots are fixed state), and with the feature block its blockIDBytes per
+// id. o has its defaults.
+func gatherBytes(d *storage.Dataset, o *Options, rows int64) int64 {
+	if streamOn(o) {
+		rows = int64(streamChunk(rows))
+	}
+	n := featurecache.GatherCallBytes(d, rows, o.featureOptions())
+	if FeatureBlockBytes(d, o) > 0 {
+		n += blockIDBytes * rows
+	}
+	return n
 }
 
 // idRowBytes is the per-input-row cost of ids and block CSRs in
@@ -685,8 +710,8 @@ func evalBound(d *storage.Dataset, o *Options, rows int64) splitBound {
 	}
 	off := *o
 	off.StreamInput = StreamInputOff
-	limit := batchBytes(d, o, rows)
-	return splitBound{rows: int(largestFitting(1, rows, func(r int64) bool { return batchBytes(d, &off, r) <= limit }))}
+	limit := batchBytes(d, o, rows) + gatherBytes(d, o, rows)
+	return splitBound{rows: int(largestFitting(1, rows, func(r int64) bool { return batchBytes(d, &off, r)+gatherBytes(d, &off, r) <= limit }))}
 }
 
 // largestFitting is the largest x in [lo, hi] with fits(x), for fits true
@@ -748,6 +773,8 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 		ws.Streamed, ws.StreamBytes = true, streamChunkBytes(d.FeatDim(), streamChunk(ws.BatchRows))
 		ws.Bytes += ws.StreamBytes
 	}
+	ws.GatherBytes = gatherBytes(d, &o, ws.BatchRows)
+	ws.Bytes += ws.GatherBytes
 	// The feature block, separate from the adjacency caches above.
 	ws.FeatureBlockBytes = FeatureBlockBytes(d, &o)
 	ws.Bytes += ws.FeatureBlockBytes
@@ -774,7 +801,12 @@ type FixedStateEstimate struct {
 	// ModelBytes is the model on its backend: weights, gradients, Adam's
 	// moments and the micro-batch gradient sums (ModelConfig.MemBytes).
 	ModelBytes int64 `json:"model_bytes"`
-	// Bytes = SamplerBytes + ProfileBytes + ModelBytes.
+	// GatherSlotBytes is the read slots of the feature cache's one read
+	// session (featurecache.GatherSlotBytes: IODepth slots of its largest
+	// read, 16 × 256 KiB by default), which gathers keep for the run,
+	// profiling's and training's alike.
+	GatherSlotBytes int64 `json:"gather_slot_bytes"`
+	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -787,7 +819,7 @@ const (
 // FixedState estimates the trainer's fixed state for training d with
 // opts (p nil: opts.Profile):
 //
-//	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  8 · N  (with a profile)  +  model
+//	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  8 · N  (with a profile)  +  model  +  gather slots
 //
 // with Workers defaulting to GOMAXPROCS as the sampler's does. The memory
 // check and --mem reserve it beside the working set. Memory-mapped
@@ -800,7 +832,8 @@ func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStat
 	}
 	fs := fixedState(d.NumNodes(), o.Workers, p != nil)
 	fs.ModelBytes = modelConfig(d, &o).MemBytes(true)
-	fs.Bytes += fs.ModelBytes
+	fs.GatherSlotBytes = featurecache.GatherSlotBytes(d, o.featureOptions())
+	fs.Bytes += fs.ModelBytes + fs.GatherSlotBytes
 	return fs
 }
 
@@ -962,7 +995,7 @@ func WriteBudget(w io.Writer, b *Budget) error {
 		batch = fmt.Sprintf("batch %d as ≥%d micro-batches of ≤%d input rows (whole: %d)", b.BatchSize, b.MicroBatches, b.MaxBatchRows, ws.SplitFrom)
 	}
 	// Every term of ws.Bytes is named, so the line adds up.
-	terms := fmt.Sprintf("macro-batch caches %s; sampling workers %s", ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes))
+	terms := fmt.Sprintf("macro-batch caches %s; sampling workers %s; gather scratch %s", ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes), ibytes(ws.GatherBytes))
 	if ws.FeatureBlockBytes > 0 {
 		terms += "; feature block " + ibytes(ws.FeatureBlockBytes)
 	}
@@ -974,10 +1007,10 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
-  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s)
+  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s)
   working set       %10s  (%d in flight × %s; %s; %s)
   caches            %10s  (feature, history and neighbour, tables included)
-`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes),
+`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes),
 		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches))
 	return err
 }

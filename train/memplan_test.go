@@ -73,7 +73,7 @@ func TestPlanMemory(t *testing.T) {
 		!strings.Contains(rep.PlanComparison.Note, "epoch 0 left out") {
 		t.Fatalf("memory %+v plan %v comparison %+v", rep.Memory, rep.Plan != nil, rep.PlanComparison)
 	}
-	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes+m.SamplerBytes ||
+	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes+m.SamplerBytes+m.GatherBytes || m.GatherBytes <= 0 ||
 		m.BatchRows > ws.BatchRows || m.FixedBytes != FixedState(d, o, nil).Bytes || m.FixedBytes <= 0 ||
 		m.ReserveBytes != RuntimeReserve(mem) ||
 		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes+m.ReserveBytes {
@@ -173,7 +173,7 @@ func TestWorkingSetDynamic(t *testing.T) {
 		o.Selection, o.Workers = tc.sel, tc.workers
 		ws := WorkingSet(d, o, p)
 		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.SamplerBytes != int64(tc.workers)*sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, d.NumNodes(), d.NumEdges(), o.Source) ||
-			ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want+ws.SamplerBytes {
+			ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want+ws.SamplerBytes+ws.GatherBytes || ws.GatherBytes <= 0 {
 			t.Errorf("%s, %d workers: %+v, want %d dynamic bytes", tc.sel, tc.workers, ws, tc.want)
 		}
 	}

@@ -45,7 +45,7 @@ func TestPlanFileReplanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !re.Replanned || re.Profile == nil || planCacheBytes(re.Plan) > re.Budget.Caches || planCacheBytes(re.Plan) >= planned {
-		t.Fatalf("smaller budget: replanned %v, caches %d of room %d (plan %d)", re.Replanned, planCacheBytes(re.Plan), re.Budget.Caches, planned)
+		t.Fatalf("smaller budget: replanned %v, caches %d of room %d (plan %d)\nbig %+v\nsmall %+v", re.Replanned, planCacheBytes(re.Plan), re.Budget.Caches, planned, mp.Budget, re.Budget)
 	}
 	if re.Budget.MemBytes != small || re.Budget.Reserve+re.Budget.Fixed.Bytes+re.Budget.WorkingSet.Bytes+re.Budget.Caches != small {
 		t.Errorf("budget arithmetic %+v", re.Budget)

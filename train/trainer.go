@@ -180,6 +180,12 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	return t, nil
 }
 
+// featureOptions is the feature cache's options under o.
+func (o *Options) featureOptions() *featurecache.Options {
+	return &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth,
+		CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp, IO: o.FeatIO, Logger: o.Logger}
+}
+
 // buildOptions is what planner.BuildCaches needs of o (with defaults) to
 // build the caches: the plan and profile, the explicit sizes and each
 // cache's options. histWidth is the model's history width; history is off
@@ -188,8 +194,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 func (o *Options) buildOptions(histWidth int) *planner.BuildOptions {
 	bo := &planner.BuildOptions{Plan: o.Plan, Profile: o.Profile,
 		FeatureBytes: o.FeatCacheBytes, HistoryBytes: o.HistCacheBytes, NeighborBytes: o.NeighborCacheBytes,
-		Feature: &featurecache.Options{Policy: o.FeatPolicy, Mode: o.FeatRead, IODepth: o.FeatIODepth,
-			CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp, IO: o.FeatIO, Logger: o.Logger},
+		Feature: o.featureOptions(),
 		History: &histcache.Options{Staleness: o.Staleness, Policy: o.HistPolicy, PGrad: o.PGrad, Logger: o.Logger},
 		Cross:   o.NeighborCross}
 	if !o.NoHist && o.Layers >= 2 {

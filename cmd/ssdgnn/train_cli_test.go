@@ -103,7 +103,7 @@ func TestTrainMem(t *testing.T) {
 	if _, _, err := run(t, "partition", dir, "--parts", "8"); err != nil {
 		t.Fatal(err)
 	}
-	const mem = 26 << 20
+	const mem = 32 << 20
 	common := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--workers", "2",
 		"--selection", "partition", "--parts-per-batch", "2", "--checkpoint", t.TempDir()}
 	type report struct {
@@ -129,7 +129,7 @@ func TestTrainMem(t *testing.T) {
 			} `json:"rows"`
 		} `json:"plan_comparison"`
 	}
-	out, stderr, err := run(t, append(common, "--mem", "26MiB", "--json")...)
+	out, stderr, err := run(t, append(common, "--mem", "32MiB", "--json")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestTrainMem(t *testing.T) {
 	if _, err := os.Stat(planPath); err != nil || !strings.Contains(stderr, "profiled and written") {
 		t.Fatalf("plan not written: %v; stderr %q", err, stderr)
 	}
-	for _, k := range []string{"memory budget --mem 26 MiB", "runtime reserve", "model and optimiser", "working set", "caches"} {
+	for _, k := range []string{"memory budget --mem 32 MiB", "runtime reserve", "model and optimiser", "working set", "caches"} {
 		if !strings.Contains(stderr, k) {
 			t.Errorf("budget arithmetic lacks %q:\n%s", k, stderr)
 		}
@@ -163,13 +163,13 @@ func TestTrainMem(t *testing.T) {
 	if !strings.Contains(stderr, "(read)") {
 		t.Errorf("--plan did not read the plan: %q", stderr)
 	}
-	for _, k := range []string{"caches: feature", "of --mem 26 MiB", "macro-batch neighbour caches", "predicted/epoch", "feature-cache hits"} {
+	for _, k := range []string{"caches: feature", "of --mem 32 MiB", "macro-batch neighbour caches", "predicted/epoch", "feature-cache hits"} {
 		if !strings.Contains(out, k) {
 			t.Errorf("table lacks %q:\n%s", k, out)
 		}
 	}
 	// An explicit cache size overrides the plan and must still fit.
-	if _, _, err := run(t, append(common, "--mem", "26MiB", "--plan", planPath, "--neighbor-cache", "1GiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
+	if _, _, err := run(t, append(common, "--mem", "32MiB", "--plan", planPath, "--neighbor-cache", "1GiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
 		t.Errorf("--feat-cache over --mem: %v", err)
 	}
 	// Too small: fails before the first epoch (no metrics line).
