@@ -134,7 +134,9 @@
 // stays in cache. Restreaming keeps the previous pass's matrix too (2×)
 // plus an N-bit "already re-placed this pass" set per stream, which
 // decides which matrix a neighbour is looked up in. Stats.FilterBytes
-// reports the matrices alive at the peak.
+// reports the matrices allocated, level 1's plus level 2's (all k1 of
+// them in the id-order sweep, one set per worker otherwise): level 1's are
+// garbage once level 2 starts, so the sum bounds those alive at once.
 //
 // False positives: a lookup of a node in no filter returns about fp·k
 // spurious parts (1 at fp = 1 %, k = 100), each adding 1 to that part's
