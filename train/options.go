@@ -122,7 +122,7 @@ type Options struct {
 	FeatCoalesceGap int64 `json:"feat_coalesce_gap,omitempty"`
 	// FeatMaxReadAmp is featurecache.Options.MaxReadAmplification: the
 	// cap on bytes read ÷ bytes of the missed rows when merging (0:
-	// storage.DefaultMaxReadAmplification; featurecache.UncappedReads:
+	// featurecache.DefaultMaxReadAmplification; featurecache.UncappedReads:
 	// none).
 	FeatMaxReadAmp     float64          `json:"feat_max_read_amp,omitempty"`
 	FeatIO             storage.IOEngine `json:"-"`

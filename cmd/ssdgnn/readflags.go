@@ -22,7 +22,7 @@ type readFlags struct {
 
 func (r *readFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&r.mode, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
-	f.Float64Var(&r.amp, "max-read-amp", storage.DefaultMaxReadAmplification, "cap on feature bytes read ÷ bytes of the missed rows when --coalesce-gap merges reads: the smallest gaps merge first while they fit (0: no cap; 1: only rows sharing a block)")
+	f.Float64Var(&r.amp, "max-read-amp", featurecache.DefaultMaxReadAmplification, "cap on feature bytes read ÷ bytes of the missed rows when --coalesce-gap merges reads: the smallest gaps merge first while they fit (0: no cap; 1: only rows sharing a block)")
 	f.Int64Var(&r.gap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
 	f.StringVar(&r.io, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")
 }
