@@ -351,12 +351,24 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			size := t.split(j) * t.d.FeatDim()
 			if t.stream != nil {
 				size = t.stream.outputs(j.hb.blocks[0].NumDst)
+				// Start reading before waiting for a buffer: with one
+				// batch in flight, the first chunks' reads (and the
+				// feature block's load) overlap the last batch's
+				// computation.
+				if err := t.startStreamed(j); err != nil {
+					fail(err)
+					return
+				}
 			}
 			ga.since(t0)
 			// Waiting for a free buffer is back-pressure from compute,
-			// not gather work: it is not timed.
+			// not gather work: it is not timed (the streamed reads
+			// started above go on meanwhile).
 			buf, err := ring.get(ctx, size)
 			if err != nil {
+				if t.stream != nil {
+					t.stream.abort()
+				}
 				return
 			}
 			t0 = time.Now()
@@ -794,25 +806,32 @@ func (t *Trainer) gatherLabels(j *job) {
 	}
 }
 
-// gatherStreamed is gather for the streamed input layer: j.feats (sized
-// by streamer.outputs) receives the input layer's aggregate and its
+// gatherStreamed is gather for the streamed input layer, after
+// startStreamed: j.feats (sized by streamer.outputs) receives the input layer's aggregate and its
 // destinations' own rows, with the input dropout (drop, seed) applied
 // as hostDropout would have applied it to the whole input.
 func (t *Trainer) gatherStreamed(j *job, drop float32, seed uint64) error {
-	gather, err := t.rowGatherer(j)
-	if err != nil {
-		return err
-	}
 	var prep func([]float32)
 	if t.o.NormalizeFeatures {
 		prep = t.normalize
 	}
-	if err := t.stream.run(j.hb.nodes, j.hb.blocks[0], j.feats, gather, prep, drop, seed); err != nil {
+	if err := t.stream.fold(j.feats, prep, drop, seed); err != nil {
 		return err
 	}
 	j.streamed = true
 	t.gatherLabels(j)
 	return nil
+}
+
+// startStreamed starts j's streamed input (streamer.start): its feature
+// block is loaded and its first chunks are read while the gather stage
+// waits for an output buffer; gatherStreamed folds them in.
+func (t *Trainer) startStreamed(j *job) error {
+	gather, err := t.rowGatherer(j)
+	if err != nil {
+		return err
+	}
+	return t.stream.start(j.hb.nodes, j.hb.blocks[0], gather)
 }
 
 // hostTensors makes a rows×dim backend tensor of each of parts (slices

@@ -87,7 +87,7 @@ func streamOn(o *Options) bool {
 // the input layer's aggregate and its destinations' own rows, so the
 // batch's input rows never exist at once. The next chunk is read while
 // one is folded in, so the device does not wait for the arithmetic. One
-// gather uses it at a time (run's reader goroutine fills its slots).
+// gather uses it at a time (start's reader goroutine fills its slots).
 type streamer struct {
 	op    kernels.AggOp
 	own   bool // the layer keeps its destinations' own rows (SAGE)
@@ -96,6 +96,7 @@ type streamer struct {
 	// chunk scratch, counted under memacct.BatchBuffers for the trainer's
 	// life
 	slots [streamSlots]streamSlot
+	cur   *streamRun // the started batch, nil between batches
 	// per-batch scratch, grown as needed and counted while held
 	order, tOff, tDst []int32
 	counted           int64
@@ -155,19 +156,38 @@ func (s *streamer) grow(v []int32, n int) []int32 {
 // drop and seed (hostDropout's mask: element r·dim+c of x). The sums
 // run in ascending id order of the sources, one chunk after another, so
 // the result is deterministic; it equals the kernel's up to float
-// summation order.
+// summation order. run is start then fold.
 func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather func(ids []int64, dst []float32) error,
 	prep func([]float32), drop float32, seed uint64) error {
+	if err := s.start(nodes, b0, gather); err != nil {
+		return err
+	}
+	return s.fold(out, prep, drop, seed)
+}
+
+// streamRun is a started stream: the reader goroutine filling the slots
+// ahead of fold, which owns it from then on.
+type streamRun struct {
+	b0         *kernels.Block
+	free, full chan *streamSlot
+	stop       chan struct{}
+	wg         sync.WaitGroup
+}
+
+// start orders the sources of the batch (nodes, input block b0), lists
+// the input layer's edges by source and starts the reader, which reads
+// the first chunks into the free slots before fold is called: the
+// gather stage starts a batch before it waits for an output buffer, so
+// under one batch in flight these reads overlap the last batch's
+// computation. fold or abort must follow.
+func (s *streamer) start(nodes []int64, b0 *kernels.Block, gather func(ids []int64, dst []float32) error) error {
+	if s.cur != nil {
+		return fmt.Errorf("train: streamed input: a batch is already started")
+	}
 	nd, ns, dim := b0.NumDst, b0.NumSrc, s.dim
-	if len(out) != s.outputs(nd) || len(nodes) < ns {
-		return fmt.Errorf("train: streamed input: %d outputs for %d destinations, %d nodes for %d sources", len(out), nd, len(nodes), ns)
+	if len(nodes) < ns {
+		return fmt.Errorf("train: streamed input: %d nodes for %d sources", len(nodes), ns)
 	}
-	agg := out[:nd*dim]
-	var hd []float32
-	if s.own {
-		hd = out[nd*dim:]
-	}
-	clear(agg)
 	// The input layer's edges by source: tDst[tOff[j]:tOff[j+1]] are the
 	// destinations source j feeds.
 	s.tOff = s.grow(s.tOff, ns+1)
@@ -201,30 +221,21 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		return int(a - b)
 	})
 	s.order = order
-	// GCN's normalisers (kernels.GCNNorm) without GCNNorms' per-batch
-	// arrays: a source's out-degree is its by-source edge count unless
-	// the block carries the whole batch's (micro-batches).
-	gcn := s.op == kernels.AggGCN
-	keep := kernels.DropoutScale(drop)
-	// The reader fills free slots in chunk order; this goroutine folds
-	// them in as they arrive and hands them back. It owns the reader and
-	// waits for it on every return.
-	free := make(chan *streamSlot, streamSlots)
-	full := make(chan *streamSlot, streamSlots)
+	// The reader fills free slots in chunk order; fold folds them in as
+	// they arrive and hands them back.
+	r := &streamRun{b0: b0, free: make(chan *streamSlot, streamSlots),
+		full: make(chan *streamSlot, streamSlots), stop: make(chan struct{})}
 	for i := range s.slots {
-		free <- &s.slots[i]
+		r.free <- &s.slots[i]
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		defer close(full)
+	s.cur = r
+	r.wg.Go(func() {
+		defer close(r.full)
 		for lo := 0; lo < ns; lo += s.chunk {
 			var sl *streamSlot
 			select {
-			case sl = <-free:
-			case <-stop:
+			case sl = <-r.free:
+			case <-r.stop:
 				return
 			}
 			hi := min(lo+s.chunk, ns)
@@ -233,12 +244,57 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 				sl.ids[k] = nodes[j]
 			}
 			sl.err = gather(sl.ids, sl.rows)
-			full <- sl // never blocks: at most streamSlots are out
+			r.full <- sl // never blocks: at most streamSlots are out
 			if sl.err != nil {
 				return
 			}
 		}
 	})
+	return nil
+}
+
+// abort stops the started batch's reader and waits for it. A no-op when
+// none is started.
+func (s *streamer) abort() {
+	r := s.cur
+	if r == nil {
+		return
+	}
+	close(r.stop)
+	r.wg.Wait()
+	s.cur = nil
+	for i := range s.slots {
+		sl := &s.slots[i]
+		sl.ids, sl.rows = sl.ids[:cap(sl.ids)], sl.rows[:cap(sl.rows)]
+	}
+}
+
+// fold completes the started batch into out (see run) and stops its
+// reader, on every return.
+func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed uint64) error {
+	r := s.cur
+	if r == nil {
+		return fmt.Errorf("train: streamed input: fold without start")
+	}
+	defer s.abort()
+	b0, dim := r.b0, s.dim
+	nd := b0.NumDst
+	if len(out) != s.outputs(nd) {
+		return fmt.Errorf("train: streamed input: %d outputs for %d destinations", len(out), nd)
+	}
+	agg := out[:nd*dim]
+	var hd []float32
+	if s.own {
+		hd = out[nd*dim:]
+	}
+	clear(agg)
+	order := s.order
+	// GCN's normalisers (kernels.GCNNorm) without GCNNorms' per-batch
+	// arrays: a source's out-degree is its by-source edge count unless
+	// the block carries the whole batch's (micro-batches).
+	gcn := s.op == kernels.AggGCN
+	keep := kernels.DropoutScale(drop)
+	free, full := r.free, r.full
 	for sl := range full {
 		if sl.err != nil {
 			return sl.err

@@ -152,6 +152,27 @@ func TestStreamerMatchesAggregate(t *testing.T) {
 			t.Errorf("after a read failed on chunk %d: %v, equal %v", fail, err, slices.Equal(got, want))
 		}
 	}
+	// Started and abandoned (the gather stage cancelled while waiting for
+	// a buffer), with the reader blocked on full slots: abort stops it,
+	// and the next batch folds as before. A second start before fold or
+	// abort, and a fold without start, are refused.
+	if err := s.start(nodes, b, gather); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.start(nodes, b, gather); err == nil {
+		t.Error("a second start was accepted")
+	}
+	s.abort()
+	if err := s.fold(make([]float32, len(want)), nil, drop, dseed); err == nil {
+		t.Error("fold without start was accepted")
+	}
+	got := make([]float32, len(want))
+	if err := s.start(nodes, b, gather); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.fold(got, nil, drop, dseed); err != nil || !slices.Equal(got, want) {
+		t.Errorf("after an abort: %v, equal %v", err, slices.Equal(got, want))
+	}
 }
 
 func near32(t *testing.T, what string, got, want []float32, tol float64) {
