@@ -525,9 +525,7 @@ func TestGatherScratchCounted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var most int64
-			for _, n := range []int64{10, 2500, 700} {
-				most = max(most, n)
+			gather := func(n int64) {
 				ids := make([]int64, n)
 				for i := range ids {
 					ids[i] = rng.Int64N(d.NumNodes())
@@ -535,11 +533,27 @@ func TestGatherScratchCounted(t *testing.T) {
 				if err := c.GatherF32(ids, make([]float32, n*int64(d.FeatDim()))); err != nil {
 					t.Fatal(err)
 				}
+			}
+			var most int64
+			for _, n := range []int64{10, 2500, 700} {
+				most = max(most, n)
+				gather(n)
 				got := memacct.Read().Bytes[memacct.BatchBuffers] - base
 				bound := featurecache.GatherCallBytes(d, most, opts) + featurecache.GatherSlotBytes(d, opts)
 				if got < gatherFloor(n) || got > bound {
 					t.Errorf("after %d ids (largest %d): counted %d bytes, want in [%d, %d]", n, most, got, gatherFloor(n), bound)
 				}
+			}
+			// A call above the kept size frees its scratch when it
+			// returns: what stays counted is what the earlier calls
+			// left, plus the read session's per-item state of at most
+			// one chunk.
+			kept := memacct.Read().Bytes[memacct.BatchBuffers] - base
+			big := int64(3 * 16384)
+			gather(big)
+			after := memacct.Read().Bytes[memacct.BatchBuffers] - base
+			if bound := featurecache.GatherCallBytes(d, 16384, opts) + featurecache.GatherSlotBytes(d, opts); after > bound || after < kept {
+				t.Errorf("after a call of %d ids: %d bytes counted (%d before), want at most the kept bound %d", big, after, kept, bound)
 			}
 			c.Close()
 			if left := memacct.Read().Bytes[memacct.BatchBuffers] - base; left != 0 {

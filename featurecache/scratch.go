@@ -6,9 +6,12 @@ import (
 )
 
 // scratch is one Gather call's state beside dst: the miss indices, the
-// misses' read requests and GatherF32's undecoded rows. A Cache keeps its
-// idle scratches for reuse, sized by the largest call each served, and
-// counts them in memacct.BatchBuffers until Close.
+// misses' read requests and GatherF32's undecoded rows, counted in
+// memacct.BatchBuffers while it exists. A Cache keeps its idle scratches
+// for reuse until Close, but only those sized for at most keepIDs ids: a
+// larger call (a whole unstreamed batch, an evaluation's read) frees its
+// scratch when it returns, so what stays counted between calls does not
+// depend on the largest call ever made.
 type scratch struct {
 	miss    []int
 	reqs    []storage.RowReq
@@ -19,6 +22,10 @@ type scratch struct {
 // gatherIDBytes is a scratch's bytes per id of a call: a miss index and a
 // read request.
 const gatherIDBytes = 8 + 16
+
+// keepIDs is the most ids an idle scratch kept for reuse is sized for:
+// one chunk of the streamed input layer or of a read session.
+const keepIDs = storage.DefaultScatterChunk
 
 // reserve gives s room for n ids.
 func (s *scratch) reserve(n int) {
@@ -62,7 +69,7 @@ func (c *Cache) getScratch() *scratch {
 func (c *Cache) putScratch(s *scratch) {
 	c.scratchMu.Lock()
 	defer c.scratchMu.Unlock()
-	if c.closed.Load() {
+	if c.closed.Load() || cap(s.miss) > keepIDs || int64(cap(s.rows)) > keepIDs*c.rowBytes {
 		memacct.Add(memacct.BatchBuffers, -s.counted)
 		return
 	}
@@ -80,9 +87,10 @@ func (c *Cache) releaseScratches() {
 }
 
 // GatherCallBytes and GatherSlotBytes bound what one Gather or GatherF32
-// call of rows ids on d, with opts, holds beside dst, and what the cache
-// then keeps until Close, all counted in memacct.BatchBuffers. They count
-// once per concurrent caller.
+// call of rows ids on d, with opts, holds beside dst, all counted in
+// memacct.BatchBuffers. They count once per concurrent caller. Between
+// calls the cache keeps the slots and the scratch of calls of at most
+// keepIDs ids (GatherCallBytes(d, keepIDs, opts)).
 //
 // GatherCallBytes is the part that grows with the call: gatherIDBytes per
 // id, the undecoded rows when d's features are not float32, and the read

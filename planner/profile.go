@@ -139,7 +139,7 @@ func ProfileWorkingBytes(batchRows, rowBytes, batchBytes int64) int64 {
 
 // ProfileGatherRows is the most ids one of the profiling epoch's gathers
 // asks for, at batches of at most batchRows rows of rowBytes: its gather
-// scratch (featurecache.GatherScratchBytes) is the caller's to count.
+// scratch (featurecache.GatherCallBytes) is the caller's to count.
 func ProfileGatherRows(batchRows, rowBytes int64) int64 {
 	return min(batchRows, max(profileGatherBytes/max(rowBytes, 1), 1))
 }

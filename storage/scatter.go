@@ -173,11 +173,12 @@ func SessionItemsBound(items int64, o ScatterOptions) int64 {
 }
 
 // SlotBytesBound is the part of SessionBytesBound that does not depend on
-// the call: ScratchBytesFor's read slots at the largest alignment a
-// reader uses (O_DIRECT's).
+// the call: ScratchBytesFor's read slots for any reader, the larger of a
+// buffered reader's (MaxReadBytes as given) and an O_DIRECT reader's at
+// the largest alignment (MaxReadBytes rounded down, one row rounded up).
 func SlotBytesBound(rowBytes int64, o ScatterOptions) int64 {
 	o = o.withDefaults()
-	return int64(o.Depth) * slotBytes(rowBytes, directAlign, o)
+	return int64(o.Depth) * max(slotBytes(rowBytes, 1, o), slotBytes(rowBytes, directAlign, o))
 }
 
 // session is the per-call state ReadScattered reuses: the slab of read

@@ -244,7 +244,7 @@ func TestScatterSessionCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := memacct.Read().Bytes[memacct.BatchBuffers]
-		co := storage.ScatterOptions{MaxReadBytes: 4 << 10, Depth: 4, Chunk: 5000}
+		co := storage.ScatterOptions{MaxReadBytes: 10000, Depth: 4, Chunk: 5000} // not a multiple of any alignment
 		if err := rr.ReadScattered(rows, make([]byte, k*rr.RowBytes()), co); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -475,10 +476,35 @@ func profileMismatch(name string, p *planner.Profile, o *Options) string {
 	if o.Selection != sample.ModeAuto && p.Meta.Mode != "" && p.Meta.Mode != string(o.Selection) {
 		diff = append(diff, fmt.Sprintf("%s batches, training %s", p.Meta.Mode, o.Selection))
 	}
+	if r := p.Meta.Reads; r != nil && r.GapRows > 0 && o.FeatCoalesceGap != featurecache.PerRowReads {
+		if amp := featReadCap(o.FeatMaxReadAmp); r.MaxAmplification != amp {
+			diff = append(diff, fmt.Sprintf("reads priced with a merge cap of %s, training %s (--max-read-amp)", capString(r.MaxAmplification), capString(amp)))
+		}
+	}
 	if len(diff) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("profile %q was sampled with %s: the plan's predictions will not hold; run 'ssdgnn profile' with training's flags", name, strings.Join(diff, "; "))
+}
+
+// featReadCap is the merged-read cap a feature cache resolves
+// Options.FeatMaxReadAmp to when it merges (0: no cap).
+func featReadCap(opt float64) float64 {
+	switch {
+	case opt == featurecache.UncappedReads:
+		return 0
+	case opt == 0:
+		return featurecache.DefaultMaxReadAmplification
+	}
+	return opt
+}
+
+// capString prints a read cap: "6×", or "none" for 0.
+func capString(c float64) string {
+	if c == 0 {
+		return "none"
+	}
+	return strconv.FormatFloat(c, 'g', -1, 64) + "×"
 }
 
 // planCacheBytes is what a plan's three caches take, tables included.
@@ -801,10 +827,11 @@ type FixedStateEstimate struct {
 	// ModelBytes is the model on its backend: weights, gradients, Adam's
 	// moments and the micro-batch gradient sums (ModelConfig.MemBytes).
 	ModelBytes int64 `json:"model_bytes"`
-	// GatherSlotBytes is the read slots of the feature cache's one read
+	// GatherSlotBytes is the read slots of the feature cache's read
 	// session (featurecache.GatherSlotBytes: IODepth slots of its largest
-	// read, 16 × 256 KiB by default), which gathers keep for the run,
-	// profiling's and training's alike.
+	// read, 16 × 256 KiB by default), kept for the run. One gather runs
+	// at a time (profiling's, the gather stage's, evaluation's), so one
+	// session is counted.
 	GatherSlotBytes int64 `json:"gather_slot_bytes"`
 	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes.
 	Bytes int64 `json:"bytes"`

@@ -346,6 +346,15 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	go func() {
 		defer wg.Done()
 		defer close(toTransfer)
+		// On an early return (a failure, or cancellation) the batches
+		// not handed on are released here, the one in hand included:
+		// the sample stage stops once the context is done and closes
+		// toGather.
+		defer func() {
+			for j := range toGather {
+				t.releaseBatch(j)
+			}
+		}()
 		for j := range toGather {
 			t0 := time.Now()
 			size := t.split(j) * t.d.FeatDim()
@@ -356,6 +365,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				// feature block's load) overlap the last batch's
 				// computation.
 				if err := t.startStreamed(j); err != nil {
+					t.releaseBatch(j)
 					fail(err)
 					return
 				}
@@ -369,6 +379,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				if t.stream != nil {
 					t.stream.abort()
 				}
+				t.releaseBatch(j)
 				return
 			}
 			t0 = time.Now()
@@ -381,6 +392,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			}
 			if err != nil {
 				ring.put(buf)
+				t.releaseBatch(j)
 				fail(err)
 				return
 			}
@@ -402,6 +414,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			case toTransfer <- j:
 			case <-ctx.Done():
 				ring.put(buf)
+				t.releaseBatch(j)
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -69,6 +70,21 @@ func TestPlanFileReplanned(t *testing.T) {
 	so.Selection = sample.ModeRandom
 	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "partition batches, training random") {
 		t.Errorf("selection differs from the profile's: warning %q", w)
+	}
+	// Reads priced with another merge cap than training's (a profile
+	// from before the default changed): a warning; the same cap, none.
+	so = synthOpts().withDefaults()
+	prof = &planner.Profile{Meta: planner.Meta{Fanouts: so.Fanouts, BatchSize: so.BatchSize, Reads: &planner.ReadModel{GapRows: 41, MaxAmplification: 2}}}
+	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "merge cap of 2×, training 6×") {
+		t.Errorf("read cap differs from the profile's: warning %q", w)
+	}
+	prof.Meta.Reads.MaxAmplification = featurecache.DefaultMaxReadAmplification
+	if w := profileMismatch("p", prof, &so); w != "" {
+		t.Errorf("same read cap: warning %q", w)
+	}
+	so.FeatMaxReadAmp = featurecache.UncappedReads
+	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "merge cap of 6×, training none") {
+		t.Errorf("uncapped training: warning %q", w)
 	}
 	// Re-dividing counts the kept profile once, as reading a plan does.
 	before := memacct.Read().Bytes[memacct.Profile]

@@ -234,6 +234,11 @@ func (s *streamer) start(nodes []int64, b0 *kernels.Block, gather func(ids []int
 		for lo := 0; lo < ns; lo += s.chunk {
 			var sl *streamSlot
 			select {
+			case <-r.stop: // checked first: abort reads no more chunks
+				return
+			default:
+			}
+			select {
 			case sl = <-r.free:
 			case <-r.stop:
 				return

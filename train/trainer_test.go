@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -278,4 +279,46 @@ func TestResumeCorruptHistory(t *testing.T) {
 			t.Errorf("error at offset %d, field %q; want offset %d (section at %d), field version: %v", ce.Offset, he.Field, want, ck.histOff, err)
 		}
 	})
+}
+
+// TestCancelMidEpochReleases: a run cancelled in the middle of an epoch
+// releases every batch the pipeline held (the gather stage's early exits
+// included) and every buffer, streamed or not, once the trainer is
+// closed.
+func TestCancelMidEpochReleases(t *testing.T) {
+	d := smallSynth(t)
+	for _, stream := range []string{StreamInputOff, StreamInputOn} {
+		t.Run(stream, func(t *testing.T) {
+			base := memacct.Read()
+			o := synthOpts()
+			o.Epochs, o.InFlight, o.StreamInput, o.BatchSize = 3, 1, stream, 20
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o.Progress = cancelAfter{fn: func(n int64) {
+				if n == 3 {
+					cancel() // batches in every stage of the pipeline
+				}
+			}}
+			tr, err := New(ctx, d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := tr.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Interrupted {
+				t.Errorf("not interrupted: %+v", rep)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			after := memacct.Read()
+			for _, p := range []memacct.Purpose{memacct.SampledBatches, memacct.BatchBuffers} {
+				if left := after.Bytes[p] - base.Bytes[p]; left != 0 {
+					t.Errorf("%s: %d bytes still counted after Close", p, left)
+				}
+			}
+		})
+	}
 }
