@@ -40,7 +40,7 @@ fuzz-short:
 # its redundancy ratio, then profile, plan and train a 3-layer GraphSAGE with
 # partition batches and all three caches inside --mem. Cora shows accuracy
 # on real data.
-DEMO_MEM ?= 64MiB
+DEMO_MEM ?= 80MiB
 demo: build
 	@mkdir -p $(DEMO)
 	$(BIN) gen $(DEMO)/synth --nodes 300000 --avg-degree 20 --feat-dim 64 --classes 8 --seed 1 --force
