@@ -29,12 +29,10 @@ const keepIDs = storage.DefaultScatterChunk
 
 // reserve gives s room for n ids.
 func (s *scratch) reserve(n int) {
-	if cap(s.miss) < n {
-		s.miss = make([]int, 0, n)
+	if cap(s.miss) >= n {
+		return // miss and reqs grow together
 	}
-	if cap(s.reqs) < n {
-		s.reqs = make([]storage.RowReq, 0, n)
-	}
+	s.miss, s.reqs = make([]int, 0, n), make([]storage.RowReq, 0, n)
 	s.recount()
 }
 

@@ -26,12 +26,13 @@ const stateBytesPerNode = 56
 // the CSR in storage order (level 2 included, see level2Sweep), so a graph
 // larger than memory is read sequentially rather than re-read page by
 // page. The memory is the smaller of the memory cgroup's limit and
-// MemAvailable; the state is what a run under o (nil: the defaults)
+// MemAvailable (cgroup.SelfMemoryRoom); the state is what a run under o (nil: the defaults)
 // holds: stateBytesPerNode a node and its level-1 read-ahead. why says
 // which and with what numbers.
 func AutoOrder(d *storage.Dataset, o *Options) (order, why string) {
 	c := o.withDefaults()
-	return autoOrder(d.CSRBytes(), d.NumNodes(), c.readAheadBytes(d.NumNodes()), availableMemory())
+	room, _ := cgroup.SelfMemoryRoom()
+	return autoOrder(d.CSRBytes(), d.NumNodes(), c.readAheadBytes(d.NumNodes()), room)
 }
 
 // autoOrder decides for a CSR of csr bytes, n nodes, fixed bytes of state
@@ -44,11 +45,4 @@ func autoOrder(csr, n, fixed, avail int64) (order, why string) {
 		return OrderBFS, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) fit in %s", ib(csr), ib(state), ib(avail))
 	}
 	return OrderID, fmt.Sprintf("the CSR (%s) and the partitioner's state (%s) exceed %s: streaming in storage order", ib(csr), ib(state), ib(avail))
-}
-
-// availableMemory is the least of the memory cgroup's limit and
-// MemAvailable (0 when neither is known).
-func availableMemory() int64 {
-	room, _ := cgroup.SelfMemoryRoom()
-	return room
 }

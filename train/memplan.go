@@ -477,7 +477,7 @@ func profileMismatch(name string, p *planner.Profile, o *Options) string {
 		diff = append(diff, fmt.Sprintf("%s batches, training %s", p.Meta.Mode, o.Selection))
 	}
 	if r := p.Meta.Reads; r != nil && r.GapRows > 0 && o.FeatCoalesceGap != featurecache.PerRowReads {
-		if amp := featReadCap(o.FeatMaxReadAmp); r.MaxAmplification != amp {
+		if amp := featurecache.ReadCap(o.FeatMaxReadAmp); r.MaxAmplification != amp {
 			diff = append(diff, fmt.Sprintf("reads priced with a merge cap of %s, training %s (--max-read-amp)", capString(r.MaxAmplification), capString(amp)))
 		}
 	}
@@ -485,18 +485,6 @@ func profileMismatch(name string, p *planner.Profile, o *Options) string {
 		return ""
 	}
 	return fmt.Sprintf("profile %q was sampled with %s: the plan's predictions will not hold; run 'ssdgnn profile' with training's flags", name, strings.Join(diff, "; "))
-}
-
-// featReadCap is the merged-read cap a feature cache resolves
-// Options.FeatMaxReadAmp to when it merges (0: no cap).
-func featReadCap(opt float64) float64 {
-	switch {
-	case opt == featurecache.UncappedReads:
-		return 0
-	case opt == 0:
-		return featurecache.DefaultMaxReadAmplification
-	}
-	return opt
 }
 
 // capString prints a read cap: "6×", or "none" for 0.
