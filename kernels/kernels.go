@@ -290,6 +290,36 @@ func (b *Block) OutDegrees() []int32 {
 	return out
 }
 
+// BySource lists b's edges by source, the transpose of its CSR:
+// tDst[tOff[j]:tOff[j+1]] are the destinations source j feeds, in
+// destination order, and tEdge (when not nil) holds those edges'
+// positions in Indices. tOff must hold NumSrc+1 values and tDst (and
+// tEdge) len(Indices); next is scratch of NumSrc values (nil: allocated).
+func (b *Block) BySource(tOff, tDst, tEdge, next []int32) {
+	clear(tOff)
+	for _, j := range b.Indices {
+		tOff[j+1]++
+	}
+	for j := range b.NumSrc {
+		tOff[j+1] += tOff[j]
+	}
+	if next == nil {
+		next = make([]int32, b.NumSrc)
+	}
+	copy(next, tOff[:b.NumSrc])
+	for i := range b.NumDst {
+		for e := b.Indptr[i]; e < b.Indptr[i+1]; e++ {
+			j := b.Indices[e]
+			p := next[j]
+			next[j]++
+			tDst[p] = int32(i)
+			if tEdge != nil {
+				tEdge[p] = e
+			}
+		}
+	}
+}
+
 // GCNNorms returns the AggGCN normalisers: dstNorm[i] = 1/sqrt(deg_i+1) and
 // srcNorm[j] = 1/sqrt(out_j+1), computed in float64 and rounded to float32.
 // Backends use exactly these values.

@@ -154,10 +154,8 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 		sampler += int64(sample.MacroCachesHeld(workers)) * macroBound(&o)
 	}
 	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
-	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idRowBytes) + gatherBytes(d, &o, rows)
-	if streamOn(&o) {
-		ws += streamChunkBytes(d.FeatDim(), streamChunk(rows))
-	}
+	stream, gather := stageBytes(d, &o, rows)
+	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idRowBytes) + stream + gather
 	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
 	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges())) + profGather
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
@@ -649,6 +647,17 @@ type WorkingSetEstimate struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// stageBytes is what the gather stage holds once, whatever the batches
+// in flight, for (micro-)batches of rows input rows: the streamed input
+// layer's chunk slots (0 unstreamed) and its gather scratch
+// (gatherBytes). o has its defaults.
+func stageBytes(d *storage.Dataset, o *Options, rows int64) (stream, gather int64) {
+	if streamOn(o) {
+		stream = streamChunkBytes(d.FeatDim(), streamChunk(rows))
+	}
+	return stream, gatherBytes(d, o, rows)
+}
+
 // gatherBytes is the gather stage's scratch for (micro-)batches of rows
 // input rows: the feature cache's for a call of rows ids, or of one chunk
 // when the input layer is streamed (featurecache.GatherCallBytes; its read
@@ -783,12 +792,9 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	// Each sampling worker holds the batch it is building, whole.
 	ws.SamplerBytes = int64(samplingWorkers(o.Workers)) * sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges(), o.Source)
 	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes + ws.SamplerBytes
-	if streamOn(&o) {
-		ws.Streamed, ws.StreamBytes = true, streamChunkBytes(d.FeatDim(), streamChunk(ws.BatchRows))
-		ws.Bytes += ws.StreamBytes
-	}
-	ws.GatherBytes = gatherBytes(d, &o, ws.BatchRows)
-	ws.Bytes += ws.GatherBytes
+	ws.StreamBytes, ws.GatherBytes = stageBytes(d, &o, ws.BatchRows)
+	ws.Streamed = streamOn(&o)
+	ws.Bytes += ws.StreamBytes + ws.GatherBytes
 	// The feature block, separate from the adjacency caches above.
 	ws.FeatureBlockBytes = FeatureBlockBytes(d, &o)
 	ws.Bytes += ws.FeatureBlockBytes

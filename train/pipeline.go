@@ -357,8 +357,10 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		}()
 		for j := range toGather {
 			t0 := time.Now()
-			size := t.split(j) * t.d.FeatDim()
-			if t.stream != nil {
+			var size int
+			if t.stream == nil {
+				size = t.split(j) * t.d.FeatDim()
+			} else { // no zero-copy split: streamQualifies rules it out
 				size = t.stream.outputs(j.hb.blocks[0].NumDst)
 				// Start reading before waiting for a buffer: with one
 				// batch in flight, the first chunks' reads (and the
@@ -615,6 +617,13 @@ func (t *Trainer) upload(j *job) error {
 	be := t.be
 	j.blocks = make([]*devBlock, len(j.hb.blocks))
 	for l, kb := range j.hb.blocks {
+		if l == 0 && j.streamed {
+			// The host folded the input layer's edges into its
+			// aggregate; the layer reads only its destination count
+			// (preAggregated.forwardPre, no input gradient), so the
+			// largest block's edges are not uploaded.
+			kb = &kernels.Block{NumDst: kb.NumDst, NumSrc: kb.NumDst, Indptr: make([]int32, kb.NumDst+1)}
+		}
 		db, err := be.UploadBlock(kb)
 		if err != nil {
 			return err

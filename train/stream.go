@@ -8,6 +8,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/f32"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Values of Options.StreamInput.
@@ -26,8 +27,9 @@ const (
 // in one feature-cache gather: a slice of the batch's rows sorted by id,
 // so the read planner coalesces within it as it would over the whole
 // batch (only the chunk boundaries break runs). Small micro-batches get
-// smaller chunks (streamChunk).
-const streamChunkRows = 16384
+// smaller chunks (streamChunk). It is the read session's chunk, and the
+// most ids the feature cache keeps a gather's scratch for.
+const streamChunkRows = storage.DefaultScatterChunk
 
 // streamRowBytes is the streamed input layer's per-input-row scratch
 // beyond the batch's ids and blocks: the id order (int32) and the
@@ -149,22 +151,6 @@ func (s *streamer) grow(v []int32, n int) []int32 {
 	return make([]int32, n)
 }
 
-// run fills out (outputs(nd) values) for the host batch hb: out[:nd·dim]
-// is Aggregate(blocks[0], op, x) and, with own rows, out[nd·dim:] is x's
-// first nd rows, where x is hb's input rows as gather returns them
-// (ids → rows), then prep (normalisation), then the input dropout with
-// drop and seed (hostDropout's mask: element r·dim+c of x). The sums
-// run in ascending id order of the sources, one chunk after another, so
-// the result is deterministic; it equals the kernel's up to float
-// summation order. run is start then fold.
-func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather func(ids []int64, dst []float32) error,
-	prep func([]float32), drop float32, seed uint64) error {
-	if err := s.start(nodes, b0, gather); err != nil {
-		return err
-	}
-	return s.fold(out, prep, drop, seed)
-}
-
 // streamRun is a started stream: the reader goroutine filling the slots
 // ahead of fold, which owns it from then on.
 type streamRun struct {
@@ -184,30 +170,16 @@ func (s *streamer) start(nodes []int64, b0 *kernels.Block, gather func(ids []int
 	if s.cur != nil {
 		return fmt.Errorf("train: streamed input: a batch is already started")
 	}
-	nd, ns, dim := b0.NumDst, b0.NumSrc, s.dim
+	ns, dim := b0.NumSrc, s.dim
 	if len(nodes) < ns {
 		return fmt.Errorf("train: streamed input: %d nodes for %d sources", len(nodes), ns)
 	}
 	// The input layer's edges by source: tDst[tOff[j]:tOff[j+1]] are the
 	// destinations source j feeds.
 	s.tOff = s.grow(s.tOff, ns+1)
-	clear(s.tOff)
-	for _, j := range b0.Indices {
-		s.tOff[j+1]++
-	}
-	for j := range ns {
-		s.tOff[j+1] += s.tOff[j]
-	}
 	s.tDst = s.grow(s.tDst, len(b0.Indices))
-	next := s.grow(s.order, ns) // the fill cursor, then the order
-	copy(next, s.tOff[:ns])
-	for i := range nd {
-		for _, j := range b0.Indices[b0.Indptr[i]:b0.Indptr[i+1]] {
-			s.tDst[next[j]] = int32(i)
-			next[j]++
-		}
-	}
-	order := next
+	order := s.grow(s.order, ns) // BySource's fill cursor, then the order
+	b0.BySource(s.tOff, s.tDst, nil, order)
 	for j := range order {
 		order[j] = int32(j)
 	}
@@ -268,14 +240,16 @@ func (s *streamer) abort() {
 	close(r.stop)
 	r.wg.Wait()
 	s.cur = nil
-	for i := range s.slots {
-		sl := &s.slots[i]
-		sl.ids, sl.rows = sl.ids[:cap(sl.ids)], sl.rows[:cap(sl.rows)]
-	}
 }
 
-// fold completes the started batch into out (see run) and stops its
-// reader, on every return.
+// fold completes the started batch into out (outputs(nd) values) and
+// stops its reader, on every return: out[:nd·dim] is Aggregate(b0, op, x)
+// and, with own rows, out[nd·dim:] is x's first nd rows, where x is the
+// batch's input rows as gather returns them (ids → rows), then prep
+// (normalisation), then the input dropout with drop and seed
+// (hostDropout's mask: element r·dim+c of x). The sums run in ascending
+// id order of the sources, one chunk after another, so the result is
+// deterministic; it equals the kernel's up to float summation order.
 func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed uint64) error {
 	r := s.cur
 	if r == nil {
@@ -331,8 +305,7 @@ func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed 
 				f32.Axpy(agg[int(i)*dim:(int(i)+1)*dim], w, row)
 			}
 		}
-		sl.ids, sl.rows = sl.ids[:cap(sl.ids)], sl.rows[:cap(sl.rows)]
-		free <- sl
+		free <- sl // the reader re-slices it for its next chunk
 	}
 	for i := range nd {
 		a := agg[i*dim : (i+1)*dim]

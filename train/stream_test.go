@@ -450,3 +450,12 @@ func BenchmarkStreamerFold(b *testing.B) {
 	}
 	b.ReportMetric(float64(ns)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// run is start then fold: the tests' one-call streamer.
+func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather func(ids []int64, dst []float32) error,
+	prep func([]float32), drop float32, seed uint64) error {
+	if err := s.start(nodes, b0, gather); err != nil {
+		return err
+	}
+	return s.fold(out, prep, drop, seed)
+}

@@ -446,22 +446,7 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 		tDst:    make([]int32, e),
 		bytes:   bytes,
 	}
-	for _, j := range k.indices {
-		k.tIndptr[j+1]++
-	}
-	for j := 0; j < k.numSrc; j++ {
-		k.tIndptr[j+1] += k.tIndptr[j]
-	}
-	next := append([]int32(nil), k.tIndptr[:k.numSrc]...)
-	for i := 0; i < k.numDst; i++ {
-		for e := k.indptr[i]; e < k.indptr[i+1]; e++ {
-			j := k.indices[e]
-			p := next[j]
-			next[j]++
-			k.tEdge[p] = e
-			k.tDst[p] = int32(i)
-		}
-	}
+	hb.BySource(k.tIndptr, k.tDst, k.tEdge, nil)
 	k.dstNorm, k.srcNorm = hb.GCNNorms()
 	return k, nil
 }

@@ -496,21 +496,10 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 	tIndptr := make([]int32, ns+1)
 	tEdge := make([]int32, e)
 	tDst := make([]int32, e)
-	for _, j := range hb.Indices {
-		tIndptr[j+1]++
-	}
-	for j := 0; j < ns; j++ {
-		tIndptr[j+1] += tIndptr[j]
-	}
-	next := append([]int32(nil), tIndptr[:ns]...)
+	hb.BySource(tIndptr, tDst, tEdge, nil)
 	for i := 0; i < nd; i++ {
 		for k := hb.Indptr[i]; k < hb.Indptr[i+1]; k++ {
 			eDst[k] = int32(i)
-			j := hb.Indices[k]
-			p := next[j]
-			next[j]++
-			tEdge[p] = k
-			tDst[p] = int32(i)
 		}
 	}
 	dstNorm, srcNorm := hb.GCNNorms()
