@@ -191,11 +191,15 @@ type Meta struct {
 	IDBytes int64 `json:"id_bytes"`
 
 	// The options used.
-	Mode                string `json:"mode"`
-	Fanouts             []int  `json:"fanouts"`
-	BatchSize           int    `json:"batch_size"`
-	PartsPerBatch       int    `json:"parts_per_batch"`
-	Partition           string `json:"partition,omitempty"`
+	Mode          string `json:"mode"`
+	Fanouts       []int  `json:"fanouts"`
+	BatchSize     int    `json:"batch_size"`
+	PartsPerBatch int    `json:"parts_per_batch"`
+	Partition     string `json:"partition,omitempty"`
+	// PartChecksum identifies the partition assignment the batches were
+	// drawn from in partition mode (PartChecksum; empty otherwise, and in
+	// profiles written before it existed).
+	PartChecksum        string `json:"part_checksum,omitempty"`
 	Seed                uint64 `json:"seed"`
 	PresampleEpochs     int    `json:"presample_epochs"`
 	NeighborCacheBytes  int64  `json:"neighbor_cache_bytes"`
@@ -410,6 +414,8 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	if eff.Mode != sample.ModePartition {
 		m.PartsPerBatch = 0
 		m.Partition = ""
+	} else {
+		m.PartChecksum = PartChecksum(part)
 	}
 	if o.NeighborCache != nil {
 		st := o.NeighborCache.Stats()
