@@ -18,6 +18,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -36,9 +37,16 @@ type MemPlanOptions struct {
 	// PlanMemory) used instead of profiling; its profile is loaded from
 	// DIR/profile/<plan's profile> when present.
 	PlanFile string
-	// ProfileName names the profile written under DIR/profile (default
-	// DefaultProfileName); plan.json goes beside it.
+	// ProfileName names the profile under DIR/profile (default
+	// DefaultProfileName); plan.json goes beside it. Without PlanFile,
+	// a profile of that name already there is planned from when it
+	// matches this training (planner.Profile.Reusable), so runs with the
+	// same options plan alike; otherwise the profiling epoch runs and
+	// writes it.
 	ProfileName string
+	// Reprofile runs the profiling epoch even when the saved profile
+	// matches (new timings, so a new β; e.g. after a hardware change).
+	Reprofile bool
 	// Part is the node → partition assignment (needed in partition
 	// selection), Partition its name, Cross its cross-partition neighbour
 	// counts (the neighbour cache is then modelled and built with
@@ -55,9 +63,11 @@ type MemPlan struct {
 	// then select by degree).
 	Profile *planner.Profile
 	// PlanPath is where the plan was read or written; Created says it was
-	// made now (profiling epoch + planner.Plan).
+	// made now (planner.Plan), Reused that it was made from the profile
+	// already saved under ProfileName rather than a new profiling epoch.
 	PlanPath string
 	Created  bool
+	Reused   bool
 	// Replanned says PlanPath's caches did not fit what MemBytes leaves
 	// them, so Plan was re-divided from its profile for that share.
 	Replanned bool
@@ -183,6 +193,9 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	if mp.Budget != nil && o.MaxBatchRows == 0 {
 		o.MaxBatchRows = mp.Budget.MaxBatchRows
 	}
+	if mp.Budget != nil && o.InFlight == 0 {
+		o.InFlight = mp.Budget.WorkingSet.InFlight
+	}
 	if mp.Budget != nil && mp.Budget.NoFeatureBlock {
 		o.NoFeatureBlock = true
 	}
@@ -217,9 +230,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o := opts.withDefaults()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
-	if min := MinimumBudget(d, &o); mo.MemBytes > 0 && mo.MemBytes < min {
-		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and %d in-flight micro-batches of %d targets; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), o.InFlight, (o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches)
+	// With InFlight left to the budget, one batch in flight is the least
+	// that can run.
+	autoInFlight := opts.InFlight == 0 && !opts.Spill
+	least := o
+	if autoInFlight {
+		least.InFlight = 1
+	}
+	if min := MinimumBudget(d, &least); mo.MemBytes > 0 && mo.MemBytes < min {
+		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
+			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), (o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches, least.InFlight)
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
@@ -240,7 +260,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			mp.MemBytes = max(rest+RuntimeReserve(0), (rest*8+6)/7)
 		}
 		if mp.MemBytes > 0 {
-			b, err := divide(d, &o, full, mp.MemBytes)
+			b, err := budgetFor(d, &o, full, mp.MemBytes, autoInFlight)
 			if err != nil {
 				return nil, err
 			}
@@ -271,7 +291,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		name = DefaultProfileName
 	}
 	po := profileOptions(&o, mo, name)
-	p, err := planner.RunProfile(ctx, d, o.Partitions, po)
+	p, reused, err := savedOrNewProfile(ctx, d, &o, mo, po)
 	if err != nil {
 		return nil, err
 	}
@@ -281,18 +301,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	// The reserve, the fixed state and the batches in flight come first;
 	// the caches get the rest.
-	b, err := divide(d, &o, p, mo.MemBytes)
+	b, err := budgetFor(d, &o, p, mo.MemBytes, autoInFlight)
 	if err != nil {
 		return nil, err
 	}
 	o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
 	// Count the reads (and the feature cache's benefit) of what training
 	// will gather: micro-batches, without a block the budget turned off.
+	// In memory only: the profile on disk stays as profiled (whole
+	// batches), for other budgets and for the next run to reuse.
 	if _, err := remodelReads(ctx, d, &o, mo, p, b); err != nil {
-		return nil, err
-	}
-	// Saved once, with the reads of the batches training will gather.
-	if err := p.Save(d.Dir()); err != nil {
 		return nil, err
 	}
 	ws, fs := b.WorkingSet, b.Fixed
@@ -309,13 +327,55 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, MemBytes: mo.MemBytes, Budget: b}
+	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, Reused: reused, MemBytes: mo.MemBytes, Budget: b}
 	// The profiling epoch's scratch (per-node counters, batches) is garbage
 	// now; return it to the OS so the process starts training at the size
 	// --mem budgets rather than at the profiling peak.
 	p = nil
 	debug.FreeOSMemory()
 	return mp, nil
+}
+
+// savedOrNewProfile returns the profile saved under po.Name when it can
+// stand for a new one (planner.Profile.Reusable) and mo does not ask for
+// a new one, and reports that it did; otherwise it runs the profiling
+// epoch and saves the profile before anything recounts it. A saved
+// profile that does not match, or is damaged, is profiled over, with a
+// log line saying why.
+func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, po *planner.ProfileOptions) (*planner.Profile, bool, error) {
+	if !mo.Reprofile {
+		p, err := loadProfileCounted(d, po.Name)
+		if err == nil {
+			err = p.Reusable(ctx, d, o.Partitions, po)
+		}
+		switch {
+		case err == nil:
+			o.Logger.Info("profile reused", "name", po.Name, "beta", p.Meta.Beta)
+			return p, true, nil
+		case errors.Is(err, planner.ErrNotFound):
+		case errors.Is(err, planner.ErrMismatch), errors.As(err, new(*planner.CorruptError)):
+			o.Logger.Info("saved profile not reused; profiling again", "name", po.Name, "reason", err)
+		default:
+			return nil, false, err
+		}
+	}
+	p, err := planner.RunProfile(ctx, d, o.Partitions, po)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := p.Save(d.Dir()); err != nil {
+		return nil, false, err
+	}
+	return p, false, nil
+}
+
+// loadProfileCounted loads profile name of d, counted in memacct.Profile
+// while it loads as the profiling epoch's counters are while it runs.
+func loadProfileCounted(d *storage.Dataset, name string) (*planner.Profile, error) {
+	n := planner.ProfileMemBytes(d.NumNodes())
+	memacct.Add(memacct.Profile, n)
+	defer memacct.Add(memacct.Profile, -n)
+	return planner.LoadProfile(d.Dir(), name)
 }
 
 // profileOptions profiles (or remodels profile name) for training with o
@@ -386,6 +446,39 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // their epochs were 12-15 % shorter in interleaved runs, for 28 MiB of
 // the caches' 427 MiB (6.6 %).
 func wholeShare(avail int64) int64 { return avail / 3 * 2 }
+
+// budgetFor is divide, choosing o.InFlight when auto (the caller left
+// Options.InFlight 0 and does not spill): DefaultInFlight, unless one batch
+// in flight cuts batches into fewer micro-batches (or two do not fit at
+// all); then 1, set in o and in the Budget's working set. Each cut costs
+// more reads than the overlap of gather and compute saves: at 3 GiB under
+// 1 GiB (docs/ooc.md, "One batch in flight by default") two in flight cut
+// each batch of 1000 targets into at least 4 micro-batches, which read
+// 4.26 M times against 1.40 M whole, and the epoch took 74.5 s against
+// about 37 s with one.
+func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, auto bool) (*Budget, error) {
+	b, err := divide(d, o, p, mem)
+	if !auto || (err == nil && b.MicroBatches <= 1) {
+		return b, err
+	}
+	one := *o
+	one.InFlight = 1
+	b1, err1 := divide(d, &one, p, mem)
+	switch {
+	case err1 != nil && err != nil:
+		// Neither fits: name the least working set.
+		return nil, err1
+	case err1 != nil || (err == nil && b1.MicroBatches >= b.MicroBatches):
+		return b, err
+	}
+	if err != nil {
+		o.Logger.Info("one batch in flight: two do not fit", "reason", err)
+	} else {
+		o.Logger.Info("one batch in flight: two would cut batches into more micro-batches", "micro_batches_two", b.MicroBatches, "micro_batches_one", b1.MicroBatches)
+	}
+	o.InFlight = 1
+	return b1, nil
+}
 
 // divide splits mem (see Budget) for training d with o (defaults applied)
 // and profile p (nil: the fanout bound for batch sizes).
@@ -902,8 +995,12 @@ func workingSetError(ws WorkingSetEstimate, fs FixedStateEstimate, mem, caches i
 	if ws.FeatureBlockBytes > 0 {
 		block = fmt.Sprintf(", a feature block of %s", ibytes(ws.FeatureBlockBytes))
 	}
-	return fmt.Errorf("%w: --mem %s (less the runtime reserve of %s) cannot hold the training working set of %d in-flight batches × %s (up to %d input rows per batch, from %s), %s of macro-batch neighbour caches, %s of batches the sampling workers build%s, plus %s of fixed state (%d sampling workers) plus %s of cache tables: use a smaller --batch-size or --fanouts, or --in-flight 1",
-		ErrBudget, ibytes(mem), ibytes(RuntimeReserve(mem)), ws.InFlight, ibytes(ws.BatchBytes), ws.BatchRows, ws.From, ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes), block, ibytes(fs.Bytes), fs.Workers, ibytes(caches))
+	fix := "a smaller --batch-size or --fanouts"
+	if ws.InFlight > 1 {
+		fix += ", or --in-flight 1"
+	}
+	return fmt.Errorf("%w: --mem %s (less the runtime reserve of %s) cannot hold the training working set of %d in-flight batches × %s (up to %d input rows per batch, from %s), %s of macro-batch neighbour caches, %s of batches the sampling workers build%s, plus %s of fixed state (%d sampling workers) plus %s of cache tables: use %s",
+		ErrBudget, ibytes(mem), ibytes(RuntimeReserve(mem)), ws.InFlight, ibytes(ws.BatchBytes), ws.BatchRows, ws.From, ibytes(ws.DynamicBytes), ibytes(ws.SamplerBytes), block, ibytes(fs.Bytes), fs.Workers, ibytes(caches), fix)
 }
 
 // estimateMemory is the memory training d with o takes at most: the

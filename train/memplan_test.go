@@ -178,3 +178,160 @@ func TestWorkingSetDynamic(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMemoryReusesProfile: without a plan file, PlanMemory plans from
+// the profile an earlier run saved when it matches, so two runs with the
+// same options and seed plan the same caches (β included) and train
+// alike; the saved profile stays whole-batch when a budget cuts batches;
+// Reprofile, or another seed, profiles again.
+func TestPlanMemoryReusesProfile(t *testing.T) {
+	d := smallSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	big := func(o *Options) int64 {
+		return MinimumBudget(d, o) + 8*d.NumNodes() + 200*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes + FixedState(d, o, nil).Bytes
+	}
+	small := func(o *Options) int64 { return MinimumBudget(d, o) + 64<<10 }
+	for _, c := range []struct {
+		name  string
+		batch int
+		mem   func(*Options) int64
+		micro bool
+	}{
+		{"whole batches", 50, big, false},
+		{"micro-batches", 400, small, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := func() *Options {
+				o := synthOpts()
+				o.BatchSize, o.Epochs = c.batch, 1
+				return o
+			}
+			mem := c.mem(opts())
+			name := "reuse-" + strings.ReplaceAll(c.name, " ", "-")
+			plan := func(o *Options, reprofile bool) (*MemPlan, []byte) {
+				t.Helper()
+				mo := &MemPlanOptions{MemBytes: mem, ProfileName: name, Reprofile: reprofile}
+				mp, err := PlanMemory(context.Background(), d, o, mo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				js, err := os.ReadFile(mp.PlanPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mp.Apply(o, mo)
+				return mp, js
+			}
+			o1 := opts()
+			first, js1 := plan(o1, true)
+			if !first.Created || first.Reused {
+				t.Fatalf("Reprofile: created %v reused %v", first.Created, first.Reused)
+			}
+			if got := first.Budget.MicroBatches >= 2; got != c.micro {
+				t.Fatalf("budget cuts %d micro-batches, want cut %v", first.Budget.MicroBatches, c.micro)
+			}
+			saved, err := planner.LoadProfile(d.Dir(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if saved.Meta.Reads == nil || saved.Meta.Reads.MicroBatchRows != 0 {
+				t.Fatalf("saved profile's reads %+v, want whole batches", saved.Meta.Reads)
+			}
+			o2 := opts()
+			second, js2 := plan(o2, false)
+			if !second.Reused || !second.Created {
+				t.Fatalf("second run: created %v reused %v", second.Created, second.Reused)
+			}
+			if string(js1) != string(js2) || first.Plan.Beta != second.Plan.Beta {
+				t.Fatalf("plans differ:\n%s\n%s", js1, js2)
+			}
+			r1, r2 := run(t, d, o1), run(t, d, o2)
+			if l1, l2 := r1.Epochs[0].Loss, r2.Epochs[0].Loss; l1 != l2 || r1.Epochs[0].ValidAcc != r2.Epochs[0].ValidAcc {
+				t.Errorf("same seed, reused profile: loss %v and %v, valid %v and %v", l1, l2, r1.Epochs[0].ValidAcc, r2.Epochs[0].ValidAcc)
+			}
+			o3 := opts()
+			o3.Seed++
+			third, _ := plan(o3, false)
+			if third.Reused || !third.Created {
+				t.Errorf("another seed reused the profile")
+			}
+		})
+	}
+}
+
+// TestInFlightChosenByBudget: with Options.InFlight left 0, a budget under
+// which two batches in flight would be cut into micro-batches and one
+// would not trains with one, whole; a roomy budget keeps two; an explicit
+// InFlight is kept.
+func TestInFlightChosenByBudget(t *testing.T) {
+	d := smallSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func() *Options {
+		o := synthOpts()
+		// Not streamed: on this small graph a batch's input set nears
+		// all nodes, so the streamed cut's destination bound
+		// (batchDst) would cut batches that the rows bound keeps whole.
+		o.BatchSize, o.Epochs, o.StreamInput = 400, 1, StreamInputOff
+		return o
+	}
+	const name = "inflight"
+	roomy := MinimumBudget(d, opts()) + 8*d.NumNodes() + 4000*d.FeatRowBytes() + 2*WorkingSet(d, opts(), nil).Bytes + FixedState(d, opts(), nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: roomy, ProfileName: name, Reprofile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := mp.Budget.WorkingSet; ws.InFlight != DefaultInFlight || mp.Budget.MicroBatches != 1 {
+		t.Fatalf("roomy budget: %d in flight, %d micro-batches", ws.InFlight, mp.Budget.MicroBatches)
+	}
+	p, err := planner.LoadProfile(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The least budget under which one batch in flight is whole.
+	one := opts().withDataset(d, p)
+	one.InFlight = 1
+	two := one
+	two.InFlight = 2
+	var mem int64
+	for m := MinimumBudget(d, &one); m < roomy; m += 4 << 10 {
+		if b, err := divide(d, &one, p, m); err == nil && b.MicroBatches == 1 {
+			mem = m
+			break
+		}
+	}
+	if mem == 0 {
+		t.Fatal("no budget below the roomy one keeps one batch in flight whole")
+	}
+	if b, err := divide(d, &two, p, mem); err == nil && b.MicroBatches <= 1 {
+		t.Fatalf("at %d bytes two batches in flight are whole too: nothing to choose", mem)
+	}
+	o := opts()
+	mo := &MemPlanOptions{MemBytes: mem, ProfileName: name}
+	mp, err = PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := mp.Budget.WorkingSet; ws.InFlight != 1 || mp.Budget.MicroBatches != 1 {
+		t.Fatalf("tight budget: %d in flight, %d micro-batches; want 1 whole", ws.InFlight, mp.Budget.MicroBatches)
+	}
+	mp.Apply(o, mo)
+	if o.InFlight != 1 {
+		t.Fatalf("Apply left InFlight %d", o.InFlight)
+	}
+	rep := run(t, d, o)
+	if e := rep.Epochs[0]; rep.Memory.InFlight != 1 || rep.Memory.TotalBytes > mem || e.MicroBatches > e.Batches {
+		t.Errorf("trained with %d in flight, %d of %d bytes, %d batches as %d micro-batches", rep.Memory.InFlight, rep.Memory.TotalBytes, mem, e.Batches, e.MicroBatches)
+	}
+	// Asked for two: kept, and cut.
+	o = opts()
+	o.InFlight = 2
+	mp, err = PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := mp.Budget.WorkingSet; ws.InFlight != 2 || mp.Budget.MicroBatches < 2 {
+		t.Errorf("explicit two in flight: %d in flight, %d micro-batches", ws.InFlight, mp.Budget.MicroBatches)
+	}
+}

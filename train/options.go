@@ -156,7 +156,11 @@ type Options struct {
 	Profile *planner.Profile    `json:"-"`
 	// InFlight bounds the batches of an epoch whose input features are
 	// alive at once (default DefaultInFlight = 2: one gathered while one is
-	// computed; 1 turns the gather/compute overlap off). Gather takes one
+	// computed; 1 turns the gather/compute overlap off). Left 0 under a
+	// memory plan (PlanMemory) without Spill, it is chosen with the
+	// budget: 2, or 1 when two in flight would cut batches into more
+	// micro-batches than one (MemPlan.Apply sets it; see budgetFor).
+	// Gather takes one
 	// of InFlight recycled host buffers per batch and waits while all are
 	// out; with a backend that adopts host memory (kernels/cpu) the buffer
 	// is the batch's uploaded input and comes back when compute frees it,

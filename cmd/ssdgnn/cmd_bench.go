@@ -114,6 +114,6 @@ runs; without them every result is marked uncapped. See docs/ooc.md.`,
 	f.BoolVar(&o.CheckSmallLimit, "check-small-limit", false, "robustness: a limit below the plan's tables must be refused before training")
 	f.DurationVar(&timeout, "child-timeout", 0, "kill a child after this long (0: never)")
 	f.StringVar(&o.Eval, "eval", "", "every training child's --eval: layerwise (exact; the trainer's default) or sampled (cut to the budget like training batches)")
-	f.IntVar(&o.InFlight, "in-flight", 0, "every training child's --in-flight (0: the trainer's default, 2; 1 leaves the page cache more of a tight limit)")
+	f.IntVar(&o.InFlight, "in-flight", 0, "every training child's --in-flight (0: the trainer's default: 2, or 1 when two would cut batches into more micro-batches under the plan's budget)")
 	return cmd
 }

@@ -28,6 +28,7 @@ func newTrainCmd(g *globals) *cobra.Command {
 	var fanouts, evalFanouts, selection, partName, histPolicy, featPolicy, metrics, plotPath, device string
 	var source sourceFlag
 	var planFile, profileName string
+	var reprofile bool
 	var seed int64
 	var reads readFlags
 	var featCache, histCache, nbrCache, mem, memLimit byteSize
@@ -47,16 +48,23 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 --resume continues from one.
 
 --mem B sizes the feature, history and neighbour caches with the memory
-planner: from --plan FILE when given, otherwise after a profiling epoch
-(saved under DIR/profile/--profile-name, plan.json beside it). An explicit
+planner: from --plan FILE when given, otherwise from the profile saved
+under DIR/profile/--profile-name when it matches this training (dataset,
+partitioning, batches, read options), else after a profiling epoch that
+saves it there; plan.json goes beside it. Reusing the profile keeps its
+measured beta, so runs with the same flags and seed plan the same caches;
+--reprofile profiles again. An explicit
 --feat-cache, --hist-cache or --neighbor-cache overrides that cache's planned
 size (0 turns it off). The caches, tables included, must fit --mem, or train
 fails before the first epoch. After training it prints the plan's predicted
 I/O savings per epoch next to the measured ones. --mem also covers the
-training working set: --in-flight batches (default 2) of the largest batch
-the profile saw are reserved first, and the caches get the rest; train fails
-early, suggesting a smaller --batch-size or --fanouts, when one batch does
-not fit.
+training working set: --in-flight batches of the largest batch the profile
+saw are reserved first, and the caches get the rest; train fails early,
+suggesting a smaller --batch-size or --fanouts, when one batch does not
+fit. Without --in-flight (and without --spill) the budget chooses it: 2,
+so that one batch is gathered while one is computed, or 1 when two would
+cut batches into more micro-batches (each cut reads more than the overlap
+saves).
 
 --spill decouples the sample stage (OUTRE §4.1, Ginex): each epoch's batches
 are sampled ahead into a file under --spill-dir (default DIR/spill) in chunks
@@ -189,7 +197,7 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			if mem > 0 || planFile != "" {
-				mo.MemBytes, mo.PlanFile, mo.ProfileName = int64(mem), planFile, profileName
+				mo.MemBytes, mo.PlanFile, mo.ProfileName, mo.Reprofile = int64(mem), planFile, profileName, reprofile
 				mp, err := train.PlanMemory(cmd.Context(), d, &o, &mo)
 				if err != nil {
 					return err
@@ -197,6 +205,8 @@ that mmap reads need. See docs/train.md.`,
 				mp.Apply(&o, &mo)
 				how := "read"
 				switch {
+				case mp.Reused:
+					how = "written from the saved profile, which matches this training; --reprofile profiles again"
 				case mp.Created:
 					how = "profiled and written"
 				case mp.Replanned:
@@ -365,13 +375,14 @@ that mmap reads need. See docs/train.md.`,
 	f.Var(&nbrCache, "neighbor-cache", "global neighbour cache size (overrides the plan; 0: none)")
 	f.Var(&mem, "mem", "memory budget of the whole process (e.g. 2GiB; default: the memory cgroup's limit, if any): divided into runtime reserve, model and fixed state, in-flight batches (cut into micro-batches when they do not fit) and the planned caches")
 	f.Var(&memLimit, "mem-limit", "deprecated alias of --mem")
-	f.IntVar(&o.InFlight, "in-flight", train.DefaultInFlight, "batches whose input features may be in memory at once (1: no gather/compute overlap)")
+	f.IntVar(&o.InFlight, "in-flight", 0, "batches whose input features may be in memory at once (default 2; with --mem, 1 when two would cut batches into more micro-batches; 1: no gather/compute overlap)")
 	f.BoolVar(&o.Spill, "spill", false, "decouple the sample stage: sample batches ahead into a spill file and read them back (OUTRE §4.1)")
 	f.IntVar(&o.SpillChunk, "spill-chunk", train.DefaultSpillChunk, "batches per spill chunk (--spill)")
 	f.IntVar(&o.SpillAhead, "spill-ahead", train.DefaultSpillAhead, "written chunks that may wait unread (--spill)")
 	f.StringVar(&o.SpillDir, "spill-dir", "", "directory of the spill file (--spill; default DIR/spill)")
 	f.StringVar(&planFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
-	f.StringVar(&profileName, "profile-name", train.DefaultProfileName, "name of the profile --mem writes under DIR/profile")
+	f.StringVar(&profileName, "profile-name", train.DefaultProfileName, "name of the profile --mem plans from under DIR/profile (reused when it matches this training, else profiled and written)")
+	f.BoolVar(&reprofile, "reprofile", false, "with --mem and no --plan: run the profiling epoch even when the saved profile matches (new timings, so a new beta)")
 	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
 	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")

@@ -108,6 +108,7 @@ func TestTrainMem(t *testing.T) {
 		"--selection", "partition", "--parts-per-batch", "2", "--checkpoint", t.TempDir()}
 	type report struct {
 		Epochs []struct {
+			Loss     float64 `json:"loss"`
 			Measured struct {
 				FeatRows float64 `json:"feat_rows"`
 			} `json:"measured"`
@@ -167,6 +168,25 @@ func TestTrainMem(t *testing.T) {
 		if !strings.Contains(out, k) {
 			t.Errorf("table lacks %q:\n%s", k, out)
 		}
+	}
+	// A bare --mem again plans from the saved profile (same β, same
+	// caches) and repeats the losses; --reprofile profiles again.
+	out, stderr, err = run(t, append(common, "--mem", "32MiB", "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again report
+	if err := json.Unmarshal([]byte(out), &again); err != nil {
+		t.Fatalf("train --json: %v\n%s", err, out)
+	}
+	if !strings.Contains(stderr, "written from the saved profile") {
+		t.Errorf("second --mem run did not reuse the profile: %q", stderr)
+	}
+	if len(again.Epochs) != len(rep.Epochs) || again.Epochs[1].Loss != rep.Epochs[1].Loss {
+		t.Errorf("same seed, reused profile: losses %+v and %+v", rep.Epochs, again.Epochs)
+	}
+	if _, stderr, err = run(t, append(common, "--mem", "32MiB", "--reprofile", "--epochs", "1")...); err != nil || !strings.Contains(stderr, "profiled and written") {
+		t.Errorf("--reprofile: %v; stderr %q", err, stderr)
 	}
 	// An explicit cache size overrides the plan and must still fit.
 	if _, _, err := run(t, append(common, "--mem", "32MiB", "--plan", planPath, "--neighbor-cache", "1GiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
