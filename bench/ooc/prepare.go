@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -239,13 +241,14 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 }
 
 // profileAndPlan profiles ds.Dir unless its marker m says it was profiled
-// with the benchmark's fanouts and batch size (updating m and the marker
-// file), then plans it for o.CacheBudget into OutDir/plan<tag>.json and
+// with the benchmark's fanouts, batch size and staleness and the profile
+// priced its reads with the feature reads' default merge cap, which the
+// children train with (updating m and the marker file), then plans it for o.CacheBudget into OutDir/plan<tag>.json and
 // sets ds.PlanFile and ds.Plan.
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
 	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
-	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale {
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadCapIs(ds.Dir, featurecache.ReadCap(0)) {
 		h.log.Info("profiling", "dir", ds.Dir)
 		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
 			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
@@ -266,6 +269,20 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 		return fmt.Errorf("ooc: %s: %w", ds.PlanFile, err)
 	}
 	return nil
+}
+
+// profileReadCapIs reports whether dir's benchmark profile priced its
+// reads with merge cap c (profile.json's reads.max_amplification). A
+// profile priced with another cap ranks the feature cache by other read
+// costs than the training children's, so the plan would not be theirs.
+func profileReadCapIs(dir string, c float64) bool {
+	var m struct {
+		Reads *struct {
+			MaxAmplification float64 `json:"max_amplification"`
+		} `json:"reads"`
+	}
+	err := readJSON(filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON), &m)
+	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c
 }
 
 func writeMarker(dir string, m marker) error {
