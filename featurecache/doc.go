@@ -77,7 +77,13 @@
 // break-even of the dataset's measured device profile (device.json,
 // ssdgnn probe) unless the option sets it; ReadPlan says which. Merged
 // reads read rows nobody asked for, so bytes read exceed bytes missed;
-// a duplicate id within a Gather is read once.
+// a duplicate id within a Gather is read once. The amplification cap
+// (Options.MaxReadAmplification) bounds bytes read ÷ bytes the Gather
+// needs, and the Gather needs its hits too: they are passed as credit
+// (storage.ScatterOptions.CreditRows), so the rows the cache serves do
+// not shrink the merge budget around the misses. Without it a larger
+// cache made more read calls than no cache at all (docs/ooc.md, "Cache
+// hits count under the cap").
 //
 // # Accounting
 //

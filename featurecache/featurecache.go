@@ -568,11 +568,12 @@ func (c *Cache) Gather(ids []int64, dst []byte) error {
 	}
 	s := c.getScratch()
 	defer c.putScratch(s)
-	return c.gather(ids, dst, s)
+	return c.gather(ids, dst, s, 0)
 }
 
-// gather is Gather with the scratch s.
-func (c *Cache) gather(ids []int64, dst []byte, s *scratch) error {
+// gather is Gather with the scratch s; served more of the batch's rows
+// are hits the caller took itself (GatherF32Served).
+func (c *Cache) gather(ids []int64, dst []byte, s *scratch, served int64) error {
 	need := int64(len(ids)) * c.rowBytes
 	if int64(len(dst)) < need {
 		return fmt.Errorf("%w: %d bytes for %d rows of %d", ErrShortBuffer, len(dst), len(ids), c.rowBytes)
@@ -614,7 +615,7 @@ func (c *Cache) gather(ids []int64, dst []byte, s *scratch) error {
 	c.hits.Add(hits)
 	c.bytesReq.Add(need)
 	c.bytesMis.Add(int64(len(miss)) * rb)
-	if err := c.readMisses(ids, miss, dst, s); err != nil {
+	if err := c.readMisses(ids, miss, dst, s, hits+served); err != nil {
 		return err
 	}
 	if c.dyn != nil {
@@ -632,8 +633,9 @@ func (c *Cache) gather(ids []int64, dst []byte, s *scratch) error {
 const DefaultIODepth = 16
 
 // readMisses reads the rows ids[i], i in miss, into dst as one planned
-// batch (storage.RowReader.ReadScattered), with s's requests.
-func (c *Cache) readMisses(ids []int64, miss []int, dst []byte, s *scratch) error {
+// batch (storage.RowReader.ReadScattered), with s's requests; hits rows
+// of the same batch came from the cache.
+func (c *Cache) readMisses(ids []int64, miss []int, dst []byte, s *scratch, hits int64) error {
 	if len(miss) == 0 {
 		return nil
 	}
@@ -642,7 +644,12 @@ func (c *Cache) readMisses(ids []int64, miss []int, dst []byte, s *scratch) erro
 		reqs = append(reqs, storage.RowReq{ID: ids[i], Pos: int64(i)})
 	}
 	s.reqs = reqs
-	return c.reader.ReadScattered(reqs, dst, c.scatterOptions())
+	// The hits are rows the batch needs too: the cap counts them, so
+	// that what the cache serves does not shrink the merge budget
+	// around the misses (storage.ScatterOptions.CreditRows).
+	so := c.scatterOptions()
+	so.CreditRows = hits
+	return c.reader.ReadScattered(reqs, dst, so)
 }
 
 // GatherF32 is Gather decoding the rows to float32 (float16 features are
@@ -650,6 +657,15 @@ func (c *Cache) readMisses(ids []int64, miss []int, dst []byte, s *scratch) erro
 // are gathered straight into dst; float16 rows go through a pooled scratch
 // buffer.
 func (c *Cache) GatherF32(ids []int64, dst []float32) error {
+	return c.GatherF32Served(ids, dst, 0)
+}
+
+// GatherF32Served is GatherF32 for a caller that took served of the
+// batch's cache hits itself and asks only for the rest (the zero-copy
+// input path reads the cache's rows in place and gathers the misses).
+// Those hits count under the read cap as Gather's own hits do (see the
+// package doc, "Reading misses"); they are not counted in Stats.
+func (c *Cache) GatherF32Served(ids []int64, dst []float32, served int64) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -661,13 +677,13 @@ func (c *Cache) GatherF32(ids []int64, dst []float32) error {
 	s := c.getScratch()
 	defer c.putScratch(s)
 	if n == 0 {
-		return c.gather(ids, nil, s)
+		return c.gather(ids, nil, s, served)
 	}
 	if c.rowBytes == 4*dim { // float32: the rows' bytes are dst's bytes
-		return c.gather(ids, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n), s)
+		return c.gather(ids, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n), s, served)
 	}
 	buf := s.rowBuf(int64(len(ids)) * c.rowBytes)
-	if err := c.gather(ids, buf, s); err != nil {
+	if err := c.gather(ids, buf, s, served); err != nil {
 		return err
 	}
 	dtype := c.d.Manifest().FeatDType

@@ -566,3 +566,60 @@ func TestGatherScratchCounted(t *testing.T) {
 // gatherFloor is the least a call of n ids must count: its miss indices
 // and requests.
 func gatherFloor(n int64) int64 { return 24 * n }
+
+// TestCapCountsHits: the rows a cache serves count as needed under the
+// read cap (storage.ScatterOptions.CreditRows). With every other row
+// cached, a batch of consecutive rows misses rows one apart. At cap 1.5
+// the misses alone (100 rows) allow 50 rows of gap; the 99 one-row gaps
+// are all one size, merged together or not at all, so each miss would be
+// read alone (100 reads, as before the credit). With the 100 hits counted
+// (1.5 × 200 rows needed) every gap fits and one read covers the batch.
+func TestCapCountsHits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 200
+	d := writeDataset(t, t.TempDir(), randomGraph(rng, n, 4), 128, "float32")
+	counts := make([]uint32, n)
+	for v := 1; v < n; v += 2 {
+		counts[v] = 100
+	}
+	ids := make([]int64, n)
+	for v := range ids {
+		ids[v] = int64(v)
+	}
+	for _, tc := range []struct {
+		name      string
+		budget    int64
+		wantReads int64
+	}{
+		// No cache: 200 consecutive misses, one read.
+		{"no cache", 0, 1},
+		{"odd rows cached", 4*n + n/2*d.FeatRowBytes(), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			acct := storage.NewAccounting()
+			c, err := featurecache.New(context.Background(), d, tc.budget, &featurecache.Options{Policy: featurecache.PolicyProfiled, Counts: counts,
+				Mode: storage.ReadBuffered, IO: storage.IOPread, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"),
+				CoalesceGap: 10, MaxReadAmplification: 1.5, MaxReadBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if tc.budget > 0 && (c.Contains(0) || !c.Contains(1)) {
+				t.Fatalf("cache holds row 0: %v, row 1: %v; want the odd rows", c.Contains(0), c.Contains(1))
+			}
+			dst := make([]byte, n*d.FeatRowBytes())
+			if err := c.Gather(ids, dst); err != nil {
+				t.Fatal(err)
+			}
+			if s := snapshot(acct, "g"); s.ReadCalls != tc.wantReads {
+				t.Errorf("%d read calls of %d bytes, want %d", s.ReadCalls, s.BytesRead, tc.wantReads)
+			}
+			rb := d.FeatRowBytes()
+			for _, v := range ids {
+				if string(dst[v*rb:(v+1)*rb]) != string(d.FeatureBytes(v)) {
+					t.Fatalf("row %d differs from the dataset's", v)
+				}
+			}
+		})
+	}
+}

@@ -92,6 +92,11 @@ type ScatterOptions struct {
 	// MaxAmplification caps bytes read ÷ bytes the rows occupy
 	// (readplan.Options.MaxAmplification): 0, no cap; otherwise >= 1.
 	MaxAmplification float64
+	// CreditRows are rows the caller needs among the requested rows but
+	// serves itself (a cache's hits): the cap counts them as needed
+	// (readplan.Options.CreditBytes), spread over the call's read plans
+	// in proportion to the rows each plans. 0: none.
+	CreditRows int64
 	// MaxReadBytes caps one merged read. Default DefaultMaxReadBytes.
 	MaxReadBytes int64
 	// Depth bounds the reads in flight. Default DefaultScatterDepth.
@@ -353,6 +358,7 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 	}
 	defer r.putSession(s)
 	r.stage.Request(int64(len(reqs)), int64(len(reqs))*r.rowBytes)
+	total := int64(len(reqs))
 	for len(reqs) > 0 {
 		chunk := reqs[:min(len(reqs), o.Chunk)]
 		reqs = reqs[len(chunk):]
@@ -361,11 +367,20 @@ func (r *RowReader) ReadScattered(reqs []RowReq, dst []byte, o ScatterOptions) e
 		for _, q := range chunk {
 			s.reqs = append(s.reqs, RangeReq{Row: q.ID, N: 1, Pos: q.Pos})
 		}
-		if err := r.scatter(s, dst, o); err != nil {
+		if err := r.scatter(s, dst, o, creditBytes(o.CreditRows, int64(len(chunk)), total, r.rowBytes)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// creditBytes is the share of credit rows (ScatterOptions.CreditRows)
+// one read plan of rows of a call's total gets, in bytes.
+func creditBytes(credit, rows, total, rowBytes int64) int64 {
+	if credit <= 0 || total <= 0 {
+		return 0
+	}
+	return int64(float64(credit) * float64(rows) / float64(total) * float64(rowBytes))
 }
 
 // ReadRanges copies rows [q.Row, q.Row+q.N) into dst[q.Pos·RowBytes:] for
@@ -419,19 +434,25 @@ func (r *RowReader) ReadRanges(reqs []RangeReq, dst []byte, o ScatterOptions) er
 		if len(s.reqs) > len(chunk) { // pieces of a long range follow later ranges' starts
 			slices.SortFunc(s.reqs, func(a, b RangeReq) int { return cmp.Compare(a.Row, b.Row) })
 		}
-		if err := r.scatter(s, dst, o); err != nil {
+		var crows int64
+		for _, q := range chunk {
+			crows += q.N
+		}
+		if err := r.scatter(s, dst, o, creditBytes(o.CreditRows, crows, rows, r.rowBytes)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// scatter plans s.reqs and reads them into dst.
-func (r *RowReader) scatter(s *session, dst []byte, o ScatterOptions) error {
+// scatter plans s.reqs, with credit bytes of rows the caller serves
+// itself, and reads them into dst.
+func (r *RowReader) scatter(s *session, dst []byte, o ScatterOptions, credit int64) error {
 	po, err := r.planOptions(o)
 	if err != nil {
 		return err
 	}
+	po.CreditBytes = credit
 	slot := po.MaxBytes // one read slot holds the largest read
 	s.exts = s.exts[:0]
 	s.planner.WalkFunc(len(s.reqs), func(k int) readplan.Range { return readplan.Range{Row: s.reqs[k].Row, N: s.reqs[k].N} },

@@ -303,3 +303,47 @@ func TestReadModelChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestScatterCredit: CreditRows widens the cap of every read plan of a
+// call by that plan's share. 100 misses one row apart (the rows between
+// are the caller's, say a cache's hits), 10 to a plan, cap 1.5: without
+// credit no one-row gap fits (a plan's 10 rows allow 5 rows of gap, and
+// its 9 equal gaps merge together or not at all), so every miss is its
+// own read; with the 99 rows between them credited (about 10 a plan)
+// each plan is one read. ReadRanges splits the credit the same way.
+func TestScatterCredit(t *testing.T) {
+	d := scatterDataset(t, 200, 128)
+	for _, tc := range []struct {
+		credit int64
+		calls  int64
+	}{{0, 100}, {99, 10}} {
+		st := storage.NewAccounting()
+		r := openReader(t, d, storage.ReadBuffered, storage.IOPread, st.Stage("gather"))
+		reqs := make([]storage.RowReq, 100)
+		ranges := make([]storage.RangeReq, 100)
+		for k := range reqs {
+			reqs[k] = storage.RowReq{ID: int64(2 * k), Pos: int64(k)}
+			ranges[k] = storage.RangeReq{Row: int64(2 * k), N: 1, Pos: int64(k)}
+		}
+		dst := make([]byte, 100*512)
+		o := storage.ScatterOptions{GapRows: 4, MaxAmplification: 1.5, Chunk: 10, CreditRows: tc.credit}
+		if err := r.ReadScattered(reqs, dst, o); err != nil {
+			t.Fatal(err)
+		}
+		if s := st.Snapshot()[0]; s.ReadCalls != tc.calls {
+			t.Errorf("ReadScattered, credit %d rows: %d read calls, want %d", tc.credit, s.ReadCalls, tc.calls)
+		}
+		for k := range reqs {
+			if got := dst[k*512 : (k+1)*512]; !bytes.Equal(got, d.FeatureBytes(int64(2*k))) {
+				t.Fatalf("credit %d: row %d differs", tc.credit, 2*k)
+			}
+		}
+		before := st.Snapshot()[0].ReadCalls
+		if err := r.ReadRanges(ranges, dst, o); err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Snapshot()[0].ReadCalls - before; got != tc.calls {
+			t.Errorf("ReadRanges, credit %d rows: %d read calls, want %d", tc.credit, got, tc.calls)
+		}
+	}
+}

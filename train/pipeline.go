@@ -786,14 +786,16 @@ func (t *Trainer) adam() kernels.AdamConfig {
 // here (the gather stage's accounting and featStats) and left to upload.
 func (t *Trainer) gather(j *job) error {
 	ids := j.hb.nodes
+	var served int64 // cache hits left to the upload
 	if j.zc != nil {
 		ids = j.zc.missIDs
 		if h := int64(len(j.zc.hitPos)); h > 0 {
 			t.zc.stage.Request(h, h*t.zc.rowBytes)
 			t.zc.hits.Add(h)
+			served = h
 		}
 	}
-	gather, err := t.rowGatherer(j)
+	gather, err := t.rowGatherer(j, served)
 	if err != nil {
 		return err
 	}
@@ -807,16 +809,21 @@ func (t *Trainer) gather(j *job) error {
 
 // rowGatherer returns the function that reads j's feature rows (float32,
 // in ids' order): through the feature block when j's macro batch has one
-// (loading it first), else the feature cache.
-func (t *Trainer) rowGatherer(j *job) (func(ids []int64, dst []float32) error, error) {
+// (loading it first), else the feature cache. served of j's feature-cache
+// hits are not among ids (the zero-copy path uploads them); they count
+// under the read cap (featurecache.Cache.GatherF32Served). The block's
+// rows do not: they lie in the macro batch's own id ranges, not between
+// the misses.
+func (t *Trainer) rowGatherer(j *job, served int64) (func(ids []int64, dst []float32) error, error) {
+	fc := func(ids []int64, dst []float32) error { return t.fc.GatherF32Served(ids, dst, served) }
 	if t.fb == nil || j.macroParts == nil {
-		return t.fc.GatherF32, nil
+		return fc, nil
 	}
 	if err := t.fb.load(j.macro, j.macroParts); err != nil {
 		return nil, err
 	}
 	dim := t.d.FeatDim()
-	return func(ids []int64, dst []float32) error { return t.fb.gatherF32(ids, dst, dim, t.fc.GatherF32) }, nil
+	return func(ids []int64, dst []float32) error { return t.fb.gatherF32(ids, dst, dim, fc) }, nil
 }
 
 // gatherLabels sets j.labels to its targets' labels.
@@ -849,7 +856,7 @@ func (t *Trainer) gatherStreamed(j *job, drop float32, seed uint64) error {
 // block is loaded and its first chunks are read while the gather stage
 // waits for an output buffer; gatherStreamed folds them in.
 func (t *Trainer) startStreamed(j *job) error {
-	gather, err := t.rowGatherer(j)
+	gather, err := t.rowGatherer(j, 0) // streaming rules zero-copy out
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@
 //     as ssdgnn read before plans existed);
 //   - with MaxAmplification a > 1, the bytes the plan reads are at most
 //     a times the bytes of the union of the rows' aligned spans (what
-//     the rows themselves occupy), not counting blocks that two extents
+//     the rows themselves occupy) plus Options.CreditBytes (rows the
+//     caller needs but serves itself), not counting blocks that two extents
 //     share (rows sharing a block, split by MaxBytes), which any plan
 //     reads twice: gaps are merged
 //     smallest first while they fit, so the plan saves the most read
@@ -64,6 +65,14 @@ type Options struct {
 	// read several times the requested bytes; the cap bounds that
 	// traffic (docs/ooc.md, "Gather in big pieces").
 	MaxAmplification float64
+	// CreditBytes are bytes the caller needs among the planned rows but
+	// does not read (rows it serves from memory, such as a cache's hits
+	// between its misses). The cap counts them as needed: the plan reads
+	// at most MaxAmplification × (the rows' union + CreditBytes). Without
+	// the credit, every row a cache serves would shrink the cap's budget
+	// while widening the gaps around it, so a larger cache would make
+	// more read calls (docs/ooc.md, "Cache hits count under the cap").
+	CreditBytes int64
 }
 
 // Validate reports whether o is usable.
@@ -81,6 +90,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("readplan: MaxBytes %d, want > 0", o.MaxBytes)
 	case o.MaxAmplification != 0 && !(o.MaxAmplification >= 1) || math.IsInf(o.MaxAmplification, 0):
 		return fmt.Errorf("readplan: MaxAmplification %v, want 0 or a finite value >= 1", o.MaxAmplification)
+	case o.CreditBytes < 0:
+		return fmt.Errorf("readplan: CreditBytes %d, want >= 0", o.CreditBytes)
 	}
 	return nil
 }
@@ -170,8 +181,9 @@ func (p *Planner) walk(n int, span func(int) (int64, int64), o Options, fn func(
 }
 
 // cappedGap lowers the merge threshold maxGap (bytes; gaps strictly
-// below it merge) so that the gaps merged fit in (MaxAmplification-1)
-// times the bytes the items' spans occupy. Candidates are the positive
+// below it merge) so that the bytes read fit in MaxAmplification times
+// the bytes needed, the items' spans plus CreditBytes: the gaps merged
+// fit in (MaxAmplification-1)·union + MaxAmplification·CreditBytes. Candidates are the positive
 // gaps below maxGap between consecutive spans; merging the smallest
 // first saves the most reads for the bytes. Gaps of zero or less
 // (adjacent or shared blocks) always merge: they cost nothing.
@@ -196,7 +208,7 @@ func (p *Planner) cappedGap(n int, span func(int) (int64, int64), o Options, max
 		prevEnd = max(prevEnd, e)
 	}
 	p.gaps = gaps
-	budget := int64((o.MaxAmplification - 1) * float64(union))
+	budget := int64((o.MaxAmplification-1)*float64(union) + o.MaxAmplification*float64(o.CreditBytes))
 	if sum <= budget {
 		return maxGap
 	}

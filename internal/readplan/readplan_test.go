@@ -154,26 +154,32 @@ func TestPlanAmplificationCap(t *testing.T) {
 	base := Options{RowBytes: 512, Align: 512, GapRows: 10, MaxBytes: 1 << 20}
 	tests := []struct {
 		amp       float64
+		credit    int64 // rows
 		wantReads int
 		wantBytes int64
 	}{
-		{0, 1, 13 * 512},   // no cap: everything below 10 rows merges
-		{1, 5, 5 * 512},    // no extra bytes: per row
-		{1.2, 5, 5 * 512},  // budget 1 row: both 1-row gaps or neither
-		{1.5, 3, 7 * 512},  // budget 2.5 rows: the two 1-row gaps
-		{1.8, 2, 9 * 512},  // budget 4 rows: 1+1+2
-		{2.6, 1, 13 * 512}, // budget 8 rows: all
+		{0, 0, 1, 13 * 512},   // no cap: everything below 10 rows merges
+		{1, 0, 5, 5 * 512},    // no extra bytes: per row
+		{1.2, 0, 5, 5 * 512},  // budget 1 row: both 1-row gaps or neither
+		{1.5, 0, 3, 7 * 512},  // budget 2.5 rows: the two 1-row gaps
+		{1.8, 0, 2, 9 * 512},  // budget 4 rows: 1+1+2
+		{2.6, 0, 1, 13 * 512}, // budget 8 rows: all
+		// Credit (rows the caller serves itself): budget
+		// (a-1)·5 + a·credit rows.
+		{1.5, 3, 2, 9 * 512}, // 2.5 + 4.5 = 7 rows: 1+1+2
+		{1, 8, 1, 13 * 512},  // 0 + 8 rows: all (the gaps are the credited rows)
+		{1.2, 2, 3, 7 * 512}, // 1 + 2.4 = 3.4 rows: 1+1
 	}
 	for _, tc := range tests {
 		o := base
-		o.MaxAmplification = tc.amp
+		o.MaxAmplification, o.CreditBytes = tc.amp, tc.credit*512
 		if err := o.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		exts := Plan(ids, o, nil)
 		checkPlan(t, ids, o, exts)
 		if s := Summarise(exts); s.Reads != tc.wantReads || s.Bytes != tc.wantBytes {
-			t.Errorf("amplification %v: %d reads of %d bytes, want %d of %d", tc.amp, s.Reads, s.Bytes, tc.wantReads, tc.wantBytes)
+			t.Errorf("amplification %v, credit %d rows: %d reads of %d bytes, want %d of %d", tc.amp, tc.credit, s.Reads, s.Bytes, tc.wantReads, tc.wantBytes)
 		}
 	}
 	for _, bad := range []float64{-1, 0.5, math.NaN(), math.Inf(1)} {
@@ -182,6 +188,11 @@ func TestPlanAmplificationCap(t *testing.T) {
 		if o.Validate() == nil {
 			t.Errorf("MaxAmplification %v accepted", bad)
 		}
+	}
+	neg := base
+	neg.CreditBytes = -1
+	if neg.Validate() == nil {
+		t.Error("negative CreditBytes accepted")
 	}
 }
 
@@ -206,9 +217,12 @@ func TestPlanAmplificationProperty(t *testing.T) {
 			ids[i] = rng.Int64N(rows)
 		}
 		slices.Sort(ids)
+		if rng.IntN(2) == 0 {
+			o.CreditBytes = rng.Int64N(int64(n) * o.RowBytes)
+		}
 		exts := p.Plan(ids, o, nil)
 		checkPlan(t, ids, o, exts)
-		u := unionBytes(ids, o)
+		u := unionBytes(ids, o) + o.CreditBytes
 		s := Summarise(exts)
 		// Blocks shared by two extents (rows that share a block, split
 		// by MaxBytes) are read twice, cap or not.
@@ -228,6 +242,12 @@ func TestPlanAmplificationProperty(t *testing.T) {
 		per.GapRows = 0
 		if r0, r1, r2 := Summarise(Plan(ids, un, nil)).Reads, s.Reads, Summarise(Plan(ids, per, nil)).Reads; r1 < r0 || r1 > r2 {
 			t.Fatalf("iteration %d: reads uncapped %d, capped %d, per row %d", it, r0, r1, r2)
+		}
+		// A credit only widens the cap: never more reads than without.
+		nc := o
+		nc.CreditBytes = 0
+		if r := Summarise(Plan(ids, nc, nil)).Reads; s.Reads > r {
+			t.Fatalf("iteration %d: %d reads with %d bytes of credit, %d without", it, s.Reads, o.CreditBytes, r)
 		}
 	}
 }
