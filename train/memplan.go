@@ -447,6 +447,26 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // the caches' 427 MiB (6.6 %).
 func wholeShare(avail int64) int64 { return avail / 3 * 2 }
 
+// CacheShare is the memory, tables included, that PlanMemory gives the
+// caches when training d with opts under mem from profile p (Budget.Caches,
+// with Options.InFlight chosen as PlanMemory chooses it): what a plan for
+// this training may use. The benchmark plans its caches with it, so that
+// its plan is the one a bare `train --mem` makes.
+func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64) (int64, error) {
+	if err := opts.Validate(); err != nil {
+		return 0, err
+	}
+	if mem <= 0 {
+		return 0, fmt.Errorf("%w: CacheShare needs a budget, got %d bytes", ErrInvalidOptions, mem)
+	}
+	o := opts.withDataset(d, p)
+	b, err := budgetFor(d, &o, p, mem, opts.InFlight == 0 && !opts.Spill)
+	if err != nil {
+		return 0, err
+	}
+	return b.Caches, nil
+}
+
 // budgetFor is divide, choosing o.InFlight when auto (the caller left
 // Options.InFlight 0 and does not spill): DefaultInFlight, unless one batch
 // in flight cuts batches into fewer micro-batches (or two do not fit at
@@ -455,7 +475,7 @@ func wholeShare(avail int64) int64 { return avail / 3 * 2 }
 // 1 GiB (docs/ooc.md, "One batch in flight by default") two in flight cut
 // each batch of 1000 targets into at least 4 micro-batches, which read
 // 4.26 M times against 1.40 M whole, and the epoch took 74.5 s against
-// about 37 s with one.
+// 40.6 s with one (two bench runs minutes apart).
 func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, auto bool) (*Budget, error) {
 	b, err := divide(d, o, p, mem)
 	if !auto || (err == nil && b.MicroBatches <= 1) {

@@ -263,7 +263,7 @@ func TestPlanMemoryReusesProfile(t *testing.T) {
 // TestInFlightChosenByBudget: with Options.InFlight left 0, a budget under
 // which two batches in flight would be cut into micro-batches and one
 // would not trains with one, whole; a roomy budget keeps two; an explicit
-// InFlight is kept.
+// InFlight is kept. CacheShare agrees with PlanMemory's division.
 func TestInFlightChosenByBudget(t *testing.T) {
 	d := smallSynth(t)
 	defer func(f int64) { reserveFloor = f }(reserveFloor)
@@ -333,5 +333,24 @@ func TestInFlightChosenByBudget(t *testing.T) {
 	}
 	if ws := mp.Budget.WorkingSet; ws.InFlight != 2 || mp.Budget.MicroBatches < 2 {
 		t.Errorf("explicit two in flight: %d in flight, %d micro-batches", ws.InFlight, mp.Budget.MicroBatches)
+	}
+	// CacheShare is the caches' share PlanMemory divides, in flight
+	// chosen or given.
+	for _, m := range []int64{roomy, mem} {
+		for _, inFlight := range []int{0, 2} {
+			o := opts()
+			o.InFlight = inFlight
+			share, err := CacheShare(d, o, p, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: m, ProfileName: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if share != mp.Budget.Caches || share <= 0 {
+				t.Errorf("--mem %d, in flight %d: CacheShare %d, PlanMemory's caches %d", m, inFlight, share, mp.Budget.Caches)
+			}
+		}
 	}
 }

@@ -57,6 +57,7 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Dataset = ds
+	rep.CacheBudget = ds.CacheBudget
 	rep.Machine = describeMachine(h.o.Dir, rep.CgroupVersion)
 	for _, name := range h.o.Configs {
 		if ctx.Err() != nil {
@@ -177,9 +178,9 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 		return fmt.Sprintf("random batches, no caches: features and graph through the page cache (OUTRE's PyG+mmap), %d feature reads in flight", BaselineIODepth),
 			[]string{"--selection", "random", "--no-hist", "--feat-cache", "0", "--neighbor-cache", "0", "--feat-read", "buffered", "--io-depth", strconv.Itoa(BaselineIODepth), "--coalesce-gap", "0", "--io", "pread", "--source", "mmap", "--stream-input", "off"}
 	case "dual-cache":
-		nb := int64(o.NeighborFrac * float64(o.CacheBudget))
+		nb := int64(o.NeighborFrac * float64(ds.CacheBudget))
 		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), O_DIRECT feature reads, no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
-			append(append(append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(o.CacheBudget - nb)}, direct...), rowwise...), nbrMmap...), unstreamed...)
+			append(append(append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(ds.CacheBudget - nb)}, direct...), rowwise...), nbrMmap...), unstreamed...)
 	case "ssdgnn":
 		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), neighbour lists read per hop in merged reads, io_uring where allowed, input layer streamed where the budget would cut batches",
 			append(append(part, planned...), hist...)

@@ -126,16 +126,30 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("ssdgnn-pm trained on %v", c.Args)
 		}
 	}
+	if d := rep.Dataset; d.CacheBudget != o.CacheBudget || d.CacheBudgetFrom != "set" {
+		t.Errorf("cache budget %d from %q, want the %d set", d.CacheBudget, d.CacheBudgetFrom, o.CacheBudget)
+	}
 	// A second run reuses the dataset, partition and profile, and the
-	// partition-major copy.
+	// partition-major copy. Its cache budget is left to the default:
+	// what train --mem gives the caches, for each dataset; the children
+	// then train with caches that fill their budget exactly, and would
+	// refuse to start if the plan did not fit it.
 	o.Configs, o.CheckResume, o.CheckSmallLimit = []string{"ssdgnn", "ssdgnn-pm"}, false, false
-	o.OutDir = filepath.Join(tmp, "out2")
+	o.OutDir, o.CacheBudget = filepath.Join(tmp, "out2"), 0
 	rep, err = Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Dataset.Reused || rep.Dataset.PM == nil || !rep.Dataset.PM.Reused || len(rep.Configs) != 2 || !rep.Configs[0].OK() || !rep.Configs[1].OK() {
 		t.Fatalf("second run: reused %v, configs %+v", rep.Dataset.Reused, rep.Configs)
+	}
+	for _, d := range []*Dataset{rep.Dataset, rep.Dataset.PM} {
+		if d.CacheBudgetFrom != "train" || d.CacheBudget <= 8<<20 || d.CacheBudget >= o.MemLimit {
+			t.Errorf("%s: cache budget %d from %q, want train's share of %d", d.Dir, d.CacheBudget, d.CacheBudgetFrom, o.MemLimit)
+		}
+	}
+	if rep.CacheBudget != rep.Dataset.CacheBudget {
+		t.Errorf("report's cache budget %d, the dataset's %d", rep.CacheBudget, rep.Dataset.CacheBudget)
 	}
 }
 

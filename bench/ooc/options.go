@@ -47,7 +47,6 @@ const (
 	// DefaultTargetFactor sets the accuracy target of time-to-target:
 	// DefaultTargetFactor × chance (1/classes).
 	DefaultTargetFactor = 3.0
-	DefaultCacheFrac    = 0.25 // of MemLimit, handed to the caches (the rest: working set, sampler state, page cache)
 	DefaultNeighborFrac = 0.25
 	DefaultSeed         = 1
 	// PartitionName and ProfileName name the reused partitioning and
@@ -72,9 +71,14 @@ type Options struct {
 	// included.
 	MemLimit int64
 	// CacheBudget is the memory handed to the caches (plan --mem, and the
-	// dual-cache split); default CacheFrac·MemLimit.
+	// dual-cache split). Default: CacheFrac·MemLimit when CacheFrac is
+	// set, else what a bare `ssdgnn train --mem MemLimit` with the ssdgnn
+	// configuration's flags gives its caches on each dataset
+	// (train.CacheShare from the benchmark's profile), so that the plan
+	// is the product's default.
 	CacheBudget int64
-	// CacheFrac is used when CacheBudget is 0.
+	// CacheFrac, when set and CacheBudget is 0, makes the budget that
+	// fraction of MemLimit.
 	CacheFrac float64
 	// NeighborFrac is the dual-cache configuration's neighbour-cache share
 	// of CacheBudget (the rest goes to the feature cache).
@@ -156,10 +160,7 @@ func (o *Options) withDefaults() Options {
 	if r.MemLimit == 0 {
 		r.MemLimit = DefaultMemLimit
 	}
-	if r.CacheFrac == 0 {
-		r.CacheFrac = DefaultCacheFrac
-	}
-	if r.CacheBudget == 0 {
+	if r.CacheBudget == 0 && r.CacheFrac > 0 {
 		r.CacheBudget = int64(r.CacheFrac * float64(r.MemLimit))
 	}
 	if r.NeighborFrac == 0 {
@@ -228,8 +229,8 @@ func (o *Options) Validate() error {
 		return bad("negative size (data %d, mem limit %d, cache budget %d)", r.DataSize, r.MemLimit, r.CacheBudget)
 	case r.CacheBudget >= r.MemLimit:
 		return bad("cache budget %d must be below the memory limit %d", r.CacheBudget, r.MemLimit)
-	case r.CacheFrac <= 0 || r.CacheFrac >= 1 || r.NeighborFrac <= 0 || r.NeighborFrac >= 1:
-		return bad("CacheFrac %g and NeighborFrac %g must be in (0,1)", r.CacheFrac, r.NeighborFrac)
+	case r.CacheFrac < 0 || r.CacheFrac >= 1 || r.NeighborFrac <= 0 || r.NeighborFrac >= 1:
+		return bad("CacheFrac %g must be in [0,1) and NeighborFrac %g in (0,1)", r.CacheFrac, r.NeighborFrac)
 	case r.TrainFrac <= 0 || r.TrainFrac >= 0.9:
 		return bad("TrainFrac %g must be in (0,0.9)", r.TrainFrac)
 	case r.FeatDim < 0 || r.AvgDegree < 0 || r.TrainPerPart < 0 || r.Epochs < 0 || r.Layers < 0 || r.Hidden < 0 || r.BatchSize < 0 || r.ResumeEpochs < 0:

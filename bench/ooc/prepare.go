@@ -30,6 +30,11 @@ type Dataset struct {
 	Reused      bool   `json:"reused"`
 	PlanFile    string `json:"plan_file"`
 	Plan        *Plan  `json:"plan"`
+	// CacheBudget is the memory the plan divides among the caches, and
+	// CacheBudgetFrom where it came from: "set" (Options.CacheBudget or
+	// CacheFrac) or "train" (what a bare `train --mem` leaves them).
+	CacheBudget     int64  `json:"cache_budget"`
+	CacheBudgetFrom string `json:"cache_budget_from"`
 	// Device is the disk's measured read costs (DIR/device.json, from
 	// ssdgnn probe, run once when missing): the limit the gather is
 	// compared with.
@@ -209,8 +214,8 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 }
 
 // preparePM relabels ds partition-major into o.Dir+"-pm" (reused while its
-// marker matches src's), profiles it with the same flags, plans it for
-// o.CacheBudget, and gives it ds's device profile (the same disk).
+// marker matches src's), profiles it with the same flags, plans it as ds
+// (profileAndPlan), and gives it ds's device profile (the same disk).
 func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Dataset, error) {
 	o := &h.o
 	pm := *ds
@@ -243,8 +248,11 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 // profileAndPlan profiles ds.Dir unless its marker m says it was profiled
 // with the benchmark's fanouts, batch size and staleness and the profile
 // priced its reads with the feature reads' default merge cap, which the
-// children train with (updating m and the marker file), then plans it for o.CacheBudget into OutDir/plan<tag>.json and
-// sets ds.PlanFile and ds.Plan.
+// children train with (updating m and the marker file), then plans it
+// for o.CacheBudget, or when that is 0 for what a bare `train --mem` with
+// the ssdgnn configuration's flags gives the caches on ds
+// (trainCacheShare), into OutDir/plan<tag>.json, and sets ds.CacheBudget,
+// ds.PlanFile and ds.Plan.
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
 	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
@@ -259,8 +267,17 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 			return err
 		}
 	}
+	ds.CacheBudget, ds.CacheBudgetFrom = o.CacheBudget, "set"
+	if ds.CacheBudget == 0 {
+		cb, err := h.trainCacheShare(ds)
+		if err != nil {
+			return err
+		}
+		ds.CacheBudget, ds.CacheBudgetFrom = cb, "train"
+		h.log.Info("cache budget: what train --mem leaves the caches", "dir", ds.Dir, "bytes", cb)
+	}
 	ds.PlanFile = filepath.Join(o.OutDir, "plan"+tag+".json")
-	if _, err := h.setup(ctx, "plan"+tag, "plan", ds.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(o.CacheBudget, 10),
+	if _, err := h.setup(ctx, "plan"+tag, "plan", ds.Dir, "--profile", ProfileName, "--mem", strconv.FormatInt(ds.CacheBudget, 10),
 		"--hidden", strconv.Itoa(o.Hidden), "--out", ds.PlanFile, "--json"); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package ooc
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -205,7 +206,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			d.Dir, reused, d.NumNodes, d.NumEdges, d.NumTrain, d.FeatDim, ib(float64(d.BytesOnDisk)), float64(d.BytesOnDisk)/float64(r.MemLimit))
 		p("- partitioning `%s`: FENNEL, %d parts (about %d training nodes each)\n", PartitionName, d.Parts, d.NumTrain/int64(max(1, d.Parts)))
 		if pl := d.Plan; pl != nil {
-			p("- plan for %s of caches (alpha %.2f): feature %s, history %s, neighbour %s (tables %s)\n", ib(float64(r.CacheBudget)), pl.Alpha,
+			from := ""
+			if d.CacheBudgetFrom == "train" {
+				from = ", what a bare `train --mem` with ssdgnn's flags leaves the caches"
+			}
+			p("- plan for %s of caches%s (alpha %.2f): feature %s, history %s, neighbour %s (tables %s)\n", ib(float64(cmp.Or(d.CacheBudget, r.CacheBudget))), from, pl.Alpha,
 				ib(float64(pl.Feature.BudgetBytes)), ib(float64(pl.History.BudgetBytes)), ib(float64(pl.Neighbor.BudgetBytes)), ib(float64(pl.TableBytes())))
 		}
 	}

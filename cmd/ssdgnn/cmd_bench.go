@@ -93,7 +93,7 @@ runs; without them every result is marked uncapped. See docs/ooc.md.`,
 	f.StringVar(&o.OutDir, "out", "", "report directory (default bench/results/<timestamp>)")
 	f.Var(&dataSize, "data-size", "features + graph size to generate")
 	f.Var(&memLimit, "mem-limit", "memory cgroup limit of every child (page cache included)")
-	f.Var(&cacheBudget, "cache-budget", "memory for the caches (plan --mem; default a quarter of --mem-limit)")
+	f.Var(&cacheBudget, "cache-budget", "memory for the caches (plan --mem; default: what a bare train --mem LIMIT with the ssdgnn configuration's flags leaves them)")
 	f.Float64Var(&o.NeighborFrac, "dual-neighbor-frac", ooc.DefaultNeighborFrac, "dual-cache: neighbour cache share of the cache budget")
 	f.IntVar(&o.FeatDim, "feat-dim", ooc.DefaultFeatDim, "feature dimension of the generated graph")
 	f.Float64Var(&o.AvgDegree, "avg-degree", ooc.DefaultAvgDegree, "average degree of the generated graph")
