@@ -53,12 +53,23 @@ func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
 // memory outside the Go heap, page cache included (SoftMemoryLimit). note
 // says which and why.
 func AutoSource(d *storage.Dataset, budget int64) (src sample.Source, note string) {
-	graph := d.CSRBytes()
 	room, fromLimit := cgroup.SelfMemoryRoom()
 	what := "available memory"
 	if fromLimit {
 		what = "the memory cgroup limit"
 	}
+	return autoSource(d, room, what, budget)
+}
+
+// AutoSourceIn is AutoSource for a process whose memory room (its memory
+// cgroup's limit, or the memory available) is room bytes: what a child
+// started under that limit will choose.
+func AutoSourceIn(d *storage.Dataset, room, budget int64) (src sample.Source, note string) {
+	return autoSource(d, room, "a room of "+ibytes(room), budget)
+}
+
+func autoSource(d *storage.Dataset, room int64, what string, budget int64) (src sample.Source, note string) {
+	graph := d.CSRBytes()
 	if budget > 0 {
 		room = pageCacheRoom(room, budget)
 		what += " less --mem, plus half its runtime reserve"

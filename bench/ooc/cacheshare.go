@@ -43,9 +43,16 @@ func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 		return 0, fmt.Errorf("ooc: %w", err)
 	}
 	// The flags of the ssdgnn configuration that shape its budget (see
-	// trainArgs and configFlags).
+	// trainArgs and configFlags), and the neighbour-list source its
+	// "auto" resolves to inside its cgroup (it sizes the sampler's
+	// state).
+	src, _ := train.AutoSource(d, o.MemLimit)
+	if h.loc != nil {
+		src, _ = train.AutoSourceIn(d, o.MemLimit, o.MemLimit)
+	}
 	to := &train.Options{Model: train.ModelSAGE, Layers: o.Layers, Hidden: o.Hidden, BatchSize: o.BatchSize, Fanouts: fan,
-		Seed: uint64(o.Seed), InFlight: o.InFlight, Selection: sample.ModePartition, Partitions: pf, FeatRead: storage.ReadDirect}
+		Seed: uint64(o.Seed), InFlight: o.InFlight, Selection: sample.ModePartition, Partitions: pf, FeatRead: storage.ReadDirect,
+		Source: src}
 	return train.CacheShare(d, to, p, o.MemLimit)
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"go.uber.org/goleak"
 )
@@ -150,6 +151,19 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if rep.CacheBudget != rep.Dataset.CacheBudget {
 		t.Errorf("report's cache budget %d, the dataset's %d", rep.CacheBudget, rep.Dataset.CacheBudget)
+	}
+	// The children's own division gave the caches the same share.
+	for name, d := range map[string]*Dataset{"ssdgnn": rep.Dataset, "ssdgnn-pm": rep.Dataset.PM} {
+		logs, _ := filepath.Glob(filepath.Join(o.OutDir, "logs", "*-"+name+".stderr"))
+		if len(logs) != 1 {
+			t.Errorf("%s: stderr logs %v", name, logs)
+			continue
+		}
+		b, _ := os.ReadFile(logs[0])
+		want := fmt.Sprintf("caches            %10s  (", humanize.IBytes(uint64(d.CacheBudget))) // train's budget line
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s: the child's budget lines lack %q:\n%s", name, want, b)
+		}
 	}
 }
 
