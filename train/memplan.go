@@ -260,7 +260,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			mp.MemBytes = max(rest+RuntimeReserve(0), (rest*8+6)/7)
 		}
 		if mp.MemBytes > 0 {
-			b, err := budgetFor(d, &o, full, mp.MemBytes, autoInFlight)
+			b, err := budgetFor(d, &o, full, mp.MemBytes, autoInFlight, planCacheBytes(mp.Plan))
 			if err != nil {
 				return nil, err
 			}
@@ -301,7 +301,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	// The reserve, the fixed state and the batches in flight come first;
 	// the caches get the rest.
-	b, err := budgetFor(d, &o, p, mo.MemBytes, autoInFlight)
+	b, err := budgetFor(d, &o, p, mo.MemBytes, autoInFlight, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +460,7 @@ func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64
 		return 0, fmt.Errorf("%w: CacheShare needs a budget, got %d bytes", ErrInvalidOptions, mem)
 	}
 	o := opts.withDataset(d, p)
-	b, err := budgetFor(d, &o, p, mem, opts.InFlight == 0 && !opts.Spill)
+	b, err := budgetFor(d, &o, p, mem, opts.InFlight == 0 && !opts.Spill, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -469,16 +469,19 @@ func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64
 
 // budgetFor is divide, choosing o.InFlight when auto (the caller left
 // Options.InFlight 0 and does not spill): DefaultInFlight, unless one batch
-// in flight cuts batches into fewer micro-batches (or two do not fit at
-// all); then 1, set in o and in the Budget's working set. Each cut costs
+// in flight cuts batches into fewer micro-batches, or two do not fit at
+// all, or (with as many micro-batches) two leave the caches less than
+// want bytes (a plan file's caches, 0: none) and one leaves them more;
+// then 1, set in o and in the Budget's working set. Each cut costs
 // more reads than the overlap of gather and compute saves: at 3 GiB under
 // 1 GiB (docs/ooc.md, "One batch in flight by default") two in flight cut
 // each batch of 1000 targets into at least 4 micro-batches, which read
 // 4.26 M times against 1.40 M whole, and the epoch took 74.5 s against
 // 40.6 s with one (two bench runs minutes apart).
-func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, auto bool) (*Budget, error) {
+func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, auto bool, want int64) (*Budget, error) {
 	b, err := divide(d, o, p, mem)
-	if !auto || (err == nil && b.MicroBatches <= 1) {
+	short := err == nil && want > b.Caches
+	if !auto || (err == nil && b.MicroBatches <= 1 && !short) {
 		return b, err
 	}
 	one := *o
@@ -488,13 +491,17 @@ func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, au
 	case err1 != nil && err != nil:
 		// Neither fits: name the least working set.
 		return nil, err1
-	case err1 != nil || (err == nil && b1.MicroBatches >= b.MicroBatches):
+	case err1 != nil, err == nil && b1.MicroBatches > b.MicroBatches,
+		err == nil && b1.MicroBatches == b.MicroBatches && !(short && b1.Caches > b.Caches):
 		return b, err
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		o.Logger.Info("one batch in flight: two do not fit", "reason", err)
-	} else {
+	case b1.MicroBatches < b.MicroBatches:
 		o.Logger.Info("one batch in flight: two would cut batches into more micro-batches", "micro_batches_two", b.MicroBatches, "micro_batches_one", b1.MicroBatches)
+	default:
+		o.Logger.Info("one batch in flight: with two the plan's caches would not fit", "plan_cache_bytes", want, "caches_two", b.Caches, "caches_one", b1.Caches)
 	}
 	o.InFlight = 1
 	return b1, nil

@@ -334,6 +334,22 @@ func TestInFlightChosenByBudget(t *testing.T) {
 	if ws := mp.Budget.WorkingSet; ws.InFlight != 2 || mp.Budget.MicroBatches < 2 {
 		t.Errorf("explicit two in flight: %d in flight, %d micro-batches", ws.InFlight, mp.Budget.MicroBatches)
 	}
+	// A plan file whose caches two in flight would leave short, with
+	// batches whole either way: one in flight keeps the plan.
+	w := opts().withDataset(d, p)
+	two2, err := budgetFor(d, &w, p, roomy, true, 0)
+	if err != nil || w.InFlight != 2 || two2.MicroBatches != 1 {
+		t.Fatalf("roomy budget, no plan: %v, %d in flight, %d micro-batches", err, w.InFlight, two2.MicroBatches)
+	}
+	w = opts().withDataset(d, p)
+	short, err := budgetFor(d, &w, p, roomy, true, two2.Caches+1)
+	if err != nil || w.InFlight != 1 || short.WorkingSet.InFlight != 1 || short.Caches <= two2.Caches || short.MicroBatches != 1 {
+		t.Errorf("plan's caches %d over two in flight's %d: %v, %d in flight, caches %d", two2.Caches+1, two2.Caches, err, w.InFlight, short.Caches)
+	}
+	w = opts().withDataset(d, p)
+	if b, err := budgetFor(d, &w, p, roomy, true, short.Caches+1); err != nil || w.InFlight != 1 || b.Caches != short.Caches {
+		t.Errorf("plan's caches fit neither: %v, %d in flight (one leaves more)", err, w.InFlight)
+	}
 	// CacheShare is the caches' share PlanMemory divides, in flight
 	// chosen or given.
 	for _, m := range []int64{roomy, mem} {
