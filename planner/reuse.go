@@ -57,11 +57,12 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 	differ := func(format string, args ...any) error {
 		return fmt.Errorf("%w: profile %q: %s", ErrMismatch, m.Name, fmt.Sprintf(format, args...))
 	}
+	sum := DatasetChecksum(d)
 	switch {
 	case m.NumNodes != d.NumNodes():
 		return differ("%d nodes, dataset %d", m.NumNodes, d.NumNodes())
-	case m.DatasetChecksum != DatasetChecksum(d):
-		return differ("dataset checksum %s, dataset %s", m.DatasetChecksum, DatasetChecksum(d))
+	case m.DatasetChecksum != sum:
+		return differ("dataset checksum %s, dataset %s", m.DatasetChecksum, sum)
 	case p.FeatSingle == nil || m.Reads == nil || p.HistAppear == nil || p.HistHits == nil:
 		return differ("written before the read model or the history validity model")
 	case m.Reads.MicroBatchRows != 0:

@@ -293,12 +293,12 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 // profile priced with another cap ranks the feature cache by other read
 // costs than the training children's, so the plan would not be theirs.
 func profileReadCapIs(dir string, c float64) bool {
-	var m struct {
-		Reads *struct {
-			MaxAmplification float64 `json:"max_amplification"`
-		} `json:"reads"`
+	path := filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
 	}
-	err := readJSON(filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON), &m)
+	m, err := planner.ParseMeta(b, path)
 	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c
 }
 
