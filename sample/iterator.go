@@ -119,6 +119,10 @@ type Iterator struct {
 	done    bool
 	macros  []*macroState
 	spare   spareCache
+	// held is a result channel Next took from pending but stopped
+	// waiting on (the context was cancelled first); Close releases the
+	// batch its worker still delivers there.
+	held chan result
 }
 
 // Epoch starts sampling epoch's batches with Options.Workers goroutines.
@@ -160,6 +164,11 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 			select {
 			case it.pending <- out:
 			case <-ctx.Done():
+				// A worker took the job and always answers on out;
+				// nobody else will read it, so release what it sampled.
+				if r := <-out; r.b != nil {
+					r.b.Release()
+				}
 				return
 			}
 		}
@@ -259,6 +268,7 @@ func (it *Iterator) Next() (*Batch, error) {
 	select {
 	case r = <-out:
 	case <-it.ctx.Done():
+		it.held = out
 		it.err = it.ctx.Err()
 		return nil, it.err
 	}
@@ -278,7 +288,18 @@ func (it *Iterator) Stats() LookupStats { return it.stats }
 func (it *Iterator) Close() error {
 	it.cancel()
 	it.wg.Wait()
-	// Batches sampled but never delivered.
+	// Batches sampled but never delivered. Every worker has returned, so
+	// each job it took has its answer waiting.
+	if it.held != nil {
+		select {
+		case r := <-it.held:
+			if r.b != nil {
+				r.b.Release()
+			}
+		default:
+		}
+		it.held = nil
+	}
 	if it.pending != nil {
 		for out := range it.pending {
 			select {

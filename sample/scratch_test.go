@@ -2,8 +2,10 @@ package sample
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -118,5 +120,55 @@ func TestSpareCache(t *testing.T) {
 	p.drop()
 	if c := counted(); c != 0 {
 		t.Fatalf("after drop: %d bytes still counted", c)
+	}
+}
+
+// TestEpochCancelReleases: an epoch cancelled at any moment, with the
+// consumer inside Next or between calls, leaves nothing counted once the
+// iterator is closed: no sampled batch is lost between a worker's answer
+// and the consumer that stopped waiting for it.
+func TestEpochCancelReleases(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 4, Classes: 4, AvgDegree: 12, TrainFrac: 0.3, Seed: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s, err := New(d, nil, &Options{Fanouts: []int{10, 10}, BatchSize: 20, Seed: 1, Workers: 2, Prefetch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(uint64(seed), 0))
+	purposes := []memacct.Purpose{memacct.SampledBatches, memacct.SamplerScratch, memacct.DynamicCache}
+	for trial := range 300 {
+		base := memacct.Read()
+		ctx, cancel := context.WithCancel(context.Background())
+		it := s.Epoch(ctx, trial)
+		delay := time.Duration(r.IntN(400)) * time.Microsecond
+		stop := time.AfterFunc(delay, cancel)
+		for {
+			b, err := it.Next()
+			if err != nil {
+				break
+			}
+			b.Release()
+		}
+		stop.Stop()
+		cancel()
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		after := memacct.Read()
+		for _, p := range purposes {
+			if left := after.Bytes[p] - base.Bytes[p]; left != 0 {
+				t.Fatalf("trial %d (cancel after %v): %s: %d bytes still counted after Close", trial, delay, p, left)
+			}
+		}
 	}
 }
