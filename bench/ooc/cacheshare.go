@@ -2,9 +2,8 @@ package ooc
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -14,57 +13,74 @@ import (
 
 // trainCacheShare is the memory a bare `ssdgnn train DIR --mem MemLimit`
 // with the ssdgnn configuration's flags gives its caches on ds (tables
-// included): train.CacheShare with the benchmark's profile and
-// partitioning, which must exist. The ssdgnn child, planned with it, then
-// trains with the caches the product's default path would build.
+// included): train.CacheShare with the benchmark's profile, which must
+// exist. The ssdgnn child, planned with it, then trains with the caches
+// the product's default path would build.
+//
+// The options are the child's own: its argument list (shareArgs) parsed
+// by train's flag set (cliflags.ParseTrain), so a flag added to the
+// configuration changes the share as it changes the child's budget.
 func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 	o := &h.o
-	fan, err := parseFanouts(o.Fanouts)
+	args := h.shareArgs(ds)
+	t, dir, _, err := cliflags.ParseTrain(args)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("ooc: the ssdgnn child's flags: %w", err)
 	}
-	d, err := storage.Open(ds.Dir, nil)
+	to := &t.Options
+	// The caches are what the share sizes: a bare train --mem sets none.
+	to.FeatCacheBytes, to.HistCacheBytes, to.NeighborCacheBytes = 0, 0, 0
+	d, err := storage.Open(dir, nil)
 	if err != nil {
 		return 0, fmt.Errorf("ooc: %w", err)
 	}
 	defer d.Close()
-	pt, err := partition.Open(ds.Dir, PartitionName)
+	// What the child resolves with the dataset open. The configuration
+	// names its selection and read mode, so only the source depends on
+	// where it runs: its "auto" sizes the sampler's state by the page
+	// cache left inside the child's cgroup.
+	if to.Selection == sample.ModeAuto {
+		to.Selection, _ = train.AutoSelection(dir, t.Partition)
+	}
+	if to.FeatRead == storage.ReadAuto {
+		to.FeatRead, _ = train.AutoFeatRead(d)
+	}
+	if to.Selection == sample.ModePartition {
+		pt, err := partition.Open(dir, t.Partition)
+		if err != nil {
+			return 0, fmt.Errorf("ooc: %w", err)
+		}
+		defer pt.Close()
+		pf, err := sample.NewPartitionFiles(d, pt)
+		if err != nil {
+			return 0, fmt.Errorf("ooc: %w", err)
+		}
+		defer pf.Close()
+		to.Partitions = pf
+	}
+	switch {
+	case t.Source != "auto":
+		if to.Source, err = sample.ParseSource(string(t.Source)); err != nil {
+			return 0, fmt.Errorf("ooc: %w", err)
+		}
+	case h.loc != nil:
+		to.Source, _ = train.AutoSourceIn(d, o.MemLimit, o.MemLimit)
+	default:
+		to.Source, _ = train.AutoSource(d, o.MemLimit)
+	}
+	p, err := planner.LoadProfile(dir, ProfileName)
 	if err != nil {
 		return 0, fmt.Errorf("ooc: %w", err)
 	}
-	defer pt.Close()
-	pf, err := sample.NewPartitionFiles(d, pt)
-	if err != nil {
-		return 0, fmt.Errorf("ooc: %w", err)
-	}
-	defer pf.Close()
-	p, err := planner.LoadProfile(ds.Dir, ProfileName)
-	if err != nil {
-		return 0, fmt.Errorf("ooc: %w", err)
-	}
-	// The flags of the ssdgnn configuration that shape its budget (see
-	// trainArgs and configFlags), and the neighbour-list source its
-	// "auto" resolves to inside its cgroup (it sizes the sampler's
-	// state).
-	src, _ := train.AutoSource(d, o.MemLimit)
-	if h.loc != nil {
-		src, _ = train.AutoSourceIn(d, o.MemLimit, o.MemLimit)
-	}
-	to := &train.Options{Model: train.ModelSAGE, Layers: o.Layers, Hidden: o.Hidden, BatchSize: o.BatchSize, Fanouts: fan,
-		Seed: uint64(o.Seed), InFlight: o.InFlight, Selection: sample.ModePartition, Partitions: pf, FeatRead: storage.ReadDirect,
-		Source: src}
 	return train.CacheShare(d, to, p, o.MemLimit)
 }
 
-// parseFanouts parses a --fanouts value ("10,10,10").
-func parseFanouts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("ooc: fanouts %q: %w", s, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+// shareArgs is the ssdgnn child's argument list on ds after "train",
+// less what planning gives it: --mem and --plan (configArgs), and the
+// plan's cache sizes, which parse here as explicit zeros.
+func (h *harness) shareArgs(ds *Dataset) []string {
+	unplanned := *ds
+	unplanned.Plan = new(Plan)
+	_, flags := h.configFlags("ssdgnn", &unplanned)
+	return append(h.trainArgs(ds.Dir, h.o.Epochs, "", "")[1:], flags...)
 }

@@ -2,7 +2,10 @@ package ooc
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -51,5 +54,43 @@ func TestNodesFor(t *testing.T) {
 	}
 	if got := float64(n) * BytesPerNode(DefaultFeatDim, DefaultAvgDegree); got > DefaultDataSize || got < 0.99*DefaultDataSize {
 		t.Fatalf("%d nodes make %g bytes, want about %d", n, got, DefaultDataSize)
+	}
+}
+
+// TestShareArgs: the options the cache share is computed with are the
+// ssdgnn child's, parsed from its whole argument list by train's flag
+// set, less only what planning gives the child (--mem, --plan and the
+// plan's cache sizes). A flag added to the configuration reaches both.
+func TestShareArgs(t *testing.T) {
+	for _, inFlight := range []int{0, 1} {
+		h := &harness{o: (&Options{Bin: "ssdgnn", Dir: "data", OutDir: "out", InFlight: inFlight}).withDefaults()}
+		ds := &Dataset{Dir: "data", PlanFile: "out/plan.json", CacheBudget: 400 << 20, Plan: &Plan{
+			Feature: CacheSplit{BudgetBytes: 300 << 20}, History: CacheSplit{BudgetBytes: 20 << 20}, Neighbor: CacheSplit{BudgetBytes: 80 << 20}}}
+		_, cfg := h.configArgs("ssdgnn", ds)
+		child := append(h.trainArgs(ds.Dir, h.o.Epochs, "m.jsonl", "ckpt")[1:], cfg...)
+		full, _, _, err := cliflags.ParseTrain(child)
+		if err != nil {
+			t.Fatal(err)
+		}
+		share, dir, _, err := cliflags.ParseTrain(h.shareArgs(ds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir != ds.Dir || full.PlanFile != ds.PlanFile || int64(full.Mem) != h.o.MemLimit {
+			t.Errorf("dir %q, plan %q, mem %d: not the child's", dir, full.PlanFile, full.Mem)
+		}
+		if full.Options.FeatCacheBytes != 300<<20 || full.Options.HistCacheBytes != 20<<20 || full.Options.NeighborCacheBytes != 80<<20 {
+			t.Errorf("the child's caches %d %d %d, not the plan's", full.Options.FeatCacheBytes, full.Options.HistCacheBytes, full.Options.NeighborCacheBytes)
+		}
+		a, b := full.Options, share.Options
+		a.FeatCacheBytes, a.HistCacheBytes, a.NeighborCacheBytes = 0, 0, 0
+		b.FeatCacheBytes, b.HistCacheBytes, b.NeighborCacheBytes = 0, 0, 0
+		a.CheckpointDir, b.CheckpointDir = "", ""
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("in flight %d: share options\n%+v\nchild's\n%+v", inFlight, b, a)
+		}
+		if full.Source != share.Source || full.Partition != share.Partition || full.Options.InFlight != inFlight {
+			t.Errorf("source %q/%q, partition %q/%q, in flight %d", full.Source, share.Source, full.Partition, share.Partition, full.Options.InFlight)
+		}
 	}
 }

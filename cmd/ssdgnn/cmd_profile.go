@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -22,8 +23,8 @@ func newProfileCmd(g *globals) *cobra.Command {
 	var seed int64
 	var ncache byteSize
 	var asJSON bool
-	var reads readFlags
-	var source sourceFlag
+	var reads cliflags.ReadFlags
+	var source cliflags.SourceFlag
 	cmd := &cobra.Command{
 		Use:   "profile DIR",
 		Short: "Run the profiling epoch that the memory planner needs",
@@ -69,7 +70,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				return err
 			}
 			defer d.Close()
-			ro, err := reads.options()
+			ro, err := reads.Options()
 			if err != nil {
 				return err
 			}
@@ -83,7 +84,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			// to the memory cgroup's limit.
 			var trainMem int64
 			train.DefaultMem(false, &trainMem, false, 0)
-			if o.Source, err = source.resolve(d, trainMem, o.Logger); err != nil {
+			if o.Source, err = source.Resolve(d, trainMem, o.Logger); err != nil {
 				return err
 			}
 			var parts sample.Partitions
@@ -129,10 +130,10 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	f.Int64Var(&seed, "seed", 1, "random seed; the same seed gives the same profile (except timings)")
 	f.StringVar(&o.Name, "name", planner.DefaultProfileName, "profile name under DIR/profile")
 	f.IntVar(&o.Workers, "workers", 0, "sampler and gather goroutines (0: one per core)")
-	source.register(f)
+	source.Register(f)
 	f.Int64Var(&o.Staleness, "staleness", 0, "history staleness the validity estimate assumes (default: one epoch of batches past --reuse-depth, at most 100; train then uses the plan's)")
 	f.Int64Var(&o.ReuseDepth, "reuse-depth", train.PipelineDepth, "batches between a reuse decision and the batch it is for (train's, more with --spill)")
 	f.BoolVar(&asJSON, "json", false, "print profile.json's content")
-	reads.register(f) // the reads the profile models are train's
+	reads.Register(f) // the reads the profile models are train's
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -13,7 +14,7 @@ func init() { extraCommands = append(extraCommands, newRRCmd) }
 func newRRCmd(g *globals) *cobra.Command {
 	var o sample.RROptions
 	var fanouts, partName, plot string
-	var source sourceFlag
+	var source cliflags.SourceFlag
 	var seed int64
 	var ncache byteSize
 	var asJSON bool
@@ -40,7 +41,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
 				return err
 			}
-			if err := source.check(); err != nil {
+			if err := source.Check(); err != nil {
 				return err
 			}
 			o.Seed, o.NeighborCacheBytes, o.Progress = uint64(seed), int64(ncache), g.progress()
@@ -49,7 +50,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 				return err
 			}
 			defer d.Close()
-			if o.Source, err = source.resolve(d, 0, g.logger()); err != nil {
+			if o.Source, err = source.Resolve(d, 0, g.logger()); err != nil {
 				return err
 			}
 			_, parts, closeParts, err := openPartitionFiles(d, args[0], partName)
@@ -81,7 +82,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 	f.BoolVar(&o.NoHist, "no-hist", false, "skip the partition+hist configuration")
 	f.IntVar(&o.Epochs, "epochs", 1, "epochs to average")
 	f.Var(&ncache, "neighbor-cache", "add a global neighbour cache of this size (e.g. 64MiB)")
-	source.register(f)
+	source.Register(f)
 	f.Int64Var(&seed, "seed", 1, "random seed")
 	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
 	f.StringVar(&plot, "plot", "", "write a bar chart PNG to this file")

@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -48,8 +47,7 @@ a terminal; --quiet turns it off. Reports print as tables, or JSON with --json.`
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress bars")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging on stderr")
+	cliflags.RegisterGlobal(root.PersistentFlags(), &g.quiet, &g.verbose)
 	root.AddCommand(newInfoCmd(g), newValidateCmd(g))
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
@@ -66,30 +64,5 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// maxByteSize is the largest size flag accepted, 1 EiB: far beyond any
-// machine, and small enough that sums of a few sizes cannot overflow int64.
-const maxByteSize = 1 << 60
-
-// byteSize is a pflag.Value for sizes such as "512MiB" or "4GB".
-type byteSize int64
-
-func (b *byteSize) String() string {
-	if *b == 0 {
-		return "0"
-	}
-	return humanize.IBytes(uint64(*b))
-}
-
-func (b *byteSize) Set(s string) error {
-	n, err := humanize.ParseBytes(s)
-	if err != nil {
-		return fmt.Errorf("size %q: want a number with an optional unit such as 512MiB or 4GB", s)
-	}
-	if n > maxByteSize {
-		return fmt.Errorf("size %q is %s, beyond the largest accepted (%s)", s, humanize.IBytes(n), humanize.IBytes(maxByteSize))
-	}
-	*b = byteSize(n)
-	return nil
-}
-
-func (b *byteSize) Type() string { return "size" }
+// byteSize is the size flag type (cliflags.ByteSize).
+type byteSize = cliflags.ByteSize

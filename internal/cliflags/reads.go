@@ -1,4 +1,4 @@
-package main
+package cliflags
 
 import (
 	"fmt"
@@ -12,24 +12,25 @@ import (
 	"github.com/ssdgnn/ssdgnn/train"
 )
 
-// readFlags say how feature rows are read from storage. train reads with
+// ReadFlags say how feature rows are read from storage. train reads with
 // them and profile models the same reads, so both take them.
-type readFlags struct {
+type ReadFlags struct {
 	mode, io string
 	gap      int64
 	amp      float64
 }
 
-func (r *readFlags) register(f *pflag.FlagSet) {
+// Register registers --feat-read, --max-read-amp, --coalesce-gap and --io.
+func (r *ReadFlags) Register(f *pflag.FlagSet) {
 	f.StringVar(&r.mode, "feat-read", "auto", "how feature-cache misses are read: auto (O_DIRECT where supported when a memory cgroup limit charges the page cache or the features exceed half of available memory, else buffered), buffered (page cache, 4 KiB per row) or direct (O_DIRECT, only the row's blocks)")
 	f.Float64Var(&r.amp, "max-read-amp", featurecache.DefaultMaxReadAmplification, "cap on feature bytes read ÷ bytes of the missed rows when --coalesce-gap merges reads: the smallest gaps merge first while they fit (0: no cap; 1: only rows sharing a block)")
 	f.Int64Var(&r.gap, "coalesce-gap", -1, "read two missed feature rows with one call when fewer than this many rows lie between them (-1: the break-even gap of DIR/device.json from ssdgnn probe, or of the default profile; 0: one read per row)")
 	f.StringVar(&r.io, "io", "auto", "how feature reads are submitted: auto (io_uring where the kernel allows it), uring or pread")
 }
 
-// options returns the flags as featurecache.Options' read fields (Mode
+// Options returns the flags as featurecache.Options' read fields (Mode
 // may be storage.ReadAuto: see train.AutoFeatRead).
-func (r *readFlags) options() (featurecache.Options, error) {
+func (r *ReadFlags) Options() (featurecache.Options, error) {
 	var o featurecache.Options
 	var err error
 	if o.Mode, err = storage.ParseReadMode(r.mode); err != nil {
@@ -57,16 +58,17 @@ func (r *readFlags) options() (featurecache.Options, error) {
 	return o, nil
 }
 
-// sourceFlag says how uncached neighbour lists are read (--source): train,
+// SourceFlag says how uncached neighbour lists are read (--source): train,
 // rr and profile sample, so all three take it.
-type sourceFlag string
+type SourceFlag string
 
-func (s *sourceFlag) register(f *pflag.FlagSet) {
+// Register registers --source.
+func (s *SourceFlag) Register(f *pflag.FlagSet) {
 	f.StringVar((*string)(s), "source", "auto", "how uncached neighbour lists are read: auto (batch when the graph exceeds half of what the page cache has left: the memory cgroup limit, else available memory, less --mem plus half its runtime reserve; else mmap), mmap, pread, direct (one pread per list) or batch (a hop's lists read together: sorted, merged, io_uring, O_DIRECT)")
 }
 
-// check rejects an unknown --source before any work starts.
-func (s sourceFlag) check() error {
+// Check rejects an unknown --source before any work starts.
+func (s SourceFlag) Check() error {
 	if s == "auto" {
 		return nil
 	}
@@ -74,9 +76,9 @@ func (s sourceFlag) check() error {
 	return err
 }
 
-// resolve is the sampler source for d: the flag's, or for auto
+// Resolve is the sampler source for d: the flag's, or for auto
 // train.AutoSource under budget bytes of --mem (0: none), logged.
-func (s sourceFlag) resolve(d *storage.Dataset, budget int64, log *slog.Logger) (sample.Source, error) {
+func (s SourceFlag) Resolve(d *storage.Dataset, budget int64, log *slog.Logger) (sample.Source, error) {
 	if s != "auto" {
 		return sample.ParseSource(string(s))
 	}

@@ -1,0 +1,101 @@
+// Package cliflags holds the command-line flags that more than one place
+// parses: the size flag type, the read and neighbour-source flags that
+// train, profile and rr share, and train's whole flag set.
+//
+// Train's flags live here, not in cmd/ssdgnn, because bench ooc must know
+// the options its training children will run with before it starts them
+// (it plans their caches for the share their budget leaves): ParseTrain
+// parses a child's argument list with the very flag set the child's train
+// command registers, so the two cannot drift apart.
+//
+// Invariants: every parse is of flags alone. What depends on the dataset
+// (an "auto" selection, feature read mode or neighbour source, the
+// partition files, the memory plan) is resolved by the caller, which has
+// the dataset open.
+package cliflags
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+)
+
+// DefaultFanouts is the --fanouts default of train, profile and rr: the
+// trainer's default model is 2 layers, and a bare profile must predict
+// what a bare train does (a 3-hop profile overstated a 2-hop training's
+// feature-cache savings 10.9-fold, docs/train.md).
+const DefaultFanouts = "10,10"
+
+// MaxByteSize is the largest size flag accepted, 1 EiB: far beyond any
+// machine, and small enough that sums of a few sizes cannot overflow int64.
+const MaxByteSize = 1 << 60
+
+// ByteSize is a pflag.Value for sizes such as "512MiB" or "4GB".
+type ByteSize int64
+
+func (b *ByteSize) String() string {
+	if *b == 0 {
+		return "0"
+	}
+	return humanize.IBytes(uint64(*b))
+}
+
+// Set parses s; sizes above MaxByteSize are refused.
+func (b *ByteSize) Set(s string) error {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return fmt.Errorf("size %q: want a number with an optional unit such as 512MiB or 4GB", s)
+	}
+	if n > MaxByteSize {
+		return fmt.Errorf("size %q is %s, beyond the largest accepted (%s)", s, humanize.IBytes(n), humanize.IBytes(MaxByteSize))
+	}
+	*b = ByteSize(n)
+	return nil
+}
+
+// Type names the value in usage text.
+func (b *ByteSize) Type() string { return "size" }
+
+// RegisterGlobal registers the flags every ssdgnn command shares.
+func RegisterGlobal(f *pflag.FlagSet, quiet, verbose *bool) {
+	f.BoolVarP(quiet, "quiet", "q", false, "no progress bars")
+	f.BoolVarP(verbose, "verbose", "v", false, "debug logging on stderr")
+}
+
+// ParseInts parses flag's comma-separated list such as "10,10,10".
+func ParseInts(flag, s string) ([]int, error) {
+	var out []int
+	for i, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: element %d: want an integer", flag, s, i+1)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// RequirePositive fails when one of the named flags was given explicitly
+// with a value of 0 or less. It guards flags whose zero value only stands
+// for "use the default": an explicit 0 used to be replaced silently by
+// the default. Omitting the flag still gives the default.
+func RequirePositive(f *pflag.FlagSet, names ...string) error {
+	for _, name := range names {
+		fl := f.Lookup(name)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		s := fl.Value.String()
+		if x, err := strconv.ParseFloat(s, 64); err == nil && x <= 0 {
+			def := ""
+			if fl.DefValue != "0" && fl.DefValue != "" {
+				def = ", " + fl.DefValue
+			}
+			return fmt.Errorf("--%s %s: want a positive value (omit the flag for the default%s)", name, s, def)
+		}
+	}
+	return nil
+}

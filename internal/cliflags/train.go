@@ -1,0 +1,187 @@
+package cliflags
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/train"
+)
+
+// Train is `ssdgnn train`'s flags: the train.Options they set, and the
+// values Options parses or the caller resolves with the dataset open.
+type Train struct {
+	// Options is what the flags set; Options() completes it.
+	Options train.Options
+
+	Fanouts, EvalFanouts string
+	// Selection is the parsed --selection; sample.ModeAuto is left for
+	// the caller (train.AutoSelection with Partition).
+	Selection                           string
+	Partition                           string
+	HistPolicy, FeatPolicy              string
+	Metrics, Plot, Device               string
+	Source                              SourceFlag
+	Reads                               ReadFlags
+	PlanFile, ProfileName               string
+	Reprofile, JSON                     bool
+	Seed                                int64
+	FeatCache, HistCache, NeighborCache ByteSize
+	Mem, MemLimit                       ByteSize
+}
+
+// Register registers train's flags on f with their defaults.
+func (t *Train) Register(f *pflag.FlagSet) {
+	o := &t.Options
+	f.StringVar(&o.Model, "model", train.DefaultModel, "model: sage, gcn or gat")
+	f.IntVar(&o.Layers, "layers", train.DefaultLayers, "number of layers")
+	f.IntVar(&o.Hidden, "hidden", train.DefaultHidden, "hidden width (per head for gat)")
+	f.IntVar(&o.Heads, "heads", train.DefaultHeads, "attention heads (gat)")
+	f.Float64Var(&o.Dropout, "dropout", train.DefaultDropout, "dropout probability on every layer's input")
+	f.Float64Var(&o.LR, "lr", train.DefaultLR, "Adam learning rate")
+	f.Float64Var(&o.WeightDecay, "weight-decay", train.DefaultWeightDecay, "L2 weight decay added to the gradient")
+	f.IntVar(&o.Epochs, "epochs", train.DefaultEpochs, "epochs to train")
+	f.IntVar(&o.BatchSize, "batch-size", train.DefaultBatchSize, "training nodes per batch")
+	f.StringVar(&t.Fanouts, "fanouts", DefaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
+	f.StringVar(&t.EvalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
+	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
+	f.StringVar(&o.EvalMode, "eval", train.EvalLayerwise, "evaluation of valid/test: layerwise (exact, full neighbourhoods, one pass) or sampled (--eval-fanouts)")
+	f.Var((*ByteSize)(&o.EvalMemBytes), "eval-mem", "bound on a layer-wise evaluation chunk (default: three quarters of the training working set)")
+	f.Float64Var(&o.UntilValid, "until-valid", 0, "stop after the first evaluation whose valid accuracy reaches this fraction (e.g. 0.5)")
+	f.StringVar(&t.Selection, "selection", "auto", "batch construction: auto (partition when DIR has --partition, else random), random or partition")
+	f.StringVar(&t.Partition, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
+	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
+	f.Int64Var(&t.Seed, "seed", 1, "random seed (same seed, same result)")
+	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
+	f.StringVar(&t.Device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
+	t.Source.Register(f)
+	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
+	t.Reads.Register(f)
+	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))
+	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
+	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
+	f.StringVar(&o.StreamInput, "stream-input", train.StreamInputAuto, "aggregate the input layer on the host as its rows are read, so a batch holds its destinations, not its input rows: auto (when --mem would otherwise cut batches into micro-batches), on or off (SAGE and GCN)")
+	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")
+	f.Int64Var(&o.Staleness, "staleness", 0, "iterations a historical embedding stays usable (default: one epoch of batches past the reuse depth, at most 100; with --plan, what its profile assumed; 1: never reused)")
+	f.StringVar(&t.HistPolicy, "hist-policy", "staleness", "history admission: staleness or grad (FreshGNN)")
+	f.Float64Var(&o.PGrad, "pgrad", histcache.DefaultPGrad, "fraction admitted by --hist-policy grad")
+	f.Var(&t.HistCache, "hist-cache", "history cache size (overrides the plan; default: 20% of nodes; 0: none)")
+	f.Var(&t.FeatCache, "feat-cache", "feature cache size (overrides the plan; default none)")
+	f.StringVar(&t.FeatPolicy, "feat-policy", "auto", "feature cache policy: auto (profiled with --mem/--plan, else degree), degree, profiled or dynamic")
+	f.Var(&t.NeighborCache, "neighbor-cache", "global neighbour cache size (overrides the plan; 0: none)")
+	f.Var(&t.Mem, "mem", "memory budget of the whole process (e.g. 2GiB; default: the memory cgroup's limit, if any): divided into runtime reserve, model and fixed state, in-flight batches (cut into micro-batches when they do not fit) and the planned caches")
+	f.Var(&t.MemLimit, "mem-limit", "deprecated alias of --mem")
+	f.IntVar(&o.InFlight, "in-flight", 0, "batches whose input features may be in memory at once (default 2; with --mem, 1 when two would cut batches into more micro-batches; 1: no gather/compute overlap)")
+	f.BoolVar(&o.Spill, "spill", false, "decouple the sample stage: sample batches ahead into a spill file and read them back (OUTRE §4.1)")
+	f.IntVar(&o.SpillChunk, "spill-chunk", train.DefaultSpillChunk, "batches per spill chunk (--spill)")
+	f.IntVar(&o.SpillAhead, "spill-ahead", train.DefaultSpillAhead, "written chunks that may wait unread (--spill)")
+	f.StringVar(&o.SpillDir, "spill-dir", "", "directory of the spill file (--spill; default DIR/spill)")
+	f.StringVar(&t.PlanFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
+	f.StringVar(&t.ProfileName, "profile-name", train.DefaultProfileName, "name of the profile --mem plans from under DIR/profile (reused when it matches this training, else profiled and written)")
+	f.BoolVar(&t.Reprofile, "reprofile", false, "with --mem and no --plan: run the profiling epoch even when the saved profile matches (new timings, so a new beta)")
+	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
+	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")
+	f.BoolVar(&t.JSON, "json", false, "print the final report as JSON instead of the table")
+	f.StringVar(&t.Metrics, "metrics", "", "append one JSON line per epoch to this file")
+	f.StringVar(&t.Plot, "plot", "", "plot loss and accuracy against time to this PNG")
+}
+
+// Parse completes t.Options from the flags parsed into f for training
+// dataset dir, and returns it. It checks every value the flags alone can
+// check. It leaves sample.ModeAuto, storage.ReadAuto and the source's
+// "auto" to the caller, and sets no progress, logger, backend,
+// partitions or callbacks.
+func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
+	o := &t.Options
+	// 0 means nothing for these: refuse it rather than take the default
+	// silently (--epochs 0 used to train 100 epochs).
+	if err := RequirePositive(f, "epochs", "hidden", "heads", "layers", "batch-size", "in-flight", "staleness",
+		"eval-every", "spill-chunk", "spill-ahead"); err != nil {
+		return nil, err
+	}
+	var err error
+	if o.Fanouts, err = ParseInts("fanouts", t.Fanouts); err != nil {
+		return nil, err
+	}
+	if t.EvalFanouts != "" {
+		if o.EvalFanouts, err = ParseInts("eval-fanouts", t.EvalFanouts); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.Fanouts) != o.Layers && f.Changed("layers") && !f.Changed("fanouts") {
+		o.Fanouts = make([]int, o.Layers)
+		for i := range o.Fanouts {
+			o.Fanouts[i] = 10
+		}
+	}
+	if o.Selection, err = sample.ParseMode(t.Selection); err != nil {
+		return nil, err
+	}
+	if o.HistPolicy, err = histcache.ParsePolicy(t.HistPolicy); err != nil {
+		return nil, err
+	}
+	if o.FeatPolicy, err = featurecache.ParsePolicy(t.FeatPolicy); err != nil {
+		return nil, err
+	}
+	if err := t.Source.Check(); err != nil {
+		return nil, err
+	}
+	ro, err := t.Reads.Options()
+	if err != nil {
+		return nil, err
+	}
+	o.FeatRead, o.FeatIO, o.FeatCoalesceGap, o.FeatMaxReadAmp = ro.Mode, ro.IO, ro.CoalesceGap, ro.MaxReadAmplification
+	if o.Dropout < 0 || o.Dropout >= 1 {
+		return nil, fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)
+	}
+	if o.Dropout == 0 {
+		o.Dropout = -1 // an explicit 0 means no dropout
+	}
+	if o.WeightDecay == 0 {
+		o.WeightDecay = -1
+	}
+	o.Seed = uint64(t.Seed)
+	// An explicit size overrides the plan's; an explicit 0 means none.
+	explicit := func(name string, b ByteSize) int64 {
+		if f.Changed(name) && b == 0 {
+			return -1
+		}
+		return int64(b)
+	}
+	o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes = explicit("feat-cache", t.FeatCache), explicit("hist-cache", t.HistCache), explicit("neighbor-cache", t.NeighborCache)
+	if o.CheckpointDir == "" {
+		o.CheckpointDir = filepath.Join(dir, "checkpoints")
+	}
+	return o, nil
+}
+
+// ParseTrain parses the argument list of `ssdgnn train` (what follows
+// "train": DIR and flags, the global flags included) exactly as the
+// command does, and returns the flags with Options completed by Parse.
+// f is the flag set they were parsed into (for Changed).
+func ParseTrain(args []string) (t *Train, dir string, f *pflag.FlagSet, err error) {
+	f = pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.SetOutput(io.Discard)
+	t = new(Train)
+	t.Register(f)
+	var quiet, verbose bool
+	RegisterGlobal(f, &quiet, &verbose)
+	if err := f.Parse(args); err != nil {
+		return nil, "", nil, fmt.Errorf("train %q: %w", args, err)
+	}
+	if f.NArg() != 1 {
+		return nil, "", nil, fmt.Errorf("train %q: want one DIR argument, got %d", args, f.NArg())
+	}
+	dir = f.Arg(0)
+	if _, err := t.Parse(f, dir); err != nil {
+		return nil, "", nil, err
+	}
+	return t, dir, f, nil
+}

@@ -1,0 +1,84 @@
+package cliflags
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
+)
+
+// TestParseTrain: train's argument lists parse to the options the
+// command trains with, and values the flags alone can refuse are refused
+// naming the flag.
+func TestParseTrain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, tf *Train, o *train.Options)
+		err   string
+	}{
+		{name: "defaults", args: []string{"d"}, check: func(t *testing.T, tf *Train, o *train.Options) {
+			if !slices.Equal(o.Fanouts, []int{10, 10}) || o.Layers != train.DefaultLayers || o.Selection != sample.ModeAuto ||
+				o.FeatRead != storage.ReadAuto || tf.Source != "auto" || o.Seed != 1 || o.InFlight != 0 {
+				t.Errorf("defaults: %+v (source %q)", o, tf.Source)
+			}
+			if o.FeatCacheBytes != 0 || o.HistCacheBytes != 0 || o.NeighborCacheBytes != 0 {
+				t.Errorf("caches %d %d %d, want 0 (the plan's)", o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes)
+			}
+			if o.CheckpointDir != filepath.Join("d", "checkpoints") {
+				t.Errorf("checkpoint dir %q", o.CheckpointDir)
+			}
+		}},
+		{name: "bench child", args: strings.Fields("train-dir --model sage --layers 3 --hidden 32 --epochs 1 --batch-size 1000 --fanouts 10,10,10 --seed 7 --json -q -v --metrics m.jsonl --selection partition --partition ooc --feat-read direct --in-flight 1 --source batch"),
+			check: func(t *testing.T, tf *Train, o *train.Options) {
+				if o.Model != train.ModelSAGE || o.Layers != 3 || o.Hidden != 32 || o.BatchSize != 1000 || !slices.Equal(o.Fanouts, []int{10, 10, 10}) ||
+					o.Seed != 7 || o.Selection != sample.ModePartition || tf.Partition != "ooc" || o.FeatRead != storage.ReadDirect || o.InFlight != 1 ||
+					tf.Source != "batch" || !tf.JSON || tf.Metrics != "m.jsonl" {
+					t.Errorf("bench child: %+v (partition %q, source %q)", o, tf.Partition, tf.Source)
+				}
+			}},
+		{name: "explicit zeros", args: strings.Fields("d --feat-cache 0 --hist-cache 0 --neighbor-cache 1MiB --dropout 0 --weight-decay 0 --coalesce-gap 0"),
+			check: func(t *testing.T, tf *Train, o *train.Options) {
+				if o.FeatCacheBytes != -1 || o.HistCacheBytes != -1 || o.NeighborCacheBytes != 1<<20 {
+					t.Errorf("caches %d %d %d, want -1 -1 %d", o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes, 1<<20)
+				}
+				if o.Dropout != -1 || o.WeightDecay != -1 || o.FeatCoalesceGap != featurecache.PerRowReads {
+					t.Errorf("dropout %v, weight decay %v, gap %d: want the explicit zeros' meanings", o.Dropout, o.WeightDecay, o.FeatCoalesceGap)
+				}
+			}},
+		{name: "layers sets fanouts", args: strings.Fields("d --layers 3"), check: func(t *testing.T, tf *Train, o *train.Options) {
+			if !slices.Equal(o.Fanouts, []int{10, 10, 10}) {
+				t.Errorf("fanouts %v", o.Fanouts)
+			}
+		}},
+		{name: "zero epochs", args: strings.Fields("d --epochs 0"), err: "--epochs 0"},
+		{name: "bad fanouts", args: strings.Fields("d --fanouts 10,x"), err: "--fanouts"},
+		{name: "bad dropout", args: strings.Fields("d --dropout 1"), err: "--dropout"},
+		{name: "bad source", args: strings.Fields("d --source nope"), err: "nope"},
+		{name: "bad size", args: strings.Fields("d --mem 2EiB"), err: "beyond the largest"},
+		{name: "no dir", args: strings.Fields("--epochs 1"), err: "want one DIR"},
+		{name: "unknown flag", args: strings.Fields("d --no-such-flag"), err: "no-such-flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tf, dir, _, err := ParseTrain(tc.args)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dir != tc.args[0] {
+				t.Errorf("dir %q, want %q", dir, tc.args[0])
+			}
+			tc.check(t, tf, &tf.Options)
+		})
+	}
+}
