@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // harness is one Run.
@@ -161,7 +162,7 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 	// (buffered, a 4 KiB page per row, BaselineIODepth reads in flight);
 	// every other configuration with O_DIRECT (only the row's aligned
 	// blocks, no page cache) and the trainer's default I/O depth.
-	direct := []string{"--feat-read", "direct"}
+	direct := []string{"--feat-read", childFeatRead.String()}
 	planned = append(planned, direct...)
 	// The peers read every missed row with its own pread, as ssdgnn did
 	// before read plans (docs/ooc.md, "Gather in big pieces");
@@ -214,6 +215,10 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 // --io-depth existed. PyG's x[idx] on a np.memmap faults pages in from one
 // thread, so this is, if anything, generous to the peer.
 const BaselineIODepth = 2
+
+// childFeatRead is how every configuration but mmap-baseline reads
+// feature misses, and so how the benchmark's profile prices them.
+const childFeatRead = storage.ReadDirect
 
 func usesPlan(name string) bool { return strings.HasPrefix(name, "ssdgnn") }
 

@@ -256,10 +256,11 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
 	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
-	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadCapIs(ds.Dir, featurecache.ReadCap(0)) {
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, featurecache.ReadCap(0), childFeatRead) {
 		h.log.Info("profiling", "dir", ds.Dir)
 		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
-			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10), "-q", "--json"); err != nil {
+			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10),
+			"--feat-read", childFeatRead.String(), "-q", "--json"); err != nil {
 			return err
 		}
 		m.Profiled, m.Fanouts, m.BatchSize, m.Staleness = true, o.Fanouts, o.BatchSize, stale
@@ -288,18 +289,21 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 	return nil
 }
 
-// profileReadCapIs reports whether dir's benchmark profile priced its
-// reads with merge cap c (profile.json's reads.max_amplification). A
-// profile priced with another cap ranks the feature cache by other read
-// costs than the training children's, so the plan would not be theirs.
-func profileReadCapIs(dir string, c float64) bool {
+// profileReadsAre reports whether dir's benchmark profile priced its
+// reads as the training children read: with merge cap c and read mode
+// mode (profile.json's reads.max_amplification and reads.mode). A profile
+// priced otherwise ranks the feature cache by other read costs than the
+// children's, so the plan would not be theirs. (The profile child runs
+// uncapped, where "auto" picks buffered reads; the children, inside
+// their cgroups, read with O_DIRECT.)
+func profileReadsAre(dir string, c float64, mode storage.ReadMode) bool {
 	path := filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
 	}
 	m, err := planner.ParseMeta(b, path)
-	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c
+	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c && m.Reads.Mode == mode.String()
 }
 
 func writeMarker(dir string, m marker) error {
