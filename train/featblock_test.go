@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -198,9 +199,13 @@ func TestFeatureBlockAdapts(t *testing.T) {
 	if !b.NoFeatureBlock || b.BlockBytes != block || b.WorkingSet.FeatureBlockBytes != 0 || b.Caches < 0 {
 		t.Fatalf("--mem %d (block on from %d, off from %d): %+v", mem, withBlock, without, b)
 	}
+	why := " did not fit"
+	if b.BlockMicroBatches > 0 {
+		why = fmt.Sprintf(" would cut batches into %d micro-batches", b.BlockMicroBatches)
+	}
 	var sb strings.Builder
-	if err := WriteBudget(&sb, b); err != nil || !strings.Contains(sb.String(), "feature block off: its "+ibytes(block)+" did not fit") {
-		t.Errorf("budget print %q (%v)", sb.String(), err)
+	if err := WriteBudget(&sb, b); err != nil || !strings.Contains(sb.String(), "feature block off: its "+ibytes(block)+why) {
+		t.Errorf("budget print %q (%v), want the reason %q", sb.String(), err, why)
 	}
 	if kept, err := divide(d, &o, nil, withBlock); err != nil || kept.NoFeatureBlock || kept.WorkingSet.FeatureBlockBytes != block {
 		t.Errorf("--mem %d keeps the block: %+v, %v", withBlock, kept, err)
@@ -228,5 +233,76 @@ func TestFeatureBlockAdapts(t *testing.T) {
 	}
 	if e := rep.Epochs[0]; e.FeatureBlockRows != 0 || e.Batches == 0 {
 		t.Errorf("epoch without the block: %d block rows, %d batches", e.FeatureBlockRows, e.Batches)
+	}
+}
+
+// TestFeatureBlockGivesWay: where the partition-major feature block fits
+// but cuts batches that would be whole without it, the budget turns the
+// block off and keeps them whole (the block's sequential loads save less
+// than the cuts' extra reads); with room for both it keeps the block, and
+// the trainer follows the budget.
+func TestFeatureBlockGivesWay(t *testing.T) {
+	d, pf := relabelledSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func() *Options {
+		return &Options{Model: ModelSAGE, Layers: 2, Hidden: 8, Epochs: 1, EvalEvery: 100, BatchSize: 100, Fanouts: []int{4, 4},
+			Seed: *seedFlag, NoHist: true, Selection: sample.ModePartition, Partitions: pf, PartsPerBatch: 5, InFlight: 1}
+	}
+	o := opts().withDefaults()
+	block := FeatureBlockBytes(d, &o)
+	noBlock := o
+	noBlock.NoFeatureBlock = true
+	// least returns the smallest budget (to 4 KiB) whose division of
+	// opts satisfies ok.
+	least := func(opts *Options, ok func(*Budget) bool) int64 {
+		lo, hi := int64(1<<20), int64(1<<32)
+		for hi-lo > 4<<10 {
+			mid := lo + (hi-lo)/2
+			if b, err := divide(d, opts, nil, mid); err == nil && ok(b) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return hi
+	}
+	whole := func(b *Budget) bool { return b.MicroBatches == 1 }
+	wholeWithout := least(&noBlock, whole)
+	wholeWith := least(&o, func(b *Budget) bool { return whole(b) && !b.NoFeatureBlock })
+	if wholeWith <= wholeWithout {
+		t.Fatalf("whole batches from %d with the block, %d without: the block costs nothing", wholeWith, wholeWithout)
+	}
+	b, err := divide(d, &o, nil, wholeWithout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.NoFeatureBlock || b.MicroBatches != 1 || b.BlockMicroBatches <= 1 || b.BlockBytes != block || b.WorkingSet.FeatureBlockBytes != 0 {
+		t.Fatalf("--mem %d (whole without the block from there, with it from %d): %+v", wholeWithout, wholeWith, b)
+	}
+	var sb strings.Builder
+	want := fmt.Sprintf("feature block off: its %s would cut batches into %d micro-batches", ibytes(block), b.BlockMicroBatches)
+	if err := WriteBudget(&sb, b); err != nil || !strings.Contains(sb.String(), want) {
+		t.Errorf("budget print %q (%v), want %q", sb.String(), err, want)
+	}
+	if kept, err := divide(d, &o, nil, wholeWith); err != nil || kept.NoFeatureBlock || kept.MicroBatches != 1 {
+		t.Errorf("--mem %d: room for the block and whole batches, got %+v, %v", wholeWith, kept, err)
+	}
+	to := opts()
+	(&MemPlan{Budget: b}).Apply(to, nil)
+	tr, err := New(context.Background(), d, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.fb != nil {
+		t.Fatal("the trainer built a feature block the budget turned off")
+	}
+	rep, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Epochs[0]; e.FeatureBlockRows != 0 || e.MicroBatches != 0 || e.Batches == 0 {
+		t.Errorf("epoch: %d block rows, %d micro-batches, %d batches; want whole batches without the block", e.FeatureBlockRows, e.MicroBatches, e.Batches)
 	}
 }

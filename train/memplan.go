@@ -71,10 +71,11 @@ type MemPlan struct {
 	// Replanned says PlanPath's caches did not fit what MemBytes leaves
 	// them, so Plan was re-divided from its profile for that share.
 	Replanned bool
-	// Remodeled says the budget cuts batches into micro-batches that
-	// PlanPath's profile had counted whole, so its reads were counted
-	// again for the micro-batches (planner.Profile.RemodelReads) and the
-	// plan re-predicted from them with its division kept.
+	// Remodeled says the budget gathers other batches than PlanPath's
+	// profile counted (micro-batches of whole batches, or no feature
+	// block where it had one), so its reads were counted again for them
+	// (planner.Profile.RemodelReads) and the plan re-predicted from them
+	// with its division kept.
 	Remodeled bool
 	// Warning says how the plan's profile differs from this training
 	// (fanouts, batch size, selection), so its predictions will not hold;
@@ -118,10 +119,13 @@ type Budget struct {
 	// working set, the fixed state and the caches' tables: training
 	// turns it off (Options.NoFeatureBlock, set by MemPlan.Apply) and
 	// gathers those rows like any other, instead of refusing. The
-	// working set is then the one without the block. BlockBytes is what
-	// the block would have taken.
-	NoFeatureBlock bool  `json:"no_feature_block,omitempty"`
-	BlockBytes     int64 `json:"block_bytes,omitempty"`
+	// working set is then the one without the block. It is also set when
+	// the block fits but cuts batches into more micro-batches than
+	// without it (BlockMicroBatches of them; 0 when it did not fit).
+	// BlockBytes is what the block would have taken.
+	NoFeatureBlock    bool  `json:"no_feature_block,omitempty"`
+	BlockBytes        int64 `json:"block_bytes,omitempty"`
+	BlockMicroBatches int   `json:"block_micro_batches,omitempty"`
 	// StreamInput is Options.StreamInput's auto resolved: on when whole
 	// batches would not fit unstreamed and the model qualifies
 	// (MemPlan.Apply sets it); the working set is then the streamed one.
@@ -510,6 +514,7 @@ func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, au
 // divide splits mem (see Budget) for training d with o (defaults applied)
 // and profile p (nil: the fanout bound for batch sizes).
 func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Budget, error) {
+	given := o
 	n := d.NumNodes()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
 	b := &Budget{MemBytes: mem, Reserve: RuntimeReserve(mem), Fixed: FixedState(d, o, p), MicroBatches: 1, BatchSize: o.BatchSize}
@@ -574,6 +579,21 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 			}
 		}
 		return nil, workingSetError(ws, b.Fixed, mem, tables)
+	}
+	if b.MicroBatches > 1 && ws.FeatureBlockBytes > 0 {
+		// The block fits but cuts batches. Without it the macro batch's
+		// rows are gathered like any other's, and batches are cut into
+		// fewer micro-batches, or none: take that. Each cut reads the
+		// rows its micro-batches share again, more than the block's
+		// sequential loads save (docs/ooc.md, "The feature block gives
+		// way to whole batches": at 3 GiB under 1 GiB the block cut
+		// every batch into at least 27 micro-batches).
+		w := *given
+		w.NoFeatureBlock = true
+		if nb, err := divide(d, &w, p, mem); err == nil && nb.MicroBatches < b.MicroBatches {
+			nb.NoFeatureBlock, nb.BlockBytes, nb.BlockMicroBatches = true, ws.FeatureBlockBytes, b.MicroBatches
+			return nb, nil
+		}
 	}
 	return b, nil
 }
@@ -1144,7 +1164,10 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	if ws.FeatureBlockBytes > 0 {
 		terms += "; feature block " + ibytes(ws.FeatureBlockBytes)
 	}
-	if b.NoFeatureBlock {
+	switch {
+	case b.NoFeatureBlock && b.BlockMicroBatches > 0:
+		terms += fmt.Sprintf("; feature block off: its %s would cut batches into %d micro-batches", ibytes(b.BlockBytes), b.BlockMicroBatches)
+	case b.NoFeatureBlock:
 		terms += fmt.Sprintf("; feature block off: its %s did not fit", ibytes(b.BlockBytes))
 	}
 	if ws.Streamed {

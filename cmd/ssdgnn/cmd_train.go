@@ -146,7 +146,7 @@ that mmap reads need. See docs/train.md.`,
 				case mp.Replanned:
 					how = "read; its caches exceeded what --mem leaves them, so re-divided from its profile"
 				case mp.Remodeled:
-					how = "read; re-predicted for the micro-batches --mem cuts batches into"
+					how = "read; re-predicted for the batches --mem lets training gather"
 				}
 				if mp.Warning != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", mp.Warning)
