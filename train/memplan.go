@@ -566,34 +566,31 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 	}
 	b.WorkingSet = ws
 	b.Caches = avail + tables - ws.Bytes
-	if b.Caches < tables {
-		if ws.FeatureBlockBytes > 0 {
-			// Adapt before refusing: the block is a speed-up, and
-			// without it the macro batch's rows are gathered like any
-			// other's.
-			w := *o
-			w.NoFeatureBlock = true
-			if nb, err := divide(d, &w, p, mem); err == nil {
-				nb.NoFeatureBlock, nb.BlockBytes = true, ws.FeatureBlockBytes
-				return nb, nil
-			}
-		}
-		return nil, workingSetError(ws, b.Fixed, mem, tables)
-	}
-	if b.MicroBatches > 1 && ws.FeatureBlockBytes > 0 {
-		// The block fits but cuts batches. Without it the macro batch's
-		// rows are gathered like any other's, and batches are cut into
-		// fewer micro-batches, or none: take that. Each cut reads the
+	fits := b.Caches >= tables
+	if ws.FeatureBlockBytes > 0 && (!fits || b.MicroBatches > 1) {
+		// The block is a speed-up, not a need: without it the macro
+		// batch's rows are gathered like any other's. Take the division
+		// without it when the block does not fit (adapt before
+		// refusing), or when it fits but cuts batches into more
+		// micro-batches than they need without it: each cut reads the
 		// rows its micro-batches share again, more than the block's
 		// sequential loads save (docs/ooc.md, "The feature block gives
 		// way to whole batches": at 3 GiB under 1 GiB the block cut
-		// every batch into at least 27 micro-batches).
+		// every batch into at least 27 micro-batches). The division
+		// starts again from the given options, so streaming is chosen
+		// for the working set without the block.
 		w := *given
 		w.NoFeatureBlock = true
-		if nb, err := divide(d, &w, p, mem); err == nil && nb.MicroBatches < b.MicroBatches {
-			nb.NoFeatureBlock, nb.BlockBytes, nb.BlockMicroBatches = true, ws.FeatureBlockBytes, b.MicroBatches
+		if nb, err := divide(d, &w, p, mem); err == nil && (!fits || nb.MicroBatches < b.MicroBatches) {
+			nb.NoFeatureBlock, nb.BlockBytes = true, ws.FeatureBlockBytes
+			if fits {
+				nb.BlockMicroBatches = b.MicroBatches
+			}
 			return nb, nil
 		}
+	}
+	if !fits {
+		return nil, workingSetError(ws, b.Fixed, mem, tables)
 	}
 	return b, nil
 }
