@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/testseed"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
@@ -17,15 +18,7 @@ import (
 // WorkerBytesBound's scratch term for every batch and fanouts, is what it
 // counts under memacct.SampledBatches, and is uncounted on release.
 func TestWorkerScratch(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "g")
-	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 4, Classes: 4, AvgDegree: 12, TrainFrac: 0.3, Seed: 3}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := scratchGraph(t)
 	train := d.TrainIdx()
 	for _, tc := range []struct {
 		fanouts []int
@@ -128,23 +121,13 @@ func TestSpareCache(t *testing.T) {
 // iterator is closed: no sampled batch is lost between a worker's answer
 // and the consumer that stopped waiting for it.
 func TestEpochCancelReleases(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "g")
-	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 4, Classes: 4, AvgDegree: 12, TrainFrac: 0.3, Seed: 3}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := scratchGraph(t)
 	s, err := New(d, nil, &Options{Fanouts: []int{10, 10}, BatchSize: 20, Seed: 1, Workers: 2, Prefetch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(uint64(seed), 0))
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 0))
 	purposes := []memacct.Purpose{memacct.SampledBatches, memacct.SamplerScratch, memacct.DynamicCache}
 	for trial := range 300 {
 		base := memacct.Read()
@@ -171,4 +154,19 @@ func TestEpochCancelReleases(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scratchGraph is a 3,000-node generated graph, closed with the test.
+func scratchGraph(t *testing.T) *storage.Dataset {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 4, Classes: 4, AvgDegree: 12, TrainFrac: 0.3, Seed: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

@@ -164,30 +164,13 @@ func TestFeatureBlockAdapts(t *testing.T) {
 	d, pf := relabelledSynth(t)
 	defer func(f int64) { reserveFloor = f }(reserveFloor)
 	reserveFloor = 1 << 20
-	opts := func() *Options {
-		return &Options{Model: ModelSAGE, Layers: 2, Hidden: 8, Epochs: 1, EvalEvery: 100, BatchSize: 100, Fanouts: []int{4, 4},
-			Seed: *seedFlag, NoHist: true, Selection: sample.ModePartition, Partitions: pf, PartsPerBatch: 5}
-	}
-	o := opts().withDefaults()
+	o := blockOpts(pf, 0).withDefaults()
 	block := FeatureBlockBytes(d, &o)
 	if block <= 0 {
 		t.Fatal("no feature block on the relabelled dataset")
 	}
-	// least returns the smallest budget (to 4 KiB) for which ok holds.
-	least := func(ok func(*Budget) bool) int64 {
-		lo, hi := int64(1<<20), int64(1<<32)
-		for hi-lo > 4<<10 {
-			mid := lo + (hi-lo)/2
-			if b, err := divide(d, &o, nil, mid); err == nil && ok(b) {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
-		return hi
-	}
-	withBlock := least(func(b *Budget) bool { return !b.NoFeatureBlock })
-	without := least(func(*Budget) bool { return true })
+	withBlock := leastBudget(d, &o, func(b *Budget) bool { return !b.NoFeatureBlock })
+	without := leastBudget(d, &o, func(*Budget) bool { return true })
 	if without >= withBlock {
 		t.Fatalf("the least budget is %d with the block and %d without", withBlock, without)
 	}
@@ -214,7 +197,7 @@ func TestFeatureBlockAdapts(t *testing.T) {
 		t.Errorf("--mem below both: %v", err)
 	}
 	// Apply carries the decision to training, which runs without the block.
-	to := opts()
+	to := blockOpts(pf, 0)
 	(&MemPlan{Budget: b}).Apply(to, nil)
 	if !to.NoFeatureBlock || to.MaxBatchRows != b.MaxBatchRows {
 		t.Fatalf("Apply: NoFeatureBlock %v, MaxBatchRows %d (budget %d)", to.NoFeatureBlock, to.MaxBatchRows, b.MaxBatchRows)
@@ -245,31 +228,13 @@ func TestFeatureBlockGivesWay(t *testing.T) {
 	d, pf := relabelledSynth(t)
 	defer func(f int64) { reserveFloor = f }(reserveFloor)
 	reserveFloor = 1 << 20
-	opts := func() *Options {
-		return &Options{Model: ModelSAGE, Layers: 2, Hidden: 8, Epochs: 1, EvalEvery: 100, BatchSize: 100, Fanouts: []int{4, 4},
-			Seed: *seedFlag, NoHist: true, Selection: sample.ModePartition, Partitions: pf, PartsPerBatch: 5, InFlight: 1}
-	}
-	o := opts().withDefaults()
+	o := blockOpts(pf, 1).withDefaults()
 	block := FeatureBlockBytes(d, &o)
 	noBlock := o
 	noBlock.NoFeatureBlock = true
-	// least returns the smallest budget (to 4 KiB) whose division of
-	// opts satisfies ok.
-	least := func(opts *Options, ok func(*Budget) bool) int64 {
-		lo, hi := int64(1<<20), int64(1<<32)
-		for hi-lo > 4<<10 {
-			mid := lo + (hi-lo)/2
-			if b, err := divide(d, opts, nil, mid); err == nil && ok(b) {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
-		return hi
-	}
 	whole := func(b *Budget) bool { return b.MicroBatches == 1 }
-	wholeWithout := least(&noBlock, whole)
-	wholeWith := least(&o, func(b *Budget) bool { return whole(b) && !b.NoFeatureBlock })
+	wholeWithout := leastBudget(d, &noBlock, whole)
+	wholeWith := leastBudget(d, &o, func(b *Budget) bool { return whole(b) && !b.NoFeatureBlock })
 	if wholeWith <= wholeWithout {
 		t.Fatalf("whole batches from %d with the block, %d without: the block costs nothing", wholeWith, wholeWithout)
 	}
@@ -288,7 +253,7 @@ func TestFeatureBlockGivesWay(t *testing.T) {
 	if kept, err := divide(d, &o, nil, wholeWith); err != nil || kept.NoFeatureBlock || kept.MicroBatches != 1 {
 		t.Errorf("--mem %d: room for the block and whole batches, got %+v, %v", wholeWith, kept, err)
 	}
-	to := opts()
+	to := blockOpts(pf, 1)
 	(&MemPlan{Budget: b}).Apply(to, nil)
 	tr, err := New(context.Background(), d, to)
 	if err != nil {
@@ -305,4 +270,26 @@ func TestFeatureBlockGivesWay(t *testing.T) {
 	if e := rep.Epochs[0]; e.FeatureBlockRows != 0 || e.MicroBatches != 0 || e.Batches == 0 {
 		t.Errorf("epoch: %d block rows, %d micro-batches, %d batches; want whole batches without the block", e.FeatureBlockRows, e.MicroBatches, e.Batches)
 	}
+}
+
+// blockOpts are the options the feature-block budget tests train with on
+// relabelledSynth's partitions, inFlight batches in flight (0: auto).
+func blockOpts(pf sample.Partitions, inFlight int) *Options {
+	return &Options{Model: ModelSAGE, Layers: 2, Hidden: 8, Epochs: 1, EvalEvery: 100, BatchSize: 100, Fanouts: []int{4, 4},
+		Seed: *seedFlag, NoHist: true, Selection: sample.ModePartition, Partitions: pf, PartsPerBatch: 5, InFlight: inFlight}
+}
+
+// leastBudget is the smallest budget (to 4 KiB, between 1 MiB and 4 GiB)
+// whose division of o satisfies ok.
+func leastBudget(d *storage.Dataset, o *Options, ok func(*Budget) bool) int64 {
+	lo, hi := int64(1<<20), int64(1<<32)
+	for hi-lo > 4<<10 {
+		mid := lo + (hi-lo)/2
+		if b, err := divide(d, o, nil, mid); err == nil && ok(b) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
