@@ -23,7 +23,7 @@ import (
 func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 	o := &h.o
 	args := h.shareArgs(ds)
-	t, dir, _, err := cliflags.ParseTrain(args)
+	t, dir, err := cliflags.ParseTrain(args)
 	if err != nil {
 		return 0, fmt.Errorf("ooc: the ssdgnn child's flags: %w", err)
 	}

@@ -68,11 +68,11 @@ func TestShareArgs(t *testing.T) {
 			Feature: CacheSplit{BudgetBytes: 300 << 20}, History: CacheSplit{BudgetBytes: 20 << 20}, Neighbor: CacheSplit{BudgetBytes: 80 << 20}}}
 		_, cfg := h.configArgs("ssdgnn", ds)
 		child := append(h.trainArgs(ds.Dir, h.o.Epochs, "m.jsonl", "ckpt")[1:], cfg...)
-		full, _, _, err := cliflags.ParseTrain(child)
+		full, _, err := cliflags.ParseTrain(child)
 		if err != nil {
 			t.Fatal(err)
 		}
-		share, dir, _, err := cliflags.ParseTrain(h.shareArgs(ds))
+		share, dir, err := cliflags.ParseTrain(h.shareArgs(ds))
 		if err != nil {
 			t.Fatal(err)
 		}

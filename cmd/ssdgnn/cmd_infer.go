@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
@@ -69,7 +70,7 @@ the original dataset writes.`,
 			defer tr.Close()
 			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath, MemBytes: int64(mem), ChunkBytes: int64(evalMem)}
 			if fanouts != "" {
-				if io.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
+				if io.Fanouts, err = cliflags.ParseInts("fanouts", fanouts); err != nil {
 					return err
 				}
 			}

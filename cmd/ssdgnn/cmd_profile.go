@@ -48,7 +48,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				return err
 			}
 			var err error
-			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
+			if o.Fanouts, err = cliflags.ParseInts("fanouts", fanouts); err != nil {
 				return err
 			}
 			if o.Mode, err = sample.ParseMode(selection); err != nil {

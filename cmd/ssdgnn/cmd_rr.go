@@ -38,7 +38,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 				return err
 			}
 			var err error
-			if o.Fanouts, err = parseInts("fanouts", fanouts); err != nil {
+			if o.Fanouts, err = cliflags.ParseInts("fanouts", fanouts); err != nil {
 				return err
 			}
 			if err := source.Check(); err != nil {

@@ -10,9 +10,6 @@ import (
 // (cliflags.DefaultFanouts).
 const defaultFanouts = cliflags.DefaultFanouts
 
-// parseInts parses a comma-separated list such as "10,10,10".
-func parseInts(flag, s string) ([]int, error) { return cliflags.ParseInts(flag, s) }
-
 // requirePositive fails when one of cmd's named flags was given
 // explicitly with a value of 0 or less (cliflags.RequirePositive).
 func requirePositive(cmd *cobra.Command, names ...string) error {

@@ -164,24 +164,24 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 
 // ParseTrain parses the argument list of `ssdgnn train` (what follows
 // "train": DIR and flags, the global flags included) exactly as the
-// command does, and returns the flags with Options completed by Parse.
-// f is the flag set they were parsed into (for Changed).
-func ParseTrain(args []string) (t *Train, dir string, f *pflag.FlagSet, err error) {
-	f = pflag.NewFlagSet("train", pflag.ContinueOnError)
+// command does, and returns the flags with Options completed by Parse,
+// and DIR.
+func ParseTrain(args []string) (*Train, string, error) {
+	f := pflag.NewFlagSet("train", pflag.ContinueOnError)
 	f.SetOutput(io.Discard)
-	t = new(Train)
+	t := new(Train)
 	t.Register(f)
 	var quiet, verbose bool
 	RegisterGlobal(f, &quiet, &verbose)
 	if err := f.Parse(args); err != nil {
-		return nil, "", nil, fmt.Errorf("train %q: %w", args, err)
+		return nil, "", fmt.Errorf("train %q: %w", args, err)
 	}
 	if f.NArg() != 1 {
-		return nil, "", nil, fmt.Errorf("train %q: want one DIR argument, got %d", args, f.NArg())
+		return nil, "", fmt.Errorf("train %q: want one DIR argument, got %d", args, f.NArg())
 	}
-	dir = f.Arg(0)
+	dir := f.Arg(0)
 	if _, err := t.Parse(f, dir); err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
-	return t, dir, f, nil
+	return t, dir, nil
 }

@@ -65,7 +65,7 @@ func TestParseTrain(t *testing.T) {
 		{name: "unknown flag", args: strings.Fields("d --no-such-flag"), err: "no-such-flag"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tf, dir, _, err := ParseTrain(tc.args)
+			tf, dir, err := ParseTrain(tc.args)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one containing %q", err, tc.err)
