@@ -6,7 +6,7 @@ DEMO    := demo-data
 # invariants assertions on (internal/invariants).
 RACE_PKGS := ./storage/... ./internal/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
-.PHONY: all build test vet fmt-check fuzz-short demo bench bench-import bench-gen bench-storage bench-partition bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
+.PHONY: all build test vet fmt-check fuzz-short demo bench bench-import bench-gen bench-storage bench-partition bench-kernels bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
 
 all: build
 
@@ -80,6 +80,11 @@ bench-train:
 # a memory cgroup; report under bench/results/<timestamp>/. Needs root.
 bench-ooc: build
 	$(BIN) bench ooc --check-resume --check-small-limit $(OOC_FLAGS)
+
+# GFLOP/s of the CPU backend's GEMM kernels on the models' shapes
+# (docs/benchmarks.md, "CPU GEMM kernels").
+bench-kernels:
+	$(GO) test -run '^$$' -bench 'GEMM' -benchtime 20x ./kernels/cpu/
 
 bench-partition:
 	$(GO) test -run '^$$' -bench 'Partition|LookupByFilterSize' -benchtime 1x -timeout 60m ./partition/

@@ -7,10 +7,11 @@
 // (or column) ranges and every reduction runs in a fixed order, so results
 // are bit-identical for a given worker count regardless of scheduling; the
 // element-wise, aggregation and GAT ops are also independent of the worker
-// count. GEMM goes through gonum's Sgemm (which runs its own short-lived
-// goroutines, joined before it returns) or a row-parallel kernel on the
-// backend's pool built from gonum's assembly AXPY/DOT, chosen per call by
-// Options.GEMM.
+// count. GEMM goes through a tiled kernel on the backend's pool (an AVX2 +
+// FMA micro-kernel where the CPU has them), gonum's Sgemm (which runs its
+// own short-lived goroutines, joined before it returns) or a row-parallel
+// kernel on the backend's pool built from gonum's assembly AXPY/DOT,
+// chosen per call by Options.GEMM.
 //
 // Backward aggregation uses a transposed CSR built at UploadBlock, so each
 // source row's gradient is one ordered sum with no atomics.
@@ -30,15 +31,23 @@ import (
 type GEMMKernel int
 
 const (
-	// GEMMAuto picks GEMMRows when the vectorised inner loop is long
-	// (n >= 128, or k >= 128 with op(B) = Bᵀ) and GEMMGonum otherwise, from
-	// benchmarks on a 2-core AMD EPYC (see bench_test.go).
+	// GEMMAuto picks GEMMTiled where its assembly micro-kernel runs (amd64
+	// with AVX2 and FMA). Elsewhere it picks GEMMRows when the vectorised
+	// inner loop is long (n >= 128, or k >= 128 with op(B) = Bᵀ) and
+	// GEMMGonum otherwise, from benchmarks on a 2-core AMD EPYC (see
+	// bench_test.go).
 	GEMMAuto GEMMKernel = iota
 	// GEMMGonum uses gonum.org/v1/gonum/blas/gonum Implementation.Sgemm.
 	GEMMGonum
 	// GEMMRows splits C's rows over the backend pool and runs the
 	// vectorised gonum level-1 routines per row.
 	GEMMRows
+	// GEMMTiled packs op(A) and op(B) into panels and multiplies them with
+	// a 6×16 register-blocked micro-kernel (gemm_tiled.go), C's row panels
+	// split over the backend pool. The micro-kernel is AVX2 + FMA assembly
+	// on amd64 CPUs that have both, Go elsewhere. Its sums do not depend
+	// on the worker count.
+	GEMMTiled
 )
 
 // Options configures a CPU backend. A nil *Options means the defaults.
@@ -65,7 +74,7 @@ func (o *Options) Validate() error {
 	if o.Workers < 0 {
 		return fmt.Errorf("%w: cpu: Workers %d < 0", kernels.ErrInvalidArg, o.Workers)
 	}
-	if o.GEMM < GEMMAuto || o.GEMM > GEMMRows {
+	if o.GEMM < GEMMAuto || o.GEMM > GEMMTiled {
 		return fmt.Errorf("%w: cpu: unknown GEMM kernel %d", kernels.ErrInvalidArg, o.GEMM)
 	}
 	if o.Grain < 0 {

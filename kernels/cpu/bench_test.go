@@ -12,7 +12,7 @@ import (
 var kernelsByName = []struct {
 	name string
 	k    cpu.GEMMKernel
-}{{"auto", cpu.GEMMAuto}, {"gonum", cpu.GEMMGonum}, {"rows", cpu.GEMMRows}}
+}{{"auto", cpu.GEMMAuto}, {"gonum", cpu.GEMMGonum}, {"rows", cpu.GEMMRows}, {"tiled", cpu.GEMMTiled}}
 
 func BenchmarkGEMM(b *testing.B) {
 	for _, s := range []struct {
@@ -24,6 +24,8 @@ func BenchmarkGEMM(b *testing.B) {
 		{1000, 256, 256, false, true},  // input gradient dY·Wᵀ
 		{1000, 602, 256, false, false}, // first layer on Reddit-sized features
 		{4000, 256, 47, false, false},  // classifier
+		{20000, 128, 32, false, false}, // input layer of a streamed batch, 128 features, hidden 32
+		{128, 20000, 32, true, false},  // its weight gradient
 	} {
 		for _, kn := range kernelsByName {
 			name := fmt.Sprintf("%dx%dx%d_tA%v_tB%v/%s", s.m, s.k, s.n, s.transA, s.transB, kn.name)

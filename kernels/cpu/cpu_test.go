@@ -31,6 +31,8 @@ func TestConformance(t *testing.T) {
 		{"serial", &cpu.Options{Workers: 1}},
 		{"workers3_gemmrows_grain1", &cpu.Options{Workers: 3, GEMM: cpu.GEMMRows, Grain: 1}},
 		{"workers2_grain1_gonum", &cpu.Options{Workers: 2, Grain: 1, GEMM: cpu.GEMMGonum}},
+		{"workers3_grain1_tiled", &cpu.Options{Workers: 3, Grain: 1, GEMM: cpu.GEMMTiled}},
+		{"serial_tiled", &cpu.Options{Workers: 1, GEMM: cpu.GEMMTiled}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { kerneltest.Run(t, newFunc(t, tc.opts)) })
 	}

@@ -53,6 +53,10 @@ func (b *Backend) GEMM(transA, transB bool, alpha float32, a, bb kernels.Tensor,
 	if transB {
 		inner = k
 	}
+	if b.opts.GEMM == GEMMTiled || (b.opts.GEMM == GEMMAuto && tiledNative) {
+		b.gemmTiled(transA, transB, m, n, k, alpha, A.data, B.data, beta, C.data)
+		return
+	}
 	if b.opts.GEMM == GEMMRows || (b.opts.GEMM == GEMMAuto && inner >= 128) {
 		b.gemmRows(transA, transB, m, n, k, alpha, A.data, B.data, beta, C.data)
 		return
