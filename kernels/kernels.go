@@ -345,11 +345,27 @@ func GCNNorm(deg int32) float32 { return float32(1 / math.Sqrt(float64(deg+1))) 
 // SplitMix64 finaliser applied to seed + (e+1)·0x9E3779B97F4A7C15, top 24
 // bits. Every backend must reproduce it bit for bit.
 func DropoutUniform(seed, e uint64) float32 {
+	return float32(DropoutBits(seed, e)) * (1.0 / (1 << 24))
+}
+
+// DropoutBits is DropoutUniform's 24 random bits as an integer u:
+// DropoutUniform(seed, e) = u·2⁻²⁴ exactly.
+func DropoutBits(seed, e uint64) uint64 {
 	z := seed + (e+1)*0x9E3779B97F4A7C15
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 	z ^= z >> 31
-	return float32(z>>40) * (1.0 / (1 << 24))
+	return z >> 40
+}
+
+// DropoutThreshold is the integer form of Dropout's keep test:
+// DropoutBits(seed, e) >= DropoutThreshold(p) exactly when
+// DropoutUniform(seed, e) >= p, for every p that is not NaN. (u·2⁻²⁴ is
+// exact in float32, so u·2⁻²⁴ >= p iff u >= ⌈p·2²⁴⌉.) Host loops use it
+// to skip the conversion to float.
+func DropoutThreshold(p float32) uint64 {
+	t := math.Ceil(float64(p) * (1 << 24))
+	return uint64(min(max(t, 0), 1<<24))
 }
 
 // DropoutScale is the kept-element mask value 1/(1-p), as float32.

@@ -757,14 +757,19 @@ func mixSeed(a, b uint64) uint64 {
 }
 
 // dropSpan applies hostDropout's mask to x, elements base, base+1, ... of
-// the input (keep is kernels.DropoutScale(p)).
+// the input (keep is kernels.DropoutScale(p)). It tests the integer bits
+// against kernels.DropoutThreshold, which keeps exactly the elements that
+// DropoutUniform(seed, e) >= p keeps, and picks the factor from a table
+// rather than a branch the random mask would mispredict.
 func dropSpan(x []float32, p, keep float32, seed, base uint64) {
+	m := [2]float32{0, keep}
+	thr := kernels.DropoutThreshold(p)
 	for i := range x {
-		m := float32(0)
-		if kernels.DropoutUniform(seed, base+uint64(i)) >= p {
-			m = keep
+		k := 0
+		if kernels.DropoutBits(seed, base+uint64(i)) >= thr {
+			k = 1
 		}
-		x[i] *= m
+		x[i] *= m[k]
 	}
 }
 
