@@ -133,7 +133,8 @@ func WriteDeviceProfile(dir string, p *DeviceProfile) error {
 type ProbeOptions struct {
 	// Duration of each of the two phases. Default 1 s.
 	Duration time.Duration
-	// Depth is the random reads in flight. Default DefaultScatterDepth.
+	// Depth is the random reads in flight. Default DefaultScatterDepth
+	// (see DefaultGatherDepth for why not the gather's depth).
 	Depth int
 	// SeqReadBytes is the size of one sequential read. Default 1 MiB.
 	SeqReadBytes int64

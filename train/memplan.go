@@ -83,6 +83,9 @@ type MemPlan struct {
 	Warning string
 	// MemBytes is the whole process's budget.
 	MemBytes int64
+	// FeatIODepth is the feature reads in flight the budget counted read
+	// slots for: Options.FeatIODepth, or GatherDepth of the budget.
+	FeatIODepth int
 	// Budget is the arithmetic that divided MemBytes (nil for a plan
 	// read from PlanFile with no budget given).
 	Budget *Budget
@@ -152,7 +155,29 @@ var reserveFloor int64 = 24 << 20
 // ⌈BatchSize/MaxMicroBatches⌉ targets at their largest possible size
 // (fanoutRows), and, before profiling, room for the profiling epoch's
 // counters (planner.ProfileMemBytes).
+//
+// With Options.FeatIODepth 0 the read slots are counted at the depth the
+// minimum itself gets (GatherDepth): the least, then more while that
+// raises it.
 func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
+	if opts != nil && opts.FeatIODepth != 0 {
+		return minimumBudget(d, opts)
+	}
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	for o.FeatIODepth = storage.DefaultScatterDepth; ; {
+		m := minimumBudget(d, &o)
+		depth := GatherDepth(m)
+		if depth <= o.FeatIODepth {
+			return m
+		}
+		o.FeatIODepth = depth
+	}
+}
+
+func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	o := opts.withDefaults()
 	n := d.NumNodes()
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
@@ -190,10 +215,13 @@ func macroBound(o *Options) int64 {
 	return b.MacroBytesBound(o.PartsPerBatch, o.BatchSize)
 }
 
-// Apply sets o's Plan, Profile, MemBytes, MaxBatchRows and (from
-// mo.Cross) NeighborCross.
+// Apply sets o's Plan, Profile, MemBytes, FeatIODepth, MaxBatchRows and
+// (from mo.Cross) NeighborCross.
 func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	o.Plan, o.Profile, o.MemBytes = mp.Plan, mp.Profile, mp.MemBytes
+	if o.FeatIODepth == 0 {
+		o.FeatIODepth = mp.FeatIODepth
+	}
 	if mp.Budget != nil && o.MaxBatchRows == 0 {
 		o.MaxBatchRows = mp.Budget.MaxBatchRows
 	}
@@ -233,6 +261,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, fmt.Errorf("%w: PlanMemory needs MemBytes > 0 or a PlanFile", ErrInvalidOptions)
 	}
 	o := opts.withDefaults()
+	if opts.FeatIODepth == 0 {
+		// The depth of mo's budget. A plan file without one derives the
+		// budget from the plan, read slots at the default depth included.
+		o.FeatIODepth = GatherDepth(mo.MemBytes)
+	}
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
 	// With InFlight left to the budget, one batch in flight is the least
 	// that can run.
@@ -253,15 +286,31 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			return nil, err
 		}
 		o = o.withDataset(d, full)
-		mp.MemBytes = mo.MemBytes
+		mp.MemBytes, mp.FeatIODepth = mo.MemBytes, o.FeatIODepth
 		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o)
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
 			// fixed state and working set came first, so the budget is
 			// their sum (the reserve solved for: RuntimeReserve of the
-			// total).
-			rest := mp.Plan.Memory.MemBytes + WorkingSet(d, &o, full).Bytes + FixedState(d, &o, full).Bytes
-			mp.MemBytes = max(rest+RuntimeReserve(0), (rest*8+6)/7)
+			// total). With the depth left to the budget, the read slots
+			// are counted at the depth the sum gets (GatherDepth), as
+			// MinimumBudget counts them.
+			derive := func() int64 {
+				rest := mp.Plan.Memory.MemBytes + WorkingSet(d, &o, full).Bytes + FixedState(d, &o, full).Bytes
+				return max(rest+RuntimeReserve(0), (rest*8+6)/7)
+			}
+			if opts.FeatIODepth != 0 {
+				mp.MemBytes = derive()
+			}
+			for o.FeatIODepth = storage.DefaultScatterDepth; mp.MemBytes == 0; {
+				m := derive()
+				if depth := GatherDepth(m); depth > o.FeatIODepth {
+					o.FeatIODepth = depth
+					continue
+				}
+				mp.MemBytes = m
+			}
+			mp.FeatIODepth = o.FeatIODepth
 		}
 		if mp.MemBytes > 0 {
 			b, err := budgetFor(d, &o, full, mp.MemBytes, autoInFlight, planCacheBytes(mp.Plan))
@@ -331,7 +380,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, Reused: reused, MemBytes: mo.MemBytes, Budget: b}
+	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, Reused: reused, MemBytes: mo.MemBytes, FeatIODepth: o.FeatIODepth, Budget: b}
 	// The profiling epoch's scratch (per-node counters, batches) is garbage
 	// now; return it to the OS so the process starts training at the size
 	// --mem budgets rather than at the profiling peak.
@@ -453,7 +502,8 @@ func wholeShare(avail int64) int64 { return avail / 3 * 2 }
 
 // CacheShare is the memory, tables included, that PlanMemory gives the
 // caches when training d with opts under mem from profile p (Budget.Caches,
-// with Options.InFlight chosen as PlanMemory chooses it): what a plan for
+// with Options.InFlight and FeatIODepth chosen as PlanMemory chooses
+// them): what a plan for
 // this training may use. The benchmark plans its caches with it, so that
 // its plan is the one a bare `train --mem` makes.
 func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64) (int64, error) {
@@ -464,6 +514,9 @@ func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64
 		return 0, fmt.Errorf("%w: CacheShare needs a budget, got %d bytes", ErrInvalidOptions, mem)
 	}
 	o := opts.withDataset(d, p)
+	if opts.FeatIODepth == 0 {
+		o.FeatIODepth = GatherDepth(mem)
+	}
 	b, err := budgetFor(d, &o, p, mem, opts.InFlight == 0 && !opts.Spill, 0)
 	if err != nil {
 		return 0, err

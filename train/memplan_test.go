@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -65,7 +66,13 @@ func TestPlanMemory(t *testing.T) {
 	if _, err := os.Stat(mp.PlanPath); err != nil {
 		t.Fatal(err)
 	}
+	if mp.FeatIODepth != GatherDepth(mem) || mp.Budget.Fixed.GatherSlotBytes != featurecache.GatherSlotBytes(d, &featurecache.Options{IODepth: GatherDepth(mem)}) {
+		t.Errorf("read depth %d, slots %d bytes: want GatherDepth(%d) = %d and its slots", mp.FeatIODepth, mp.Budget.Fixed.GatherSlotBytes, mem, GatherDepth(mem))
+	}
 	mp.Apply(o, mo)
+	if o.FeatIODepth != mp.FeatIODepth {
+		t.Errorf("Apply left FeatIODepth %d, plan %d", o.FeatIODepth, mp.FeatIODepth)
+	}
 	rep := run(t, d, o)
 	// Two epochs, history on: the comparison leaves out epoch 0, whose
 	// history cache starts empty, and says so.
@@ -296,6 +303,8 @@ func TestInFlightChosenByBudget(t *testing.T) {
 	two.InFlight = 2
 	var mem int64
 	for m := MinimumBudget(d, &one); m < roomy; m += 4 << 10 {
+		// The read slots at the depth PlanMemory gives m.
+		one.FeatIODepth, two.FeatIODepth = GatherDepth(m), GatherDepth(m)
 		if b, err := divide(d, &one, p, m); err == nil && b.MicroBatches == 1 {
 			mem = m
 			break

@@ -113,7 +113,7 @@ type Options struct {
 	// (the default; through the page cache, a whole 4 KiB page per row) or
 	// storage.ReadDirect (O_DIRECT: only the row's aligned blocks, no page
 	// cache). FeatIODepth bounds the reads in flight per batch
-	// (featurecache.Options.IODepth; 0: its default).
+	// (featurecache.Options.IODepth; 0: GatherDepth(MemBytes)).
 	FeatRead    storage.ReadMode `json:"-"`
 	FeatIODepth int              `json:"feat_io_depth,omitempty"`
 	// FeatCoalesceGap and FeatIO are featurecache.Options.CoalesceGap
@@ -399,11 +399,28 @@ func (o *Options) withDefaults() Options {
 	if r.EvalMode == "" {
 		r.EvalMode = EvalLayerwise
 	}
+	if r.FeatIODepth == 0 && r.MemBytes > 0 {
+		r.FeatIODepth = GatherDepth(r.MemBytes)
+	}
 	r.Progress = progress.Or(r.Progress)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	return r
+}
+
+// GatherDepth is the feature reads in flight a training with a budget of
+// mem bytes (0: none) keeps by default: featurecache.DefaultIODepth
+// without a budget; with one, as many as let the read slots (up to
+// storage.DefaultMaxReadBytes each) take at most a 64th of it, between
+// storage.DefaultScatterDepth and featurecache.DefaultIODepth. So 1 GiB
+// reads at depth 64 (16 MiB of slots), 512 MiB at 32 and 256 MiB or less
+// at 16 (4 MiB), as every budget did before the default depth rose.
+func GatherDepth(mem int64) int {
+	if mem <= 0 {
+		return featurecache.DefaultIODepth
+	}
+	return int(min(max(mem/64/storage.DefaultMaxReadBytes, storage.DefaultScatterDepth), featurecache.DefaultIODepth))
 }
 
 // withDataset is withDefaults with the defaults that depend on d filled

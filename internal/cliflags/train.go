@@ -11,6 +11,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
 
@@ -63,7 +64,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	t.Source.Register(f)
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
 	t.Reads.Register(f)
-	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d)", featurecache.DefaultIODepth))
+	f.IntVar(&o.FeatIODepth, "io-depth", 0, fmt.Sprintf("feature reads in flight per batch (0: %d, or with --mem as many as keep their read slots within a 64th of it, %d to %d)", featurecache.DefaultIODepth, storage.DefaultScatterDepth, featurecache.DefaultIODepth))
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
 	f.StringVar(&o.StreamInput, "stream-input", train.StreamInputAuto, "aggregate the input layer on the host as its rows are read, so a batch holds its destinations, not its input rows: auto (when --mem would otherwise cut batches into micro-batches), on or off (SAGE and GCN)")
