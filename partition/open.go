@@ -106,13 +106,14 @@ func Exists(datasetDir, name string) bool {
 // file's size and .npy header against the manifest, then reads every file
 // once to check its checksum and the invariants the readers index with
 // (doc.go, "Checked at open"). A violation is a *CorruptError naming the
-// file, the element and the value.
+// file, the element and the value; a partitioning that is not there is
+// ErrNotFound, with a message that says how to make it.
 func Open(datasetDir, name string) (*Partitioning, error) {
 	dir := Dir(datasetDir, name)
 	mpath := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(mpath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, dir)
+		return nil, fmt.Errorf("%w: no partitioning %q in %s (%s): run 'ssdgnn partition %s' first", ErrNotFound, name, datasetDir, dir, datasetDir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("partition: %w", err)

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +24,30 @@ type PartitionFiles struct {
 	// contiguous: every part is a contiguous id range (a relabelled
 	// dataset's own partitioning, checked at construction).
 	contiguous bool
+	// owned: Close closes p too (OpenPartitionFiles).
+	owned bool
 }
+
+// OpenPartitionFiles opens partitioning name of d, the dataset in dir
+// (partition.Open: a missing one is partition.ErrNotFound, saying how to
+// make it), and wraps it as NewPartitionFiles does. The result owns the
+// partitioning: Close closes both.
+func OpenPartitionFiles(d *storage.Dataset, dir, name string) (*PartitionFiles, error) {
+	p, err := partition.Open(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := NewPartitionFiles(d, p)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	pf.owned = true
+	return pf, nil
+}
+
+// Partitioning is the partitioning pf reads.
+func (pf *PartitionFiles) Partitioning() *partition.Partitioning { return pf.p }
 
 // NewPartitionFiles wraps p, a partitioning of d. The caller still owns p
 // and must Close both (this first). It checks what ties the two together,
@@ -59,8 +83,15 @@ func (pf *PartitionFiles) PartRange(q int) (lo, hi int64, ok bool) {
 	return lo, hi, true
 }
 
-// Close closes the adjacency file.
-func (pf *PartitionFiles) Close() error { return pf.f.Close() }
+// Close closes the adjacency file, and the partitioning when pf owns it
+// (OpenPartitionFiles).
+func (pf *PartitionFiles) Close() error {
+	err := pf.f.Close()
+	if pf.owned {
+		err = errors.Join(err, pf.p.Close())
+	}
+	return err
+}
 
 // K is the number of partitions.
 func (pf *PartitionFiles) K() int { return pf.p.K() }

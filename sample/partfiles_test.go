@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,15 +161,51 @@ func partitionFiles(t *testing.T, d *storage.Dataset, parts int, seed uint64) *s
 	if _, err := partition.Run(d, &partition.Options{Parts: parts, FirstLevel: parts, Method: partition.FennelExact, Seed: int64(seed >> 1), Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := partition.Open(d.Dir(), string(partition.FennelExact))
+	pf, err := sample.OpenPartitionFiles(d, d.Dir(), string(partition.FennelExact))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := sample.NewPartitionFiles(d, p)
-	if err != nil {
-		p.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pf.Close(); p.Close() })
+	t.Cleanup(func() { pf.Close() })
 	return pf
+}
+
+// TestOpenPartitionFiles: a missing partitioning is partition.ErrNotFound
+// with a message that names it and says how to make it; an opened one
+// owns its partitioning, whose files are unmapped by Close.
+func TestOpenPartitionFiles(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 14))
+	adj, _, train := communityGraph(r, 4, 20, 6, 2, 2)
+	d := writeDataset(t, adj, train, 0)
+	_, err := sample.OpenPartitionFiles(d, d.Dir(), "nope")
+	if !errors.Is(err, partition.ErrNotFound) || !strings.Contains(err.Error(), `no partitioning "nope"`) || !strings.Contains(err.Error(), "ssdgnn partition "+d.Dir()) {
+		t.Fatalf("missing partitioning: %v", err)
+	}
+	if _, err := partition.Run(d, &partition.Options{Parts: 4, FirstLevel: 4, Method: partition.FennelExact, Seed: 1, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := sample.OpenPartitionFiles(d, d.Dir(), string(partition.FennelExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := pf.Partitioning().Dir()
+	if pf.K() != 4 || pf.Partitioning().K() != 4 || mapped(t, dir) == 0 {
+		t.Fatalf("K %d, partitioning K %d, %d mappings under %s", pf.K(), pf.Partitioning().K(), mapped(t, dir), dir)
+	}
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := mapped(t, dir); n != 0 {
+		t.Errorf("%d mappings under %s after Close", n, dir)
+	}
+}
+
+// mapped counts this process's memory mappings of files under dir.
+func mapped(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	return strings.Count(string(b), dir+"/")
 }

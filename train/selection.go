@@ -30,9 +30,20 @@ func AutoSelection(dir, name string) (mode sample.Mode, note string) {
 // feature file that fits in the page cache serves from memory after the
 // first touch. note says which and why.
 func AutoFeatRead(d *storage.Dataset) (mode storage.ReadMode, note string) {
+	l, ok := cgroup.SelfMemoryLimit()
+	if !ok {
+		l = 0
+	}
+	return AutoFeatReadIn(d, l)
+}
+
+// AutoFeatReadIn is AutoFeatRead for a process whose memory cgroup limit
+// is limit bytes (0: none): what a child started under that limit will
+// choose.
+func AutoFeatReadIn(d *storage.Dataset, limit int64) (mode storage.ReadMode, note string) {
 	feat := d.FeatRowBytes() * d.NumNodes()
-	if l, ok := cgroup.SelfMemoryLimit(); ok {
-		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (memory cgroup limit %s charges the page cache)", ibytes(l))
+	if limit > 0 {
+		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (memory cgroup limit %s charges the page cache)", ibytes(limit))
 	}
 	if avail := memstat.Available(); avail > 0 && feat > avail/2 {
 		return storage.ReadAuto, fmt.Sprintf("feature reads: O_DIRECT where supported (features %s > half of available memory %s)", ibytes(feat), ibytes(avail))

@@ -4,9 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
-	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
-	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -35,39 +33,19 @@ func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 		return 0, fmt.Errorf("ooc: %w", err)
 	}
 	defer d.Close()
-	// What the child resolves with the dataset open. The configuration
-	// names its selection and read mode, so only the source depends on
-	// where it runs: its "auto" sizes the sampler's state by the page
-	// cache left inside the child's cgroup.
-	if to.Selection == sample.ModeAuto {
-		to.Selection, _ = train.AutoSelection(dir, t.Partition)
+	// What the child resolves with the dataset open, as `ssdgnn train`
+	// resolves it (Train.Resolve), for the child's budget and, when it
+	// runs in a memory cgroup, that cgroup's limit.
+	t.Mem = cliflags.ByteSize(o.MemLimit)
+	var room int64
+	if h.loc != nil {
+		room = o.MemLimit
 	}
-	if to.FeatRead == storage.ReadAuto {
-		to.FeatRead, _ = train.AutoFeatRead(d)
+	res, err := t.Resolve(d, dir, room)
+	if err != nil {
+		return 0, fmt.Errorf("ooc: %w", err)
 	}
-	if to.Selection == sample.ModePartition {
-		pt, err := partition.Open(dir, t.Partition)
-		if err != nil {
-			return 0, fmt.Errorf("ooc: %w", err)
-		}
-		defer pt.Close()
-		pf, err := sample.NewPartitionFiles(d, pt)
-		if err != nil {
-			return 0, fmt.Errorf("ooc: %w", err)
-		}
-		defer pf.Close()
-		to.Partitions = pf
-	}
-	switch {
-	case t.Source != "auto":
-		if to.Source, err = sample.ParseSource(string(t.Source)); err != nil {
-			return 0, fmt.Errorf("ooc: %w", err)
-		}
-	case h.loc != nil:
-		to.Source, _ = train.AutoSourceIn(d, o.MemLimit, o.MemLimit)
-	default:
-		to.Source, _ = train.AutoSource(d, o.MemLimit)
-	}
+	defer res.Close()
 	p, err := planner.LoadProfile(dir, ProfileName)
 	if err != nil {
 		return 0, fmt.Errorf("ooc: %w", err)

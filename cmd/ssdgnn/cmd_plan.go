@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -59,7 +60,7 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			}
 			o.Indptr = d.Indptr()
 			if p.Meta.Partition != "" && !o.Decoupled {
-				pt, err := openPartitioning(args[0], p.Meta.Partition)
+				pt, err := partition.Open(args[0], p.Meta.Partition)
 				if err != nil {
 					return err
 				}

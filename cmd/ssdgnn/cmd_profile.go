@@ -90,11 +90,12 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			var parts sample.Partitions
 			var cross []int32
 			if o.Mode == sample.ModePartition {
-				pt, pf, closeParts, err := openPartitionFiles(d, args[0], partName)
+				pf, err := sample.OpenPartitionFiles(d, args[0], partName)
 				if err != nil {
 					return err
 				}
-				defer closeParts()
+				defer pf.Close()
+				pt := pf.Partitioning()
 				parts, o.Part, o.Partition, cross = pf, pt.Part(), partName, pt.Cross()
 			}
 			if ncache > 0 {

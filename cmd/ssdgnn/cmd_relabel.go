@@ -40,7 +40,7 @@ so an interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			defer d.Close()
-			pt, err := openPartitioning(args[0], name)
+			pt, err := partition.Open(args[0], name)
 			if err != nil {
 				return err
 			}

@@ -53,11 +53,11 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 			if o.Source, err = source.Resolve(d, 0, g.logger()); err != nil {
 				return err
 			}
-			_, parts, closeParts, err := openPartitionFiles(d, args[0], partName)
+			parts, err := sample.OpenPartitionFiles(d, args[0], partName)
 			if err != nil {
 				return err
 			}
-			defer closeParts()
+			defer parts.Close()
 			res, err := sample.RRReport(cmd.Context(), d, parts, &o)
 			if err != nil {
 				return err

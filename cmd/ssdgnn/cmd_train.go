@@ -13,7 +13,6 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
-	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -86,11 +85,6 @@ that mmap reads need. See docs/train.md.`,
 			if _, err := t.Parse(cmd.Flags(), dir); err != nil {
 				return err
 			}
-			if o.Selection == sample.ModeAuto {
-				var note string
-				o.Selection, note = train.AutoSelection(dir, t.Partition)
-				fmt.Fprintln(cmd.ErrOrStderr(), note)
-			}
 			o.Progress, o.Logger = g.progress(), g.logger()
 			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory
 			if err != nil {
@@ -108,27 +102,27 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer d.Close()
-			if o.FeatRead == storage.ReadAuto {
-				var note string
-				o.FeatRead, note = train.AutoFeatRead(d)
-				o.Logger.Info(note)
-			}
-			var mo train.MemPlanOptions
-			if o.Selection == sample.ModePartition {
-				pt, pf, closeParts, err := openPartitionFiles(d, dir, t.Partition)
-				if err != nil {
-					return err
-				}
-				defer closeParts()
-				o.Partitions = pf
-				mo.Part, mo.Partition, mo.Cross = pt.Part(), t.Partition, pt.Cross()
-			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
-			if o.Source, err = t.Source.Resolve(d, int64(t.Mem), o.Logger); err != nil {
+			res, err := t.Resolve(d, dir, 0)
+			if err != nil {
 				return err
+			}
+			defer res.Close()
+			if res.SelectionNote != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), res.SelectionNote)
+			}
+			for _, note := range []string{res.FeatReadNote, res.SourceNote} {
+				if note != "" {
+					o.Logger.Info(note)
+				}
+			}
+			var mo train.MemPlanOptions
+			if res.Parts != nil {
+				pt := res.Parts.Partitioning()
+				mo.Part, mo.Partition, mo.Cross = pt.Part(), t.Partition, pt.Cross()
 			}
 			if t.Mem > 0 || t.PlanFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName, mo.Reprofile = int64(t.Mem), t.PlanFile, t.ProfileName, t.Reprofile
