@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -458,4 +459,35 @@ func (s *streamer) run(nodes []int64, b0 *kernels.Block, out []float32, gather f
 		return err
 	}
 	return s.fold(out, prep, drop, seed)
+}
+
+// TestSortByID: the streamed order is the ids' ascending order, ties by
+// index, whether the ids fit the packed radix keys or not, and its keys
+// are counted while held.
+func TestSortByID(t *testing.T) {
+	r := rand.New(rand.NewPCG(*seedFlag, 9))
+	for _, tc := range []struct {
+		n     int
+		maxID int64
+	}{{0, 1}, {1, 1}, {7, 3}, {1000, 100}, {50000, 1 << 23}, {50000, 1 << 32}, {3000, 1 << 40}, {3000, 1<<32 + 5}} {
+		nodes := make([]int64, tc.n)
+		for i := range nodes {
+			nodes[i] = r.Int64N(tc.maxID)
+		}
+		want := make([]int32, tc.n)
+		for j := range want {
+			want[j] = int32(j)
+		}
+		slices.SortStableFunc(want, func(a, b int32) int { return cmp.Compare(nodes[a], nodes[b]) })
+		var s streamer
+		got := make([]int32, tc.n)
+		s.sortByID(got, nodes)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d ids below %d: order differs from a stable sort", tc.n, tc.maxID)
+		}
+		if s.counted < 8*int64(cap(s.keys)) {
+			t.Errorf("%d ids: %d bytes counted for %d keys", tc.n, s.counted, cap(s.keys))
+		}
+		s.close()
+	}
 }

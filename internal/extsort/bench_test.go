@@ -1,10 +1,8 @@
 package extsort
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -72,35 +70,5 @@ func BenchmarkSort(b *testing.B) {
 			b.ReportMetric(float64(st.Runs), "runs")
 			b.ReportMetric(float64(st.SpilledBytes)/float64(len(in)), "spilled-B/edge")
 		})
-	}
-}
-
-// BenchmarkSortKeys compares the radix sort used for packed buffers with
-// slices.Sort on one full buffer (4 MiB and 32 MiB) of packed random edges.
-func BenchmarkSortKeys(b *testing.B) {
-	for _, sz := range []struct {
-		n      int
-		idBits int
-	}{{512 << 10, 20}, {512 << 10, 32}, {4 << 20, 16}, {4 << 20, 24}, {4 << 20, 32}} {
-		idBits := sz.idBits
-		r := rand.New(rand.NewPCG(3, 4))
-		in := make([]uint64, sz.n)
-		for i := range in {
-			in[i] = r.Uint64N(1<<idBits)<<32 | r.Uint64N(1<<idBits)
-		}
-		work := make([]uint64, len(in))
-		for _, impl := range []struct {
-			name string
-			sort func([]uint64)
-		}{{"radix", sortKeys}, {"slices", slices.Sort[[]uint64]}} {
-			b.Run(fmt.Sprintf("%s/n=%d/ids=%dbit", impl.name, sz.n, idBits), func(b *testing.B) {
-				b.SetBytes(int64(len(in)) * 8)
-				for b.Loop() {
-					copy(work, in)
-					impl.sort(work)
-				}
-				b.ReportMetric(float64(len(in))*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
-			})
-		}
 	}
 }

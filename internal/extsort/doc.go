@@ -54,8 +54,8 @@
 //
 // While every id seen so far fits in 32 bits an edge is packed into one
 // uint64 (Src<<32 | Dst): it costs 8 bytes in memory and on disk and is
-// sorted with an in-place MSD radix sort. The first id of 2^32 or more
-// switches the Sorter to 16-byte records for the rest of the input (the
+// sorted with an in-place MSD radix sort (internal/radix). The first id
+// of 2^32 or more switches the Sorter to 16-byte records for the rest of the input (the
 // packed buffer is converted in memory if that fits in the budget, otherwise
 // it is spilled first). Runs of both encodings merge together. The run file
 // format is specified in docs/format.md, "External-sort run files".

@@ -533,34 +533,6 @@ func TestCleanStale(t *testing.T) {
 	}
 }
 
-func TestSortKeys(t *testing.T) {
-	r := testRand(t)
-	gens := []struct {
-		name string
-		gen  func() uint64
-	}{
-		{"uniform64", r.Uint64},
-		{"small", func() uint64 { return r.Uint64N(10) }},
-		{"packed 20-bit ids", func() uint64 { return r.Uint64N(1<<20)<<32 | r.Uint64N(1<<20) }},
-		{"one high byte", func() uint64 { return 0xab<<56 | r.Uint64N(1<<16) }},
-		{"byte holes", func() uint64 { return r.Uint64N(4) << 40 }},
-	}
-	for _, g := range gens {
-		for _, n := range []int{0, 1, 2, radixCutoff, radixCutoff + 1, 5000, 100000} {
-			a := make([]uint64, n)
-			for i := range a {
-				a[i] = g.gen()
-			}
-			want := slices.Clone(a)
-			slices.Sort(want)
-			sortKeys(a)
-			if !slices.Equal(a, want) {
-				t.Fatalf("%s n=%d: radix sort differs from slices.Sort", g.name, n)
-			}
-		}
-	}
-}
-
 func TestSpillFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sub")
 	if err := os.Mkdir(dir, 0o700); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+
+	"github.com/ssdgnn/ssdgnn/internal/radix"
 )
 
 // Edge is a directed edge. Ids must be non-negative.
@@ -193,7 +195,7 @@ func (s *Sorter) switchToWide() error {
 func (s *Sorter) sortBuffer() {
 	var d int64
 	if s.packed {
-		sortKeys(s.keys)
+		radix.Sort(s.keys)
 		if s.opts.Dedup {
 			s.keys, d = dedupKeys(s.keys)
 		}
