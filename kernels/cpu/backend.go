@@ -109,6 +109,10 @@ type Backend struct {
 	closed bool
 	// st recycles tensor storage (store.go) and counts it in memacct.
 	st store
+	// gemm holds the tiled GEMM's packing buffers for reuse, at most one
+	// per worker, counted in memacct.Backend until Close (gemmBytes).
+	gemm      chan *tiledScratch
+	gemmBytes int64
 
 	acct kernels.MemAccount
 }
@@ -121,7 +125,7 @@ func New(opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	b := &Backend{opts: o, grain: o.Grain, pool: newPool(o.Workers)}
+	b := &Backend{opts: o, grain: o.Grain, pool: newPool(o.Workers), gemm: make(chan *tiledScratch, o.Workers)}
 	b.acct.SetMax(o.MaxBytes)
 	return b, nil
 }
@@ -140,6 +144,11 @@ func (b *Backend) Close() error {
 	b.closed = true
 	b.pool.stop()
 	b.st.drain()
+	for len(b.gemm) > 0 {
+		<-b.gemm
+	}
+	memacct.Add(memacct.Backend, -b.gemmBytes)
+	b.gemmBytes = 0
 	return nil
 }
 

@@ -1,6 +1,11 @@
 package cpu
 
-import "sync"
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+)
 
 // The tiled GEMM (GEMMTiled) computes C = α·op(A)·op(B) + β·C in the
 // manner of GotoBLAS: for each block of tileK steps of the inner
@@ -51,7 +56,31 @@ type tiledScratch struct {
 	c [tileM * tileN]float32
 }
 
-var tiledPool = sync.Pool{New: func() any { return new(tiledScratch) }}
+// tiledScratchBytes is one tiledScratch's size.
+const tiledScratchBytes = int64(unsafe.Sizeof(tiledScratch{}))
+
+// tiledScratchGet takes a worker's packing buffers from the backend's
+// free list, or makes and counts new ones. A parallel op runs fn on at
+// most Workers goroutines at once, so at most Workers exist, and
+// tiledScratchPut never blocks.
+func (b *Backend) tiledScratchGet() *tiledScratch {
+	select {
+	case s := <-b.gemm:
+		return s
+	default:
+	}
+	b.countGEMM(tiledScratchBytes)
+	return new(tiledScratch)
+}
+
+func (b *Backend) tiledScratchPut(s *tiledScratch) { b.gemm <- s }
+
+// countGEMM adds n bytes of packing buffers to memacct.Backend. Workers
+// call it concurrently.
+func (b *Backend) countGEMM(n int64) {
+	atomic.AddInt64(&b.gemmBytes, n)
+	memacct.Add(memacct.Backend, n)
+}
 
 // gemmTiled is GEMMTiled: C (m×n) = α·op(A)·op(B) + β·C, with β == 0
 // overwriting C (NaN included). A is m×k (k×m with transA), B k×n (n×k
@@ -66,8 +95,8 @@ func (b *Backend) gemmTiled(transA, transB bool, m, n, k int, alpha float32, A, 
 	}
 	panels := (m + tileM - 1) / tileM
 	b.pool.parallel(panels, max(1, b.grain/max(tileM*n*k/16, 1)), func(lo, hi int) {
-		s := tiledPool.Get().(*tiledScratch)
-		defer tiledPool.Put(s)
+		s := b.tiledScratchGet()
+		defer b.tiledScratchPut(s)
 		r0, r1 := lo*tileM, min(hi*tileM, m)
 		c := C[r0*n : r1*n]
 		if beta == 0 {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/testseed"
 )
 
@@ -41,7 +42,8 @@ func TestKern(t *testing.T) {
 // the shared conformance suite's random shapes rarely reach: n past one
 // packed block of columns (tileNC), k past several blocks of tileK, m not a
 // multiple of tileM, every transpose, against a float64 reference. It also
-// checks that the result is the same, bit for bit, for 1, 2 and 5 workers.
+// checks that the result is the same, bit for bit, for 1, 2 and 5 workers,
+// and that the packing buffers are counted in memacct.Backend until Close.
 func TestGEMMTiledBlocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(testseed.Seed(t), 6))
 	for _, s := range [][3]int{{1, 1, 1}, {7, 600, 17}, {13, 257, 300}, {64, 513, 48}, {5, 3, 529}} {
@@ -53,11 +55,22 @@ func TestGEMMTiledBlocks(t *testing.T) {
 				want := refGEMM64(tr[0], tr[1], m, n, k, alpha, A, B, beta, C)
 				var first []float32
 				for _, w := range []int{1, 2, 5} {
-					b := &Backend{grain: 1}
-					b.pool = newPool(w)
+					base := memacct.Read().Bytes[memacct.Backend]
+					b, err := New(&Options{Workers: w, Grain: 1, GEMM: GEMMTiled})
+					if err != nil {
+						t.Fatal(err)
+					}
 					got := append([]float32(nil), C...)
 					b.gemmTiled(tr[0], tr[1], m, n, k, alpha, A, B, beta, got)
-					b.pool.stop()
+					// Its packing buffers are counted while the backend
+					// holds them, one per worker at most, and not after.
+					if held := memacct.Read().Bytes[memacct.Backend] - base; held < tiledScratchBytes || held > int64(w)*tiledScratchBytes {
+						t.Errorf("workers %d: %d bytes counted, want 1 to %d buffers of %d", w, held, w, tiledScratchBytes)
+					}
+					b.Close()
+					if held := memacct.Read().Bytes[memacct.Backend] - base; held != 0 {
+						t.Errorf("workers %d: %d bytes still counted after Close", w, held)
+					}
 					for i := range got {
 						if tol := 1e-5 * math.Sqrt(float64(k+1)) * (1 + math.Abs(want[i])); math.Abs(float64(got[i])-want[i]) > tol {
 							t.Fatalf("workers %d: C[%d][%d] = %g, want %g (tol %g)", w, i/n, i%n, got[i], want[i], tol)
