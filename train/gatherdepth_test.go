@@ -1,6 +1,7 @@
 package train
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
@@ -38,6 +39,25 @@ func TestGatherDepth(t *testing.T) {
 		o.FeatIODepth = 5
 		if w := o.withDefaults(); w.FeatIODepth != 5 {
 			t.Errorf("explicit depth 5 became %d", w.FeatIODepth)
+		}
+	}
+}
+
+// TestAtOwnDepth: a budget that grows with the read depth is taken at the
+// depth GatherDepth gives the result, for budgets at the floor, between
+// the bounds and past the cap.
+func TestAtOwnDepth(t *testing.T) {
+	for _, base := range []int64{100 << 20, 600 << 20, 900 << 20, 4 << 30} {
+		var tried []int
+		mem, depth := atOwnDepth(func(depth int) int64 {
+			tried = append(tried, depth)
+			return base + int64(depth)*storage.DefaultMaxReadBytes
+		})
+		if depth != GatherDepth(mem) || mem != base+int64(depth)*storage.DefaultMaxReadBytes {
+			t.Errorf("base %d MiB: %d bytes at depth %d, GatherDepth says %d", base>>20, mem, depth, GatherDepth(mem))
+		}
+		if tried[0] != storage.DefaultScatterDepth || !slices.IsSorted(tried) {
+			t.Errorf("base %d MiB: depths tried %v, want rising from %d", base>>20, tried, storage.DefaultScatterDepth)
 		}
 	}
 }

@@ -167,13 +167,25 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	if opts != nil {
 		o = *opts
 	}
-	for o.FeatIODepth = storage.DefaultScatterDepth; ; {
-		m := minimumBudget(d, &o)
-		depth := GatherDepth(m)
-		if depth <= o.FeatIODepth {
-			return m
-		}
+	m, _ := atOwnDepth(func(depth int) int64 {
 		o.FeatIODepth = depth
+		return minimumBudget(d, &o)
+	})
+	return m
+}
+
+// atOwnDepth is budget(depth) at the read depth its result gets: from
+// storage.DefaultScatterDepth, raised to GatherDepth of the result while
+// that is more. budget grows with the depth, and GatherDepth is capped,
+// so it ends.
+func atOwnDepth(budget func(depth int) int64) (mem int64, depth int) {
+	for depth = storage.DefaultScatterDepth; ; {
+		mem = budget(depth)
+		if g := GatherDepth(mem); g > depth {
+			depth = g
+			continue
+		}
+		return mem, depth
 	}
 }
 
@@ -301,14 +313,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			}
 			if opts.FeatIODepth != 0 {
 				mp.MemBytes = derive()
-			}
-			for o.FeatIODepth = storage.DefaultScatterDepth; mp.MemBytes == 0; {
-				m := derive()
-				if depth := GatherDepth(m); depth > o.FeatIODepth {
+			} else {
+				mp.MemBytes, o.FeatIODepth = atOwnDepth(func(depth int) int64 {
 					o.FeatIODepth = depth
-					continue
-				}
-				mp.MemBytes = m
+					return derive()
+				})
 			}
 			mp.FeatIODepth = o.FeatIODepth
 		}
@@ -503,8 +512,7 @@ func wholeShare(avail int64) int64 { return avail / 3 * 2 }
 // CacheShare is the memory, tables included, that PlanMemory gives the
 // caches when training d with opts under mem from profile p (Budget.Caches,
 // with Options.InFlight and FeatIODepth chosen as PlanMemory chooses
-// them): what a plan for
-// this training may use. The benchmark plans its caches with it, so that
+// them): what a plan for this training may use. The benchmark plans its caches with it, so that
 // its plan is the one a bare `train --mem` makes.
 func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64) (int64, error) {
 	if err := opts.Validate(); err != nil {
