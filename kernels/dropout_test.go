@@ -8,7 +8,8 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/testseed"
 )
 
-// TestDropoutThreshold: the integer keep test keeps exactly what the float
+// TestDropoutThreshold: the integer keep test (and DropoutKeep's factor)
+// keeps exactly what the float
 // test DropoutUniform(seed, e) >= p keeps, at the probabilities that matter
 // (the ends, values that are exact multiples of 2⁻²⁴ and their float32
 // neighbours, random ones), both on hashed elements and on every u next to
@@ -21,16 +22,19 @@ func TestDropoutThreshold(t *testing.T) {
 		ps = append(ps, u, math.Nextafter32(u, 0), math.Nextafter32(u, 2), r.Float32())
 	}
 	for _, p := range ps {
-		thr := DropoutThreshold(p)
+		thr := dropoutThreshold(p)
 		for u := max(int64(thr)-3, 0); u <= min(int64(thr)+3, 1<<24-1); u++ {
 			if got, want := uint64(u) >= thr, float32(u)*(1.0/(1<<24)) >= p; got != want {
 				t.Fatalf("p %g (bits %#x): u %d >= threshold %d is %v, the float test says %v", p, math.Float32bits(p), u, thr, got, want)
 			}
 		}
-		seed := r.Uint64()
+		seed, keep := r.Uint64(), NewDropoutKeep(p)
 		for e := range uint64(2000) {
-			if got, want := DropoutBits(seed, e) >= thr, DropoutUniform(seed, e) >= p; got != want {
+			if got, want := dropoutBits(seed, e) >= thr, DropoutUniform(seed, e) >= p; got != want {
 				t.Fatalf("p %g, seed %d, element %d: integer test %v, float test %v", p, seed, e, got, want)
+			}
+			if f, want := keep.Factor(seed, e), float32(0); (f != want) != (DropoutUniform(seed, e) >= p) || (f != 0 && f != DropoutScale(p)) {
+				t.Fatalf("p %g, seed %d, element %d: factor %g, kept by the float test %v", p, seed, e, f, DropoutUniform(seed, e) >= p)
 			}
 		}
 	}

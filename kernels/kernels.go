@@ -345,12 +345,12 @@ func GCNNorm(deg int32) float32 { return float32(1 / math.Sqrt(float64(deg+1))) 
 // SplitMix64 finaliser applied to seed + (e+1)·0x9E3779B97F4A7C15, top 24
 // bits. Every backend must reproduce it bit for bit.
 func DropoutUniform(seed, e uint64) float32 {
-	return float32(DropoutBits(seed, e)) * (1.0 / (1 << 24))
+	return float32(dropoutBits(seed, e)) * (1.0 / (1 << 24))
 }
 
-// DropoutBits is DropoutUniform's 24 random bits as an integer u:
+// dropoutBits is DropoutUniform's 24 random bits as an integer u:
 // DropoutUniform(seed, e) = u·2⁻²⁴ exactly.
-func DropoutBits(seed, e uint64) uint64 {
+func dropoutBits(seed, e uint64) uint64 {
 	z := seed + (e+1)*0x9E3779B97F4A7C15
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
@@ -358,14 +358,36 @@ func DropoutBits(seed, e uint64) uint64 {
 	return z >> 40
 }
 
-// DropoutThreshold is the integer form of Dropout's keep test:
-// DropoutBits(seed, e) >= DropoutThreshold(p) exactly when
+// dropoutThreshold is the integer form of Dropout's keep test:
+// dropoutBits(seed, e) >= dropoutThreshold(p) exactly when
 // DropoutUniform(seed, e) >= p, for every p that is not NaN. (u·2⁻²⁴ is
-// exact in float32, so u·2⁻²⁴ >= p iff u >= ⌈p·2²⁴⌉.) Host loops use it
-// to skip the conversion to float.
-func DropoutThreshold(p float32) uint64 {
+// exact in float32, so u·2⁻²⁴ >= p iff u >= ⌈p·2²⁴⌉.)
+func dropoutThreshold(p float32) uint64 {
 	t := math.Ceil(float64(p) * (1 << 24))
 	return uint64(min(max(t, 0), 1<<24))
+}
+
+// DropoutKeep is the mask of Dropout with probability p for host loops:
+// Factor(seed, e) is DropoutScale(p) where DropoutUniform(seed, e) >= p
+// and 0 elsewhere, decided on the integer bits (no conversion to float)
+// and picked from a table (no branch the random mask would mispredict).
+type DropoutKeep struct {
+	thr    uint64
+	factor [2]float32
+}
+
+// NewDropoutKeep is the mask of probability p.
+func NewDropoutKeep(p float32) DropoutKeep {
+	return DropoutKeep{thr: dropoutThreshold(p), factor: [2]float32{0, DropoutScale(p)}}
+}
+
+// Factor is element e's mask value under seed: 0 or DropoutScale(p).
+func (k *DropoutKeep) Factor(seed, e uint64) float32 {
+	i := 0
+	if dropoutBits(seed, e) >= k.thr {
+		i = 1
+	}
+	return k.factor[i]
 }
 
 // DropoutScale is the kept-element mask value 1/(1-p), as float32.

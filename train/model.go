@@ -757,19 +757,10 @@ func mixSeed(a, b uint64) uint64 {
 }
 
 // dropSpan applies hostDropout's mask to x, elements base, base+1, ... of
-// the input (keep is kernels.DropoutScale(p)). It tests the integer bits
-// against kernels.DropoutThreshold, which keeps exactly the elements that
-// DropoutUniform(seed, e) >= p keeps, and picks the factor from a table
-// rather than a branch the random mask would mispredict.
-func dropSpan(x []float32, p, keep float32, seed, base uint64) {
-	m := [2]float32{0, keep}
-	thr := kernels.DropoutThreshold(p)
+// the input (kernels.DropoutKeep: the mask Backend.Dropout draws).
+func dropSpan(x []float32, keep *kernels.DropoutKeep, seed, base uint64) {
 	for i := range x {
-		k := 0
-		if kernels.DropoutBits(seed, base+uint64(i)) >= thr {
-			k = 1
-		}
-		x[i] *= m[k]
+		x[i] *= keep.Factor(seed, base+uint64(i))
 	}
 }
 
@@ -781,8 +772,8 @@ func dropSpan(x []float32, p, keep float32, seed, base uint64) {
 // backend two tensors of the batch's largest shape (mask and output).
 // The work is split over GOMAXPROCS goroutines, joined before it returns.
 func hostDropout(x []float32, p float32, seed uint64) {
-	keep := kernels.DropoutScale(p)
-	part := func(lo, hi int) { dropSpan(x[lo:hi], p, keep, seed, uint64(lo)) }
+	keep := kernels.NewDropoutKeep(p)
+	part := func(lo, hi int) { dropSpan(x[lo:hi], &keep, seed, uint64(lo)) }
 	const grain = 1 << 16
 	w := min(runtime.GOMAXPROCS(0), len(x)/grain)
 	if w <= 1 {

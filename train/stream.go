@@ -300,7 +300,7 @@ func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed 
 	// arrays: a source's out-degree is its by-source edge count unless
 	// the block carries the whole batch's (micro-batches).
 	gcn := s.op == kernels.AggGCN
-	keep := kernels.DropoutScale(drop)
+	keep := kernels.NewDropoutKeep(drop)
 	free, full := r.free, r.full
 	for sl := range full {
 		if sl.err != nil {
@@ -313,7 +313,7 @@ func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed 
 		for k, j := range order[sl.lo : sl.lo+len(sl.ids)] {
 			row := buf[k*dim : (k+1)*dim]
 			if drop > 0 {
-				dropSpan(row, drop, keep, seed, uint64(j)*uint64(dim))
+				dropSpan(row, &keep, seed, uint64(j)*uint64(dim))
 			}
 			if hd != nil && int(j) < nd {
 				copy(hd[int(j)*dim:], row)

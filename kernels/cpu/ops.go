@@ -305,23 +305,14 @@ func (b *Backend) Dropout(dst, src, mask kernels.Tensor, p float32, seed uint64)
 	if D == nil || S == nil || M == nil || !b.check(op, kernels.CheckDropout(D, S, M, p)) {
 		return
 	}
-	keep := [2]float32{0, kernels.DropoutScale(p)}
-	thr := kernels.DropoutThreshold(p)
+	keep := kernels.NewDropoutKeep(p)
 	b.elementwise(len(S.data), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			m := keep[b2i(kernels.DropoutBits(seed, uint64(i)) >= thr)]
+			m := keep.Factor(seed, uint64(i))
 			M.data[i] = m
 			D.data[i] = S.data[i] * m
 		}
 	})
-}
-
-// b2i is 1 for true and 0 for false (compiled without a branch).
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // DropoutBackward sets dX = dY·mask.
