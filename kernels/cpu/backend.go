@@ -112,7 +112,7 @@ type Backend struct {
 	// gemm holds the tiled GEMM's packing buffers for reuse, at most one
 	// per worker, counted in memacct.Backend until Close (gemmBytes).
 	gemm      chan *tiledScratch
-	gemmBytes int64
+	gemmBytes atomic.Int64
 
 	acct kernels.MemAccount
 }
@@ -147,8 +147,7 @@ func (b *Backend) Close() error {
 	for len(b.gemm) > 0 {
 		<-b.gemm
 	}
-	memacct.Add(memacct.Backend, -b.gemmBytes)
-	b.gemmBytes = 0
+	memacct.Add(memacct.Backend, -b.gemmBytes.Swap(0))
 	return nil
 }
 

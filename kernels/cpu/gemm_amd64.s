@@ -7,6 +7,20 @@
 // c[r*ldc+j] += Σ_{p<k} a[p*6+r]·b[p*16+j] for r < 6, j < 16, each sum
 // accumulated in p order with fused multiply-adds (AVX2 + FMA3), then added
 // to c once.
+// ROW multiplies row r of the a panel (broadcast from off(SI) into bc)
+// with the b row in Y12:Y13 into accumulators lo:hi.
+#define ROW(off, bc, lo, hi) \
+	VBROADCASTSS off(SI), bc; \
+	VFMADD231PS  Y12, bc, lo; \
+	VFMADD231PS  Y13, bc, hi
+
+// STORE adds accumulators lo:hi to the 16 floats at (DX) and stores them.
+#define STORE(lo, hi) \
+	VADDPS  (DX), lo, lo; \
+	VMOVUPS lo, (DX); \
+	VADDPS  32(DX), hi, hi; \
+	VMOVUPS hi, 32(DX)
+
 TEXT ·kern6x16(SB), NOSPLIT, $0-40
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -32,58 +46,28 @@ TEXT ·kern6x16(SB), NOSPLIT, $0-40
 loop:
 	VMOVUPS (DI), Y12
 	VMOVUPS 32(DI), Y13
-	VBROADCASTSS (SI), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(SI), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS 8(SI), Y14
-	VFMADD231PS Y12, Y14, Y4
-	VFMADD231PS Y13, Y14, Y5
-	VBROADCASTSS 12(SI), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VBROADCASTSS 16(SI), Y14
-	VFMADD231PS Y12, Y14, Y8
-	VFMADD231PS Y13, Y14, Y9
-	VBROADCASTSS 20(SI), Y15
-	VFMADD231PS Y12, Y15, Y10
-	VFMADD231PS Y13, Y15, Y11
+	ROW(0, Y14, Y0, Y1)
+	ROW(4, Y15, Y2, Y3)
+	ROW(8, Y14, Y4, Y5)
+	ROW(12, Y15, Y6, Y7)
+	ROW(16, Y14, Y8, Y9)
+	ROW(20, Y15, Y10, Y11)
 	ADDQ $24, SI
 	ADDQ $64, DI
 	DECQ CX
 	JNE  loop
 
 store:
-	VADDPS (DX), Y0, Y0
-	VMOVUPS Y0, (DX)
-	VADDPS 32(DX), Y1, Y1
-	VMOVUPS Y1, 32(DX)
+	STORE(Y0, Y1)
 	ADDQ R8, DX
-	VADDPS (DX), Y2, Y2
-	VMOVUPS Y2, (DX)
-	VADDPS 32(DX), Y3, Y3
-	VMOVUPS Y3, 32(DX)
+	STORE(Y2, Y3)
 	ADDQ R8, DX
-	VADDPS (DX), Y4, Y4
-	VMOVUPS Y4, (DX)
-	VADDPS 32(DX), Y5, Y5
-	VMOVUPS Y5, 32(DX)
+	STORE(Y4, Y5)
 	ADDQ R8, DX
-	VADDPS (DX), Y6, Y6
-	VMOVUPS Y6, (DX)
-	VADDPS 32(DX), Y7, Y7
-	VMOVUPS Y7, 32(DX)
+	STORE(Y6, Y7)
 	ADDQ R8, DX
-	VADDPS (DX), Y8, Y8
-	VMOVUPS Y8, (DX)
-	VADDPS 32(DX), Y9, Y9
-	VMOVUPS Y9, 32(DX)
+	STORE(Y8, Y9)
 	ADDQ R8, DX
-	VADDPS (DX), Y10, Y10
-	VMOVUPS Y10, (DX)
-	VADDPS 32(DX), Y11, Y11
-	VMOVUPS Y11, 32(DX)
+	STORE(Y10, Y11)
 	VZEROUPPER
 	RET

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -69,18 +68,12 @@ func (b *Backend) tiledScratchGet() *tiledScratch {
 		return s
 	default:
 	}
-	b.countGEMM(tiledScratchBytes)
+	b.gemmBytes.Add(tiledScratchBytes) // workers make them concurrently
+	memacct.Add(memacct.Backend, tiledScratchBytes)
 	return new(tiledScratch)
 }
 
 func (b *Backend) tiledScratchPut(s *tiledScratch) { b.gemm <- s }
-
-// countGEMM adds n bytes of packing buffers to memacct.Backend. Workers
-// call it concurrently.
-func (b *Backend) countGEMM(n int64) {
-	atomic.AddInt64(&b.gemmBytes, n)
-	memacct.Add(memacct.Backend, n)
-}
 
 // gemmTiled is GEMMTiled: C (m×n) = α·op(A)·op(B) + β·C, with β == 0
 // overwriting C (NaN included). A is m×k (k×m with transA), B k×n (n×k
