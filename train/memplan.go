@@ -83,9 +83,6 @@ type MemPlan struct {
 	Warning string
 	// MemBytes is the whole process's budget.
 	MemBytes int64
-	// FeatIODepth is the feature reads in flight the budget counted read
-	// slots for: Options.FeatIODepth, or GatherDepth of the budget.
-	FeatIODepth int
 	// Budget is the arithmetic that divided MemBytes (nil for a plan
 	// read from PlanFile with no budget given).
 	Budget *Budget
@@ -227,13 +224,11 @@ func macroBound(o *Options) int64 {
 	return b.MacroBytesBound(o.PartsPerBatch, o.BatchSize)
 }
 
-// Apply sets o's Plan, Profile, MemBytes, FeatIODepth, MaxBatchRows and
-// (from mo.Cross) NeighborCross.
+// Apply sets o's Plan, Profile, MemBytes, MaxBatchRows and (from
+// mo.Cross) NeighborCross. The feature reads in flight the budget counted
+// follow from MemBytes (GatherDepth, in withDefaults) unless o names them.
 func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	o.Plan, o.Profile, o.MemBytes = mp.Plan, mp.Profile, mp.MemBytes
-	if o.FeatIODepth == 0 {
-		o.FeatIODepth = mp.FeatIODepth
-	}
 	if mp.Budget != nil && o.MaxBatchRows == 0 {
 		o.MaxBatchRows = mp.Budget.MaxBatchRows
 	}
@@ -298,7 +293,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			return nil, err
 		}
 		o = o.withDataset(d, full)
-		mp.MemBytes, mp.FeatIODepth = mo.MemBytes, o.FeatIODepth
+		mp.MemBytes = mo.MemBytes
 		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o)
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
@@ -319,7 +314,6 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 					return derive()
 				})
 			}
-			mp.FeatIODepth = o.FeatIODepth
 		}
 		if mp.MemBytes > 0 {
 			b, err := budgetFor(d, &o, full, mp.MemBytes, autoInFlight, planCacheBytes(mp.Plan))
@@ -389,7 +383,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
-	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, Reused: reused, MemBytes: mo.MemBytes, FeatIODepth: o.FeatIODepth, Budget: b}
+	mp := &MemPlan{Plan: res, Profile: keptProfile(p, res.Beta), PlanPath: path, Created: true, Reused: reused, MemBytes: mo.MemBytes, Budget: b}
 	// The profiling epoch's scratch (per-node counters, batches) is garbage
 	// now; return it to the OS so the process starts training at the size
 	// --mem budgets rather than at the profiling peak.

@@ -66,12 +66,12 @@ func TestPlanMemory(t *testing.T) {
 	if _, err := os.Stat(mp.PlanPath); err != nil {
 		t.Fatal(err)
 	}
-	if mp.FeatIODepth != GatherDepth(mem) || mp.Budget.Fixed.GatherSlotBytes != featurecache.GatherSlotBytes(d, &featurecache.Options{IODepth: GatherDepth(mem)}) {
-		t.Errorf("read depth %d, slots %d bytes: want GatherDepth(%d) = %d and its slots", mp.FeatIODepth, mp.Budget.Fixed.GatherSlotBytes, mem, GatherDepth(mem))
+	if mp.Budget.Fixed.GatherSlotBytes != featurecache.GatherSlotBytes(d, &featurecache.Options{IODepth: GatherDepth(mem)}) {
+		t.Errorf("read slots %d bytes: want GatherDepth(%d) = %d's", mp.Budget.Fixed.GatherSlotBytes, mem, GatherDepth(mem))
 	}
 	mp.Apply(o, mo)
-	if o.FeatIODepth != mp.FeatIODepth {
-		t.Errorf("Apply left FeatIODepth %d, plan %d", o.FeatIODepth, mp.FeatIODepth)
+	if w := o.withDefaults(); w.FeatIODepth != GatherDepth(mem) {
+		t.Errorf("after Apply training reads at depth %d, the budget counted %d", w.FeatIODepth, GatherDepth(mem))
 	}
 	rep := run(t, d, o)
 	// Two epochs, history on: the comparison leaves out epoch 0, whose
