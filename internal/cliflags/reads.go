@@ -79,10 +79,25 @@ func (s SourceFlag) Check() error {
 // Resolve is the sampler source for d: the flag's, or for auto
 // train.AutoSource under budget bytes of --mem (0: none), logged.
 func (s SourceFlag) Resolve(d *storage.Dataset, budget int64, log *slog.Logger) (sample.Source, error) {
-	if s != "auto" {
-		return sample.ParseSource(string(s))
+	src, note, err := s.resolveIn(d, 0, budget)
+	if note != "" {
+		log.Info(note)
+	}
+	return src, err
+}
+
+// resolveIn is Resolve for a process whose memory room is room bytes (0:
+// this process's own, train.AutoSource; else train.AutoSourceIn), with
+// auto's note returned (empty for a named source).
+func (s SourceFlag) resolveIn(d *storage.Dataset, room, budget int64) (sample.Source, string, error) {
+	switch {
+	case s != "auto":
+		src, err := sample.ParseSource(string(s))
+		return src, "", err
+	case room > 0:
+		src, note := train.AutoSourceIn(d, room, budget)
+		return src, note, nil
 	}
 	src, note := train.AutoSource(d, budget)
-	log.Info(note)
-	return src, nil
+	return src, note, nil
 }

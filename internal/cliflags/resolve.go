@@ -47,17 +47,9 @@ func (t *Train) Resolve(d *storage.Dataset, dir string, room int64) (*Resolved, 
 			o.FeatRead, r.FeatReadNote = train.AutoFeatRead(d)
 		}
 	}
-	switch {
-	case t.Source != "auto":
-		src, err := sample.ParseSource(string(t.Source))
-		if err != nil {
-			return nil, err
-		}
-		o.Source = src
-	case room > 0:
-		o.Source, r.SourceNote = train.AutoSourceIn(d, room, int64(t.Mem))
-	default:
-		o.Source, r.SourceNote = train.AutoSource(d, int64(t.Mem))
+	var err error
+	if o.Source, r.SourceNote, err = t.Source.resolveIn(d, room, int64(t.Mem)); err != nil {
+		return nil, err
 	}
 	if o.Selection == sample.ModePartition {
 		pf, err := sample.OpenPartitionFiles(d, dir, t.Partition)
