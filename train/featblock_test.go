@@ -198,23 +198,11 @@ func TestFeatureBlockAdapts(t *testing.T) {
 	}
 	// Apply carries the decision to training, which runs without the block.
 	to := blockOpts(pf, 0)
-	(&MemPlan{Budget: b}).Apply(to, nil)
+	e := trainWithoutBlock(t, d, b, to)
 	if !to.NoFeatureBlock || to.MaxBatchRows != b.MaxBatchRows {
 		t.Fatalf("Apply: NoFeatureBlock %v, MaxBatchRows %d (budget %d)", to.NoFeatureBlock, to.MaxBatchRows, b.MaxBatchRows)
 	}
-	tr, err := New(context.Background(), d, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if tr.fb != nil {
-		t.Fatal("the trainer built a feature block the budget turned off")
-	}
-	rep, err := tr.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := rep.Epochs[0]; e.FeatureBlockRows != 0 || e.Batches == 0 {
+	if e.FeatureBlockRows != 0 || e.Batches == 0 {
 		t.Errorf("epoch without the block: %d block rows, %d batches", e.FeatureBlockRows, e.Batches)
 	}
 }
@@ -253,7 +241,16 @@ func TestFeatureBlockGivesWay(t *testing.T) {
 	if kept, err := divide(d, &o, nil, wholeWith); err != nil || kept.NoFeatureBlock || kept.MicroBatches != 1 {
 		t.Errorf("--mem %d: room for the block and whole batches, got %+v, %v", wholeWith, kept, err)
 	}
-	to := blockOpts(pf, 1)
+	if e := trainWithoutBlock(t, d, b, blockOpts(pf, 1)); e.FeatureBlockRows != 0 || e.MicroBatches != 0 || e.Batches == 0 {
+		t.Errorf("epoch: %d block rows, %d micro-batches, %d batches; want whole batches without the block", e.FeatureBlockRows, e.MicroBatches, e.Batches)
+	}
+}
+
+// trainWithoutBlock applies budget b (which turned the feature block off)
+// to to, trains with it, checks that the trainer built no block, and
+// returns the first epoch.
+func trainWithoutBlock(t *testing.T, d *storage.Dataset, b *Budget, to *Options) EpochStats {
+	t.Helper()
 	(&MemPlan{Budget: b}).Apply(to, nil)
 	tr, err := New(context.Background(), d, to)
 	if err != nil {
@@ -267,9 +264,7 @@ func TestFeatureBlockGivesWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := rep.Epochs[0]; e.FeatureBlockRows != 0 || e.MicroBatches != 0 || e.Batches == 0 {
-		t.Errorf("epoch: %d block rows, %d micro-batches, %d batches; want whole batches without the block", e.FeatureBlockRows, e.MicroBatches, e.Batches)
-	}
+	return rep.Epochs[0]
 }
 
 // blockOpts are the options the feature-block budget tests train with on
