@@ -61,9 +61,11 @@ const (
 	// DefaultGatherDepth is the reads in flight of the feature gather
 	// (featurecache.DefaultIODepth). On docs/ooc.md's virtio disk `ssdgnn
 	// probe` read 85 k rows/s at depth 16, 111 k at 32, 128 k at 64 and
-	// 143 k at 128, and the 3 GiB training child's epoch was 10–14 %
-	// shorter at 64 than at 16 (128 was slower: its slots take 32 MiB
-	// from the caches, and the sampler's reads wait behind it). With
+	// 143 k at 128. The 3 GiB training child's epoch at 64 against 16:
+	// 20.2 and 20.3 s against 22.5 and 26.1 s on the partition-major copy
+	// (10–22 % shorter), 24.9 and 25.3 s against 29.0 s on the original
+	// layout (13–14 %). 128 gave 24.5 s: its slots took 32 MiB from the
+	// caches, and sampling took 18.0 s against 14.7 s at 64. With
 	// io_uring the depth costs no thread per read. ProbeDevice still
 	// prices random reads at DefaultScatterDepth: priced at 64 (7.9 µs a
 	// read) the break-even gap fell from 41 rows to 26–28, and the same
