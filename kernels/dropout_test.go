@@ -39,3 +39,30 @@ func TestDropoutThreshold(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDropoutMask applies a p = 0.1 mask to 1 Mi floats: DropoutKeep
+// against the float test with a branch it replaced.
+func BenchmarkDropoutMask(b *testing.B) {
+	x := make([]float32, 1<<20)
+	const p = 0.1
+	b.Run("keep", func(b *testing.B) {
+		keep := NewDropoutKeep(p)
+		for b.Loop() {
+			for i := range x {
+				x[i] *= keep.Factor(7, uint64(i))
+			}
+		}
+	})
+	b.Run("float", func(b *testing.B) {
+		scale := DropoutScale(p)
+		for b.Loop() {
+			for i := range x {
+				m := float32(0)
+				if DropoutUniform(7, uint64(i)) >= p {
+					m = scale
+				}
+				x[i] *= m
+			}
+		}
+	})
+}
