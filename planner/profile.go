@@ -178,7 +178,10 @@ func (o *ProfileOptions) withDefaults() ProfileOptions {
 type Meta struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
-	Name    string `json:"name"`
+	// SamplePlan is the sample.PlanVersion the batches were constructed
+	// by (0 in profiles written before it was recorded).
+	SamplePlan int    `json:"sample_plan,omitempty"`
+	Name       string `json:"name"`
 
 	// The dataset profiled.
 	Dataset         string `json:"dataset"`
@@ -406,7 +409,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	if d.Indices32() == nil {
 		idBytes = 8
 	}
-	m := Meta{Format: "ssdgnn-profile", Version: 1, Name: o.Name, Dataset: d.Manifest().Name,
+	m := Meta{Format: "ssdgnn-profile", Version: 1, SamplePlan: sample.PlanVersion, Name: o.Name, Dataset: d.Manifest().Name,
 		DatasetChecksum: DatasetChecksum(d), NumNodes: n, NumEdges: d.NumEdges(), FeatDim: d.FeatDim(),
 		FeatRowBytes: d.FeatRowBytes(), IDBytes: idBytes, Mode: string(eff.Mode), Fanouts: eff.Fanouts,
 		BatchSize: eff.BatchSize, PartsPerBatch: eff.PartsPerBatch, Partition: o.Partition, Seed: eff.Seed,

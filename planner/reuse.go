@@ -38,6 +38,7 @@ func PartChecksum(part []int32) string {
 //   - the same dataset (its checksum) and the same batches: mode,
 //     fanouts, batch size, parts per batch, seed, pre-sampled epochs and,
 //     in partition mode, the same assignment (Meta.PartChecksum);
+//   - batches constructed the same way (Meta.SamplePlan);
 //   - the same history validity model (staleness and reuse depth, after
 //     defaults) and no global neighbour cache on either side;
 //   - reads priced by the same plan (merge gap, amplification cap, read
@@ -69,6 +70,8 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 		return differ("reads counted for micro-batches of %d rows", m.Reads.MicroBatchRows)
 	case o.NeighborCache != nil || m.NeighborCacheBytes != 0:
 		return differ("profiled beside a global neighbour cache")
+	case m.SamplePlan != sample.PlanVersion:
+		return differ("batches constructed by sample plan version %d, want %d", m.SamplePlan, sample.PlanVersion)
 	case m.PresampleEpochs != o.PresampleEpochs:
 		return differ("%d pre-sampled epochs, want %d", m.PresampleEpochs, o.PresampleEpochs)
 	}

@@ -12,12 +12,19 @@
 // (Seed, epoch) and cuts batches of BatchSize. ModePartition permutes the
 // K partitions (seeded from (Seed, epoch)), takes them PartsPerBatch at a
 // time as macro batches (so every partition is used once per epoch),
-// shuffles each macro batch's training nodes and cuts micro batches of
-// BatchSize, whose targets are then ordered by partition (in the macro
-// batch's order): a trainer that cuts a batch into consecutive runs of
-// targets (train's micro-batches) gets runs that span few partitions and
-// share their neighbourhoods. The last micro batch of a macro batch may be short, and a
-// macro batch without training nodes yields no batch. Either way every
+// shuffles each macro batch's training nodes and cuts them into the
+// fewest micro batches of at most MaxBatchTargets = BatchSize +
+// BatchSize/4 targets, of near-equal size (sizes differ by at most one),
+// whose targets are then ordered by partition (in the macro batch's
+// order): a trainer that cuts a batch into consecutive runs of targets
+// (train's micro-batches) gets runs that span few partitions and share
+// their neighbourhoods. A macro batch of up to 1.25·BatchSize training
+// nodes is one batch; a larger one gives batches of at least half that
+// (0.625·BatchSize) each. No macro batch ends in a small remainder batch, which would read its inputs
+// (most of them the previous batch's) again, cost an optimiser step on a
+// handful of targets, and leave the gather idle while the next batch is
+// sampled (docs/ooc.md, "Even partition batches"). A macro batch without
+// training nodes yields no batch. Either way every
 // training node is a target exactly once per epoch. Sampler.Plan exposes
 // the construction without sampling.
 //

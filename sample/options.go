@@ -141,8 +141,10 @@ type Options struct {
 	// {10, 10, 10}.
 	Fanouts []int
 	// BatchSize is the number of training nodes per (micro) batch
-	// (default 1000). The last batch of an epoch, and in partition mode the
-	// last batch of each macro batch, may be smaller.
+	// (default 1000). In random mode the last batch of an epoch may be
+	// smaller. In partition mode each macro batch is cut into the fewest
+	// batches of near-equal size of at most BatchSize + BatchSize/4
+	// targets (MaxBatchTargets; see the package doc).
 	BatchSize int
 	// Mode is the batch-construction method (default ModeRandom).
 	Mode Mode

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -76,6 +77,92 @@ func TestIDMapBytesMeasured(t *testing.T) {
 		m := newIDMap(n)
 		if got := int64(4 * len(m.local)); got != IDMapBytes(n) {
 			t.Errorf("n=%d: newIDMap holds %d bytes of dense map, IDMapBytes says %d", n, got, IDMapBytes(n))
+		}
+	}
+}
+
+// TestEvenCuts: a macro batch's n targets are cut into the fewest
+// batches of at most bs + bs/4, sizes differing by at most one and adding
+// up to n; with two or more batches each holds at least half the cap.
+func TestEvenCuts(t *testing.T) {
+	for _, tc := range []struct {
+		n, bs int
+		want  []int
+	}{
+		{0, 1000, []int{0, 0}},
+		{80, 1000, []int{0, 80}},
+		{1000, 1000, []int{0, 1000}},
+		{1080, 1000, []int{0, 1080}},
+		{1250, 1000, []int{0, 1250}},
+		{1251, 1000, []int{0, 626, 1251}},
+		{5003, 1000, []int{0, 1001, 2002, 3003, 4003, 5003}},
+		{7, 2, []int{0, 2, 4, 6, 7}}, // bs/4 = 0: the cap is bs itself
+		{10, 4, []int{0, 5, 10}},     // cap 5
+	} {
+		got := evenCuts(tc.n, tc.bs)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("evenCuts(%d, %d) = %v, want %v", tc.n, tc.bs, got, tc.want)
+		}
+	}
+	for n := 0; n <= 5000; n++ {
+		for _, bs := range []int{1, 2, 3, 7, 100, 1000} {
+			cuts := evenCuts(n, bs)
+			maxT := MaxBatchTargets(bs, ModePartition)
+			lo, hi := n, 0
+			for i := range len(cuts) - 1 {
+				s := cuts[i+1] - cuts[i]
+				lo, hi = min(lo, s), max(hi, s)
+			}
+			if cuts[0] != 0 || cuts[len(cuts)-1] != n || hi-lo > 1 || hi > maxT {
+				t.Fatalf("evenCuts(%d, %d) = %v: not a cut of n into near-equal parts of at most %d", n, bs, cuts, maxT)
+			}
+			if k := len(cuts) - 1; k != max(1, (n+maxT-1)/maxT) || (k >= 2 && lo < maxT/2) {
+				t.Fatalf("evenCuts(%d, %d) = %v: %d batches of %d..%d (cap %d)", n, bs, cuts, k, lo, hi, maxT)
+			}
+		}
+	}
+}
+
+// TestPartitionBatchesEven: with macro batches of uneven training
+// counts, every training node is a target once, no batch exceeds
+// MaxBatchTargets, a macro batch within it is one batch, and a larger one
+// leaves no small remainder.
+func TestPartitionBatchesEven(t *testing.T) {
+	parts := make(trainParts, 60)
+	var id int64
+	for i := range parts {
+		parts[i] = make([]int64, 10+(i*37)%90) // 10..99 per part
+		for j := range parts[i] {
+			parts[i][j] = id
+			id++
+		}
+	}
+	const bs = 200
+	s := &Sampler{parts: parts, o: Options{Mode: ModePartition, BatchSize: bs, PartsPerBatch: 7}}
+	pl, err := s.Plan(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make([]bool, id)
+	perMacro := map[int]int{}
+	for i, b := range pl.Batches {
+		perMacro[pl.Macro[i]] += len(b)
+		for _, v := range b {
+			if seen[v] {
+				t.Fatalf("node %d is a target twice", v)
+			}
+			seen[v] = true
+		}
+	}
+	for v, ok := range seen {
+		if !ok {
+			t.Fatalf("node %d is never a target", v)
+		}
+	}
+	maxT := MaxBatchTargets(bs, ModePartition)
+	for i, b := range pl.Batches {
+		if n := perMacro[pl.Macro[i]]; len(b) > maxT || (n > maxT && len(b) < maxT/2) || (n <= maxT && len(b) != n) {
+			t.Errorf("batch %d of macro batch %d (%d targets): %d targets", i, pl.Macro[i], n, len(b))
 		}
 	}
 }

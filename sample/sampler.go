@@ -392,8 +392,9 @@ func (s *Sampler) Plan(epoch int) (*Plan, error) {
 		}
 		r.Shuffle(len(pos), func(i, j int) { pos[i], pos[j] = pos[j], pos[i] })
 		out := make([]int64, len(ids))
-		for b := 0; b < len(ids); b += bs {
-			e := min(b+bs, len(ids))
+		cuts := evenCuts(len(ids), bs)
+		for c := range len(cuts) - 1 {
+			b, e := cuts[c], cuts[c+1]
 			slices.Sort(pos[b:e])
 			for i, q := range pos[b:e] {
 				out[b+i] = ids[q]
@@ -403,6 +404,42 @@ func (s *Sampler) Plan(epoch int) (*Plan, error) {
 		}
 	}
 	return pl, nil
+}
+
+// PlanVersion identifies how Plan constructs batches; profiles record it,
+// so one made under another construction is not taken for this one's.
+// 2: partition batches are cut evenly, at most BatchSize + BatchSize/4
+// targets (evenCuts).
+const PlanVersion = 2
+
+// MaxBatchTargets is the most targets a batch of mode holds at BatchSize
+// bs: bs in random mode; bs + bs/4 in partition mode, whose macro batches
+// are cut evenly (evenCuts). Memory bounds on a whole batch take it.
+func MaxBatchTargets(bs int, mode Mode) int {
+	if mode == ModePartition {
+		return bs + bs/4
+	}
+	return bs
+}
+
+// evenCuts cuts n targets into the fewest batches of at most
+// MaxBatchTargets(bs, ModePartition) = bs + bs/4 targets, max(1,
+// ⌈n/(bs+bs/4)⌉), whose sizes differ by at most one (larger first), and
+// returns the len+1 boundaries. A macro batch of n training nodes then
+// gives batches of about bs and no small remainder: with two or more,
+// each holds at least half the cap (⌊0.625·bs⌋ or so); one holds n.
+func evenCuts(n, bs int) []int {
+	maxT := MaxBatchTargets(bs, ModePartition)
+	c := max(1, (n+maxT-1)/maxT)
+	cuts := make([]int, c+1)
+	for i := range c {
+		size := n / c
+		if i < n%c {
+			size++
+		}
+		cuts[i+1] = cuts[i] + size
+	}
+	return cuts
 }
 
 // denseLimit is the largest node count for which a worker keeps a dense

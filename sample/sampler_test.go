@@ -191,7 +191,7 @@ func TestPlanCoversTrainOnce(t *testing.T) {
 			}
 			var all []int64
 			for i, b := range pl.Batches {
-				if len(b) == 0 || len(b) > 7 {
+				if len(b) == 0 || len(b) > sample.MaxBatchTargets(7, mode) {
 					t.Fatalf("%s: batch %d has %d targets", mode, i, len(b))
 				}
 				all = append(all, b...)

@@ -149,7 +149,7 @@ var reserveFloor int64 = 24 << 20
 // MinimumBudget is the smallest --mem PlanMemory accepts for training d
 // with opts: the reserve, the fixed state (with the profile kept), the
 // caches' address tables, and the working set of micro-batches of
-// ⌈BatchSize/MaxMicroBatches⌉ targets at their largest possible size
+// microTargets targets at their largest possible size
 // (fanoutRows), and, before profiling, room for the profiling epoch's
 // counters (planner.ProfileMemBytes).
 //
@@ -192,23 +192,37 @@ func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
 	fixed := FixedState(d, &o, &planner.Profile{}).Bytes
 	workers := samplingWorkers(o.Workers)
-	whole := fanoutRows(int64(o.BatchSize), o.Fanouts, n)
+	whole := fanoutRows(batchTargets(&o), o.Fanouts, n)
 	// Beside both phases: each sampling worker's batch under
 	// construction and, in partition selection, the macro-batch caches
 	// the workers hold at their bound from the partitioning.
-	wholeBytes := sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges(), o.Source)
+	wholeBytes := sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source)
 	sampler := int64(workers) * wholeBytes
 	if o.Selection == sample.ModePartition {
 		sampler += int64(sample.MacroCachesHeld(workers)) * macroBound(&o)
 	}
-	rows := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
+	rows := fanoutRows(microTargets(&o), o.Fanouts, n)
 	stream, gather := stageBytes(d, &o, rows)
 	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idRowBytes) + stream + gather
 	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
-	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges())) + profGather
+	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges())) + profGather
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
+}
+
+// batchTargets is the most targets one of o's batches holds
+// (sample.MaxBatchTargets: BatchSize, or BatchSize + BatchSize/4 in
+// partition selection, whose macro batches are cut evenly). o has its
+// defaults.
+func batchTargets(o *Options) int64 {
+	return int64(sample.MaxBatchTargets(o.BatchSize, o.Selection))
+}
+
+// microTargets is the most targets of the finest micro-batch: a batch of
+// batchTargets cut into MaxMicroBatches.
+func microTargets(o *Options) int64 {
+	return (batchTargets(o) + MaxMicroBatches - 1) / MaxMicroBatches
 }
 
 // macroBound is the partitioning's bound on one macro batch's dynamic
@@ -283,7 +297,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	}
 	if min := MinimumBudget(d, &least); mo.MemBytes > 0 && mo.MemBytes < min {
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), (o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches, least.InFlight)
+			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), microTargets(&o), least.InFlight)
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
@@ -597,7 +611,7 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 		// them into micro-batches whose working set takes at most half,
 		// or the smallest split when even that does not fit.
 		whole := ws.BatchRows
-		floor := fanoutRows(int64((o.BatchSize+MaxMicroBatches-1)/MaxMicroBatches), o.Fanouts, n)
+		floor := fanoutRows(microTargets(o), o.Fanouts, n)
 		wsOf := func(rows int64) int64 {
 			w := *o
 			w.MaxBatchRows = rows
@@ -662,6 +676,9 @@ func profileMismatch(name string, p *planner.Profile, o *Options) string {
 	}
 	if p.Meta.BatchSize != o.BatchSize {
 		diff = append(diff, fmt.Sprintf("batch size %d, training %d", p.Meta.BatchSize, o.BatchSize))
+	}
+	if p.Meta.SamplePlan != sample.PlanVersion {
+		diff = append(diff, fmt.Sprintf("batches constructed by sample plan version %d, training %d", p.Meta.SamplePlan, sample.PlanVersion))
 	}
 	if o.Selection != sample.ModeAuto && p.Meta.Mode != "" && p.Meta.Mode != string(o.Selection) {
 		diff = append(diff, fmt.Sprintf("%s batches, training %s", p.Meta.Mode, o.Selection))
@@ -790,8 +807,9 @@ type WorkingSetEstimate struct {
 	// BatchRows is the input-layer rows of the largest batch expected, and
 	// From says where it comes from: "profile" (the profile's
 	// MaxBatchRows), "profile-mean" (1.5 × its mean rows per batch, for
-	// profiles without the maximum) or "fanouts" (BatchSize × Π(1+fanout),
-	// at most the node count: an upper bound).
+	// profiles without the maximum) or "fanouts" (the most targets of a
+	// batch, sample.MaxBatchTargets, × Π(1+fanout), at most the node
+	// count: an upper bound).
 	BatchRows int64  `json:"batch_rows"`
 	From      string `json:"from"`
 	// BatchBytes is one batch's peak: the input features (the gather
@@ -970,7 +988,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 			ws.BatchRows, ws.From = (3*p.Meta.GatheredRows+2*p.Meta.Batches-1)/(2*p.Meta.Batches), "profile-mean"
 		}
 	} else {
-		ws.BatchRows, ws.From = fanoutRows(int64(o.BatchSize), o.Fanouts, n), "fanouts"
+		ws.BatchRows, ws.From = fanoutRows(batchTargets(&o), o.Fanouts, n), "fanouts"
 	}
 	if o.MaxBatchRows > 0 && ws.BatchRows > o.MaxBatchRows {
 		// Batches are cut into micro-batches of at most MaxBatchRows
@@ -982,7 +1000,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	ws.BatchBytes = batchBytes(d, &o, ws.BatchRows) + ws.SplitFrom*idRowBytes
 	ws.InFlight = o.InFlight
 	// Each sampling worker holds the batch it is building, whole.
-	ws.SamplerBytes = int64(samplingWorkers(o.Workers)) * sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, n, d.NumEdges(), o.Source)
+	ws.SamplerBytes = int64(samplingWorkers(o.Workers)) * sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source)
 	ws.Bytes = int64(ws.InFlight)*ws.BatchBytes + ws.DynamicBytes + ws.SamplerBytes
 	ws.StreamBytes, ws.GatherBytes = stageBytes(d, &o, ws.BatchRows)
 	ws.Streamed = streamOn(&o)

@@ -162,7 +162,9 @@ func TestKeptProfile(t *testing.T) {
 // TestWorkingSetDynamic: in partition selection the working set reserves
 // one per worker of the profile's largest macro-batch neighbour cache
 // (sample.MacroCachesHeld; TestMacroCachesAlive checks it) beside
-// the batches in flight; random selection reserves none.
+// the batches in flight; random selection reserves none. Each sampling
+// worker's batch is bounded at the most targets a batch of the selection
+// holds (sample.MaxBatchTargets: partition batches may exceed BatchSize).
 func TestWorkingSetDynamic(t *testing.T) {
 	d := smallSynth(t)
 	const dyn = 12345
@@ -179,7 +181,7 @@ func TestWorkingSetDynamic(t *testing.T) {
 		o := synthOpts()
 		o.Selection, o.Workers = tc.sel, tc.workers
 		ws := WorkingSet(d, o, p)
-		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.SamplerBytes != int64(tc.workers)*sample.WorkerBytesBound(int64(o.BatchSize), o.Fanouts, d.NumNodes(), d.NumEdges(), o.Source) ||
+		if ws.From != "profile" || ws.BatchRows != 700 || ws.DynamicBytes != tc.want || ws.SamplerBytes != int64(tc.workers)*sample.WorkerBytesBound(int64(sample.MaxBatchTargets(o.BatchSize, tc.sel)), o.Fanouts, d.NumNodes(), d.NumEdges(), o.Source) ||
 			ws.Bytes != int64(ws.InFlight)*ws.BatchBytes+tc.want+ws.SamplerBytes+ws.GatherBytes || ws.GatherBytes <= 0 {
 			t.Errorf("%s, %d workers: %+v, want %d dynamic bytes", tc.sel, tc.workers, ws, tc.want)
 		}

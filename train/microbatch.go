@@ -28,7 +28,7 @@ import (
 // MaxMicroBatches is the finest split the trainer supports: a batch is cut
 // into at most this many micro-batches. The memory check's minimum
 // (MinimumBudget) is the fixed state plus the working set of micro-batches
-// of ⌈BatchSize/MaxMicroBatches⌉ targets.
+// of ⌈sample.MaxBatchTargets/MaxMicroBatches⌉ targets (microTargets).
 const MaxMicroBatches = 64
 
 // microBatch is one micro-batch of a host batch.

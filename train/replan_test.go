@@ -74,7 +74,7 @@ func TestPlanFileReplanned(t *testing.T) {
 	// Reads priced with another merge cap than training's (a profile
 	// from before the default changed): a warning; the same cap, none.
 	so = synthOpts().withDefaults()
-	prof = &planner.Profile{Meta: planner.Meta{Fanouts: so.Fanouts, BatchSize: so.BatchSize, Reads: &planner.ReadModel{GapRows: 41, MaxAmplification: 2}}}
+	prof = &planner.Profile{Meta: planner.Meta{SamplePlan: sample.PlanVersion, Fanouts: so.Fanouts, BatchSize: so.BatchSize, Reads: &planner.ReadModel{GapRows: 41, MaxAmplification: 2}}}
 	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "merge cap of 2×, training 6×") {
 		t.Errorf("read cap differs from the profile's: warning %q", w)
 	}
@@ -85,6 +85,13 @@ func TestPlanFileReplanned(t *testing.T) {
 	so.FeatMaxReadAmp = featurecache.UncappedReads
 	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "merge cap of 6×, training none") {
 		t.Errorf("uncapped training: warning %q", w)
+	}
+	// Batches constructed another way (a profile from before partition
+	// batches were cut evenly): a warning.
+	so.FeatMaxReadAmp = 0
+	prof.Meta.SamplePlan = 1
+	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "sample plan version 1, training 2") {
+		t.Errorf("older batch construction: warning %q", w)
 	}
 	// Re-dividing counts the kept profile once, as reading a plan does.
 	before := memacct.Read().Bytes[memacct.Profile]

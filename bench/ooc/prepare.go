@@ -13,6 +13,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -291,7 +292,8 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 
 // profileReadsAre reports whether dir's benchmark profile priced its
 // reads as the training children read: with merge cap c and read mode
-// mode (profile.json's reads.max_amplification and reads.mode). A profile
+// mode (profile.json's reads.max_amplification and reads.mode), from
+// batches constructed as the children's (sample_plan). A profile
 // priced otherwise ranks the feature cache by other read costs than the
 // children's, so the plan would not be theirs. (The profile child runs
 // uncapped, where "auto" picks buffered reads; the children, inside
@@ -303,7 +305,7 @@ func profileReadsAre(dir string, c float64, mode storage.ReadMode) bool {
 		return false
 	}
 	m, err := planner.ParseMeta(b, path)
-	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c && m.Reads.Mode == mode.String()
+	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c && m.Reads.Mode == mode.String() && m.SamplePlan == sample.PlanVersion
 }
 
 func writeMarker(dir string, m marker) error {
