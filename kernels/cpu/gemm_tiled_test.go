@@ -120,3 +120,29 @@ func refGEMM64(transA, transB bool, m, n, k int, alpha float32, A, B []float32, 
 	}
 	return out
 }
+
+// TestGEMMRowsScratchCounted: the row kernel's per-chunk copy of op(A)'s
+// row (k floats) is counted in memacct.Backend while a chunk runs, one
+// per worker at most, and released when the call returns.
+func TestGEMMRowsScratchCounted(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 7))
+	const m, k, n = 64, 3000, 8
+	for _, w := range []int{1, 3} {
+		b, err := New(&Options{Workers: w, Grain: 1, GEMM: GEMMRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		A, B, C := randF32(r, m*k), randF32(r, k*n), make([]float32, m*n)
+		base := memacct.Read().Bytes[memacct.Backend]
+		memacct.ResetPeak()
+		b.gemmRows(false, false, m, n, k, 1, A, B, 0, C)
+		s := memacct.Read()
+		if peak := s.PeakBytes[memacct.Backend] - base; peak < 4*k || peak > int64(w)*4*k {
+			t.Errorf("workers %d: peak %d bytes counted over the call, want 1 to %d rows of %d", w, peak, w, 4*k)
+		}
+		if held := s.Bytes[memacct.Backend] - base; held != 0 {
+			t.Errorf("workers %d: %d bytes still counted after the call", w, held)
+		}
+		b.Close()
+	}
+}

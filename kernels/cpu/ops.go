@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/ssdgnn/ssdgnn/internal/f32"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
 
@@ -78,7 +79,9 @@ func (b *Backend) scaleData(x []float32, beta float32) {
 }
 
 // gemmRows is the row-parallel kernel: each C row is built with AXPYs over
-// op(B)'s rows (B not transposed) or dot products (B transposed).
+// op(B)'s rows (B not transposed) or dot products (B transposed). Each
+// chunk of rows copies op(A)'s row into k floats of scratch, counted in
+// memacct.Backend while the chunk runs.
 func (b *Backend) gemmRows(transA, transB bool, m, n, k int, alpha float32, A, B []float32, beta float32, C []float32) {
 	lda := k
 	if transA {
@@ -86,6 +89,8 @@ func (b *Backend) gemmRows(transA, transB bool, m, n, k int, alpha float32, A, B
 	}
 	b.pool.parallel(m, max(1, b.grain/max(n*k/16, 1)), func(lo, hi int) {
 		arow := make([]float32, k)
+		memacct.Add(memacct.Backend, 4*int64(k))
+		defer memacct.Add(memacct.Backend, -4*int64(k))
 		for i := lo; i < hi; i++ {
 			c := C[i*n : (i+1)*n]
 			if transA {
