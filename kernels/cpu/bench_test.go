@@ -26,6 +26,9 @@ func BenchmarkGEMM(b *testing.B) {
 		{4000, 256, 47, false, false},  // classifier
 		{20000, 128, 32, false, false}, // input layer of a streamed batch, 128 features, hidden 32
 		{128, 20000, 32, true, false},  // its weight gradient
+		{16, 32, 16, false, false},     // tiny: a few targets, narrow layer
+		{64, 16, 64, false, true},      // tiny inner dimension
+		{8, 128, 4, true, false},       // tiny weight gradient
 	} {
 		for _, kn := range kernelsByName {
 			name := fmt.Sprintf("%dx%dx%d_tA%v_tB%v/%s", s.m, s.k, s.n, s.transA, s.transB, kn.name)
