@@ -123,6 +123,26 @@ func TestEvenCuts(t *testing.T) {
 	}
 }
 
+// TestMaxBatchTargets: partition batches (and auto, which may become
+// them) may hold a quarter more than BatchSize; random ones BatchSize.
+func TestMaxBatchTargets(t *testing.T) {
+	for _, tc := range []struct {
+		bs   int
+		mode Mode
+		want int
+	}{
+		{1000, ModeRandom, 1000},
+		{1000, ModePartition, 1250},
+		{1000, ModeAuto, 1250},
+		{3, ModePartition, 3},
+		{1, ModeAuto, 1},
+	} {
+		if got := MaxBatchTargets(tc.bs, tc.mode); got != tc.want {
+			t.Errorf("MaxBatchTargets(%d, %s) = %d, want %d", tc.bs, tc.mode, got, tc.want)
+		}
+	}
+}
+
 // TestPartitionBatchesEven: with macro batches of uneven training
 // counts, every training node is a target once, no batch exceeds
 // MaxBatchTargets, a macro batch within it is one batch, and a larger one

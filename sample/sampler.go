@@ -414,9 +414,10 @@ const PlanVersion = 2
 
 // MaxBatchTargets is the most targets a batch of mode holds at BatchSize
 // bs: bs in random mode; bs + bs/4 in partition mode, whose macro batches
-// are cut evenly (evenCuts). Memory bounds on a whole batch take it.
+// are cut evenly (evenCuts), and for ModeAuto, which may resolve to it.
+// Memory bounds on a whole batch take it.
 func MaxBatchTargets(bs int, mode Mode) int {
-	if mode == ModePartition {
+	if mode == ModePartition || mode == ModeAuto {
 		return bs + bs/4
 	}
 	return bs
