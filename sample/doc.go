@@ -20,13 +20,13 @@
 // (train's micro-batches) gets runs that span few partitions and share
 // their neighbourhoods. A macro batch of up to 1.25·BatchSize training
 // nodes is one batch; a larger one gives batches of at least half that
-// (0.625·BatchSize) each. No macro batch ends in a small remainder batch, which would read its inputs
-// (most of them the previous batch's) again, cost an optimiser step on a
-// handful of targets, and leave the gather idle while the next batch is
-// sampled (docs/ooc.md, "Even partition batches"). A macro batch without
-// training nodes yields no batch. Either way every
-// training node is a target exactly once per epoch. Sampler.Plan exposes
-// the construction without sampling.
+// (0.625·BatchSize) each. No macro batch ends in a small remainder batch,
+// which would read its inputs (most of them the previous batch's) again,
+// cost an optimiser step on a handful of targets, and leave the gather
+// idle while the next batch is sampled (docs/ooc.md, "Even partition
+// batches"). A macro batch without training nodes yields no batch.
+// Either way every training node is a target exactly once per epoch.
+// Sampler.Plan exposes the construction without sampling.
 //
 // # Blocks
 //
