@@ -428,7 +428,7 @@ func MaxBatchTargets(bs int, mode Mode) int {
 // ⌈n/(bs+bs/4)⌉), whose sizes differ by at most one (larger first), and
 // returns the len+1 boundaries. A macro batch of n training nodes then
 // gives batches of about bs and no small remainder: with two or more,
-// each holds at least half the cap (⌊0.625·bs⌋ or so); one holds n.
+// each holds at least ⌊cap/2⌋ targets (about 0.625·bs); one holds n.
 func evenCuts(n, bs int) []int {
 	maxT := MaxBatchTargets(bs, ModePartition)
 	c := max(1, (n+maxT-1)/maxT)
