@@ -110,7 +110,9 @@ type Backend struct {
 	// st recycles tensor storage (store.go) and counts it in memacct.
 	st store
 	// gemm holds the tiled GEMM's packing buffers for reuse, at most one
-	// per worker, counted in memacct.Backend until Close (gemmBytes).
+	// per worker, counted in memacct.Backend until Close (gemmBytes);
+	// buffers made beyond those by concurrent callers are dropped when
+	// returned.
 	gemm      chan *tiledScratch
 	gemmBytes atomic.Int64
 

@@ -59,9 +59,9 @@ type tiledScratch struct {
 const tiledScratchBytes = int64(unsafe.Sizeof(tiledScratch{}))
 
 // tiledScratchGet takes a worker's packing buffers from the backend's
-// free list, or makes and counts new ones. A parallel op runs fn on at
-// most Workers goroutines at once, so at most Workers exist, and
-// tiledScratchPut never blocks.
+// free list, or makes and counts new ones. One parallel op runs fn on at
+// most Workers goroutines at once; callers on several goroutines may
+// make more, and tiledScratchPut keeps at most Workers of them.
 func (b *Backend) tiledScratchGet() *tiledScratch {
 	select {
 	case s := <-b.gemm:
@@ -73,7 +73,16 @@ func (b *Backend) tiledScratchGet() *tiledScratch {
 	return new(tiledScratch)
 }
 
-func (b *Backend) tiledScratchPut(s *tiledScratch) { b.gemm <- s }
+// tiledScratchPut returns s to the free list, or drops and uncounts it
+// when the list already holds Workers buffers; it never blocks.
+func (b *Backend) tiledScratchPut(s *tiledScratch) {
+	select {
+	case b.gemm <- s:
+	default:
+		b.gemmBytes.Add(-tiledScratchBytes)
+		memacct.Add(memacct.Backend, -tiledScratchBytes)
+	}
+}
 
 // gemmTiled is GEMMTiled: C (m×n) = α·op(A)·op(B) + β·C, with β == 0
 // overwriting C (NaN included). A is m×k (k×m with transA), B k×n (n×k

@@ -146,3 +146,32 @@ func TestGEMMRowsScratchCounted(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestTiledScratchOverflow: buffers made beyond Workers (callers on
+// several goroutines at once) are dropped and uncounted when returned;
+// returning never blocks, and the kept ones are released by Close.
+func TestTiledScratchOverflow(t *testing.T) {
+	const w = 2
+	base := memacct.Read().Bytes[memacct.Backend]
+	b, err := New(&Options{Workers: w, GEMM: GEMMTiled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*tiledScratch
+	for range w + 3 {
+		held = append(held, b.tiledScratchGet())
+	}
+	if got := memacct.Read().Bytes[memacct.Backend] - base; got != (w+3)*tiledScratchBytes {
+		t.Fatalf("%d buffers out: %d bytes counted, want %d", w+3, got, (w+3)*tiledScratchBytes)
+	}
+	for _, s := range held {
+		b.tiledScratchPut(s) // the last three must not block
+	}
+	if got := memacct.Read().Bytes[memacct.Backend] - base; got != w*tiledScratchBytes || b.gemmBytes.Load() != w*tiledScratchBytes {
+		t.Fatalf("after return: %d bytes counted (backend %d), want %d kept", got, b.gemmBytes.Load(), w*tiledScratchBytes)
+	}
+	b.Close()
+	if got := memacct.Read().Bytes[memacct.Backend] - base; got != 0 {
+		t.Fatalf("%d bytes counted after Close", got)
+	}
+}
