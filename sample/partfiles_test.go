@@ -181,13 +181,7 @@ func TestOpenPartitionFiles(t *testing.T) {
 	if !errors.Is(err, partition.ErrNotFound) || !strings.Contains(err.Error(), `no partitioning "nope"`) || !strings.Contains(err.Error(), "ssdgnn partition "+d.Dir()) {
 		t.Fatalf("missing partitioning: %v", err)
 	}
-	if _, err := partition.Run(d, &partition.Options{Parts: 4, FirstLevel: 4, Method: partition.FennelExact, Seed: 1, Logger: slog.New(slog.DiscardHandler)}); err != nil {
-		t.Fatal(err)
-	}
-	pf, err := sample.OpenPartitionFiles(d, d.Dir(), string(partition.FennelExact))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := partitionFiles(t, d, 4, seed) // opened by OpenPartitionFiles
 	dir := pf.Partitioning().Dir()
 	if pf.K() != 4 || pf.Partitioning().K() != 4 || mapped(t, dir) == 0 {
 		t.Fatalf("K %d, partitioning K %d, %d mappings under %s", pf.K(), pf.Partitioning().K(), mapped(t, dir), dir)
