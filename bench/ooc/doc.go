@@ -30,4 +30,9 @@
 //     read_bytes; on filesystems that bypass the block layer (tmpfs,
 //     some network filesystems) they are zero.
 //   - Setup children (gen, info, partition, profile, plan) run uncapped.
+//   - The first epoch is not a steady-state epoch: the history cache starts
+//     empty, so it reuses no embedding and reads more than the epochs after
+//     it. The report's means cover every epoch; its "First epoch and later
+//     epochs" table and the 4x targets also give the first epoch and the
+//     mean of the others apart. With --epochs 1 there are no later epochs.
 package ooc

@@ -145,6 +145,18 @@ type ConfigResult struct {
 	GatherReadsPerSec       float64 `json:"gather_reads_per_s"`
 	GatherMBPerSec          float64 `json:"gather_mb_per_s"`
 	GatherLimitSec          float64 `json:"gather_limit_s"`
+	// The first epoch and the mean of the epochs after it, apart: the
+	// first starts with an empty history cache (no embedding is reused
+	// before one has been computed), so it reads more than the epochs
+	// after it. LaterEpochs is how many epochs the later means cover (0
+	// with one epoch: the later fields are then 0).
+	FirstEpochSec       float64 `json:"first_epoch_s"`
+	FirstIORead         float64 `json:"first_io_read_bytes"`
+	FirstHistHit        float64 `json:"first_hist_hit_rate"`
+	LaterEpochs         int     `json:"later_epochs"`
+	LaterEpochSec       float64 `json:"later_epoch_s"`
+	LaterIOReadPerEpoch float64 `json:"later_io_read_bytes_per_epoch"`
+	LaterHistHit        float64 `json:"later_hist_hit_rate"`
 	// RR is input-layer nodes per training node (OUTRE's redundancy ratio).
 	RR          float64 `json:"rr"`
 	NeighborHit float64 `json:"neighbor_hit_rate"`
@@ -222,6 +234,17 @@ func (c *ConfigResult) summarize(numTrain int64, dev *storage.DeviceProfile) {
 	}
 	if numTrain > 0 {
 		c.RR = float64(in) / n / float64(numTrain)
+	}
+	first := &c.Epochs[0]
+	c.FirstEpochSec, c.FirstIORead, c.FirstHistHit = first.WallSec, float64(first.IOReadBytes), first.HistHit
+	if later := c.Epochs[1:]; len(later) > 0 {
+		m := float64(len(later))
+		c.LaterEpochs = len(later)
+		for i := range later {
+			c.LaterEpochSec += later[i].WallSec / m
+			c.LaterIOReadPerEpoch += float64(later[i].IOReadBytes) / m
+			c.LaterHistHit += later[i].HistHit / m
+		}
 	}
 	last := c.Epochs[len(c.Epochs)-1]
 	c.NeighborHit, c.DynamicHit, c.FeatureHit, c.HistHit = last.NeighborHit, last.DynamicHit, last.FeatureHit, last.HistHit
