@@ -44,6 +44,14 @@ type DeviceProfile struct {
 	RandomEngine      string  `json:"random_engine,omitempty"`
 	RandomReads       int64   `json:"random_reads"`
 	RandomReadsPerSec float64 `json:"random_reads_per_s"`
+	// The same random reads at the feature gather's depth (GatherDepth,
+	// DefaultGatherDepth when probed), which a deep queue reaches and
+	// the gather keeps: the rate the device limit that `bench ooc`
+	// reports is priced at (LimitReadSec). The merge gap keeps
+	// RandomReadsPerSec (see DefaultGatherDepth). 0 in profiles written
+	// before the field existed.
+	GatherDepth       int     `json:"gather_depth,omitempty"`
+	GatherReadsPerSec float64 `json:"gather_reads_per_s,omitempty"`
 	// Sequential reads: SeqReadBytes each, SeqDepth in flight, walking the
 	// file from a random start.
 	SeqDepth       int     `json:"seq_depth"`
@@ -73,6 +81,17 @@ func (p *DeviceProfile) Validate() error {
 // RandomReadSec is the device time of one random row read at the probe's
 // depth: 1 / RandomReadsPerSec.
 func (p *DeviceProfile) RandomReadSec() float64 { return 1 / p.RandomReadsPerSec }
+
+// LimitReadSec is the device time of one random row read that a device
+// limit is priced at, and the depth it was measured at: at GatherDepth
+// where the profile has it (the depth the gather runs at), else at
+// RandomDepth.
+func (p *DeviceProfile) LimitReadSec() (sec float64, depth int) {
+	if p.GatherReadsPerSec > 0 && !math.IsInf(p.GatherReadsPerSec, 0) && p.GatherDepth > 0 {
+		return 1 / p.GatherReadsPerSec, p.GatherDepth
+	}
+	return p.RandomReadSec(), p.RandomDepth
+}
 
 // GapRows is the break-even merge gap for rows of rowBytes
 // (readplan.Gap): reading fewer unneeded rows than this between two
@@ -131,11 +150,17 @@ func WriteDeviceProfile(dir string, p *DeviceProfile) error {
 
 // ProbeOptions tunes ProbeDevice. A nil *ProbeOptions means the defaults.
 type ProbeOptions struct {
-	// Duration of each of the two phases. Default 1 s.
+	// Duration of each phase (random, random at GatherDepth, sequential).
+	// Default 1 s.
 	Duration time.Duration
 	// Depth is the random reads in flight. Default DefaultScatterDepth
 	// (see DefaultGatherDepth for why not the gather's depth).
 	Depth int
+	// GatherDepth is the random reads in flight of a second random
+	// phase, which measures DeviceProfile.GatherReadsPerSec. Default
+	// DefaultGatherDepth; equal to Depth, the first phase's figure is
+	// kept and no second phase runs.
+	GatherDepth int
 	// SeqReadBytes is the size of one sequential read. Default 1 MiB.
 	SeqReadBytes int64
 	// Buffered reads through the page cache. By default the probe reads
@@ -149,8 +174,9 @@ type ProbeOptions struct {
 // seqDepth is the sequential reads in flight of ProbeDevice.
 const seqDepth = 4
 
-// ProbeDevice measures random single-row reads and sequential reads of
-// d's features file for o.Duration each. The counts go to a private
+// ProbeDevice measures random single-row reads (at o.Depth and at
+// o.GatherDepth) and sequential reads of d's features file for
+// o.Duration each. The counts go to a private
 // stage, not to the dataset's accounting.
 func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProfile, error) {
 	var opt ProbeOptions
@@ -162,6 +188,9 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 	}
 	if opt.Depth <= 0 {
 		opt.Depth = DefaultScatterDepth
+	}
+	if opt.GatherDepth <= 0 {
+		opt.GatherDepth = DefaultGatherDepth
 	}
 	if opt.SeqReadBytes <= 0 {
 		opt.SeqReadBytes = 1 << 20
@@ -229,16 +258,28 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 	const batch = 1024
 	reqs := make([]RowReq, batch)
 	dst := make([]byte, batch*r.rowBytes)
-	n, _, sec, err := run(1, func(rng *rand.Rand, _ []byte) (int64, error) {
-		for k := range reqs {
-			reqs[k] = RowReq{ID: rng.Int64N(rows), Pos: int64(k)}
+	random := func(depth int) (float64, int64, error) {
+		n, _, sec, err := run(1, func(rng *rand.Rand, _ []byte) (int64, error) {
+			for k := range reqs {
+				reqs[k] = RowReq{ID: rng.Int64N(rows), Pos: int64(k)}
+			}
+			return 0, r.ReadScattered(reqs, dst, ScatterOptions{Depth: depth})
+		})
+		if err != nil {
+			return 0, 0, fmt.Errorf("storage: probe random reads at depth %d: %w", depth, err)
 		}
-		return 0, r.ReadScattered(reqs, dst, ScatterOptions{Depth: opt.Depth})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storage: probe random reads: %w", err)
+		return float64(n*batch) / sec, n * batch, nil
 	}
-	p.RandomReads, p.RandomReadsPerSec = n*batch, float64(n*batch)/sec
+	if p.RandomReadsPerSec, p.RandomReads, err = random(opt.Depth); err != nil {
+		return nil, err
+	}
+	p.GatherDepth, p.GatherReadsPerSec = opt.Depth, p.RandomReadsPerSec
+	if opt.GatherDepth != opt.Depth {
+		p.GatherDepth = opt.GatherDepth
+		if p.GatherReadsPerSec, _, err = random(opt.GatherDepth); err != nil {
+			return nil, err
+		}
+	}
 
 	// Sequential: seqDepth readers walking the file together in
 	// SeqReadBytes steps, as merged extents are read a few at a time.

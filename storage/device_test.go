@@ -22,6 +22,14 @@ func TestProbeDevice(t *testing.T) {
 	if p.RowBytes != 512 || p.RandomReads == 0 || p.SeqBytes == 0 || p.GapRows(512) < 1 {
 		t.Fatalf("profile %+v", p)
 	}
+	// The second random phase ran at the gather's depth, and the limit
+	// is priced there.
+	if p.GatherDepth != storage.DefaultGatherDepth || !(p.GatherReadsPerSec > 0) {
+		t.Fatalf("gather phase: depth %d, %v reads/s; want depth %d and a positive rate", p.GatherDepth, p.GatherReadsPerSec, storage.DefaultGatherDepth)
+	}
+	if sec, depth := p.LimitReadSec(); depth != storage.DefaultGatherDepth || sec != 1/p.GatherReadsPerSec {
+		t.Fatalf("LimitReadSec = %v at depth %d, want %v at %d", sec, depth, 1/p.GatherReadsPerSec, storage.DefaultGatherDepth)
+	}
 	if _, err := storage.ReadDeviceProfile(d.Dir()); !errors.Is(err, storage.ErrNoDeviceProfile) {
 		t.Fatalf("before writing: %v, want ErrNoDeviceProfile", err)
 	}
@@ -48,6 +56,24 @@ func TestProbeDevice(t *testing.T) {
 		if _, err := storage.ReadDeviceProfile(d.Dir()); !errors.Is(err, storage.ErrCorrupt) {
 			t.Fatalf("%q: %v, want ErrCorrupt", bad, err)
 		}
+	}
+}
+
+// TestProbeGatherDepthSame checks that a gather depth equal to the first
+// phase's keeps its figure, and that a profile without the gather rate
+// (written before it existed) prices the limit at its first depth.
+func TestProbeGatherDepthSame(t *testing.T) {
+	d := scatterDataset(t, 2000, 128)
+	p, err := d.ProbeDevice(context.Background(), &storage.ProbeOptions{Duration: 20 * time.Millisecond, Depth: 4, GatherDepth: 4, SeqReadBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GatherDepth != 4 || p.GatherReadsPerSec != p.RandomReadsPerSec {
+		t.Fatalf("gather depth %d at %v reads/s, want 4 at the first phase's %v", p.GatherDepth, p.GatherReadsPerSec, p.RandomReadsPerSec)
+	}
+	old := storage.DeviceProfile{Version: storage.DeviceProfileVersion, RowBytes: 512, RandomDepth: 16, RandomReadsPerSec: 50_000, SeqBytesPerSec: 1 << 30}
+	if sec, depth := old.LimitReadSec(); depth != 16 || sec != 1.0/50_000 {
+		t.Fatalf("old profile: LimitReadSec = %v at depth %d, want %v at 16", sec, depth, 1.0/50_000)
 	}
 }
 

@@ -236,3 +236,36 @@ func TestSummarizeFirstAndLater(t *testing.T) {
 		})
 	}
 }
+
+// TestGatherLimitAtGatherDepth checks that the device limit prices reads
+// at the gather's depth where the device profile has it, and at the
+// probe's first depth where it does not.
+func TestGatherLimitAtGatherDepth(t *testing.T) {
+	var e Epoch
+	if err := json.Unmarshal([]byte(`{"wall_s": 3, "stages": {"gather_s": 2},
+		"storage": [{"stage": "gather", "read_calls": 1000, "bytes_read": 1073741824}]}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	dev := storage.DeviceProfile{Version: storage.DeviceProfileVersion, RowBytes: 512, RandomDepth: 16, RandomReadsPerSec: 50_000,
+		SeqBytesPerSec: 1 << 30}
+	for _, tc := range []struct {
+		name      string
+		gatherRPS float64
+		want      float64
+	}{
+		{"gather depth measured", 100_000, 1000.0/100_000 + 1},
+		{"profile before the gather rate", 0, 1000.0/50_000 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := dev
+			if tc.gatherRPS > 0 {
+				d.GatherDepth, d.GatherReadsPerSec = 64, tc.gatherRPS
+			}
+			c := ConfigResult{Epochs: []Epoch{e}}
+			c.summarize(0, &d)
+			if diff := c.GatherLimitSec - tc.want; diff > 1e-12 || diff < -1e-12 {
+				t.Fatalf("GatherLimitSec = %v, want %v", c.GatherLimitSec, tc.want)
+			}
+		})
+	}
+}

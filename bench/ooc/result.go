@@ -139,7 +139,9 @@ type ConfigResult struct {
 	// read calls and bytes read, merged reads counted whole), their rate
 	// over the Gather busy seconds, and GatherLimitSec, the device time
 	// they need at the disk's measured costs: calls / random reads per
-	// second + bytes / sequential bandwidth (Dataset.Device).
+	// second at the gather's depth (storage.DeviceProfile.LimitReadSec;
+	// at the probe's first depth in a profile without it) + bytes /
+	// sequential bandwidth (Dataset.Device).
 	GatherReadsPerEpoch     float64 `json:"gather_reads_per_epoch"`
 	GatherBytesReadPerEpoch float64 `json:"gather_bytes_read_per_epoch"`
 	GatherReadsPerSec       float64 `json:"gather_reads_per_s"`
@@ -227,7 +229,8 @@ func (c *ConfigResult) summarize(numTrain int64, dev *storage.DeviceProfile) {
 		c.GatherMBPerSec = c.GatherBytesReadPerEpoch / 1e6 / c.GatherSec
 	}
 	if dev != nil && dev.Validate() == nil {
-		c.GatherLimitSec = c.GatherReadsPerEpoch*dev.RandomReadSec() + c.GatherBytesReadPerEpoch/dev.SeqBytesPerSec
+		perRead, _ := dev.LimitReadSec()
+		c.GatherLimitSec = c.GatherReadsPerEpoch*perRead + c.GatherBytesReadPerEpoch/dev.SeqBytesPerSec
 	}
 	if evals > 0 {
 		c.EvalSec /= float64(evals)

@@ -16,7 +16,7 @@ func newProbeCmd(g *globals) *cobra.Command {
 	var (
 		asJSON, dryRun, buffered bool
 		dur                      time.Duration
-		depth                    int
+		depth, gatherDepth       int
 		seqBytes                 byteSize
 	)
 	cmd := &cobra.Command{
@@ -24,17 +24,21 @@ func newProbeCmd(g *globals) *cobra.Command {
 		Short: "Measure the disk's random and sequential read costs on a dataset's features",
 		Long: `probe reads the features file of the dataset in DIR for a short time: single
 rows at random ids (--depth in flight, O_DIRECT where the file system allows
-it), then long sequential reads. It writes the figures to DIR/device.json
+it), the same at the feature gather's depth (--gather-depth), then long
+sequential reads. It writes the figures to DIR/device.json
 (docs/format.md), where train reads them to choose how far apart two missed
 rows may lie and still be read with one call (--coalesce-gap overrides).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "depth", "gather-depth"); err != nil {
+				return err
+			}
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			p, err := d.ProbeDevice(cmd.Context(), &storage.ProbeOptions{Duration: dur, Depth: depth, SeqReadBytes: int64(seqBytes), Buffered: buffered})
+			p, err := d.ProbeDevice(cmd.Context(), &storage.ProbeOptions{Duration: dur, Depth: depth, GatherDepth: gatherDepth, SeqReadBytes: int64(seqBytes), Buffered: buffered})
 			if err != nil {
 				return err
 			}
@@ -49,6 +53,10 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 			}
 			fmt.Fprintf(out, "random %s rows (%s): %.0f reads/s at depth %d (%.1f µs each)\n",
 				humanize.IBytes(uint64(p.RowBytes)), p.ReadMode, p.RandomReadsPerSec, p.RandomDepth, 1e6*p.RandomReadSec())
+			if p.GatherDepth != p.RandomDepth {
+				fmt.Fprintf(out, "random %s rows at the gather's depth: %.0f reads/s at depth %d\n",
+					humanize.IBytes(uint64(p.RowBytes)), p.GatherReadsPerSec, p.GatherDepth)
+			}
 			fmt.Fprintf(out, "sequential %s reads: %s/s\n", humanize.IBytes(uint64(p.SeqReadBytes)), humanize.IBytes(uint64(p.SeqBytesPerSec)))
 			fmt.Fprintf(out, "merge gap: %d rows\n", p.GapRows(p.RowBytes))
 			if !dryRun {
@@ -61,8 +69,9 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 	f.BoolVar(&asJSON, "json", false, "print the profile as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "measure and print, but do not write device.json")
 	f.BoolVar(&buffered, "buffered", false, "read through the page cache (measures the cache, not the disk)")
-	f.DurationVar(&dur, "duration", time.Second, "length of each of the two phases")
-	f.IntVar(&depth, "depth", storage.DefaultScatterDepth, "random reads in flight")
+	f.DurationVar(&dur, "duration", time.Second, "length of each phase (random, random at --gather-depth, sequential)")
+	f.IntVar(&depth, "depth", storage.DefaultScatterDepth, "random reads in flight (prices the merge gap)")
+	f.IntVar(&gatherDepth, "gather-depth", storage.DefaultGatherDepth, "random reads in flight of the second random phase: the feature gather's depth, which bench ooc prices the device limit at")
 	seqBytes = 1 << 20
 	f.Var(&seqBytes, "seq-read", "size of one sequential read")
 	return cmd
