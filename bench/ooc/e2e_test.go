@@ -13,6 +13,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"go.uber.org/goleak"
 )
 
@@ -121,6 +123,27 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("partition-major dataset: %+v", pm)
 	} else if _, err := os.Stat(filepath.Join(pm.Dir, "orig_ids.npy")); err != nil {
 		t.Errorf("partition-major dataset not relabelled: %v", err)
+	}
+	// Both profiles priced their reads with the probed disk, not the
+	// default costs: the disk is probed before either is profiled.
+	for _, d := range []*Dataset{rep.Dataset, rep.Dataset.PM} {
+		if d == nil {
+			continue
+		}
+		path := filepath.Join(planner.ProfilePath(d.Dir, ProfileName), planner.FileProfileJSON)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		m, err := planner.ParseMeta(b, path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if m.Reads == nil || m.Reads.CostSource != storage.FileDevice {
+			t.Errorf("%s: reads priced with %+v, want the costs of %s", path, m.Reads, storage.FileDevice)
+		}
 	}
 	for _, c := range rep.Configs {
 		if c.Name == "ssdgnn-pm" && (len(c.Args) < 2 || c.Args[1] != rep.Dataset.PM.Dir) {

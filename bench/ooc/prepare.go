@@ -194,16 +194,22 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	if err := h.profileAndPlan(ctx, ds, &want, ""); err != nil {
-		return nil, err
-	}
-	if _, err := storage.ReadDeviceProfile(o.Dir); errors.Is(err, storage.ErrNoDeviceProfile) {
+	// Probe before profiling: the profile prices its feature reads with
+	// the merge gap device.json gives, as the children will train. A
+	// device profile without the random rate at the gather's depth
+	// (written before it was measured) is made again, so that the report
+	// prices the gather's limit at that depth; the profile is then made
+	// again too (profileReadsAre).
+	if dev, err := storage.ReadDeviceProfile(o.Dir); errors.Is(err, storage.ErrNoDeviceProfile) || (err == nil && dev.GatherReadsPerSec <= 0) {
 		h.log.Info("probing the disk")
 		if _, err := h.setup(ctx, "probe", "probe", o.Dir, "-q", "--json"); err != nil {
 			return nil, err
 		}
 	}
 	if ds.Device, err = storage.ReadDeviceProfile(o.Dir); err != nil {
+		return nil, err
+	}
+	if err := h.profileAndPlan(ctx, ds, &want, ""); err != nil {
 		return nil, err
 	}
 	if slices.ContainsFunc(o.Configs, partitionMajor) {
@@ -215,8 +221,9 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 }
 
 // preparePM relabels ds partition-major into o.Dir+"-pm" (reused while its
-// marker matches src's), profiles it with the same flags, plans it as ds
-// (profileAndPlan), and gives it ds's device profile (the same disk).
+// marker matches src's), gives it ds's device profile (the same disk),
+// then profiles it with the same flags and plans it as ds
+// (profileAndPlan).
 func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Dataset, error) {
 	o := &h.o
 	pm := *ds
@@ -237,10 +244,12 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 	if err := writeMarker(pm.Dir, have); err != nil {
 		return nil, err
 	}
-	if err := h.profileAndPlan(ctx, &pm, &have, "-pm"); err != nil {
+	// The device profile first, so that the profile prices its reads as
+	// the child will read (the same disk as ds).
+	if err := storage.WriteDeviceProfile(pm.Dir, ds.Device); err != nil {
 		return nil, err
 	}
-	if err := storage.WriteDeviceProfile(pm.Dir, ds.Device); err != nil {
+	if err := h.profileAndPlan(ctx, &pm, &have, "-pm"); err != nil {
 		return nil, err
 	}
 	return &pm, nil
@@ -257,7 +266,7 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
 	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
-	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, featurecache.ReadCap(0), childFeatRead) {
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, featurecache.ReadCap(0), childFeatRead, ds.Device) {
 		h.log.Info("profiling", "dir", ds.Dir)
 		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
 			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10),
@@ -292,20 +301,27 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 
 // profileReadsAre reports whether dir's benchmark profile priced its
 // reads as the training children read: with merge cap c and read mode
-// mode (profile.json's reads.max_amplification and reads.mode), from
-// batches constructed as the children's (sample_plan). A profile
-// priced otherwise ranks the feature cache by other read costs than the
-// children's, so the plan would not be theirs. (The profile child runs
-// uncapped, where "auto" picks buffered reads; the children, inside
-// their cgroups, read with O_DIRECT.)
-func profileReadsAre(dir string, c float64, mode storage.ReadMode) bool {
+// mode (profile.json's reads.max_amplification and reads.mode), at the
+// costs of device profile dev (reads.cost_source device.json and its
+// rates, which give the merge gap), from batches constructed as the
+// children's (sample_plan). A profile priced otherwise ranks the feature
+// cache by other read costs than the children's, so the plan would not
+// be theirs. (The profile child runs uncapped, where "auto" picks
+// buffered reads; the children, inside their cgroups, read with
+// O_DIRECT.)
+func profileReadsAre(dir string, c float64, mode storage.ReadMode, dev *storage.DeviceProfile) bool {
 	path := filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
 	}
 	m, err := planner.ParseMeta(b, path)
-	return err == nil && m.Reads != nil && m.Reads.MaxAmplification == c && m.Reads.Mode == mode.String() && m.SamplePlan == sample.PlanVersion
+	if err != nil || m.Reads == nil || dev == nil {
+		return false
+	}
+	r := m.Reads
+	return r.MaxAmplification == c && r.Mode == mode.String() && m.SamplePlan == sample.PlanVersion &&
+		r.CostSource == storage.FileDevice && r.RandomReadsPerSec == dev.RandomReadsPerSec && r.SeqBytesPerSec == dev.SeqBytesPerSec
 }
 
 func writeMarker(dir string, m marker) error {
