@@ -254,6 +254,32 @@ type ReadPlan struct {
 	CostSource string                 `json:"cost_source"`
 }
 
+// mergeGap is the merge gap in rows for rows of rowBytes with
+// Options.CoalesceGap coalesceGap and device profile prof (0: one read
+// per row), and whether the option set it.
+func mergeGap(prof *storage.DeviceProfile, rowBytes, coalesceGap int64) (gap int64, option bool) {
+	switch {
+	case coalesceGap == PerRowReads:
+		return 0, true
+	case coalesceGap > 0:
+		return coalesceGap, true
+	}
+	return prof.GapRows(rowBytes), false
+}
+
+// MergeGap is the merge gap in rows that a cache over d with
+// Options.CoalesceGap coalesceGap reads its misses with (0: one read per
+// row): the option, or the break-even gap of d's device profile
+// (storage.DeviceProfileOrDefault), as ReadPlan().GapRows.
+func MergeGap(d *storage.Dataset, coalesceGap int64) (int64, error) {
+	prof, _, err := storage.DeviceProfileOrDefault(d.Dir(), d.FeatRowBytes())
+	if err != nil {
+		return 0, err
+	}
+	gap, _ := mergeGap(prof, d.FeatRowBytes(), coalesceGap)
+	return gap, nil
+}
+
 // resolveReadPlan fills c.plan from the options and the dataset's device
 // profile.
 func (c *Cache) resolveReadPlan() error {
@@ -265,13 +291,9 @@ func (c *Cache) resolveReadPlan() error {
 	}
 	p.Source, p.CostSource = src, src
 	p.Profile = prof
-	switch {
-	case o.CoalesceGap == PerRowReads:
+	var option bool
+	if p.GapRows, option = mergeGap(prof, c.rowBytes, o.CoalesceGap); option {
 		p.Source = "option"
-	case o.CoalesceGap > 0:
-		p.GapRows, p.Source = o.CoalesceGap, "option"
-	default:
-		p.GapRows = prof.GapRows(c.rowBytes)
 	}
 	if p.GapRows > 0 {
 		p.MaxAmplification = ReadCap(o.MaxReadAmplification)

@@ -308,7 +308,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		o = o.withDataset(d, full)
 		mp.MemBytes = mo.MemBytes
-		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o)
+		gap, err := featurecache.MergeGap(d, o.FeatCoalesceGap)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o, gap)
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
 			// fixed state and working set came first, so the budget is
@@ -664,9 +668,11 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 	return b, nil
 }
 
-// profileMismatch describes how profile p (named name) was sampled
-// differently from training with o, or returns "".
-func profileMismatch(name string, p *planner.Profile, o *Options) string {
+// profileMismatch describes how profile p (named name) was sampled or
+// priced differently from training with o, whose feature reads merge
+// gaps below gap rows (featurecache.MergeGap; 0 or less: not compared),
+// or returns "".
+func profileMismatch(name string, p *planner.Profile, o *Options, gap int64) string {
 	if p == nil {
 		return ""
 	}
@@ -686,6 +692,9 @@ func profileMismatch(name string, p *planner.Profile, o *Options) string {
 	if r := p.Meta.Reads; r != nil && r.GapRows > 0 && o.FeatCoalesceGap != featurecache.PerRowReads {
 		if amp := featurecache.ReadCap(o.FeatMaxReadAmp); r.MaxAmplification != amp {
 			diff = append(diff, fmt.Sprintf("reads priced with a merge cap of %s, training %s (--max-read-amp)", capString(r.MaxAmplification), capString(amp)))
+		}
+		if gap > 0 && r.GapRows != gap {
+			diff = append(diff, fmt.Sprintf("reads priced with a merge gap of %d rows, training %d (device.json probed again, or --coalesce-gap)", r.GapRows, gap))
 		}
 	}
 	if len(diff) == 0 {

@@ -68,29 +68,38 @@ func TestPlanFileReplanned(t *testing.T) {
 	so := synthOpts().withDefaults()
 	prof := &planner.Profile{Meta: planner.Meta{Fanouts: so.Fanouts, BatchSize: so.BatchSize, Mode: string(sample.ModePartition)}}
 	so.Selection = sample.ModeRandom
-	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "partition batches, training random") {
+	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "partition batches, training random") {
 		t.Errorf("selection differs from the profile's: warning %q", w)
 	}
 	// Reads priced with another merge cap than training's (a profile
 	// from before the default changed): a warning; the same cap, none.
 	so = synthOpts().withDefaults()
 	prof = &planner.Profile{Meta: planner.Meta{SamplePlan: sample.PlanVersion, Fanouts: so.Fanouts, BatchSize: so.BatchSize, Reads: &planner.ReadModel{GapRows: 41, MaxAmplification: 2}}}
-	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "merge cap of 2×, training 6×") {
+	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "merge cap of 2×, training 6×") {
 		t.Errorf("read cap differs from the profile's: warning %q", w)
 	}
 	prof.Meta.Reads.MaxAmplification = featurecache.DefaultMaxReadAmplification
-	if w := profileMismatch("p", prof, &so); w != "" {
+	if w := profileMismatch("p", prof, &so, 41); w != "" {
 		t.Errorf("same read cap: warning %q", w)
 	}
 	so.FeatMaxReadAmp = featurecache.UncappedReads
-	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "merge cap of 6×, training none") {
+	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "merge cap of 6×, training none") {
 		t.Errorf("uncapped training: warning %q", w)
+	}
+	// Reads priced at another merge gap than training's (the disk
+	// probed again after profiling): a warning; no gap to compare, none.
+	so.FeatMaxReadAmp = 0
+	if w := profileMismatch("p", prof, &so, 34); !strings.Contains(w, "merge gap of 41 rows, training 34") {
+		t.Errorf("merge gap differs from the profile's: warning %q", w)
+	}
+	if w := profileMismatch("p", prof, &so, 0); w != "" {
+		t.Errorf("no gap to compare: warning %q", w)
 	}
 	// Batches constructed another way (a profile from before partition
 	// batches were cut evenly): a warning.
 	so.FeatMaxReadAmp = 0
 	prof.Meta.SamplePlan = 1
-	if w := profileMismatch("p", prof, &so); !strings.Contains(w, "sample plan version 1, training 2") {
+	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "sample plan version 1, training 2") {
 		t.Errorf("older batch construction: warning %q", w)
 	}
 	// Re-dividing counts the kept profile once, as reading a plan does.
