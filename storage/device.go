@@ -87,10 +87,17 @@ func (p *DeviceProfile) RandomReadSec() float64 { return 1 / p.RandomReadsPerSec
 // where the profile has it (the depth the gather runs at), else at
 // RandomDepth.
 func (p *DeviceProfile) LimitReadSec() (sec float64, depth int) {
-	if p.GatherReadsPerSec > 0 && !math.IsInf(p.GatherReadsPerSec, 0) && p.GatherDepth > 0 {
+	if p.HasGatherRate() {
 		return 1 / p.GatherReadsPerSec, p.GatherDepth
 	}
 	return p.RandomReadSec(), p.RandomDepth
+}
+
+// HasGatherRate reports whether p has a usable random rate at the
+// gather's depth (GatherDepth, GatherReadsPerSec); profiles written
+// before it was measured have none.
+func (p *DeviceProfile) HasGatherRate() bool {
+	return p.GatherReadsPerSec > 0 && !math.IsInf(p.GatherReadsPerSec, 0) && p.GatherDepth > 0
 }
 
 // GapRows is the break-even merge gap for rows of rowBytes

@@ -200,7 +200,7 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 	// (written before it was measured) is made again, so that the report
 	// prices the gather's limit at that depth; the profile is then made
 	// again too (profileReadsAre).
-	if dev, err := storage.ReadDeviceProfile(o.Dir); errors.Is(err, storage.ErrNoDeviceProfile) || (err == nil && dev.GatherReadsPerSec <= 0) {
+	if dev, err := storage.ReadDeviceProfile(o.Dir); errors.Is(err, storage.ErrNoDeviceProfile) || (err == nil && !dev.HasGatherRate()) {
 		h.log.Info("probing the disk")
 		if _, err := h.setup(ctx, "probe", "probe", o.Dir, "-q", "--json"); err != nil {
 			return nil, err

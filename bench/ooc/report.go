@@ -304,7 +304,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		perRead, depth := dev.LimitReadSec()
 		p("The gather stage's own reads (storage accounting, a merged read counted once with all its bytes) per epoch, their rate over the Gather busy seconds, and the device time they need at the disk's measured costs (device.json, %s reads, %.0f random reads/s at depth %d, %s/s sequential): reads ÷ random reads/s + bytes ÷ sequential bandwidth. Ga / limit = 1 would be a gather bound by the disk alone.\n\n",
 			dev.ReadMode, 1/perRead, depth, ib(dev.SeqBytesPerSec))
-		if dev.GatherReadsPerSec <= 0 {
+		if !dev.HasGatherRate() {
 			p("The device profile has no random rate at the gather's depth (%d by default): the limit is priced at depth %d, where a read costs more than in the gather's deeper queue, so the limit is too high and Ga / limit too low. `ssdgnn probe` measures both.\n\n", storage.DefaultGatherDepth, depth)
 		}
 	} else {
