@@ -97,7 +97,6 @@ func TestPlanFileReplanned(t *testing.T) {
 	}
 	// Batches constructed another way (a profile from before partition
 	// batches were cut evenly): a warning.
-	so.FeatMaxReadAmp = 0
 	prof.Meta.SamplePlan = 1
 	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "sample plan version 1, training 2") {
 		t.Errorf("older batch construction: warning %q", w)
