@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/bench/ooc"
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 )
 
 func init() { extraCommands = append(extraCommands, newBenchCmd) }
@@ -102,7 +103,7 @@ runs; without them every result is marked uncapped. See docs/ooc.md.`,
 	f.IntVar(&o.Epochs, "epochs", ooc.DefaultEpochs, "epochs per configuration")
 	f.IntVar(&o.Layers, "layers", ooc.DefaultLayers, "GraphSAGE layers")
 	f.IntVar(&o.Hidden, "hidden", ooc.DefaultHidden, "hidden width (small: data preparation dominates, as next to a GPU)")
-	f.IntVar(&o.BatchSize, "batch-size", ooc.DefaultBatchSize, "training nodes per batch (partition batches: a macro batch cut evenly into batches of at most 1.25x this)")
+	f.IntVar(&o.BatchSize, "batch-size", ooc.DefaultBatchSize, cliflags.BatchSizeUsage)
 	f.StringVar(&o.Fanouts, "fanouts", ooc.DefaultFanouts, "fanouts, input layer first")
 	f.Int64Var(&o.Seed, "seed", ooc.DefaultSeed, "seed of the graph, partition and training")
 	f.StringVar(&configs, "configs", "", "comma-separated configurations (default all: "+strings.Join(ooc.ConfigNames, ",")+")")

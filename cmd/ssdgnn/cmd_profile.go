@@ -122,7 +122,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	}
 	f := cmd.Flags()
 	f.StringVar(&fanouts, "fanouts", defaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
-	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch (partition batches: a macro batch cut evenly into batches of at most 1.25x this)")
+	f.IntVar(&o.BatchSize, "batch-size", 1000, cliflags.BatchSizeUsage)
 	f.StringVar(&selection, "selection", "auto", "batch selection: auto (partition when DIR has --partition, else random), partition or random")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions (partition selection)")

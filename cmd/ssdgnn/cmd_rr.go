@@ -75,7 +75,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&fanouts, "fanouts", defaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
-	f.IntVar(&o.BatchSize, "batch-size", 1000, "training nodes per batch (partition batches: a macro batch cut evenly into batches of at most 1.25x this)")
+	f.IntVar(&o.BatchSize, "batch-size", 1000, cliflags.BatchSizeUsage)
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions")
 	f.Float64Var(&o.HistFrac, "hist-frac", 0.2, "fraction of nodes (top by degree) whose second-layer embeddings are reused")

@@ -29,6 +29,9 @@ import (
 // feature-cache savings 10.9-fold, docs/train.md).
 const DefaultFanouts = "10,10"
 
+// BatchSizeUsage is the help text of every command's --batch-size.
+const BatchSizeUsage = "training nodes per batch (partition batches: a macro batch cut evenly into batches of at most 1.25x this)"
+
 // MaxByteSize is the largest size flag accepted, 1 EiB: far beyond any
 // machine, and small enough that sums of a few sizes cannot overflow int64.
 const MaxByteSize = 1 << 60

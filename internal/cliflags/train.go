@@ -48,7 +48,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.Float64Var(&o.LR, "lr", train.DefaultLR, "Adam learning rate")
 	f.Float64Var(&o.WeightDecay, "weight-decay", train.DefaultWeightDecay, "L2 weight decay added to the gradient")
 	f.IntVar(&o.Epochs, "epochs", train.DefaultEpochs, "epochs to train")
-	f.IntVar(&o.BatchSize, "batch-size", train.DefaultBatchSize, "training nodes per batch (partition batches: a macro batch cut evenly into batches of at most 1.25x this)")
+	f.IntVar(&o.BatchSize, "batch-size", train.DefaultBatchSize, BatchSizeUsage)
 	f.StringVar(&t.Fanouts, "fanouts", DefaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
 	f.StringVar(&t.EvalFanouts, "eval-fanouts", "", "fanouts of sampled inference on valid/test (default --fanouts; -1,-1 is exact)")
 	f.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate every N epochs (and after the last)")
