@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	bits64 "math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,9 +42,41 @@ const relabelChunk = 1 << 20
 // old→new id map; the message names the minimum.
 var ErrRelabelMem = errors.New("partition: relabel: memory budget too small")
 
+// RelabelOrder is the order of the nodes within each part of a
+// relabelled dataset. Every order keeps the parts themselves as
+// contiguous id ranges in part order.
+type RelabelOrder string
+
+const (
+	// RelabelByDegree numbers each part's nodes by descending in-degree (the
+	// number of neighbour lists that name the node), ties by ascending
+	// source id. A node's in-degree is how many lists a sampler can draw
+	// it from, so the rows a batch needs cluster at the front of each
+	// part's range, and the read planner's merged reads carry fewer rows
+	// nobody asked for. The default.
+	RelabelByDegree RelabelOrder = "degree"
+	// RelabelByHeat numbers each part's nodes by descending
+	// RelabelOptions.Heat (e.g. a profile's feature counts), ties by
+	// ascending source id.
+	RelabelByHeat RelabelOrder = "heat"
+	// RelabelByID keeps each part's nodes in ascending source id: new ids are
+	// exactly the partitioning's members order.
+	RelabelByID RelabelOrder = "id"
+)
+
+// RelabelOrders lists the orders Relabel accepts, the default first.
+var RelabelOrders = []RelabelOrder{RelabelByDegree, RelabelByHeat, RelabelByID}
+
 // RelabelOptions configures Relabel. A nil *RelabelOptions means the
 // defaults.
 type RelabelOptions struct {
+	// Order is the order of the nodes within each part (default
+	// RelabelByDegree).
+	Order RelabelOrder
+	// Heat, for RelabelByHeat, is one number per source node (len N): a
+	// larger number comes first within its part. The caller's slice
+	// counts against MemBytes.
+	Heat []uint32
 	// MemBytes bounds the memory Relabel allocates (default 256 MiB). The
 	// old→new id map (4 bytes a node, 8 from 2^31 nodes) must fit in it
 	// beside 16 MiB of buffers; RelabelMinMem says how much that is. The
@@ -58,14 +92,19 @@ type RelabelOptions struct {
 
 // RelabelStats describes a Relabel run.
 type RelabelStats struct {
-	Source       string  `json:"source"`
-	Out          string  `json:"out"`
-	Partitioning string  `json:"partitioning"`
-	K            int     `json:"k"`
-	NumNodes     int64   `json:"num_nodes"`
-	NumEdges     int64   `json:"num_edges"`
-	MemBytes     int64   `json:"mem_bytes"`
-	MapBytes     int64   `json:"map_bytes"`
+	Source       string `json:"source"`
+	Out          string `json:"out"`
+	Partitioning string `json:"partitioning"`
+	K            int    `json:"k"`
+	NumNodes     int64  `json:"num_nodes"`
+	NumEdges     int64  `json:"num_edges"`
+	Order        string `json:"order"`
+	MemBytes     int64  `json:"mem_bytes"`
+	MapBytes     int64  `json:"map_bytes"`
+	// KeyBytes is the within-part order's share of MemBytes: the sort
+	// keys (4 bytes a node) and the largest part's members, positions
+	// and adjacency block. 0 for RelabelByID.
+	KeyBytes     int64   `json:"key_bytes"`
 	WindowRows   int64   `json:"window_rows"`
 	BytesRead    int64   `json:"bytes_read"`
 	BytesWritten int64   `json:"bytes_written"`
@@ -78,8 +117,33 @@ type RelabelStats struct {
 }
 
 // RelabelMinMem is the least RelabelOptions.MemBytes Relabel accepts for
-// a dataset of n nodes.
+// a dataset of n nodes in RelabelByID; the other orders need
+// RelabelMinMemFor's.
 func RelabelMinMem(n int64) int64 { return relabelFixed + mapBytes(n) + 1<<20 }
+
+// RelabelMinMemFor is the least RelabelOptions.MemBytes Relabel accepts
+// for dataset d, partitioning p and within-part order o (empty: the
+// default).
+func RelabelMinMemFor(d *storage.Dataset, p *Partitioning, o RelabelOrder) int64 {
+	return RelabelMinMem(d.NumNodes()) + keyBytes(d, p, o)
+}
+
+// keyBytes is what a within-part order holds beside the id map: 4 bytes
+// a node of sort keys, and for the largest part (by nodes, and by
+// adjacency bytes) its members and their positions, 16 bytes a node, and
+// its adjacency block.
+func keyBytes(d *storage.Dataset, p *Partitioning, o RelabelOrder) int64 {
+	if o == RelabelByID {
+		return 0
+	}
+	var nodes, block int64
+	isz := int64(storage.IndicesDType(d.NumNodes()).Size())
+	for q := range p.K() {
+		nodes = max(nodes, p.off[q+1]-p.off[q])
+		block = max(block, (p.adjPtr[p.off[q+1]]-p.adjPtr[p.off[q]])*isz)
+	}
+	return 4*d.NumNodes() + 16*nodes + block
+}
 
 func mapBytes(n int64) int64 {
 	if n < 1<<31 {
@@ -114,17 +178,29 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if opt.MemBytes == 0 {
 		opt.MemBytes = DefaultRelabelMem
 	}
+	if opt.Order == "" {
+		opt.Order = RelabelByDegree
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
 	n := d.NumNodes()
-	if need := RelabelMinMem(n); opt.MemBytes < need {
-		return nil, fmt.Errorf("%w: %d nodes need at least %d bytes (%d MiB) for the id map and buffers, given %d",
-			ErrRelabelMem, n, need, (need+1<<20-1)>>20, opt.MemBytes)
+	if !slices.Contains(RelabelOrders, opt.Order) {
+		return nil, fmt.Errorf("partition: relabel: unknown order %q (want one of %v)", opt.Order, RelabelOrders)
+	}
+	if (opt.Order == RelabelByHeat) != (opt.Heat != nil) {
+		return nil, fmt.Errorf("partition: relabel: order %q with %d heat values: heat is given exactly for order %q", opt.Order, len(opt.Heat), RelabelByHeat)
+	}
+	if opt.Heat != nil && int64(len(opt.Heat)) != n {
+		return nil, fmt.Errorf("%w: %d heat values for %d nodes", ErrMismatch, len(opt.Heat), n)
 	}
 	if p.man.NumNodes != n || p.man.NumEdges != d.NumEdges() {
 		return nil, fmt.Errorf("%w: partitioning %s is for %d nodes / %d edges, dataset has %d / %d",
 			ErrMismatch, p.dir, p.man.NumNodes, p.man.NumEdges, n, d.NumEdges())
+	}
+	if need := RelabelMinMemFor(d, p, opt.Order); opt.MemBytes < need {
+		return nil, fmt.Errorf("%w: %d nodes in order %q need at least %d bytes (%d MiB) for the id map, sort keys and buffers, given %d",
+			ErrRelabelMem, n, opt.Order, need, (need+1<<20-1)>>20, opt.MemBytes)
 	}
 	if same, err := sameDir(d.Dir(), out); err != nil {
 		return nil, err
@@ -144,8 +220,8 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		return nil, err
 	}
 	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt,
-		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K,
-			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n)}}
+		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K, Order: string(opt.Order),
+			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n), KeyBytes: keyBytes(d, p, opt.Order)}}
 	total := 16*n + 8*(n+1) + d.NumEdges()*int64(storage.IndicesDType(n).Size()) + n*d.FeatRowBytes()
 	r.task = progress.Or(opt.Progress).Start("relabel", total, progress.Bytes)
 	defer r.task.Done()
@@ -155,7 +231,8 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	m := *d.Manifest()
 	m.Files = nil
 	m.RelabelledFrom = &storage.Relabelling{Dir: d.Dir(), Name: m.Name,
-		ManifestChecksum: storage.FormatChecksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K}
+		ManifestChecksum: storage.FormatChecksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K,
+		Order: string(opt.Order)}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -204,11 +281,29 @@ type relabeler struct {
 
 func (r *relabeler) run() error {
 	t0 := time.Now()
-	if err := r.idMaps(); err != nil {
-		return err
-	}
-	if err := r.csr(); err != nil {
-		return err
+	if r.opt.Order == RelabelByID {
+		if err := r.idMaps(); err != nil {
+			return err
+		}
+		if err := r.csr(); err != nil {
+			return err
+		}
+	} else {
+		keys := r.opt.Heat
+		if keys == nil {
+			var err error
+			if keys, err = r.inDegrees(); err != nil {
+				return err
+			}
+		}
+		err := r.orderedMaps(keys)
+		keys = nil
+		if err != nil {
+			return err
+		}
+		if err := r.csrOrdered(); err != nil {
+			return err
+		}
 	}
 	r.st.CSRSeconds = time.Since(t0).Seconds()
 	t1 := time.Now()
@@ -397,6 +492,208 @@ func (r *relabeler) idMaps() error {
 	return w.Commit()
 }
 
+// inDegrees counts how many neighbour lists of d name each node, in one
+// sequential pass over indices.npy (saturating at 2^32-1).
+func (r *relabeler) inDegrees() ([]uint32, error) {
+	e := r.d.Manifest().File(storage.FileIndices)
+	isz := 4
+	if e.DType == "int64" {
+		isz = 8
+	}
+	deg := make([]uint32, r.n)
+	s, err := r.openSeq(r.d.Dir(), e, isz)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	var i int64
+	bump := func(x int64) error {
+		if x < 0 || x >= r.n {
+			return &storage.CorruptError{File: s.af.Path, Field: "indices", Index: i, Offset: -1,
+				Msg: fmt.Sprintf("neighbour %d out of range [0,%d)", x, r.n)}
+		}
+		if deg[x] != ^uint32(0) {
+			deg[x]++
+		}
+		i++
+		return nil
+	}
+	err = s.each(r.ctx, func(b []byte) error {
+		if isz == 4 {
+			for _, x := range npy.AsInt32(b) {
+				if err := bump(int64(x)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for _, x := range npy.AsInt64(b) {
+			if err := bump(x); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return deg, err
+}
+
+// orderedMaps computes old → new for the orders other than RelabelByID: part
+// q's members, sorted by descending keys (stable, so ties keep ascending
+// old id), get q's id range in that order. Each member is checked to be
+// in range, of part q (part.npy) and seen once, so damaged partition
+// files give a CorruptError rather than a wrong map. It then writes
+// new_ids.npy from the map.
+func (r *relabeler) orderedMaps(keys []uint32) error {
+	const unset = -1
+	if r.n < 1<<31 {
+		r.map32 = make([]int32, r.n)
+		for i := range r.map32 {
+			r.map32[i] = unset
+		}
+	} else {
+		r.map64 = make([]int64, r.n)
+		for i := range r.map64 {
+			r.map64[i] = unset
+		}
+	}
+	memPath := filepath.Join(r.p.dir, FileMembers)
+	var buf []int64
+	for q := range r.p.man.K {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		lo := r.p.off[q]
+		buf = append(buf[:0], r.p.Members(q)...)
+		for i, u := range buf {
+			if u < 0 || u >= r.n || int(r.p.part[u]) != q || r.newID(u) != unset {
+				return &CorruptError{File: memPath, Index: lo + int64(i), Offset: -1,
+					Msg: fmt.Sprintf("member %d of part %d is out of range, of another part in part.npy, or repeated", u, q)}
+			}
+		}
+		slices.SortStableFunc(buf, func(a, b int64) int { return cmp.Compare(keys[b], keys[a]) })
+		for i, u := range buf {
+			if r.map32 != nil {
+				r.map32[u] = int32(lo + int64(i))
+			} else {
+				r.map64[u] = lo + int64(i)
+			}
+		}
+	}
+	w, err := r.b.CreateArray(storage.FileNewIDs, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	out := make([]int64, 0, relabelChunk/8)
+	for u := range r.n {
+		v := r.newID(u)
+		if v == unset {
+			return &CorruptError{File: memPath, Index: -1, Offset: -1, Msg: fmt.Sprintf("node %d is a member of no part", u)}
+		}
+		out = append(out, v)
+		if len(out) == cap(out) || u == r.n-1 {
+			if err := w.WriteInt64s(out); err != nil {
+				return err
+			}
+			r.task.Add(int64(len(out)) * 8)
+			out = out[:0]
+		}
+	}
+	return w.Commit()
+}
+
+// csrOrdered writes orig_ids.npy and the CSR in new ids part by part:
+// each part's adjacency block (contiguous in adj_indices.npy, in members
+// order) is read with one pread and its lists written in new-id order.
+func (r *relabeler) csrOrdered() error {
+	ow, err := r.b.CreateArray(storage.FileOrigIDs, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	cw, err := r.b.CreateCSR(r.n)
+	if err != nil {
+		return err
+	}
+	defer cw.Abort()
+	af, err := storage.OpenArrayFile(r.p.dir, r.p.man.File(FileAdjIndices))
+	if err != nil {
+		return err
+	}
+	defer af.Close()
+	isz := int64(4)
+	if r.p.adj64 != nil {
+		isz = 8
+	}
+	var block []byte
+	var pos []int64 // pos[j] = position in the part's members of its j-th node in new order
+	var nbrs, origs []int64
+	for q := range r.p.man.K {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		lo, hi := r.p.off[q], r.p.off[q+1]
+		ptr := r.p.adjPtr[lo : hi+1]
+		members := r.p.members[lo:hi]
+		size := (ptr[len(ptr)-1] - ptr[0]) * isz
+		if cap(block) < int(size) {
+			block = make([]byte, size)
+		}
+		block = block[:size]
+		if err := af.ReadDataAt(block, ptr[0]*isz); err != nil {
+			return err
+		}
+		r.st.BytesRead += size
+		r.st.ReadCalls++
+		pos = slices.Grow(pos[:0], len(members))[:len(members)]
+		for i := range pos {
+			pos[i] = -1
+		}
+		for i, u := range members {
+			j := r.newID(u) - lo
+			if j < 0 || j >= hi-lo || pos[j] != -1 {
+				return &CorruptError{File: filepath.Join(r.p.dir, FileMembers), Index: lo + int64(i), Offset: -1,
+					Msg: fmt.Sprintf("member %d disagrees with the id map of part %d", u, q)}
+			}
+			pos[j] = int64(i)
+		}
+		origs = origs[:0]
+		for j, i := range pos {
+			a, b := ptr[i]-ptr[0], ptr[i+1]-ptr[0]
+			if a < 0 || b < a || b*isz > size {
+				return &CorruptError{File: filepath.Join(r.p.dir, FileAdjIndptr), Index: lo + i, Offset: -1,
+					Msg: fmt.Sprintf("offsets %d..%d outside part %d's block", ptr[i], ptr[i+1], q)}
+			}
+			nbrs = nbrs[:0]
+			for e := a; e < b; e++ {
+				var x int64
+				if isz == 4 {
+					x = int64(int32(binary.LittleEndian.Uint32(block[e*4:])))
+				} else {
+					x = int64(binary.LittleEndian.Uint64(block[e*8:]))
+				}
+				if x < 0 || x >= r.n {
+					return &CorruptError{File: af.Path, Index: ptr[0] + e, Offset: -1, Msg: fmt.Sprintf("neighbour %d out of range [0,%d)", x, r.n)}
+				}
+				nbrs = append(nbrs, r.newID(x))
+			}
+			if err := cw.Append(lo+int64(j), nbrs); err != nil {
+				return err
+			}
+			origs = append(origs, members[i])
+			r.task.Add(8 + int64(len(nbrs))*isz)
+		}
+		if err := ow.WriteInt64s(origs); err != nil {
+			return err
+		}
+		r.task.Add(int64(len(origs)) * 8)
+	}
+	if err := ow.Commit(); err != nil {
+		return err
+	}
+	return cw.Commit()
+}
+
 func (r *relabeler) newID(u int64) int64 {
 	if r.map32 != nil {
 		return int64(r.map32[u])
@@ -525,16 +822,25 @@ func (r *relabeler) csr() error {
 }
 
 // windowRows is how many rows of rowBytes one output window holds: half
-// of what the budget leaves after the fixed buffers and the id map (a
-// quarter goes to the bucket buffers, the rest is the collector's slack).
+// of what the budget leaves after the fixed buffers, the id map and the
+// caller's heat values (a quarter goes to the bucket buffers, the rest is
+// the collector's slack).
 func (r *relabeler) windowRows(rowBytes int64) int64 {
-	free := r.opt.MemBytes - relabelFixed - mapBytes(r.n)
+	free := r.gatherFree()
 	w := min(max(free/2/rowBytes, 1), 1<<31) // a row's place in its window is a uint32
 	if testWindowRows > 0 {
 		w = testWindowRows
 	}
 	r.st.WindowRows = max(r.st.WindowRows, w)
 	return w
+}
+
+// gatherFree is what the feature gather may use: the budget less the
+// fixed buffers, the id map and the caller's heat values (the sort keys
+// Relabel computed itself are garbage by then; RelabelMinMemFor leaves
+// at least 1 MiB).
+func (r *relabeler) gatherFree() int64 {
+	return max(r.opt.MemBytes-relabelFixed-mapBytes(r.n)-4*int64(len(r.opt.Heat)), 1<<20)
 }
 
 // testWindowRows, when positive, overrides windowRows so that tests of
@@ -567,7 +873,7 @@ func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, wri
 	w := r.windowRows(rowBytes)
 	nb := (r.n + w - 1) / w
 	rec := 4 + rowBytes
-	free := r.opt.MemBytes - relabelFixed - mapBytes(r.n)
+	free := r.gatherFree()
 	bufRecs := min(max(free/4/nb/rec, 1), max(relabelChunk/rec, 1))
 	tmp, err := os.CreateTemp(r.b.Dir(), "relabel-buckets.tmp-*")
 	if err != nil {
@@ -659,112 +965,75 @@ func (r *relabeler) gather(dir string, e *storage.FileEntry, rowBytes int64, wri
 	return nil
 }
 
-// splits rewrites train/valid/test: a bitmap of each old split, then one
-// pass over members.npy emits new id v when orig(v) is in the split,
-// which lists the new ids in ascending order. It returns the number of
-// training ids written (train_idx.npy becomes the carried partitioning's
-// train_members.npy).
+// splits rewrites train/valid/test: one bitmap per split, indexed by new
+// id (each old id u of the split sets bit new(u)), then the set bits in
+// ascending order. It returns the number of training ids written
+// (train_idx.npy becomes the carried partitioning's train_members.npy).
 func (r *relabeler) splits() (int64, error) {
 	names := []string{storage.FileTrain, storage.FileValid, storage.FileTest}
-	var bits [3][]uint64
-	var writers [3]*storage.ArrayWriter
-	var want [3]int64
-	defer func() {
-		for _, w := range writers {
-			if w != nil {
-				w.Abort()
-			}
-		}
-	}()
-	found := false
+	var got int64
 	for i, name := range names {
 		e := r.d.Manifest().File(name)
 		if e == nil {
 			continue
 		}
-		found = true
-		want[i] = e.Shape[0]
-		bits[i] = make([]uint64, (r.n+63)/64)
+		bits := make([]uint64, (r.n+63)/64)
 		s, err := r.openSeq(r.d.Dir(), e, 8)
 		if err != nil {
 			return 0, err
 		}
 		var idx int64
-		for {
-			b, err := s.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				s.close()
-				return 0, err
-			}
+		err = s.each(r.ctx, func(b []byte) error {
 			for _, u := range npy.AsInt64(b) {
-				if u < 0 || u >= r.n || bits[i][u/64]&(1<<(u%64)) != 0 {
-					s.close()
-					return 0, &storage.CorruptError{File: s.af.Path, Field: name[:len(name)-4], Index: idx, Offset: -1,
-						Msg: fmt.Sprintf("node id %d out of range [0,%d) or repeated", u, r.n)}
+				if u < 0 || u >= r.n {
+					return &storage.CorruptError{File: s.af.Path, Field: name[:len(name)-4], Index: idx, Offset: -1,
+						Msg: fmt.Sprintf("node id %d out of range [0,%d)", u, r.n)}
 				}
-				bits[i][u/64] |= 1 << (u % 64)
+				v := r.newID(u)
+				if bits[v/64]&(1<<(v%64)) != 0 {
+					return &storage.CorruptError{File: s.af.Path, Field: name[:len(name)-4], Index: idx, Offset: -1,
+						Msg: fmt.Sprintf("node id %d repeated", u)}
+				}
+				bits[v/64] |= 1 << (v % 64)
 				idx++
 			}
-		}
+			return nil
+		})
 		s.close()
-		if writers[i], err = r.b.CreateArray(name, npy.Int64, nil); err != nil {
-			return 0, err
-		}
-	}
-	if !found {
-		return 0, nil
-	}
-	mem, err := r.openInt64s(FileMembers)
-	if err != nil {
-		return 0, err
-	}
-	defer mem.s.close()
-	var bufs [3][]int64
-	var got [3]int64
-	flush := func(i int) error {
-		got[i] += int64(len(bufs[i]))
-		err := writers[i].WriteInt64s(bufs[i])
-		r.task.Add(int64(len(bufs[i])) * 8)
-		bufs[i] = bufs[i][:0]
-		return err
-	}
-	for v := range r.n {
-		u, err := mem.next()
 		if err != nil {
 			return 0, err
 		}
-		if u < 0 || u >= r.n {
-			return 0, &CorruptError{File: mem.s.af.Path, Index: v, Offset: -1, Msg: fmt.Sprintf("member %d out of range [0,%d)", u, r.n)}
+		w, err := r.b.CreateArray(name, npy.Int64, nil)
+		if err != nil {
+			return 0, err
 		}
-		for i := range bits {
-			if bits[i] != nil && bits[i][u/64]&(1<<(u%64)) != 0 {
-				bufs[i] = append(bufs[i], v)
-				if len(bufs[i]) >= 8192 {
-					if err := flush(i); err != nil {
+		buf := make([]int64, 0, 8192)
+		for wi, word := range bits {
+			for ; word != 0; word &= word - 1 {
+				buf = append(buf, int64(wi)*64+int64(bits64.TrailingZeros64(word)))
+				if len(buf) == cap(buf) {
+					if err := w.WriteInt64s(buf); err != nil {
+						w.Abort()
 						return 0, err
 					}
+					r.task.Add(int64(len(buf)) * 8)
+					buf = buf[:0]
 				}
 			}
 		}
-	}
-	for i, w := range writers {
-		if w == nil {
-			continue
-		}
-		if err := flush(i); err != nil {
+		if err := w.WriteInt64s(buf); err != nil {
+			w.Abort()
 			return 0, err
 		}
-		if got[i] != want[i] {
-			return 0, fmt.Errorf("partition: relabel: %s: wrote %d ids of %d (members.npy is not a permutation)", names[i], got[i], want[i])
-		}
+		r.task.Add(int64(len(buf)) * 8)
 		if err := w.Commit(); err != nil {
 			return 0, err
 		}
+		if i == 0 {
+			got = idx
+		}
 	}
-	return got[0], nil
+	return got, nil
 }
 
 // partitioning writes OUT/partitions/<name>/: the same parts as p, now

@@ -61,8 +61,10 @@ func relabelSource(t *testing.T, dir string, n int, featDim int, dtype string, s
 
 // checkRelabelled compares out with its source d through out's id map:
 // every edge (as a pair of original ids, in order), feature row, label
-// and split entry, and the carried-over partitioning.
-func checkRelabelled(t *testing.T, d, out *storage.Dataset, name string) {
+// and split entry, the carried-over partitioning, and the order within
+// each part that out's manifest records (heat: the values given to
+// Relabel for RelabelByHeat).
+func checkRelabelled(t *testing.T, d, out *storage.Dataset, name string, heat []uint32) {
 	t.Helper()
 	idm := out.IDMap()
 	if idm == nil {
@@ -130,14 +132,40 @@ func checkRelabelled(t *testing.T, d, out *storage.Dataset, name string) {
 	if pt.Stats() != src.Stats() {
 		t.Fatalf("stats %+v, source %+v", pt.Stats(), src.Stats())
 	}
+	order := RelabelOrder(out.Manifest().RelabelledFrom.Order)
+	var key func(u int64) uint32
+	switch order {
+	case RelabelByID:
+		key = func(int64) uint32 { return 0 }
+	case RelabelByHeat:
+		key = func(u int64) uint32 { return heat[u] }
+	case RelabelByDegree:
+		in := make([]uint32, n)
+		for u := range n {
+			nb := d.Neighbors(u)
+			for i := range nb.Len() {
+				in[nb.At(i)]++
+			}
+		}
+		key = func(u int64) uint32 { return in[u] }
+	default:
+		t.Fatalf("manifest records order %q", order)
+	}
 	for q := range src.K() {
 		var m, tm []int64
 		for _, v := range pt.Members(q) {
 			m = append(m, orig(v))
 		}
+		for i := 1; i < len(m); i++ {
+			if a, b := key(m[i-1]), key(m[i]); a < b || a == b && m[i-1] > m[i] {
+				t.Fatalf("part %d, order %s: old %d (key %d) before old %d (key %d)", q, order, m[i-1], a, m[i], b)
+			}
+		}
 		for _, v := range pt.TrainMembers(q) {
 			tm = append(tm, orig(v))
 		}
+		slices.Sort(m)
+		slices.Sort(tm)
 		if !slices.Equal(m, src.Members(q)) || !slices.Equal(tm, src.TrainMembers(q)) {
 			t.Fatalf("part %d: members differ from the source's", q)
 		}
@@ -169,27 +197,44 @@ func relabel(t *testing.T, d *storage.Dataset, out string, o *RelabelOptions) *s
 
 func TestRelabelRoundTrip(t *testing.T) {
 	seed := testSeed(t)
-	for _, c := range []struct {
+	type tc = struct {
 		name    string
 		n, dim  int
 		dtype   string
 		splits  bool
 		windows int64
-	}{
+	}
+	for _, c := range []tc{
 		{"float32", 500, 7, "float32", true, 0},
 		{"float32-small-windows", 500, 7, "float32", true, 37},
 		{"float16", 300, 4, "float16", true, 16},
 		{"no-features-no-splits", 300, 0, "", false, 0},
 		{"one-node", 1, 3, "float32", false, 0},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			testWindowRows = c.windows
-			defer func() { testWindowRows = 0 }()
-			dir := t.TempDir()
-			d := relabelSource(t, filepath.Join(dir, "src"), c.n, c.dim, c.dtype, c.splits, seed)
-			out := relabel(t, d, filepath.Join(dir, "out"), &RelabelOptions{MemBytes: RelabelMinMem(d.NumNodes())})
-			checkRelabelled(t, d, out, string(Fennel))
-		})
+		for _, order := range RelabelOrders {
+			t.Run(c.name+"/"+string(order), func(t *testing.T) {
+				testWindowRows = c.windows
+				defer func() { testWindowRows = 0 }()
+				dir := t.TempDir()
+				d := relabelSource(t, filepath.Join(dir, "src"), c.n, c.dim, c.dtype, c.splits, seed)
+				p, err := Open(d.Dir(), string(Fennel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := &RelabelOptions{Order: order, MemBytes: RelabelMinMemFor(d, p, order)}
+				p.Close()
+				if order == RelabelByHeat {
+					// Few distinct values, so ties (broken by old id) are common.
+					r := rand.New(rand.NewPCG(uint64(seed), 9))
+					o.Heat = make([]uint32, d.NumNodes())
+					for u := range o.Heat {
+						o.Heat[u] = uint32(r.IntN(4))
+					}
+				}
+				out := relabel(t, d, filepath.Join(dir, "out"), o)
+				checkRelabelled(t, d, out, string(Fennel), o.Heat)
+			})
+		}
 	}
 }
 
@@ -205,7 +250,7 @@ func TestRelabelCora(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := relabel(t, d, filepath.Join(dir, "cora-pm"), nil)
-	checkRelabelled(t, d, out, string(Fennel))
+	checkRelabelled(t, d, out, string(Fennel), nil)
 }
 
 // cancelAfter is a context whose Err turns to Canceled after n calls.
@@ -247,7 +292,7 @@ func TestRelabelCancelLeavesNoDataset(t *testing.T) {
 			t.Fatalf("cancel after %d checks left %v", after, left)
 		}
 	}
-	checkRelabelled(t, d, relabel(t, d, out, nil), string(Fennel))
+	checkRelabelled(t, d, relabel(t, d, out, nil), string(Fennel), nil)
 }
 
 func TestRelabelRefuses(t *testing.T) {

@@ -82,6 +82,11 @@ type Relabelling struct {
 	// over) whose K parts are the contiguous id ranges.
 	Partitioning string `json:"partitioning"`
 	K            int    `json:"k"`
+	// Order is the order of the nodes within each part: "degree",
+	// "heat" or "id" (partition.RelabelOrder); empty in copies written
+	// before it was recorded, which are in "id" order. Informational: no
+	// reader depends on it.
+	Order string `json:"order,omitempty"`
 }
 
 // File returns the entry named name, or nil.

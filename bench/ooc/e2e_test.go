@@ -13,6 +13,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"go.uber.org/goleak"
@@ -123,6 +124,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("partition-major dataset: %+v", pm)
 	} else if _, err := os.Stat(filepath.Join(pm.Dir, "orig_ids.npy")); err != nil {
 		t.Errorf("partition-major dataset not relabelled: %v", err)
+	} else if got := relabelOrder(pm.Dir); got != partition.RelabelByDegree {
+		t.Errorf("partition-major dataset in order %q within parts, want relabel's default %q", got, partition.RelabelByDegree)
 	}
 	// Both profiles priced their reads with the probed disk, not the
 	// default costs: the disk is probed before either is profiled.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -221,7 +222,8 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 }
 
 // preparePM relabels ds partition-major into o.Dir+"-pm" (reused while its
-// marker matches src's), gives it ds's device profile (the same disk),
+// marker matches src's and its manifest records relabel's default order
+// within parts), gives it ds's device profile (the same disk),
 // then profiles it with the same flags and plans it as ds
 // (profileAndPlan).
 func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Dataset, error) {
@@ -231,7 +233,8 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 	var have marker
 	_ = readJSON(filepath.Join(pm.Dir, markerFile), &have)
 	if have.Nodes != src.Nodes || have.FeatDim != src.FeatDim || have.AvgDegree != src.AvgDegree ||
-		have.TrainFrac != src.TrainFrac || have.Seed != src.Seed || have.Parts != src.Parts || !ds.Reused {
+		have.TrainFrac != src.TrainFrac || have.Seed != src.Seed || have.Parts != src.Parts || !ds.Reused ||
+		relabelOrder(pm.Dir) != partition.RelabelByDegree {
 		h.log.Info("relabelling partition-major", "dir", pm.Dir)
 		if _, err := h.setup(ctx, "relabel", "relabel", o.Dir, pm.Dir, "--partition", PartitionName, "--force", "-q", "--json"); err != nil {
 			return nil, err
@@ -253,6 +256,17 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 		return nil, err
 	}
 	return &pm, nil
+}
+
+// relabelOrder is the within-part order the relabelled dataset in dir
+// records ("" when there is none, or in copies written before the order
+// was recorded).
+func relabelOrder(dir string) partition.RelabelOrder {
+	m, err := storage.LoadManifest(dir)
+	if err != nil || m.RelabelledFrom == nil {
+		return ""
+	}
+	return partition.RelabelOrder(m.RelabelledFrom.Order)
 }
 
 // profileAndPlan profiles ds.Dir unless its marker m says it was profiled

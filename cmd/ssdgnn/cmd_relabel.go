@@ -8,28 +8,34 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 func init() { extraCommands = append(extraCommands, newRelabelCmd) }
 
 func newRelabelCmd(g *globals) *cobra.Command {
-	var name string
+	var name, order, heatProfile string
 	var mem byteSize = partition.DefaultRelabelMem
 	var force, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "relabel DIR OUT",
 		Short: "Write a partition-major copy of a dataset: every part a contiguous id range",
 		Long: `relabel writes to OUT (a new directory, never DIR itself) the dataset in DIR
-with its nodes renumbered in (part, id) order of the partitioning --partition,
-so that every part is one contiguous id range. Features, CSR, labels and the
+with its nodes renumbered part by part of the partitioning --partition, so
+that every part is one contiguous id range. Within a part, --order degree
+(the default) puts the nodes that most neighbour lists name first, so that
+the rows a batch needs cluster and merged reads carry fewer unneeded rows;
+--order heat does the same by a profile's feature counts (--heat-profile,
+a profile of DIR); --order id keeps ascending source ids. Features, CSR, labels and the
 splits are rewritten; orig_ids.npy (new -> old) and new_ids.npy (old -> new)
 are stored, and the partitioning is carried over under the same name, so
 'ssdgnn rr' and 'ssdgnn train' work on OUT at once. 'ssdgnn infer' on OUT
 takes and writes original ids.
 
 Memory stays within --mem: the old -> new id map (4 bytes a node) must fit,
-everything else streams. Files are written atomically and dataset.json last,
+and for --order degree or heat the sort keys (4 bytes a node) and the
+largest part's members and adjacency; everything else streams. Files are written atomically and dataset.json last,
 so an interrupted run leaves no dataset in OUT. See docs/format.md.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn relabel data/synth data/synth-pm --partition fennel --mem 256MiB`,
@@ -45,8 +51,14 @@ so an interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			defer pt.Close()
-			st, err := partition.Relabel(cmd.Context(), d, pt, args[1], &partition.RelabelOptions{
-				MemBytes: int64(mem), Force: force, Progress: g.progress(), Logger: g.logger()})
+			o := &partition.RelabelOptions{Order: partition.RelabelOrder(order),
+				MemBytes: int64(mem), Force: force, Progress: g.progress(), Logger: g.logger()}
+			if heatProfile != "" || o.Order == partition.RelabelByHeat {
+				if o.Heat, err = relabelHeat(d, o.Order, heatProfile); err != nil {
+					return err
+				}
+			}
+			st, err := partition.Relabel(cmd.Context(), d, pt, args[1], o)
 			if err != nil {
 				return err
 			}
@@ -64,8 +76,27 @@ so an interrupted run leaves no dataset in OUT. See docs/format.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "partition", string(partition.Fennel), "partitioning of DIR whose parts become id ranges")
-	f.Var(&mem, "mem", "memory budget (the id map needs 4 bytes a node plus 17 MiB)")
+	f.StringVar(&order, "order", string(partition.RelabelByDegree), fmt.Sprintf("order of the nodes within each part: one of %v", partition.RelabelOrders))
+	f.StringVar(&heatProfile, "heat-profile", "", "profile of DIR whose feature counts order each part (--order heat)")
+	f.Var(&mem, "mem", "memory budget (the id map needs 4 bytes a node plus 17 MiB; --order degree or heat 4 more a node and the largest part)")
 	f.BoolVar(&force, "force", false, "overwrite a dataset in OUT")
 	f.BoolVar(&asJSON, "json", false, "print the stats as JSON")
 	return cmd
+}
+
+// relabelHeat loads the feature counts of profile name of d as the heat of
+// --order heat, refusing a profile of another dataset.
+func relabelHeat(d *storage.Dataset, order partition.RelabelOrder, name string) ([]uint32, error) {
+	if order != partition.RelabelByHeat || name == "" {
+		return nil, fmt.Errorf("relabel: --heat-profile goes with --order %s (given --order %s, --heat-profile %q)", partition.RelabelByHeat, order, name)
+	}
+	p, err := planner.LoadProfileFeat(d.Dir(), name)
+	if err != nil {
+		return nil, err
+	}
+	if sum := planner.DatasetChecksum(d); p.Meta.DatasetChecksum != sum || int64(len(p.Feat)) != d.NumNodes() {
+		return nil, fmt.Errorf("%w: profile %q is of dataset %s with %d nodes, DIR is %s with %d",
+			planner.ErrMismatch, name, p.Meta.DatasetChecksum, len(p.Feat), sum, d.NumNodes())
+	}
+	return p.Feat, nil
 }

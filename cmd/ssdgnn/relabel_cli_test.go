@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TestRelabelCLI: partition → relabel → validate; rr's partition row is
@@ -24,19 +25,52 @@ func TestRelabelCLI(t *testing.T) {
 	if _, _, err := run(t, "relabel", src, out, "--partition", "nope"); err == nil || !strings.Contains(err.Error(), "ssdgnn partition") {
 		t.Fatalf("relabel by a missing partitioning: %v", err)
 	}
-	stdout, _, err := run(t, "relabel", src, out, "--mem", "64MiB", "--json")
-	if err != nil {
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--order", "bogus"}, `unknown order "bogus"`},
+		{[]string{"--order", "heat"}, "--heat-profile goes with --order heat"},
+		{[]string{"--heat-profile", "p"}, "--heat-profile goes with --order heat"},
+		{[]string{"--order", "heat", "--heat-profile", "nope"}, "run 'ssdgnn profile' first"},
+	} {
+		args := append([]string{"relabel", src, filepath.Join(t.TempDir(), "x")}, bad.args...)
+		if _, _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("relabel %v: %v, want an error containing %q", bad.args, err, bad.want)
+		}
+	}
+	// The default order (degree), and the other two; each records its
+	// order and validates.
+	outID, outHeat := filepath.Join(t.TempDir(), "pm-id"), filepath.Join(t.TempDir(), "pm-heat")
+	if _, _, err := run(t, "profile", src, "--partition", "fennel", "--name", "p", "--fanouts", "4,4", "--batch-size", "32"); err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		NumNodes int64 `json:"num_nodes"`
-		K        int   `json:"k"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &st); err != nil || st.NumNodes != 1000 || st.K != 10 {
-		t.Fatalf("relabel --json: %v\n%s", err, stdout)
-	}
-	if _, _, err := run(t, "validate", out); err != nil {
-		t.Fatalf("validate relabelled: %v", err)
+	for _, c := range []struct {
+		dir, order string
+		args       []string
+	}{
+		{out, "degree", nil},
+		{outID, "id", []string{"--order", "id"}},
+		{outHeat, "heat", []string{"--order", "heat", "--heat-profile", "p"}},
+	} {
+		stdout, _, err := run(t, append([]string{"relabel", src, c.dir, "--mem", "64MiB", "--json"}, c.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			NumNodes int64  `json:"num_nodes"`
+			K        int    `json:"k"`
+			Order    string `json:"order"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &st); err != nil || st.NumNodes != 1000 || st.K != 10 || st.Order != c.order {
+			t.Fatalf("relabel %v --json: %v\n%s", c.args, err, stdout)
+		}
+		if _, _, err := run(t, "validate", c.dir); err != nil {
+			t.Fatalf("validate relabelled (%s): %v", c.order, err)
+		}
+		if m, err := storage.LoadManifest(c.dir); err != nil || m.RelabelledFrom.Order != c.order {
+			t.Fatalf("%s: manifest %v, %v", c.dir, err, m)
+		}
 	}
 	rr := func(dir string) map[string]any {
 		t.Helper()
@@ -50,7 +84,8 @@ func TestRelabelCLI(t *testing.T) {
 		}
 		return m
 	}
-	a, b := rr(src), rr(out)
+	// In id order the sampler draws the same batches on both datasets.
+	a, b := rr(src), rr(outID)
 	for _, k := range []string{"rr_partition", "neighbor_bytes_partition", "feature_bytes_partition"} {
 		if a[k] != b[k] {
 			t.Errorf("rr %s: source %v, relabelled %v", k, a[k], b[k])
@@ -70,6 +105,7 @@ func TestRelabelCLI(t *testing.T) {
 			if _, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", p, "--nodes", nodes); err != nil {
 				t.Fatal(err)
 			}
+			var err error
 			if got[i], err = os.ReadFile(p); err != nil {
 				t.Fatal(err)
 			}
