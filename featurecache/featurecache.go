@@ -254,51 +254,53 @@ type ReadPlan struct {
 	CostSource string                 `json:"cost_source"`
 }
 
-// mergeGap is the merge gap in rows for rows of rowBytes with
-// Options.CoalesceGap coalesceGap and device profile prof (0: one read
-// per row), and whether the option set it.
-func mergeGap(prof *storage.DeviceProfile, rowBytes, coalesceGap int64) (gap int64, option bool) {
-	switch {
-	case coalesceGap == PerRowReads:
-		return 0, true
-	case coalesceGap > 0:
-		return coalesceGap, true
+// PlanReads is the read plan a cache with options o (nil: the defaults)
+// over rows of rowBytes reads its misses by, given the device's costs
+// prof from costSource ("device.json" or "default"): the merge gap (the
+// option, or prof's break-even gap; 0: one read per row), the
+// amplification cap (0 when there is no gap) and where each came from.
+// Engine, Mode and ScratchBytes belong to a cache's reader and are left
+// empty. A cache's ReadPlan is this plus them; planner.ReadModel compares
+// a profile's pricing against it.
+func PlanReads(prof *storage.DeviceProfile, costSource string, rowBytes int64, o *Options) ReadPlan {
+	var opt Options
+	if o != nil {
+		opt = *o
 	}
-	return prof.GapRows(rowBytes), false
+	p := ReadPlan{Source: costSource, CostSource: costSource, Profile: prof}
+	switch {
+	case opt.CoalesceGap == PerRowReads:
+		p.Source = "option"
+	case opt.CoalesceGap > 0:
+		p.GapRows, p.Source = opt.CoalesceGap, "option"
+	default:
+		p.GapRows = prof.GapRows(rowBytes)
+	}
+	if p.GapRows > 0 {
+		p.MaxAmplification = ReadCap(opt.MaxReadAmplification)
+	}
+	return p
 }
 
-// MergeGap is the merge gap in rows that a cache over d with
-// Options.CoalesceGap coalesceGap reads its misses with (0: one read per
-// row): the option, or the break-even gap of d's device profile
-// (storage.DeviceProfileOrDefault), as ReadPlan().GapRows.
-func MergeGap(d *storage.Dataset, coalesceGap int64) (int64, error) {
-	prof, _, err := storage.DeviceProfileOrDefault(d.Dir(), d.FeatRowBytes())
+// PlanReadsFor is PlanReads with d's rows and device profile
+// (storage.DeviceProfileOrDefault).
+func PlanReadsFor(d *storage.Dataset, o *Options) (ReadPlan, error) {
+	prof, src, err := storage.DeviceProfileOrDefault(d.Dir(), d.FeatRowBytes())
 	if err != nil {
-		return 0, err
+		return ReadPlan{}, err
 	}
-	gap, _ := mergeGap(prof, d.FeatRowBytes(), coalesceGap)
-	return gap, nil
+	return PlanReads(prof, src, d.FeatRowBytes(), o), nil
 }
 
 // resolveReadPlan fills c.plan from the options and the dataset's device
 // profile.
 func (c *Cache) resolveReadPlan() error {
-	o := c.opts
-	p := ReadPlan{Engine: c.reader.Engine().String(), Mode: c.reader.Mode().String()}
 	prof, src, err := storage.DeviceProfileOrDefault(c.d.Dir(), c.rowBytes)
 	if err != nil {
 		return err
 	}
-	p.Source, p.CostSource = src, src
-	p.Profile = prof
-	var option bool
-	if p.GapRows, option = mergeGap(prof, c.rowBytes, o.CoalesceGap); option {
-		p.Source = "option"
-	}
-	if p.GapRows > 0 {
-		p.MaxAmplification = ReadCap(o.MaxReadAmplification)
-	}
-	c.plan = p
+	c.plan = PlanReads(prof, src, c.rowBytes, &c.opts)
+	c.plan.Engine, c.plan.Mode = c.reader.Engine().String(), c.reader.Mode().String()
 	c.plan.ScratchBytes = c.reader.ScratchBytesFor(c.scatterOptions())
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -46,6 +48,50 @@ type ReadModel struct {
 	// when the counts are of micro-batches (Profile.RemodelReads), each
 	// gathered on its own; 0: of whole batches.
 	MicroBatchRows int64 `json:"micro_batch_rows,omitempty"`
+}
+
+// PricedOtherwise says how the reads m modelled were priced otherwise
+// than plan prices them: "" when the merge gap, the amplification cap,
+// the device's costs and their source agree, and the read mode where plan
+// names one (featurecache.PlanReads leaves it to the reader); else the
+// differences, "was … , now …", for a message. It is the one test of
+// "priced as training will read" behind Profile.Reusable, training's
+// warning about a plan file's profile, and bench ooc's re-profiling.
+func (m *ReadModel) PricedOtherwise(plan featurecache.ReadPlan) string {
+	var diff []string
+	if m.GapRows != plan.GapRows {
+		diff = append(diff, fmt.Sprintf("merge gap %d rows, now %d", m.GapRows, plan.GapRows))
+	}
+	if m.MaxAmplification != plan.MaxAmplification {
+		diff = append(diff, fmt.Sprintf("merge cap %s, now %s", capString(m.MaxAmplification), capString(plan.MaxAmplification)))
+	}
+	if plan.Mode != "" && m.Mode != plan.Mode {
+		diff = append(diff, fmt.Sprintf("%s reads, now %s", m.Mode, plan.Mode))
+	}
+	var rr, sb float64
+	if plan.Profile != nil {
+		rr, sb = plan.Profile.RandomReadsPerSec, plan.Profile.SeqBytesPerSec
+	}
+	if m.CostSource != plan.CostSource || m.RandomReadsPerSec != rr || m.SeqBytesPerSec != sb {
+		diff = append(diff, fmt.Sprintf("costs %.0f reads/s and %.0f bytes/s from %s, now %.0f and %.0f from %s",
+			m.RandomReadsPerSec, m.SeqBytesPerSec, orNone(m.CostSource), rr, sb, orNone(plan.CostSource)))
+	}
+	return strings.Join(diff, "; ")
+}
+
+// capString prints a read cap: "6×", or "none" for 0.
+func capString(c float64) string {
+	if c == 0 {
+		return "none"
+	}
+	return strconv.FormatFloat(c, 'g', -1, 64) + "×"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nowhere"
+	}
+	return s
 }
 
 // usable reports whether m can price reads.

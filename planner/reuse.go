@@ -121,11 +121,8 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 	plan := fc.ReadPlan()
 	fc.Close()
 	r := m.Reads
-	if r.GapRows != plan.GapRows || r.MaxAmplification != plan.MaxAmplification || r.Mode != plan.Mode ||
-		r.RandomReadsPerSec != plan.Profile.RandomReadsPerSec || r.SeqBytesPerSec != plan.Profile.SeqBytesPerSec {
-		return differ("reads priced with gap %d rows, cap %g, %s reads, %.0f reads/s, %.0f bytes/s; now %d, %g, %s, %.0f, %.0f",
-			r.GapRows, r.MaxAmplification, r.Mode, r.RandomReadsPerSec, r.SeqBytesPerSec,
-			plan.GapRows, plan.MaxAmplification, plan.Mode, plan.Profile.RandomReadsPerSec, plan.Profile.SeqBytesPerSec)
+	if diff := r.PricedOtherwise(plan); diff != "" {
+		return differ("reads priced with %s", diff)
 	}
 	if block := featureBlockOn(d, parts, &o); block != (r.BlockRows > 0) {
 		return differ("feature block %v, want %v", r.BlockRows > 0, block)

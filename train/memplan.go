@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -308,11 +307,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		o = o.withDataset(d, full)
 		mp.MemBytes = mo.MemBytes
-		gap, err := featurecache.MergeGap(d, o.FeatCoalesceGap)
+		reads, err := featurecache.PlanReadsFor(d, &featurecache.Options{CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp})
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
-		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o, gap)
+		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o, reads)
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
 			// fixed state and working set came first, so the budget is
@@ -669,10 +668,10 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 }
 
 // profileMismatch describes how profile p (named name) was sampled or
-// priced differently from training with o, whose feature reads merge
-// gaps below gap rows (featurecache.MergeGap; 0 or less: not compared),
-// or returns "".
-func profileMismatch(name string, p *planner.Profile, o *Options, gap int64) string {
+// priced differently from training with o, whose feature reads follow
+// reads (featurecache.PlanReadsFor; its read mode is not compared), or
+// returns "".
+func profileMismatch(name string, p *planner.Profile, o *Options, reads featurecache.ReadPlan) string {
 	if p == nil {
 		return ""
 	}
@@ -689,26 +688,15 @@ func profileMismatch(name string, p *planner.Profile, o *Options, gap int64) str
 	if o.Selection != sample.ModeAuto && p.Meta.Mode != "" && p.Meta.Mode != string(o.Selection) {
 		diff = append(diff, fmt.Sprintf("%s batches, training %s", p.Meta.Mode, o.Selection))
 	}
-	if r := p.Meta.Reads; r != nil && r.GapRows > 0 && o.FeatCoalesceGap != featurecache.PerRowReads {
-		if amp := featurecache.ReadCap(o.FeatMaxReadAmp); r.MaxAmplification != amp {
-			diff = append(diff, fmt.Sprintf("reads priced with a merge cap of %s, training %s (--max-read-amp)", capString(r.MaxAmplification), capString(amp)))
-		}
-		if gap > 0 && r.GapRows != gap {
-			diff = append(diff, fmt.Sprintf("reads priced with a merge gap of %d rows, training %d (device.json probed again, or --coalesce-gap)", r.GapRows, gap))
+	if r := p.Meta.Reads; r != nil {
+		if d := r.PricedOtherwise(reads); d != "" {
+			diff = append(diff, "reads priced with "+d+" (device.json probed again, --coalesce-gap or --max-read-amp)")
 		}
 	}
 	if len(diff) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("profile %q was sampled with %s: the plan's predictions will not hold; run 'ssdgnn profile' with training's flags", name, strings.Join(diff, "; "))
-}
-
-// capString prints a read cap: "6×", or "none" for 0.
-func capString(c float64) string {
-	if c == 0 {
-		return "none"
-	}
-	return strconv.FormatFloat(c, 'g', -1, 64) + "×"
 }
 
 // planCacheBytes is what a plan's three caches take, tables included.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TestPlanFileReplanned: a plan whose caches exceed what --mem leaves them
@@ -68,37 +70,56 @@ func TestPlanFileReplanned(t *testing.T) {
 	so := synthOpts().withDefaults()
 	prof := &planner.Profile{Meta: planner.Meta{Fanouts: so.Fanouts, BatchSize: so.BatchSize, Mode: string(sample.ModePartition)}}
 	so.Selection = sample.ModeRandom
-	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "partition batches, training random") {
+	dev := &storage.DeviceProfile{RowBytes: 512, RandomReadsPerSec: 70000, SeqBytesPerSec: 1.2e9}
+	plan := func(o *featurecache.Options) featurecache.ReadPlan {
+		return featurecache.PlanReads(dev, storage.FileDevice, 512, o)
+	}
+	if w := profileMismatch("p", prof, &so, plan(nil)); !strings.Contains(w, "partition batches, training random") {
 		t.Errorf("selection differs from the profile's: warning %q", w)
 	}
-	// Reads priced with another merge cap than training's (a profile
-	// from before the default changed): a warning; the same cap, none.
+	// Reads priced as training reads: no warning. Priced with another
+	// merge cap (a profile from before the default changed), at another
+	// merge gap (the disk probed again after profiling), or at the
+	// default costs: a warning naming what differs.
 	so = synthOpts().withDefaults()
-	prof = &planner.Profile{Meta: planner.Meta{SamplePlan: sample.PlanVersion, Fanouts: so.Fanouts, BatchSize: so.BatchSize, Reads: &planner.ReadModel{GapRows: 41, MaxAmplification: 2}}}
-	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "merge cap of 2×, training 6×") {
-		t.Errorf("read cap differs from the profile's: warning %q", w)
+	want := plan(nil)
+	reads := func(p featurecache.ReadPlan) *planner.ReadModel {
+		return &planner.ReadModel{GapRows: p.GapRows, MaxAmplification: p.MaxAmplification, Mode: "direct", CostSource: p.CostSource,
+			RandomReadsPerSec: p.Profile.RandomReadsPerSec, SeqBytesPerSec: p.Profile.SeqBytesPerSec}
 	}
-	prof.Meta.Reads.MaxAmplification = featurecache.DefaultMaxReadAmplification
-	if w := profileMismatch("p", prof, &so, 41); w != "" {
-		t.Errorf("same read cap: warning %q", w)
+	prof = &planner.Profile{Meta: planner.Meta{SamplePlan: sample.PlanVersion, Fanouts: so.Fanouts, BatchSize: so.BatchSize, Reads: reads(want)}}
+	if w := profileMismatch("p", prof, &so, want); w != "" {
+		t.Errorf("reads priced as training's: warning %q", w)
 	}
-	so.FeatMaxReadAmp = featurecache.UncappedReads
-	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "merge cap of 6×, training none") {
-		t.Errorf("uncapped training: warning %q", w)
+	for _, c := range []struct {
+		name  string
+		edit  func(r *planner.ReadModel)
+		train *featurecache.Options
+		want  string
+	}{
+		{"older cap", func(r *planner.ReadModel) { r.MaxAmplification = 2 }, nil, "merge cap 2×, now 6×"},
+		{"uncapped training", nil, &featurecache.Options{MaxReadAmplification: featurecache.UncappedReads}, "merge cap 6×, now none"},
+		{"per-row training", nil, &featurecache.Options{CoalesceGap: featurecache.PerRowReads}, "merge gap " + strconv.FormatInt(want.GapRows, 10) + " rows, now 0"},
+		{"probed again", func(r *planner.ReadModel) { r.GapRows++; r.RandomReadsPerSec = 60000 }, nil, "costs 60000 reads/s"},
+		{"default costs", func(r *planner.ReadModel) { r.CostSource = "default" }, nil, "from default, now 70000 and 1200000000 from device.json"},
+	} {
+		r := reads(want)
+		if c.edit != nil {
+			c.edit(r)
+		}
+		prof.Meta.Reads = r
+		if w := profileMismatch("p", prof, &so, plan(c.train)); !strings.Contains(w, c.want) {
+			t.Errorf("%s: warning %q, want it to contain %q", c.name, w, c.want)
+		}
 	}
-	// Reads priced at another merge gap than training's (the disk
-	// probed again after profiling): a warning; no gap to compare, none.
-	so.FeatMaxReadAmp = 0
-	if w := profileMismatch("p", prof, &so, 34); !strings.Contains(w, "merge gap of 41 rows, training 34") {
-		t.Errorf("merge gap differs from the profile's: warning %q", w)
-	}
-	if w := profileMismatch("p", prof, &so, 0); w != "" {
-		t.Errorf("no gap to compare: warning %q", w)
+	if want.GapRows == 0 || want.MaxAmplification != featurecache.DefaultMaxReadAmplification {
+		t.Fatalf("test device gives gap %d, cap %g", want.GapRows, want.MaxAmplification)
 	}
 	// Batches constructed another way (a profile from before partition
 	// batches were cut evenly): a warning.
+	prof.Meta.Reads = reads(want)
 	prof.Meta.SamplePlan = 1
-	if w := profileMismatch("p", prof, &so, 41); !strings.Contains(w, "sample plan version 1, training 2") {
+	if w := profileMismatch("p", prof, &so, want); !strings.Contains(w, "sample plan version 1, training 2") {
 		t.Errorf("older batch construction: warning %q", w)
 	}
 	// Re-dividing counts the kept profile once, as reading a plan does.

@@ -280,7 +280,7 @@ func relabelOrder(dir string) partition.RelabelOrder {
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
 	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
-	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, featurecache.ReadCap(0), childFeatRead, ds.Device) {
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, childFeatRead, ds.Device) {
 		h.log.Info("profiling", "dir", ds.Dir)
 		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
 			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10),
@@ -314,16 +314,16 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 }
 
 // profileReadsAre reports whether dir's benchmark profile priced its
-// reads as the training children read: with merge cap c and read mode
-// mode (profile.json's reads.max_amplification and reads.mode), at the
-// costs of device profile dev (reads.cost_source device.json and its
-// rates, which give the merge gap), from batches constructed as the
-// children's (sample_plan). A profile priced otherwise ranks the feature
+// reads as the training children read (planner.ReadModel.PricedOtherwise
+// against featurecache.PlanReads): with the default merge cap and read
+// mode mode, at the costs of device profile dev (reads.cost_source
+// device.json and its rates, which give the merge gap), from batches
+// constructed as the children's (sample_plan). A profile priced otherwise ranks the feature
 // cache by other read costs than the children's, so the plan would not
 // be theirs. (The profile child runs uncapped, where "auto" picks
 // buffered reads; the children, inside their cgroups, read with
 // O_DIRECT.)
-func profileReadsAre(dir string, c float64, mode storage.ReadMode, dev *storage.DeviceProfile) bool {
+func profileReadsAre(dir string, mode storage.ReadMode, dev *storage.DeviceProfile) bool {
 	path := filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -333,9 +333,9 @@ func profileReadsAre(dir string, c float64, mode storage.ReadMode, dev *storage.
 	if err != nil || m.Reads == nil || dev == nil {
 		return false
 	}
-	r := m.Reads
-	return r.MaxAmplification == c && r.Mode == mode.String() && m.SamplePlan == sample.PlanVersion &&
-		r.CostSource == storage.FileDevice && r.RandomReadsPerSec == dev.RandomReadsPerSec && r.SeqBytesPerSec == dev.SeqBytesPerSec
+	plan := featurecache.PlanReads(dev, storage.FileDevice, m.FeatRowBytes, nil)
+	plan.Mode = mode.String()
+	return m.SamplePlan == sample.PlanVersion && m.Reads.PricedOtherwise(plan) == ""
 }
 
 func writeMarker(dir string, m marker) error {
