@@ -209,12 +209,14 @@
 //
 // # Partition-major layout
 //
-// Relabel writes a copy of a dataset whose node ids are ranks of (part,
-// old id), so every part of a partitioning is a contiguous id range, with
+// Relabel writes a copy of a dataset whose node ids run part by part, so
+// every part of a partitioning is a contiguous id range (within a part by
+// descending in-degree by default, see RelabelOrder), with
 // orig_ids.npy / new_ids.npy mapping between the two numberings and the
 // partitioning carried over (Contiguous checks it). It never writes in
-// place, keeps memory within RelabelOptions.MemBytes (the old→new map is
-// the only structure that grows with N) and writes dataset.json last.
+// place, keeps memory within RelabelOptions.MemBytes (the old→new map,
+// the sort keys and the largest part are all that grow with the graph) and
+// writes dataset.json last.
 // docs/format.md specifies the result.
 //
 // # Caveats

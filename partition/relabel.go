@@ -153,21 +153,25 @@ func mapBytes(n int64) int64 {
 }
 
 // Relabel writes to the new directory out a partition-major copy of the
-// dataset d: node v of out is the v-th node in (part, old id) order of
-// the partitioning p, so that every part is a contiguous id range and
-// part.npy never decreases. Features, CSR, labels and splits are
-// rewritten; orig_ids.npy (new → old, exactly p's members.npy) and
-// new_ids.npy (old → new) are stored; p is carried over under the same
-// name (members are 0..N-1, the adjacency files are hard links of
-// indptr.npy and indices.npy) so that out can be trained on at once.
-// Neighbour lists keep their source order (mapped), so a sampler that
-// draws neighbour positions draws the same edges on both datasets.
+// dataset d: the nodes of part 0 of the partitioning p come first, then
+// part 1's, and so on, so that every part is a contiguous id range and
+// part.npy never decreases. Within a part the nodes are in
+// RelabelOptions.Order: by descending in-degree (the default), by
+// descending heat, or in ascending old id, ties always by ascending old
+// id. Features, CSR, labels and splits are rewritten; orig_ids.npy (new →
+// old) and new_ids.npy (old → new) are stored; p is carried over under
+// the same name (members are 0..N-1, the adjacency files are hard links
+// of indptr.npy and indices.npy) so that out can be trained on at once.
+// Neighbour lists keep their source order (mapped); in RelabelByID order
+// a sampler that draws neighbour positions draws the same edges on both
+// datasets.
 //
-// Memory is bounded by MemBytes: the only structure that grows with the
-// graph is the old→new map; everything else streams (p's adjacency is
-// already in the new order) or gathers feature rows in windows of
-// ascending old ids with pread. The dataset manifest is written last,
-// so an error or a cancelled ctx leaves no dataset in out.
+// Memory is bounded by MemBytes: the structures that grow with the graph
+// are the old→new map and, for the orders other than RelabelByID, the
+// sort keys and the largest part's members and adjacency block
+// (RelabelMinMemFor); everything else streams or gathers feature rows in
+// windows. The dataset manifest is written last, so an error or a
+// cancelled ctx leaves no dataset in out.
 func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out string, o *RelabelOptions) (*RelabelStats, error) {
 	start := time.Now()
 	memstat.ResetPeak()
