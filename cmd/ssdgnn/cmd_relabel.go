@@ -66,11 +66,12 @@ so an interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "relabelled\t%s -> %s by partitioning %s (k = %d)\n", st.Source, st.Out, st.Partitioning, st.K)
+			fmt.Fprintf(tw, "relabelled\t%s -> %s by partitioning %s (k = %d), nodes within each part in %s order\n", st.Source, st.Out, st.Partitioning, st.K, st.Order)
 			fmt.Fprintf(tw, "graph\t%s nodes, %s edges\n", humanize.Comma(st.NumNodes), humanize.Comma(st.NumEdges))
 			fmt.Fprintf(tw, "written\t%s; read %s in %s reads\n", ibytes(st.BytesWritten), ibytes(st.BytesRead), humanize.Comma(st.ReadCalls))
 			fmt.Fprintf(tw, "time\t%.2fs (CSR %.2fs, features %.2fs)\n", st.WallSeconds, st.CSRSeconds, st.FeatSeconds)
-			fmt.Fprintf(tw, "memory\tpeak RSS %s; id map %s of --mem %s\n", ibytes(st.PeakRSSBytes), ibytes(st.MapBytes), ibytes(st.MemBytes))
+			fmt.Fprintf(tw, "memory\tpeak RSS %s; id map %s, sort keys and largest part %s of --mem %s\n",
+				ibytes(st.PeakRSSBytes), ibytes(st.MapBytes), ibytes(st.KeyBytes), ibytes(st.MemBytes))
 			return tw.Flush()
 		},
 	}
