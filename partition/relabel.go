@@ -90,6 +90,24 @@ type RelabelOptions struct {
 	Logger *slog.Logger
 }
 
+// Validate checks the options on their own (the heat values' length and
+// the memory minimum depend on the dataset and are checked by Relabel).
+func (o *RelabelOptions) Validate() error {
+	order := o.Order
+	if order == "" {
+		order = RelabelByDegree
+	}
+	switch {
+	case o.MemBytes < 0:
+		return fmt.Errorf("%w: relabel: MemBytes %d, want >= 0 (0: the default)", ErrOptions, o.MemBytes)
+	case !slices.Contains(RelabelOrders, order):
+		return fmt.Errorf("%w: relabel: unknown order %q (want one of %v)", ErrOptions, o.Order, RelabelOrders)
+	case (order == RelabelByHeat) != (o.Heat != nil):
+		return fmt.Errorf("%w: relabel: order %q with %d heat values: heat is given exactly for order %q", ErrOptions, order, len(o.Heat), RelabelByHeat)
+	}
+	return nil
+}
+
 // RelabelStats describes a Relabel run.
 type RelabelStats struct {
 	Source       string `json:"source"`
@@ -137,12 +155,20 @@ func keyBytes(d *storage.Dataset, p *Partitioning, o RelabelOrder) int64 {
 		return 0
 	}
 	var nodes, block int64
-	isz := int64(storage.IndicesDType(d.NumNodes()).Size())
+	isz := p.adjElemBytes()
 	for q := range p.K() {
 		nodes = max(nodes, p.off[q+1]-p.off[q])
 		block = max(block, (p.adjPtr[p.off[q+1]]-p.adjPtr[p.off[q]])*isz)
 	}
 	return 4*d.NumNodes() + 16*nodes + block
+}
+
+// adjElemBytes is the size of one entry of adj_indices.npy.
+func (p *Partitioning) adjElemBytes() int64 {
+	if p.adj64 != nil {
+		return 8
+	}
+	return 4
 }
 
 func mapBytes(n int64) int64 {
@@ -179,6 +205,9 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if o != nil {
 		opt = *o
 	}
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
 	if opt.MemBytes == 0 {
 		opt.MemBytes = DefaultRelabelMem
 	}
@@ -189,12 +218,6 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		opt.Logger = slog.Default()
 	}
 	n := d.NumNodes()
-	if !slices.Contains(RelabelOrders, opt.Order) {
-		return nil, fmt.Errorf("partition: relabel: unknown order %q (want one of %v)", opt.Order, RelabelOrders)
-	}
-	if (opt.Order == RelabelByHeat) != (opt.Heat != nil) {
-		return nil, fmt.Errorf("partition: relabel: order %q with %d heat values: heat is given exactly for order %q", opt.Order, len(opt.Heat), RelabelByHeat)
-	}
 	if opt.Heat != nil && int64(len(opt.Heat)) != n {
 		return nil, fmt.Errorf("%w: %d heat values for %d nodes", ErrMismatch, len(opt.Heat), n)
 	}
@@ -625,10 +648,7 @@ func (r *relabeler) csrOrdered() error {
 		return err
 	}
 	defer af.Close()
-	isz := int64(4)
-	if r.p.adj64 != nil {
-		isz = 8
-	}
+	isz := r.p.adjElemBytes()
 	var block []byte
 	var pos []int64 // pos[j] = position in the part's members of its j-th node in new order
 	var nbrs, origs []int64

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -304,9 +305,37 @@ func TestRelabelRefuses(t *testing.T) {
 	}
 	defer p.Close()
 	ctx := context.Background()
-	_, err = Relabel(ctx, d, p, filepath.Join(dir, "out"), &RelabelOptions{MemBytes: RelabelMinMem(200) - 1})
-	if !errors.Is(err, ErrRelabelMem) || !strings.Contains(err.Error(), "at least") {
-		t.Fatalf("small --mem: %v, want ErrRelabelMem naming the minimum", err)
+	// Each order's minimum is enforced and named; id order needs less.
+	for _, o := range RelabelOrders {
+		need := RelabelMinMemFor(d, p, o)
+		if o == RelabelByID && need != RelabelMinMem(200) || o != RelabelByID && need <= RelabelMinMem(200) {
+			t.Fatalf("order %s: minimum %d, id order's %d", o, need, RelabelMinMem(200))
+		}
+		var heat []uint32
+		if o == RelabelByHeat {
+			heat = make([]uint32, 200)
+		}
+		_, err = Relabel(ctx, d, p, filepath.Join(dir, "out"), &RelabelOptions{Order: o, Heat: heat, MemBytes: need - 1})
+		if !errors.Is(err, ErrRelabelMem) || !strings.Contains(err.Error(), strconv.FormatInt(need, 10)) {
+			t.Fatalf("order %s, --mem one byte short: %v, want ErrRelabelMem naming %d", o, err, need)
+		}
+	}
+	for _, bad := range []struct {
+		o    RelabelOptions
+		want string
+	}{
+		{RelabelOptions{Order: "bfs"}, `unknown order "bfs"`},
+		{RelabelOptions{Order: RelabelByHeat}, "heat is given exactly for order"},
+		{RelabelOptions{Order: RelabelByDegree, Heat: make([]uint32, 200)}, "heat is given exactly for order"},
+		{RelabelOptions{Order: RelabelByHeat, Heat: make([]uint32, 199)}, "199 heat values for 200 nodes"},
+		{RelabelOptions{MemBytes: -1}, "MemBytes"},
+	} {
+		if _, err := Relabel(ctx, d, p, filepath.Join(dir, "out"), &bad.o); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want an error containing %q", bad.o, err, bad.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", storage.ManifestName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a refused relabel left a manifest")
 	}
 	if _, err = Relabel(ctx, d, p, d.Dir(), nil); err == nil || !strings.Contains(err.Error(), "in place") {
 		t.Fatalf("relabel in place: %v, want a refusal", err)
