@@ -308,29 +308,8 @@ type relabeler struct {
 
 func (r *relabeler) run() error {
 	t0 := time.Now()
-	if r.opt.Order == RelabelByID {
-		if err := r.idMaps(); err != nil {
-			return err
-		}
-		if err := r.csr(); err != nil {
-			return err
-		}
-	} else {
-		keys := r.opt.Heat
-		if keys == nil {
-			var err error
-			if keys, err = r.inDegrees(); err != nil {
-				return err
-			}
-		}
-		err := r.orderedMaps(keys)
-		keys = nil
-		if err != nil {
-			return err
-		}
-		if err := r.csrOrdered(); err != nil {
-			return err
-		}
+	if err := r.graph(); err != nil {
+		return err
 	}
 	r.st.CSRSeconds = time.Since(t0).Seconds()
 	t1 := time.Now()
@@ -372,6 +351,51 @@ func (r *relabeler) run() error {
 	runtime.GC()
 	debug.FreeOSMemory()
 	return err
+}
+
+// graph writes new_ids.npy, orig_ids.npy and the CSR in new ids: in
+// RelabelByID order from part.npy and the streamed adjacency (idMaps,
+// csr), otherwise from each part's members sorted by key and its
+// adjacency block (orderedMaps, csrOrdered).
+func (r *relabeler) graph() error {
+	if r.opt.Order == RelabelByID {
+		if err := r.idMaps(); err != nil {
+			return err
+		}
+	} else {
+		keys := r.opt.Heat
+		if keys == nil {
+			var err error
+			if keys, err = r.inDegrees(); err != nil {
+				return err
+			}
+		}
+		if err := r.orderedMaps(keys); err != nil {
+			return err
+		}
+	}
+	ow, err := r.b.CreateArray(storage.FileOrigIDs, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	cw, err := r.b.CreateCSR(r.n)
+	if err != nil {
+		return err
+	}
+	defer cw.Abort()
+	if r.opt.Order == RelabelByID {
+		err = r.csr(ow, cw)
+	} else {
+		err = r.csrOrdered(ow, cw)
+	}
+	if err != nil {
+		return err
+	}
+	if err := ow.Commit(); err != nil {
+		return err
+	}
+	return cw.Commit()
 }
 
 // seqReader reads an array's data section front to back in chunks.
@@ -632,17 +656,7 @@ func (r *relabeler) orderedMaps(keys []uint32) error {
 // csrOrdered writes orig_ids.npy and the CSR in new ids part by part:
 // each part's adjacency block (contiguous in adj_indices.npy, in members
 // order) is read with one pread and its lists written in new-id order.
-func (r *relabeler) csrOrdered() error {
-	ow, err := r.b.CreateArray(storage.FileOrigIDs, npy.Int64, nil)
-	if err != nil {
-		return err
-	}
-	defer ow.Abort()
-	cw, err := r.b.CreateCSR(r.n)
-	if err != nil {
-		return err
-	}
-	defer cw.Abort()
+func (r *relabeler) csrOrdered(ow *storage.ArrayWriter, cw *storage.CSRWriter) error {
 	af, err := storage.OpenArrayFile(r.p.dir, r.p.man.File(FileAdjIndices))
 	if err != nil {
 		return err
@@ -712,10 +726,7 @@ func (r *relabeler) csrOrdered() error {
 		}
 		r.task.Add(int64(len(origs)) * 8)
 	}
-	if err := ow.Commit(); err != nil {
-		return err
-	}
-	return cw.Commit()
+	return nil
 }
 
 func (r *relabeler) newID(u int64) int64 {
@@ -728,7 +739,7 @@ func (r *relabeler) newID(u int64) int64 {
 // csr writes orig_ids.npy (a copy of members.npy, checked against the
 // map) and the CSR in new ids from the partitioning's adjacency, which
 // already lists the neighbour lists in members order, i.e. new-id order.
-func (r *relabeler) csr() error {
+func (r *relabeler) csr(ow *storage.ArrayWriter, cw *storage.CSRWriter) error {
 	mem, err := r.openInt64s(FileMembers)
 	if err != nil {
 		return err
@@ -749,16 +760,6 @@ func (r *relabeler) csr() error {
 		return err
 	}
 	defer adj.close()
-	ow, err := r.b.CreateArray(storage.FileOrigIDs, npy.Int64, nil)
-	if err != nil {
-		return err
-	}
-	defer ow.Abort()
-	cw, err := r.b.CreateCSR(r.n)
-	if err != nil {
-		return err
-	}
-	defer cw.Abort()
 	var pending []byte // adjacency bytes read but not consumed
 	var adjIdx int64   // index of pending[0] in adj_indices
 	origBuf := make([]int64, 0, 8192)
@@ -839,10 +840,7 @@ func (r *relabeler) csr() error {
 		return err
 	}
 	r.task.Add(int64(len(origBuf)) * 8)
-	if err := ow.Commit(); err != nil {
-		return err
-	}
-	return cw.Commit()
+	return nil
 }
 
 // windowRows is how many rows of rowBytes one output window holds: half
