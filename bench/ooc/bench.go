@@ -2,6 +2,7 @@ package ooc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,11 +61,20 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 	rep.Dataset = ds
 	rep.CacheBudget = ds.CacheBudget
 	rep.Machine = describeMachine(h.o.Dir, rep.CgroupVersion)
+	if !h.o.NoDiskCheck {
+		rep.Disk = &DiskCheck{Before: h.probeDisk(ctx, "before")}
+	}
 	for _, name := range h.o.Configs {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		rep.Configs = append(rep.Configs, h.runConfig(ctx, name, ds))
+	}
+	if rep.Disk != nil {
+		rep.Disk.After = h.probeDisk(ctx, "after")
+		for i := range rep.Configs {
+			rep.Configs[i].GatherLimitNowSec = rep.Disk.limitNow(&rep.Configs[i])
+		}
 	}
 	rep.CachesDropped = len(rep.Configs) > 0
 	for _, c := range rep.Configs {
@@ -113,6 +123,24 @@ func (h *harness) setupCgroups() {
 		return
 	}
 	h.loc = &loc
+}
+
+// probeDisk measures the disk under the dataset as it is now (ssdgnn
+// probe --dry-run: device.json is left as it is), or logs why it could
+// not and returns nil.
+func (h *harness) probeDisk(ctx context.Context, when string) *storage.DeviceProfile {
+	out, err := h.setup(ctx, "disk-"+when, "probe", h.o.Dir, "--dry-run", "--duration", h.o.DiskCheckDuration.String(), "-q", "--json")
+	var dev storage.DeviceProfile
+	if err == nil {
+		if err = json.Unmarshal(out, &dev); err == nil {
+			err = dev.Validate()
+		}
+	}
+	if err != nil {
+		h.log.Warn("disk check: probe failed", "when", when, "err", err)
+		return nil
+	}
+	return &dev
 }
 
 // setup runs an unmeasured, uncapped ssdgnn command and returns its stdout.

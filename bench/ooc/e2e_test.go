@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
@@ -54,8 +55,9 @@ func TestEndToEnd(t *testing.T) {
 		CheckResume: true, ResumeEpochs: 3, CheckSmallLimit: true,
 		// Dropping the machine-wide page cache would disturb everything
 		// else running here; the harness's own runs do it.
-		NoDropCaches: true,
-		Logger:       slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		NoDropCaches:      true,
+		DiskCheckDuration: 100 * time.Millisecond,
+		Logger:            slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
 	_, cgErr := cgroup.Locate("/sys/fs/cgroup", "/proc/self/cgroup")
 	canCap := cgErr == nil && os.Geteuid() == 0
@@ -117,6 +119,17 @@ func TestEndToEnd(t *testing.T) {
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), mine) {
 				t.Errorf("cgroup %s left behind", e.Name())
+			}
+		}
+	}
+	// The disk was probed before and after the configurations, and each
+	// configuration's gather limit priced at those rates too.
+	if d := rep.Disk; d == nil || d.Before == nil || d.After == nil || d.Before.RandomReadsPerSec <= 0 {
+		t.Errorf("disk check: %+v", d)
+	} else {
+		for _, c := range rep.Configs {
+			if c.OK() && c.GatherReadsPerEpoch > 0 && (c.GatherLimitNowSec <= 0 || c.GatherLimitNowSec != d.limitNow(&c)) {
+				t.Errorf("%s: gather limit now %v", c.Name, c.GatherLimitNowSec)
 			}
 		}
 	}

@@ -115,6 +115,14 @@ type Options struct {
 	// CheckSmallLimit runs robustness check (b): a limit below the plan's
 	// tables must be refused before training.
 	CheckSmallLimit bool
+	// NoDiskCheck skips probing the disk just before the first
+	// configuration and just after the last (ssdgnn probe --dry-run;
+	// device.json is not changed). The report prices the gather's limit
+	// at those rates as well as at device.json's, because a shared disk's
+	// random-read rate can move by half within the hour.
+	NoDiskCheck bool
+	// DiskCheckDuration is each phase of those probes (default 1s).
+	DiskCheckDuration time.Duration
 	// ResumeEpochs is the length of the runs of check (a) (default 3).
 	ResumeEpochs int
 	// ChildTimeout bounds each child (0: none).
@@ -156,6 +164,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.DataSize == 0 {
 		r.DataSize = DefaultDataSize
+	}
+	if r.DiskCheckDuration == 0 {
+		r.DiskCheckDuration = time.Second
 	}
 	if r.MemLimit == 0 {
 		r.MemLimit = DefaultMemLimit
@@ -241,6 +252,8 @@ func (o *Options) Validate() error {
 		return bad("LR %g, Dropout %g (want [0,1)), TargetFactor %g", r.LR, r.Dropout, r.TargetFactor)
 	case r.ChildTimeout < 0:
 		return bad("negative ChildTimeout")
+	case r.DiskCheckDuration < 0:
+		return bad("negative DiskCheckDuration")
 	case r.InFlight < 0:
 		return bad("negative InFlight")
 	case r.Eval != "" && r.Eval != "layerwise" && r.Eval != "sampled":

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -30,18 +31,21 @@ type Report struct {
 	BatchSize   int     `json:"batch_size"`
 	Fanouts     string  `json:"fanouts"`
 	// Compute says exactly how compute was reduced.
-	Compute       string           `json:"compute"`
-	Capped        bool             `json:"capped"`
-	CapNote       string           `json:"cap_note,omitempty"`
-	CgroupVersion int              `json:"cgroup_version,omitempty"`
-	CgroupParent  string           `json:"cgroup_parent,omitempty"`
-	CachesDropped bool             `json:"caches_dropped"`
-	DropNote      string           `json:"drop_note,omitempty"`
-	Dataset       *Dataset         `json:"dataset"`
-	Configs       []ConfigResult   `json:"configs"`
-	Targets       []Target         `json:"targets"`
-	Resume        *ResumeCheck     `json:"resume_check,omitempty"`
-	SmallLimit    *SmallLimitCheck `json:"small_limit_check,omitempty"`
+	Compute       string         `json:"compute"`
+	Capped        bool           `json:"capped"`
+	CapNote       string         `json:"cap_note,omitempty"`
+	CgroupVersion int            `json:"cgroup_version,omitempty"`
+	CgroupParent  string         `json:"cgroup_parent,omitempty"`
+	CachesDropped bool           `json:"caches_dropped"`
+	DropNote      string         `json:"drop_note,omitempty"`
+	Dataset       *Dataset       `json:"dataset"`
+	Configs       []ConfigResult `json:"configs"`
+	Targets       []Target       `json:"targets"`
+	// Disk is the disk probed just before the first configuration and
+	// just after the last (nil with Options.NoDiskCheck).
+	Disk       *DiskCheck       `json:"disk_check,omitempty"`
+	Resume     *ResumeCheck     `json:"resume_check,omitempty"`
+	SmallLimit *SmallLimitCheck `json:"small_limit_check,omitempty"`
 }
 
 // Target is one of the goals the benchmark reports on (never asserts).
@@ -310,14 +314,42 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	} else {
 		p("No device profile: the limit is not computed.\n\n")
 	}
-	p("| configuration | Ga s | reads | bytes read | reads/s | MB/s | limit s | Ga / limit |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, c := range r.Configs {
-		ratio := "-"
-		if c.GatherLimitSec > 0 {
-			ratio = fmt.Sprintf("%.2f", c.GatherSec/c.GatherLimitSec)
+	if d := r.Disk; d != nil {
+		p("The disk probed again during this run (`ssdgnn probe --dry-run`, device.json unchanged), because a shared disk's random-read rate can move by half within the hour: \"limit now\" prices the same reads at the mean of the two probes' limits.\n\n")
+		p("| disk | measured | random reads/s (depth) | at the gather's depth | sequential |\n| --- | --- | ---: | ---: | ---: |\n")
+		for _, row := range []struct {
+			name string
+			dev  *storage.DeviceProfile
+		}{{"device.json (training's costs)", r.Dataset.deviceProfile()}, {"before the first configuration", d.Before}, {"after the last configuration", d.After}} {
+			if row.dev == nil {
+				p("| %s | - | - | - | - |\n", row.name)
+				continue
+			}
+			at, gather := "-", "-"
+			if !row.dev.MeasuredAt.IsZero() {
+				at = row.dev.MeasuredAt.UTC().Format(time.RFC3339)
+			}
+			if row.dev.HasGatherRate() {
+				gather = fmt.Sprintf("%.0f (%d)", row.dev.GatherReadsPerSec, row.dev.GatherDepth)
+			}
+			p("| %s | %s | %.0f (%d) | %s | %s/s |\n", row.name, at, row.dev.RandomReadsPerSec, row.dev.RandomDepth, gather, ib(row.dev.SeqBytesPerSec))
 		}
-		p("| %s | %.2f | %.0f | %s | %.0f | %.1f | %.2f | %s |\n", c.Name, c.GatherSec, c.GatherReadsPerEpoch, ib(c.GatherBytesReadPerEpoch),
-			c.GatherReadsPerSec, c.GatherMBPerSec, c.GatherLimitSec, ratio)
+		p("\n")
+	}
+	p("| configuration | Ga s | reads | bytes read | reads/s | MB/s | limit s | Ga / limit | limit now s | Ga / limit now |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	ratio := func(a, b float64) string {
+		if b <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	for _, c := range r.Configs {
+		now := "-"
+		if c.GatherLimitNowSec > 0 {
+			now = fmt.Sprintf("%.2f", c.GatherLimitNowSec)
+		}
+		p("| %s | %.2f | %.0f | %s | %.0f | %.1f | %.2f | %s | %s | %s |\n", c.Name, c.GatherSec, c.GatherReadsPerEpoch, ib(c.GatherBytesReadPerEpoch),
+			c.GatherReadsPerSec, c.GatherMBPerSec, c.GatherLimitSec, ratio(c.GatherSec, c.GatherLimitSec), now, ratio(c.GatherSec, c.GatherLimitNowSec))
 	}
 	p("\n## Whole child processes\n\n| configuration | wall s | process read | inblock×512 | max RSS | exit |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, c := range r.Configs {

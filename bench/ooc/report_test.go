@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -57,6 +59,17 @@ func cannedReport(t *testing.T) *Report {
 		}
 		c.summarize(ds.NumTrain, ds.Device)
 		r.Configs = append(r.Configs, c)
+	}
+	// The disk probed during the run: its random reads at half
+	// device.json's rate before, three quarters after.
+	dev := *ds.Device
+	before, after := dev, dev
+	before.RandomReadsPerSec, after.RandomReadsPerSec = 27500, 41250
+	before.MeasuredAt = time.Date(2025, 1, 2, 3, 5, 0, 0, time.UTC)
+	after.MeasuredAt = time.Date(2025, 1, 2, 4, 5, 0, 0, time.UTC)
+	r.Disk = &DiskCheck{Before: &before, After: &after}
+	for i := range r.Configs {
+		r.Configs[i].GatherLimitNowSec = r.Disk.limitNow(&r.Configs[i])
 	}
 	// one failure, to show how it reads
 	r.Configs[4].Child = &ChildResult{ExitCode: -1, Signal: "killed", Cgroup: &cgroup.Stats{PeakBytes: 2 << 30, LimitHits: 99, OOMKills: 1}}
@@ -267,5 +280,29 @@ func TestGatherLimitAtGatherDepth(t *testing.T) {
 				t.Fatalf("GatherLimitSec = %v, want %v", c.GatherLimitSec, tc.want)
 			}
 		})
+	}
+}
+
+// TestDiskCheckLimitNow: the limit at the run's own probes is the mean
+// of the limits under each, and absent unless both probes are there.
+func TestDiskCheckLimitNow(t *testing.T) {
+	dev := func(reads, seq float64) *storage.DeviceProfile {
+		return &storage.DeviceProfile{Version: storage.DeviceProfileVersion, ReadMode: "direct", RowBytes: 512, RandomDepth: 16,
+			RandomReadsPerSec: reads, SeqDepth: 1, SeqReadBytes: 1 << 20, SeqBytesPerSec: seq}
+	}
+	c := &ConfigResult{GatherReadsPerEpoch: 1000, GatherBytesReadPerEpoch: 1e9}
+	for _, tc := range []struct {
+		name string
+		d    *DiskCheck
+		want float64
+	}{
+		{"both", &DiskCheck{Before: dev(1000, 1e9), After: dev(500, 5e8)}, (1 + 1 + 2 + 2) / 2.0},
+		{"no after", &DiskCheck{Before: dev(1000, 1e9)}, 0},
+		{"no before", &DiskCheck{After: dev(1000, 1e9)}, 0},
+		{"no check", nil, 0},
+	} {
+		if got := tc.d.limitNow(c); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: limit now %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

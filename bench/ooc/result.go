@@ -147,6 +147,10 @@ type ConfigResult struct {
 	GatherReadsPerSec       float64 `json:"gather_reads_per_s"`
 	GatherMBPerSec          float64 `json:"gather_mb_per_s"`
 	GatherLimitSec          float64 `json:"gather_limit_s"`
+	// GatherLimitNowSec is the same device time at the rates the disk
+	// showed during this run: the mean of the limits under the probes
+	// before and after the configurations (Report.Disk); 0 without them.
+	GatherLimitNowSec float64 `json:"gather_limit_now_s,omitempty"`
 	// The first epoch and the mean of the epochs after it, apart: the
 	// first starts with an empty history cache (no embedding is reused
 	// before one has been computed), so it reads more than the epochs
@@ -228,10 +232,7 @@ func (c *ConfigResult) summarize(numTrain int64, dev *storage.DeviceProfile) {
 		c.GatherReadsPerSec = c.GatherReadsPerEpoch / c.GatherSec
 		c.GatherMBPerSec = c.GatherBytesReadPerEpoch / 1e6 / c.GatherSec
 	}
-	if dev != nil && dev.Validate() == nil {
-		perRead, _ := dev.LimitReadSec()
-		c.GatherLimitSec = c.GatherReadsPerEpoch*perRead + c.GatherBytesReadPerEpoch/dev.SeqBytesPerSec
-	}
+	c.GatherLimitSec = c.gatherLimit(dev)
 	if evals > 0 {
 		c.EvalSec /= float64(evals)
 	}
@@ -251,4 +252,37 @@ func (c *ConfigResult) summarize(numTrain int64, dev *storage.DeviceProfile) {
 	}
 	last := c.Epochs[len(c.Epochs)-1]
 	c.NeighborHit, c.DynamicHit, c.FeatureHit, c.HistHit = last.NeighborHit, last.DynamicHit, last.FeatureHit, last.HistHit
+}
+
+// gatherLimit is the device time the gather's reads per epoch need on
+// dev: read calls at its random rate at the gather's depth
+// (storage.DeviceProfile.LimitReadSec) plus bytes at its sequential
+// bandwidth; 0 without a valid dev.
+func (c *ConfigResult) gatherLimit(dev *storage.DeviceProfile) float64 {
+	if dev == nil || dev.Validate() != nil {
+		return 0
+	}
+	perRead, _ := dev.LimitReadSec()
+	return c.GatherReadsPerEpoch*perRead + c.GatherBytesReadPerEpoch/dev.SeqBytesPerSec
+}
+
+// DiskCheck is the disk as probed during a run (ssdgnn probe --dry-run
+// on the dataset's directory): just before the first configuration and
+// just after the last. Either is nil when its probe failed (logged).
+type DiskCheck struct {
+	Before *storage.DeviceProfile `json:"before,omitempty"`
+	After  *storage.DeviceProfile `json:"after,omitempty"`
+}
+
+// limitNow is the mean of c's gather limits under d's probes (0 unless
+// both are there).
+func (d *DiskCheck) limitNow(c *ConfigResult) float64 {
+	if d == nil {
+		return 0
+	}
+	a, b := c.gatherLimit(d.Before), c.gatherLimit(d.After)
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return (a + b) / 2
 }
