@@ -27,18 +27,21 @@ that every part is one contiguous id range. Within a part, --order degree
 (the default) puts the nodes that most neighbour lists name first, so that
 the rows a batch needs cluster and merged reads carry fewer unneeded rows;
 --order heat does the same by a profile's feature counts (--heat-profile,
-a profile of DIR); --order id keeps ascending source ids. Features, CSR, labels and the
-splits are rewritten; orig_ids.npy (new -> old) and new_ids.npy (old -> new)
-are stored, and the partitioning is carried over under the same name, so
-'ssdgnn rr' and 'ssdgnn train' work on OUT at once. 'ssdgnn infer' on OUT
-takes and writes original ids.
+a profile of DIR); --order id keeps ascending source ids. Features, CSR,
+labels and the splits are rewritten; orig_ids.npy (new -> old) and
+new_ids.npy (old -> new) are stored, and the partitioning is carried over
+under the same name, so 'ssdgnn rr' and 'ssdgnn train' work on OUT at
+once. 'ssdgnn infer' on OUT takes and writes original ids.
 
-Memory stays within --mem: the old -> new id map (4 bytes a node) must fit,
-and for --order degree or heat the sort keys (4 bytes a node) and the
-largest part's members and adjacency; everything else streams. Files are written atomically and dataset.json last,
-so an interrupted run leaves no dataset in OUT. See docs/format.md.`,
+Memory stays within --mem: the old -> new id map (4 bytes a node) must
+fit, and for --order degree or heat the sort keys (4 bytes a node) and
+the largest part's members and adjacency; everything else streams.
+(--heat-profile's file is read before the budget starts, 4 bytes a node
+for a moment.) Files are written atomically and dataset.json last, so an
+interrupted run leaves no dataset in OUT. See docs/format.md.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
-  ssdgnn relabel data/synth data/synth-pm --partition fennel --mem 256MiB`,
+  ssdgnn relabel data/synth data/synth-pm --partition fennel --mem 256MiB
+  ssdgnn profile data/synth --name p && ssdgnn relabel data/synth data/synth-heat --order heat --heat-profile p`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := storage.Open(args[0], nil)
