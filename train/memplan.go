@@ -307,7 +307,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		o = o.withDataset(d, full)
 		mp.MemBytes = mo.MemBytes
-		reads, err := featurecache.PlanReadsFor(d, &featurecache.Options{CoalesceGap: o.FeatCoalesceGap, MaxReadAmplification: o.FeatMaxReadAmp})
+		reads, err := featurecache.PlanReadsFor(d, o.featureOptions())
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
