@@ -118,6 +118,12 @@ func ReadDeviceProfile(dir string) (*DeviceProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
+	return ParseDeviceProfile(b, path)
+}
+
+// ParseDeviceProfile parses and validates a device profile (device.json's
+// bytes, or 'ssdgnn probe --json' output); path names it in errors.
+func ParseDeviceProfile(b []byte, path string) (*DeviceProfile, error) {
 	var p DeviceProfile
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, &CorruptError{File: path, Index: -1, Offset: -1, Msg: err.Error()}

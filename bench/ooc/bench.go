@@ -2,7 +2,6 @@ package ooc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -130,17 +129,15 @@ func (h *harness) setupCgroups() {
 // not and returns nil.
 func (h *harness) probeDisk(ctx context.Context, when string) *storage.DeviceProfile {
 	out, err := h.setup(ctx, "disk-"+when, "probe", h.o.Dir, "--dry-run", "--duration", h.o.DiskCheckDuration.String(), "-q", "--json")
-	var dev storage.DeviceProfile
+	var dev *storage.DeviceProfile
 	if err == nil {
-		if err = json.Unmarshal(out, &dev); err == nil {
-			err = dev.Validate()
-		}
+		dev, err = storage.ParseDeviceProfile(out, "ssdgnn probe --json output")
 	}
 	if err != nil {
 		h.log.Warn("disk check: probe failed", "when", when, "err", err)
 		return nil
 	}
-	return &dev
+	return dev
 }
 
 // setup runs an unmeasured, uncapped ssdgnn command and returns its stdout.

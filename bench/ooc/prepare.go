@@ -318,9 +318,9 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 // against featurecache.PlanReads): with the default merge cap and read
 // mode mode, at the costs of device profile dev (reads.cost_source
 // device.json and its rates, which give the merge gap), from batches
-// constructed as the children's (sample_plan). A profile priced otherwise ranks the feature
-// cache by other read costs than the children's, so the plan would not
-// be theirs. (The profile child runs uncapped, where "auto" picks
+// constructed as the children's (sample_plan). A profile priced
+// otherwise ranks the feature cache by other read costs than the
+// children's, so the plan would not be theirs. (The profile child runs uncapped, where "auto" picks
 // buffered reads; the children, inside their cgroups, read with
 // O_DIRECT.)
 func profileReadsAre(dir string, mode storage.ReadMode, dev *storage.DeviceProfile) bool {
