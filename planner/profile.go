@@ -352,6 +352,17 @@ func ComputeBeta(tSample float64, sampled int64, tGather float64, gathered int64
 	return (tSample / float64(sampled)) / (tGather / float64(gathered))
 }
 
+// OfDataset returns nil when the profile described by m was made on d
+// (its DatasetChecksum), else an error wrapping ErrMismatch that names
+// both.
+func (m *Meta) OfDataset(d *storage.Dataset) error {
+	if sum := DatasetChecksum(d); sum != m.DatasetChecksum {
+		return fmt.Errorf("%w: profile %s was made on dataset %s, %s holds %s: run 'ssdgnn profile' again",
+			ErrMismatch, m.Name, m.DatasetChecksum, d.Dir(), sum)
+	}
+	return nil
+}
+
 // DatasetChecksum identifies a dataset by the checksums of its files.
 func DatasetChecksum(d *storage.Dataset) string {
 	h := xxhash.New()

@@ -54,9 +54,8 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			if err != nil {
 				return err
 			}
-			if sum := planner.DatasetChecksum(d); sum != p.Meta.DatasetChecksum {
-				return fmt.Errorf("%w: profile %s was made on dataset %s, DIR holds %s: run 'ssdgnn profile' again",
-					planner.ErrMismatch, name, p.Meta.DatasetChecksum, sum)
+			if err := p.Meta.OfDataset(d); err != nil {
+				return err
 			}
 			o.Indptr = d.Indptr()
 			if p.Meta.Partition != "" && !o.Decoupled {

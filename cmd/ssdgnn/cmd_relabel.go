@@ -98,9 +98,10 @@ func relabelHeat(d *storage.Dataset, order partition.RelabelOrder, name string) 
 	if err != nil {
 		return nil, err
 	}
-	if sum := planner.DatasetChecksum(d); p.Meta.DatasetChecksum != sum || int64(len(p.Feat)) != d.NumNodes() {
-		return nil, fmt.Errorf("%w: profile %q is of dataset %s with %d nodes, DIR is %s with %d",
-			planner.ErrMismatch, name, p.Meta.DatasetChecksum, len(p.Feat), sum, d.NumNodes())
+	// LoadProfileFeat checked len(Feat) against the profile's node count;
+	// the same dataset has the same.
+	if err := p.Meta.OfDataset(d); err != nil {
+		return nil, err
 	}
 	return p.Feat, nil
 }

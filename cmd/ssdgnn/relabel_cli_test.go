@@ -39,6 +39,20 @@ func TestRelabelCLI(t *testing.T) {
 			t.Errorf("relabel %v: %v, want an error containing %q", bad.args, err, bad.want)
 		}
 	}
+	// A profile of another dataset (copied in) is refused, naming both.
+	other := filepath.Join(t.TempDir(), "other")
+	if _, _, err := run(t, "gen", other, "--nodes", "1000", "--feat-dim", "8", "--classes", "3", "--seed", "6"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "profile", other, "--selection", "random", "--name", "q", "--fanouts", "4,4", "--batch-size", "32"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(src, "profile", "q"), os.DirFS(filepath.Join(other, "profile", "q"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "relabel", src, filepath.Join(t.TempDir(), "x"), "--order", "heat", "--heat-profile", "q"); err == nil || !strings.Contains(err.Error(), "was made on dataset") {
+		t.Errorf("relabel by another dataset's profile: %v", err)
+	}
 	// The default order (degree), and the other two; each records its
 	// order and validates.
 	outID, outHeat := filepath.Join(t.TempDir(), "pm-id"), filepath.Join(t.TempDir(), "pm-heat")
