@@ -64,14 +64,17 @@ const (
 	RelabelByID RelabelOrder = "id"
 )
 
+// DefaultRelabelOrder is the order an empty RelabelOptions.Order means.
+const DefaultRelabelOrder = RelabelByDegree
+
 // RelabelOrders lists the orders Relabel accepts, the default first.
-var RelabelOrders = []RelabelOrder{RelabelByDegree, RelabelByHeat, RelabelByID}
+var RelabelOrders = []RelabelOrder{DefaultRelabelOrder, RelabelByHeat, RelabelByID}
 
 // RelabelOptions configures Relabel. A nil *RelabelOptions means the
 // defaults.
 type RelabelOptions struct {
 	// Order is the order of the nodes within each part (default
-	// RelabelByDegree).
+	// DefaultRelabelOrder).
 	Order RelabelOrder
 	// Heat, for RelabelByHeat, is one number per source node (len N): a
 	// larger number comes first within its part. The caller's slice
@@ -95,7 +98,7 @@ type RelabelOptions struct {
 func (o *RelabelOptions) Validate() error {
 	order := o.Order
 	if order == "" {
-		order = RelabelByDegree
+		order = DefaultRelabelOrder
 	}
 	switch {
 	case o.MemBytes < 0:
@@ -212,7 +215,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		opt.MemBytes = DefaultRelabelMem
 	}
 	if opt.Order == "" {
-		opt.Order = RelabelByDegree
+		opt.Order = DefaultRelabelOrder
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()

@@ -137,8 +137,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("partition-major dataset: %+v", pm)
 	} else if _, err := os.Stat(filepath.Join(pm.Dir, "orig_ids.npy")); err != nil {
 		t.Errorf("partition-major dataset not relabelled: %v", err)
-	} else if got := relabelOrder(pm.Dir); got != partition.RelabelByDegree {
-		t.Errorf("partition-major dataset in order %q within parts, want relabel's default %q", got, partition.RelabelByDegree)
+	} else if got := relabelOrder(pm.Dir); got != partition.DefaultRelabelOrder {
+		t.Errorf("partition-major dataset in order %q within parts, want relabel's default %q", got, partition.DefaultRelabelOrder)
 	}
 	// Both profiles priced their reads with the probed disk, not the
 	// default costs: the disk is probed before either is profiled.

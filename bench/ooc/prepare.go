@@ -234,7 +234,7 @@ func (h *harness) preparePM(ctx context.Context, ds *Dataset, src marker) (*Data
 	_ = readJSON(filepath.Join(pm.Dir, markerFile), &have)
 	if have.Nodes != src.Nodes || have.FeatDim != src.FeatDim || have.AvgDegree != src.AvgDegree ||
 		have.TrainFrac != src.TrainFrac || have.Seed != src.Seed || have.Parts != src.Parts || !ds.Reused ||
-		relabelOrder(pm.Dir) != partition.RelabelByDegree {
+		relabelOrder(pm.Dir) != partition.DefaultRelabelOrder {
 		h.log.Info("relabelling partition-major", "dir", pm.Dir)
 		if _, err := h.setup(ctx, "relabel", "relabel", o.Dir, pm.Dir, "--partition", PartitionName, "--force", "-q", "--json"); err != nil {
 			return nil, err

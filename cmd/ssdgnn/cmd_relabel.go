@@ -80,7 +80,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "partition", string(partition.Fennel), "partitioning of DIR whose parts become id ranges")
-	f.StringVar(&order, "order", string(partition.RelabelByDegree), fmt.Sprintf("order of the nodes within each part: one of %v", partition.RelabelOrders))
+	f.StringVar(&order, "order", string(partition.DefaultRelabelOrder), fmt.Sprintf("order of the nodes within each part: one of %v", partition.RelabelOrders))
 	f.StringVar(&heatProfile, "heat-profile", "", "profile of DIR whose feature counts order each part (--order heat)")
 	f.Var(&mem, "mem", "memory budget (the id map needs 4 bytes a node plus 17 MiB; --order degree or heat 4 more a node and the largest part)")
 	f.BoolVar(&force, "force", false, "overwrite a dataset in OUT")
