@@ -7,12 +7,16 @@
 set -u
 limit=$1; shift
 name="ssdgnn-capped-$$"
+# /usr/bin/time reports max RSS and fs inputs; without it (a bare GPU
+# machine) the cgroup's own counters are all there is.
+tm=()
+[ -x /usr/bin/time ] && tm=(/usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB, fs inputs %I x 512 B')
 v1=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
 if [ -n "$v1" ] && [ -d "/sys/fs/cgroup/memory$v1" ]; then
   cg="/sys/fs/cgroup/memory$v1/$name"
   mkdir "$cg" || { echo "capped-run: cannot create $cg; running uncapped" >&2; exec "$@"; }
   echo "$limit" > "$cg/memory.limit_in_bytes"
-  ( echo $BASHPID > "$cg/cgroup.procs"; exec /usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB, fs inputs %I x 512 B' "$@" )
+  ( echo $BASHPID > "$cg/cgroup.procs"; exec "${tm[@]}" "$@" )
   rc=$?
   echo "cgroup: limit $(cat $cg/memory.limit_in_bytes) B, peak $(cat $cg/memory.max_usage_in_bytes) B, hit limit $(cat $cg/memory.failcnt) times, oom_kill $(awk '$1=="oom_kill"{print $2}' $cg/memory.oom_control 2>/dev/null || echo ?)"
   rmdir "$cg" 2>/dev/null
@@ -21,9 +25,11 @@ fi
 v2=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
 if [ -n "$v2" ] && [ -f "/sys/fs/cgroup$v2/cgroup.controllers" ]; then
   cg="/sys/fs/cgroup$v2/$name"
+  # The memory controller must be on for the parent's children.
+  grep -qw memory "/sys/fs/cgroup$v2/cgroup.subtree_control" 2>/dev/null || echo +memory > "/sys/fs/cgroup$v2/cgroup.subtree_control" 2>/dev/null
   mkdir "$cg" || { echo "capped-run: cannot create $cg; running uncapped" >&2; exec "$@"; }
   echo "$limit" > "$cg/memory.max"
-  ( echo $BASHPID > "$cg/cgroup.procs"; exec /usr/bin/time -f 'time: %e s wall, %U s user, %S s sys, max RSS %M KiB, fs inputs %I x 512 B' "$@" )
+  ( echo $BASHPID > "$cg/cgroup.procs"; exec "${tm[@]}" "$@" )
   rc=$?
   echo "cgroup: limit $(cat $cg/memory.max) B, peak $(cat $cg/memory.peak 2>/dev/null || echo ?) B, events: $(tr '\n' ' ' < $cg/memory.events)"
   rmdir "$cg" 2>/dev/null

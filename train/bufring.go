@@ -32,7 +32,10 @@ type bufRing struct {
 func newBufRing(depth int) *bufRing {
 	r := &bufRing{free: make(chan []float32, depth)}
 	for range depth {
-		r.free <- nil
+		// Non-nil, so that a batch whose every row is served elsewhere
+		// (zero-copy hits: get(ctx, 0)) still holds a token that put
+		// returns; put ignores nil, the mark of a buffer already returned.
+		r.free <- make([]float32, 0)
 	}
 	return r
 }
@@ -72,7 +75,8 @@ func (r *bufRing) release() {
 	r.mu.capBytes = 0
 }
 
-// put returns a buffer taken by get (nil is ignored).
+// put returns a buffer taken by get; nil (a buffer already returned,
+// whose holder cleared it) is ignored. get never returns nil.
 func (r *bufRing) put(b []float32) {
 	if b == nil {
 		return

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/kernels"
@@ -98,6 +99,33 @@ func TestZeroCopyBitIdentical(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestZeroCopyWholeGraphCached: with a feature cache holding every row,
+// every batch's input is zero-copy hits and no host rows at all. Training
+// and sampled evaluation used to deadlock after --in-flight such batches
+// (their empty host buffers did not go back to the ring).
+func TestZeroCopyWholeGraphCached(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	o.Epochs, o.ZeroCopy, o.EvalMode = 2, ZeroCopyOn, EvalSampled
+	o.FeatCacheBytes, o.FeatPolicy = 4*3000+3000*64, featurecache.PolicyDegree
+	done := make(chan *Report, 1)
+	go func() { done <- run(t, d, o) }()
+	var rep *Report
+	select {
+	case rep = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("training with every row cached did not finish in 2 minutes (deadlock)")
+	}
+	if !rep.ZeroCopy.Enabled {
+		t.Fatalf("zero-copy off: %+v", rep.ZeroCopy)
+	}
+	for _, e := range rep.Epochs {
+		if e.InputRowsUploaded != 0 || e.InputRowsZeroCopy != e.InputNodes || e.InputNodes == 0 {
+			t.Errorf("epoch %d: %d zero-copy + %d uploaded rows of %d, want all zero-copy", e.Epoch, e.InputRowsZeroCopy, e.InputRowsUploaded, e.InputNodes)
+		}
 	}
 }
 

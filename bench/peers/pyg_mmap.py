@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
 """PyG+mmap peer of `ssdgnn bench ooc` (OUTRE's PyG+mmap baseline).
 
-Trains a 3-layer GraphSAGE with PyTorch Geometric's NeighborLoader on an
+Trains a GraphSAGE (torch_geometric.nn.GraphSAGE, mean aggregation) on an
 ssdgnn dataset directory, with the node features memory-mapped from
 features.npy (np.load(mmap_mode="r")), so every feature row a batch needs
-goes through the page cache, as in the `mmap-baseline` configuration.
+goes through the page cache, as in the `mmap-baseline` configuration. The
+model runs on --device (cuda when a GPU is visible).
 
-    python3 bench/peers/pyg_mmap.py bench/results/ooc-data --epochs 2 \
-        --fanouts 10,10,10 --batch-size 1000 --hidden 32 > pyg.json
+    python3 bench/peers/pyg_mmap.py DIR --epochs 2 --fanouts 10,10,10 \
+        --batch-size 1000 --hidden 32 > pyg.json
+
+Sampling: PyG's NeighborLoader when pyg-lib or torch-sparse is installed
+(--sampler pyg); otherwise (--sampler auto falls back, and the output says
+so) a sampler in this script with NeighborLoader's semantics: uniform,
+without replacement, per hop from the previous hop's new nodes, the union
+of sampled nodes as one subgraph with the seeds first. PyG's wheels for
+torch 2.11 lack both extensions on the lent GPU machines.
 
 Prints one JSON object per epoch on stdout (epoch, wall_s, sample_gather_s,
-compute_s, loss, train_acc, and valid_acc after the last epoch), then a
-summary object. Run it inside the same memory limit as the harness, e.g.
-bench/capped-run.sh $((2<<30)) python3 bench/peers/pyg_mmap.py DIR.
+compute_s, loss, train_acc, read_bytes from /proc/self/io, and valid_acc
+after the last epoch), then a summary object. Run it inside the same memory
+limit as ssdgnn, e.g. bench/capped-run.sh $((2<<30)) python3
+bench/peers/pyg_mmap.py DIR.
 
-Caveat: PyG's sampler wants int64 CSR arrays, so indptr/indices are converted
-to int64 tensors in memory (8 bytes per edge); only the features stay
-memory-mapped. The ssdgnn mmap-baseline maps the graph as well.
+Caveat: the graph (indptr, indices) is memory-mapped as well in the script's
+sampler; NeighborLoader converts it to int64 tensors in memory (8 bytes per
+edge).
 """
 
 import argparse
@@ -28,10 +37,19 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import Data
-from torch_geometric.loader import NeighborLoader
 from torch_geometric.nn import GraphSAGE
-from torch_geometric.typing import SparseTensor
+
+
+def read_bytes():
+    """Bytes this process caused to be read from storage (/proc/self/io)."""
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
 
 
 def load(dirname):
@@ -41,37 +59,104 @@ def load(dirname):
     def arr(name):
         return np.load(os.path.join(dirname, name), mmap_mode="r")
 
-    feats = arr("features.npy")  # float32 or float16 [N, D], memory-mapped
-    indptr = torch.from_numpy(np.asarray(arr("indptr.npy"), dtype=np.int64))
-    indices = torch.from_numpy(np.asarray(arr("indices.npy"), dtype=np.int64))
-    n = int(manifest["num_nodes"])
-    # The graph is symmetrised, so the CSR of out-neighbours is also the CSC
-    # that NeighborLoader samples from.
-    adj_t = SparseTensor(rowptr=indptr, col=indices, sparse_sizes=(n, n), is_sorted=True, trust_data=True)
-    # torch.from_numpy shares the mapping: indexing reads only the rows asked
-    # for. np.memmap is read-only; torch warns about that and never writes.
-    x = torch.from_numpy(feats)
-    y = torch.from_numpy(np.asarray(arr("labels.npy"), dtype=np.int64))
-    data = Data(x=x, y=y, adj_t=adj_t, num_nodes=n)
-    split = {s: torch.from_numpy(np.asarray(arr(s + "_idx.npy"), dtype=np.int64)) for s in ("train", "valid", "test")}
-    return manifest, data, split
+    g = {
+        "feats": arr("features.npy"),  # float32 or float16 [N, D], memory-mapped
+        "indptr": arr("indptr.npy"),
+        "indices": arr("indices.npy"),
+        "labels": np.asarray(arr("labels.npy"), dtype=np.int64),
+        "n": int(manifest["num_nodes"]),
+    }
+    split = {s: np.asarray(arr(s + "_idx.npy"), dtype=np.int64) for s in ("train", "valid", "test")}
+    return manifest, g, split
 
 
-def loader(data, idx, fanouts, batch_size, shuffle, workers):
-    return NeighborLoader(data, num_neighbors=fanouts, input_nodes=idx, batch_size=batch_size,
-                          shuffle=shuffle, num_workers=workers)
+class ScriptSampler:
+    """NeighborLoader's uniform sampling without replacement, on the mapped CSR.
+
+    The graph is symmetrised, so out-neighbours are in-neighbours. Yields
+    (nodes, edge_index, batch_size): nodes[:batch_size] are the seeds,
+    edge_index[0] the sampled neighbour (message source), edge_index[1] the
+    node it was sampled for, both as positions in nodes.
+    """
+
+    def __init__(self, g, fanouts, seed):
+        self.indptr, self.indices = g["indptr"], g["indices"]
+        self.fanouts = fanouts
+        self.rng = np.random.default_rng(seed)
+        self.local = np.full(g["n"], -1, dtype=np.int64)
+
+    def sample(self, seeds):
+        local, rng = self.local, self.rng
+        nodes = [seeds]
+        local[seeds] = np.arange(len(seeds))
+        count = len(seeds)
+        frontier = seeds
+        rows, cols = [], []
+        for k in self.fanouts:
+            start = np.asarray(self.indptr[frontier], dtype=np.int64)
+            deg = np.asarray(self.indptr[frontier + 1], dtype=np.int64) - start
+            take = deg if k < 0 else np.minimum(deg, k)
+            # Edge positions: all of a node's edges when it has at most k,
+            # else k distinct ones: the k smallest of one random key per edge.
+            small = deg == take
+            seg = np.repeat(np.arange(len(frontier)), np.where(small, deg, 0))
+            off = np.arange(len(seg)) - np.repeat(np.cumsum(np.where(small, deg, 0)) - np.where(small, deg, 0), np.where(small, deg, 0))
+            pos_small, dst_small = start[seg] + off, seg
+            big = np.nonzero(~small)[0]
+            if len(big):
+                bdeg = deg[big]
+                bseg = np.repeat(np.arange(len(big)), bdeg)
+                boff = np.arange(len(bseg)) - np.repeat(np.cumsum(bdeg) - bdeg, bdeg)
+                order = np.lexsort((rng.random(len(bseg)), bseg))
+                rank = np.arange(len(order)) - np.repeat(np.cumsum(bdeg) - bdeg, bdeg)
+                keep = order[rank < k]
+                pos_big = start[big[bseg[keep]]] + boff[keep]
+                dst_big = big[bseg[keep]]
+                pos = np.concatenate([pos_small, pos_big])
+                dst = np.concatenate([dst_small, dst_big])
+            else:
+                pos, dst = pos_small, dst_small
+            srt = np.argsort(pos)  # read the mapped indices in file order
+            nb = np.empty(len(pos), dtype=np.int64)
+            nb[srt] = self.indices[pos[srt]]
+            new = np.unique(nb[local[nb] < 0])
+            local[new] = np.arange(count, count + len(new))
+            count += len(new)
+            nodes.append(new)
+            rows.append(local[nb])
+            cols.append(local[frontier[dst]])
+            frontier = new
+        nodes = np.concatenate(nodes)
+        local[nodes] = -1
+        edge_index = np.stack([np.concatenate(rows), np.concatenate(cols)])
+        return nodes, edge_index, len(seeds)
 
 
-@torch.no_grad()
-def evaluate(model, data, idx, fanouts, batch_size, workers):
-    model.eval()
-    correct = total = 0
-    for batch in loader(data, idx, fanouts, batch_size, False, workers):
-        out = model(batch.x.float(), batch.adj_t)[: batch.batch_size]
-        y = batch.y[: batch.batch_size]
-        correct += int((out.argmax(-1) == y).sum())
-        total += batch.batch_size
-    return correct / max(1, total)
+def batches(sampler, g, idx, batch_size, shuffle, rng):
+    order = rng.permutation(idx) if shuffle else idx
+    for i in range(0, len(order), batch_size):
+        seeds = np.asarray(order[i:i + batch_size], dtype=np.int64)
+        nodes, edge_index, bs = sampler.sample(seeds)
+        srt = np.argsort(nodes)  # read feature rows in file order
+        x = np.empty((len(nodes), g["feats"].shape[1]), dtype=g["feats"].dtype)
+        x[srt] = g["feats"][nodes[srt]]
+        yield torch.from_numpy(x), torch.from_numpy(edge_index), torch.from_numpy(g["labels"][seeds]), bs
+
+
+def pyg_batches(data, idx, fanouts, batch_size, shuffle, workers):
+    from torch_geometric.loader import NeighborLoader
+    for b in NeighborLoader(data, num_neighbors=fanouts, input_nodes=torch.from_numpy(idx), batch_size=batch_size,
+                            shuffle=shuffle, num_workers=workers):
+        yield b.x, b.edge_index, b.y[: b.batch_size], b.batch_size
+
+
+def pyg_data(g):
+    from torch_geometric.data import Data
+    indptr = torch.from_numpy(np.asarray(g["indptr"], dtype=np.int64))
+    col = torch.from_numpy(np.asarray(g["indices"], dtype=np.int64))
+    row = torch.repeat_interleave(torch.arange(g["n"]), indptr[1:] - indptr[:-1])
+    return Data(x=torch.from_numpy(g["feats"]), y=torch.from_numpy(g["labels"]),
+                edge_index=torch.stack([col, row]), num_nodes=g["n"])
 
 
 def main():
@@ -84,46 +169,81 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--train-frac", type=float, default=1.0, help="train on this fraction of train_idx (its first nodes by a seeded shuffle)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--sampler", choices=("auto", "pyg", "script"), default="auto")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
     fanouts = [int(s) for s in args.fanouts.split(",")]
+    dev = torch.device(args.device)
 
-    manifest, data, split = load(args.dir)
+    manifest, g, split = load(args.dir)
+    import torch_geometric.typing as pt
+    have_pyg = bool(getattr(pt, "WITH_PYG_LIB", False) or getattr(pt, "WITH_TORCH_SPARSE", False))
+    kind = args.sampler if args.sampler != "auto" else ("pyg" if have_pyg else "script")
+    if kind == "pyg" and not have_pyg:
+        print("pyg_mmap: --sampler pyg needs pyg-lib or torch-sparse", file=sys.stderr)
+        return 2
     model = GraphSAGE(in_channels=int(manifest["feat_dim"]), hidden_channels=args.hidden,
-                      num_layers=len(fanouts), out_channels=int(manifest["num_classes"]))
+                      num_layers=len(fanouts), out_channels=int(manifest["num_classes"])).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    train = split["train"][data.y[split["train"]] >= 0]
+    train = split["train"][g["labels"][split["train"]] >= 0]
+    if args.train_frac < 1:
+        train = np.sort(rng.permutation(train)[: max(1, int(len(train) * args.train_frac))])
+    if kind == "pyg":
+        data = pyg_data(g)
+        source = lambda idx, shuffle: pyg_batches(data, idx, fanouts, args.batch_size, shuffle, args.workers)
+    else:
+        sampler = ScriptSampler(g, fanouts, args.seed)
+        source = lambda idx, shuffle: batches(sampler, g, idx, args.batch_size, shuffle, rng)
 
+    @torch.no_grad()
+    def evaluate(idx):
+        model.eval()
+        correct = total = 0
+        for x, ei, y, bs in source(idx, False):
+            out = model(x.to(dev).float(), ei.to(dev))[:bs]
+            correct += int((out.argmax(-1).cpu() == y).sum())
+            total += bs
+        return correct / max(1, total)
+
+    print(json.dumps({"peer": "pyg+mmap", "sampler": kind, "device": str(dev),
+                      "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+                      "train_nodes": int(len(train)), "torch": torch.__version__}), flush=True)
     t_start = time.perf_counter()
     epochs = []
     for epoch in range(args.epochs):
         model.train()
         prep = comp = loss_sum = 0.0
         correct = seen = 0
+        rb0 = read_bytes()
         t0 = time.perf_counter()
         t_prev = t0
-        for batch in loader(data, train, fanouts, args.batch_size, True, args.workers):
+        for x, ei, y, bs in source(train, True):
             t1 = time.perf_counter()
             prep += t1 - t_prev  # sampling + feature gather (page cache / storage)
+            x, ei, y = x.to(dev).float(), ei.to(dev), y.to(dev)
             opt.zero_grad()
-            out = model(batch.x.float(), batch.adj_t)[: batch.batch_size]
-            y = batch.y[: batch.batch_size]
+            out = model(x, ei)[:bs]
             loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
-            loss_sum += float(loss) * batch.batch_size
+            loss_sum += float(loss) * bs  # float() waits for the device
             correct += int((out.argmax(-1) == y).sum())
-            seen += batch.batch_size
+            seen += bs
             t_prev = time.perf_counter()
             comp += t_prev - t1
         rec = {"epoch": epoch, "wall_s": time.perf_counter() - t0, "sample_gather_s": prep, "compute_s": comp,
-               "loss": loss_sum / max(1, seen), "train_acc": correct / max(1, seen)}
+               "loss": loss_sum / max(1, seen), "train_acc": correct / max(1, seen),
+               "read_bytes": read_bytes() - rb0}
         if epoch == args.epochs - 1:
-            rec["valid_acc"] = evaluate(model, data, split["valid"], fanouts, args.batch_size, args.workers)
+            rec["valid_acc"] = evaluate(split["valid"])
         epochs.append(rec)
         print(json.dumps(rec), flush=True)
-    summary = {"peer": "pyg+mmap", "epochs": len(epochs),
+    summary = {"peer": "pyg+mmap", "sampler": kind, "device": str(dev), "epochs": len(epochs),
                "epoch_s": sum(e["wall_s"] for e in epochs) / max(1, len(epochs)),
+               "read_bytes_per_epoch": sum(e["read_bytes"] for e in epochs) / max(1, len(epochs)),
                "final_valid_acc": epochs[-1].get("valid_acc") if epochs else None,
                "elapsed_s": time.perf_counter() - t_start}
     print(json.dumps(summary), flush=True)

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# gpu-checklist.sh PHASE...: docs/cuda.md's GPU checklist, the GPU-vs-CPU
+# training comparison and the PyG peer, on a GPU machine with no Go
+# toolchain. Build bin/ first on the development machine (make gpu-bundle,
+# plus the race test binary), carry bin/ and run from the repository root.
+#
+# Phases, run in the order given:
+#   env      nvidia-smi, tools present, PyG's sampling extensions
+#   checks   checklist steps 2-7 and 9's tests (each under its own timeout)
+#   train    Cora and a 200k-node generated graph, --device cpu and cuda,
+#            same seed; zero-copy on/off on the generated graph
+#   peer     PyG+mmap against ssdgnn-cuda on a generated out-of-core dataset
+#            under one memory cgroup (PEER_NODES, PEER_CG, PEER_MEM)
+#
+# Logs go to $OUT (default /tmp/gpu-out): checklist.log, and results.tgz
+# with every --json report. Nothing here changes the card's settings.
+set -u
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+RES=$(mktemp -d)
+W=${W:-/tmp/gpu-work}
+mkdir -p "$W"
+exec > >(tee -a "$OUT/checklist.log") 2>&1
+T0=$(date +%s)
+say() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
+# run NAME SECONDS CMD...: one step under a timeout, its status logged.
+run() {
+  local name=$1 secs=$2; shift 2
+  say "$name: $*"
+  local s=$(date +%s)
+  timeout -k 5 "$secs" "$@"
+  local rc=$?
+  say "$name: rc $rc in $(( $(date +%s) - s ))s"
+  echo "$name rc=$rc s=$(( $(date +%s) - s ))" >> "$RES/steps.txt"
+  return $rc
+}
+pack() { tar -C "$RES" -czf "$OUT/results.tgz" . ; }
+trap pack EXIT
+
+B=${B:-bin/ssdgnn-cuda}
+GPUDEV=${GPUDEV:-cuda}
+G=bin/gputest.test
+
+phase_env() {
+  say env
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
+  nproc; free -g | head -2; df -h /tmp | tail -1
+  cat /proc/self/cgroup; ls /sys/fs/cgroup | head -30
+  command -v compute-sanitizer nvcc python3 /usr/bin/time
+  python3 - <<'EOF'
+import torch, torch_geometric, torch_geometric.typing as t
+print("torch", torch.__version__, "pyg", torch_geometric.__version__, "pyg-lib", t.WITH_PYG_LIB, "torch-sparse", t.WITH_TORCH_SPARSE)
+EOF
+}
+
+phase_checks() {
+  run step2-device 60 $G -test.v -test.count=1 -test.run '^TestDevice$'
+  run step3-conformance-seed1 150 $G -test.v -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=1 -seed=1 > "$RES/conf1.log" 2>&1
+  grep -E '^(=== RUN|--- FAIL|--- PASS|FAIL|PASS|ok)|Error|error|panic' "$RES/conf1.log" | grep -v '=== RUN' | head -80
+  run step3-conformance-seed2 150 $G -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=2 -seed=2 > "$RES/conf2.log" 2>&1
+  grep -E -- '--- FAIL|^FAIL|^ok|^PASS|panic' "$RES/conf2.log" | head -40
+  run step4-gathers 90 $G -test.v -test.count=1 -test.run 'TestGatherHost|TestDeviceRange|TestScatterMatchesCPU|TestCloseReleases|TestPoolReuse|TestMaxBytes|Example' -seed=3 > "$RES/step4.log" 2>&1
+  grep -E -- '--- |^FAIL|^ok|^PASS|panic' "$RES/step4.log" | head -40
+  run step9-hostgatherer 90 bin/cudapkg.test -test.v -test.count=1 -test.run 'TestHostGathererInterface' > "$RES/step9.log" 2>&1
+  run step9-conformance-hostgather 90 $G -test.v -test.count=1 -test.run 'TestConformance/.*/HostGather' >> "$RES/step9.log" 2>&1
+  grep -E -- '--- |^FAIL|^ok|^PASS|panic' "$RES/step9.log" | head -30
+  [ -x bin/gputest-race.test ] && run step5-race 150 bin/gputest-race.test -test.count=1 -seed=4 > "$RES/step5.log" 2>&1
+  grep -E -- '--- FAIL|^FAIL|^ok|^PASS|DATA RACE|panic' "$RES/step5.log" | head -20
+  if command -v compute-sanitizer >/dev/null; then
+    run step6-memcheck 120 compute-sanitizer --tool memcheck --print-limit 20 $G -test.count=1 -test.run 'TestConformance/default' -kerneltest.seed=1 > "$RES/step6-memcheck.log" 2>&1
+    tail -5 "$RES/step6-memcheck.log"
+    run step6-racecheck 120 compute-sanitizer --tool racecheck --print-limit 20 $G -test.count=1 -test.run 'TestConformance/default' -kerneltest.seed=1 > "$RES/step6-racecheck.log" 2>&1
+    tail -5 "$RES/step6-racecheck.log"
+  fi
+  run step7-bench 150 $G -test.run '^$' -test.bench . -test.benchtime ${BENCHTIME:-1s} > "$RES/step7-bench.log" 2>&1
+  cat "$RES/step7-bench.log"
+}
+
+# train_pair NAME DIR FLAGS...: the same training on cpu and cuda.
+train_pair() {
+  local name=$1 dir=$2; shift 2
+  for dev in cpu $GPUDEV; do
+    run "train-$name-$dev" 200 $B train "$dir" --device $dev --seed 1 -q --json "$@" > "$RES/$name-$dev.json" 2> "$RES/$name-$dev.err"
+    tail -3 "$RES/$name-$dev.err"
+  done
+  python3 - "$RES/$name-cpu.json" "$RES/$name-$GPUDEV.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print("%-5s %-8s %-8s %-8s %-8s %-7s %-7s %-7s %-7s" % ("epoch", "loss cpu", "loss gpu", "val cpu", "val gpu", "wall c", "wall g", "Co c", "Co g"))
+for x, y in zip(a["epochs"], b["epochs"]):
+    print("%-5d %-8.4f %-8.4f %-8.4f %-8.4f %-7.3f %-7.3f %-7.3f %-7.3f" % (x["epoch"], x["loss"], y["loss"], x.get("valid_acc", -1), y.get("valid_acc", -1), x["wall_s"], y["wall_s"], x["stages"]["compute_s"], y["stages"]["compute_s"]))
+print("final valid/test cpu", a["final_valid_acc"], a["final_test_acc"], "cuda", b["final_valid_acc"], b["final_test_acc"], "zero_copy", b.get("zero_copy"))
+EOF
+}
+
+phase_train() {
+  run import-cora 60 $B import ogb testdata/cora "$W/cora" -q
+  train_pair cora-gcn "$W/cora" --model gcn --fanouts -1,-1 --normalize-features --epochs 100 --eval-every 10
+  train_pair cora-sage "$W/cora" --epochs 30
+  run gen-synth 120 $B gen "$W/synth" --nodes 200000 --avg-degree 20 --feat-dim 128 --classes 16 --seed 1 -q
+  run partition-synth 120 $B partition "$W/synth" --parts 100 -q
+  train_pair synth-sage "$W/synth" --epochs 10 --layers 3 --fanouts 10,10,10 --batch-size 1000
+  train_pair synth-gat "$W/synth" --model gat --epochs 2 --fanouts 10,10 --batch-size 1000
+  for zc in on off; do
+    run "zerocopy-$zc" 200 $B train "$W/synth" --device $GPUDEV --feat-cache 1GiB --feat-policy degree --epochs 3 --seed 1 --zero-copy $zc -q --json > "$RES/zc-$zc.json" 2> "$RES/zc-$zc.err"
+    tail -2 "$RES/zc-$zc.err"
+  done
+  python3 - "$RES/zc-on.json" "$RES/zc-off.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print("zero_copy on:", a.get("zero_copy"), "off:", b.get("zero_copy"))
+for x, y in zip(a["epochs"], b["epochs"]):
+    print(x["epoch"], "loss", x["loss"], y["loss"], "same" if x["loss"] == y["loss"] and x.get("valid_acc") == y.get("valid_acc") else "DIFFER",
+          "zc rows", x.get("input_rows_zero_copy"), "wall", round(x["wall_s"], 3), round(y["wall_s"], 3),
+          "transfer", round(x["stages"]["transfer_s"], 3), round(y["stages"]["transfer_s"], 3),
+          "gather", round(x["stages"]["gather_s"], 3), round(y["stages"]["gather_s"], 3))
+EOF
+  # The peer script on the small graph (no cgroup): does it run here?
+  run peer-smoke 120 env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/synth" --epochs 1 --fanouts 10,10,10 --batch-size 1000 --hidden 128 > "$RES/peer-smoke.json" 2> "$RES/peer-smoke.err"
+  cat "$RES/peer-smoke.json"; tail -5 "$RES/peer-smoke.err"
+}
+
+phase_peer() {
+  # bench ooc's dataset and model: train 0.25 % of nodes, valid and test
+  # half that each, 50 training nodes a part, SAGE 10,10,10, hidden 32.
+  local n=${PEER_NODES:-2684354} cg=${PEER_CG:-$((1 << 30))} mem=${PEER_MEM:-768MiB}
+  local parts=$(( n / 400 / 50 ))
+  run gen-ooc 200 $B gen "$W/ooc" --nodes "$n" --avg-degree 20 --feat-dim 128 --classes 16 --train-frac 0.0025 --valid-frac 0.00125 --test-frac 0.00125 --seed 1 -q
+  run partition-ooc 200 $B partition "$W/ooc" --parts "$parts" -q
+  run probe-ooc 90 $B probe "$W/ooc" -q
+  cat "$W/ooc/device.json"; du -sh "$W/ooc"
+  local common=(--epochs ${PEER_EPOCHS:-2} --fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  run ssdgnn-cuda-ooc 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
+  tail -4 "$RES/ooc-ssdgnn.err"
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  run pyg-ooc 300 bench/capped-run.sh "$cg" env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" "${common[@]}" > "$RES/ooc-pyg.json" 2> "$RES/ooc-pyg.err"
+  cat "$RES/ooc-pyg.json"; tail -4 "$RES/ooc-pyg.err"
+  python3 - "$RES/ooc-ssdgnn.json" <<'EOF2'
+import json, sys
+a = json.load(open(sys.argv[1]))
+for e in a["epochs"]:
+    rd = sum(s.get("bytes_read", 0) for s in e.get("storage", []))
+    print("ssdgnn epoch", e["epoch"], "wall", round(e["wall_s"], 2), "stages", {k: round(v, 2) for k, v in e["stages"].items()}, "bytes read", rd, "io_read_bytes", e.get("io_read_bytes"), "loss", round(e["loss"], 4), "valid", e.get("valid_acc"))
+EOF2
+}
+
+for p in "$@"; do "phase_$p"; done
+say done
+cat "$RES/steps.txt"
