@@ -6,9 +6,14 @@
 #
 # Phases, run in the order given:
 #   env      nvidia-smi, tools present, PyG's sampling extensions
-#   checks   checklist steps 2-7 and 9's tests (each under its own timeout)
+#   core     checklist steps 2, 3 (seed 1), 4 and 9's tests
+#   more     steps 3 (seed 2), 5, 6 and 7 (MORE_STEPS: seed2 race memcheck
+#            racecheck bench), each skipped once BUDGET seconds have passed
+#   gat      GAT on the generated graph, cpu and cuda
 #   train    Cora and a 200k-node generated graph, --device cpu and cuda,
 #            same seed; zero-copy on/off on the generated graph
+#   diag     the zero-copy training path under blocking launches and
+#            compute-sanitizer
 #   peer     PyG+mmap against ssdgnn-cuda on a generated out-of-core dataset
 #            under one memory cgroup (PEER_NODES, PEER_CG, PEER_MEM)
 #
@@ -21,8 +26,9 @@ RES=$(mktemp -d)
 W=${W:-/tmp/gpu-work}
 mkdir -p "$W"
 exec > >(tee -a "$OUT/checklist.log") 2>&1
+exec 3>&1
 T0=$(date +%s)
-say() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
+say() { echo "=== [$(( $(date +%s) - T0 ))s] $*" >&3; }
 # run NAME SECONDS CMD...: one step under a timeout, its status logged.
 run() {
   local name=$1 secs=$2; shift 2
@@ -53,27 +59,49 @@ print("torch", torch.__version__, "pyg", torch_geometric.__version__, "pyg-lib",
 EOF
 }
 
-phase_checks() {
+# over: true once BUDGET seconds (default: none) have passed; later
+# optional steps are skipped and say so.
+over() {
+  case " ${MORE_STEPS:-seed2 race memcheck racecheck bench} " in *" $1 "*) ;; *) say "not asked for (MORE_STEPS): $1"; return 0;; esac
+  if [ $(( $(date +%s) - T0 )) -ge "${BUDGET:-999999}" ]; then say "skipped (budget ${BUDGET}s spent): $*"; return 0; fi
+  return 1
+}
+
+phase_core() {
   run step2-device 60 $G -test.v -test.count=1 -test.run '^TestDevice$'
   run step3-conformance-seed1 150 $G -test.v -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=1 -seed=1 > "$RES/conf1.log" 2>&1
-  grep -E '^(=== RUN|--- FAIL|--- PASS|FAIL|PASS|ok)|Error|error|panic' "$RES/conf1.log" | grep -v '=== RUN' | head -80
-  run step3-conformance-seed2 150 $G -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=2 -seed=2 > "$RES/conf2.log" 2>&1
-  grep -E -- '--- FAIL|^FAIL|^ok|^PASS|panic' "$RES/conf2.log" | head -40
+  grep -E -- '--- FAIL|^FAIL|^ok|^PASS|panic|_test.go' "$RES/conf1.log" | head -60
   run step4-gathers 90 $G -test.v -test.count=1 -test.run 'TestGatherHost|TestDeviceRange|TestScatterMatchesCPU|TestCloseReleases|TestPoolReuse|TestMaxBytes|Example' -seed=3 > "$RES/step4.log" 2>&1
   grep -E -- '--- |^FAIL|^ok|^PASS|panic' "$RES/step4.log" | head -40
   run step9-hostgatherer 90 bin/cudapkg.test -test.v -test.count=1 -test.run 'TestHostGathererInterface' > "$RES/step9.log" 2>&1
   run step9-conformance-hostgather 90 $G -test.v -test.count=1 -test.run 'TestConformance/.*/HostGather' >> "$RES/step9.log" 2>&1
   grep -E -- '--- |^FAIL|^ok|^PASS|panic' "$RES/step9.log" | head -30
-  [ -x bin/gputest-race.test ] && run step5-race 150 bin/gputest-race.test -test.count=1 -seed=4 > "$RES/step5.log" 2>&1
-  grep -E -- '--- FAIL|^FAIL|^ok|^PASS|DATA RACE|panic' "$RES/step5.log" | head -20
+}
+
+phase_more() {
+  over seed2 || { run step3-conformance-seed2 150 $G -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=2 -seed=2 > "$RES/conf2.log" 2>&1
+    grep -E -- '--- FAIL|^FAIL|^ok|^PASS|panic|_test.go' "$RES/conf2.log" | head -40; }
+  [ -x bin/gputest-race.test ] && { over race || { run step5-race ${RACE_S:-120} bin/gputest-race.test -test.count=1 -seed=4 > "$RES/step5.log" 2>&1
+    grep -E -- '--- FAIL|^FAIL|^ok|^PASS|DATA RACE|panic' "$RES/step5.log" | head -20; }; }
   if command -v compute-sanitizer >/dev/null; then
-    run step6-memcheck 120 compute-sanitizer --tool memcheck --print-limit 20 $G -test.count=1 -test.run 'TestConformance/default' -kerneltest.seed=1 > "$RES/step6-memcheck.log" 2>&1
-    tail -5 "$RES/step6-memcheck.log"
-    run step6-racecheck 120 compute-sanitizer --tool racecheck --print-limit 20 $G -test.count=1 -test.run 'TestConformance/default' -kerneltest.seed=1 > "$RES/step6-racecheck.log" 2>&1
-    tail -5 "$RES/step6-racecheck.log"
+    for tool in memcheck racecheck; do
+      over $tool || { run step6-$tool ${SAN_S:-90} compute-sanitizer --tool $tool --print-limit 20 $G -test.count=1 -test.run 'TestConformance/default' -kerneltest.seed=1 > "$RES/step6-$tool.log" 2>&1
+        tail -6 "$RES/step6-$tool.log"; }
+    done
   fi
-  run step7-bench 150 $G -test.run '^$' -test.bench . -test.benchtime ${BENCHTIME:-1s} > "$RES/step7-bench.log" 2>&1
-  cat "$RES/step7-bench.log"
+  over bench || { run step7-bench ${BENCH_S:-120} $G -test.run '^$' -test.bench . -test.benchtime ${BENCHTIME:-1s} > "$RES/step7-bench.log" 2>&1
+    cat "$RES/step7-bench.log"; }
+}
+
+phase_gat() {
+  if [ $(( $(date +%s) - T0 )) -ge "${BUDGET:-999999}" ]; then say "skipped (budget ${BUDGET}s spent): gat"; return; fi
+  [ -d "$W/synth" ] || synth
+  train_pair synth-gat "$W/synth" --model gat --epochs 2 --fanouts 10,10 --batch-size 1000
+}
+
+synth() {
+  run gen-synth 120 $B gen "$W/synth" --nodes 200000 --avg-degree 20 --feat-dim 128 --classes 16 --seed 1 -q
+  run partition-synth 120 $B partition "$W/synth" --parts 100 -q
 }
 
 # train_pair NAME DIR FLAGS...: the same training on cpu and cuda.
@@ -97,10 +125,8 @@ phase_train() {
   run import-cora 60 $B import ogb testdata/cora "$W/cora" -q
   train_pair cora-gcn "$W/cora" --model gcn --fanouts -1,-1 --normalize-features --epochs 100 --eval-every 10
   train_pair cora-sage "$W/cora" --epochs 30
-  run gen-synth 120 $B gen "$W/synth" --nodes 200000 --avg-degree 20 --feat-dim 128 --classes 16 --seed 1 -q
-  run partition-synth 120 $B partition "$W/synth" --parts 100 -q
+  synth
   train_pair synth-sage "$W/synth" --epochs 10 --layers 3 --fanouts 10,10,10 --batch-size 1000
-  train_pair synth-gat "$W/synth" --model gat --epochs 2 --fanouts 10,10 --batch-size 1000
   for zc in on off; do
     run "zerocopy-$zc" 200 $B train "$W/synth" --device $GPUDEV --feat-cache 1GiB --feat-policy degree --epochs 3 --seed 1 --zero-copy $zc -q --json > "$RES/zc-$zc.json" 2> "$RES/zc-$zc.err"
     tail -2 "$RES/zc-$zc.err"
@@ -120,10 +146,30 @@ EOF
   cat "$RES/peer-smoke.json"; tail -5 "$RES/peer-smoke.err"
 }
 
+# diag: the zero-copy training path's failure (run 1: "cuda: sync:
+# IllegalAddress"), with launches made blocking so the failing operation is
+# the one reported, then under compute-sanitizer, then narrowed down.
+phase_diag() {
+  [ -d "$W/synth" ] || synth
+  local zc=(train "$W/synth" --device cuda --feat-policy degree --epochs 1 --seed 1 --zero-copy on -q --json)
+  run diag-blocking 90 env CUDA_LAUNCH_BLOCKING=1 $B "${zc[@]}" --feat-cache 1GiB -v > "$RES/diag-blocking.json" 2> "$RES/diag-blocking.err"
+  grep -v '^{' "$RES/diag-blocking.err" | tail -15
+  run diag-partial-cache 60 $B "${zc[@]}" --feat-cache 32MiB > "$RES/diag-partial.json" 2> "$RES/diag-partial.err"
+  tail -2 "$RES/diag-partial.err"
+  run diag-no-dropout 60 $B "${zc[@]}" --feat-cache 1GiB --dropout 0 > "$RES/diag-nodrop.json" 2> "$RES/diag-nodrop.err"
+  tail -2 "$RES/diag-nodrop.err"
+  run diag-no-hist 60 $B "${zc[@]}" --feat-cache 1GiB --no-hist > "$RES/diag-nohist.json" 2> "$RES/diag-nohist.err"
+  tail -2 "$RES/diag-nohist.err"
+  run diag-in-flight-1 60 $B "${zc[@]}" --feat-cache 1GiB --in-flight 1 > "$RES/diag-if1.json" 2> "$RES/diag-if1.err"
+  tail -2 "$RES/diag-if1.err"
+  run diag-memcheck ${DIAG_SAN_S:-60} compute-sanitizer --tool memcheck --print-limit 10 $B "${zc[@]}" --feat-cache 1GiB > "$RES/diag-memcheck.json" 2> "$RES/diag-memcheck.err"
+  grep -v '^{' "$RES/diag-memcheck.json" | head -40; tail -5 "$RES/diag-memcheck.err"
+}
+
 phase_peer() {
   # bench ooc's dataset and model: train 0.25 % of nodes, valid and test
   # half that each, 50 training nodes a part, SAGE 10,10,10, hidden 32.
-  local n=${PEER_NODES:-2684354} cg=${PEER_CG:-$((1 << 30))} mem=${PEER_MEM:-768MiB}
+  local n=${PEER_NODES:-2684354} cg=${PEER_CG:-$((3 << 29))} mem=${PEER_MEM:-1GiB}
   local parts=$(( n / 400 / 50 ))
   run gen-ooc 200 $B gen "$W/ooc" --nodes "$n" --avg-degree 20 --feat-dim 128 --classes 16 --train-frac 0.0025 --valid-frac 0.00125 --test-frac 0.00125 --seed 1 -q
   run partition-ooc 200 $B partition "$W/ooc" --parts "$parts" -q
@@ -131,17 +177,19 @@ phase_peer() {
   cat "$W/ooc/device.json"; du -sh "$W/ooc"
   local common=(--epochs ${PEER_EPOCHS:-2} --fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
   sync; echo 3 > /proc/sys/vm/drop_caches
-  run ssdgnn-cuda-ooc 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
+  run ssdgnn-cuda-ooc 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy ${PEER_ZC:-off} --layers 3 "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
   tail -4 "$RES/ooc-ssdgnn.err"
   sync; echo 3 > /proc/sys/vm/drop_caches
-  run pyg-ooc 300 bench/capped-run.sh "$cg" env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" "${common[@]}" > "$RES/ooc-pyg.json" 2> "$RES/ooc-pyg.err"
+  local pcommon=("${common[@]}")
+  pcommon[1]=${PYG_EPOCHS:-1}
+  run pyg-ooc ${PYG_S:-240} bench/capped-run.sh "$cg" env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" "${pcommon[@]}" > "$RES/ooc-pyg.json" 2> "$RES/ooc-pyg.err"
   cat "$RES/ooc-pyg.json"; tail -4 "$RES/ooc-pyg.err"
   python3 - "$RES/ooc-ssdgnn.json" <<'EOF2'
 import json, sys
-a = json.load(open(sys.argv[1]))
+a = json.JSONDecoder().raw_decode(open(sys.argv[1]).read())[0]  # capped-run.sh appends its cgroup line
 for e in a["epochs"]:
     rd = sum(s.get("bytes_read", 0) for s in e.get("storage", []))
-    print("ssdgnn epoch", e["epoch"], "wall", round(e["wall_s"], 2), "stages", {k: round(v, 2) for k, v in e["stages"].items()}, "bytes read", rd, "io_read_bytes", e.get("io_read_bytes"), "loss", round(e["loss"], 4), "valid", e.get("valid_acc"))
+    print("ssdgnn epoch", e["epoch"], "batches", e["batches"], "wall", round(e["wall_s"], 2), "stages", {k: round(v, 2) for k, v in e["stages"].items()}, "bytes read", rd, "io_read_bytes", e.get("io_read_bytes"), "loss", round(e["loss"], 4), "valid", e.get("valid_acc"))
 EOF2
 }
 

@@ -132,14 +132,21 @@ class ScriptSampler:
         return nodes, edge_index, len(seeds)
 
 
-def batches(sampler, g, idx, batch_size, shuffle, rng):
+def batches(sampler, g, idx, batch_size, shuffle, rng, times):
+    """Yields (x, edge_index, y, batch_size); adds the seconds spent sampling
+    and gathering feature rows to times["sample"] and times["gather"]."""
     order = rng.permutation(idx) if shuffle else idx
     for i in range(0, len(order), batch_size):
+        t0 = time.perf_counter()
         seeds = np.asarray(order[i:i + batch_size], dtype=np.int64)
         nodes, edge_index, bs = sampler.sample(seeds)
+        t1 = time.perf_counter()
         srt = np.argsort(nodes)  # read feature rows in file order
         x = np.empty((len(nodes), g["feats"].shape[1]), dtype=g["feats"].dtype)
         x[srt] = g["feats"][nodes[srt]]
+        times["sample"] += t1 - t0
+        times["gather"] += time.perf_counter() - t1
+        times["input_rows"] += len(nodes)
         yield torch.from_numpy(x), torch.from_numpy(edge_index), torch.from_numpy(g["labels"][seeds]), bs
 
 
@@ -191,12 +198,13 @@ def main():
     train = split["train"][g["labels"][split["train"]] >= 0]
     if args.train_frac < 1:
         train = np.sort(rng.permutation(train)[: max(1, int(len(train) * args.train_frac))])
+    times = {"sample": 0.0, "gather": 0.0, "input_rows": 0}
     if kind == "pyg":
         data = pyg_data(g)
         source = lambda idx, shuffle: pyg_batches(data, idx, fanouts, args.batch_size, shuffle, args.workers)
     else:
         sampler = ScriptSampler(g, fanouts, args.seed)
-        source = lambda idx, shuffle: batches(sampler, g, idx, args.batch_size, shuffle, rng)
+        source = lambda idx, shuffle: batches(sampler, g, idx, args.batch_size, shuffle, rng, times)
 
     @torch.no_grad()
     def evaluate(idx):
@@ -218,6 +226,7 @@ def main():
         prep = comp = loss_sum = 0.0
         correct = seen = 0
         rb0 = read_bytes()
+        times.update(sample=0.0, gather=0.0, input_rows=0)
         t0 = time.perf_counter()
         t_prev = t0
         for x, ei, y, bs in source(train, True):
@@ -229,7 +238,7 @@ def main():
             loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
-            loss_sum += float(loss) * bs  # float() waits for the device
+            loss_sum += float(loss.detach()) * bs  # float() waits for the device
             correct += int((out.argmax(-1) == y).sum())
             seen += bs
             t_prev = time.perf_counter()
@@ -237,6 +246,8 @@ def main():
         rec = {"epoch": epoch, "wall_s": time.perf_counter() - t0, "sample_gather_s": prep, "compute_s": comp,
                "loss": loss_sum / max(1, seen), "train_acc": correct / max(1, seen),
                "read_bytes": read_bytes() - rb0}
+        if kind == "script":  # NeighborLoader does not say which is which
+            rec.update(sample_s=times["sample"], gather_s=times["gather"], input_rows=times["input_rows"])
         if epoch == args.epochs - 1:
             rec["valid_acc"] = evaluate(split["valid"])
         epochs.append(rec)
