@@ -24,14 +24,22 @@ if [ -n "$v1" ] && [ -d "/sys/fs/cgroup/memory$v1" ]; then
 fi
 v2=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
 if [ -n "$v2" ] && [ -f "/sys/fs/cgroup$v2/cgroup.controllers" ]; then
-  cg="/sys/fs/cgroup$v2/$name"
-  # The memory controller must be on for the parent's children.
-  grep -qw memory "/sys/fs/cgroup$v2/cgroup.subtree_control" 2>/dev/null || echo +memory > "/sys/fs/cgroup$v2/cgroup.subtree_control" 2>/dev/null
-  mkdir "$cg" || { echo "capped-run: cannot create $cg; running uncapped" >&2; exec "$@"; }
+  # A child gets memory.max only where its parent enables the memory
+  # controller for children, which cgroup v2 refuses in a non-root cgroup
+  # that holds processes itself (a GPU machine's shell sits in one). Try our
+  # own cgroup, then the root, which is exempt from that rule.
+  cg=
+  for parent in "/sys/fs/cgroup$v2" /sys/fs/cgroup; do
+    grep -qw memory "$parent/cgroup.subtree_control" 2>/dev/null || echo +memory > "$parent/cgroup.subtree_control" 2>/dev/null
+    mkdir "$parent/$name" 2>/dev/null || continue
+    if [ -f "$parent/$name/memory.max" ]; then cg="$parent/$name"; break; fi
+    rmdir "$parent/$name"
+  done
+  [ -n "$cg" ] || { echo "capped-run: no cgroup with a memory controller to create; running uncapped" >&2; exec "$@"; }
   echo "$limit" > "$cg/memory.max"
   ( echo $BASHPID > "$cg/cgroup.procs"; exec "${tm[@]}" "$@" )
   rc=$?
-  echo "cgroup: limit $(cat $cg/memory.max) B, peak $(cat $cg/memory.peak 2>/dev/null || echo ?) B, events: $(tr '\n' ' ' < $cg/memory.events)"
+  echo "cgroup: $cg limit $(cat $cg/memory.max) B, peak $(cat $cg/memory.peak 2>/dev/null || echo ?) B, events: $(tr '\n' ' ' < $cg/memory.events)"
   rmdir "$cg" 2>/dev/null
   exit $rc
 fi

@@ -10,6 +10,8 @@
 #   more     steps 3 (seed 2), 5, 6 and 7 (MORE_STEPS: seed2 race memcheck
 #            racecheck bench), each skipped once BUDGET seconds have passed
 #   gat      GAT on the generated graph, cpu and cuda
+#   zc       zero-copy on/off on the generated graph (bit-identical losses)
+#   conf     the conformance suite once (KSEED)
 #   train    Cora and a 200k-node generated graph, --device cpu and cuda,
 #            same seed; zero-copy on/off on the generated graph
 #   diag     the zero-copy training path under blocking launches and
@@ -78,6 +80,11 @@ phase_core() {
   grep -E -- '--- |^FAIL|^ok|^PASS|panic' "$RES/step9.log" | head -30
 }
 
+phase_conf() {
+  run conformance-seed${KSEED:-5} 150 $G -test.v -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=${KSEED:-5} -seed=${KSEED:-5} > "$RES/conf${KSEED:-5}.log" 2>&1
+  grep -E -- '--- FAIL|^FAIL|^ok|^PASS|panic|_test.go|FreeAfterUse' "$RES/conf${KSEED:-5}.log" | head -40
+}
+
 phase_more() {
   over seed2 || { run step3-conformance-seed2 150 $G -test.count=1 -test.run '^TestConformance$' -kerneltest.seed=2 -seed=2 > "$RES/conf2.log" 2>&1
     grep -E -- '--- FAIL|^FAIL|^ok|^PASS|panic|_test.go' "$RES/conf2.log" | head -40; }
@@ -89,7 +96,7 @@ phase_more() {
         tail -6 "$RES/step6-$tool.log"; }
     done
   fi
-  over bench || { run step7-bench ${BENCH_S:-120} $G -test.run '^$' -test.bench . -test.benchtime ${BENCHTIME:-1s} > "$RES/step7-bench.log" 2>&1
+  over bench || { run step7-bench ${BENCH_S:-120} $G -test.run '^$' -test.bench "${BENCH:-.}" -test.benchtime ${BENCHTIME:-1s} > "$RES/step7-bench.log" 2>&1
     cat "$RES/step7-bench.log"; }
 }
 
@@ -121,12 +128,9 @@ print("final valid/test cpu", a["final_valid_acc"], a["final_test_acc"], "cuda",
 EOF
 }
 
-phase_train() {
-  run import-cora 60 $B import ogb testdata/cora "$W/cora" -q
-  train_pair cora-gcn "$W/cora" --model gcn --fanouts -1,-1 --normalize-features --epochs 100 --eval-every 10
-  train_pair cora-sage "$W/cora" --epochs 30
-  synth
-  train_pair synth-sage "$W/synth" --epochs 10 --layers 3 --fanouts 10,10,10 --batch-size 1000
+# zc: zero-copy on and off on the generated graph, whole graph cached.
+phase_zc() {
+  [ -d "$W/synth" ] || synth
   for zc in on off; do
     run "zerocopy-$zc" 200 $B train "$W/synth" --device $GPUDEV --feat-cache 1GiB --feat-policy degree --epochs 3 --seed 1 --zero-copy $zc -q --json > "$RES/zc-$zc.json" 2> "$RES/zc-$zc.err"
     tail -2 "$RES/zc-$zc.err"
@@ -141,6 +145,15 @@ for x, y in zip(a["epochs"], b["epochs"]):
           "transfer", round(x["stages"]["transfer_s"], 3), round(y["stages"]["transfer_s"], 3),
           "gather", round(x["stages"]["gather_s"], 3), round(y["stages"]["gather_s"], 3))
 EOF
+}
+
+phase_train() {
+  run import-cora 60 $B import ogb testdata/cora "$W/cora" -q
+  train_pair cora-gcn "$W/cora" --model gcn --fanouts -1,-1 --normalize-features --epochs 100 --eval-every 10
+  train_pair cora-sage "$W/cora" --epochs 30
+  synth
+  train_pair synth-sage "$W/synth" --epochs 10 --layers 3 --fanouts 10,10,10 --batch-size 1000
+  phase_zc
   # The peer script on the small graph (no cgroup): does it run here?
   run peer-smoke 120 env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/synth" --epochs 1 --fanouts 10,10,10 --batch-size 1000 --hidden 128 > "$RES/peer-smoke.json" 2> "$RES/peer-smoke.err"
   cat "$RES/peer-smoke.json"; tail -5 "$RES/peer-smoke.err"
@@ -176,9 +189,15 @@ phase_peer() {
   run probe-ooc 90 $B probe "$W/ooc" -q
   cat "$W/ooc/device.json"; du -sh "$W/ooc"
   local common=(--epochs ${PEER_EPOCHS:-2} --fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
+  local scommon=(--eval sampled --eval-every ${PEER_EPOCHS:-2} --layers 3)
   sync; echo 3 > /proc/sys/vm/drop_caches
-  run ssdgnn-cuda-ooc 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy ${PEER_ZC:-off} --layers 3 "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
+  run ssdgnn-cuda-ooc 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
   tail -4 "$RES/ooc-ssdgnn.err"
+  if ! grep -q '"epochs"' "$RES/ooc-ssdgnn.json"; then
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    run ssdgnn-cuda-ooc-zc-off 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
+    tail -4 "$RES/ooc-ssdgnn.err"
+  fi
   sync; echo 3 > /proc/sys/vm/drop_caches
   local pcommon=("${common[@]}")
   pcommon[1]=${PYG_EPOCHS:-1}

@@ -210,6 +210,20 @@ func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	return max(need+reserveFloor, (need*8+6)/7)
 }
 
+// workersToFit is the most sampling workers, fewer than the default (one
+// per core), with which MinimumBudget(d, o) is at most mem; 0 when even
+// one worker does not fit.
+func workersToFit(d *storage.Dataset, o *Options, mem int64) int {
+	l := *o
+	for w := samplingWorkers(0) - 1; w >= 1; w-- {
+		l.Workers = w
+		if MinimumBudget(d, &l) <= mem {
+			return w
+		}
+	}
+	return 0
+}
+
 // batchTargets is the most targets one of o's batches holds
 // (sample.MaxBatchTargets: BatchSize, or BatchSize + BatchSize/4 in
 // partition selection, whose macro batches are cut evenly). o has its
@@ -247,6 +261,11 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	}
 	if mp.Budget != nil && o.InFlight == 0 {
 		o.InFlight = mp.Budget.WorkingSet.InFlight
+	}
+	if mp.Budget != nil && o.Workers == 0 {
+		// The sampling workers the budget counted (fewer than the cores
+		// when that is what fitted it).
+		o.Workers = mp.Budget.Fixed.Workers
 	}
 	if mp.Budget != nil && mp.Budget.NoFeatureBlock {
 		o.NoFeatureBlock = true
@@ -294,9 +313,21 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if autoInFlight {
 		least.InFlight = 1
 	}
-	if min := MinimumBudget(d, &least); mo.MemBytes > 0 && mo.MemBytes < min {
+	minMem := MinimumBudget(d, &least)
+	if opts.Workers == 0 && mo.MemBytes > 0 && mo.MemBytes < minMem {
+		// Each sampling worker holds a batch under construction (and
+		// macro-batch caches): on many cores the workers alone can pass
+		// the budget. Left to the budget, take fewer of them.
+		if w := workersToFit(d, &least, mo.MemBytes); w > 0 {
+			o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
+				"minimum_with_all", ibytes(minMem))
+			o.Workers, least.Workers = w, w
+			minMem = MinimumBudget(d, &least)
+		}
+	}
+	if mo.MemBytes > 0 && mo.MemBytes < minMem {
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(min), microTargets(&o), least.InFlight)
+			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(minMem), microTargets(&o), least.InFlight)
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -379,5 +380,51 @@ func TestInFlightChosenByBudget(t *testing.T) {
 				t.Errorf("--mem %d, in flight %d: CacheShare %d, PlanMemory's caches %d", m, inFlight, share, mp.Budget.Caches)
 			}
 		}
+	}
+}
+
+// TestPlanMemoryFewerWorkers: on many cores the sampling workers alone
+// (each holds a batch under construction) can pass --mem. Left to the
+// budget (Workers 0), PlanMemory takes fewer of them rather than refuse,
+// and Apply hands that count to training; named explicitly, the count
+// stands and the budget refuses. (Seen on a 16-core GPU machine: a 1.5 GiB
+// dataset under --mem 1GiB was refused with a minimum of 2.4 GiB.)
+func TestPlanMemoryFewerWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	d := smallSynth(t)
+	o := synthOpts()
+	o.Epochs, o.Workers = 1, 0 // left to the budget
+	at := func(w int) int64 {
+		l := *o
+		l.Workers = w
+		if l.InFlight == 0 {
+			l.InFlight = 1
+		}
+		return MinimumBudget(d, &l)
+	}
+	mem, all := at(3), at(16)
+	if all <= mem {
+		t.Fatalf("minimum %d with 16 workers, %d with 3: workers cost nothing?", all, mem)
+	}
+	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "workers"}
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatalf("--mem %d (16 workers need %d): %v", mem, all, err)
+	}
+	w := mp.Budget.Fixed.Workers
+	if w < 1 || w >= 16 {
+		t.Fatalf("budget counted %d workers, want 1..15", w)
+	}
+	mp.Apply(o, mo)
+	if o.Workers != w {
+		t.Fatalf("after Apply training samples with %d workers, the budget counted %d", o.Workers, w)
+	}
+	if rep := run(t, d, o); rep.Memory.TotalBytes > mem {
+		t.Errorf("trained at %d bytes, budget %d", rep.Memory.TotalBytes, mem)
+	}
+	named := synthOpts()
+	named.Workers = 16
+	if _, err := PlanMemory(context.Background(), d, named, &MemPlanOptions{MemBytes: mem, ProfileName: "workers"}); !errors.Is(err, ErrBudget) {
+		t.Errorf("--workers 16 under --mem %d (minimum %d): %v, want ErrBudget", mem, all, err)
 	}
 }

@@ -194,6 +194,11 @@ func (b *Backend) devAlloc(op string, bytes int64) (cu.DevicePtr, error) {
 }
 
 // devFree returns memory to the pool, ordered after queued work.
+//
+// The freed handle keeps its pointer: closures already queued read it when
+// they run, after this call returns (Free right after Dropout, say, is
+// legal), and the pool takes the memory back only behind them. Retire has
+// marked the handle freed, so no later call can use it.
 func (b *Backend) devFree(p cu.DevicePtr, bytes int64) {
 	b.release(bytes)
 	if p == 0 {
@@ -254,7 +259,6 @@ func (b *Backend) Free(t kernels.Tensor) {
 		return
 	}
 	b.devFree(ct.ptr, ct.bytes())
-	ct.ptr = 0
 }
 
 // AllocInts returns an int32 vector of length n.
@@ -287,7 +291,6 @@ func (b *Backend) FreeInts(t kernels.IntTensor) {
 		return
 	}
 	b.devFree(it.ptr, int64(it.n)*4)
-	it.ptr = 0
 }
 
 func (b *Backend) t(op string, x kernels.Tensor) *tensor {
@@ -557,7 +560,6 @@ func (b *Backend) FreeBlock(db kernels.DeviceBlock) {
 		return
 	}
 	b.devFree(k.base, k.bytes)
-	k.base = 0
 }
 
 func (b *Backend) blk(op string, db kernels.DeviceBlock) *block {

@@ -61,6 +61,7 @@ var cases = []struct {
 	{"Aggregate", testAggregate},
 	{"ReLU", testReLU},
 	{"Dropout", testDropout},
+	{"FreeAfterUse", testFreeAfterUse},
 	{"Bias", testBias},
 	{"Elementwise", testElementwise},
 	{"Softmax", testSoftmax},
@@ -546,6 +547,97 @@ func testReLU(e *env) {
 		e.b.ReLU(xt, xt) // in place
 		e.near("ReLU in place", e.down(xt), relu(x), 0, 0)
 	}
+}
+
+// testFreeAfterUse frees an operation's inputs right after the call, with
+// no sync point between, and allocates the same sizes again at once (so a
+// backend whose pool reuses freed memory hands it out): the results must
+// be those of the inputs as they were. The CUDA backend once zeroed a freed
+// handle's pointer before its queued kernels had read it (the trainer's
+// zero-copy input path frees its dropout mask and scatter sources so; an
+// illegal address on the GPU).
+func testFreeAfterUse(e *env) {
+	must := func(x kernels.Tensor, err error) kernels.Tensor {
+		e.Helper()
+		if err != nil {
+			e.Fatalf("Alloc: %v", err)
+		}
+		return x
+	}
+	for range 4 {
+		rows, cols := e.dim(), e.dim()
+		x := e.randn(rows * cols)
+		p, seed := float32(0.5), e.rng.Uint64()
+		keep := float64(kernels.DropoutScale(p))
+
+		// Dropout: source and mask freed at once.
+		y := e.alloc(rows, cols)
+		xt, mask := must(e.b.Alloc(rows, cols)), must(e.b.Alloc(rows, cols))
+		e.b.Upload(xt, to32(x))
+		e.b.Dropout(y, xt, mask, p, seed)
+		e.b.Free(mask)
+		e.b.Free(xt)
+		junk := e.up(rows, cols, e.randn(rows*cols)) // may take the freed memory
+		want := make([]float64, len(x))
+		for i := range x {
+			if kernels.DropoutUniform(seed, uint64(i)) >= p {
+				want[i] = x[i] * keep
+			}
+		}
+
+		// GatherRows with its indices and source freed at once.
+		n := e.dim()
+		idx := make([]int32, n)
+		for r := range idx {
+			idx[r] = int32(e.rng.IntN(rows))
+		}
+		g := e.alloc(n, cols)
+		src := must(e.b.Alloc(rows, cols))
+		e.b.Upload(src, to32(x))
+		it, err := e.b.AllocInts(n)
+		if err != nil {
+			e.Fatalf("AllocInts: %v", err)
+		}
+		e.b.UploadInts(it, idx)
+		e.b.GatherRows(g, src, it)
+		e.b.FreeInts(it)
+		e.b.Free(src)
+		e.upInts(make([]int32, n))
+		wantG := make([]float64, 0, n*cols)
+		for _, r := range idx {
+			wantG = append(wantG, x[int(r)*cols:(int(r)+1)*cols]...)
+		}
+
+		// ScatterAddRows of distinct rows, source and indices freed at once.
+		perm := e.rng.Perm(rows)
+		sIdx := make([]int32, rows)
+		for i, r := range perm {
+			sIdx[i] = int32(r)
+		}
+		acc := e.alloc(rows, cols)
+		e.b.Zero(acc)
+		ss := must(e.b.Alloc(rows, cols))
+		e.b.Upload(ss, to32(x))
+		si, err := e.b.AllocInts(rows)
+		if err != nil {
+			e.Fatalf("AllocInts: %v", err)
+		}
+		e.b.UploadInts(si, sIdx)
+		e.b.ScatterAddRows(acc, ss, si)
+		e.b.Free(ss)
+		e.b.FreeInts(si)
+		e.b.Zero(e.alloc(rows, cols))
+		wantS := make([]float64, len(x))
+		for i, r := range perm {
+			copy(wantS[r*cols:(r+1)*cols], x[i*cols:(i+1)*cols])
+		}
+
+		e.near("Dropout with its source and mask freed", e.down(y), want, 0, 1e-6)
+		e.near("GatherRows with its source and indices freed", e.down(g), wantG, 0, 0)
+		e.near("ScatterAddRows with its source and indices freed", e.down(acc), wantS, 0, 0)
+		_ = junk
+	}
+	e.noErr("FreeAfterUse")
 }
 
 func testDropout(e *env) {
