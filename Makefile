@@ -6,7 +6,7 @@ DEMO    := demo-data
 # invariants assertions on (internal/invariants).
 RACE_PKGS := ./storage/... ./internal/... ./partition/... ./featurecache/... ./histcache/... ./sample/... ./neighborcache/... ./kernels/... ./planner/... ./train/...
 
-.PHONY: all build test vet fmt-check fuzz-short demo bench bench-import bench-gen bench-storage bench-partition bench-kernels bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
+.PHONY: all build test test-peers vet fmt-check fuzz-short demo bench bench-import bench-gen bench-storage bench-partition bench-kernels bench-train bench-ooc clean build-cuda vet-cuda ptx ptx-check test-cuda bench-cuda gpu-bundle
 
 all: build
 
@@ -23,6 +23,13 @@ vet:
 test: fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
+	@$(MAKE) --no-print-directory test-peers
+
+# The PyG peer's own sampler (bench/peers/sampler.py) against brute force;
+# needs a python3 with NumPy (Debian: python3-numpy), skipped without one.
+PY_NUMPY := $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' >/dev/null 2>&1 && { echo $$p; break; }; done)
+test-peers:
+	@if [ -z "$(PY_NUMPY)" ]; then echo "test-peers: no python3 with NumPy, skipped"; else $(PY_NUMPY) -B bench/peers/sampler_test.py; fi
 
 # Each corrupt-data fuzzer for FUZZTIME (make test runs only their seeds).
 FUZZTIME ?= 30s

@@ -318,12 +318,15 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		// Each sampling worker holds a batch under construction (and
 		// macro-batch caches): on many cores the workers alone can pass
 		// the budget. Left to the budget, take fewer of them.
-		if w := workersToFit(d, &least, mo.MemBytes); w > 0 {
+		w := workersToFit(d, &least, mo.MemBytes)
+		if w > 0 {
 			o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
 				"minimum_with_all", ibytes(minMem))
-			o.Workers, least.Workers = w, w
-			minMem = MinimumBudget(d, &least)
+			o.Workers = w
 		}
+		// Too small even for one: the minimum to name is one worker's.
+		least.Workers = max(w, 1)
+		minMem = MinimumBudget(d, &least)
 	}
 	if mo.MemBytes > 0 && mo.MemBytes < minMem {
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",

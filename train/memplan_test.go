@@ -422,6 +422,14 @@ func TestPlanMemoryFewerWorkers(t *testing.T) {
 	if rep := run(t, d, o); rep.Memory.TotalBytes > mem {
 		t.Errorf("trained at %d bytes, budget %d", rep.Memory.TotalBytes, mem)
 	}
+	// Below one worker's minimum the refusal names that minimum, not the
+	// one with a worker per core.
+	o2 := synthOpts()
+	o2.Workers = 0
+	_, err = PlanMemory(context.Background(), d, o2, &MemPlanOptions{MemBytes: at(1) - 1, ProfileName: "workers"})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytes(at(1))) {
+		t.Errorf("--mem one byte below one worker's minimum %d: %v", at(1), err)
+	}
 	named := synthOpts()
 	named.Workers = 16
 	if _, err := PlanMemory(context.Background(), d, named, &MemPlanOptions{MemBytes: mem, ProfileName: "workers"}); !errors.Is(err, ErrBudget) {
