@@ -567,6 +567,21 @@ func testFreeAfterUse(e *env) {
 	for range 4 {
 		rows, cols := e.dim(), e.dim()
 		x := e.randn(rows * cols)
+		// transient runs op on x (rows×cols) and idx, both uploaded
+		// here, and frees them right after it.
+		transient := func(rows, cols int, idx []int32, op func(kernels.Tensor, kernels.IntTensor)) {
+			e.Helper()
+			src := must(e.b.Alloc(rows, cols))
+			e.b.Upload(src, to32(x))
+			it, err := e.b.AllocInts(len(idx))
+			if err != nil {
+				e.Fatalf("AllocInts: %v", err)
+			}
+			e.b.UploadInts(it, idx)
+			op(src, it)
+			e.b.FreeInts(it)
+			e.b.Free(src)
+		}
 		p, seed := float32(0.5), e.rng.Uint64()
 		keep := float64(kernels.DropoutScale(p))
 
@@ -592,16 +607,7 @@ func testFreeAfterUse(e *env) {
 			idx[r] = int32(e.rng.IntN(rows))
 		}
 		g := e.alloc(n, cols)
-		src := must(e.b.Alloc(rows, cols))
-		e.b.Upload(src, to32(x))
-		it, err := e.b.AllocInts(n)
-		if err != nil {
-			e.Fatalf("AllocInts: %v", err)
-		}
-		e.b.UploadInts(it, idx)
-		e.b.GatherRows(g, src, it)
-		e.b.FreeInts(it)
-		e.b.Free(src)
+		transient(rows, cols, idx, func(src kernels.Tensor, it kernels.IntTensor) { e.b.GatherRows(g, src, it) })
 		e.upInts(make([]int32, n))
 		wantG := make([]float64, 0, n*cols)
 		for _, r := range idx {
@@ -616,16 +622,7 @@ func testFreeAfterUse(e *env) {
 		}
 		acc := e.alloc(rows, cols)
 		e.b.Zero(acc)
-		ss := must(e.b.Alloc(rows, cols))
-		e.b.Upload(ss, to32(x))
-		si, err := e.b.AllocInts(rows)
-		if err != nil {
-			e.Fatalf("AllocInts: %v", err)
-		}
-		e.b.UploadInts(si, sIdx)
-		e.b.ScatterAddRows(acc, ss, si)
-		e.b.Free(ss)
-		e.b.FreeInts(si)
+		transient(rows, cols, sIdx, func(src kernels.Tensor, it kernels.IntTensor) { e.b.ScatterAddRows(acc, src, it) })
 		e.b.Zero(e.alloc(rows, cols))
 		wantS := make([]float64, len(x))
 		for i, r := range perm {
