@@ -35,6 +35,10 @@ type Location struct {
 	// "/a/b"); Dir is the directory under the mount.
 	Path string
 	Dir  string
+	// Root is the hierarchy's root cgroup directory (v1: the memory
+	// controller's mount; v2: the unified mount), where Create falls back
+	// to on v2.
+	Root string
 }
 
 // ParseProcCgroup finds the memory controller in the text of
@@ -80,15 +84,16 @@ func Locate(root, procCgroup string) (Location, error) {
 	loc := Location{Version: v, Path: p}
 	probe := "cgroup.controllers"
 	if v == 1 {
-		loc.Dir = filepath.Join(root, "memory", p)
+		loc.Root = filepath.Join(root, "memory")
 		probe = limitFile(v)
 	} else {
-		loc.Dir = filepath.Join(root, p)
+		loc.Root = root
 		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
 			// hybrid layouts mount v2 at root/unified
-			loc.Dir = filepath.Join(root, "unified", p)
+			loc.Root = filepath.Join(root, "unified")
 		}
 	}
+	loc.Dir = filepath.Join(loc.Root, p)
 	if _, err := os.Stat(filepath.Join(loc.Dir, probe)); err != nil {
 		return Location{}, fmt.Errorf("%w: cgroup v%d directory %s: %v", ErrNoCgroup, v, loc.Dir, err)
 	}
@@ -139,20 +144,26 @@ type Cgroup struct {
 	Limit   int64
 }
 
-// Create makes loc.Dir/<prefix><pid>-<name> with a memory limit. On
-// v2 it first enables the memory controller for loc's children, which the
-// kernel refuses when loc holds processes itself (the no-internal-process
-// rule); that failure is ErrNoCgroup.
+// Create makes <prefix><pid>-<name> with a memory limit under loc.Dir. On
+// v2 it first enables the memory controller for the parent's children,
+// which the kernel refuses in a non-root cgroup that holds processes
+// itself (the no-internal-process rule: a login session's scope, a GPU
+// machine's job cgroup); it then makes the cgroup under loc.Root, which
+// is exempt. Failing both is ErrNoCgroup.
 func Create(loc Location, name string, limit int64) (*Cgroup, error) {
-	dir := filepath.Join(loc.Dir, fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), name))
+	parent := loc.Dir
 	if loc.Version == 2 {
-		sc := filepath.Join(loc.Dir, "cgroup.subtree_control")
-		if b, err := os.ReadFile(sc); err != nil || !containsWord(string(b), "memory") {
-			if err := writeCtl(sc, "+memory"); err != nil {
-				return nil, fmt.Errorf("%w: enable memory in %s: %v", ErrNoCgroup, sc, err)
+		if err := enableMemory(parent); err != nil {
+			if loc.Root == "" || loc.Root == parent {
+				return nil, err
 			}
+			if rerr := enableMemory(loc.Root); rerr != nil {
+				return nil, fmt.Errorf("%w; at the root: %v", err, rerr)
+			}
+			parent = loc.Root
 		}
 	}
+	dir := filepath.Join(parent, fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), name))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
@@ -172,6 +183,18 @@ func Create(loc Location, name string, limit int64) (*Cgroup, error) {
 		return nil, fmt.Errorf("%w: set %s: %v", ErrNoCgroup, file, err)
 	}
 	return cg, nil
+}
+
+// enableMemory turns on the memory controller for dir's children (v2).
+func enableMemory(dir string) error {
+	sc := filepath.Join(dir, "cgroup.subtree_control")
+	if b, err := os.ReadFile(sc); err == nil && containsWord(string(b), "memory") {
+		return nil
+	}
+	if err := writeCtl(sc, "+memory"); err != nil {
+		return fmt.Errorf("%w: enable memory in %s: %v", ErrNoCgroup, sc, err)
+	}
+	return nil
 }
 
 // joinScript is the trampoline that puts a child into its cgroup before
@@ -245,7 +268,17 @@ func (c *Cgroup) Remove() error {
 // longer run (a crashed or killed bench). It returns the directories
 // removed.
 func CleanStale(loc Location) ([]string, error) {
-	ents, err := os.ReadDir(loc.Dir)
+	removed, err := cleanStaleIn(loc.Version, loc.Dir)
+	if err != nil || loc.Version != 2 || loc.Root == "" || loc.Root == loc.Dir {
+		return removed, err
+	}
+	// Create's fallback puts them under the root.
+	more, err := cleanStaleIn(loc.Version, loc.Root)
+	return append(removed, more...), err
+}
+
+func cleanStaleIn(v Version, dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +294,7 @@ func CleanStale(loc Location) ([]string, error) {
 		if err == nil && pid != os.Getpid() && processAlive(pid) {
 			continue
 		}
-		cg := &Cgroup{Version: loc.Version, Dir: filepath.Join(loc.Dir, e.Name())}
+		cg := &Cgroup{Version: v, Dir: filepath.Join(dir, e.Name())}
 		if b, _ := os.ReadFile(cg.ProcsFile()); len(strings.TrimSpace(string(b))) > 0 {
 			continue // still has members: not ours to tear down
 		}

@@ -1,8 +1,11 @@
 package cgroup
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -140,5 +143,58 @@ func TestLesserRoom(t *testing.T) {
 		if room, from := lesserRoom(tc.limit, tc.ok, tc.avail); room != tc.room || from != tc.fromLimit {
 			t.Errorf("lesserRoom(%d, %v, %d) = %d, %v; want %d, %v", tc.limit, tc.ok, tc.avail, room, from, tc.room, tc.fromLimit)
 		}
+	}
+}
+
+// TestCreateFallsBackToRoot: on v2, when our own cgroup cannot enable the
+// memory controller for children (it holds processes: here its
+// cgroup.subtree_control cannot be written), Create makes the child under
+// the root; without a distinct root it fails with ErrNoCgroup. CleanStale
+// looks under the root too.
+func TestCreateFallsBackToRoot(t *testing.T) {
+	root := t.TempDir()
+	job := filepath.Join(root, "job")
+	// A directory where the control file should be: writing it fails.
+	if err := os.MkdirAll(filepath.Join(job, "cgroup.subtree_control"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("cpu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	child := filepath.Join(root, fmt.Sprintf("%s%d-x", Prefix, os.Getpid()))
+	if err := os.Mkdir(child, 0o755); err != nil { // the kernel makes the control files
+		t.Fatal(err)
+	}
+	for _, f := range []string{"memory.max", "memory.swap.max"} {
+		if err := os.WriteFile(filepath.Join(child, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cg, err := Create(Location{Version: 2, Dir: job, Root: root}, "x", 123)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cg.Dir != child {
+		t.Fatalf("made %s, want %s under the root", cg.Dir, child)
+	}
+	if b, _ := os.ReadFile(filepath.Join(child, "memory.max")); string(b) != "123" {
+		t.Errorf("memory.max %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "cgroup.subtree_control")); !strings.Contains(string(b), "+memory") {
+		t.Errorf("root's subtree_control %q: memory not enabled", b)
+	}
+	if _, err := Create(Location{Version: 2, Dir: job, Root: job}, "y", 123); !errors.Is(err, ErrNoCgroup) {
+		t.Errorf("no distinct root: %v, want ErrNoCgroup", err)
+	}
+	if err := os.RemoveAll(child); err != nil { // ours, and done with
+		t.Fatal(err)
+	}
+	dead := filepath.Join(root, Prefix+"999999999-dead")
+	if err := os.Mkdir(dead, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := CleanStale(Location{Version: 2, Dir: job, Root: root})
+	if err != nil || len(removed) != 1 || removed[0] != dead {
+		t.Errorf("CleanStale removed %v (%v), want %s", removed, err, dead)
 	}
 }
