@@ -65,3 +65,13 @@ func CheckGatherHostRows(dst Tensor, src HostRows, idx []int32) error {
 	}
 	return CheckIndexValues(idx, src.Rows())
 }
+
+// HostFootprint is implemented by backends that hold host memory of their
+// own, outside the tensors and buffers the caller allocates and counts: a
+// GPU driver's context, its loaded modules, pinned staging buffers. A
+// process budget (train's --mem) must leave room for it.
+type HostFootprint interface {
+	// HostBytes is the resident host memory the process gained while the
+	// backend was opened (measured then, not estimated).
+	HostBytes() int64
+}

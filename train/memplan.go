@@ -18,6 +18,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -1210,6 +1211,29 @@ func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) 
 		return fmt.Sprintf("--mem %s: the limit of the memory cgroup this process runs in", ibytes(l))
 	}
 	return "no --mem and no memory cgroup limit: no memory budget, caches off unless sized by hand (--mem SIZE plans them)"
+}
+
+// LessBackend takes the backend's own host memory (kernels.HostFootprint:
+// a GPU driver's context, module and pinned staging, measured when it was
+// opened) out of mem, the whole process's budget, and returns what is left
+// to plan with and a line for the user ("" when nothing was taken). A
+// budget the backend alone fills is ErrBudget. On the H100 the CUDA
+// context pushed a bare `train --mem 1GiB` to 1.28 GB resident before the
+// budget counted it.
+func LessBackend(be kernels.Backend, mem int64) (int64, string, error) {
+	f, ok := be.(kernels.HostFootprint)
+	if !ok || mem <= 0 {
+		return mem, "", nil
+	}
+	hb := f.HostBytes()
+	if hb <= 0 {
+		return mem, "", nil
+	}
+	if hb >= mem {
+		return 0, "", fmt.Errorf("%w: --mem %s: the %s backend alone holds %s of host memory", ErrBudget, ibytes(mem), be.Name(), ibytes(hb))
+	}
+	return mem - hb, fmt.Sprintf("--mem %s less the %s backend's own host memory (%s, measured as it opened): planning with %s",
+		ibytes(mem), be.Name(), ibytes(hb), ibytes(mem-hb)), nil
 }
 
 // SoftMemoryLimit is the Go runtime's soft memory limit for a process

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -434,5 +436,46 @@ func TestPlanMemoryFewerWorkers(t *testing.T) {
 	named.Workers = 16
 	if _, err := PlanMemory(context.Background(), d, named, &MemPlanOptions{MemBytes: mem, ProfileName: "workers"}); !errors.Is(err, ErrBudget) {
 		t.Errorf("--workers 16 under --mem %d (minimum %d): %v, want ErrBudget", mem, all, err)
+	}
+}
+
+// footprint is a backend that reports host memory of its own.
+type footprint struct {
+	kernels.Backend
+	bytes int64
+}
+
+func (f footprint) HostBytes() int64 { return f.bytes }
+
+// TestLessBackend: a backend's own host memory (a GPU driver's context) is
+// taken out of the budget before planning; a backend without it, or no
+// budget, leaves mem as it is; a budget the backend fills is refused.
+func TestLessBackend(t *testing.T) {
+	be, err := cpu.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for _, tc := range []struct {
+		name      string
+		be        kernels.Backend
+		mem, want int64
+		note, err bool
+	}{
+		{"cpu", be, 1 << 30, 1 << 30, false, false},
+		{"no budget", footprint{be, 200 << 20}, 0, 0, false, false},
+		{"nothing held", footprint{be, 0}, 1 << 30, 1 << 30, false, false},
+		{"driver", footprint{be, 200 << 20}, 1 << 30, 824 << 20, true, false},
+		{"fills it", footprint{be, 1 << 30}, 1 << 30, 0, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, note, err := LessBackend(tc.be, tc.mem)
+			if (err != nil) != tc.err || (tc.err && !errors.Is(err, ErrBudget)) {
+				t.Fatalf("err %v", err)
+			}
+			if got != tc.want || (note != "") != tc.note {
+				t.Errorf("LessBackend(%d) = %d, %q; want %d (note %v)", tc.mem, got, note, tc.want, tc.note)
+			}
+		})
 	}
 }

@@ -106,6 +106,14 @@ that mmap reads need. See docs/train.md.`,
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
+			mem, beNote, err := train.LessBackend(be, int64(t.Mem))
+			if err != nil {
+				return err
+			}
+			if beNote != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), beNote)
+			}
+			t.Mem = byteSize(mem)
 			res, err := t.Resolve(d, dir, 0)
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/kernels"
 )
 
@@ -45,6 +46,7 @@ func New(opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
+	rss := memstat.RSS()
 	d, err := newDevice(o)
 	if err != nil {
 		return nil, err
@@ -53,8 +55,13 @@ func New(opts *Options) (*Backend, error) {
 	b.acct.SetMax(o.MaxBytes)
 	b.mem.host.PinnedBytes = int64(len(d.staging)) * o.StagingBytes
 	b.mem.host.ZeroCopy = d.zeroCopy
+	b.mem.host.OpenBytes = max(0, memstat.RSS()-rss)
 	return b, nil
 }
+
+// HostBytes is HostStats().OpenBytes (kernels.HostFootprint): the host
+// memory the driver's context, the module and the staging ring took.
+func (b *Backend) HostBytes() int64 { return b.HostStats().OpenBytes }
 
 // Name returns "cuda".
 func (b *Backend) Name() string { return "cuda" }

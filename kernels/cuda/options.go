@@ -135,4 +135,8 @@ type HostStats struct {
 	RegisteredBytes int64 // live RegisterHost buffers
 	Registered      int   // number of live RegisterHost buffers
 	ZeroCopy        bool  // whether GatherHostRows reads host memory directly
+	// OpenBytes is the resident host memory the process gained while New
+	// opened the device (driver context, module, staging ring), measured
+	// from /proc/self/status around it; what kernels.HostFootprint reports.
+	OpenBytes int64
 }

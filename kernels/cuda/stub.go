@@ -56,3 +56,6 @@ func (b *Backend) GatherHostRowsDevice(dst kernels.Tensor, src *HostTensor, idx 
 
 // HostStats returns zeros.
 func (b *Backend) HostStats() HostStats { return HostStats{} }
+
+// HostBytes returns 0.
+func (b *Backend) HostBytes() int64 { return 0 }
