@@ -1217,9 +1217,7 @@ func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) 
 // a GPU driver's context, module and pinned staging, measured when it was
 // opened) out of mem, the whole process's budget, and returns what is left
 // to plan with and a line for the user ("" when nothing was taken). A
-// budget the backend alone fills is ErrBudget. On the H100 the CUDA
-// context pushed a bare `train --mem 1GiB` to 1.28 GB resident before the
-// budget counted it.
+// budget the backend alone fills is ErrBudget.
 func LessBackend(be kernels.Backend, mem int64) (int64, string, error) {
 	f, ok := be.(kernels.HostFootprint)
 	if !ok || mem <= 0 {
