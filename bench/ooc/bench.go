@@ -262,6 +262,9 @@ func (h *harness) trainArgs(dir string, epochs int, metrics, ckpt string) []stri
 	if o.Eval != "" {
 		args = append(args, "--eval", o.Eval)
 	}
+	if o.Device != "" && o.Device != "cpu" {
+		args = append(args, "--device", o.Device)
+	}
 	return args
 }
 

@@ -135,6 +135,10 @@ type Options struct {
 	// Eval is every training child's --eval: "" (the trainer's default,
 	// exact layer-wise), "layerwise" or "sampled".
 	Eval string
+	// Device is every training child's --device: "" or "cpu" (the
+	// trainer's default) or "cuda" (Bin must then be the CUDA build,
+	// bin/ssdgnn-cuda, and the machine must have a GPU).
+	Device string
 	// CgroupRoot is the cgroup filesystem mount (default /sys/fs/cgroup);
 	// ProcCgroup the file naming our cgroup (default /proc/self/cgroup).
 	CgroupRoot string
@@ -258,6 +262,8 @@ func (o *Options) Validate() error {
 		return bad("negative InFlight")
 	case r.Eval != "" && r.Eval != "layerwise" && r.Eval != "sampled":
 		return bad("Eval %q, want layerwise or sampled", r.Eval)
+	case r.Device != "" && r.Device != "cpu" && r.Device != "cuda":
+		return bad("Device %q, want cpu or cuda", r.Device)
 	}
 	for _, c := range r.Configs {
 		if !knownConfig(c) {

@@ -3,6 +3,7 @@ package ooc
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
@@ -92,5 +93,29 @@ func TestShareArgs(t *testing.T) {
 		if full.Source != share.Source || full.Partition != share.Partition || full.Options.InFlight != inFlight {
 			t.Errorf("source %q/%q, partition %q/%q, in flight %d", full.Source, share.Source, full.Partition, share.Partition, full.Options.InFlight)
 		}
+	}
+}
+
+// TestDeviceArgs: --device reaches every training child (cuda only when
+// asked; cpu is the trainer's default and is not passed), and Validate
+// accepts cpu and cuda only.
+func TestDeviceArgs(t *testing.T) {
+	for _, tc := range []struct{ device, want string }{{"", "cpu"}, {"cpu", "cpu"}, {"cuda", "cuda"}} {
+		h := &harness{o: (&Options{Bin: "ssdgnn", Dir: "data", OutDir: "out", Device: tc.device}).withDefaults()}
+		if err := h.o.Validate(); err != nil {
+			t.Fatalf("%q: %v", tc.device, err)
+		}
+		args := h.trainArgs("data", 1, "m.jsonl", "ckpt")
+		full, _, err := cliflags.ParseTrain(args[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Device != tc.want || (tc.want == "cpu" && slices.Contains(args, "--device")) {
+			t.Errorf("Device %q: child args %v give --device %q, want %q", tc.device, args, full.Device, tc.want)
+		}
+	}
+	bad := (&Options{Bin: "ssdgnn", Dir: "data", OutDir: "out", Device: "tpu"}).withDefaults()
+	if err := bad.Validate(); !errors.Is(err, ErrOptions) {
+		t.Errorf("Device tpu: %v, want ErrOptions", err)
 	}
 }

@@ -115,6 +115,7 @@ runs; without them every result is marked uncapped. See docs/ooc.md.`,
 	f.BoolVar(&o.CheckSmallLimit, "check-small-limit", false, "robustness: a limit below the plan's tables must be refused before training")
 	f.BoolVar(&o.NoDiskCheck, "no-disk-check", false, "skip probing the disk before the first and after the last configuration (the report then prices the gather's limit at device.json's rates only)")
 	f.DurationVar(&timeout, "child-timeout", 0, "kill a child after this long (0: never)")
+	f.StringVar(&o.Device, "device", "", "every training child's --device: cpu (default) or cuda (run bench from bin/ssdgnn-cuda on a GPU machine)")
 	f.StringVar(&o.Eval, "eval", "", "every training child's --eval: layerwise (exact; the trainer's default) or sampled (cut to the budget like training batches)")
 	f.IntVar(&o.InFlight, "in-flight", 0, "every training child's --in-flight (0: the trainer's default: 2, or 1 when two would cut batches into more micro-batches under the plan's budget)")
 	return cmd
