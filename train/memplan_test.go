@@ -479,3 +479,71 @@ func TestLessBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkersChosenByBudget: with Options.Workers left 0, a budget under
+// which a worker per core (16) cuts batches into micro-batches, or leaves
+// room for one in flight only, trains with fewer workers that keep them
+// whole with two in flight; given workers are kept.
+func TestWorkersChosenByBudget(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	d := smallSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func() *Options {
+		o := synthOpts()
+		o.BatchSize, o.Epochs, o.StreamInput, o.Workers = 400, 1, StreamInputOff, 0
+		return o
+	}
+	const name = "workers-budget"
+	roomy := 4 * (MinimumBudget(d, opts()) + 8*d.NumNodes() + 4000*d.FeatRowBytes() + 2*WorkingSet(d, opts(), nil).Bytes + FixedState(d, opts(), nil).Bytes)
+	if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: roomy, ProfileName: name, Reprofile: true}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := planner.LoadProfile(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(workers int, m int64) (*Budget, *Options) {
+		o := opts().withDataset(d, p)
+		o.Workers, o.FeatIODepth = workers, GatherDepth(m)
+		b, err := budgetFor(d, &o, p, m, true, 0)
+		if err != nil {
+			return nil, &o
+		}
+		return b, &o
+	}
+	// The least budget under which one worker keeps two batches whole.
+	var mem int64
+	for m := int64(1 << 20); m < roomy; m += 16 << 10 {
+		if b, _ := at(1, m); b != nil && b.MicroBatches == 1 && b.WorkingSet.InFlight == 2 {
+			mem = m
+			break
+		}
+	}
+	if mem == 0 {
+		t.Fatal("no budget below the roomy one keeps two batches whole with one worker")
+	}
+	if b, _ := at(16, mem); b != nil && b.MicroBatches == 1 && b.WorkingSet.InFlight == 2 {
+		t.Fatalf("at %d bytes 16 workers keep two batches whole too: nothing to choose", mem)
+	}
+	o := opts().withDataset(d, p)
+	o.FeatIODepth = GatherDepth(mem)
+	b, err := budgetWorkers(d, &o, p, mem, true, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.MicroBatches != 1 || b.WorkingSet.InFlight != 2 || o.Workers < 1 || o.Workers >= 16 || b.Fixed.Workers != o.Workers || o.InFlight != 2 {
+		t.Errorf("chosen: %d workers (budget's %d), %d micro-batches, %d in flight (o %d); want fewer than 16, whole, two",
+			o.Workers, b.Fixed.Workers, b.MicroBatches, b.WorkingSet.InFlight, o.InFlight)
+	}
+	// The most such workers: one more would not keep two whole.
+	if more, _ := at(o.Workers+1, mem); more != nil && more.MicroBatches == 1 && more.WorkingSet.InFlight == 2 {
+		t.Errorf("%d workers chosen, but %d also keep two batches whole", o.Workers, o.Workers+1)
+	}
+	// Given: kept.
+	g := opts().withDataset(d, p)
+	g.Workers, g.FeatIODepth = 16, GatherDepth(mem)
+	if _, err := budgetWorkers(d, &g, p, mem, true, 0, false); err == nil && g.Workers != 16 {
+		t.Errorf("given 16 workers, budget chose %d", g.Workers)
+	}
+}
