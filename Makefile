@@ -132,6 +132,7 @@ bench-cuda:
 # checklist runs (docs/cuda.md) and carry bin/ there.
 gpu-bundle: build-cuda
 	$(GO) test -c -tags cuda -o bin/gputest.test ./kernels/cuda/gputest/
+	$(GO) test -c -race -tags cuda -o bin/gputest-race.test ./kernels/cuda/gputest/
 	$(GO) test -c -tags cuda -o bin/cudapkg.test ./kernels/cuda/
 
 clean:
