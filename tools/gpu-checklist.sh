@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # gpu-checklist.sh PHASE...: docs/cuda.md's GPU checklist, the GPU-vs-CPU
 # training comparison and the PyG peer, on a GPU machine with no Go
-# toolchain. Build bin/ first on the development machine (make gpu-bundle,
-# plus the race test binary), carry bin/ and run from the repository root.
+# toolchain. Build bin/ first on the development machine (make gpu-bundle),
+# carry bin/ and run from the repository root. Timeouts and sizes are set
+# by environment variables named below (BUDGET, MORE_STEPS, BENCH,
+# BENCHTIME, SAN_S, RACE_S, BENCH_S, DIAG_SAN_S, KSEED, PEER_*, PYG_*).
 #
 # Phases, run in the order given:
 #   env      nvidia-smi, tools present, PyG's sampling extensions
