@@ -320,9 +320,9 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 // device.json and its rates, which give the merge gap), from batches
 // constructed as the children's (sample_plan). A profile priced
 // otherwise ranks the feature cache by other read costs than the
-// children's, so the plan would not be theirs. (The profile child runs uncapped, where "auto" picks
-// buffered reads; the children, inside their cgroups, read with
-// O_DIRECT.)
+// children's, so the plan would not be theirs. (The profile child runs
+// uncapped, where "auto" picks buffered reads; the children, inside their
+// cgroups, read with O_DIRECT.)
 func profileReadsAre(dir string, mode storage.ReadMode, dev *storage.DeviceProfile) bool {
 	path := filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON)
 	b, err := os.ReadFile(path)
