@@ -68,9 +68,9 @@ bench: bench-import bench-gen bench-storage
 BENCH_DIR ?= /tmp/ssdgnn-bench
 bench-storage: build
 	@mkdir -p $(BENCH_DIR)
-	bench/capped-run.sh $$((512<<20)) $(BIN) gen $(BENCH_DIR)/g4m --nodes 4000000 --avg-degree 20 --feat-dim 128 --mem 64MiB --seed 1 --force
+	$(BIN) bench capped --limit 512MiB -- $(BIN) gen $(BENCH_DIR)/g4m --nodes 4000000 --avg-degree 20 --feat-dim 128 --mem 64MiB --seed 1 --force
 	@[ -f $(BENCH_DIR)/edges40m.txt ] || awk 'BEGIN{srand(1); for(i=0;i<40000000;i++) printf "%d %d\n", int(rand()*4000000), int(rand()*4000000)}' > $(BENCH_DIR)/edges40m.txt
-	bench/capped-run.sh $$((256<<20)) $(BIN) import edgelist $(BENCH_DIR)/edges40m.txt $(BENCH_DIR)/el40m --mem 64MiB --force
+	$(BIN) bench capped --limit 256MiB -- $(BIN) import edgelist $(BENCH_DIR)/edges40m.txt $(BENCH_DIR)/el40m --mem 64MiB --force
 
 bench-import:
 	$(GO) test -run '^$$' -bench 'Import' -benchtime 1x ./storage/importer/

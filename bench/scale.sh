@@ -4,22 +4,21 @@
 # parts), profile, plan and one training epoch (partition batches, about 20
 # batches of 1000 training nodes, layer-wise evaluation after it) on a
 # generated graph of degree 20 and 128 float32 features. Every step runs in
-# its own memory cgroup of LIMIT (default 2GiB) through capped-run.sh after
-# the page cache is dropped, so the "fs inputs" it prints are the bytes the
-# step read from the disk. The log goes to OUTDIR/scale.log.
+# its own memory cgroup of LIMIT (default 2GiB) through `ssdgnn bench capped`
+# after the page cache is dropped, so the "read" it prints is what the step
+# read from the disk; each step's JSON report goes to OUTDIR/NODES-STEP.json. The log goes to OUTDIR/scale.log.
 #   LIMIT=2GiB BIN=bin/ssdgnn bench/scale.sh /data/scale 2700000 5400000 20000000
 set -u
 out=$1; shift
 bin=${BIN:-bin/ssdgnn}
 limit=${LIMIT:-2147483648}
-here=$(dirname "$0")
 mkdir -p "$out"
 log="$out/scale.log"
 step() {
   local n=$1 name=$2; shift 2
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "scale: cannot drop the page cache" >>"$log"
   echo "=== nodes $n step $name: $*" >>"$log"
-  "$here/capped-run.sh" "$limit" "$@" >>"$log" 2>&1
+  "$bin" bench capped --limit "$limit" --report "$out/$n-$name.json" -- "$@" >>"$log" 2>&1
   echo "exit $?" >>"$log"
 }
 for n in "$@"; do

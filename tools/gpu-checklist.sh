@@ -193,21 +193,21 @@ phase_peer() {
   local common=(--epochs ${PEER_EPOCHS:-2} --fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
   local scommon=(--eval sampled --eval-every ${PEER_EPOCHS:-2} --layers 3)
   sync; echo 3 > /proc/sys/vm/drop_caches
-  run ssdgnn-cuda-ooc 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
+  run ssdgnn-cuda-ooc 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
   tail -4 "$RES/ooc-ssdgnn.err"
   if ! grep -q '"epochs"' "$RES/ooc-ssdgnn.json"; then
     sync; echo 3 > /proc/sys/vm/drop_caches
-    run ssdgnn-cuda-ooc-zc-off 300 bench/capped-run.sh "$cg" $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
+    run ssdgnn-cuda-ooc-zc-off 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
     tail -4 "$RES/ooc-ssdgnn.err"
   fi
   sync; echo 3 > /proc/sys/vm/drop_caches
   local pcommon=("${common[@]}")
   pcommon[1]=${PYG_EPOCHS:-1}
-  run pyg-ooc ${PYG_S:-240} bench/capped-run.sh "$cg" env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" "${pcommon[@]}" > "$RES/ooc-pyg.json" 2> "$RES/ooc-pyg.err"
+  run pyg-ooc ${PYG_S:-240} $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-pyg-cap.json" -- env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" "${pcommon[@]}" > "$RES/ooc-pyg.json" 2> "$RES/ooc-pyg.err"
   cat "$RES/ooc-pyg.json"; tail -4 "$RES/ooc-pyg.err"
   python3 - "$RES/ooc-ssdgnn.json" <<'EOF2'
 import json, sys
-a = json.JSONDecoder().raw_decode(open(sys.argv[1]).read())[0]  # capped-run.sh appends its cgroup line
+a = json.JSONDecoder().raw_decode(open(sys.argv[1]).read())[0]
 for e in a["epochs"]:
     rd = sum(s.get("bytes_read", 0) for s in e.get("storage", []))
     print("ssdgnn epoch", e["epoch"], "batches", e["batches"], "wall", round(e["wall_s"], 2), "stages", {k: round(v, 2) for k, v in e["stages"].items()}, "bytes read", rd, "io_read_bytes", e.get("io_read_bytes"), "loss", round(e["loss"], 4), "valid", e.get("valid_acc"))

@@ -2,7 +2,6 @@ package ooc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/child"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -144,8 +144,8 @@ func (h *harness) probeDisk(ctx context.Context, when string) *storage.DevicePro
 func (h *harness) setup(ctx context.Context, name string, args ...string) ([]byte, error) {
 	h.seq++
 	base := filepath.Join(h.logDir, fmt.Sprintf("%02d-%s", h.seq, name))
-	res, err := runChild(ctx, childSpec{name: name, argv: append([]string{h.o.Bin}, args...),
-		stdout: base + ".stdout", stderr: base + ".stderr"})
+	res, err := child.Run(ctx, child.Spec{Name: name, Argv: append([]string{h.o.Bin}, args...),
+		StdoutPath: base + ".stdout", StderrPath: base + ".stderr"})
 	if err != nil {
 		return nil, err
 	}
@@ -309,23 +309,12 @@ func (h *harness) capped(ctx context.Context, name string, argv []string, limit 
 	}
 	h.seq++
 	base := filepath.Join(h.logDir, fmt.Sprintf("%02d-%s", h.seq, name))
-	spec := childSpec{name: name, argv: argv, stdout: base + ".stdout", stderr: base + ".stderr", watch: watch, timeout: h.o.ChildTimeout}
+	spec := child.Spec{Name: name, Argv: argv, StdoutPath: base + ".stdout", StderrPath: base + ".stderr", Watch: watch, Timeout: h.o.ChildTimeout}
 	if h.loc != nil {
-		cg, cerr := cgroup.Create(*h.loc, fmt.Sprintf("%d-%s", h.seq, name), limit)
-		if cerr != nil {
-			return nil, drop, cerr
-		}
-		defer func() {
-			// Free the page cache charged to it, so it does not move to the
-			// parent and warm the next configuration.
-			if ferr := cg.ForceEmpty(); ferr != nil {
-				h.log.Debug("force_empty", "err", ferr)
-			}
-			err = errors.Join(err, cg.Remove())
-		}()
-		spec.cgroup = cg
+		res, err = child.Capped(ctx, *h.loc, fmt.Sprintf("%d-%s", h.seq, name), limit, spec)
+	} else {
+		res, err = child.Run(ctx, spec)
 	}
-	res, err = runChild(ctx, spec)
 	return res, drop, err
 }
 

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ssdgnn/ssdgnn/internal/child"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
+
+// ChildResult is one measured child process (package internal/child).
+type ChildResult = child.Result
 
 // TrainReport is the part of `ssdgnn train --json` the harness reads. It is
 // decoded by field name, so the harness does not link the trainer.

@@ -20,7 +20,7 @@ torch 2.11 lack both extensions on the lent GPU machines.
 Prints one JSON object per epoch on stdout (epoch, wall_s, sample_gather_s,
 compute_s, loss, train_acc, read_bytes from /proc/self/io, and valid_acc
 after the last epoch), then a summary object. Run it inside the same memory
-limit as ssdgnn, e.g. bench/capped-run.sh $((2<<30)) python3
+limit as ssdgnn, e.g. ssdgnn bench capped --limit 2GiB -- python3
 bench/peers/pyg_mmap.py DIR.
 
 Caveat: the graph (indptr, indices) is memory-mapped as well in the script's

@@ -21,7 +21,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Use:   "bench",
 		Short: "Benchmarks that drive ssdgnn end to end",
 	}
-	bench.AddCommand(newBenchOOCCmd(g))
+	bench.AddCommand(newBenchOOCCmd(g), newBenchCappedCmd(g))
 	return bench
 }
 

@@ -15,11 +15,22 @@ import (
 // problems are already printed.
 var errProblems = errors.New("problems found")
 
+// exitStatus is a command's exit status passed through from a child it ran
+// (bench capped); nothing is printed for it.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var status exitStatus
+		if errors.As(err, &status) {
+			stop()
+			os.Exit(int(status))
+		}
 		switch {
 		case errors.Is(err, errProblems):
 		case ctx.Err() != nil && errors.Is(err, context.Canceled):

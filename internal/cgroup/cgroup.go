@@ -261,7 +261,7 @@ func (c *Cgroup) Remove() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("ooc: remove cgroup %s: %w", c.Dir, err)
+	return fmt.Errorf("cgroup: remove %s: %w", c.Dir, err)
 }
 
 // CleanStale removes cgroups left under loc by harness processes that no
@@ -364,10 +364,13 @@ func writeCtl(path, val string) error {
 	return errors.Join(err, f.Close())
 }
 
+// Self locates this process's memory cgroup under /sys/fs/cgroup.
+func Self() (Location, error) { return Locate("/sys/fs/cgroup", "/proc/self/cgroup") }
+
 // SelfMemoryLimit is the memory limit of the cgroup this process runs in;
 // ok is false when there is none or it is unlimited.
 func SelfMemoryLimit() (limit int64, ok bool) {
-	loc, err := Locate("/sys/fs/cgroup", "/proc/self/cgroup")
+	loc, err := Self()
 	if err != nil {
 		return 0, false
 	}

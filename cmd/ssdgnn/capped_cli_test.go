@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bench capped passes the child's output and exit status through, prints
+// its one-line summary on stderr, and writes the JSON report; where no
+// cgroup can be made (not root, no controller) it refuses unless
+// --allow-uncapped.
+func TestBenchCapped(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	cmd := exec.Command(bin, "bench", "capped", "--limit", "256MiB", "--allow-uncapped", "--report", report,
+		"--", "/bin/sh", "-c", "cat; echo to-stderr >&2; exit 3")
+	cmd.Stdin = strings.NewReader("from-stdin\n")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("want exit 3, got %v; stderr %s", err, stderr.String())
+	}
+	if stdout.String() != "from-stdin\n" {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "to-stderr\n") || !strings.Contains(stderr.String(), "capped: ") ||
+		!strings.Contains(stderr.String(), "exit 3") {
+		t.Fatalf("stderr %q", stderr.String())
+	}
+	var r struct {
+		ExitCode int             `json:"exit_code"`
+		Argv     []string        `json:"argv"`
+		Cgroup   json.RawMessage `json:"cgroup"`
+		Limit    int64           `json:"cgroup_limit_bytes"`
+	}
+	b, err := os.ReadFile(report)
+	if err != nil || json.Unmarshal(b, &r) != nil || r.ExitCode != 3 || len(r.Argv) != 3 {
+		t.Fatalf("report %s: %v %+v", b, err, r)
+	}
+	capped := !strings.Contains(stderr.String(), "running uncapped")
+	if capped != (r.Limit == 256<<20 && len(r.Cgroup) > 0) {
+		t.Fatalf("capped %v but report says limit %d cgroup %s", capped, r.Limit, r.Cgroup)
+	}
+	if !capped {
+		// Without a cgroup and without --allow-uncapped it refuses.
+		out, err := exec.Command(bin, "bench", "capped", "--limit", "256MiB", "--", "/bin/true").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "cgroup") {
+			t.Fatalf("refusal: %v %s", err, out)
+		}
+	}
+	for _, args := range [][]string{
+		{"bench", "capped", "--", "/bin/true"},                         // no --limit
+		{"bench", "capped", "--limit", "1GiB"},                         // no command
+		{"bench", "capped", "--limit", "1GiB", "--", "/nonexistent/x"}, // cannot start
+	} {
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err == nil {
+			t.Fatalf("%v: accepted: %s", args, out)
+		}
+	}
+}
