@@ -48,6 +48,13 @@ type ReadModel struct {
 	// when the counts are of micro-batches (Profile.RemodelReads), each
 	// gathered on its own; 0: of whole batches.
 	MicroBatchRows int64 `json:"micro_batch_rows,omitempty"`
+	// ScanBatches is, when above 1, the (micro-)batches whose input rows
+	// one scan of the streamed input layer reads together: the counts are
+	// then of scans, each the ascending union of up to ScanBatches
+	// consecutive (micro-)batches' rows, read once (Profile.RemodelReads;
+	// with the feature block a scan keeps to one macro batch, as the
+	// trainer's do). 0: each gathered on its own.
+	ScanBatches int `json:"scan_batches,omitempty"`
 }
 
 // PricedOtherwise says how the reads m modelled were priced otherwise
@@ -198,13 +205,16 @@ type BatchSplit func(b *sample.Batch, visit func(rows []int64))
 
 // RemodelReads recounts p's Feat, FeatSingle and read model for batches
 // cut into micro-batches by split, of at most microRows input rows (the
-// trainer's bound, recorded as ReadModel.MicroBatchRows). The cut is known
+// trainer's bound, recorded as ReadModel.MicroBatchRows), and read in
+// scans of scan consecutive (micro-)batches when scan is above 1
+// (recorded as ReadModel.ScanBatches): a scan's rows are counted once,
+// as the union the trainer reads. The cut is known
 // only once the memory budget has been divided, after profiling, so this
 // is a second pass over the profiled epochs: sampling only, no gather and
 // no timing. o must be the options p was profiled with (the batches must
 // be the same); the history arrays, the timings and β are kept.
 func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sample.Partitions, opts *ProfileOptions,
-	split BatchSplit, microRows int64) error {
+	split BatchSplit, microRows int64, scan int) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -241,23 +251,77 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 	if featureBlockOn(d, parts, &o) && part != nil {
 		block = func(v int64) bool { return macro.In[part[v]] }
 	}
-	visit := func(rows []int64) {
+	count := func(rows []int64) {
 		countFeat(p.Feat, rows, block)
 		rc.add(rows, block)
 	}
+	sc := &scanGroup{n: max(scan, 1), count: count}
+	defer sc.close()
 	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
 		err := eachBatch(ctx, s, epoch, o.Progress, fmt.Sprintf("profile: reads of micro-batches, epoch %d", epoch),
 			func(b *sample.Batch, plan *sample.Plan) error {
+				if block != nil && sc.k > 0 && b.Macro != sc.macro {
+					// The trainer's scans keep to one macro batch (its
+					// feature block's): count the last one's scan before
+					// the block moves on.
+					sc.flush()
+				}
 				macro.see(b, plan)
-				split(b, visit)
+				sc.macro = b.Macro
+				split(b, sc.visit)
 				return nil
 			})
 		if err != nil {
 			return err
 		}
+		sc.flush() // scans do not span epochs
 	}
 	rc.m.MicroBatchRows = microRows
+	if scan > 1 {
+		rc.m.ScanBatches = scan
+	}
 	m.Reads = &rc.m
 	m.SumFeat, m.SumFeatSingle = sum(p.Feat), sum(p.FeatSingle)
 	return nil
+}
+
+// scanGroup gathers the rows of up to n consecutive (micro-)batches and
+// counts their ascending union once, as one streamed scan reads it. Its
+// scratch is counted in memacct.BatchBuffers.
+type scanGroup struct {
+	n     int
+	count func(rows []int64)
+	rows  []int64
+	k     int // (micro-)batches in rows
+	macro int // the macro batch of the last one
+}
+
+func (g *scanGroup) visit(rows []int64) {
+	if g.n <= 1 {
+		g.count(rows)
+		return
+	}
+	before := cap(g.rows)
+	g.rows = append(g.rows, rows...)
+	if c := cap(g.rows) - before; c > 0 {
+		memacct.Add(memacct.BatchBuffers, 8*int64(c))
+	}
+	if g.k++; g.k == g.n {
+		g.flush()
+	}
+}
+
+// flush counts the rows gathered so far as one scan.
+func (g *scanGroup) flush() {
+	if g.k == 0 {
+		return
+	}
+	slices.Sort(g.rows)
+	g.count(slices.Compact(g.rows))
+	g.rows, g.k = g.rows[:0], 0
+}
+
+func (g *scanGroup) close() {
+	memacct.Add(memacct.BatchBuffers, -8*int64(cap(g.rows)))
+	g.rows = nil
 }

@@ -498,8 +498,9 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 
 // remodelReads counts p's reads again for what training with o under
 // b gathers, when p counted something else: whole batches that b cuts into
-// micro-batches, or a feature block b turned off. It reports whether it
-// did. A profile made with other batches (seed, size, fanouts, selection)
+// micro-batches, a feature block b turned off, or batches that b's
+// streamed input layer reads in shared scans (trainScan). It reports
+// whether it did. A profile made with other batches (seed, size, fanouts, selection)
 // keeps its counts, with a log line: its predictions were off anyway
 // (MemPlan.Warning says why).
 func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
@@ -509,15 +510,36 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	}
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
-	if !split && !blockOff {
+	scan := trainScan(o, b)
+	scanned := max(p.Meta.Reads.ScanBatches, 1) != scan
+	if !split && !blockOff && !scanned {
 		return false, nil
 	}
-	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(trainBound(o, r)), r)
+	micro := r
+	if !split && p.Meta.Reads.MicroBatchRows == 0 {
+		micro = 0 // whole batches, as profiled
+	}
+	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(trainBound(o, r)), micro, scan)
 	if errors.Is(err, planner.ErrMismatch) {
 		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// trainScan is the (micro-)batches one streamed scan reads when training
+// with o (InFlight chosen) under b: scanBatches when b streams the input
+// layer, else 1.
+func trainScan(o *Options, b *Budget) int {
+	if !b.StreamInput {
+		return 1
+	}
+	w := *o
+	w.StreamInput = StreamInputOn
+	if !streamOn(&w) {
+		return 1
+	}
+	return scanBatches(&w)
 }
 
 // repredict makes mp's plan's predictions again from p (remodelled for
@@ -553,7 +575,22 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // whole batches made 17 % fewer gather reads than batches cut in two, and
 // their epochs were 12-15 % shorter in interleaved runs, for 28 MiB of
 // the caches' 427 MiB (6.6 %).
-func wholeShare(avail int64) int64 { return avail / 3 * 2 }
+//
+// With scans of several batches (the streamed input layer, scanBatches > 1)
+// whole batches may take seven eighths: a scan reads the union of its
+// batches' rows once, and the denser the union, the more of it the read
+// planner merges, so batches in flight whole are worth more than the
+// caches they displace. At 3 GiB under 1.5 GiB (docs/ooc.md, "Shared
+// scans") scans of two whole batches made 89 % fewer gather reads and
+// 20 % fewer bytes than the same two batches scanned one by one, and the
+// epoch took 31 % less; a model of the same epoch priced a feature cache
+// of 408k rows (a fifth of the memory) at 7 % of the gather's device time.
+func wholeShare(avail int64, scans bool) int64 {
+	if scans {
+		return avail / 8 * 7
+	}
+	return avail / 3 * 2
+}
 
 // CacheShare is the memory, tables included, that PlanMemory gives the
 // caches when training d with opts under mem from profile p (Budget.Caches,
@@ -671,23 +708,30 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 	tables := planner.TableBytes(n, hist)
 	avail := mem - b.Reserve - b.Fixed.Bytes - tables
 	if o.StreamInput == StreamInputAuto {
-		// Stream the input layer where whole batches would not fit
-		// without it and it makes them smaller: then fewer
-		// micro-batches are cut, and their rows are read with fewer,
-		// larger reads. Where they fit, streaming would save memory
+		// Stream the input layer where its scans read several batches
+		// at once (scanBatches), which reads far less than batch by
+		// batch; otherwise where whole batches would not fit without it
+		// and it makes them smaller: then fewer micro-batches are cut,
+		// and their rows are read with fewer, larger reads. Where they
+		// fit and a scan holds one batch, streaming would save memory
 		// the caches cannot use for reads.
 		w, on := *o, *o
 		w.StreamInput, on.StreamInput = StreamInputOff, StreamInputOn
 		if ok, _ := streamQualifies(o); ok {
-			if off := WorkingSet(d, &w, p).Bytes; off > wholeShare(avail) && WorkingSet(d, &on, p).Bytes < off {
+			if off := WorkingSet(d, &w, p).Bytes; scanBatches(&on) > 1 ||
+				off > wholeShare(avail, false) && WorkingSet(d, &on, p).Bytes < off {
 				w.StreamInput = StreamInputOn
 			}
 		}
 		o = &w
 	}
 	b.StreamInput = streamOn(o)
+	// A scan keeps to one macro batch while the feature block holds its
+	// rows, and a macro batch holds about one batch: scans group batches
+	// only without the block.
+	share := wholeShare(avail, b.StreamInput && scanBatches(o) > 1 && FeatureBlockBytes(d, o) == 0)
 	ws := WorkingSet(d, o, p)
-	if ws.Bytes > wholeShare(avail) && o.MaxBatchRows == 0 {
+	if ws.Bytes > share && o.MaxBatchRows == 0 {
 		// Whole batches would leave the caches less than a third: cut
 		// them into micro-batches whose working set takes at most half,
 		// or the smallest split when even that does not fit.
@@ -855,6 +899,10 @@ type MemoryUse struct {
 	DynamicBytes    int64 `json:"dynamic_bytes,omitempty"`
 	SamplerBytes    int64 `json:"sampler_bytes,omitempty"`
 	GatherBytes     int64 `json:"gather_bytes,omitempty"`
+	// FeatureBlockBytes and StreamBytes are the feature block and the
+	// streamed input layer's chunk slots, where used.
+	FeatureBlockBytes int64 `json:"feature_block_bytes,omitempty"`
+	StreamBytes       int64 `json:"stream_bytes,omitempty"`
 	// FixedBytes is the trainer's per-process state beside the caches
 	// and the working set (see FixedState).
 	FixedBytes int64 `json:"fixed_bytes"`
@@ -873,7 +921,7 @@ func (m *MemoryUse) sum() {
 
 func (m *MemoryUse) setWorkingSet(ws WorkingSetEstimate) {
 	m.WorkingSetBytes, m.InFlight, m.BatchBytes, m.BatchRows, m.DynamicBytes, m.SamplerBytes = ws.Bytes, ws.InFlight, ws.BatchBytes, ws.BatchRows, ws.DynamicBytes, ws.SamplerBytes
-	m.GatherBytes = ws.GatherBytes
+	m.GatherBytes, m.FeatureBlockBytes, m.StreamBytes = ws.GatherBytes, ws.FeatureBlockBytes, ws.StreamBytes
 }
 
 // WorkingSetEstimate is the memory the training pipeline itself needs,

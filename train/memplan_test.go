@@ -83,7 +83,7 @@ func TestPlanMemory(t *testing.T) {
 		!strings.Contains(rep.PlanComparison.Note, "epoch 0 left out") {
 		t.Fatalf("memory %+v plan %v comparison %+v", rep.Memory, rep.Plan != nil, rep.PlanComparison)
 	}
-	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes+m.SamplerBytes+m.GatherBytes || m.GatherBytes <= 0 ||
+	if m := rep.Memory; m.WorkingSetBytes <= 0 || m.InFlight != DefaultInFlight || m.WorkingSetBytes != int64(m.InFlight)*m.BatchBytes+m.DynamicBytes+m.SamplerBytes+m.GatherBytes+m.FeatureBlockBytes+m.StreamBytes || m.GatherBytes <= 0 ||
 		m.BatchRows > ws.BatchRows || m.FixedBytes != FixedState(d, o, nil).Bytes || m.FixedBytes <= 0 ||
 		m.ReserveBytes != RuntimeReserve(mem) ||
 		m.TotalBytes != m.FeatureBytes+m.HistoryBytes+m.NeighborBytes+m.WorkingSetBytes+m.FixedBytes+m.ReserveBytes {

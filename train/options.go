@@ -221,6 +221,21 @@ type Options struct {
 	// host input path (not with zero-copy). The result equals the
 	// unstreamed one up to float summation order; it is deterministic.
 	StreamInput string `json:"stream_input,omitempty"`
+	// ScanBatches is, with the streamed input layer, the most batches (or
+	// micro-batches) in flight whose input rows one scan reads: the
+	// ascending union of their ids is read once, in chunks, and every row
+	// is folded into each batch that needs it. Rows that several batches
+	// share are read once, and a denser union of ids lets the read
+	// planner merge more of them into long reads (docs/ooc.md, "Shared
+	// scans"). Results are bit-identical to scanning each batch alone. 0
+	// (the default) takes min(InFlight, the reuse depth D); 1 scans each
+	// alone. It may not exceed D (batch i's history reuse is decided
+	// after compute of batch i−D, so a scan waiting for more than D
+	// batches would wait on itself) nor a given InFlight (each batch of a
+	// scan holds its output buffer while the scan runs); an InFlight the
+	// memory plan chose caps it. With the feature block
+	// (partition-major datasets) a scan holds batches of one macro batch.
+	ScanBatches int `json:"scan_batches,omitempty"`
 	// CheckpointDir receives CheckpointFile every CheckpointEvery epochs
 	// (0: only at the end and on interruption); empty disables checkpoints.
 	CheckpointDir   string `json:"-"`
@@ -294,6 +309,9 @@ func (o *Options) Validate() error {
 	}
 	if w.InFlight < 1 {
 		return fmt.Errorf("%w: in-flight batches %d (want >= 1)", ErrInvalidOptions, w.InFlight)
+	}
+	if d := ReuseDepth(&w); w.ScanBatches < 0 || w.ScanBatches > d || o.InFlight > 0 && w.ScanBatches > o.InFlight {
+		return fmt.Errorf("%w: scan-batches %d (want 0 for the default, or 1 to the lesser of in-flight, %d, and the reuse depth, %d)", ErrInvalidOptions, w.ScanBatches, w.InFlight, d)
 	}
 	if w.SpillChunk < 1 || w.SpillAhead < 1 {
 		return fmt.Errorf("%w: spill chunk %d, spill ahead %d (want >= 1)", ErrInvalidOptions, w.SpillChunk, w.SpillAhead)
@@ -437,6 +455,18 @@ func (o *Options) withDataset(d *storage.Dataset, p *planner.Profile) Options {
 		}
 	}
 	return w
+}
+
+// scanBatches is the batches one streamed scan reads (Options.ScanBatches
+// resolved). o has its defaults.
+// InFlight chosen by the budget may be below a given ScanBatches: the
+// scan then holds InFlight.
+func scanBatches(o *Options) int {
+	n := min(o.InFlight, ReuseDepth(o))
+	if o.ScanBatches > 0 {
+		n = min(n, o.ScanBatches)
+	}
+	return max(1, n)
 }
 
 // ReuseDepth is D, the distance between the batch whose compute precedes a

@@ -342,83 +342,137 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 			}
 		}
 	}()
-	// Gather: feature rows and labels into host buffers.
+	// Gather: feature rows and labels into host buffers. With the
+	// streamed input layer, one scan reads the input rows of up to
+	// scanBatches jobs (streamGroup); otherwise each job is gathered alone.
+	scanN := 1
+	if t.stream != nil {
+		scanN = scanBatches(o)
+	}
 	go func() {
 		defer wg.Done()
 		defer close(toTransfer)
+		var group []*job // the jobs in hand
+		var pending *job // taken from toGather for the next scan
 		// On an early return (a failure, or cancellation) the batches
-		// not handed on are released here, the one in hand included:
-		// the sample stage stops once the context is done and closes
+		// not handed on are released here, those in hand included: the
+		// sample stage stops once the context is done and closes
 		// toGather.
 		defer func() {
+			for _, j := range group {
+				t.releaseBatch(j)
+			}
+			if pending != nil {
+				t.releaseBatch(pending)
+			}
 			for j := range toGather {
 				t.releaseBatch(j)
 			}
 		}()
-		for j := range toGather {
+		for {
+			group = group[:0]
+			if pending != nil {
+				group, pending = append(group, pending), nil
+			} else if j, ok := <-toGather; ok {
+				group = append(group, j)
+			} else {
+				return
+			}
+			// Waiting here for the next jobs cannot deadlock: scanN is at
+			// most the reuse depth D, so their reuse decisions wait only
+			// on batches before this scan.
+			for len(group) < scanN {
+				j, ok := <-toGather
+				if !ok {
+					break
+				}
+				if t.fb != nil && j.macro != group[0].macro {
+					// The feature block holds one macro batch.
+					pending = j
+					break
+				}
+				group = append(group, j)
+			}
 			t0 := time.Now()
-			var size int
-			if t.stream == nil {
-				size = t.split(j) * t.d.FeatDim()
-			} else { // no zero-copy split: streamQualifies rules it out
-				size = t.stream.outputs(j.hb.blocks[0].NumDst)
-				// Start reading before waiting for a buffer: with one
-				// batch in flight, the first chunks' reads (and the
-				// feature block's load) overlap the last batch's
-				// computation.
-				if err := t.startStreamed(j); err != nil {
-					t.releaseBatch(j)
+			if t.stream != nil {
+				// Start reading before waiting for buffers: the first
+				// chunks' reads (and the feature block's load) overlap
+				// the computation of the batches before.
+				if err := t.startStreamed(group); err != nil {
 					fail(err)
 					return
 				}
 			}
 			ga.since(t0)
-			// Waiting for a free buffer is back-pressure from compute,
-			// not gather work: it is not timed (the streamed reads
-			// started above go on meanwhile).
-			buf, err := ring.get(ctx, size)
-			if err != nil {
-				if t.stream != nil {
-					t.stream.abort()
+			// Waiting for free buffers is back-pressure from compute, not
+			// gather work: it is not timed (the streamed reads started
+			// above go on meanwhile).
+			for k, j := range group {
+				var size int
+				if t.stream == nil {
+					t0 := time.Now()
+					size = t.split(j) * t.d.FeatDim()
+					ga.since(t0)
+				} else { // no zero-copy split: streamQualifies rules it out
+					size = t.stream.outputs(j.hb.blocks[0].NumDst)
 				}
-				t.releaseBatch(j)
-				return
+				buf, err := ring.get(ctx, size)
+				if err != nil {
+					if t.stream != nil {
+						t.stream.abort()
+					}
+					for _, j := range group[:k] {
+						ring.put(j.buf)
+						j.buf, j.feats, j.ring = nil, nil, nil
+					}
+					return
+				}
+				j.feats, j.buf, j.ring = buf, buf, ring
 			}
 			t0 = time.Now()
-			j.feats, j.buf, j.ring = buf, buf, ring
-			drop, seed := float32(o.Dropout), mixSeed(t.batchSeed(epoch, j.idx), 0)
+			drop := float32(o.Dropout)
+			var err error
 			if t.stream != nil {
-				err = t.gatherStreamed(j, drop, seed)
+				err = t.gatherStreamed(group, drop, epoch)
 			} else {
-				err = t.gather(j)
+				j := group[0]
+				if err = t.gather(j); err == nil && drop > 0 {
+					seed := mixSeed(t.batchSeed(epoch, j.idx), 0)
+					if j.zc == nil {
+						hostDropout(j.feats, drop, seed)
+					} else {
+						// Hits never reach the host: upload drops on the
+						// backend once the input is assembled.
+						j.dropP, j.dropSeed = drop, seed
+					}
+				}
 			}
 			if err != nil {
-				ring.put(buf)
-				t.releaseBatch(j)
+				for _, j := range group {
+					ring.put(j.buf)
+					j.buf, j.feats, j.ring = nil, nil, nil
+				}
 				fail(err)
 				return
 			}
-			if drop > 0 {
-				switch {
-				case t.stream != nil:
-					// The streamed rows were dropped as they went by.
-				case j.zc == nil:
-					hostDropout(j.feats, drop, seed)
-				default:
-					// Hits never reach the host: upload drops on the
-					// backend once the input is assembled.
-					j.dropP, j.dropSeed = drop, seed
-				}
-				j.dropped = true
+			for _, j := range group {
+				// The streamed rows were dropped as they went by.
+				j.dropped = drop > 0
 			}
 			ga.since(t0)
-			select {
-			case toTransfer <- j:
-			case <-ctx.Done():
-				ring.put(buf)
-				t.releaseBatch(j)
-				return
+			for k, j := range group {
+				select {
+				case toTransfer <- j:
+				case <-ctx.Done():
+					for _, j := range group[k:] {
+						ring.put(j.buf)
+						j.buf, j.feats, j.ring = nil, nil, nil
+					}
+					group = group[k:]
+					return
+				}
 			}
+			group = group[:0]
 		}
 	}()
 	// Transfer: upload to the backend.
@@ -836,31 +890,43 @@ func (t *Trainer) gatherLabels(j *job) {
 }
 
 // gatherStreamed is gather for the streamed input layer, after
-// startStreamed: j.feats (sized by streamer.outputs) receives the input layer's aggregate and its
-// destinations' own rows, with the input dropout (drop, seed) applied
-// as hostDropout would have applied it to the whole input.
-func (t *Trainer) gatherStreamed(j *job, drop float32, seed uint64) error {
+// startStreamed: each job's feats (sized by streamer.outputs) receives its
+// input layer's aggregate and its destinations' own rows, with the input
+// dropout (drop, and the batch's seed in epoch) applied as hostDropout
+// would have applied it to the whole input.
+func (t *Trainer) gatherStreamed(group []*job, drop float32, epoch int) error {
 	var prep func([]float32)
 	if t.o.NormalizeFeatures {
 		prep = t.normalize
 	}
-	if err := t.stream.fold(j.feats, prep, drop, seed); err != nil {
+	outs := make([]streamOutput, len(group))
+	for k, j := range group {
+		outs[k] = streamOutput{out: j.feats, drop: drop, seed: mixSeed(t.batchSeed(epoch, j.idx), 0)}
+	}
+	if err := t.stream.foldGroup(outs, prep); err != nil {
 		return err
 	}
-	j.streamed = true
-	t.gatherLabels(j)
+	for _, j := range group {
+		j.streamed = true
+		t.gatherLabels(j)
+	}
 	return nil
 }
 
-// startStreamed starts j's streamed input (streamer.start): its feature
-// block is loaded and its first chunks are read while the gather stage
-// waits for an output buffer; gatherStreamed folds them in.
-func (t *Trainer) startStreamed(j *job) error {
-	gather, err := t.rowGatherer(j, 0) // streaming rules zero-copy out
+// startStreamed starts the scan of group's input rows
+// (streamer.startGroup): the feature block of its macro batch is loaded
+// and the first chunks are read while the gather stage waits for output
+// buffers; gatherStreamed folds them in.
+func (t *Trainer) startStreamed(group []*job) error {
+	gather, err := t.rowGatherer(group[0], 0) // streaming rules zero-copy out
 	if err != nil {
 		return err
 	}
-	return t.stream.start(j.hb.nodes, j.hb.blocks[0], gather)
+	in := make([]streamInput, len(group))
+	for k, j := range group {
+		in[k] = streamInput{nodes: j.hb.nodes, b0: j.hb.blocks[0]}
+	}
+	return t.stream.startGroup(in, gather)
 }
 
 // hostTensors makes a rows×dim backend tensor of each of parts (slices

@@ -31,7 +31,7 @@ func TestReadModelOfMicroBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		if maxRows > 0 {
-			if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: int(maxRows)}), maxRows); err != nil {
+			if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: int(maxRows)}), maxRows, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -48,6 +48,50 @@ func TestReadModelOfMicroBatches(t *testing.T) {
 			wholeRows = r.Rows
 		} else if e.MicroBatches <= e.Batches || r.Rows <= wholeRows {
 			t.Errorf("micro-batch rows ≤ %d: %d micro-batches of %d batches, %d rows read (whole batches %d)", maxRows, e.MicroBatches, e.Batches, r.Rows, wholeRows)
+		}
+	}
+}
+
+// TestReadModelOfScans: recounted for scans of two batches
+// (Profile.RemodelReads with scan 2), the read model predicts the
+// streamed gather's read calls and bytes exactly when nothing else
+// removes reads (no caches, no history, scans within one chunk), and
+// scans of two read fewer rows, in fewer reads, than each batch alone.
+func TestReadModelOfScans(t *testing.T) {
+	d := smallSynth(t)
+	var alone planner.ReadModel
+	for _, scan := range []int{1, 2} {
+		o := synthOpts()
+		o.NoHist, o.Epochs, o.EvalEvery = true, 1, 100
+		o.FeatCacheBytes, o.NeighborCacheBytes = -1, -1
+		o.FeatCoalesceGap = 4
+		o.StreamInput, o.InFlight, o.ScanBatches = StreamInputOn, 2, scan
+		w := o.withDefaults()
+		po := &planner.ProfileOptions{Name: "rm", Fanouts: w.Fanouts, BatchSize: w.BatchSize, Mode: sample.ModeRandom,
+			Seed: w.Seed, Workers: w.Workers, Gather: w.buildOptions(0).Feature}
+		p, err := planner.RunProfile(context.Background(), d, nil, po)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{}), 0, scan); err != nil {
+			t.Fatal(err)
+		}
+		r := p.Meta.Reads
+		rep := run(t, d, o)
+		e := rep.Epochs[0]
+		t.Logf("scans of %d: model %d rows in %d reads, %d bytes; training %.0f reads, %.0f bytes",
+			scan, r.Rows, r.Reads, r.BytesRead, e.Measured.GatherReads, e.Measured.GatherBytesRead)
+		if float64(r.Reads) != e.Measured.GatherReads || float64(r.BytesRead) != e.Measured.GatherBytesRead {
+			t.Errorf("scans of %d: model %d reads, %d bytes; training %.0f reads, %.0f bytes", scan, r.Reads, r.BytesRead,
+				e.Measured.GatherReads, e.Measured.GatherBytesRead)
+		}
+		if want := map[int]int{1: 0, 2: 2}[scan]; r.ScanBatches != want {
+			t.Errorf("scans of %d recorded as %d", scan, r.ScanBatches)
+		}
+		if scan == 1 {
+			alone = *r
+		} else if r.Rows >= alone.Rows || r.Reads >= alone.Reads {
+			t.Errorf("scans of two: %d rows in %d reads; alone %d rows in %d reads", r.Rows, r.Reads, alone.Rows, alone.Reads)
 		}
 	}
 }

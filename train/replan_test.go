@@ -148,6 +148,7 @@ func TestPlanFileReplanned(t *testing.T) {
 func TestPlanFileRepredicted(t *testing.T) {
 	d := smallSynth(t)
 	o := synthOpts()
+	o.ScanBatches = 1 // micro-batches alone here; scans: TestReadModelOfScans
 	n := d.NumNodes()
 	big := MinimumBudget(d, o) + 64*n + 400*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes
 	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: big, ProfileName: "repredict"})
@@ -159,7 +160,7 @@ func TestPlanFileRepredicted(t *testing.T) {
 	}
 	const cut = 120
 	co := synthOpts()
-	co.MaxBatchRows = cut
+	co.MaxBatchRows, co.ScanBatches = cut, 1
 	re, err := PlanMemory(context.Background(), d, co, &MemPlanOptions{MemBytes: big, PlanFile: mp.PlanPath})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func TestPlanFileRepredicted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fresh.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: cut}), cut); err != nil {
+	if err := fresh.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: cut}), cut, 1); err != nil {
 		t.Fatal(err)
 	}
 	got, want := *re.Plan.Reads, *fresh.Meta.Reads

@@ -87,12 +87,17 @@ func streamOn(o *Options) bool {
 	return o.StreamInput == StreamInputOn && ok
 }
 
-// streamer is the host half of the streamed input layer: it reads a
-// batch's input rows in chunks, sorted by id, and folds each chunk into
-// the input layer's aggregate and its destinations' own rows, so the
-// batch's input rows never exist at once. The next chunk is read while
-// one is folded in, so the device does not wait for the arithmetic. One
-// gather uses it at a time (start's reader goroutine fills its slots).
+// streamer is the host half of the streamed input layer: it reads the
+// input rows of a scan, one batch or a group of batches in flight, in
+// chunks sorted by id, and folds each chunk into every member batch's
+// input-layer aggregate and its destinations' own rows, so no batch's
+// input rows exist at once. A row that several members need is read once
+// per scan (the group's union of ids is what the read planner merges),
+// which is what makes a group cheaper than its batches one by one: the
+// denser the ids of a scan, the more of them fall within the merge gap.
+// The next chunk is read while one is folded in, so the device does not
+// wait for the arithmetic. One scan uses it at a time (start's reader
+// goroutine fills its slots).
 type streamer struct {
 	op    kernels.AggOp
 	own   bool // the layer keeps its destinations' own rows (SAGE)
@@ -101,11 +106,40 @@ type streamer struct {
 	// chunk scratch, counted under memacct.BatchBuffers for the trainer's
 	// life
 	slots [streamSlots]streamSlot
-	cur   *streamRun // the started batch, nil between batches
-	// per-batch scratch, grown as needed and counted while held
+	cur   *streamRun // the started scan, nil between scans
+	// per-scan scratch, grown as needed and counted while held: one
+	// streamMember per batch of the largest scan, the sort keys, the
+	// group's union of ids and a row for dropout copies
+	members []*streamMember
+	keys    []uint64
+	union   []int64
+	tmp     []float32
+	counted int64
+}
+
+// streamMember is one batch of a scan: its sources in ascending id order
+// and its input layer's edges by source.
+type streamMember struct {
+	nodes []int64
+	b0    *kernels.Block
+	// tDst[tOff[j]:tOff[j+1]] are the destinations source j feeds; order
+	// lists the sources by ascending id (ties by index).
 	order, tOff, tDst []int32
-	keys              []uint64
-	counted           int64
+}
+
+// streamInput is what start needs of one batch: its input ids (the first
+// b0.NumSrc are the input block's sources) and its input block.
+type streamInput struct {
+	nodes []int64
+	b0    *kernels.Block
+}
+
+// streamOutput is where fold puts one batch's result: out of
+// outputs(NumDst) values, and the input dropout's probability and seed.
+type streamOutput struct {
+	out  []float32
+	drop float32
+	seed uint64
 }
 
 func newStreamer(op kernels.AggOp, own bool, dim, chunk int) *streamer {
@@ -123,14 +157,14 @@ func (s *streamer) close() {
 	memacct.Add(memacct.BatchBuffers, -streamChunkBytes(s.dim, s.chunk)-s.counted)
 	s.counted = 0
 	s.slots = [streamSlots]streamSlot{}
-	s.order, s.tOff, s.tDst, s.keys = nil, nil, nil, nil
+	s.members, s.keys, s.union, s.tmp = nil, nil, nil, nil
 }
 
 // streamSlot is one chunk: its ids and their rows as read.
 type streamSlot struct {
 	ids  []int64
 	rows []float32
-	lo   int   // the chunk's first position in the order
+	lo   int   // the chunk's first position in the scan's id order
 	err  error // the read's error
 }
 
@@ -146,7 +180,7 @@ func (s *streamer) outputs(nd int) int {
 
 // grow returns v resized to n, reallocating when short and counting the
 // new capacity in s.counted (memacct.BatchBuffers).
-func grow[T int32 | uint64](s *streamer, v []T, n int) []T {
+func grow[T int32 | int64 | uint64 | float32](s *streamer, v []T, n int) []T {
 	if cap(v) >= n {
 		return v[:n]
 	}
@@ -182,48 +216,78 @@ func (s *streamer) sortByID(order []int32, nodes []int64) {
 	}
 }
 
-// streamRun is a started stream: the reader goroutine filling the slots
+// streamRun is a started scan: the reader goroutine filling the slots
 // ahead of fold, which owns it from then on.
 type streamRun struct {
-	b0         *kernels.Block
+	members    []*streamMember
 	free, full chan *streamSlot
 	stop       chan struct{}
 	wg         sync.WaitGroup
 }
 
-// start orders the sources of the batch (nodes, input block b0), lists
-// the input layer's edges by source and starts the reader, which reads
-// the first chunks into the free slots before fold is called: the
-// gather stage starts a batch before it waits for an output buffer, so
-// under one batch in flight these reads overlap the last batch's
-// computation. fold or abort must follow.
+// start orders the sources of one batch (nodes, input block b0), lists
+// the input layer's edges by source and starts the reader: startGroup
+// with one member.
 func (s *streamer) start(nodes []int64, b0 *kernels.Block, gather func(ids []int64, dst []float32) error) error {
+	return s.startGroup([]streamInput{{nodes, b0}}, gather)
+}
+
+// startGroup orders the sources of each batch of in, lists each input
+// layer's edges by source, and starts the reader over the scan's ids: one
+// batch's sources in ascending id order, or, for a group, the ascending
+// union of its batches' sources, each id once. The reader reads the
+// first chunks into the free slots before fold is called: the gather
+// stage starts a scan before it waits for output buffers, so these reads
+// overlap the computation of the batches before. fold or abort must
+// follow.
+func (s *streamer) startGroup(in []streamInput, gather func(ids []int64, dst []float32) error) error {
 	if s.cur != nil {
-		return fmt.Errorf("train: streamed input: a batch is already started")
+		return fmt.Errorf("train: streamed input: a scan is already started")
 	}
-	ns, dim := b0.NumSrc, s.dim
-	if len(nodes) < ns {
-		return fmt.Errorf("train: streamed input: %d nodes for %d sources", len(nodes), ns)
+	if len(in) == 0 {
+		return fmt.Errorf("train: streamed input: a scan of no batches")
 	}
-	// The input layer's edges by source: tDst[tOff[j]:tOff[j+1]] are the
-	// destinations source j feeds.
-	s.tOff = grow(s, s.tOff, ns+1)
-	s.tDst = grow(s, s.tDst, len(b0.Indices))
-	order := grow(s, s.order, ns) // BySource's fill cursor, then the order
-	b0.BySource(s.tOff, s.tDst, nil, order)
-	s.sortByID(order, nodes[:ns])
-	s.order = order
+	for len(s.members) < len(in) {
+		s.members = append(s.members, &streamMember{})
+	}
+	members := s.members[:len(in)]
+	for m, x := range in {
+		ns := x.b0.NumSrc
+		if len(x.nodes) < ns {
+			return fmt.Errorf("train: streamed input: %d nodes for %d sources", len(x.nodes), ns)
+		}
+		sm := members[m]
+		sm.nodes, sm.b0 = x.nodes[:ns], x.b0
+		sm.tOff = grow(s, sm.tOff, ns+1)
+		sm.tDst = grow(s, sm.tDst, len(x.b0.Indices))
+		order := grow(s, sm.order, ns) // BySource's fill cursor, then the order
+		x.b0.BySource(sm.tOff, sm.tDst, nil, order)
+		s.sortByID(order, sm.nodes)
+		sm.order = order
+	}
+	// The scan's ids: idAt(k) for k < n, ascending.
+	var n int
+	var idAt func(k int) int64
+	if len(members) == 1 {
+		sm := members[0]
+		n, idAt = len(sm.order), func(k int) int64 { return sm.nodes[sm.order[k]] }
+	} else {
+		s.unionOf(members)
+		u := s.union
+		n, idAt = len(u), func(k int) int64 { return u[k] }
+	}
 	// The reader fills free slots in chunk order; fold folds them in as
 	// they arrive and hands them back.
-	r := &streamRun{b0: b0, free: make(chan *streamSlot, streamSlots),
+	r := &streamRun{members: members, free: make(chan *streamSlot, streamSlots),
 		full: make(chan *streamSlot, streamSlots), stop: make(chan struct{})}
 	for i := range s.slots {
 		r.free <- &s.slots[i]
 	}
 	s.cur = r
+	dim := s.dim
 	r.wg.Go(func() {
 		defer close(r.full)
-		for lo := 0; lo < ns; lo += s.chunk {
+		for lo := 0; lo < n; lo += s.chunk {
 			var sl *streamSlot
 			select {
 			case <-r.stop: // checked first: abort reads no more chunks
@@ -235,10 +299,10 @@ func (s *streamer) start(nodes []int64, b0 *kernels.Block, gather func(ids []int
 			case <-r.stop:
 				return
 			}
-			hi := min(lo+s.chunk, ns)
+			hi := min(lo+s.chunk, n)
 			sl.lo, sl.ids, sl.rows = lo, sl.ids[:hi-lo], sl.rows[:(hi-lo)*dim]
-			for k, j := range order[lo:hi] {
-				sl.ids[k] = nodes[j]
+			for k := range sl.ids {
+				sl.ids[k] = idAt(lo + k)
 			}
 			sl.err = gather(sl.ids, sl.rows)
 			r.full <- sl // never blocks: at most streamSlots are out
@@ -250,7 +314,42 @@ func (s *streamer) start(nodes []int64, b0 *kernels.Block, gather func(ids []int
 	return nil
 }
 
-// abort stops the started batch's reader and waits for it. A no-op when
+// unionOf sets s.union to the ascending union of the members' sources,
+// each id once, merging their sorted orders one member at a time into
+// the other half of one counted buffer.
+func (s *streamer) unionOf(members []*streamMember) {
+	total := 0
+	for _, sm := range members {
+		total += len(sm.order)
+	}
+	buf := grow(s, s.union[:cap(s.union)], 2*total)
+	halves := [2][]int64{buf[:0:total], buf[total:total]}
+	cur := 0 // halves[cur] is the union so far
+	for _, sm := range members {
+		u, out := halves[cur], halves[1-cur][:0]
+		push := func(id int64) {
+			if len(out) == 0 || out[len(out)-1] != id {
+				out = append(out, id)
+			}
+		}
+		i := 0
+		for _, j := range sm.order {
+			id := sm.nodes[j]
+			for ; i < len(u) && u[i] <= id; i++ {
+				push(u[i])
+			}
+			push(id)
+		}
+		for ; i < len(u); i++ {
+			push(u[i])
+		}
+		halves[1-cur], cur = out, 1-cur
+	}
+	n := copy(buf, halves[cur]) // a no-op when it is the first half
+	s.union = buf[:n]
+}
+
+// abort stops the started scan's reader and waits for it. A no-op when
 // none is started.
 func (s *streamer) abort() {
 	r := s.cur
@@ -262,37 +361,48 @@ func (s *streamer) abort() {
 	s.cur = nil
 }
 
-// fold completes the started batch into out (outputs(nd) values) and
-// stops its reader, on every return: out[:nd·dim] is Aggregate(b0, op, x)
-// and, with own rows, out[nd·dim:] is x's first nd rows, where x is the
-// batch's input rows as gather returns them (ids → rows), then prep
-// (normalisation), then the input dropout with drop and seed
-// (hostDropout's mask: element r·dim+c of x). The sums run in ascending
-// id order of the sources, one chunk after another, so the result is
-// deterministic; it equals the kernel's up to float summation order.
+// fold completes the started one-batch scan into out: foldGroup with one
+// output.
 func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed uint64) error {
+	return s.foldGroup([]streamOutput{{out, drop, seed}}, prep)
+}
+
+// foldGroup completes the started scan and stops its reader, on every
+// return. For member m, outs[m].out (outputs(nd) values) receives
+// out[:nd·dim] = Aggregate(b0, op, x) and, with own rows, out[nd·dim:] =
+// x's first nd rows, where x is the batch's input rows as gather returns
+// them (ids → rows), then prep (normalisation, once per row read), then
+// the input dropout with outs[m]'s drop and seed (hostDropout's mask:
+// element r·dim+c of x). Each batch's sums run in ascending id order of
+// its sources, one chunk after another, whatever the group, so the result
+// is deterministic and the same alone or in any group; it equals the
+// kernel's up to float summation order.
+func (s *streamer) foldGroup(outs []streamOutput, prep func([]float32)) error {
 	r := s.cur
 	if r == nil {
 		return fmt.Errorf("train: streamed input: fold without start")
 	}
 	defer s.abort()
-	b0, dim := r.b0, s.dim
-	nd := b0.NumDst
-	if len(out) != s.outputs(nd) {
-		return fmt.Errorf("train: streamed input: %d outputs for %d destinations", len(out), nd)
+	if len(outs) != len(r.members) {
+		return fmt.Errorf("train: streamed input: %d outputs for a scan of %d batches", len(outs), len(r.members))
 	}
-	agg := out[:nd*dim]
-	var hd []float32
-	if s.own {
-		hd = out[nd*dim:]
+	dim := s.dim
+	for m, sm := range r.members {
+		nd := sm.b0.NumDst
+		if len(outs[m].out) != s.outputs(nd) {
+			return fmt.Errorf("train: streamed input: %d outputs for %d destinations", len(outs[m].out), nd)
+		}
+		clear(outs[m].out[:nd*dim])
 	}
-	clear(agg)
-	order := s.order
-	// GCN's normalisers (kernels.GCNNorm) without GCNNorms' per-batch
-	// arrays: a source's out-degree is its by-source edge count unless
-	// the block carries the whole batch's (micro-batches).
-	gcn := s.op == kernels.AggGCN
-	keep := kernels.NewDropoutKeep(drop)
+	single := len(r.members) == 1
+	if !single {
+		s.tmp = grow(s, s.tmp, dim)
+	}
+	keeps := make([]kernels.DropoutKeep, len(outs))
+	for m := range outs {
+		keeps[m] = kernels.NewDropoutKeep(outs[m].drop)
+	}
+	next := make([]int, len(r.members)) // each member's position in its order
 	free, full := r.free, r.full
 	for sl := range full {
 		if sl.err != nil {
@@ -302,33 +412,90 @@ func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed 
 		if prep != nil {
 			prep(buf)
 		}
-		for k, j := range order[sl.lo : sl.lo+len(sl.ids)] {
-			row := buf[k*dim : (k+1)*dim]
-			if drop > 0 {
-				dropSpan(row, &keep, seed, uint64(j)*uint64(dim))
-			}
-			if hd != nil && int(j) < nd {
-				copy(hd[int(j)*dim:], row)
-			}
-			w := float32(1)
-			if gcn {
-				deg := s.tOff[j+1] - s.tOff[j]
-				if b0.SrcDegrees != nil {
-					deg = b0.SrcDegrees[j]
+		last := sl.ids[len(sl.ids)-1]
+		for m, sm := range r.members {
+			p, c := next[m], 0
+			for ; p < len(sm.order); p++ {
+				j := sm.order[p]
+				var k int
+				if single {
+					// The chunk is this member's order[lo:lo+len].
+					if p >= sl.lo+len(sl.ids) {
+						break
+					}
+					k = p - sl.lo
+				} else {
+					id := sm.nodes[j]
+					if id > last {
+						break
+					}
+					for c < len(sl.ids) && sl.ids[c] < id {
+						c++
+					}
+					if c == len(sl.ids) || sl.ids[c] != id {
+						return fmt.Errorf("train: streamed input: internal error: id %d not in its chunk", id)
+					}
+					k = c
 				}
-				w = kernels.GCNNorm(deg)
-				if int(j) < nd { // GCN's implicit self loop
-					f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w, row)
+				row := buf[k*dim : (k+1)*dim]
+				if o := &outs[m]; o.drop > 0 {
+					if !single {
+						// Other members need the row as read.
+						row = append(s.tmp[:0], row...)
+					}
+					dropSpan(row, &keeps[m], o.seed, uint64(j)*uint64(dim))
 				}
+				s.foldRow(sm, outs[m].out, j, row)
 			}
-			for _, i := range s.tDst[s.tOff[j]:s.tOff[j+1]] {
-				f32.Axpy(agg[int(i)*dim:(int(i)+1)*dim], w, row)
-			}
+			next[m] = p
 		}
 		free <- sl // the reader re-slices it for its next chunk
 	}
-	for i := range nd {
-		a := agg[i*dim : (i+1)*dim]
+	for m, sm := range r.members {
+		if next[m] != len(sm.order) {
+			return fmt.Errorf("train: streamed input: %d of %d sources folded: the scan ended early", next[m], len(sm.order))
+		}
+		s.finish(sm, outs[m].out)
+	}
+	return nil
+}
+
+// foldRow adds source j's row (read, normalised, dropped) to member sm's
+// aggregate and, when j is a destination, to its own rows.
+func (s *streamer) foldRow(sm *streamMember, out []float32, j int32, row []float32) {
+	b0, dim := sm.b0, s.dim
+	nd := b0.NumDst
+	agg := out[:nd*dim]
+	if s.own && int(j) < nd {
+		copy(out[nd*dim+int(j)*dim:], row)
+	}
+	w := float32(1)
+	if s.op == kernels.AggGCN {
+		// GCN's normalisers (kernels.GCNNorm) without GCNNorms'
+		// per-batch arrays: a source's out-degree is its by-source edge
+		// count unless the block carries the whole batch's
+		// (micro-batches).
+		deg := sm.tOff[j+1] - sm.tOff[j]
+		if b0.SrcDegrees != nil {
+			deg = b0.SrcDegrees[j]
+		}
+		w = kernels.GCNNorm(deg)
+		if int(j) < nd { // GCN's implicit self loop
+			f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w, row)
+		}
+	}
+	for _, i := range sm.tDst[sm.tOff[j]:sm.tOff[j+1]] {
+		f32.Axpy(agg[int(i)*dim:(int(i)+1)*dim], w, row)
+	}
+}
+
+// finish scales member sm's sums into its aggregate: the mean, or GCN's
+// destination normaliser.
+func (s *streamer) finish(sm *streamMember, out []float32) {
+	b0, dim := sm.b0, s.dim
+	gcn := s.op == kernels.AggGCN
+	for i := range b0.NumDst {
+		a := out[i*dim : (i+1)*dim]
 		var f float32
 		switch {
 		case gcn:
@@ -342,5 +509,4 @@ func (s *streamer) fold(out []float32, prep func([]float32), drop float32, seed 
 			a[c] *= f
 		}
 	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
@@ -355,15 +356,19 @@ func TestStreamInputBudget(t *testing.T) {
 	if sb <= 0 || sb > ub+extra {
 		t.Errorf("streamed %s peak %d bytes, unstreamed %d plus stream scratch %d", buffers, sb, ub, extra)
 	}
-	// A roomy budget keeps whole batches unstreamed.
-	o := opts(StreamInputAuto)
-	mo := &MemPlanOptions{MemBytes: 64 << 20, ProfileName: "stream-roomy"}
-	mp, err := PlanMemory(context.Background(), d, o, mo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mp.Budget.StreamInput || mp.Budget.MicroBatches != 1 {
-		t.Errorf("roomy budget: %+v", mp.Budget)
+	// A roomy budget streams for scans of two batches in flight, and
+	// keeps whole batches unstreamed when each is scanned alone.
+	for _, scan := range []int{0, 1} {
+		o := opts(StreamInputAuto)
+		o.ScanBatches = scan
+		mo := &MemPlanOptions{MemBytes: 64 << 20, ProfileName: "stream-roomy"}
+		mp, err := PlanMemory(context.Background(), d, o, mo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mp.Budget.StreamInput != (scan == 0) || mp.Budget.MicroBatches != 1 || mp.Budget.WorkingSet.InFlight != 2 {
+			t.Errorf("roomy budget, scan-batches %d: %+v", scan, mp.Budget)
+		}
 	}
 }
 
@@ -518,4 +523,266 @@ func BenchmarkSortByID(b *testing.B) {
 			slices.SortFunc(order, func(a, b int32) int { return cmp.Or(cmp.Compare(nodes[a], nodes[b]), cmp.Compare(a, b)) })
 		}
 	})
+}
+
+// TestStreamerGroup: a scan of several batches whose sources overlap
+// gives every batch bit-for-bit what it gets scanned alone (same order of
+// sums, same dropout masks, whatever the chunk boundaries), for both
+// operators, with and without dropout and normalisation; the group's reads
+// ask for each id once, in ascending order; and a failed read, an abort
+// and mismatched outputs leave the streamer usable.
+func TestStreamerGroup(t *testing.T) {
+	seed := *seedFlag
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 21))
+	const dim, space = 4, 20000
+	feat := func(id int64) []float32 {
+		row := make([]float32, dim)
+		for c := range row {
+			row[c] = float32(math.Sin(float64(id*dim + int64(c))))
+		}
+		return row
+	}
+	var reads [][]int64
+	gather := func(ids []int64, dst []float32) error {
+		reads = append(reads, slices.Clone(ids))
+		for k, v := range ids {
+			copy(dst[k*dim:], feat(v))
+		}
+		return nil
+	}
+	prep := func(x []float32) {
+		for i := range x {
+			x[i] = x[i]*0.5 + 1
+		}
+	}
+	// Batches drawing their sources from a shared pool of ids, so that
+	// they overlap, and one with no overlap.
+	mk := func(ns, nd int, pool []int) streamInput {
+		b := &kernels.Block{NumDst: nd, NumSrc: ns, Indptr: make([]int32, nd+1)}
+		for i := range nd {
+			for range r.IntN(6) {
+				b.Indices = append(b.Indices, int32(r.IntN(ns)))
+			}
+			b.Indptr[i+1] = int32(len(b.Indices))
+		}
+		nodes := make([]int64, ns)
+		for j, k := range r.Perm(len(pool))[:ns] {
+			nodes[j] = int64(pool[k])
+		}
+		return streamInput{nodes: nodes, b0: b}
+	}
+	pool := r.Perm(space)[:9000]
+	in := []streamInput{mk(6000, 1500, pool), mk(7000, 900, pool), mk(50, 10, r.Perm(space)[:60]), mk(4000, 1000, pool[:5000])}
+	for _, tc := range []struct {
+		op   kernels.AggOp
+		own  bool
+		drop float32
+		prep bool
+	}{{kernels.AggMean, true, 0, false}, {kernels.AggMean, true, 0.4, true}, {kernels.AggGCN, false, 0.2, false}} {
+		t.Run(fmt.Sprintf("%v/drop%v/prep%v", tc.op, tc.drop, tc.prep), func(t *testing.T) {
+			var pf func([]float32)
+			if tc.prep {
+				pf = prep
+			}
+			before := memacct.Read().Bytes[memacct.BatchBuffers]
+			s := newStreamer(tc.op, tc.own, dim, 1000)
+			alone := make([][]float32, len(in))
+			for m, x := range in {
+				alone[m] = make([]float32, s.outputs(x.b0.NumDst))
+				if err := s.run(x.nodes, x.b0, alone[m], gather, pf, tc.drop, uint64(m+5)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, g := range [][]int{{0, 1}, {1, 0}, {0, 1, 2, 3}, {2}, {3, 0}} {
+				reads = nil
+				var gin []streamInput
+				var outs []streamOutput
+				for _, m := range g {
+					gin = append(gin, in[m])
+					outs = append(outs, streamOutput{make([]float32, len(alone[m])), tc.drop, uint64(m + 5)})
+				}
+				if err := s.startGroup(gin, gather); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.foldGroup(outs, pf); err != nil {
+					t.Fatal(err)
+				}
+				for k, m := range g {
+					if !slices.Equal(outs[k].out, alone[m]) {
+						t.Fatalf("group %v: batch %d differs from its scan alone", g, m)
+					}
+				}
+				var all, want []int64
+				for _, ch := range reads {
+					all = append(all, ch...)
+				}
+				for _, x := range gin {
+					want = append(want, x.nodes...)
+				}
+				slices.Sort(want)
+				want = slices.Compact(want)
+				if !slices.Equal(all, want) {
+					t.Fatalf("group %v: reads asked for %d ids, want the %d of the union once each in order", g, len(all), len(want))
+				}
+			}
+			// Mismatched outputs, a failed read and an abort.
+			if err := s.startGroup(in[:2], gather); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.foldGroup([]streamOutput{{make([]float32, len(alone[0])), 0, 0}}, nil); err == nil {
+				t.Error("one output for a scan of two was accepted")
+			}
+			errRead := errors.New("read failed")
+			if err := s.startGroup(in[:2], func([]int64, []float32) error { return errRead }); err != nil {
+				t.Fatal(err)
+			}
+			o2 := []streamOutput{{make([]float32, len(alone[0])), tc.drop, 5}, {make([]float32, len(alone[1])), tc.drop, 6}}
+			if err := s.foldGroup(o2, pf); !errors.Is(err, errRead) {
+				t.Errorf("failing read: %v", err)
+			}
+			if err := s.startGroup(in[:2], gather); err != nil {
+				t.Fatal(err)
+			}
+			s.abort()
+			if err := s.startGroup(nil, gather); err == nil {
+				t.Error("an empty scan was accepted")
+			}
+			if err := s.startGroup(in[:2], gather); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.foldGroup(o2, pf); err != nil || !slices.Equal(o2[0].out, alone[0]) || !slices.Equal(o2[1].out, alone[1]) {
+				t.Errorf("after a failure and an abort: %v", err)
+			}
+			s.close()
+			if got := memacct.Read().Bytes[memacct.BatchBuffers]; got != before {
+				t.Errorf("after close %d bytes counted, before %d", got, before)
+			}
+		})
+	}
+}
+
+// TestScanBatchesTrains: training whose streamed scans read two batches
+// (or micro-batches) at once ends bit-identical to scanning each alone,
+// with history on and off, cut into micro-batches, and on a
+// partition-major dataset whose scans keep to one macro batch; and the
+// gather stage requests fewer rows, since rows the batches of a scan
+// share are read once.
+func TestScanBatchesTrains(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		noHist bool
+		micro  int
+		block  bool
+	}{
+		{ModelSAGE, false, 0, false},
+		{ModelSAGE, true, 0, false},
+		{ModelGCN, false, 2, false},
+		{ModelSAGE, false, 0, true},
+	} {
+		t.Run(fmt.Sprintf("%s-nohist=%v-micro=%d-block=%v", tc.model, tc.noHist, tc.micro, tc.block), func(t *testing.T) {
+			d := smallSynth(t)
+			var pf *sample.PartitionFiles
+			if tc.block {
+				d, pf = relabelledSynth(t)
+			}
+			opts := func(scan int) *Options {
+				o := synthOpts()
+				o.Model, o.NoHist, o.Epochs, o.MicroBatches, o.StreamInput, o.ScanBatches = tc.model, tc.noHist, 2, tc.micro, StreamInputOn, scan
+				o.Layers, o.Fanouts, o.Dropout, o.NormalizeFeatures, o.InFlight = 3, []int{4, 4, 4}, 0.3, true, 2
+				if pf != nil {
+					o.Selection, o.Partitions = sample.ModePartition, pf
+				}
+				return o
+			}
+			rep1, w1 := trainWeights(t, d, opts(1))
+			rep2, w2 := trainWeights(t, d, opts(2))
+			sameCurves(t, curves(rep1), curves(rep2), "scans of one and of two batches")
+			for i := range w1 {
+				if !slices.Equal(w1[i], w2[i]) {
+					t.Fatalf("weights %d differ between scans of one and of two batches", i)
+				}
+			}
+			g1, g2 := gatherStage(rep1.Epochs[0].Storage), gatherStage(rep2.Epochs[0].Storage)
+			t.Logf("gather rows requested: %d alone, %d in scans of two", g1.Rows, g2.Rows)
+			if tc.block {
+				// The block serves a macro batch's own rows before the
+				// cache sees them; only the misses are compared.
+				if g2.Rows > g1.Rows {
+					t.Errorf("scans of two requested %d rows, alone %d", g2.Rows, g1.Rows)
+				}
+			} else if g2.Rows >= g1.Rows {
+				t.Errorf("scans of two requested %d rows, alone %d: shared rows were not read once", g2.Rows, g1.Rows)
+			}
+		})
+	}
+}
+
+// TestScanBatchesOption: the option's range.
+func TestScanBatchesOption(t *testing.T) {
+	for _, tc := range []struct {
+		scan, inFlight int
+		ok             bool
+		want           int
+	}{
+		{0, 0, true, 2}, {1, 0, true, 1}, {2, 0, true, 2}, {0, 1, true, 1}, {0, 3, true, PipelineDepth},
+		{2, 1, false, 0}, {3, 3, false, 0}, {-1, 0, false, 0},
+	} {
+		o := synthOpts()
+		o.ScanBatches, o.InFlight = tc.scan, tc.inFlight
+		err := o.Validate()
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
+			t.Errorf("scan %d in flight %d: %v", tc.scan, tc.inFlight, err)
+			continue
+		}
+		if w := o.withDefaults(); tc.ok && scanBatches(&w) != tc.want {
+			t.Errorf("scan %d in flight %d: scans of %d, want %d", tc.scan, tc.inFlight, scanBatches(&w), tc.want)
+		}
+	}
+}
+
+// TestWholeShareForScans: where two whole streamed batches take more than
+// two thirds of what the reserve, the fixed state and the tables leave
+// but less than seven eighths, scans of two keep them whole (and in
+// flight), while batches scanned alone are cut into micro-batches.
+func TestWholeShareForScans(t *testing.T) {
+	d := smallSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func(scan int) *Options {
+		o := synthOpts()
+		o.StreamInput, o.InFlight, o.ScanBatches, o.FeatIODepth = StreamInputOn, 2, scan, 1
+		w := o.withDefaults()
+		return &w
+	}
+	o := opts(2)
+	ws := WorkingSet(d, o, nil).Bytes
+	tables := planner.TableBytes(d.NumNodes(), true)
+	avail := func(mem int64) int64 { return mem - RuntimeReserve(mem) - FixedState(d, o, nil).Bytes - tables }
+	// The least budget whose avail holds ws in seven eighths.
+	lo, hi := int64(1), int64(1)<<40
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if wholeShare(avail(mid), true) >= ws {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	mem := lo
+	if wholeShare(avail(mem), false) >= ws {
+		t.Fatalf("at %d bytes two thirds already hold the working set %d", mem, ws)
+	}
+	for _, tc := range []struct {
+		scan  int
+		whole bool
+	}{{2, true}, {1, false}} {
+		b, err := divide(d, opts(tc.scan), nil, mem)
+		if err != nil {
+			t.Fatalf("scan %d: %v", tc.scan, err)
+		}
+		if (b.MicroBatches == 1) != tc.whole || !b.StreamInput {
+			t.Errorf("scan %d at %d bytes: %d micro-batches, streamed %v", tc.scan, mem, b.MicroBatches, b.StreamInput)
+		}
+	}
 }

@@ -59,6 +59,7 @@ func TestBenchCapped(t *testing.T) {
 		{"bench", "capped", "--", "/bin/true"},                         // no --limit
 		{"bench", "capped", "--limit", "1GiB"},                         // no command
 		{"bench", "capped", "--limit", "1GiB", "--", "/nonexistent/x"}, // cannot start
+		{"bench", "capped", "--limit", "1GiB", "--report", "/nonexistent/r.json", "--", "/bin/true"},
 	} {
 		if out, err := exec.Command(bin, args...).CombinedOutput(); err == nil {
 			t.Fatalf("%v: accepted: %s", args, out)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,12 @@ so). The bench harness (bench ooc) caps its children the same way.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit <= 0 {
 				return fmt.Errorf("--limit is required and must be positive")
+			}
+			if report != "" {
+				// Refuse before the command runs, not after.
+				if st, err := os.Stat(filepath.Dir(report)); err != nil || !st.IsDir() {
+					return fmt.Errorf("--report %s: its directory does not exist", report)
+				}
 			}
 			spec := child.Spec{Name: args[0], Argv: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 			loc, err := cgroup.Self()

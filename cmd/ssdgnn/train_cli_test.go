@@ -161,7 +161,7 @@ func TestTrainMem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr, "(read)") {
+	if !strings.Contains(stderr, "(read") {
 		t.Errorf("--plan did not read the plan: %q", stderr)
 	}
 	for _, k := range []string{"caches: feature", "of --mem 32 MiB", "macro-batch neighbour caches", "predicted/epoch", "feature-cache hits"} {

@@ -68,6 +68,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.BoolVar(&o.NormalizeFeatures, "normalize-features", false, "scale every feature row to unit L1 norm")
 	f.StringVar(&o.ZeroCopy, "zero-copy", train.ZeroCopyAuto, "feature-cache hits read by the backend straight from host memory: auto (on for GPU backends), on or off")
 	f.StringVar(&o.StreamInput, "stream-input", train.StreamInputAuto, "aggregate the input layer on the host as its rows are read, so a batch holds its destinations, not its input rows: auto (when --mem would otherwise cut batches into micro-batches), on or off (SAGE and GCN)")
+	f.IntVar(&o.ScanBatches, "scan-batches", 0, "with the streamed input layer, batches in flight whose input rows one scan reads, each shared row once (default: all in flight, at most the reuse depth; 1: each batch alone)")
 	f.BoolVar(&o.NoHist, "no-hist", false, "disable historical embeddings")
 	f.Int64Var(&o.Staleness, "staleness", 0, "iterations a historical embedding stays usable (default: one epoch of batches past the reuse depth, at most 100; with --plan, what its profile assumed; 1: never reused)")
 	f.StringVar(&t.HistPolicy, "hist-policy", "staleness", "history admission: staleness or grad (FreshGNN)")
@@ -104,7 +105,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	// 0 means nothing for these: refuse it rather than take the default
 	// silently (--epochs 0 used to train 100 epochs).
 	if err := RequirePositive(f, "epochs", "hidden", "heads", "layers", "batch-size", "in-flight", "staleness",
-		"eval-every", "spill-chunk", "spill-ahead"); err != nil {
+		"eval-every", "spill-chunk", "spill-ahead", "scan-batches"); err != nil {
 		return nil, err
 	}
 	var err error
