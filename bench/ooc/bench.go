@@ -208,7 +208,7 @@ func (h *harness) configFlags(name string, ds *Dataset) (desc string, args []str
 		return fmt.Sprintf("random batches, neighbour cache %.0f%% + feature cache %.0f%% of the cache budget by hand (Ginex-style), O_DIRECT feature reads, no history", 100*o.NeighborFrac, 100*(1-o.NeighborFrac)),
 			append(append(append(append([]string{"--selection", "random", "--no-hist", "--neighbor-cache", size(nb), "--feat-cache", size(ds.CacheBudget - nb)}, direct...), rowwise...), nbrMmap...), unstreamed...)
 	case "ssdgnn":
-		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), neighbour lists read per hop in merged reads, io_uring where allowed, input layer streamed where the budget would cut batches",
+		return "partition batches, planned cache sizes (plan.json), history cache, O_DIRECT feature reads merged by the measured gap (device.json), neighbour lists read per hop in merged reads, io_uring where allowed, input layer streamed, each scan reading the rows of the batches in flight together (shared scans; where the budget allows two whole batches, else streamed where it would cut batches)",
 			append(append(part, planned...), hist...)
 	case "ssdgnn-nostream":
 		return "ssdgnn with the input matrix gathered whole (--stream-input off): ssdgnn without the streamed input layer, so the budget cuts more micro-batches",
