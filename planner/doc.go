@@ -111,7 +111,9 @@
 // divided, after profiling, so Profile.RemodelReads recounts Feat,
 // FeatSingle and Meta.Reads per micro-batch in one more pass over the
 // profiled epochs, sampling only, with the caller's cut (BatchSplit).
-// ReadModel.MicroBatchRows records the bound.
+// ReadModel.MicroBatchRows records the bound. The same pass counts the
+// scans of a streamed input layer that reads several (micro-)batches at
+// once as one union of rows each (ReadModel.ScanBatches).
 //
 // # Plan
 //

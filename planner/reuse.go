@@ -42,7 +42,8 @@ func PartChecksum(part []int32) string {
 //   - the same history validity model (staleness and reuse depth, after
 //     defaults) and no global neighbour cache on either side;
 //   - reads priced by the same plan (merge gap, amplification cap, read
-//     mode and device costs) for whole batches (Reads.MicroBatchRows 0),
+//     mode and device costs) for whole batches, each read alone
+//     (Reads.MicroBatchRows 0, Reads.ScanBatches at most 1),
 //     with the dynamic feature block on exactly where RunProfile would
 //     put it.
 //
@@ -68,6 +69,8 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 		return differ("written before the read model or the history validity model")
 	case m.Reads.MicroBatchRows != 0:
 		return differ("reads counted for micro-batches of %d rows", m.Reads.MicroBatchRows)
+	case m.Reads.ScanBatches > 1:
+		return differ("reads counted for scans of %d batches", m.Reads.ScanBatches)
 	case o.NeighborCache != nil || m.NeighborCacheBytes != 0:
 		return differ("profiled beside a global neighbour cache")
 	case m.SamplePlan != sample.PlanVersion:

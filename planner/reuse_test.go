@@ -107,6 +107,14 @@ func TestReusable(t *testing.T) {
 	if err := q.Reusable(ctx, d, mp, &base); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "micro-batches") {
 		t.Fatalf("remodelled profile: %v", err)
 	}
+	// Recounted for scans of two whole batches: refused too.
+	whole := func(b *sample.Batch, visit func([]int64)) { visit(b.Nodes()) }
+	if err := q.RemodelReads(ctx, d, mp, &base, whole, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Reusable(ctx, d, mp, &base); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "scans of 2") {
+		t.Fatalf("profile remodelled for scans: %v", err)
+	}
 	// A profile of random batches needs no assignment.
 	ro := base
 	ro.Mode, ro.Name, ro.Part, ro.Partition = sample.ModeRandom, "reuse-random", nil, ""

@@ -64,8 +64,9 @@
 //
 // # Streamed input layer
 //
-// With Options.StreamInput (auto: when the memory plan would otherwise cut
-// batches into micro-batches; SAGE and GCN on the host input path) gather
+// With Options.StreamInput (auto: under a memory plan, where scans can read
+// two batches in flight together or whole batches would not fit
+// unstreamed; SAGE and GCN on the host input path) gather
 // does not build a batch's input matrix. It reads the input rows in chunks
 // sorted by id (two chunk slots: one read while the other is folded in),
 // applies normalisation and the input dropout with hostDropout's mask,
@@ -76,6 +77,16 @@
 // micro-batches, whose rows are read with fewer, larger reads. Sums run in
 // ascending id order, so results equal the unstreamed ones up to float
 // summation order and are deterministic.
+//
+// One scan reads the input rows of up to Options.ScanBatches jobs in
+// flight (default min(InFlight, ReuseDepth)): the ascending union of their
+// ids, each row once, folded into every job that needs it. The union is
+// denser than any one batch's ids, so the read planner merges far more of
+// it into long reads. Each job's sums keep their order, so a scan of
+// several is bit-identical to scanning each alone. The gather stage waits
+// for a scan's jobs before reading; a scan of at most D jobs cannot wait
+// on its own reuse decisions. With the feature block a scan keeps to one
+// macro batch.
 //
 // # Historical embeddings and determinism
 //
