@@ -6,6 +6,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TestReadModelOfMicroBatches: the planner's read model, recounted for
@@ -18,18 +19,9 @@ func TestReadModelOfMicroBatches(t *testing.T) {
 	d := smallSynth(t)
 	var wholeRows int64
 	for _, maxRows := range []int64{0, 300, 120} {
-		o := synthOpts()
-		o.NoHist, o.Epochs, o.EvalEvery = true, 1, 100
-		o.FeatCacheBytes, o.NeighborCacheBytes = -1, -1
-		o.FeatCoalesceGap = 4
+		o := readModelOpts()
 		o.MaxBatchRows = maxRows
-		w := o.withDefaults()
-		po := &planner.ProfileOptions{Name: "rm", Fanouts: w.Fanouts, BatchSize: w.BatchSize, Mode: sample.ModeRandom,
-			Seed: w.Seed, Workers: w.Workers, Gather: w.buildOptions(0).Feature}
-		p, err := planner.RunProfile(context.Background(), d, nil, po)
-		if err != nil {
-			t.Fatal(err)
-		}
+		po, p := readModelProfile(t, d, o)
 		if maxRows > 0 {
 			if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: int(maxRows)}), maxRows, 1); err != nil {
 				t.Fatal(err)
@@ -61,18 +53,9 @@ func TestReadModelOfScans(t *testing.T) {
 	d := smallSynth(t)
 	var alone planner.ReadModel
 	for _, scan := range []int{1, 2} {
-		o := synthOpts()
-		o.NoHist, o.Epochs, o.EvalEvery = true, 1, 100
-		o.FeatCacheBytes, o.NeighborCacheBytes = -1, -1
-		o.FeatCoalesceGap = 4
+		o := readModelOpts()
 		o.StreamInput, o.InFlight, o.ScanBatches = StreamInputOn, 2, scan
-		w := o.withDefaults()
-		po := &planner.ProfileOptions{Name: "rm", Fanouts: w.Fanouts, BatchSize: w.BatchSize, Mode: sample.ModeRandom,
-			Seed: w.Seed, Workers: w.Workers, Gather: w.buildOptions(0).Feature}
-		p, err := planner.RunProfile(context.Background(), d, nil, po)
-		if err != nil {
-			t.Fatal(err)
-		}
+		po, p := readModelProfile(t, d, o)
 		if err := p.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{}), 0, scan); err != nil {
 			t.Fatal(err)
 		}
@@ -94,4 +77,27 @@ func TestReadModelOfScans(t *testing.T) {
 			t.Errorf("scans of two: %d rows in %d reads; alone %d rows in %d reads", r.Rows, r.Reads, alone.Rows, alone.Reads)
 		}
 	}
+}
+
+// readModelOpts is one epoch with nothing that removes reads: no caches,
+// no history, and a merge gap that merges on the small graph.
+func readModelOpts() *Options {
+	o := synthOpts()
+	o.NoHist, o.Epochs, o.EvalEvery = true, 1, 100
+	o.FeatCacheBytes, o.NeighborCacheBytes = -1, -1
+	o.FeatCoalesceGap = 4
+	return o
+}
+
+// readModelProfile profiles d with o's batches and reads.
+func readModelProfile(t *testing.T, d *storage.Dataset, o *Options) (*planner.ProfileOptions, *planner.Profile) {
+	t.Helper()
+	w := o.withDefaults()
+	po := &planner.ProfileOptions{Name: "rm", Fanouts: w.Fanouts, BatchSize: w.BatchSize, Mode: sample.ModeRandom,
+		Seed: w.Seed, Workers: w.Workers, Gather: w.buildOptions(0).Feature}
+	p, err := planner.RunProfile(context.Background(), d, nil, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return po, p
 }
