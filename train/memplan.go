@@ -580,11 +580,10 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // whole batches may take seven eighths: a scan reads the union of its
 // batches' rows once, and the denser the union, the more of it the read
 // planner merges, so batches in flight whole are worth more than the
-// caches they displace. At 3 GiB under 1.5 GiB (docs/ooc.md, "Shared
-// scans") scans of two whole batches made 89 % fewer gather reads and
-// 20 % fewer bytes than the same two batches scanned one by one, and the
-// epoch took 31 % less; a model of the same epoch priced a feature cache
-// of 408k rows (a fifth of the memory) at 7 % of the gather's device time.
+// caches they displace. At 3 GiB under 1 GiB (docs/ooc.md, "Shared
+// scans") this share planned two whole batches in flight and 150 MiB of
+// caches, against one batch and 343 MiB at two thirds: the first epoch
+// made 89 % fewer gather reads and 19 % fewer bytes, and took 34 % less.
 func wholeShare(avail int64, scans bool) int64 {
 	if scans {
 		return avail / 8 * 7
