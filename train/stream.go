@@ -36,8 +36,9 @@ const streamChunkRows = storage.DefaultScatterChunk
 
 // streamRowBytes is the streamed input layer's per-input-row scratch
 // beyond the batch's ids and blocks: the id order (int32), the by-source
-// offsets (int32) and the order's sort keys (uint64).
-const streamRowBytes = 16
+// offsets (int32), the order's sort keys (uint64) and the row's place in
+// a shared scan's union of ids (int64; at most one per member row).
+const streamRowBytes = 24
 
 // streamEdgeBytes is its scratch per input-layer edge: the by-source
 // destination list (int32).
@@ -315,38 +316,34 @@ func (s *streamer) startGroup(in []streamInput, gather func(ids []int64, dst []f
 }
 
 // unionOf sets s.union to the ascending union of the members' sources,
-// each id once, merging their sorted orders one member at a time into
-// the other half of one counted buffer.
+// each id once: a merge of their sorted orders (a scan holds a few
+// members, so the least head is found by a linear pass), into one counted
+// buffer of 8 bytes per member row at most.
 func (s *streamer) unionOf(members []*streamMember) {
 	total := 0
 	for _, sm := range members {
 		total += len(sm.order)
 	}
-	buf := grow(s, s.union[:cap(s.union)], 2*total)
-	halves := [2][]int64{buf[:0:total], buf[total:total]}
-	cur := 0 // halves[cur] is the union so far
-	for _, sm := range members {
-		u, out := halves[cur], halves[1-cur][:0]
-		push := func(id int64) {
-			if len(out) == 0 || out[len(out)-1] != id {
-				out = append(out, id)
+	u := grow(s, s.union[:cap(s.union)], total)[:0]
+	pos := make([]int, len(members))
+	for {
+		best, least := -1, int64(0)
+		for m, sm := range members {
+			if p := pos[m]; p < len(sm.order) {
+				if id := sm.nodes[sm.order[p]]; best < 0 || id < least {
+					best, least = m, id
+				}
 			}
 		}
-		i := 0
-		for _, j := range sm.order {
-			id := sm.nodes[j]
-			for ; i < len(u) && u[i] <= id; i++ {
-				push(u[i])
-			}
-			push(id)
+		if best < 0 {
+			break
 		}
-		for ; i < len(u); i++ {
-			push(u[i])
+		if len(u) == 0 || u[len(u)-1] != least {
+			u = append(u, least)
 		}
-		halves[1-cur], cur = out, 1-cur
+		pos[best]++
 	}
-	n := copy(buf, halves[cur]) // a no-op when it is the first half
-	s.union = buf[:n]
+	s.union = u
 }
 
 // abort stops the started scan's reader and waits for it. A no-op when
