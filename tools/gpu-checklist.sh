@@ -19,7 +19,9 @@
 #   diag     the zero-copy training path under blocking launches and
 #            compute-sanitizer
 #   peer     PyG+mmap against ssdgnn-cuda on a generated out-of-core dataset
-#            under one memory cgroup (PEER_NODES, PEER_CG, PEER_MEM)
+#            under one memory cgroup (PEER_NODES, PEER_CG, PEER_MEM); with
+#            PEER_SCANS=1 (default) ssdgnn also with --zero-copy off, whose
+#            streamed input layer reads both batches in flight in one scan
 #
 # Logs go to $OUT (default /tmp/gpu-out): checklist.log, and results.tgz
 # with every --json report. Nothing here changes the card's settings.
@@ -199,6 +201,13 @@ phase_peer() {
     sync; echo 3 > /proc/sys/vm/drop_caches
     run ssdgnn-cuda-ooc-zc-off 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
     tail -4 "$RES/ooc-ssdgnn.err"
+  elif [ "${PEER_SCANS:-1}" = 1 ]; then
+    # Zero-copy (the GPU default) rules the streamed input layer and its
+    # shared scans out; --zero-copy off brings them back. Which is faster
+    # on a GPU is what this measures (docs/ooc.md, "Shared scans").
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    run ssdgnn-cuda-ooc-scans 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-scans-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn-scans.json" 2> "$RES/ooc-ssdgnn-scans.err"
+    tail -4 "$RES/ooc-ssdgnn-scans.err"
   fi
   sync; echo 3 > /proc/sys/vm/drop_caches
   local pcommon=("${common[@]}")
