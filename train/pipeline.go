@@ -344,7 +344,8 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}()
 	// Gather: feature rows and labels into host buffers. With the
 	// streamed input layer, one scan reads the input rows of up to
-	// scanBatches jobs (streamGroup); otherwise each job is gathered alone.
+	// scanBatches jobs (streamer.startGroup); otherwise each job is gathered
+	// alone.
 	scanN := 1
 	if t.stream != nil {
 		scanN = scanBatches(o)
