@@ -355,6 +355,11 @@ func (s *streamer) abort() {
 	}
 	close(r.stop)
 	r.wg.Wait()
+	// Drop the batches' arrays: they are freed with their jobs, not kept
+	// alive here until the next scan.
+	for _, sm := range r.members {
+		sm.nodes, sm.b0 = nil, nil
+	}
 	s.cur = nil
 }
 
