@@ -528,17 +528,14 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 }
 
 // trainScan is the (micro-)batches one streamed scan reads when training
-// with o (InFlight chosen) under b: scanBatches when b streams the input
-// layer, else 1.
+// with o under b: scanBatches at b's batches in flight when b streams the
+// input layer (b.StreamInput already says the model qualifies), else 1.
 func trainScan(o *Options, b *Budget) int {
 	if !b.StreamInput {
 		return 1
 	}
 	w := *o
-	w.StreamInput = StreamInputOn
-	if !streamOn(&w) {
-		return 1
-	}
+	w.InFlight = b.WorkingSet.InFlight
 	return scanBatches(&w)
 }
 

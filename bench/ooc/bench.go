@@ -100,16 +100,8 @@ func (h *harness) setupCgroups() {
 		h.capNote = "uncapped: --uncapped was given"
 		return
 	}
-	loc, err := cgroup.Locate(h.o.CgroupRoot, h.o.ProcCgroup)
-	if err == nil && os.Geteuid() != 0 {
-		err = fmt.Errorf("%w: not root", ErrNoCgroup)
-	}
+	loc, err := cgroup.Parent(h.o.CgroupRoot, h.o.ProcCgroup, h.log)
 	if err == nil {
-		if removed, cerr := cgroup.CleanStale(loc); cerr != nil {
-			h.log.Warn("stale cgroups", "err", cerr)
-		} else if len(removed) > 0 {
-			h.log.Info("removed stale cgroups", "dirs", removed)
-		}
 		// Probe: make and remove one, so a refusal shows up now.
 		var cg *cgroup.Cgroup
 		if cg, err = cgroup.Create(loc, "probe", h.o.MemLimit); err == nil {

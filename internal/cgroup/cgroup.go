@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -362,6 +363,26 @@ func writeCtl(path, val string) error {
 	}
 	_, err = f.WriteString(val)
 	return errors.Join(err, f.Close())
+}
+
+// Parent locates the memory cgroup that children will be made under
+// (Locate with root and procCgroup), checks that this process may make them
+// (root; otherwise ErrNoCgroup) and removes the ones crashed runs left
+// (CleanStale), logging what it removed or could not remove to log.
+func Parent(root, procCgroup string, log *slog.Logger) (Location, error) {
+	loc, err := Locate(root, procCgroup)
+	if err != nil {
+		return loc, err
+	}
+	if os.Geteuid() != 0 {
+		return loc, fmt.Errorf("%w: not root", ErrNoCgroup)
+	}
+	if removed, err := CleanStale(loc); err != nil {
+		log.Warn("stale cgroups", "err", err)
+	} else if len(removed) > 0 {
+		log.Info("removed stale cgroups", "dirs", removed)
+	}
+	return loc, nil
 }
 
 // Self locates this process's memory cgroup under /sys/fs/cgroup.
