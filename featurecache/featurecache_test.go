@@ -316,6 +316,9 @@ func TestBudgetProperty(t *testing.T) {
 			c.Close()
 
 			dyn, err := featurecache.New(context.Background(), d, budget, &featurecache.Options{Policy: featurecache.PolicyDynamic})
+			if errors.Is(err, featurecache.ErrBudget) && s.CachedRows == 0 {
+				continue // a budget that holds no row of the static cache is refused by the dynamic one
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
