@@ -1,9 +1,12 @@
 package planner
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -19,24 +22,61 @@ type counters struct {
 	// featSingle[v]: the batches whose modelled reads read v's row on
 	// its own (readCounter). Kept in the profile.
 	featSingle []uint32
-	// histAppear and histHits: hop-1 appearances and those the history
-	// cache would serve (see hop1). Kept in the profile.
+	// histAppear and histHits: hop-1 appearances and the hits of
+	// HistRounds steady-state replays (see steady). Kept in the profile.
 	histAppear, histHits []uint32
-	// Transient validity model state (not kept): lastPush[v] and
-	// firstSeen[v] are iteration+1 of v's last push and first hop-1
-	// appearance (0: none); iter is the current batch's iteration.
-	lastPush, firstSeen []uint32
-	iter                int64
-	staleness, depth    int64
+	// The appearance log the validity model replays (not kept): log holds
+	// every hop-1 appearance's node in order, iterStart[i] the offset of
+	// iteration i's first, epochStart the first iteration of each
+	// profiled epoch. iter is the current batch's iteration.
+	log        []uint32
+	iterStart  []int64
+	epochStart []int64
+	iter       int64
+	// logged is the log's bytes counted in memacct.Profile.
+	logged           int64
+	staleness, depth int64
+	// shuffle: steady replays each epoch's batches in an order drawn
+	// afresh every round from seed (else in the profiled order).
+	shuffle bool
+	seed    uint64
 }
 
 // counterArrays is the number of per-node uint32 arrays newCounters
 // allocates.
-const counterArrays = 9
+const counterArrays = 7
 
-// ProfileMemBytes is the memory of a profiling epoch's per-node counters
-// over n nodes (newCounters): what RunProfile holds beside its sampler.
-func ProfileMemBytes(n int64) int64 { return counterArrays * 4 * n }
+// counterBytes is the memory of newCounters(n).
+func counterBytes(n int64) int64 { return counterArrays * 4 * n }
+
+// ProfileMemBytes bounds the memory of a profiling epoch's per-node
+// arrays over n nodes: the counters (newCounters) and the transient
+// array the validity model's replay adds once they stop growing (steady).
+// The appearance log is apart (HistLogBytes).
+func ProfileMemBytes(n int64) int64 { return counterBytes(n) + 4*n }
+
+// HistLogBytes bounds the validity model's appearance log over epochs
+// profiled epochs of a dataset with trainNodes training nodes and edges
+// edges, sampled with hop-1 fanout hop1Fanout (every neighbour when
+// negative): 4 bytes per hop-1 appearance, at most min(hop1Fanout,
+// degree) per training node per epoch, and 8 bytes per iteration (at most
+// one per training node).
+func HistLogBytes(trainNodes, hop1Fanout, edges, epochs int64) int64 {
+	appear := edges
+	if hop1Fanout >= 0 {
+		appear = min(edges, trainNodes*hop1Fanout)
+	}
+	return max(epochs, 1) * (4*appear + 8*(trainNodes+1))
+}
+
+// HistRounds is the number of replays of the profiled iterations the
+// validity model counts hits over (after histWarmRounds that it does not
+// count): any node whose hits repeat with a period of 1, 2, 3, 4, 6 or 12
+// rounds is counted exactly.
+const (
+	HistRounds     = 12
+	histWarmRounds = 2
+)
 
 func newCounters(n int64) *counters {
 	return &counters{
@@ -47,56 +87,124 @@ func newCounters(n int64) *counters {
 		featSingle: make([]uint32, n),
 		histAppear: make([]uint32, n),
 		histHits:   make([]uint32, n),
-		lastPush:   make([]uint32, n),
-		firstSeen:  make([]uint32, n),
 		staleness:  histcache.DefaultStaleness,
 		depth:      1,
 	}
 }
 
-// usable reports whether an entry pushed at iteration p is what the reuse
-// decision for iteration i finds valid: pushed at least depth batches
-// earlier (the decision for i sees pushes of batches ≤ i−depth) and less
-// than staleness iterations earlier.
-func (c *counters) usable(i, p int64) bool {
-	g := i - p
-	return g >= c.depth && g < c.staleness
+// startEpoch records that iteration c.iter begins a profiled epoch.
+func (c *counters) startEpoch() {
+	before := cap(c.epochStart)
+	c.epochStart = append(c.epochStart, c.iter)
+	c.count(8 * int64(cap(c.epochStart)-before))
 }
 
-// hop1 records that v appears at hop 1 (not a target) of iteration c.iter.
-// The appearance is a hit when v's last push is usable; otherwise v is
-// computed and pushed at c.iter. A hit does not refresh the entry, as in
-// the trainer (reused nodes are not computed, so not pushed).
+// hop1 records that v appears at hop 1 (not a target) of iteration
+// c.iter, in order: iterations ascend.
 func (c *counters) hop1(v int64) {
 	addSat(c.histAppear, v, 1)
-	i := c.iter
-	if c.firstSeen[v] == 0 {
-		c.firstSeen[v] = uint32(i + 1)
-	}
-	if p := int64(c.lastPush[v]) - 1; p >= 0 && c.usable(i, p) {
-		addSat(c.histHits, v, 1)
-		return
-	}
-	c.lastPush[v] = uint32(i + 1)
+	c.markIter(c.iter)
+	before := cap(c.log)
+	c.log = append(c.log, uint32(v))
+	c.count(4 * int64(cap(c.log)-before))
 }
 
-// wrap applies the assumption that the profiled sequence of total
-// iterations repeats: a node's first appearance f, a miss in the linear
-// pass, is counted a hit when the last push p of the previous round,
-// at p−total, is usable at f. The knock-on effect of that hit on the
-// node's later appearances (one push fewer) is ignored. It then releases
-// the transient arrays.
-func (c *counters) wrap(total int64) {
-	for v, f1 := range c.firstSeen {
-		if f1 == 0 {
-			continue
+// markIter records the log's offset as the start of every iteration up
+// to i not yet started.
+func (c *counters) markIter(i int64) {
+	before := cap(c.iterStart)
+	for int64(len(c.iterStart)) <= i {
+		c.iterStart = append(c.iterStart, int64(len(c.log)))
+	}
+	c.count(8 * int64(cap(c.iterStart)-before))
+}
+
+// count adds b bytes of the log to memacct.Profile.
+func (c *counters) count(b int64) {
+	if b != 0 {
+		c.logged += b
+		memacct.Add(memacct.Profile, b)
+	}
+}
+
+// steady replays the logged total iterations as the trainer would meet
+// them if they repeated for ever, and sets histHits to the hits of
+// HistRounds rounds after histWarmRounds. An entry pushed at iteration p
+// serves iteration i (its reuse decision) when i−p < staleness and the
+// push is visible: decisions are taken after computing batch i−depth, so
+// p ≤ i−depth, except for an epoch's first depth batches, decided when
+// the epoch starts, which see every push before it. A node is pushed only
+// at an appearance that is not a hit (a hit does not refresh the entry),
+// so a node reused through one epoch may find its entry stale in the
+// next: with staleness about an epoch, a node seen once an epoch hits
+// every other epoch. The log is released.
+func (c *counters) steady(total int64) error {
+	defer func() {
+		memacct.Add(memacct.Profile, -c.logged)
+		c.log, c.iterStart, c.epochStart, c.logged = nil, nil, nil, 0
+	}()
+	clear(c.histHits)
+	if total == 0 || len(c.log) == 0 {
+		return nil
+	}
+	rounds := int64(histWarmRounds + HistRounds)
+	if total > (math.MaxUint32-1)/rounds {
+		return fmt.Errorf("planner: %d profiled iterations are too many for the history validity model's replay", total)
+	}
+	c.markIter(total)
+	// lastPush[v]: v's last push, as an iteration across rounds + 1 (0:
+	// none).
+	lastPush := make([]uint32, len(c.histHits))
+	c.count(4 * int64(len(lastPush)))
+	first := c.epochStart
+	if len(first) == 0 || first[0] != 0 {
+		first = append([]int64{0}, first...)
+	}
+	// order[k]: the profiled iteration met k-th in a round; with shuffle,
+	// each epoch's batches in a fresh order every round, as training's
+	// epochs draw theirs afresh.
+	order := make([]int64, total)
+	c.count(8 * total)
+	for r := int64(0); r < rounds; r++ {
+		for i := range order {
+			order[i] = int64(i)
 		}
-		f, p := int64(f1)-1, int64(c.lastPush[v])-1
-		if c.usable(f+total, p) {
-			addSat(c.histHits, int64(v), 1)
+		if c.shuffle {
+			rng := rand.New(rand.NewPCG(c.seed, uint64(r)))
+			for e := range first {
+				end := total
+				if e+1 < len(first) {
+					end = first[e+1]
+				}
+				seg := order[first[e]:end]
+				rng.Shuffle(len(seg), func(a, b int) { seg[a], seg[b] = seg[b], seg[a] })
+			}
+		}
+		counted := r >= histWarmRounds
+		e := 0 // the epoch of position k within the round
+		for k, i := range order {
+			for e+1 < len(first) && first[e+1] <= int64(k) {
+				e++
+			}
+			at := r*total + int64(k)
+			start := r*total + first[e]
+			early := int64(k)-first[e] < c.depth
+			for _, v := range c.log[c.iterStart[i]:c.iterStart[i+1]] {
+				if lp := lastPush[v]; lp != 0 {
+					p := int64(lp) - 1
+					visible := at-p >= c.depth || (early && p < start)
+					if visible && at-p < c.staleness {
+						if counted {
+							addSat(c.histHits, int64(v), 1)
+						}
+						continue
+					}
+				}
+				lastPush[v] = uint32(at + 1)
+			}
 		}
 	}
-	c.lastPush, c.firstSeen = nil, nil
+	return nil
 }
 
 // countFeat adds one to saved_IO_feat of every row the gather reads

@@ -56,7 +56,7 @@ func TestBuildCachesArePlanned(t *testing.T) {
 	// plans, and which caches they include, the same in every run.
 	const beta = 1
 	var sawFeat, sawHist, sawNbr bool
-	for _, mem := range []int64{TableBytes(n, true) + 16<<10, TableBytes(n, true) + 40<<10, TableBytes(n, true) + 100<<10} {
+	for _, mem := range []int64{TableBytes(n, true) + 16<<10, TableBytes(n, true) + 40<<10, TableBytes(n, true) + 100<<10, TableBytes(n, true) + 200<<10} {
 		res, err := Plan(p, &PlanOptions{MemBytes: mem, Hidden: hidden, Indptr: d.Indptr(), Beta: beta})
 		if err != nil {
 			t.Fatal(err)
@@ -100,13 +100,13 @@ func TestBuildCachesArePlanned(t *testing.T) {
 				featRows += float64(p.Feat[v])
 			}
 			for _, v := range hist {
-				h := float64(p.HistHits[v]) / float64(p.HistAppear[v])
+				h := p.histHit(int(v))
 				histGather += float64(p.HistGather[v]) * h
 				histSample += float64(p.HistSample[v]) * h
-				histReused += float64(p.HistHits[v])
+				histReused += p.histHitsPerEpoch(int(v))
 			}
 			pr := res.Predicted
-			if featRows != pr.FeatRows || !near(histGather, pr.HistGatherRows) || !near(histSample, pr.HistSampledNeighbors) || histReused != pr.HistReusedNodes {
+			if featRows != pr.FeatRows || !near(histGather, pr.HistGatherRows) || !near(histSample, pr.HistSampledNeighbors) || !near(histReused, pr.HistReusedNodes) {
 				t.Errorf("budget %d, %s: built caches' profile counts: %g feature rows, %g gather rows, %g sampled neighbours, %g reused; plan predicted %+v",
 					mem, tc.name, featRows, histGather, histSample, histReused, pr)
 			}

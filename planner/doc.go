@@ -42,25 +42,34 @@
 //   - Nbr[v]: the batches that looked v's list up without the dynamic
 //     cache serving it (the neighbour cache's benefit, not in OUTRE).
 //   - HistAppear[v], HistHits[v]: v's hop-1 (non-target) appearances and
-//     those that would find a usable history entry (not in OUTRE).
+//     the hits of HistRounds steady-state replays of them (not in OUTRE).
 //
 // # History validity
 //
 // OUTRE credits a cached embedding at every appearance. The trainer can
-// reuse v at iteration i only if v was pushed at t with ReuseDepth ≤ i−t <
-// Staleness (the decision for batch i sees pushes of batches ≤ i−D), and v
-// is pushed only when computed, i.e. at an appearance that was not a hit:
-// a hit does not refresh the entry. RunProfile replays this per node over
-// the profiled batches, numbered 0..T−1 across the K epochs, with two
-// transient arrays (last push and first appearance, 8·N bytes, freed when
-// the profile is built). Assuming the sequence repeats (epoch e+1 looks
-// like epoch e), a node's first appearance f is also a hit when its last
-// push p satisfies the bound for f+T; the effect of that hit on later
-// appearances is ignored. The cache is assumed to hold every candidate
-// (it does: candidates are exactly the entries that fit), and evictions by
-// PolicyGrad are not modelled. Plan scales each node's history benefit by
-// HistHits/HistAppear; a profile without the arrays (written before them)
-// keeps OUTRE's assumption.
+// reuse v at iteration i only if v was pushed at t with i−t < Staleness
+// and the push visible to the decision: the decision for batch i is taken
+// after computing batch i−D (D = ReuseDepth), so t ≤ i−D, except for an
+// epoch's first D batches, decided when the epoch starts, which see every
+// push before it. v is pushed only when computed, i.e. at an appearance
+// that was not a hit: a hit does not refresh the entry, so with Staleness
+// about an epoch a node reused through one epoch finds its entry stale in
+// the next. RunProfile logs every hop-1 appearance (4 bytes each, and 8
+// per iteration: HistLogBytes bounds it) and, once the K epochs are
+// profiled, replays them as training would meet them if they repeated:
+// histWarmRounds rounds, then HistRounds rounds whose hits HistHits
+// counts, each round drawing a fresh order of every epoch's batches
+// (seeded by Seed), since training draws each epoch's batches afresh. The
+// replay holds one transient uint32 per node (the last push; in
+// ProfileMemBytes) and frees it and the log before RunProfile returns.
+// Nodes keep the profiled batches' co-occurrence, and appear as often in
+// every round as in the profile; epoch 0 of training, which starts with
+// an empty cache, is not modelled. The cache is assumed to hold every
+// candidate (it does: candidates are exactly the entries that fit), and
+// evictions by PolicyGrad are not modelled. Plan scales each node's
+// history benefit by h = HistHits/(HistRounds·HistAppear); a profile
+// without the arrays (written before them) keeps OUTRE's assumption, and
+// one written before Meta.HistRounds (one linear pass) is not Reusable.
 //
 // β is Eq. 3, (t_sample / sampled neighbours) / (t_gather / gathered
 // rows), with sampled neighbours the edges of all blocks and gathered rows
@@ -125,7 +134,7 @@
 //	history = histcache budget 4·N + R − ⌊α·R⌋     → k_hist = histcache.CapacityFor
 //	benefit(α) = Σ top-k_feat of Feat + Σ top-k_hist of (β·HistSample + HistGather)·h   (Eq. 4, 5)
 //	             (Feat's term is the feature benefit of Read costs when the profile has the model)
-//	h[v]       = HistHits[v] / HistAppear[v] (1 without the validity arrays)
+//	h[v]       = HistHits[v] / (HistRounds·HistAppear[v]) (1 without the validity arrays)
 //
 // α runs over [0, 1] in Step (0.01) increments; prefix sums of the
 // descending-sorted arrays are built once, so each step is O(1). The first

@@ -341,17 +341,6 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		k2 = int64(f[len(f)-2])
 	}
 	if hist {
-		// hit[i]: the fraction of i's hop-1 appearances the cache would
-		// serve (1 without the validity model, as in OUTRE).
-		hit := func(i int) float64 {
-			if !valid {
-				return 1
-			}
-			if p.HistAppear[i] == 0 {
-				return 0
-			}
-			return float64(p.HistHits[i]) / float64(p.HistAppear[i])
-		}
 		// The history cache's candidates in admission order, with the
 		// prediction's components in the same order.
 		idx := rank(rk.Hist, o.MemBytes/(4*int64(o.Hidden))+1)
@@ -363,19 +352,19 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		pHistE = make([]float64, m)
 		for r, v := range idx {
 			i := int(v)
-			h := hit(i)
+			h := p.histHit(i)
 			pHist[r+1] = pHist[r] + p.HistScore(beta, i)
 			pHistS[r+1] = pHistS[r] + float64(p.HistSample[i])*h/epochs
 			pHistG[r+1] = pHistG[r] + float64(p.HistGather[i])*h/epochs
 			if valid {
-				pHistR[r+1] = pHistR[r] + float64(p.HistHits[i])/epochs
+				pHistR[r+1] = pHistR[r] + p.histHitsPerEpoch(i)
 			}
 			if valid && o.Indptr != nil && int64(len(o.Indptr)) == n+1 {
 				d := o.Indptr[i+1] - o.Indptr[i]
 				if k2 >= 0 {
 					d = min(d, k2)
 				}
-				pHistE[r+1] = pHistE[r] + float64(p.HistHits[i])*float64(d)/epochs
+				pHistE[r+1] = pHistE[r] + p.histHitsPerEpoch(i)*float64(d)
 			} else {
 				pHistE[r+1] = pHistE[r]
 			}
@@ -491,13 +480,23 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		res.Reads = rm
 		reads, bytes := float64(rm.Reads)/epochs, float64(rm.BytesRead)/epochs
 		pr.NoCacheGatherSeconds = rm.Seconds(reads, bytes)
-		one := topSum(pFeatSingle, best.feat.Entries)
-		reads -= one
-		bytes -= one*singleB + (pr.FeatRows-one)*rowB
-		if all := float64(rm.Rows + rm.BlockRows); all > 0 {
+		// History removes the share HistGatherRows/GatheredRows of the
+		// batches' rows; with thinned counts its rows are priced at that
+		// level (fewer rows merge less, so reads can rise), else as the
+		// mean single-read share and bytes of a row.
+		keep := 1.0
+		if g := float64(p.Meta.GatheredRows); g > 0 {
+			keep = max(1-pr.HistGatherRows/g, 0)
+		}
+		if tr, tb, ok := rm.thinnedAt(keep); ok {
+			reads, bytes = tr/epochs, tb/epochs
+		} else if all := float64(rm.Rows + rm.BlockRows); all > 0 {
 			reads -= pr.HistGatherRows * float64(rm.SingleReads) / all
 			bytes -= pr.HistGatherRows * (float64(rm.SingleBytes) + float64(rm.Rows-rm.SingleReads)*rowB) / all
 		}
+		one := topSum(pFeatSingle, best.feat.Entries)
+		reads -= one
+		bytes -= one*singleB + (pr.FeatRows-one)*rowB
 		pr.GatherReads, pr.GatherBytesRead = max(reads, 0), max(bytes, 0)
 		pr.GatherSeconds = rm.Seconds(pr.GatherReads, pr.GatherBytesRead)
 	}

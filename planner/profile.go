@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"time"
 
@@ -215,6 +216,12 @@ type Meta struct {
 	// Iterations is the number of batches over all PresampleEpochs: the
 	// length of the sequence the validity model assumes repeats.
 	Iterations int64 `json:"iterations,omitempty"`
+	// HistRounds is the number of steady-state replays of those
+	// iterations that HistHits counts the hits of (HistRounds, the
+	// package doc's "History validity"); 0 in profiles written before:
+	// their HistHits count one linear pass with the first appearance
+	// wrapped, and Reusable refuses them.
+	HistRounds int64 `json:"hist_rounds,omitempty"`
 
 	// Counts of the profiling epoch (epoch 0): the inputs of β.
 	Batches          int64 `json:"batches"`
@@ -291,8 +298,9 @@ type Profile struct {
 	// it (whether or not the global cache did).
 	Nbr []uint32
 	// HistAppear is the number of v's hop-1 (non-target) appearances, and
-	// HistHits those that would find a usable history entry (see the
-	// package doc, "History validity"). Both nil in old profiles.
+	// HistHits the hits of Meta.HistRounds replays of them in steady
+	// state (see the package doc, "History validity"): histHit and
+	// histHitsPerEpoch scale it. Both nil in old profiles.
 	HistAppear []uint32
 	HistHits   []uint32
 	// HistScores, derived and never stored, is HistScore of every node
@@ -308,15 +316,36 @@ type Profile struct {
 // through the same ranking, as float32), so the cache built is the cache
 // planned.
 func (p *Profile) HistScore(beta float64, i int) float64 {
-	hit := 1.0
-	if p.HistAppear != nil && p.HistHits != nil {
-		if p.HistAppear[i] == 0 {
-			hit = 0
-		} else {
-			hit = float64(p.HistHits[i]) / float64(p.HistAppear[i])
-		}
+	return (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) * p.histHit(i) / float64(max(p.Meta.PresampleEpochs, 1))
+}
+
+// hasValidity reports whether p has the history validity arrays.
+func (p *Profile) hasValidity() bool { return p.HistAppear != nil && p.HistHits != nil }
+
+// histRounds is the replays HistHits counts (1 for profiles before
+// Meta.HistRounds).
+func (p *Profile) histRounds() float64 { return float64(max(p.Meta.HistRounds, 1)) }
+
+// histHit is the fraction of node i's hop-1 appearances a usable history
+// entry serves: 1 without the validity arrays (OUTRE's assumption), 0
+// for a node that never appears.
+func (p *Profile) histHit(i int) float64 {
+	if !p.hasValidity() {
+		return 1
 	}
-	return (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) * hit / float64(max(p.Meta.PresampleEpochs, 1))
+	if p.HistAppear[i] == 0 {
+		return 0
+	}
+	return float64(p.HistHits[i]) / (p.histRounds() * float64(p.HistAppear[i]))
+}
+
+// histHitsPerEpoch is node i's history hits per training epoch (0
+// without the validity arrays).
+func (p *Profile) histHitsPerEpoch(i int) float64 {
+	if !p.hasValidity() {
+		return 0
+	}
+	return float64(p.HistHits[i]) / (p.histRounds() * float64(max(p.Meta.PresampleEpochs, 1)))
 }
 
 // ComputeHistScores returns HistScore(beta, i) of every node as float32.
@@ -393,6 +422,10 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 		o.Staleness = histcache.EpochStaleness(int64(len(d.TrainIdx())), o.BatchSize, o.ReuseDepth)
 	}
 	n := d.NumNodes()
+	if n > math.MaxUint32 {
+		// The validity model's appearance log holds ids as uint32.
+		return nil, fmt.Errorf("%w: %d nodes, the profile supports at most %d", ErrInvalidOptions, n, uint64(math.MaxUint32))
+	}
 	an := &analyzer{}
 	if o.NeighborCache != nil {
 		an.global = o.NeighborCache.Contains
@@ -459,9 +492,10 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	// The counters are counted while the profiling epoch runs; the
 	// returned Profile's arrays are the caller's (ForTraining counts what
 	// training keeps).
-	memacct.Add(memacct.Profile, ProfileMemBytes(n))
-	defer memacct.Add(memacct.Profile, -ProfileMemBytes(n))
+	memacct.Add(memacct.Profile, counterBytes(n))
+	defer memacct.Add(memacct.Profile, -counterBytes(n))
 	c.staleness, c.depth = o.Staleness, o.ReuseDepth
+	c.shuffle, c.seed = true, eff.Seed
 	m.Staleness, m.ReuseDepth = o.Staleness, o.ReuseDepth
 	var buf []byte
 	defer func() { memacct.Add(memacct.BatchBuffers, -int64(cap(buf))) }()
@@ -478,6 +512,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 		if epoch == 0 {
 			s = slow
 		}
+		c.startEpoch()
 		err := eachBatch(ctx, s, epoch, o.Progress, fmt.Sprintf("profile: epoch %d", epoch), func(b *sample.Batch, plan *sample.Plan) error {
 			macro.see(b, plan)
 			tot := an.add(b, c)
@@ -515,8 +550,10 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 			return nil, err
 		}
 	}
-	c.wrap(c.iter)
-	m.Iterations = c.iter
+	if err := c.steady(c.iter); err != nil {
+		return nil, err
+	}
+	m.Iterations, m.HistRounds = c.iter, HistRounds
 	m.Beta = ComputeBeta(m.SampleSeconds, m.SampledNeighbors, m.GatherSeconds, m.GatheredRows)
 	m.Reads = &rc.m
 	p := &Profile{Meta: m, Feat: c.feat, FeatSingle: c.featSingle, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr,

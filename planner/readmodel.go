@@ -48,6 +48,15 @@ type ReadModel struct {
 	// when the counts are of micro-batches (Profile.RemodelReads), each
 	// gathered on its own; 0: of whole batches.
 	MicroBatchRows int64 `json:"micro_batch_rows,omitempty"`
+	// Thinned are the reads and bytes of the same rows thinned: at level
+	// Keep each row stays when a fixed hash of its id falls below Keep
+	// (ThinKeep), as if something removed a random share 1−Keep of every
+	// batch's rows before the gather planned its reads. History reuse
+	// thins the batches so in later epochs, and the fewer rows merge less:
+	// Plan prices the rows left after the history cache at the level of
+	// its predicted share (interpolated; 0 reads at Keep 0). Nil in
+	// profiles written before.
+	Thinned []ThinnedReads `json:"thinned,omitempty"`
 	// ScanBatches is, when above 1, the (micro-)batches whose input rows
 	// one scan of the streamed input layer reads together: the counts are
 	// then of scans, each the ascending union of up to ScanBatches
@@ -55,6 +64,59 @@ type ReadModel struct {
 	// with the feature block a scan keeps to one macro batch, as the
 	// trainer's do). 0: each gathered on its own.
 	ScanBatches int `json:"scan_batches,omitempty"`
+}
+
+// ThinnedReads is one level of ReadModel.Thinned.
+type ThinnedReads struct {
+	Keep  float64 `json:"keep"`
+	Reads int64   `json:"reads"`
+	Bytes int64   `json:"bytes_read"`
+}
+
+// ThinKeep is the keep levels ReadModel.Thinned counts, descending.
+var ThinKeep = []float64{0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1}
+
+// thinHash spreads row ids uniformly over uint64 (SplitMix64's
+// finaliser): a row is kept at level k when thinHash(id) < keep·2⁶⁴, so
+// the rows of a lower level are a subset of a higher one's.
+func thinHash(v int64) uint64 {
+	z := uint64(v) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// thinLimit is level keep's hash bound.
+func thinLimit(keep float64) uint64 {
+	return uint64(keep * (1 << 63) * 2)
+}
+
+// thinnedAt is the reads and bytes m predicts when each row stays with
+// probability keep, interpolated linearly between the levels of Thinned
+// (keep 1: Reads and BytesRead; keep 0: none). ok is false when m has no
+// thinned counts.
+func (m *ReadModel) thinnedAt(keep float64) (reads, bytes float64, ok bool) {
+	if len(m.Thinned) == 0 {
+		return 0, 0, false
+	}
+	keep = min(max(keep, 0), 1)
+	hiK, hiR, hiB := 1.0, float64(m.Reads), float64(m.BytesRead)
+	for i := 0; i <= len(m.Thinned); i++ {
+		loK, loR, loB := 0.0, 0.0, 0.0
+		if i < len(m.Thinned) {
+			t := m.Thinned[i]
+			loK, loR, loB = t.Keep, float64(t.Reads), float64(t.Bytes)
+		}
+		if keep >= loK {
+			f := 1.0
+			if hiK > loK {
+				f = (keep - loK) / (hiK - loK)
+			}
+			return loR + f*(hiR-loR), loB + f*(hiB-loB), true
+		}
+		hiK, hiR, hiB = loK, loR, loB
+	}
+	return 0, 0, true
 }
 
 // PricedOtherwise says how the reads m modelled were priced otherwise
@@ -159,8 +221,13 @@ func newReadCounter(fc *featurecache.Cache, single []uint32) (*readCounter, erro
 	}
 	plan := fc.ReadPlan()
 	prof, src := plan.Profile, plan.CostSource
+	thinned := make([]ThinnedReads, len(ThinKeep))
+	for k, keep := range ThinKeep {
+		thinned[k].Keep = keep
+	}
 	return &readCounter{rm: rm, single: single, m: ReadModel{GapRows: plan.GapRows, MaxAmplification: plan.MaxAmplification,
-		Mode: plan.Mode, RandomReadsPerSec: prof.RandomReadsPerSec, SeqBytesPerSec: prof.SeqBytesPerSec, CostSource: src}}, nil
+		Mode: plan.Mode, RandomReadsPerSec: prof.RandomReadsPerSec, SeqBytesPerSec: prof.SeqBytesPerSec, CostSource: src,
+		Thinned: thinned}}, nil
 }
 
 // add prices the reads of batch rows nodes, leaving out those block
@@ -189,6 +256,17 @@ func (r *readCounter) add(nodes []int64, block func(v int64) bool) {
 			addSat(r.single, ids[first], 1)
 		}
 	})
+	// The thinned levels, each filtered in place from the one above (the
+	// scratch is spent: add refills it).
+	for k := range r.m.Thinned {
+		lv := &r.m.Thinned[k]
+		lim := thinLimit(lv.Keep)
+		ids = slices.DeleteFunc(ids, func(v int64) bool { return thinHash(v) >= lim })
+		r.rm.Walk(ids, func(_, _ int, bytes int64) {
+			lv.Reads++
+			lv.Bytes += bytes
+		})
+	}
 }
 
 // close releases the scratch.

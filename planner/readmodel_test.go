@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -86,6 +87,16 @@ func TestReadModelIsTheGather(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fc.Close()
+			// One more cache-less gather per thinned level.
+			thin := make([]*featurecache.Cache, len(ThinKeep))
+			for k := range thin {
+				to := *gather
+				to.Stage = d.Accounting().Stage(fmt.Sprintf("replay %s thinned %d", tc.name, k))
+				if thin[k], err = featurecache.New(context.Background(), d, 0, &to); err != nil {
+					t.Fatal(err)
+				}
+				defer thin[k].Close()
+			}
 			s, err := sample.New(d, tc.parts, &so)
 			if err != nil {
 				t.Fatal(err)
@@ -112,6 +123,12 @@ func TestReadModelIsTheGather(t *testing.T) {
 				if err := fc.Gather(ids, make([]byte, int64(len(ids))*d.FeatRowBytes())); err != nil {
 					t.Fatal(err)
 				}
+				for k, keep := range ThinKeep {
+					kept := slices.DeleteFunc(slices.Clone(ids), func(v int64) bool { return thinHash(v) >= thinLimit(keep) })
+					if err := thin[k].Gather(kept, make([]byte, int64(len(kept))*d.FeatRowBytes())); err != nil {
+						t.Fatal(err)
+					}
+				}
 				b.Release()
 			}
 			var got storage.StageStats
@@ -125,6 +142,20 @@ func TestReadModelIsTheGather(t *testing.T) {
 			if r.Rows != rows || r.BlockRows != blockRows || r.Reads != got.ReadCalls || r.BytesRead != got.BytesRead {
 				t.Errorf("model: %d rows, %d block rows, %d reads, %d bytes; gather: %d rows, %d block rows, %d reads, %d bytes",
 					r.Rows, r.BlockRows, r.Reads, r.BytesRead, rows, blockRows, got.ReadCalls, got.BytesRead)
+			}
+			if len(r.Thinned) != len(ThinKeep) {
+				t.Fatalf("%d thinned levels, want %d", len(r.Thinned), len(ThinKeep))
+			}
+			for k, keep := range ThinKeep {
+				var want storage.StageStats
+				for _, st := range d.Accounting().Snapshot() {
+					if st.Stage == fmt.Sprintf("replay %s thinned %d", tc.name, k) {
+						want = st
+					}
+				}
+				if lv := r.Thinned[k]; lv.Keep != keep || lv.Reads != want.ReadCalls || lv.Bytes != want.BytesRead {
+					t.Errorf("thinned level %d: %+v; the gather of the kept rows: keep %g, %d reads, %d bytes", k, lv, keep, want.ReadCalls, want.BytesRead)
+				}
 			}
 			if tc.block != (blockRows > 0) {
 				t.Errorf("block %v, %d block rows", tc.block, blockRows)
@@ -216,5 +247,36 @@ func TestPlanPricesSingleReads(t *testing.T) {
 	}
 	if order := rank(p.featScores(), res.Feature.Entries); !slices.Equal(order, []int64{2}) || res.Reads != nil || res.Predicted.GatherReads != 0 {
 		t.Errorf("no read model: cache %v, reads %+v", order, res.Reads)
+	}
+}
+
+// TestThinnedAt checks the interpolation over the thinned levels by hand,
+// and that the levels keep about their share of rows.
+func TestThinnedAt(t *testing.T) {
+	m := &ReadModel{Reads: 100, BytesRead: 1000}
+	if _, _, ok := m.thinnedAt(0.5); ok {
+		t.Error("a model without thinned counts interpolated")
+	}
+	m.Thinned = []ThinnedReads{{0.9, 140, 900}, {0.8, 180, 700}, {0.1, 50, 100}}
+	for _, tc := range []struct{ keep, reads, bytes float64 }{
+		{1, 100, 1000}, {1.5, 100, 1000}, {0.95, 120, 950}, {0.9, 140, 900}, {0.85, 160, 800},
+		{0.45, 115, 400}, {0.1, 50, 100}, {0.05, 25, 50}, {0, 0, 0}, {-1, 0, 0},
+	} {
+		r, b, ok := m.thinnedAt(tc.keep)
+		if !ok || math.Abs(r-tc.reads) > 1e-9 || math.Abs(b-tc.bytes) > 1e-9 {
+			t.Errorf("thinnedAt(%g) = %g reads, %g bytes, %v; want %g, %g", tc.keep, r, b, ok, tc.reads, tc.bytes)
+		}
+	}
+	const n = 1 << 16
+	for _, keep := range ThinKeep {
+		kept := 0
+		for v := range int64(n) {
+			if thinHash(v) < thinLimit(keep) {
+				kept++
+			}
+		}
+		if f := float64(kept) / n; math.Abs(f-keep) > 0.01 {
+			t.Errorf("level %g kept %.4f of %d consecutive ids", keep, f, n)
+		}
 	}
 }

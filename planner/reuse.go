@@ -40,7 +40,8 @@ func PartChecksum(part []int32) string {
 //     in partition mode, the same assignment (Meta.PartChecksum);
 //   - batches constructed the same way (Meta.SamplePlan);
 //   - the same history validity model (staleness and reuse depth, after
-//     defaults) and no global neighbour cache on either side;
+//     defaults, hits counted over HistRounds steady-state rounds) and no
+//     global neighbour cache on either side;
 //   - reads priced by the same plan (merge gap, amplification cap, read
 //     mode and device costs) for whole batches, each read alone
 //     (Reads.MicroBatchRows 0, Reads.ScanBatches at most 1),
@@ -67,6 +68,10 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 		return differ("dataset checksum %s, dataset %s", m.DatasetChecksum, sum)
 	case p.FeatSingle == nil || m.Reads == nil || p.HistAppear == nil || p.HistHits == nil:
 		return differ("written before the read model or the history validity model")
+	case m.HistRounds != HistRounds:
+		return differ("history hits counted over %d rounds, want %d (written before the steady-state validity model)", m.HistRounds, HistRounds)
+	case len(m.Reads.Thinned) != len(ThinKeep):
+		return differ("written before the thinned read counts")
 	case m.Reads.MicroBatchRows != 0:
 		return differ("reads counted for micro-batches of %d rows", m.Reads.MicroBatchRows)
 	case m.Reads.ScanBatches > 1:

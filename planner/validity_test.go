@@ -1,44 +1,72 @@
 package planner
 
-import "testing"
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/sample"
+)
 
 // TestValidityHand checks the history validity model (counters.hop1 and
-// wrap) on hand-made appearance sequences.
+// steady) on hand-made appearance sequences: the hits of HistRounds
+// replays after the warm-up, worked out by hand in the comments.
 func TestValidityHand(t *testing.T) {
 	tests := []struct {
 		name             string
 		staleness, depth int64
 		total            int64   // iterations in the repeating sequence
+		epochs           []int64 // first iteration of each epoch (nil: one)
 		iters            []int64 // the node's hop-1 appearances, ascending
-		wantHits         uint32
+		wantHits         uint32  // over HistRounds rounds
 	}{
-		// 0 miss (push 0), 2 and 4 hit, 6 miss (6−0 ≥ 5, push 6), 8 hit;
-		// wrap: 0+10−6 = 4 < 5, so the first appearance hits too.
-		{"refresh only on miss", 5, 1, 10, []int64{0, 2, 4, 6, 8}, 4},
-		{"single appearance, long epoch", 5, 1, 10, []int64{3}, 0},
-		{"single appearance, short epoch", 5, 1, 4, []int64{3}, 1},
-		{"adjacent, depth 1", 5, 1, 10, []int64{1, 2}, 1},
-		{"adjacent, depth 2: push not yet visible", 5, 2, 10, []int64{1, 2}, 0},
-		{"gap at depth", 5, 2, 10, []int64{1, 3}, 1},
-		// 1 miss, 9 miss (8 ≥ 5); wrap: 1+10−9 = 2 < 5 hits.
-		{"hit across the wrap", 5, 1, 10, []int64{1, 9}, 1},
-		{"staleness 1 never hits", 1, 1, 3, []int64{0, 1, 2}, 0},
-		{"gap equal to staleness misses", 3, 1, 100, []int64{0, 3, 6}, 0},
+		// Every other iteration; a push serves 4 iterations, so pushes
+		// fall every 6 (at multiples of 6): 40 of the 60 counted
+		// appearances hit, 3⅓ a round (one pass with the first
+		// appearance wrapped counted 4).
+		{"refresh only on miss", 5, 1, 10, nil, []int64{0, 2, 4, 6, 8}, 40},
+		{"single appearance, long epoch", 5, 1, 10, nil, []int64{3}, 0},
+		// 4 < 5: the push serves the next round's appearance, which,
+		// being a hit, does not push: the round after misses. Hits
+		// alternate.
+		{"single appearance, short epoch", 5, 1, 4, nil, []int64{3}, 6},
+		{"stale the epoch after a hit", 12, 1, 10, nil, []int64{2}, 6},
+		{"adjacent, depth 1", 5, 1, 10, nil, []int64{1, 2}, 12},
+		{"adjacent, depth 2: push not yet visible", 5, 2, 10, nil, []int64{1, 2}, 0},
+		{"gap at depth", 5, 2, 10, nil, []int64{1, 3}, 12},
+		// 9 pushes (8 ≥ 5 after 1); the next round's 1 hits (2 < 5).
+		{"hit across the rounds", 5, 1, 10, nil, []int64{1, 9}, 12},
+		// An epoch's first D batches are decided when it starts, after
+		// the last batch of the one before: 10·r sees the push at
+		// 10·r−1 although 1 < D.
+		{"epoch start sees the last batch", 5, 2, 10, nil, []int64{0, 9}, 12},
+		{"second epoch's start sees the first's last batch", 5, 2, 10, []int64{0, 5}, []int64{4, 5}, 12},
+		{"no epoch start inside the round", 5, 2, 10, nil, []int64{4, 5}, 0},
+		{"staleness 1 never hits", 1, 1, 3, nil, []int64{0, 1, 2}, 0},
+		{"gap equal to staleness misses", 3, 1, 100, nil, []int64{0, 3, 6}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			before := memacct.Read().Bytes[memacct.Profile]
 			c := newCounters(3)
 			c.staleness, c.depth = tc.staleness, tc.depth
 			const v = 1
-			k := 0
+			k, e := 0, 0
 			for i := int64(0); i < tc.total; i++ {
 				c.iter = i
+				if (tc.epochs == nil && i == 0) || (e < len(tc.epochs) && tc.epochs[e] == i) {
+					c.startEpoch()
+					e++
+				}
 				if k < len(tc.iters) && tc.iters[k] == i {
 					c.hop1(v)
 					k++
 				}
 			}
-			c.wrap(tc.total)
+			if err := c.steady(tc.total); err != nil {
+				t.Fatal(err)
+			}
 			if got := c.histAppear[v]; got != uint32(len(tc.iters)) {
 				t.Errorf("appearances %d, want %d", got, len(tc.iters))
 			}
@@ -48,10 +76,133 @@ func TestValidityHand(t *testing.T) {
 			if c.histAppear[0] != 0 || c.histHits[0] != 0 || c.histHits[2] != 0 {
 				t.Errorf("other nodes touched: %v %v", c.histAppear, c.histHits)
 			}
-			if c.lastPush != nil || c.firstSeen != nil {
-				t.Error("wrap kept the transient arrays")
+			if c.log != nil || c.iterStart != nil {
+				t.Error("steady kept the appearance log")
+			}
+			if after := memacct.Read().Bytes[memacct.Profile]; after != before {
+				t.Errorf("memacct.Profile %d after steady, %d before", after, before)
 			}
 		})
+	}
+}
+
+// TestValidityShuffled checks steady's shuffled replay against the
+// closed form for nodes seen once an epoch at a uniformly random batch,
+// with staleness T+D (one epoch past the reuse depth, the default): an
+// entry pushed at position a serves the next epoch's appearance at b
+// when b < a+D, which happens with mean probability q = Σ_a min(a+D, T) /
+// T², and a hit is followed by a stale miss, so the hit fraction is
+// q/(1+q). The replay is deterministic in its seed, so the tolerance is
+// not a flake risk; it covers 12 rounds of 15 batches' draws.
+func TestValidityShuffled(t *testing.T) {
+	const (
+		T     = 15
+		D     = 2
+		nodes = 3000
+		seed  = 7
+	)
+	c := newCounters(nodes)
+	c.staleness, c.depth, c.shuffle, c.seed = T+D, D, true, seed
+	for i := int64(0); i < T; i++ {
+		c.iter = i
+		if i == 0 {
+			c.startEpoch()
+		}
+		for v := i; v < nodes; v += T {
+			c.hop1(v)
+		}
+	}
+	if err := c.steady(T); err != nil {
+		t.Fatal(err)
+	}
+	var q float64
+	for a := range T {
+		q += float64(min(a+D, T)) / T
+	}
+	q /= T
+	want := q / (1 + q)
+	var hits float64
+	for _, h := range c.histHits {
+		hits += float64(h)
+	}
+	got := hits / (HistRounds * nodes)
+	t.Logf("seed %d: hit fraction %.4f, closed form %.4f (without shuffling: 0.5)", seed, got, want)
+	if math.Abs(got-want) > 0.05 {
+		t.Errorf("hit fraction %.4f, want %.4f ± 0.05", got, want)
+	}
+	// In profiled order every node alternates: hit, stale miss.
+	c = newCounters(nodes)
+	c.staleness, c.depth = T+D, D
+	for i := int64(0); i < T; i++ {
+		c.iter = i
+		if i == 0 {
+			c.startEpoch()
+		}
+		for v := i; v < nodes; v += T {
+			c.hop1(v)
+		}
+	}
+	if err := c.steady(T); err != nil {
+		t.Fatal(err)
+	}
+	for v, h := range c.histHits {
+		if h != HistRounds/2 {
+			t.Fatalf("profiled order: node %d hit %d of %d rounds, want every other", v, h, HistRounds)
+		}
+	}
+}
+
+// TestHistLogBytesBounds checks HistLogBytes by hand, and against the
+// appearance log a real sampler's batches build (its bytes counted in
+// memacct.Profile as it grows), and that steady releases the log.
+func TestHistLogBytesBounds(t *testing.T) {
+	for _, tc := range []struct {
+		train, fanout, edges, epochs, want int64
+	}{
+		{1000, 10, 1 << 20, 1, 4*10000 + 8*1001},
+		{1000, 10, 5000, 2, 2 * (4*5000 + 8*1001)},
+		{1000, -1, 5000, 1, 4*5000 + 8*1001},
+		{1000, 10, 1 << 20, 0, 4*10000 + 8*1001},
+	} {
+		if got := HistLogBytes(tc.train, tc.fanout, tc.edges, tc.epochs); got != tc.want {
+			t.Errorf("HistLogBytes(%d, %d, %d, %d) = %d, want %d", tc.train, tc.fanout, tc.edges, tc.epochs, got, tc.want)
+		}
+	}
+	ctx := context.Background()
+	d := testDataset(t)
+	for _, tc := range []struct {
+		fanouts []int
+		epochs  int
+	}{{[]int{5, 5}, 1}, {[]int{-1, -1}, 1}, {[]int{5, 5, 5}, 3}} {
+		o := (&ProfileOptions{Fanouts: tc.fanouts, BatchSize: 64, Seed: 3, PresampleEpochs: tc.epochs}).withDefaults()
+		so := o.samplerOptions()
+		s, err := sample.New(d, nil, &so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := memacct.Read().Bytes[memacct.Profile]
+		c, an := newCounters(d.NumNodes()), &analyzer{}
+		for e := range tc.epochs {
+			c.startEpoch()
+			if err := eachBatch(ctx, s, e, o.Progress, "", func(b *sample.Batch, _ *sample.Plan) error { an.add(b, c); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		appear := int64(len(c.log))
+		counted := memacct.Read().Bytes[memacct.Profile] - before
+		bound := HistLogBytes(int64(len(d.TrainIdx())), int64(tc.fanouts[len(tc.fanouts)-1]), d.NumEdges(), int64(tc.epochs))
+		t.Logf("fanouts %v, %d epochs, %d iterations: %d appearances, log %d bytes counted, bound %d", tc.fanouts, tc.epochs, c.iter, appear, counted, bound)
+		if counted != c.logged || counted < 4*appear+8*c.iter || counted > bound {
+			t.Errorf("fanouts %v, %d epochs: log of %d appearances counted %d bytes (logged %d); want at least %d and at most %d",
+				tc.fanouts, tc.epochs, appear, counted, c.logged, 4*appear+8*c.iter, bound)
+		}
+		if err := c.steady(c.iter); err != nil {
+			t.Fatal(err)
+		}
+		if after := memacct.Read().Bytes[memacct.Profile]; after != before {
+			t.Errorf("memacct.Profile %d after steady, %d before", after, before)
+		}
 	}
 }
 
@@ -61,7 +212,8 @@ func TestPlanValidityScales(t *testing.T) {
 	const n = 4
 	p := &Profile{Meta: Meta{Name: "v", NumNodes: n, FeatRowBytes: 16, IDBytes: 4, Beta: 1, PresampleEpochs: 1, Staleness: 100, ReuseDepth: 1, Fanouts: []int{5, 5}},
 		Feat: make([]uint32, n), HistSample: make([]uint32, n), HistGather: []uint32{40, 30, 0, 0}, Nbr: make([]uint32, n),
-		HistAppear: []uint32{4, 3, 0, 0}, HistHits: []uint32{1, 3, 0, 0}}
+		HistAppear: []uint32{4, 3, 0, 0}, HistHits: []uint32{1 * HistRounds, 3 * HistRounds, 0, 0}}
+	p.Meta.HistRounds = HistRounds
 	// Room for the two tables plus a generous history share.
 	// Degrees 10, 2, 0, 0.
 	opts := &PlanOptions{MemBytes: 1 << 20, Hidden: 4, Decoupled: true, Step: 0.5, Indptr: []int64{0, 10, 12, 12, 12}}
@@ -91,5 +243,38 @@ func TestPlanValidityScales(t *testing.T) {
 	}
 	if got := res.Predicted.HistGatherRows; got != 70 {
 		t.Errorf("old profile: HistGatherRows %g, want 70", got)
+	}
+}
+
+// TestPlanPricesHistoryThinned: with thinned read counts, Plan prices
+// the rows left after the history cache at the level of the share it
+// predicts removing (HistGatherRows ÷ GatheredRows), reads that rise as
+// fewer rows merge; without them, as before, it subtracts a mean row's.
+func TestPlanPricesHistoryThinned(t *testing.T) {
+	const n = 4
+	rm := &ReadModel{RandomReadsPerSec: 1000, SeqBytesPerSec: 1 << 20, CostSource: "test", Rows: 400, Reads: 20, BytesRead: 400 * 16,
+		SingleReads: 10, SingleBytes: 10 * 16,
+		Thinned: []ThinnedReads{{0.9, 60, 360 * 16}, {0.5, 150, 200 * 16}}}
+	p := &Profile{Meta: Meta{Name: "v", NumNodes: n, FeatRowBytes: 16, IDBytes: 4, Beta: 1, PresampleEpochs: 1, Staleness: 100, ReuseDepth: 1,
+		Fanouts: []int{5, 5}, GatheredRows: 400, HistRounds: HistRounds, Reads: rm},
+		Feat: make([]uint32, n), FeatSingle: make([]uint32, n), HistSample: make([]uint32, n), HistGather: []uint32{40, 30, 0, 0}, Nbr: make([]uint32, n),
+		HistAppear: []uint32{4, 3, 0, 0}, HistHits: []uint32{1 * HistRounds, 3 * HistRounds, 0, 0}}
+	opts := &PlanOptions{MemBytes: 1 << 20, Hidden: 4, Decoupled: true, Step: 0.5}
+	res, err := Plan(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 40 of 400 rows removed: keep 0.9, the first level's counts.
+	pr := res.Predicted
+	if pr.HistGatherRows != 40 || pr.GatherReads != 60 || pr.GatherBytesRead != 360*16 {
+		t.Errorf("history rows %g: %g reads, %g bytes; want 40 rows, 60 reads, %d bytes", pr.HistGatherRows, pr.GatherReads, pr.GatherBytesRead, 360*16)
+	}
+	// Without them: 20 reads less 40 rows × 10 of 400 rows read alone.
+	rm.Thinned = nil
+	if res, err = Plan(p, opts); err != nil {
+		t.Fatal(err)
+	}
+	if pr := res.Predicted; pr.GatherReads != 19 || pr.GatherBytesRead != 360*16 {
+		t.Errorf("without thinned counts: %g reads, %g bytes; want 19, %d", pr.GatherReads, pr.GatherBytesRead, 360*16)
 	}
 }

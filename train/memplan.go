@@ -151,7 +151,7 @@ var reserveFloor int64 = 24 << 20
 // caches' address tables, and the working set of micro-batches of
 // microTargets targets at their largest possible size
 // (fanoutRows), and, before profiling, room for the profiling epoch's
-// counters (planner.ProfileMemBytes).
+// counters and appearance log (planner.ProfileMemBytes, HistLogBytes).
 //
 // With Options.FeatIODepth 0 the read slots are counted at the depth the
 // minimum itself gets (GatherDepth): the least, then more while that
@@ -205,7 +205,10 @@ func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	stream, gather := stageBytes(d, &o, rows)
 	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idRowBytes) + stream + gather
 	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
-	profiling := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges())) + profGather
+	// The profile planned here samples one epoch (profileOptions leaves
+	// PresampleEpochs at its default, 1).
+	histLog := planner.HistLogBytes(int64(len(d.TrainIdx())), int64(o.Fanouts[len(o.Fanouts)-1]), d.NumEdges(), 1)
+	profiling := planner.ProfileMemBytes(n) + histLog + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges())) + profGather
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
