@@ -22,17 +22,23 @@ type counters struct {
 	// featSingle[v]: the batches whose modelled reads read v's row on
 	// its own (readCounter). Kept in the profile.
 	featSingle []uint32
-	// histAppear and histHits: hop-1 appearances and the hits of
-	// HistRounds steady-state replays (see steady). Kept in the profile.
+	// histAppear and histHits: hop-1 appearances and hits in HistRounds
+	// steady-state replays (see steady). Kept in the profile.
 	histAppear, histHits []uint32
 	// The appearance log the validity model replays (not kept): log holds
-	// every hop-1 appearance's node in order, iterStart[i] the offset of
+	// every possible hop-1 appearance's node in order and logP its
+	// probability (of math.MaxUint16), iterStart[i] the offset of
 	// iteration i's first, epochStart the first iteration of each
 	// profiled epoch. iter is the current batch's iteration.
 	log        []uint32
+	logP       []uint16
 	iterStart  []int64
 	epochStart []int64
 	iter       int64
+	// reach[v]: while a batch is analysed, the probability that v is
+	// sampled at hop 1 (0: no target's neighbour; −1: a target). Zero
+	// between batches.
+	reach []float32
 	// logged is the log's bytes counted in memacct.Profile.
 	logged           int64
 	staleness, depth int64
@@ -44,7 +50,7 @@ type counters struct {
 
 // counterArrays is the number of per-node uint32 arrays newCounters
 // allocates.
-const counterArrays = 7
+const counterArrays = 8
 
 // counterBytes is the memory of newCounters(n).
 func counterBytes(n int64) int64 { return counterArrays * 4 * n }
@@ -56,17 +62,18 @@ func counterBytes(n int64) int64 { return counterArrays * 4 * n }
 func ProfileMemBytes(n int64) int64 { return counterBytes(n) + 4*n }
 
 // HistLogBytes bounds the validity model's appearance log over epochs
-// profiled epochs of a dataset with trainNodes training nodes and edges
-// edges, sampled with hop-1 fanout hop1Fanout (every neighbour when
-// negative): 4 bytes per hop-1 appearance, at most min(hop1Fanout,
-// degree) per training node per epoch, and 8 bytes per iteration (at most
-// one per training node).
-func HistLogBytes(trainNodes, hop1Fanout, edges, epochs int64) int64 {
-	appear := edges
-	if hop1Fanout >= 0 {
-		appear = min(edges, trainNodes*hop1Fanout)
+// profiled epochs of graph indptr with training nodes train: per epoch,
+// 6 bytes per possible hop-1 appearance, at most one per neighbour of
+// each training node (Σ of their degrees), and 8 bytes per iteration (at
+// most one per training node).
+func HistLogBytes(indptr, train []int64, epochs int64) int64 {
+	var deg int64
+	for _, t := range train {
+		if t >= 0 && t+1 < int64(len(indptr)) {
+			deg += indptr[t+1] - indptr[t]
+		}
 	}
-	return max(epochs, 1) * (4*appear + 8*(trainNodes+1))
+	return max(epochs, 1) * (6*deg + 8*(int64(len(train))+1))
 }
 
 // HistRounds is the number of replays of the profiled iterations the
@@ -76,6 +83,8 @@ func HistLogBytes(trainNodes, hop1Fanout, edges, epochs int64) int64 {
 const (
 	HistRounds     = 12
 	histWarmRounds = 2
+	// histModel is the validity model Meta.HistModel records.
+	histModel = 2
 )
 
 func newCounters(n int64) *counters {
@@ -87,6 +96,7 @@ func newCounters(n int64) *counters {
 		featSingle: make([]uint32, n),
 		histAppear: make([]uint32, n),
 		histHits:   make([]uint32, n),
+		reach:      make([]float32, n),
 		staleness:  histcache.DefaultStaleness,
 		depth:      1,
 	}
@@ -100,13 +110,53 @@ func (c *counters) startEpoch() {
 }
 
 // hop1 records that v appears at hop 1 (not a target) of iteration
-// c.iter, in order: iterations ascend.
-func (c *counters) hop1(v int64) {
-	addSat(c.histAppear, v, 1)
+// c.iter with probability p, in order: iterations ascend.
+func (c *counters) hop1(v int64, p float64) {
 	c.markIter(c.iter)
-	before := cap(c.log)
+	before, beforeP := cap(c.log), cap(c.logP)
 	c.log = append(c.log, uint32(v))
-	c.count(4 * int64(cap(c.log)-before))
+	c.logP = append(c.logP, uint16(math.Round(min(max(p, 0), 1)*math.MaxUint16)))
+	c.count(4*int64(cap(c.log)-before) + 2*int64(cap(c.logP)-beforeP))
+}
+
+// hop1Fanout records the possible hop-1 appearances of a batch whose
+// targets are targets, each sampling k of its neighbours (lists(t))
+// uniformly without replacement (every one when k < 0 or its degree is
+// at most k): every neighbour v that is not a target appears with
+// probability 1 − Π (1 − min(1, k/deg(t))) over the targets t it
+// neighbours (a neighbour listed m times by t counts m times).
+func (c *counters) hop1Fanout(targets []int64, k int, lists func(v int64) idList) {
+	for _, t := range targets {
+		c.reach[t] = -1
+	}
+	start := len(c.log)
+	for _, t := range targets {
+		l := lists(t)
+		n := l.Len()
+		pi := float32(1)
+		if k >= 0 && n > k {
+			pi = float32(k) / float32(n)
+		}
+		for j := range n {
+			v := l.At(j)
+			switch r := c.reach[v]; {
+			case r < 0:
+			case r == 0:
+				c.reach[v] = pi
+				c.hop1(v, 0) // its probability is filled in below
+			default:
+				c.reach[v] = r + pi - r*pi
+			}
+		}
+	}
+	for i := start; i < len(c.log); i++ {
+		v := c.log[i]
+		c.logP[i] = uint16(math.Round(float64(min(c.reach[v], 1)) * math.MaxUint16))
+		c.reach[v] = 0
+	}
+	for _, t := range targets {
+		c.reach[t] = 0
+	}
 }
 
 // markIter records the log's offset as the start of every iteration up
@@ -141,9 +191,11 @@ func (c *counters) count(b int64) {
 func (c *counters) steady(total int64) error {
 	defer func() {
 		memacct.Add(memacct.Profile, -c.logged)
-		c.log, c.iterStart, c.epochStart, c.logged = nil, nil, nil, 0
+		c.log, c.logP, c.iterStart, c.epochStart, c.logged = nil, nil, nil, nil, 0
 	}()
 	clear(c.histHits)
+	clear(c.histAppear)
+	c.reach = nil // the replay's lastPush takes its place
 	if total == 0 || len(c.log) == 0 {
 		return nil
 	}
@@ -189,7 +241,14 @@ func (c *counters) steady(total int64) error {
 			at := r*total + int64(k)
 			start := r*total + first[e]
 			early := int64(k)-first[e] < c.depth
-			for _, v := range c.log[c.iterStart[i]:c.iterStart[i+1]] {
+			for j := c.iterStart[i]; j < c.iterStart[i+1]; j++ {
+				v := c.log[j]
+				if p := c.logP[j]; p != math.MaxUint16 && uint16(appearHash(c.seed, r, at, v)) >= p {
+					continue // not sampled this round
+				}
+				if counted {
+					addSat(c.histAppear, int64(v), 1)
+				}
 				if lp := lastPush[v]; lp != 0 {
 					p := int64(lp) - 1
 					visible := at-p >= c.depth || (early && p < start)
@@ -205,6 +264,22 @@ func (c *counters) steady(total int64) error {
 		}
 	}
 	return nil
+}
+
+// idList is a neighbour list (storage.NodeList).
+type idList interface {
+	Len() int
+	At(i int) int64
+}
+
+// appearHash draws whether v, possible at hop 1 at iteration at of round
+// r, is sampled there: its low 16 bits fall below the appearance's
+// probability (SplitMix64's finaliser over the inputs).
+func appearHash(seed uint64, r, at int64, v uint32) uint64 {
+	z := seed ^ uint64(r)<<56 ^ uint64(at)<<24 ^ uint64(v)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // countFeat adds one to saved_IO_feat of every row the gather reads
@@ -229,6 +304,12 @@ func addSat(a []uint32, i int64, x uint64) {
 // analyzer turns one sampled batch into per-node counts. Its scratch
 // slices are reused across batches; it is not safe for concurrent use.
 type analyzer struct {
+	// lists, when set, is the graph's neighbour lists, and hop1Fanout
+	// the batches' fanout at hop 1: the validity model then logs every
+	// possible hop-1 appearance with its probability (hop1Fanout); nil
+	// logs the sampled ones, each certain.
+	lists      func(v int64) idList
+	hop1Fanout int
 	// global reports whether v's list is served by the global neighbour
 	// cache; dynamic whether it is served by the macro batch's dynamic
 	// cache. Either may be nil (never).
@@ -276,8 +357,12 @@ func (a *analyzer) add(b *sample.Batch, c *counters) batchTotals {
 	// History-cache validity: every non-target hop-1 node (L ≥ 2 only;
 	// with one layer there is no history).
 	if L >= 2 {
-		for i := nT; i < hop1End; i++ {
-			c.hop1(nodes[i])
+		if a.lists != nil {
+			c.hop1Fanout(nodes[:nT], a.hop1Fanout, a.lists)
+		} else {
+			for i := nT; i < hop1End; i++ {
+				c.hop1(nodes[i], 1)
+			}
 		}
 	}
 

@@ -42,7 +42,8 @@
 //   - Nbr[v]: the batches that looked v's list up without the dynamic
 //     cache serving it (the neighbour cache's benefit, not in OUTRE).
 //   - HistAppear[v], HistHits[v]: v's hop-1 (non-target) appearances and
-//     the hits of HistRounds steady-state replays of them (not in OUTRE).
+//     the hits among them in HistRounds steady-state replays (not in
+//     OUTRE).
 //
 // # History validity
 //
@@ -54,22 +55,27 @@
 // push before it. v is pushed only when computed, i.e. at an appearance
 // that was not a hit: a hit does not refresh the entry, so with Staleness
 // about an epoch a node reused through one epoch finds its entry stale in
-// the next. RunProfile logs every hop-1 appearance (4 bytes each, and 8
-// per iteration: HistLogBytes bounds it) and, once the K epochs are
-// profiled, replays them as training would meet them if they repeated:
-// histWarmRounds rounds, then HistRounds rounds whose hits HistHits
-// counts, each round drawing a fresh order of every epoch's batches
-// (seeded by Seed), since training draws each epoch's batches afresh. The
-// replay holds one transient uint32 per node (the last push; in
-// ProfileMemBytes) and frees it and the log before RunProfile returns.
-// Nodes keep the profiled batches' co-occurrence, and appear as often in
-// every round as in the profile; epoch 0 of training, which starts with
-// an empty cache, is not modelled. The cache is assumed to hold every
-// candidate (it does: candidates are exactly the entries that fit), and
-// evictions by PolicyGrad are not modelled. Plan scales each node's
-// history benefit by h = HistHits/(HistRounds·HistAppear); a profile
-// without the arrays (written before them) keeps OUTRE's assumption, and
-// one written before Meta.HistRounds (one linear pass) is not Reusable.
+// the next. RunProfile logs every possible hop-1 appearance: for each
+// batch, every neighbour v of its targets that is not a target, with the
+// probability 1 − Π(1 − min(1, k/deg(t))) that the targets t listing it
+// sample it (k the hop-1 fanout; 6 bytes each, and 8 per iteration:
+// HistLogBytes bounds it by the training nodes' degrees). Once the K
+// epochs are profiled it replays them as training would meet them if they
+// repeated: histWarmRounds rounds, then HistRounds rounds whose
+// appearances HistAppear and whose hits HistHits count. Each round draws
+// a fresh order of every epoch's batches and whether each possible
+// appearance is sampled (seeded by Seed), since training draws each
+// epoch's batches, and its samples, afresh. Counting the reach of
+// neighbours takes one float32 per node (in ProfileMemBytes), the replay
+// one uint32 per node (the last push); the log and that array are freed
+// before RunProfile returns. Nodes keep the profiled batches'
+// co-occurrence (a target stays beside the same targets); epoch 0 of
+// training, which starts with an empty cache, is not modelled. The cache
+// is assumed to hold every candidate (it does: candidates are exactly the
+// entries that fit), and evictions by PolicyGrad are not modelled. Plan
+// scales each node's history benefit by h = HistHits/HistAppear; a
+// profile without the arrays (written before them) keeps OUTRE's
+// assumption, and one written before Meta.HistModel 2 is not Reusable.
 //
 // β is Eq. 3, (t_sample / sampled neighbours) / (t_gather / gathered
 // rows), with sampled neighbours the edges of all blocks and gathered rows
@@ -134,7 +140,7 @@
 //	history = histcache budget 4·N + R − ⌊α·R⌋     → k_hist = histcache.CapacityFor
 //	benefit(α) = Σ top-k_feat of Feat + Σ top-k_hist of (β·HistSample + HistGather)·h   (Eq. 4, 5)
 //	             (Feat's term is the feature benefit of Read costs when the profile has the model)
-//	h[v]       = HistHits[v] / (HistRounds·HistAppear[v]) (1 without the validity arrays)
+//	h[v]       = HistHits[v] / HistAppear[v] (1 without the validity arrays)
 //
 // α runs over [0, 1] in Step (0.01) increments; prefix sums of the
 // descending-sorted arrays are built once, so each step is O(1). The first

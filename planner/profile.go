@@ -222,6 +222,10 @@ type Meta struct {
 	// their HistHits count one linear pass with the first appearance
 	// wrapped, and Reusable refuses them.
 	HistRounds int64 `json:"hist_rounds,omitempty"`
+	// HistModel is the validity model's version: 2 replays every
+	// possible hop-1 appearance with its sampling probability, so
+	// HistAppear counts replayed appearances too; absent (0) before.
+	HistModel int `json:"hist_model,omitempty"`
 
 	// Counts of the profiling epoch (epoch 0): the inputs of β.
 	Batches          int64 `json:"batches"`
@@ -298,9 +302,10 @@ type Profile struct {
 	// it (whether or not the global cache did).
 	Nbr []uint32
 	// HistAppear is the number of v's hop-1 (non-target) appearances, and
-	// HistHits the hits of Meta.HistRounds replays of them in steady
-	// state (see the package doc, "History validity"): histHit and
-	// histHitsPerEpoch scale it. Both nil in old profiles.
+	// HistHits the hits among them, in Meta.HistRounds replays of the
+	// profiled epochs in steady state (see the package doc, "History
+	// validity"; profiles before Meta.HistModel 2 count the profiled
+	// appearances in HistAppear). Both nil in old profiles.
 	HistAppear []uint32
 	HistHits   []uint32
 	// HistScores, derived and never stored, is HistScore of every node
@@ -336,7 +341,10 @@ func (p *Profile) histHit(i int) float64 {
 	if p.HistAppear[i] == 0 {
 		return 0
 	}
-	return float64(p.HistHits[i]) / (p.histRounds() * float64(p.HistAppear[i]))
+	if p.Meta.HistModel < histModel {
+		return float64(p.HistHits[i]) / (p.histRounds() * float64(p.HistAppear[i]))
+	}
+	return float64(p.HistHits[i]) / float64(p.HistAppear[i])
 }
 
 // histHitsPerEpoch is node i's history hits per training epoch (0
@@ -448,6 +456,8 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	}
 	defer slow.Close()
 	eff := fast.Options()
+	an.lists = func(v int64) idList { return d.Neighbors(v) }
+	an.hop1Fanout = eff.Fanouts[len(eff.Fanouts)-1]
 
 	idBytes := int64(4)
 	if d.Indices32() == nil {
@@ -553,7 +563,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 	if err := c.steady(c.iter); err != nil {
 		return nil, err
 	}
-	m.Iterations, m.HistRounds = c.iter, HistRounds
+	m.Iterations, m.HistRounds, m.HistModel = c.iter, HistRounds, histModel
 	m.Beta = ComputeBeta(m.SampleSeconds, m.SampledNeighbors, m.GatherSeconds, m.GatheredRows)
 	m.Reads = &rc.m
 	p := &Profile{Meta: m, Feat: c.feat, FeatSingle: c.featSingle, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr,

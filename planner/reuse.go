@@ -68,8 +68,8 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 		return differ("dataset checksum %s, dataset %s", m.DatasetChecksum, sum)
 	case p.FeatSingle == nil || m.Reads == nil || p.HistAppear == nil || p.HistHits == nil:
 		return differ("written before the read model or the history validity model")
-	case m.HistRounds != HistRounds:
-		return differ("history hits counted over %d rounds, want %d (written before the steady-state validity model)", m.HistRounds, HistRounds)
+	case m.HistRounds != HistRounds || m.HistModel != histModel:
+		return differ("history validity model %d over %d rounds, want %d over %d (written before)", m.HistModel, m.HistRounds, histModel, HistRounds)
 	case len(m.Reads.Thinned) != len(ThinKeep):
 		return differ("written before the thinned read counts")
 	case m.Reads.MicroBatchRows != 0:

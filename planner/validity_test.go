@@ -3,11 +3,18 @@ package planner
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
+
+// int32List is an idList over a slice.
+type int32List []int32
+
+func (l int32List) Len() int       { return len(l) }
+func (l int32List) At(i int) int64 { return int64(l[i]) }
 
 // TestValidityHand checks the history validity model (counters.hop1 and
 // steady) on hand-made appearance sequences: the hits of HistRounds
@@ -60,15 +67,15 @@ func TestValidityHand(t *testing.T) {
 					e++
 				}
 				if k < len(tc.iters) && tc.iters[k] == i {
-					c.hop1(v)
+					c.hop1(v, 1)
 					k++
 				}
 			}
 			if err := c.steady(tc.total); err != nil {
 				t.Fatal(err)
 			}
-			if got := c.histAppear[v]; got != uint32(len(tc.iters)) {
-				t.Errorf("appearances %d, want %d", got, len(tc.iters))
+			if got := c.histAppear[v]; got != uint32(HistRounds*len(tc.iters)) {
+				t.Errorf("appearances %d, want %d", got, HistRounds*len(tc.iters))
 			}
 			if got := c.histHits[v]; got != tc.wantHits {
 				t.Errorf("hits %d, want %d", got, tc.wantHits)
@@ -109,7 +116,7 @@ func TestValidityShuffled(t *testing.T) {
 			c.startEpoch()
 		}
 		for v := i; v < nodes; v += T {
-			c.hop1(v)
+			c.hop1(v, 1)
 		}
 	}
 	if err := c.steady(T); err != nil {
@@ -139,7 +146,7 @@ func TestValidityShuffled(t *testing.T) {
 			c.startEpoch()
 		}
 		for v := i; v < nodes; v += T {
-			c.hop1(v)
+			c.hop1(v, 1)
 		}
 	}
 	if err := c.steady(T); err != nil {
@@ -152,20 +159,88 @@ func TestValidityShuffled(t *testing.T) {
 	}
 }
 
+// TestHop1Fanout checks the possible hop-1 appearances of a hand-made
+// batch and their probabilities, and the replay of uncertain ones
+// against the closed form: a node possible once an epoch with
+// probability π at a random batch, Staleness T+D, hits a share
+// π·q/(1+π·q) of its appearances (a push is followed by an appearance
+// soon enough with probability π·q, and a hit by a stale miss).
+func TestHop1Fanout(t *testing.T) {
+	lists := map[int64][]int32{0: {2, 3, 1}, 1: {2, 4, 5, 6, 2}}
+	c := newCounters(8)
+	c.hop1Fanout([]int64{0, 1}, 2, func(v int64) idList { return int32List(lists[v]) })
+	// π = 2/3 for target 0 and 2/5 for 1 (2 listed twice by 1).
+	p := func(x float64) uint16 { return uint16(math.Round(x * math.MaxUint16)) }
+	pi0, pi1 := 2.0/3, 2.0/5
+	q2 := 1 - (1-pi0)*(1-pi1)*(1-pi1)
+	if want := []uint32{2, 3, 4, 5, 6}; !slices.Equal(c.log, want) {
+		t.Errorf("logged %v, want %v", c.log, want)
+	}
+	if want := []uint16{p(q2), p(pi0), p(pi1), p(pi1), p(pi1)}; !slices.Equal(c.logP, want) {
+		t.Errorf("probabilities %v, want %v", c.logP, want)
+	}
+	for v, r := range c.reach {
+		if r != 0 {
+			t.Errorf("reach[%d] = %g after the batch", v, r)
+		}
+	}
+	if err := c.steady(1); err != nil {
+		t.Fatal(err)
+	}
+
+	const (
+		T     = 15
+		D     = 2
+		nodes = 3000
+		pi    = 0.25
+	)
+	c = newCounters(nodes)
+	c.staleness, c.depth, c.shuffle, c.seed = T+D, D, true, 11
+	for i := int64(0); i < T; i++ {
+		c.iter = i
+		if i == 0 {
+			c.startEpoch()
+		}
+		for v := i; v < nodes; v += T {
+			c.hop1(v, pi)
+		}
+	}
+	if err := c.steady(T); err != nil {
+		t.Fatal(err)
+	}
+	var q float64
+	for a := range T {
+		q += float64(min(a+D, T)) / T
+	}
+	q /= T
+	var appear, hits float64
+	for v := range c.histHits {
+		appear += float64(c.histAppear[v])
+		hits += float64(c.histHits[v])
+	}
+	perRound, frac, want := appear/(HistRounds*nodes), hits/appear, pi*q/(1+pi*q)
+	t.Logf("appearances %.4f a round (π %g); hit share %.4f, closed form %.4f", perRound, pi, frac, want)
+	if math.Abs(perRound-pi) > 0.01 || math.Abs(frac-want) > 0.03 {
+		t.Errorf("appearances %.4f a round, want %g ± 0.01; hit share %.4f, want %.4f ± 0.03", perRound, pi, frac, want)
+	}
+}
+
 // TestHistLogBytesBounds checks HistLogBytes by hand, and against the
 // appearance log a real sampler's batches build (its bytes counted in
 // memacct.Profile as it grows), and that steady releases the log.
 func TestHistLogBytesBounds(t *testing.T) {
+	// Degrees 3, 0, 5, 2.
+	indptr := []int64{0, 3, 3, 8, 10}
 	for _, tc := range []struct {
-		train, fanout, edges, epochs, want int64
+		train        []int64
+		epochs, want int64
 	}{
-		{1000, 10, 1 << 20, 1, 4*10000 + 8*1001},
-		{1000, 10, 5000, 2, 2 * (4*5000 + 8*1001)},
-		{1000, -1, 5000, 1, 4*5000 + 8*1001},
-		{1000, 10, 1 << 20, 0, 4*10000 + 8*1001},
+		{[]int64{0, 2}, 1, 6*8 + 8*3},
+		{[]int64{0, 1, 2, 3}, 2, 2 * (6*10 + 8*5)},
+		{nil, 0, 8},
 	} {
-		if got := HistLogBytes(tc.train, tc.fanout, tc.edges, tc.epochs); got != tc.want {
-			t.Errorf("HistLogBytes(%d, %d, %d, %d) = %d, want %d", tc.train, tc.fanout, tc.edges, tc.epochs, got, tc.want)
+		if got := HistLogBytes(indptr, tc.train, tc.epochs); got != tc.want {
+			t.Errorf("HistLogBytes(%v, %d) = %d, want %d", tc.train, tc.epochs, got, tc.want)
 		}
 	}
 	ctx := context.Background()
@@ -181,7 +256,7 @@ func TestHistLogBytesBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := memacct.Read().Bytes[memacct.Profile]
-		c, an := newCounters(d.NumNodes()), &analyzer{}
+		c, an := newCounters(d.NumNodes()), &analyzer{lists: func(v int64) idList { return d.Neighbors(v) }, hop1Fanout: tc.fanouts[len(tc.fanouts)-1]}
 		for e := range tc.epochs {
 			c.startEpoch()
 			if err := eachBatch(ctx, s, e, o.Progress, "", func(b *sample.Batch, _ *sample.Plan) error { an.add(b, c); return nil }); err != nil {
@@ -191,11 +266,11 @@ func TestHistLogBytesBounds(t *testing.T) {
 		s.Close()
 		appear := int64(len(c.log))
 		counted := memacct.Read().Bytes[memacct.Profile] - before
-		bound := HistLogBytes(int64(len(d.TrainIdx())), int64(tc.fanouts[len(tc.fanouts)-1]), d.NumEdges(), int64(tc.epochs))
+		bound := HistLogBytes(d.Indptr(), d.TrainIdx(), int64(tc.epochs))
 		t.Logf("fanouts %v, %d epochs, %d iterations: %d appearances, log %d bytes counted, bound %d", tc.fanouts, tc.epochs, c.iter, appear, counted, bound)
-		if counted != c.logged || counted < 4*appear+8*c.iter || counted > bound {
+		if counted != c.logged || counted < 6*appear+8*c.iter || counted > bound {
 			t.Errorf("fanouts %v, %d epochs: log of %d appearances counted %d bytes (logged %d); want at least %d and at most %d",
-				tc.fanouts, tc.epochs, appear, counted, c.logged, 4*appear+8*c.iter, bound)
+				tc.fanouts, tc.epochs, appear, counted, c.logged, 6*appear+8*c.iter, bound)
 		}
 		if err := c.steady(c.iter); err != nil {
 			t.Fatal(err)
@@ -212,8 +287,8 @@ func TestPlanValidityScales(t *testing.T) {
 	const n = 4
 	p := &Profile{Meta: Meta{Name: "v", NumNodes: n, FeatRowBytes: 16, IDBytes: 4, Beta: 1, PresampleEpochs: 1, Staleness: 100, ReuseDepth: 1, Fanouts: []int{5, 5}},
 		Feat: make([]uint32, n), HistSample: make([]uint32, n), HistGather: []uint32{40, 30, 0, 0}, Nbr: make([]uint32, n),
-		HistAppear: []uint32{4, 3, 0, 0}, HistHits: []uint32{1 * HistRounds, 3 * HistRounds, 0, 0}}
-	p.Meta.HistRounds = HistRounds
+		HistAppear: []uint32{4 * HistRounds, 3 * HistRounds, 0, 0}, HistHits: []uint32{1 * HistRounds, 3 * HistRounds, 0, 0}}
+	p.Meta.HistRounds, p.Meta.HistModel = HistRounds, histModel
 	// Room for the two tables plus a generous history share.
 	// Degrees 10, 2, 0, 0.
 	opts := &PlanOptions{MemBytes: 1 << 20, Hidden: 4, Decoupled: true, Step: 0.5, Indptr: []int64{0, 10, 12, 12, 12}}
@@ -256,9 +331,9 @@ func TestPlanPricesHistoryThinned(t *testing.T) {
 		SingleReads: 10, SingleBytes: 10 * 16,
 		Thinned: []ThinnedReads{{0.9, 60, 360 * 16}, {0.5, 150, 200 * 16}}}
 	p := &Profile{Meta: Meta{Name: "v", NumNodes: n, FeatRowBytes: 16, IDBytes: 4, Beta: 1, PresampleEpochs: 1, Staleness: 100, ReuseDepth: 1,
-		Fanouts: []int{5, 5}, GatheredRows: 400, HistRounds: HistRounds, Reads: rm},
+		Fanouts: []int{5, 5}, GatheredRows: 400, HistRounds: HistRounds, HistModel: histModel, Reads: rm},
 		Feat: make([]uint32, n), FeatSingle: make([]uint32, n), HistSample: make([]uint32, n), HistGather: []uint32{40, 30, 0, 0}, Nbr: make([]uint32, n),
-		HistAppear: []uint32{4, 3, 0, 0}, HistHits: []uint32{1 * HistRounds, 3 * HistRounds, 0, 0}}
+		HistAppear: []uint32{4 * HistRounds, 3 * HistRounds, 0, 0}, HistHits: []uint32{1 * HistRounds, 3 * HistRounds, 0, 0}}
 	opts := &PlanOptions{MemBytes: 1 << 20, Hidden: 4, Decoupled: true, Step: 0.5}
 	res, err := Plan(p, opts)
 	if err != nil {

@@ -207,7 +207,7 @@ func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
 	// The profile planned here samples one epoch (profileOptions leaves
 	// PresampleEpochs at its default, 1).
-	histLog := planner.HistLogBytes(int64(len(d.TrainIdx())), int64(o.Fanouts[len(o.Fanouts)-1]), d.NumEdges(), 1)
+	histLog := planner.HistLogBytes(d.Indptr(), d.TrainIdx(), 1)
 	profiling := planner.ProfileMemBytes(n) + histLog + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges())) + profGather
 	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
