@@ -31,6 +31,21 @@ func PartChecksum(part []int32) string {
 	return storage.FormatChecksum(h.Sum64())
 }
 
+// Outdated says how the profile m describes was counted by models older
+// than RunProfile's ("" when it was not): the history validity model
+// (Meta.HistModel and HistRounds) and the read model's thinned counts.
+// Such a profile loads and plans, but its counts are not what a new
+// profile would count, so Reusable refuses it.
+func (m *Meta) Outdated() string {
+	switch {
+	case m.HistModel != histModel || m.HistRounds != HistRounds:
+		return fmt.Sprintf("history validity model %d over %d rounds, want %d over %d (written before)", m.HistModel, m.HistRounds, histModel, HistRounds)
+	case m.Reads == nil || len(m.Reads.Thinned) != len(ThinKeep):
+		return "written before the thinned read counts"
+	}
+	return ""
+}
+
 // Reusable reports whether p (a profile read from disk) can stand for a
 // new RunProfile of d with opts: nil when it can, else an error wrapping
 // ErrMismatch that names the first difference. It can when every array
@@ -68,10 +83,8 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 		return differ("dataset checksum %s, dataset %s", m.DatasetChecksum, sum)
 	case p.FeatSingle == nil || m.Reads == nil || p.HistAppear == nil || p.HistHits == nil:
 		return differ("written before the read model or the history validity model")
-	case m.HistRounds != HistRounds || m.HistModel != histModel:
-		return differ("history validity model %d over %d rounds, want %d over %d (written before)", m.HistModel, m.HistRounds, histModel, HistRounds)
-	case len(m.Reads.Thinned) != len(ThinKeep):
-		return differ("written before the thinned read counts")
+	case m.Outdated() != "":
+		return differ("%s", m.Outdated())
 	case m.Reads.MicroBatchRows != 0:
 		return differ("reads counted for micro-batches of %d rows", m.Reads.MicroBatchRows)
 	case m.Reads.ScanBatches > 1:

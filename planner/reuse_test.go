@@ -115,6 +115,28 @@ func TestReusable(t *testing.T) {
 	if err := q.Reusable(ctx, d, mp, &base); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "scans of 2") {
 		t.Fatalf("profile remodelled for scans: %v", err)
 	}
+	// Counted by older models: refused, and Outdated says which.
+	for _, tc := range []struct {
+		name, want string
+		edit       func(m *Meta)
+	}{
+		{"validity model 1", "history validity model 1", func(m *Meta) { m.HistModel = 1 }},
+		{"one round", "over 0 rounds", func(m *Meta) { m.HistRounds = 0 }},
+		{"no thinned counts", "thinned read counts", func(m *Meta) { r := *m.Reads; r.Thinned = nil; m.Reads = &r }},
+	} {
+		old := q.Meta
+		q.Meta.Reads = &ReadModel{}
+		*q.Meta.Reads = *old.Reads
+		q.Meta.Reads.MicroBatchRows, q.Meta.Reads.ScanBatches = 0, 0
+		tc.edit(&q.Meta)
+		if why := q.Meta.Outdated(); !strings.Contains(why, tc.want) {
+			t.Errorf("%s: Outdated %q, want it to name %q", tc.name, why, tc.want)
+		}
+		if err := q.Reusable(ctx, d, mp, &base); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		q.Meta = old
+	}
 	// A profile of random batches needs no assignment.
 	ro := base
 	ro.Mode, ro.Name, ro.Part, ro.Partition = sample.ModeRandom, "reuse-random", nil, ""

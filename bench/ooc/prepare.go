@@ -318,7 +318,8 @@ func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, ta
 // against featurecache.PlanReads): with the default merge cap and read
 // mode mode, at the costs of device profile dev (reads.cost_source
 // device.json and its rates, which give the merge gap), from batches
-// constructed as the children's (sample_plan). A profile priced
+// constructed as the children's (sample_plan), counted by the planner's
+// current models (planner.Meta.Outdated). A profile priced
 // otherwise ranks the feature cache by other read costs than the
 // children's, so the plan would not be theirs. (The profile child runs
 // uncapped, where "auto" picks buffered reads; the children, inside their
@@ -335,7 +336,7 @@ func profileReadsAre(dir string, mode storage.ReadMode, dev *storage.DeviceProfi
 	}
 	plan := featurecache.PlanReads(dev, storage.FileDevice, m.FeatRowBytes, nil)
 	plan.Mode = mode.String()
-	return m.SamplePlan == sample.PlanVersion && m.Reads.PricedOtherwise(plan) == ""
+	return m.SamplePlan == sample.PlanVersion && m.Outdated() == "" && m.Reads.PricedOtherwise(plan) == ""
 }
 
 func writeMarker(dir string, m marker) error {

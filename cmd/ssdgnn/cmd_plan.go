@@ -57,6 +57,9 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			if err := p.Meta.OfDataset(d); err != nil {
 				return err
 			}
+			if why := p.Meta.Outdated(); why != "" && p.HistAppear != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: profile %q: %s; its predictions are those of the older model (ssdgnn profile makes a new one)\n", name, why)
+			}
 			o.Indptr = d.Indptr()
 			if p.Meta.Partition != "" && !o.Decoupled {
 				pt, err := partition.Open(args[0], p.Meta.Partition)
