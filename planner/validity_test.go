@@ -93,6 +93,24 @@ func TestValidityHand(t *testing.T) {
 	}
 }
 
+// onceAnEpoch logs, for one epoch of T batches, each of nodes once at
+// hop 1 with probability p (node v in batch v mod T) and replays c.
+func onceAnEpoch(t *testing.T, c *counters, T, nodes int64, p float64) {
+	t.Helper()
+	for i := int64(0); i < T; i++ {
+		c.iter = i
+		if i == 0 {
+			c.startEpoch()
+		}
+		for v := i; v < nodes; v += T {
+			c.hop1(v, p)
+		}
+	}
+	if err := c.steady(T); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestValidityShuffled checks steady's shuffled replay against the
 // closed form for nodes seen once an epoch at a uniformly random batch,
 // with staleness T+D (one epoch past the reuse depth, the default): an
@@ -110,18 +128,7 @@ func TestValidityShuffled(t *testing.T) {
 	)
 	c := newCounters(nodes)
 	c.staleness, c.depth, c.shuffle, c.seed = T+D, D, true, seed
-	for i := int64(0); i < T; i++ {
-		c.iter = i
-		if i == 0 {
-			c.startEpoch()
-		}
-		for v := i; v < nodes; v += T {
-			c.hop1(v, 1)
-		}
-	}
-	if err := c.steady(T); err != nil {
-		t.Fatal(err)
-	}
+	onceAnEpoch(t, c, T, nodes, 1)
 	var q float64
 	for a := range T {
 		q += float64(min(a+D, T)) / T
@@ -140,18 +147,7 @@ func TestValidityShuffled(t *testing.T) {
 	// In profiled order every node alternates: hit, stale miss.
 	c = newCounters(nodes)
 	c.staleness, c.depth = T+D, D
-	for i := int64(0); i < T; i++ {
-		c.iter = i
-		if i == 0 {
-			c.startEpoch()
-		}
-		for v := i; v < nodes; v += T {
-			c.hop1(v, 1)
-		}
-	}
-	if err := c.steady(T); err != nil {
-		t.Fatal(err)
-	}
+	onceAnEpoch(t, c, T, nodes, 1)
 	for v, h := range c.histHits {
 		if h != HistRounds/2 {
 			t.Fatalf("profiled order: node %d hit %d of %d rounds, want every other", v, h, HistRounds)
@@ -196,18 +192,7 @@ func TestHop1Fanout(t *testing.T) {
 	)
 	c = newCounters(nodes)
 	c.staleness, c.depth, c.shuffle, c.seed = T+D, D, true, 11
-	for i := int64(0); i < T; i++ {
-		c.iter = i
-		if i == 0 {
-			c.startEpoch()
-		}
-		for v := i; v < nodes; v += T {
-			c.hop1(v, pi)
-		}
-	}
-	if err := c.steady(T); err != nil {
-		t.Fatal(err)
-	}
+	onceAnEpoch(t, c, T, nodes, pi)
 	var q float64
 	for a := range T {
 		q += float64(min(a+D, T)) / T
