@@ -137,6 +137,9 @@ func (c *counters) hop1Fanout(targets []int64, k int, lists func(v int64) idList
 		if k >= 0 && n > k {
 			pi = float32(k) / float32(n)
 		}
+		if pi == 0 {
+			continue // samples none (fanout 0): nothing possible
+		}
 		for j := range n {
 			v := l.At(j)
 			switch r := c.reach[v]; {
