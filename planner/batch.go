@@ -7,6 +7,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/splitmix"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -277,12 +278,9 @@ type idList interface {
 
 // appearHash draws whether v, possible at hop 1 at iteration at of round
 // r, is sampled there: its low 16 bits fall below the appearance's
-// probability (SplitMix64's finaliser over the inputs).
+// probability (splitmix.Finalize over the inputs).
 func appearHash(seed uint64, r, at int64, v uint32) uint64 {
-	z := seed ^ uint64(r)<<56 ^ uint64(at)<<24 ^ uint64(v)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return splitmix.Finalize(seed ^ uint64(r)<<56 ^ uint64(at)<<24 ^ uint64(v)*0x9e3779b97f4a7c15)
 }
 
 // countFeat adds one to saved_IO_feat of every row the gather reads

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/splitmix"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -76,15 +77,10 @@ type ThinnedReads struct {
 // ThinKeep is the keep levels ReadModel.Thinned counts, descending.
 var ThinKeep = []float64{0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1}
 
-// thinHash spreads row ids uniformly over uint64 (SplitMix64's
-// finaliser): a row is kept at level k when thinHash(id) < keep·2⁶⁴, so
-// the rows of a lower level are a subset of a higher one's.
-func thinHash(v int64) uint64 {
-	z := uint64(v) + 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+// thinHash spreads row ids uniformly over uint64 (splitmix.Mix): a row
+// is kept at level k when thinHash(id) < keep·2⁶⁴, so the rows of a
+// lower level are a subset of a higher one's.
+func thinHash(v int64) uint64 { return splitmix.Mix(uint64(v)) }
 
 // thinLimit is level keep's hash bound.
 func thinLimit(keep float64) uint64 {

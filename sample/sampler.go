@@ -11,6 +11,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/invariants"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/splitmix"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -333,13 +334,8 @@ func (s *Sampler) Close() error {
 // Options returns the sampler's options with defaults filled in.
 func (s *Sampler) Options() Options { return s.o }
 
-// mix is SplitMix64's finaliser.
-func mix(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+// mix is one SplitMix64 step (splitmix.Mix).
+func mix(z uint64) uint64 { return splitmix.Mix(z) }
 
 // rng returns the generator of stream (epoch, kind, i).
 func (s *Sampler) rng(epoch int, kind uint64, i int) *rand.Rand {

@@ -3,6 +3,8 @@ package synth
 import (
 	"math"
 	"math/bits"
+
+	"github.com/ssdgnn/ssdgnn/internal/splitmix"
 )
 
 // Stream constants separate the random streams derived from one seed.
@@ -15,11 +17,7 @@ const (
 )
 
 // mix64 is a bijective 64-bit finaliser (the splitmix64 output function).
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func mix64(z uint64) uint64 { return splitmix.Finalize(z) }
 
 // hash3 hashes a seed, a stream constant and an index.
 func hash3(seed, stream, i uint64) uint64 {
