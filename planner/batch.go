@@ -23,6 +23,9 @@ type counters struct {
 	// featSingle[v]: the batches whose modelled reads read v's row on
 	// its own (readCounter). Kept in the profile.
 	featSingle []uint32
+	// featHeld[v]: the batches of the held-out epoch whose input layer
+	// reads v's row from storage (Profile.FeatHeldOut). Kept.
+	featHeld []uint32
 	// histAppear and histHits: hop-1 appearances and hits in HistRounds
 	// steady-state replays (see steady). Kept in the profile.
 	histAppear, histHits []uint32
@@ -51,7 +54,7 @@ type counters struct {
 
 // counterArrays is the number of per-node uint32 arrays newCounters
 // allocates.
-const counterArrays = 8
+const counterArrays = 9
 
 // counterBytes is the memory of newCounters(n).
 func counterBytes(n int64) int64 { return counterArrays * 4 * n }
@@ -95,6 +98,7 @@ func newCounters(n int64) *counters {
 		histGather: make([]uint32, n),
 		nbr:        make([]uint32, n),
 		featSingle: make([]uint32, n),
+		featHeld:   make([]uint32, n),
 		histAppear: make([]uint32, n),
 		histHits:   make([]uint32, n),
 		reach:      make([]float32, n),

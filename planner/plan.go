@@ -310,30 +310,43 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	if p.FeatSingle != nil && int64(len(p.FeatSingle)) != n {
 		return nil, fmt.Errorf("%w: profile single-read array has %d entries, want %d", ErrMismatch, len(p.FeatSingle), n)
 	}
-	// A node's feature benefit, in gathered rows: its hits, or, with the
-	// read model, the device time its reads cost over the mean device
-	// time of a row read from storage (see the package doc, "Read
+	// A cached node's hits per epoch: its held-out count (FeatHeldOut),
+	// the epoch the ranking did not see, else (older profiles) Feat over
+	// the profiled epochs; and its single reads per epoch, the share of
+	// its profiled gathers read alone times those hits (see the package
+	// doc, "Held-out hits").
+	featHits := func(v int64) float64 { return float64(p.Feat[v]) / epochs }
+	if p.hasHeldOut() {
+		featHits = func(v int64) float64 { return float64(p.FeatHeldOut[v]) }
+	}
+	featSingle := func(v int64) float64 {
+		if f := p.Feat[v]; costed && f > 0 {
+			return featHits(v) * float64(p.single(v)) / float64(f)
+		}
+		return 0
+	}
+	// A node's feature benefit per epoch, in gathered rows: its hits, or,
+	// with the read model, the device time its reads cost over the mean
+	// device time of a row read from storage (see the package doc, "Read
 	// costs").
-	featBenefit := func(v int64) float64 { return float64(p.Feat[v]) }
+	featBenefit := featHits
 	var rowB, singleB float64 // a row inside a merged read, a row read alone: bytes
 	if costed {
 		rowB, singleB = float64(p.Meta.FeatRowBytes), rm.singleBytes(p.Meta.FeatRowBytes)
 		mean := rm.Seconds(float64(rm.Reads), float64(rm.BytesRead)) / float64(rm.Rows)
 		merged, alone := rm.Seconds(0, rowB)/mean, rm.Seconds(1, singleB)/mean
 		featBenefit = func(v int64) float64 {
-			one := float64(p.single(v))
-			return (float64(p.Feat[v])-one)*merged + one*alone
+			one := featSingle(v)
+			return (featHits(v)-one)*merged + one*alone
 		}
 	}
 	pFeat := make([]float64, len(featOrder)+1)
 	pFeatRows := make([]float64, len(featOrder)+1)
 	pFeatSingle := make([]float64, len(featOrder)+1)
 	for r, v := range featOrder {
-		pFeat[r+1] = pFeat[r] + featBenefit(v)/epochs
-		pFeatRows[r+1] = pFeatRows[r] + float64(p.Feat[v])/epochs
-		if costed {
-			pFeatSingle[r+1] = pFeatSingle[r] + float64(p.single(v))/epochs
-		}
+		pFeat[r+1] = pFeat[r] + featBenefit(v)
+		pFeatRows[r+1] = pFeatRows[r] + featHits(v)
+		pFeatSingle[r+1] = pFeatSingle[r] + featSingle(v)
 	}
 	var pHist, pHistS, pHistG, pHistR, pHistE []float64
 	k2 := int64(-1)
@@ -370,6 +383,16 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			}
 		}
 	}
+	// histKeep is the share of the batches' rows left to gather when the
+	// history removes rows of them per epoch: the thinning of the reads
+	// below and of the feature cache's hits (package doc, "Thinned
+	// counts").
+	histKeep := func(rows float64) float64 {
+		if g := float64(p.Meta.GatheredRows); g > 0 {
+			return max(1-rows/g, 0)
+		}
+		return 1
+	}
 	var nm *nbrModel
 	if o.Indptr != nil {
 		var err error
@@ -403,7 +426,9 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			kh := histcache.CapacityFor(hBudget, n, o.Hidden)
 			hs = CacheSplit{BudgetBytes: hBudget, TableBytes: 4 * n, Entries: kh,
 				DataBytes: histcache.BytesFor(n, kh, o.Hidden) - 4*n}
-			b += topSum(pHist, kh)
+			// Rows the history removes are rows the feature cache no
+			// longer serves: its benefit is thinned as the reads are.
+			b = b*histKeep(topSum(pHistG, kh)) + topSum(pHist, kh)
 		}
 		return fs, hs, b
 	}
@@ -460,13 +485,15 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	}
 	pr := &res.Predicted
 	pr.Benefit = best.benefit
-	pr.FeatRows = topSum(pFeatRows, best.feat.Entries)
+	keep := 1.0
 	if hist {
 		pr.HistGatherRows = topSum(pHistG, best.hist.Entries)
 		pr.HistSampledNeighbors = topSum(pHistS, best.hist.Entries)
 		pr.HistReusedNodes = topSum(pHistR, best.hist.Entries)
 		pr.HistSkippedDraws = topSum(pHistE, best.hist.Entries)
+		keep = histKeep(pr.HistGatherRows)
 	}
+	pr.FeatRows = topSum(pFeatRows, best.feat.Entries) * keep
 	if nm != nil {
 		pr.NeighborCacheBytes = nm.bytes[best.kNbr]
 	}
@@ -484,17 +511,13 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		// batches' rows; with thinned counts its rows are priced at that
 		// level (fewer rows merge less, so reads can rise), else as the
 		// mean single-read share and bytes of a row.
-		keep := 1.0
-		if g := float64(p.Meta.GatheredRows); g > 0 {
-			keep = max(1-pr.HistGatherRows/g, 0)
-		}
 		if tr, tb, ok := rm.thinnedAt(keep); ok {
 			reads, bytes = tr/epochs, tb/epochs
 		} else if all := float64(rm.Rows + rm.BlockRows); all > 0 {
 			reads -= pr.HistGatherRows * float64(rm.SingleReads) / all
 			bytes -= pr.HistGatherRows * (float64(rm.SingleBytes) + float64(rm.Rows-rm.SingleReads)*rowB) / all
 		}
-		one := topSum(pFeatSingle, best.feat.Entries)
+		one := topSum(pFeatSingle, best.feat.Entries) * keep
 		reads -= one
 		bytes -= one*singleB + (pr.FeatRows-one)*rowB
 		pr.GatherReads, pr.GatherBytesRead = max(reads, 0), max(bytes, 0)

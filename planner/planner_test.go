@@ -140,32 +140,49 @@ func TestPlanHand(t *testing.T) {
 	}
 }
 
-// brute evaluates Eq. 5 directly at every α step.
+// brute evaluates Eq. 5 directly at every α step: the feature cache
+// holds the nodes of largest Feat (ties towards the smaller id) and is
+// worth their held-out counts (Feat without them), times the share of the
+// epoch's rows the history cache's nodes leave; the history cache holds
+// the nodes of largest score.
 func brute(p *Profile, o *PlanOptions) (bestAlpha, bestBenefit float64) {
 	n := p.Meta.NumNodes
 	steps := int(math.Round(1 / o.Step))
 	r := o.MemBytes - 8*n
-	topk := func(x []float64, k int64) float64 {
-		s := slices.Clone(x)
-		slices.SortFunc(s, func(a, b float64) int { return cmp.Compare(b, a) })
+	order := func(score func(i int) float64) []int {
+		var idx []int
+		for i := range int(n) {
+			if score(i) > 0 {
+				idx = append(idx, i)
+			}
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(score(b), score(a)) })
+		return idx
+	}
+	sumFirst := func(idx []int, k int64, x func(i int) float64) float64 {
 		var t float64
-		for i := int64(0); i < k && i < int64(len(s)); i++ {
-			t += s[i]
+		for _, i := range idx[:min(k, int64(len(idx)))] {
+			t += x(i)
 		}
 		return t
 	}
-	feat := make([]float64, n)
-	hist := make([]float64, n)
-	for i := range feat {
-		feat[i] = float64(p.Feat[i])
-		hist[i] = p.Meta.Beta*float64(p.HistSample[i]) + float64(p.HistGather[i])
+	hits := func(i int) float64 { return float64(p.Feat[i]) }
+	if p.FeatHeldOut != nil {
+		hits = func(i int) float64 { return float64(p.FeatHeldOut[i]) }
 	}
+	histScore := func(i int) float64 { return p.Meta.Beta*float64(p.HistSample[i]) + float64(p.HistGather[i]) }
+	featOrder := order(func(i int) float64 { return float64(p.Feat[i]) })
+	histOrder := order(func(i int) float64 { return float64(float32(histScore(i))) })
 	bestBenefit = -1
 	for i := 0; i <= steps; i++ {
 		fd := int64(math.Floor(float64(r) * float64(i) / float64(steps)))
 		kf := featurecache.CapacityFor(4*n+fd, p.Meta.FeatRowBytes, n)
 		kh := histcache.CapacityFor(4*n+r-fd, n, o.Hidden)
-		b := topk(feat, kf) + topk(hist, kh)
+		keep := 1.0
+		if g := p.Meta.GatheredRows; g > 0 {
+			keep = max(1-sumFirst(histOrder, kh, func(i int) float64 { return float64(p.HistGather[i]) })/float64(g), 0)
+		}
+		b := sumFirst(featOrder, kf, hits)*keep + sumFirst(histOrder, kh, histScore)
 		if b > bestBenefit {
 			bestAlpha, bestBenefit = float64(i)/float64(steps), b
 		}
@@ -186,6 +203,10 @@ func randProfile(r *rand.Rand, n int) *Profile {
 	p := handProfile(a(100), a(50), a(30), []float64{0.25, 0.5, 1, 2, 4}[r.IntN(5)])
 	p.Meta.FeatRowBytes = int64(4 * (1 + r.IntN(64)))
 	p.Nbr = a(20)
+	if r.IntN(2) == 0 {
+		p.FeatHeldOut, p.Meta.HeldOutEpoch = a(100), 1
+		p.Meta.GatheredRows = int64(sum(p.Feat)) + r.Int64N(int64(sum(p.HistGather))+1)
+	}
 	return p
 }
 

@@ -226,6 +226,11 @@ type Meta struct {
 	// possible hop-1 appearance with its sampling probability, so
 	// HistAppear counts replayed appearances too; absent (0) before.
 	HistModel int `json:"hist_model,omitempty"`
+	// HeldOutEpoch is the sampler epoch whose feature counts are
+	// Profile.FeatHeldOut: PresampleEpochs, the first epoch after the
+	// counted ones (0 in profiles written before: they have no held-out
+	// counts, Plan predicts hits from Feat, and Reusable refuses them).
+	HeldOutEpoch int `json:"held_out_epoch,omitempty"`
 
 	// Counts of the profiling epoch (epoch 0): the inputs of β.
 	Batches          int64 `json:"batches"`
@@ -251,13 +256,15 @@ type Meta struct {
 	Beta float64 `json:"beta"`
 
 	// Sums of the arrays over all PresampleEpochs epochs.
-	SumFeat       uint64 `json:"sum_saved_io_feat"`
-	SumHistSample uint64 `json:"sum_saved_io_hist_sample"`
-	SumHistGather uint64 `json:"sum_saved_io_hist_gather"`
-	SumNbr        uint64 `json:"sum_nbr_lookups"`
-	SumHistAppear uint64 `json:"sum_hist_appear,omitempty"`
-	SumHistHits   uint64 `json:"sum_hist_hits,omitempty"`
-	SumFeatSingle uint64 `json:"sum_feat_single_reads,omitempty"`
+	SumFeat        uint64 `json:"sum_saved_io_feat"`
+	SumHistSample  uint64 `json:"sum_saved_io_hist_sample"`
+	SumHistGather  uint64 `json:"sum_saved_io_hist_gather"`
+	SumNbr         uint64 `json:"sum_nbr_lookups"`
+	SumHistAppear  uint64 `json:"sum_hist_appear,omitempty"`
+	SumHistHits    uint64 `json:"sum_hist_hits,omitempty"`
+	SumFeatSingle  uint64 `json:"sum_feat_single_reads,omitempty"`
+	// SumFeatHeldOut is FeatHeldOut's sum, over the held-out epoch.
+	SumFeatHeldOut uint64 `json:"sum_saved_io_feat_heldout,omitempty"`
 
 	// Reads is the model of the storage reads, summed over
 	// PresampleEpochs (nil in profiles written before it: they have no
@@ -277,9 +284,9 @@ type FileInfo struct {
 
 // Profile is the result of a profiling run: OUTRE's three N-length arrays
 // plus the per-node neighbour-lookup benefit, the two arrays of the
-// history validity model and the single-read counts of the read model,
-// and Meta. Arrays are uint32 (4·N bytes each, 28·N in all), saturating
-// at 2^32−1.
+// history validity model, the single-read counts of the read model and
+// the held-out feature counts, and Meta. Arrays are uint32 (4·N bytes
+// each, 32·N in all), saturating at 2^32−1.
 type Profile struct {
 	Meta Meta
 	// Feat is saved_IO_feat: the number of batches whose input layer
@@ -290,6 +297,15 @@ type Profile struct {
 	// (Meta.Reads) read v's row on its own rather than inside a merged
 	// read. nil in old profiles.
 	FeatSingle []uint32
+	// FeatHeldOut counts as Feat does, over one more epoch of batches
+	// (Meta.HeldOutEpoch) that no cache is ranked by. The caches hold the
+	// nodes of largest Feat, and Feat over-states what those nodes are
+	// gathered in a fresh epoch: a node is among them partly because its
+	// sampled count ran high (on the 3 GiB bench dataset, the 173 k rows
+	// of largest count were gathered 0.82 times as often in an epoch of
+	// another seed). Plan predicts the feature cache's hits, and values
+	// its rows, by FeatHeldOut. nil in old profiles.
+	FeatHeldOut []uint32
 	// HistSample is saved_IO_hist_sample: for v at hop 1 (not a target),
 	// the size of v's sampled (L−1)-hop subtree counted as sampled edges
 	// whose parent's list came from storage, summed over batches.
@@ -323,6 +339,9 @@ type Profile struct {
 func (p *Profile) HistScore(beta float64, i int) float64 {
 	return (beta*float64(p.HistSample[i]) + float64(p.HistGather[i])) * p.histHit(i) / float64(max(p.Meta.PresampleEpochs, 1))
 }
+
+// hasHeldOut reports whether p has the held-out feature counts.
+func (p *Profile) hasHeldOut() bool { return p.FeatHeldOut != nil && len(p.FeatHeldOut) == len(p.Feat) }
 
 // hasValidity reports whether p has the history validity arrays.
 func (p *Profile) hasValidity() bool { return p.HistAppear != nil && p.HistHits != nil }
@@ -560,16 +579,28 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 			return nil, err
 		}
 	}
+	// The held-out epoch: sampled only, its input rows counted as Feat
+	// counts them, into FeatHeldOut.
+	m.HeldOutEpoch = o.PresampleEpochs
+	err = eachBatch(ctx, fast, m.HeldOutEpoch, o.Progress, "profile: held-out epoch", func(b *sample.Batch, plan *sample.Plan) error {
+		macro.see(b, plan)
+		countFeat(c.featHeld, b.Nodes(), an.block)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	if err := c.steady(c.iter); err != nil {
 		return nil, err
 	}
 	m.Iterations, m.HistRounds, m.HistModel = c.iter, HistRounds, histModel
 	m.Beta = ComputeBeta(m.SampleSeconds, m.SampledNeighbors, m.GatherSeconds, m.GatheredRows)
 	m.Reads = &rc.m
-	p := &Profile{Meta: m, Feat: c.feat, FeatSingle: c.featSingle, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr,
+	p := &Profile{Meta: m, Feat: c.feat, FeatSingle: c.featSingle, FeatHeldOut: c.featHeld, HistSample: c.histSample, HistGather: c.histGather, Nbr: c.nbr,
 		HistAppear: c.histAppear, HistHits: c.histHits}
 	p.Meta.SumFeat, p.Meta.SumHistSample, p.Meta.SumHistGather, p.Meta.SumNbr = sum(p.Feat), sum(p.HistSample), sum(p.HistGather), sum(p.Nbr)
 	p.Meta.SumHistAppear, p.Meta.SumHistHits, p.Meta.SumFeatSingle = sum(p.HistAppear), sum(p.HistHits), sum(p.FeatSingle)
+	p.Meta.SumFeatHeldOut = sum(p.FeatHeldOut)
 	if o.Logger != nil {
 		o.Logger.Info("profile done", "name", m.Name, "batches", m.Batches, "beta", m.Beta,
 			"sample_s", m.SampleSeconds, "gather_s", m.GatherSeconds)

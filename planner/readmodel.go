@@ -277,7 +277,8 @@ func (r *readCounter) close() {
 // read twice.
 type BatchSplit func(b *sample.Batch, visit func(rows []int64))
 
-// RemodelReads recounts p's Feat, FeatSingle and read model for batches
+// RemodelReads recounts p's Feat, FeatSingle, FeatHeldOut (when p has
+// it, over its held-out epoch) and read model for batches
 // cut into micro-batches by split, of at most microRows input rows (the
 // trainer's bound, recorded as ReadModel.MicroBatchRows), and read in
 // scans of scan consecutive (micro-)batches when scan is above 1
@@ -331,8 +332,9 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 	}
 	sc := &scanGroup{n: max(scan, 1), count: count}
 	defer sc.close()
-	for epoch := 0; epoch < o.PresampleEpochs; epoch++ {
-		err := eachBatch(ctx, s, epoch, o.Progress, fmt.Sprintf("profile: reads of micro-batches, epoch %d", epoch),
+	// epoch runs one epoch's (micro-)batches through sc.
+	epoch := func(epoch int, desc string) error {
+		err := eachBatch(ctx, s, epoch, o.Progress, desc,
 			func(b *sample.Batch, plan *sample.Plan) error {
 				if block != nil && sc.k > 0 && b.Macro != sc.macro {
 					// The trainer's scans keep to one macro batch (its
@@ -349,6 +351,21 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 			return err
 		}
 		sc.flush() // scans do not span epochs
+		return nil
+	}
+	for e := 0; e < o.PresampleEpochs; e++ {
+		if err := epoch(e, fmt.Sprintf("profile: reads of micro-batches, epoch %d", e)); err != nil {
+			return err
+		}
+	}
+	if p.FeatHeldOut != nil {
+		// The held-out epoch's counts, cut and scanned the same way.
+		clear(p.FeatHeldOut)
+		sc.count = func(rows []int64) { countFeat(p.FeatHeldOut, rows, block) }
+		if err := epoch(m.HeldOutEpoch, "profile: held-out epoch of micro-batches"); err != nil {
+			return err
+		}
+		m.SumFeatHeldOut = sum(p.FeatHeldOut)
 	}
 	rc.m.MicroBatchRows = microRows
 	if scan > 1 {

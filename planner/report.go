@@ -37,6 +37,9 @@ func WriteProfileSummary(w io.Writer, p *Profile) error {
 	fmt.Fprintf(tw, "t_gather\t%.3fs (%.1f ns/row)\n", m.GatherSeconds, 1e9*m.GatherSeconds/float64(max(m.GatheredRows, 1)))
 	fmt.Fprintf(tw, "β (Eq. 3)\t%.4g\n", m.Beta)
 	fmt.Fprintf(tw, "sums\tfeat %d, hist_sample %d, hist_gather %d, nbr lookups %d\n", m.SumFeat, m.SumHistSample, m.SumHistGather, m.SumNbr)
+	if m.HeldOutEpoch > 0 {
+		fmt.Fprintf(tw, "held-out epoch %d\tfeat %d\n", m.HeldOutEpoch, m.SumFeatHeldOut)
+	}
 	if r := m.Reads; r != nil {
 		k := float64(max(m.PresampleEpochs, 1))
 		fmt.Fprintf(tw, "reads per epoch\t%.0f rows from storage (%.0f from the feature block) in %.0f reads (%.0f of one row), %s read for %s of rows; gap %d rows, cap %gx, %s\n",

@@ -33,7 +33,8 @@ func PartChecksum(part []int32) string {
 
 // Outdated says how the profile m describes was counted by models older
 // than RunProfile's ("" when it was not): the history validity model
-// (Meta.HistModel and HistRounds) and the read model's thinned counts.
+// (Meta.HistModel and HistRounds), the read model's thinned counts and
+// the held-out feature counts (Meta.HeldOutEpoch).
 // Such a profile loads and plans, but its counts are not what a new
 // profile would count, so Reusable refuses it.
 func (m *Meta) Outdated() string {
@@ -42,6 +43,8 @@ func (m *Meta) Outdated() string {
 		return fmt.Sprintf("history validity model %d over %d rounds, want %d over %d (written before)", m.HistModel, m.HistRounds, histModel, HistRounds)
 	case m.Reads == nil || len(m.Reads.Thinned) != len(ThinKeep):
 		return "written before the thinned read counts"
+	case m.HeldOutEpoch == 0:
+		return "written before the held-out feature counts"
 	}
 	return ""
 }

@@ -123,6 +123,7 @@ func TestReusable(t *testing.T) {
 		{"validity model 1", "history validity model 1", func(m *Meta) { m.HistModel = 1 }},
 		{"one round", "over 0 rounds", func(m *Meta) { m.HistRounds = 0 }},
 		{"no thinned counts", "thinned read counts", func(m *Meta) { r := *m.Reads; r.Thinned = nil; m.Reads = &r }},
+		{"no held-out counts", "held-out feature counts", func(m *Meta) { m.HeldOutEpoch = 0 }},
 	} {
 		old := q.Meta
 		q.Meta.Reads = &ReadModel{}

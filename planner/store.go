@@ -30,6 +30,7 @@ const (
 	FileHistAppear        = "hist_appear.npy"
 	FileHistHits          = "hist_hits.npy"
 	FileFeatSingleReads   = "feat_single_reads.npy"
+	FileFeatHeldOut       = "saved_io_feat_heldout.npy"
 )
 
 // ProfilePath is the directory of profile name under dataset dir.
@@ -43,18 +44,21 @@ func (p *Profile) arrays() []struct {
 		name string
 		a    *[]uint32
 	}{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr},
-		{FileHistAppear, &p.HistAppear}, {FileHistHits, &p.HistHits}, {FileFeatSingleReads, &p.FeatSingle}}
+		{FileHistAppear, &p.HistAppear}, {FileHistHits, &p.HistHits}, {FileFeatSingleReads, &p.FeatSingle}, {FileFeatHeldOut, &p.FeatHeldOut}}
 }
 
 // optional reports whether array file name may be absent: the validity
-// arrays of a profile written before the model existed (Staleness 0), and
-// the single-read counts of one written before the read model (no Reads).
+// arrays of a profile written before the model existed (Staleness 0), the
+// single-read counts of one written before the read model (no Reads), and
+// the held-out counts of one written before them (HeldOutEpoch 0).
 func (p *Profile) optional(name string) bool {
 	switch name {
 	case FileHistAppear, FileHistHits:
 		return p.Meta.Staleness == 0
 	case FileFeatSingleReads:
 		return p.Meta.Reads == nil
+	case FileFeatHeldOut:
+		return p.Meta.HeldOutEpoch == 0
 	}
 	return false
 }
@@ -207,6 +211,8 @@ func ParseMeta(b []byte, path string) (*Meta, error) {
 		return nil, bad("beta", "%v, want > 0", m.Beta)
 	case m.PresampleEpochs < 1:
 		return nil, bad("presample_epochs", "%d, want >= 1", m.PresampleEpochs)
+	case m.HeldOutEpoch != 0 && m.HeldOutEpoch != m.PresampleEpochs:
+		return nil, bad("held_out_epoch", "%d, want 0 or presample_epochs (%d)", m.HeldOutEpoch, m.PresampleEpochs)
 	}
 	if r := m.Reads; r != nil {
 		ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }

@@ -1,0 +1,86 @@
+package planner
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/sample"
+)
+
+// TestHeldOutIsNextEpoch: a profile's held-out counts are the feature
+// counts of the epoch after the profiled ones, exactly what a profile of
+// one more epoch adds to Feat, in both batch modes; and RemodelReads
+// with whole batches, each read alone, counts them again unchanged.
+func TestHeldOutIsNextEpoch(t *testing.T) {
+	ctx := context.Background()
+	d := testDataset(t)
+	mp := memParts(t, d, 30)
+	for _, mode := range []sample.Mode{sample.ModeRandom, sample.ModePartition} {
+		t.Run(string(mode), func(t *testing.T) {
+			o := &ProfileOptions{Name: "h", Fanouts: []int{5, 5}, BatchSize: 64, Mode: mode, PartsPerBatch: 4, Seed: 7, Workers: 2}
+			one, err := RunProfile(ctx, d, mp, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o2 := *o
+			o2.PresampleEpochs = 2
+			two, err := RunProfile(ctx, d, mp, &o2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one.Meta.HeldOutEpoch != 1 || two.Meta.HeldOutEpoch != 2 {
+				t.Fatalf("held-out epochs %d and %d, want 1 and 2", one.Meta.HeldOutEpoch, two.Meta.HeldOutEpoch)
+			}
+			var differ int
+			for v := range one.Feat {
+				if want := two.Feat[v] - one.Feat[v]; one.FeatHeldOut[v] != want {
+					t.Fatalf("node %d: held-out count %d, the second epoch's %d", v, one.FeatHeldOut[v], want)
+				}
+				if one.FeatHeldOut[v] != one.Feat[v] {
+					differ++
+				}
+			}
+			if differ == 0 || one.Meta.SumFeatHeldOut != sum(one.FeatHeldOut) || one.Meta.SumFeatHeldOut == 0 {
+				t.Fatalf("held-out counts equal the profiled ones at every node (%d differ) or sum %d is not theirs",
+					differ, one.Meta.SumFeatHeldOut)
+			}
+			held := slices.Clone(one.FeatHeldOut)
+			whole := func(b *sample.Batch, visit func([]int64)) { visit(b.Nodes()) }
+			if err := one.RemodelReads(ctx, d, mp, o, whole, 0, 1); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(one.FeatHeldOut, held) {
+				t.Errorf("RemodelReads of whole batches changed the held-out counts")
+			}
+		})
+	}
+}
+
+// TestPlanHeldOutThinned is TestPlanHand's profile with held-out counts
+// and 20 rows gathered an epoch: the feature cache's benefit is its
+// nodes' held-out counts, chosen by Feat, times the share of rows the
+// history leaves.
+func TestPlanHeldOutThinned(t *testing.T) {
+	p := handProfile([]uint32{5, 3, 1, 0}, []uint32{0, 2, 0, 0}, []uint32{1, 0, 4, 0}, 0.5)
+	p.FeatHeldOut = []uint32{2, 3, 0, 0}
+	p.Meta.HeldOutEpoch, p.Meta.GatheredRows = 1, 20
+	res, err := Plan(p, &PlanOptions{MemBytes: 81, Hidden: 1, Step: 0.5, Decoupled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// α=0: 2 embeddings (nodes 2 and 0: 4+1), no rows: 5.
+	// α=½: rows of nodes 0 and 1 (held out 2+3) × (1 − 4/20), embedding
+	// of node 2 (4): 5·0.8 + 4 = 8.
+	// α=1: rows of nodes 0, 1, 2 (2+3+0), no embeddings: 5.
+	var got []float64
+	for _, c := range res.Curve {
+		got = append(got, c.Benefit)
+	}
+	if !slices.Equal(got, []float64{5, 8, 5}) || res.Alpha != 0.5 {
+		t.Fatalf("curve %v, α %v", got, res.Alpha)
+	}
+	if pr := res.Predicted; pr.FeatRows != 4 || pr.HistGatherRows != 4 || pr.FeatureBytesSaved != 80 {
+		t.Errorf("predicted %+v", pr)
+	}
+}
