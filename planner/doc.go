@@ -192,9 +192,10 @@
 // PlanOptions.Cross is set; bitmap + rank + 8 bytes per offset + ids),
 // values it in row equivalents as Σ Nbr[v]·list bytes(v) / d_feat over the
 // cached nodes, and runs the α search on what is left; the best (γ, α)
-// wins. The three benefits are treated as independent (a list served by the
-// neighbour cache still counts in HistSample), so the three-way benefit is
-// an optimistic estimate.
+// wins. The neighbour cache's benefit is treated as independent of the
+// other two (a list served by the neighbour cache still counts in
+// HistSample), so the three-way benefit is an optimistic estimate; the
+// feature and history caches' overlap is the keep factor above.
 //
 // # Building the caches
 //
