@@ -73,11 +73,7 @@ func TestPlanHeldOutThinned(t *testing.T) {
 	// α=½: rows of nodes 0 and 1 (held out 2+3) × (1 − 4/20), embedding
 	// of node 2 (4): 5·0.8 + 4 = 8.
 	// α=1: rows of nodes 0, 1, 2 (2+3+0), no embeddings: 5.
-	var got []float64
-	for _, c := range res.Curve {
-		got = append(got, c.Benefit)
-	}
-	if !slices.Equal(got, []float64{5, 8, 5}) || res.Alpha != 0.5 {
+	if got := benefits(res); !slices.Equal(got, []float64{5, 8, 5}) || res.Alpha != 0.5 {
 		t.Fatalf("curve %v, α %v", got, res.Alpha)
 	}
 	if pr := res.Predicted; pr.FeatRows != 4 || pr.HistGatherRows != 4 || pr.FeatureBytesSaved != 80 {

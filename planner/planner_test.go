@@ -124,12 +124,8 @@ func TestPlanHand(t *testing.T) {
 	// α=0: 0 rows, ⌊49/21⌋ = 2 embeddings → 4+1 = 5.
 	// α=½: ⌊24/10⌋ = 2 rows → 5+3, ⌊25/21⌋ = 1 embedding → 4: 12.
 	// α=1: 4 rows → 9, no embeddings: 9.
-	var got []float64
-	for _, c := range res.Curve {
-		got = append(got, c.Benefit)
-	}
-	if !slices.Equal(got, []float64{5, 12, 9}) || res.Alpha != 0.5 || res.Feature.Entries != 2 || res.History.Entries != 1 {
-		t.Fatalf("curve %v, α %v, feature %+v, history %+v", got, res.Alpha, res.Feature, res.History)
+	if got := benefits(res); !slices.Equal(got, []float64{5, 12, 9}) || res.Alpha != 0.5 || res.Feature.Entries != 2 || res.History.Entries != 1 {
+		t.Fatalf("curve %v, α %v, feature %+v, history %+v", benefits(res), res.Alpha, res.Feature, res.History)
 	}
 	if res.Predicted.FeatRows != 8 || res.Predicted.HistGatherRows != 4 || res.Predicted.HistSampledNeighbors != 0 ||
 		res.Predicted.FeatureBytesSaved != 120 {
@@ -138,6 +134,15 @@ func TestPlanHand(t *testing.T) {
 	if res.Memory.GatherPhaseBytes != 16+20+16+21 {
 		t.Errorf("memory %+v", res.Memory)
 	}
+}
+
+// benefits is res's curve: Eq. 5 at every α step.
+func benefits(res *PlanResult) []float64 {
+	var b []float64
+	for _, c := range res.Curve {
+		b = append(b, c.Benefit)
+	}
+	return b
 }
 
 // brute evaluates Eq. 5 directly at every α step: the feature cache

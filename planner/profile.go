@@ -256,13 +256,13 @@ type Meta struct {
 	Beta float64 `json:"beta"`
 
 	// Sums of the arrays over all PresampleEpochs epochs.
-	SumFeat        uint64 `json:"sum_saved_io_feat"`
-	SumHistSample  uint64 `json:"sum_saved_io_hist_sample"`
-	SumHistGather  uint64 `json:"sum_saved_io_hist_gather"`
-	SumNbr         uint64 `json:"sum_nbr_lookups"`
-	SumHistAppear  uint64 `json:"sum_hist_appear,omitempty"`
-	SumHistHits    uint64 `json:"sum_hist_hits,omitempty"`
-	SumFeatSingle  uint64 `json:"sum_feat_single_reads,omitempty"`
+	SumFeat       uint64 `json:"sum_saved_io_feat"`
+	SumHistSample uint64 `json:"sum_saved_io_hist_sample"`
+	SumHistGather uint64 `json:"sum_saved_io_hist_gather"`
+	SumNbr        uint64 `json:"sum_nbr_lookups"`
+	SumHistAppear uint64 `json:"sum_hist_appear,omitempty"`
+	SumHistHits   uint64 `json:"sum_hist_hits,omitempty"`
+	SumFeatSingle uint64 `json:"sum_feat_single_reads,omitempty"`
 	// SumFeatHeldOut is FeatHeldOut's sum, over the held-out epoch.
 	SumFeatHeldOut uint64 `json:"sum_saved_io_feat_heldout,omitempty"`
 

@@ -29,6 +29,20 @@ func plannedRun(t *testing.T, profile string) *Report {
 	return rep
 }
 
+// settled returns x of every epoch of rep and its mean over epochs 2 and
+// later, once the history cache has settled.
+func settled(rep *Report, x func(e *EpochStats) float64) (mean float64, per []float64) {
+	var sum float64
+	for i := range rep.Epochs {
+		e := &rep.Epochs[i]
+		per = append(per, x(e))
+		if e.Epoch >= 2 {
+			sum += x(e)
+		}
+	}
+	return sum / float64(len(rep.Epochs)-2), per
+}
+
 // TestHistoryReusePredicted compares the hop-1 nodes reused per epoch,
 // once the cache has settled (epochs 2–7: epoch 0 starts empty and epoch 1
 // inherits a cache epoch 0 filled completely), with the plan's prediction
@@ -38,15 +52,7 @@ func plannedRun(t *testing.T, profile string) *Report {
 func TestHistoryReusePredicted(t *testing.T) {
 	rep := plannedRun(t, "histpredict")
 	pred := rep.Plan.Predicted.HistReusedNodes
-	var sum float64
-	var per []int64
-	for _, e := range rep.Epochs {
-		per = append(per, e.Reused)
-		if e.Epoch >= 2 {
-			sum += float64(e.Reused)
-		}
-	}
-	got := sum / float64(len(rep.Epochs)-2)
+	got, per := settled(rep, func(e *EpochStats) float64 { return float64(e.Reused) })
 	t.Logf("seed %d: predicted %.0f reused hop-1 nodes an epoch, measured %v (epochs 2–7: %.0f, ratio %.2f)", *seedFlag, pred, per, got, got/pred)
 	if got < 0.7*pred || got > 1.4*pred {
 		t.Errorf("reused %.0f an epoch after epoch 1, predicted %.0f (ratio %.2f, want 0.7–1.4)", got, pred, got/pred)
@@ -65,15 +71,7 @@ func TestHistoryReusePredicted(t *testing.T) {
 func TestFeatureHitsPredicted(t *testing.T) {
 	rep := plannedRun(t, "featpredict")
 	pred := rep.Plan.Predicted.FeatRows
-	var sum float64
-	var per []float64
-	for _, e := range rep.Epochs {
-		per = append(per, e.Measured.FeatRows)
-		if e.Epoch >= 2 {
-			sum += e.Measured.FeatRows
-		}
-	}
-	got := sum / float64(len(rep.Epochs)-2)
+	got, per := settled(rep, func(e *EpochStats) float64 { return e.Measured.FeatRows })
 	t.Logf("seed %d: predicted %.0f feature-cache hits an epoch, measured %v (epochs 2–7: %.0f, ratio %.2f)", *seedFlag, pred, per, got, got/pred)
 	if got < 0.8*pred || got > 1.25*pred {
 		t.Errorf("%.0f feature-cache hits an epoch after epoch 1, predicted %.0f (ratio %.2f, want 0.8–1.25)", got, pred, got/pred)
