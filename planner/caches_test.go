@@ -106,8 +106,14 @@ func TestBuildCachesArePlanned(t *testing.T) {
 				histSample += float64(p.HistSample[v]) * h
 				histReused += p.histHitsPerEpoch(int(v))
 			}
-			featRows *= 1 - histGather/float64(p.Meta.GatheredRows)
+			keep := 1 - histGather/float64(p.Meta.GatheredRows)
+			featRows *= keep
 			pr := res.Predicted
+			if rows := float64(p.Meta.Reads.Rows); pr.NoHistGatherRows != rows || !near(pr.GatherRows, rows*keep) ||
+				!near(pr.FeatureBytesSaved, (featRows+rows*(1-keep))*float64(p.Meta.FeatRowBytes)) {
+				t.Errorf("budget %d, %s: %g rows asked of the cache of %g, %g bytes saved; the profile's %g rows, keep %g",
+					mem, tc.name, pr.GatherRows, pr.NoHistGatherRows, pr.FeatureBytesSaved, rows, keep)
+			}
 			if !near(featRows, pr.FeatRows) || !near(histGather, pr.HistGatherRows) || !near(histSample, pr.HistSampledNeighbors) || !near(histReused, pr.HistReusedNodes) {
 				t.Errorf("budget %d, %s: built caches' profile counts: %g feature rows, %g gather rows, %g sampled neighbours, %g reused; plan predicted %+v",
 					mem, tc.name, featRows, histGather, histSample, histReused, pr)

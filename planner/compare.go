@@ -42,6 +42,10 @@ type Measured struct {
 	// included, as in the read model).
 	GatherReads     float64 `json:"gather_reads"`
 	GatherBytesRead float64 `json:"gather_bytes_read"`
+	// GatherRows: the rows the feature cache was asked for, hits and
+	// misses (the dynamic feature block's rows not included, as in the
+	// read model's Rows); 0 if unknown.
+	GatherRows float64 `json:"gather_rows,omitempty"`
 }
 
 // ComparisonRow is one quantity, predicted against measured.
@@ -76,6 +80,7 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		m.NeighborBytesSaved += x.NeighborBytesSaved
 		m.GatherReads += x.GatherReads
 		m.GatherBytesRead += x.GatherBytesRead
+		m.GatherRows += x.GatherRows
 	}
 	if k := float64(len(measured)); k > 0 {
 		m.FeatRows /= k
@@ -85,6 +90,7 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		m.NeighborBytesSaved /= k
 		m.GatherReads /= k
 		m.GatherBytesRead /= k
+		m.GatherRows /= k
 	}
 	pr := pred.Predicted
 	row := func(q, u string, p, x float64) ComparisonRow {
@@ -98,10 +104,23 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		row("feature-cache hits", "rows", pr.FeatRows, m.FeatRows),
 		row("history: reused hop-1 nodes", "nodes", pr.HistReusedNodes, m.HistReusedNodes),
 		row("history: hop-2 draws skipped", "rows", pr.HistSkippedDraws, m.HistGatherRows),
-		row("history: rows not gathered (measured: a lower bound)", "rows", pr.HistGatherRows, m.HistGatherRows),
-		row("feature bytes saved", "bytes", pr.FeatureBytesSaved, m.FeatureBytesSaved),
-		row("neighbour bytes saved", "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved),
 	}}
+	if base := pr.NoHistGatherRows; base > 0 && m.GatherRows > 0 {
+		// The rows the history kept from the gather, measured as the
+		// profile's rows an epoch less the epoch's: a difference of two
+		// samples of the batches, not a count of pruned subtrees.
+		notGathered := base - m.GatherRows
+		c.Rows = append(c.Rows,
+			row("rows asked of the feature cache", "rows", pr.GatherRows, m.GatherRows),
+			row("history: rows not gathered (the profile's rows less the epoch's)", "rows", base-pr.GatherRows, notGathered),
+			row("feature bytes saved", "bytes", pr.FeatureBytesSaved,
+				m.FeatureBytesSaved+(notGathered-m.HistGatherRows)*float64(pred.FeatRowBytes)))
+	} else {
+		c.Rows = append(c.Rows,
+			row("history: rows not gathered (measured: a lower bound)", "rows", pr.HistGatherRows, m.HistGatherRows),
+			row("feature bytes saved", "bytes", pr.FeatureBytesSaved, m.FeatureBytesSaved))
+	}
+	c.Rows = append(c.Rows, row("neighbour bytes saved", "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved))
 	if rm := pred.Reads; rm.usable() {
 		c.Rows = append(c.Rows,
 			row("gather read calls", "reads", pr.GatherReads, m.GatherReads),

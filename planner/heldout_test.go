@@ -80,3 +80,34 @@ func TestPlanHeldOutThinned(t *testing.T) {
 		t.Errorf("predicted %+v", pr)
 	}
 }
+
+// TestCompareGatherRows: with the rows asked of the feature cache on both
+// sides, the comparison measures the rows the history kept from the
+// gather as the profile's rows less the epoch's, and counts them in the
+// feature bytes saved; without them it keeps the lower bound.
+func TestCompareGatherRows(t *testing.T) {
+	res := &PlanResult{FeatRowBytes: 4, Predicted: Predicted{FeatRows: 10, HistGatherRows: 25, NoHistGatherRows: 100, GatherRows: 80,
+		FeatureBytesSaved: (10 + 20) * 4}}
+	m := Measured{FeatRows: 10, HistGatherRows: 5, GatherRows: 70, FeatureBytesSaved: (10 + 5) * 4}
+	want := map[string][2]float64{
+		"rows asked of the feature cache":                                  {80, 70},
+		"history: rows not gathered (the profile's rows less the epoch's)": {20, 30},
+		"feature bytes saved":                                              {120, (10 + 30) * 4},
+	}
+	got := map[string][2]float64{}
+	for _, r := range Compare(res, m).Rows {
+		got[r.Quantity] = [2]float64{r.Predicted, r.Measured}
+	}
+	for q, w := range want {
+		if got[q] != w {
+			t.Errorf("%s: predicted, measured %v, want %v", q, got[q], w)
+		}
+	}
+	m.GatherRows = 0
+	for _, r := range Compare(res, m).Rows {
+		if r.Quantity == "history: rows not gathered (measured: a lower bound)" && r.Predicted == 25 && r.Measured == 5 {
+			return
+		}
+	}
+	t.Error("without the measured rows the comparison has no lower-bound row")
+}

@@ -140,7 +140,16 @@ type Predicted struct {
 	HistSkippedDraws float64 `json:"hist_skipped_draws"`
 	// NeighborCacheBytes: list bytes the neighbour cache serves.
 	NeighborCacheBytes float64 `json:"neighbor_cache_bytes"`
-	// FeatureBytesSaved = (FeatRows + HistGatherRows)·FeatRowBytes.
+	// NoHistGatherRows are the rows the profile's batches ask of the
+	// feature cache an epoch (the read model's rows, so the trainer's
+	// micro-batches and scans; the feature block's rows excluded), and
+	// GatherRows what the history leaves of them: NoHistGatherRows·keep
+	// (package doc, "Held-out hits"). Both 0 without the read model.
+	NoHistGatherRows float64 `json:"no_hist_gather_rows,omitempty"`
+	GatherRows       float64 `json:"gather_rows,omitempty"`
+	// FeatureBytesSaved = (FeatRows + rows not gathered)·FeatRowBytes,
+	// with rows not gathered NoHistGatherRows − GatherRows (HistGatherRows
+	// without the read model).
 	FeatureBytesSaved float64 `json:"feature_bytes_saved"`
 	// NeighborBytesSaved = NeighborCacheBytes + HistSampledNeighbors·IDBytes
 	// (the history part counts sampled ids, a lower bound on list bytes).
@@ -497,7 +506,13 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	if nm != nil {
 		pr.NeighborCacheBytes = nm.bytes[best.kNbr]
 	}
-	pr.FeatureBytesSaved = (pr.FeatRows + pr.HistGatherRows) * float64(o.FeatRowBytes)
+	notGathered := pr.HistGatherRows
+	if rm != nil && rm.Rows > 0 {
+		pr.NoHistGatherRows = float64(rm.Rows) / epochs
+		pr.GatherRows = pr.NoHistGatherRows * keep
+		notGathered = pr.NoHistGatherRows - pr.GatherRows
+	}
+	pr.FeatureBytesSaved = (pr.FeatRows + notGathered) * float64(o.FeatRowBytes)
 	pr.NeighborBytesSaved = pr.NeighborCacheBytes + pr.HistSampledNeighbors*float64(idBytes)
 	if costed {
 		// What is left to read: the profile's reads less each cached

@@ -194,6 +194,9 @@
 // prediction in Report.PlanComparison. Measured.HistGatherRows is not an
 // exact count (the pruned subtrees are never sampled): it is the hop-2
 // neighbours not drawn below reused nodes, Σ min(fanout, degree).
+// Measured.GatherRows, the rows asked of the feature cache, is exact; the
+// comparison measures the history's rows not gathered as the plan's
+// rows an epoch without history less it.
 // Measured.GatherReads and GatherBytesRead are the gather stage's read
 // calls and bytes, against the plan's read model (planner package doc,
 // "Read costs"); the profile is given the trainer's read options

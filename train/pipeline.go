@@ -614,6 +614,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
 	g := gatherStage(es.Storage)
 	es.Measured.GatherReads, es.Measured.GatherBytesRead = float64(g.ReadCalls), float64(g.BytesRead)
+	es.Measured.GatherRows = float64(fc1.Requests - fc0.Requests)
 	if t.hc != nil {
 		hc1 := t.hc.Stats()
 		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)

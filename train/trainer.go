@@ -315,8 +315,9 @@ type EpochStats struct {
 	// Measured are the storage savings of the epoch in the planner's terms
 	// (see docs/train.md): feature-cache hits and the bytes they served;
 	// HistGatherRows, the hop-2 neighbours not drawn below reused nodes
-	// (Σ min(fanout, degree) over reused embeddings); NeighborBytesSaved,
-	// the list bytes the neighbour cache served plus those hop-2 ids.
+	// (Σ min(fanout, degree) over reused embeddings); GatherRows, the
+	// rows asked of the feature cache; NeighborBytesSaved, the list bytes
+	// the neighbour cache served plus those hop-2 ids.
 	Measured planner.Measured `json:"measured"`
 }
 
