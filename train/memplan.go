@@ -501,28 +501,37 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 
 // remodelReads counts p's reads again for what training with o under
 // b gathers, when p counted something else: whole batches that b cuts into
-// micro-batches, a feature block b turned off, or batches that b's
-// streamed input layer reads in shared scans (trainScan). It reports
-// whether it did. A profile made with other batches (seed, size, fanouts, selection)
-// keeps its counts, with a log line: its predictions were off anyway
-// (MemPlan.Warning says why).
+// micro-batches, a feature block b turned off, batches that b's streamed
+// input layer reads in shared scans (trainScan), or may cut by their
+// input-layer destinations (trainBound), which the profile's batch rows
+// do not bound. It reports whether it did. A profile made with other
+// batches (seed, size, fanouts, selection) keeps its counts, with a log
+// line: its predictions were off anyway (MemPlan.Warning says why).
 func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
 	r := b.MaxBatchRows
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
+	// The cut the trainer makes: o's streaming is still the caller's
+	// (auto), b's is what training will do (MemPlan.Apply sets it).
+	w := *o
+	w.StreamInput = StreamInputOff
+	if b.StreamInput {
+		w.StreamInput = StreamInputOn
+	}
+	bound := trainBound(&w, r)
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
 	scanned := max(p.Meta.Reads.ScanBatches, 1) != scan
-	if !split && !blockOff && !scanned {
+	if !split && !blockOff && !scanned && bound.dst <= 0 {
 		return false, nil
 	}
 	micro := r
 	if !split && p.Meta.Reads.MicroBatchRows == 0 {
 		micro = 0 // whole batches, as profiled
 	}
-	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(trainBound(o, r)), micro, scan)
+	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(bound), micro, scan)
 	if errors.Is(err, planner.ErrMismatch) {
 		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
 		return false, nil

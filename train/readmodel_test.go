@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -100,4 +101,47 @@ func readModelProfile(t *testing.T, d *storage.Dataset, o *Options) (*planner.Pr
 		t.Fatal(err)
 	}
 	return po, p
+}
+
+// TestReadModelOfStreamedCuts: left to the budget (streaming auto), the
+// streamed input layer cuts batches by their input-layer destinations
+// (trainBound), which the profile's batch rows do not bound. On a graph
+// whose batches reach most of it, that cuts batches whose rows fit. The
+// plan's read model must count those cuts: with no cache and no history,
+// its rows equal epoch 0's exactly, and its reads and bytes up to the
+// streamed chunks' boundaries (each chunk is read on its own, so a merged
+// read that spans a boundary is two; the model reads a scan as one).
+// (It once took o's streaming, still "auto" before MemPlan.Apply, and
+// modelled whole batches: 1.5 times the reads on a 300 k-node graph.)
+func TestReadModelOfStreamedCuts(t *testing.T) {
+	d := smallSynth(t)
+	o := readModelOpts()
+	o.Fanouts = []int{10, 10}
+	mem := MinimumBudget(d, o) + 64*d.NumNodes() + WorkingSet(d, o, nil).Bytes
+	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "streamcut"}
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp.Apply(o, mo)
+	if o.StreamInput != StreamInputOn {
+		t.Fatalf("streaming %q: the budget did not stream", o.StreamInput)
+	}
+	rep := run(t, d, o)
+	e, r := rep.Epochs[0], mp.Plan.Reads
+	t.Logf("%d batches cut into %d micro-batches; model %d rows in %d reads, %d bytes; training %.0f rows in %.0f reads, %.0f bytes",
+		e.Batches, e.MicroBatches, r.Rows, r.Reads, r.BytesRead, e.Measured.GatherRows, e.Measured.GatherReads, e.Measured.GatherBytesRead)
+	if e.MicroBatches == 0 {
+		t.Fatalf("no batch was cut: the test needs denser batches")
+	}
+	// At most one more read per chunk boundary, each moving at most a
+	// block of alignment.
+	chunk := int64(streamChunk(o.MaxBatchRows))
+	boundaries := r.Rows/chunk + int64(e.Batches+e.MicroBatches)
+	extra := int64(e.Measured.GatherReads) - r.Reads
+	if float64(r.Rows) != e.Measured.GatherRows || extra < 0 || extra > boundaries ||
+		math.Abs(float64(r.BytesRead)-e.Measured.GatherBytesRead) > float64(extra*4096) {
+		t.Errorf("model %d rows in %d reads, %d bytes; training %.0f rows in %.0f reads, %.0f bytes (at most %d chunk boundaries of %d rows)",
+			r.Rows, r.Reads, r.BytesRead, e.Measured.GatherRows, e.Measured.GatherReads, e.Measured.GatherBytesRead, boundaries, chunk)
+	}
 }
