@@ -54,7 +54,7 @@ func TestBuildCachesArePlanned(t *testing.T) {
 	// β is measured (Eq. 3: sampling against gather seconds), so it
 	// varies from run to run and with it the split; a fixed β makes the
 	// plans, and which caches they include, the same in every run.
-	const beta = 1
+	const beta = 0.25
 	var sawFeat, sawHist, sawNbr bool
 	for _, mem := range []int64{TableBytes(n, true) + 16<<10, TableBytes(n, true) + 40<<10, TableBytes(n, true) + 100<<10, TableBytes(n, true) + 200<<10} {
 		res, err := Plan(p, &PlanOptions{MemBytes: mem, Hidden: hidden, Indptr: d.Indptr(), Beta: beta})

@@ -190,9 +190,14 @@
 // neighbour-cache shares γ = 0, NbrStep, 2·NbrStep, … < 1 of B, models the
 // cache neighborcache.Build would fill (degree order, or cross order when
 // PlanOptions.Cross is set; bitmap + rank + 8 bytes per offset + ids),
-// values it in row equivalents as Σ Nbr[v]·list bytes(v) / d_feat over the
-// cached nodes, and runs the α search on what is left; the best (γ, α)
-// wins. The neighbour cache's benefit is treated as independent of the
+// values it in gathered rows as β·Σ Nbr[v]·min(k̄, deg v) over the cached
+// nodes (k̄ the mean fanout; the neighbours sampled from the lists it
+// serves, priced by Eq. 3's β as the history's sampled neighbours are),
+// and runs the α search on what is left; the best (γ, α) wins. Until the
+// nineteenth session it was valued at the list bytes over d_feat: with the
+// feature cache valued honestly (Held-out hits) that took memory from the
+// feature cache, which shortens the gather, the critical stage, for
+// sampling, which overlaps it (docs/planner.md). The neighbour cache's benefit is treated as independent of the
 // other two (a list served by the neighbour cache still counts in
 // HistSample), so the three-way benefit is an optimistic estimate; the
 // feature and history caches' overlap is the keep factor above.

@@ -111,3 +111,29 @@ func TestCompareGatherRows(t *testing.T) {
 	}
 	t.Error("without the measured rows the comparison has no lower-bound row")
 }
+
+// TestNbrModelBenefit: the neighbour cache is worth β × the neighbours
+// sampled from the lists it serves (min(mean fanout, degree) per lookup;
+// the whole list where a fanout takes every neighbour), in admission
+// order (largest degree first); its bytes served stay the lists' bytes.
+func TestNbrModelBenefit(t *testing.T) {
+	p := handProfile([]uint32{0, 0, 0}, []uint32{0, 0, 0}, []uint32{0, 0, 0}, 1)
+	p.Nbr = []uint32{4, 2, 1}
+	o := &PlanOptions{Indptr: []int64{0, 1, 6, 16}} // degrees 1, 5, 10
+	for _, tc := range []struct {
+		fanouts []int
+		want    []float64
+	}{
+		{[]int{2, 4}, []float64{0, 0.5 * 1 * 3, 0.5*1*3 + 0.5*2*3, 0.5*1*3 + 0.5*2*3 + 0.5*4*1}},
+		{[]int{-1, 4}, []float64{0, 0.5 * 1 * 10, 0.5*1*10 + 0.5*2*5, 0.5*1*10 + 0.5*2*5 + 0.5*4*1}},
+	} {
+		p.Meta.Fanouts = tc.fanouts
+		m, err := newNbrModel(p, o, 3, 4, 1, 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(m.benefit, tc.want) || !slices.Equal(m.bytes, []float64{0, 40, 80, 96}) {
+			t.Errorf("fanouts %v: benefit %v, bytes %v; want %v, [0 40 80 96]", tc.fanouts, m.benefit, m.bytes, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
@@ -208,15 +209,19 @@ func topSum(p []float64, k int64) float64 { return p[min(k, int64(len(p)-1))] }
 // nbrModel costs the neighbour cache: nodes in selection order with
 // prefix sums of their bytes and of their benefit.
 type nbrModel struct {
-	fixed   int64     // bitmap + rank directory
-	cost    []int64   // cost[k]: offsets+ids of the first k nodes (excluding the final offset)
-	bytes   []float64 // list bytes served by the first k nodes per epoch
+	fixed int64     // bitmap + rank directory
+	cost  []int64   // cost[k]: offsets+ids of the first k nodes (excluding the final offset)
+	bytes []float64 // list bytes served by the first k nodes per epoch
+	// benefit[k]: the first k nodes' benefit per epoch in gathered rows:
+	// β × the neighbours sampled from the lists they serve (package doc,
+	// "Plan").
+	benefit []float64
 	entries []int64
 }
 
 func nbrFixedTable(n int64) int64 { return neighborcache.FixedTableBytes(n) }
 
-func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs float64) (*nbrModel, error) {
+func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs, beta float64) (*nbrModel, error) {
 	if int64(len(o.Indptr)) != n+1 {
 		return nil, fmt.Errorf("%w: Indptr has %d entries, want %d", ErrMismatch, len(o.Indptr), n+1)
 	}
@@ -234,11 +239,28 @@ func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs float64) (
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return score(order[i]) > score(order[j]) })
-	m := &nbrModel{fixed: nbrFixedTable(n), cost: make([]int64, len(order)+1), bytes: make([]float64, len(order)+1)}
+	// A lookup samples min(k, deg) neighbours from the list, k the mean
+	// fanout (which hop looked a list up is not recorded); all of them
+	// where a fanout takes every neighbour.
+	k := int64(-1)
+	if f := p.Meta.Fanouts; len(f) > 0 && !slices.Contains(f, -1) {
+		var sum int64
+		for _, x := range f {
+			sum += int64(x)
+		}
+		k = (sum + int64(len(f))/2) / int64(len(f))
+	}
+	m := &nbrModel{fixed: nbrFixedTable(n), cost: make([]int64, len(order)+1), bytes: make([]float64, len(order)+1),
+		benefit: make([]float64, len(order)+1)}
 	for i, v := range order {
 		deg := o.Indptr[v+1] - o.Indptr[v]
+		drawn := deg
+		if k >= 0 {
+			drawn = min(deg, k)
+		}
 		m.cost[i+1] = m.cost[i] + neighborcache.ListBytes(deg, idBytes)
 		m.bytes[i+1] = m.bytes[i] + float64(p.Nbr[v])*float64(deg*idBytes)/epochs
+		m.benefit[i+1] = m.benefit[i] + beta*float64(p.Nbr[v])*float64(drawn)/epochs
 	}
 	return m, nil
 }
@@ -405,7 +427,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	var nm *nbrModel
 	if o.Indptr != nil {
 		var err error
-		if nm, err = newNbrModel(p, &o, n, idBytes, epochs); err != nil {
+		if nm, err = newNbrModel(p, &o, n, idBytes, epochs, beta); err != nil {
 			return nil, err
 		}
 	}
@@ -460,7 +482,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		var kn int64
 		if gamma > 0 {
 			kn, ns = nm.fit(int64(math.Floor(gamma * float64(o.MemBytes))))
-			nbrBenefit = nm.bytes[kn] / float64(o.FeatRowBytes)
+			nbrBenefit = nm.benefit[kn]
 		}
 		r := o.MemBytes - ns.Bytes() - tables
 		if r < 0 {
