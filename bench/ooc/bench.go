@@ -499,7 +499,11 @@ type SmallLimitCheck struct {
 }
 
 func (h *harness) checkSmallLimit(ctx context.Context, ds *Dataset) *SmallLimitCheck {
-	sc := &SmallLimitCheck{Limit: max(1, ds.Plan.TableBytes()/2)}
+	// Half the two address tables every plan needs (4·N each), so `plan`
+	// must refuse whatever share the neighbour cache would take: half of
+	// all the plan's tables passed for those two once its neighbour
+	// table grew (its offsets are 8 bytes a list).
+	sc := &SmallLimitCheck{Limit: max(1, (ds.Plan.Feature.TableBytes+ds.Plan.History.TableBytes)/2)}
 	if err := CheckPlanFits(ds.Plan, sc.Limit); err != nil {
 		sc.HarnessRefused, sc.HarnessMessage = true, err.Error()
 	}
