@@ -113,8 +113,7 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		c.Rows = append(c.Rows,
 			row("rows asked of the feature cache", "rows", pr.GatherRows, m.GatherRows),
 			row("history: rows not gathered (the profile's rows less the epoch's)", "rows", base-pr.GatherRows, notGathered),
-			row("feature bytes saved", "bytes", pr.FeatureBytesSaved,
-				m.FeatureBytesSaved+(notGathered-m.HistGatherRows)*float64(pred.FeatRowBytes)))
+			row("feature bytes saved", "bytes", pr.FeatureBytesSaved, (m.FeatRows+notGathered)*float64(pred.FeatRowBytes)))
 	} else {
 		c.Rows = append(c.Rows,
 			row("history: rows not gathered (measured: a lower bound)", "rows", pr.HistGatherRows, m.HistGatherRows),

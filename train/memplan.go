@@ -512,14 +512,7 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
-	// The cut the trainer makes: o's streaming is still the caller's
-	// (auto), b's is what training will do (MemPlan.Apply sets it).
-	w := *o
-	w.StreamInput = StreamInputOff
-	if b.StreamInput {
-		w.StreamInput = StreamInputOn
-	}
-	bound := trainBound(&w, r)
+	bound := trainBound(asTrained(o, b), r)
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
@@ -539,6 +532,19 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	return err == nil, err
 }
 
+// asTrained is o as training under b runs it: b's batches in flight and
+// streamed input layer, which MemPlan.Apply sets in the options training
+// gets (o's may still be the caller's: 0 and auto).
+func asTrained(o *Options, b *Budget) *Options {
+	w := *o
+	w.InFlight = b.WorkingSet.InFlight
+	w.StreamInput = StreamInputOff
+	if b.StreamInput {
+		w.StreamInput = StreamInputOn
+	}
+	return &w
+}
+
 // trainScan is the (micro-)batches one streamed scan reads when training
 // with o under b: scanBatches at b's batches in flight when b streams the
 // input layer (b.StreamInput already says the model qualifies), else 1.
@@ -546,9 +552,7 @@ func trainScan(o *Options, b *Budget) int {
 	if !b.StreamInput {
 		return 1
 	}
-	w := *o
-	w.InFlight = b.WorkingSet.InFlight
-	return scanBatches(&w)
+	return scanBatches(asTrained(o, b))
 }
 
 // repredict makes mp's plan's predictions again from p (remodelled for
