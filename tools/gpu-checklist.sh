@@ -4,7 +4,8 @@
 # toolchain. Build bin/ first on the development machine (make gpu-bundle),
 # carry bin/ and run from the repository root. Timeouts and sizes are set
 # by environment variables named below (BUDGET, MORE_STEPS, BENCH,
-# BENCHTIME, SAN_S, RACE_S, BENCH_S, DIAG_SAN_S, KSEED, PEER_*, PYG_*).
+# BENCHTIME, SAN_S, RACE_S, BENCH_S, DIAG_SAN_S, KSEED, PEER_*, PYG_*,
+# PART_S, CAP_S, RES).
 #
 # Phases, run in the order given:
 #   env      nvidia-smi, tools present, PyG's sampling extensions
@@ -18,17 +19,20 @@
 #            same seed; zero-copy on/off on the generated graph
 #   diag     the zero-copy training path under blocking launches and
 #            compute-sanitizer
-#   peer     PyG+mmap against ssdgnn-cuda on a generated out-of-core dataset
-#            under one memory cgroup (PEER_NODES, PEER_CG, PEER_MEM); with
-#            PEER_SCANS=1 (default) ssdgnn also with --zero-copy off, whose
-#            streamed input layer reads both batches in flight in one scan
+#   oocdata  bench ooc's dataset recipe at PEER_NODES nodes, partitioned,
+#            probed
+#   peer     PyG+mmap, then ssdgnn-cuda, on that dataset, each in a fresh
+#            memory cgroup: the first size of PEER_CAPS that PyG runs in
+#   ceil     the card's float32 matmul and copy ceilings, through torch
+#   bg-NAME  phase NAME in the background; wait: wait for those
 #
 # Logs go to $OUT (default /tmp/gpu-out): checklist.log, and results.tgz
 # with every --json report. Nothing here changes the card's settings.
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
-RES=$(mktemp -d)
+RES=${RES:-$(mktemp -d)}
+mkdir -p "$RES"
 W=${W:-/tmp/gpu-work}
 mkdir -p "$W"
 exec > >(tee -a "$OUT/checklist.log") 2>&1
@@ -183,46 +187,93 @@ phase_diag() {
   grep -v '^{' "$RES/diag-memcheck.json" | head -40; tail -5 "$RES/diag-memcheck.err"
 }
 
-phase_peer() {
-  # bench ooc's dataset and model: train 0.25 % of nodes, valid and test
-  # half that each, 50 training nodes a part, SAGE 10,10,10, hidden 32.
-  local n=${PEER_NODES:-2684354} cg=${PEER_CG:-$((3 << 29))} mem=${PEER_MEM:-1GiB}
+# oocdata: bench ooc's dataset recipe at PEER_NODES nodes (default the
+# 3 GiB one, 5,368,709 nodes): train 0.25 % of nodes, valid and test half
+# that each, 50 training nodes a part; then the disk probe (device.json).
+phase_oocdata() {
+  local n=${PEER_NODES:-5368709}
   local parts=$(( n / 400 / 50 ))
   run gen-ooc 200 $B gen "$W/ooc" --nodes "$n" --avg-degree 20 --feat-dim 128 --classes 16 --train-frac 0.0025 --valid-frac 0.00125 --test-frac 0.00125 --seed 1 -q
-  run partition-ooc 200 $B partition "$W/ooc" --parts "$parts" -q
+  run partition-ooc ${PART_S:-300} $B partition "$W/ooc" --parts "$parts" -q
   run probe-ooc 90 $B probe "$W/ooc" -q
-  cat "$W/ooc/device.json"; du -sh "$W/ooc"
-  local common=(--epochs ${PEER_EPOCHS:-2} --fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
-  local scommon=(--eval sampled --eval-every ${PEER_EPOCHS:-2} --layers 3)
+  cat "$W/ooc/device.json"; du -sh "$W/ooc" "$W/ooc/features.npy"
+}
+
+# capped NAME LIMIT SECONDS CMD...: CMD in a fresh memory cgroup of LIMIT bytes,
+# page cache dropped first; the cgroup's report goes to $RES/NAME-cap.json.
+capped() {
+  local name=$1 lim=$2 secs=$3; shift 3
   sync; echo 3 > /proc/sys/vm/drop_caches
-  run ssdgnn-cuda-ooc 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
-  tail -4 "$RES/ooc-ssdgnn.err"
-  if ! grep -q '"epochs"' "$RES/ooc-ssdgnn.json"; then
-    sync; echo 3 > /proc/sys/vm/drop_caches
-    run ssdgnn-cuda-ooc-zc-off 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn.json" 2> "$RES/ooc-ssdgnn.err"
-    tail -4 "$RES/ooc-ssdgnn.err"
-  elif [ "${PEER_SCANS:-1}" = 1 ]; then
-    # Zero-copy (the GPU default) rules the streamed input layer and its
-    # shared scans out; --zero-copy off brings them back. Which is faster
-    # on a GPU is what this measures (docs/ooc.md, "Shared scans").
-    sync; echo 3 > /proc/sys/vm/drop_caches
-    run ssdgnn-cuda-ooc-scans 300 $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-ssdgnn-scans-cap.json" -- $B train "$W/ooc" --device $GPUDEV --mem "$mem" --zero-copy off "${scommon[@]}" "${common[@]}" -q --json > "$RES/ooc-ssdgnn-scans.json" 2> "$RES/ooc-ssdgnn-scans.err"
-    tail -4 "$RES/ooc-ssdgnn-scans.err"
-  fi
-  sync; echo 3 > /proc/sys/vm/drop_caches
-  local pcommon=("${common[@]}")
-  pcommon[1]=${PYG_EPOCHS:-1}
-  run pyg-ooc ${PYG_S:-240} $B bench capped --limit "$cg" --allow-uncapped --report "$RES/ooc-pyg-cap.json" -- env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" "${pcommon[@]}" > "$RES/ooc-pyg.json" 2> "$RES/ooc-pyg.err"
-  cat "$RES/ooc-pyg.json"; tail -4 "$RES/ooc-pyg.err"
-  python3 - "$RES/ooc-ssdgnn.json" <<'EOF2'
+  run "$name" "$secs" $B bench capped --limit "$lim" --allow-uncapped --report "$RES/$name-cap.json" -- "$@"
+}
+
+# peer: PyG+mmap and ssdgnn-cuda on the oocdata dataset, each in a fresh
+# memory cgroup of the same size. PyG goes first, trying each size of
+# PEER_CAPS (bytes) in turn until it is not OOM-killed (every try is kept);
+# ssdgnn then trains in the size PyG ran in, with --mem set to it (what a
+# bare train in that cgroup takes by default). The model is the peer's:
+# SAGE, 3 layers, fanouts 10,10,10, batch 1000, hidden 32, no dropout
+# (PyG's GraphSAGE applies none), sampled evaluation of the valid set last.
+phase_peer() {
+  [ -f "$W/ooc/dataset.json" ] || phase_oocdata
+  local common=(--fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
+  local cap= lim rc
+  for lim in ${PEER_CAPS:-2147483648 3221225472 4294967296}; do
+    capped "pyg-$lim" "$lim" ${PYG_S:-150} env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" --epochs ${PYG_EPOCHS:-1} "${common[@]}" > "$RES/pyg-$lim.json" 2> "$RES/pyg-$lim.err"
+    rc=$?
+    cat "$RES/pyg-$lim.json"; tail -4 "$RES/pyg-$lim.err"
+    if [ $rc = 0 ] && grep -q '"epoch_s"' "$RES/pyg-$lim.json"; then cap=$lim; break; fi
+  done
+  [ -n "$cap" ] || { say "PyG+mmap ran in none of PEER_CAPS; ssdgnn in the largest"; cap=$lim; }
+  capped "ssdgnn-$cap" "$cap" ${CAP_S:-240} $B train "$W/ooc" --device $GPUDEV --mem "$cap" --eval sampled --eval-every ${PEER_EPOCHS:-2} --layers 3 --epochs ${PEER_EPOCHS:-2} --dropout 0 "${common[@]}" -q --json > "$RES/ssdgnn-$cap.json" 2> "$RES/ssdgnn-$cap.err"
+  tail -6 "$RES/ssdgnn-$cap.err"
+  python3 - "$RES/ssdgnn-$cap.json" <<'EOF2'
 import json, sys
 a = json.JSONDecoder().raw_decode(open(sys.argv[1]).read())[0]
 for e in a["epochs"]:
-    rd = sum(s.get("bytes_read", 0) for s in e.get("storage", []))
-    print("ssdgnn epoch", e["epoch"], "batches", e["batches"], "wall", round(e["wall_s"], 2), "stages", {k: round(v, 2) for k, v in e["stages"].items()}, "bytes read", rd, "io_read_bytes", e.get("io_read_bytes"), "loss", round(e["loss"], 4), "valid", e.get("valid_acc"))
+    print("ssdgnn epoch", e["epoch"], "batches", e["batches"], "wall", round(e["wall_s"], 2), "stages", {k: round(v, 2) for k, v in e["stages"].items()}, "io_read_bytes", e.get("io_read_bytes"), "loss", round(e["loss"], 4), "valid", e.get("valid_acc"))
+print("final valid", a.get("final_valid_acc"), "zero_copy", a.get("zero_copy"))
 EOF2
 }
 
-for p in "$@"; do "phase_$p"; done
+# ceil: the card's ceilings through torch: a float32 matrix product on the
+# CUDA cores (TF32 off), a device-to-device copy (bytes read plus written)
+# and a pinned host-to-device copy; each the median of 20 runs after
+# warm-up, timed with CUDA events.
+phase_ceil() {
+  run ceilings 120 env PYTHONUNBUFFERED=1 python3 - <<'EOF'
+import torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+def med(f, n=20):
+    for _ in range(3): f()
+    ts = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); f(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b) / 1e3)
+    return sorted(ts)[n // 2]
+for n in (4096, 8192):
+    x, y = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+    t = med(lambda: x @ y)
+    print("fp32 matmul %d^3: %.1f GFLOP/s (%.3f ms)" % (n, 2 * n**3 / t / 1e9, t * 1e3))
+src = torch.randn(1 << 28, device="cuda"); dst = torch.empty_like(src)
+t = med(lambda: dst.copy_(src))
+print("d2d copy 1 GiB: %.1f GB/s (read + write)" % (2 * src.numel() * 4 / t / 1e9))
+h = torch.randn(1 << 26).pin_memory(); d = torch.empty(1 << 26, device="cuda")
+t = med(lambda: d.copy_(h, non_blocking=True))
+print("h2d pinned 256 MiB: %.1f GB/s" % (h.numel() * 4 / t / 1e9))
+EOF
+}
+
+# A phase named bg-NAME runs in the background; wait waits for those.
+# (wait names the pids: a bare wait would wait for the tee above too.)
+BG=()
+for p in "$@"; do
+  case $p in
+    bg-*) "phase_${p#bg-}" & BG+=($!) ;;
+    wait) [ ${#BG[@]} = 0 ] || wait "${BG[@]}"; BG=() ;;
+    *) "phase_$p" ;;
+  esac
+done
 say done
 cat "$RES/steps.txt"

@@ -18,8 +18,10 @@ of sampled nodes as one subgraph with the seeds first. PyG's wheels for
 torch 2.11 lack both extensions on the lent GPU machines.
 
 Prints one JSON object per epoch on stdout (epoch, wall_s, sample_gather_s,
-compute_s, loss, train_acc, read_bytes from /proc/self/io, and valid_acc
-after the last epoch), then a summary object. Run it inside the same memory
+compute_s, loss, train_acc, read_bytes from /proc/self/io, rss_anon_bytes
+and vm_hwm_bytes from /proc/self/status, and valid_acc after the last
+epoch), then a summary object. The first line (after the model is on the
+device) gives the same two memory figures: torch's own footprint. Run it inside the same memory
 limit as ssdgnn, e.g. ssdgnn bench capped --limit 2GiB -- python3
 bench/peers/pyg_mmap.py DIR.
 
@@ -38,7 +40,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sampler import ScriptSampler  # noqa: E402  (beside this script)
+from sampler import ScriptSampler, gather_rows  # noqa: E402  (beside this script)
 import torch.nn.functional as F
 from torch_geometric.nn import GraphSAGE
 
@@ -73,6 +75,21 @@ def load(dirname):
     return manifest, g, split
 
 
+def memory():
+    """This process's resident anonymous memory and peak resident set
+    (/proc/self/status RssAnon, VmHWM), in bytes; -1 where unreadable."""
+    out = {"rss_anon_bytes": -1, "vm_hwm_bytes": -1}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("RssAnon", "VmHWM"):
+                    out["rss_anon_bytes" if k == "RssAnon" else "vm_hwm_bytes"] = int(v.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
 def batches(sampler, g, idx, batch_size, shuffle, rng, times):
     """Yields (x, edge_index, y, batch_size); adds the seconds spent sampling
     and gathering feature rows to times["sample"] and times["gather"]."""
@@ -82,9 +99,7 @@ def batches(sampler, g, idx, batch_size, shuffle, rng, times):
         seeds = np.asarray(order[i:i + batch_size], dtype=np.int64)
         nodes, edge_index, bs = sampler.sample(seeds)
         t1 = time.perf_counter()
-        srt = np.argsort(nodes)  # read feature rows in file order
-        x = np.empty((len(nodes), g["feats"].shape[1]), dtype=g["feats"].dtype)
-        x[srt] = g["feats"][nodes[srt]]
+        x = gather_rows(g["feats"], nodes)
         times["sample"] += t1 - t0
         times["gather"] += time.perf_counter() - t1
         times["input_rows"] += len(nodes)
@@ -159,7 +174,7 @@ def main():
 
     print(json.dumps({"peer": "pyg+mmap", "sampler": kind, "device": str(dev),
                       "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
-                      "train_nodes": int(len(train)), "torch": torch.__version__}), flush=True)
+                      "train_nodes": int(len(train)), "torch": torch.__version__, **memory()}), flush=True)
     t_start = time.perf_counter()
     epochs = []
     for epoch in range(args.epochs):
@@ -186,7 +201,7 @@ def main():
             comp += t_prev - t1
         rec = {"epoch": epoch, "wall_s": time.perf_counter() - t0, "sample_gather_s": prep, "compute_s": comp,
                "loss": loss_sum / max(1, seen), "train_acc": correct / max(1, seen),
-               "read_bytes": read_bytes() - rb0}
+               "read_bytes": read_bytes() - rb0, **memory()}
         if kind == "script":  # NeighborLoader does not say which is which
             rec.update(sample_s=times["sample"], gather_s=times["gather"], input_rows=times["input_rows"])
         if epoch == args.epochs - 1:

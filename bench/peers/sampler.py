@@ -67,3 +67,15 @@ class ScriptSampler:
         local[nodes] = -1
         edge_index = np.stack([np.concatenate(rows), np.concatenate(cols)])
         return nodes, edge_index, len(seeds)
+
+
+def gather_rows(feats, nodes, chunk=1 << 16):
+    """feats[nodes], read in file order a chunk of rows at a time, so that
+    the only full-size copy is the result (fancy indexing a memmap whole,
+    then scattering, holds two copies of a batch's rows)."""
+    x = np.empty((len(nodes), feats.shape[1]), dtype=feats.dtype)
+    srt = np.argsort(nodes, kind="stable")
+    for i in range(0, len(srt), chunk):
+        pos = srt[i:i + chunk]
+        x[pos] = feats[nodes[pos]]
+    return x

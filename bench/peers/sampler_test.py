@@ -7,6 +7,8 @@ For each batch: the seeds come first, nodes are unique, every sampled edge
 is an edge of the graph, a node gets min(degree, fanout) neighbours (all
 with fanout -1), no (source, target) pair repeats, each hop's targets are
 the previous hop's new nodes, and the sampler's scratch is clean after.
+gather_rows on a memory-mapped .npy equals fancy indexing, for chunks
+smaller and larger than the request and repeated ids.
 Prints the seed; exits non-zero on the first failure.
 """
 
@@ -16,7 +18,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sampler import ScriptSampler  # noqa: E402
+import tempfile  # noqa: E402
+
+from sampler import ScriptSampler, gather_rows  # noqa: E402
 
 
 def graph(rng, n, m):
@@ -59,8 +63,24 @@ def check(seed):
             assert hi == len(nodes), "every node reached by the last hop"
 
 
+def check_gather(seed):
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "features.npy")
+        feats = rng.standard_normal((5000, 7)).astype(np.float32)
+        np.save(path, feats)
+        mapped = np.load(path, mmap_mode="r")
+        for n, chunk in ((0, 16), (1, 16), (999, 64), (3000, 1 << 16), (4000, 7)):
+            nodes = rng.integers(0, len(feats), n)
+            x = gather_rows(mapped, nodes, chunk)
+            assert x.shape == (n, 7) and x.dtype == np.float32, "shape"
+            assert (x == feats[nodes]).all(), "gathered rows differ"
+        del mapped
+
+
 if __name__ == "__main__":
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else int.from_bytes(os.urandom(4), "little")
     print("sampler_test seed", seed)
     check(seed)
+    check_gather(seed)
     print("ok")
