@@ -255,7 +255,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("- **UNCAPPED**: no memory limit was enforced (%s); every result below is uncapped\n", r.CapNote)
 	}
 	if r.CachesDropped {
-		p("- page cache dropped before every configuration (`sync; echo 3 > /proc/sys/vm/drop_caches`) and the child cgroup's cache freed after it (`memory.force_empty`)\n")
+		freed := " and the child cgroup's cache freed after it (`memory.force_empty`)"
+		if r.CgroupVersion == 2 {
+			freed = "" // cgroup.ForceEmpty frees nothing on v2
+		}
+		p("- page cache dropped before every configuration (`sync; echo 3 > /proc/sys/vm/drop_caches`)%s\n", freed)
 	} else {
 		p("- **page cache NOT dropped** between configurations (%s): later configurations may read from a warm cache\n", r.DropNote)
 	}

@@ -242,14 +242,22 @@ func (c *Cgroup) Stats() Stats {
 	return s
 }
 
-// ForceEmpty frees the page cache charged to the cgroup (v1
-// memory.force_empty; v2 has no equivalent short of memory.reclaim, which
-// is tried). It must run when the cgroup has no processes.
+// ForceEmpty frees the page cache charged to a v1 cgroup
+// (memory.force_empty). It must run when the cgroup has no processes.
+//
+// On v2 it does nothing. v2's memory.reclaim is synchronous in the writer,
+// and asked for more than the cgroup held (it used to be given 1<<50
+// bytes) it did not return for minutes on the lent GPU machine's kernel
+// (2026-11-27: bench capped hung after its child had exited, and the next
+// bench capped hung in CleanStale on the cgroups the killed ones left,
+// until killed). A removed v2 cgroup's pages move to its parent; callers
+// that need a cold page cache drop it before the next run (bench ooc does
+// unless --no-drop-caches).
 func (c *Cgroup) ForceEmpty() error {
 	if c.Version == 1 {
 		return writeCtl(filepath.Join(c.Dir, "memory.force_empty"), "0")
 	}
-	return writeCtl(filepath.Join(c.Dir, "memory.reclaim"), strconv.FormatInt(1<<50, 10))
+	return nil
 }
 
 // Remove deletes the cgroup, retrying briefly while the kernel finishes

@@ -122,6 +122,30 @@ func TestCleanStaleFake(t *testing.T) {
 	}
 }
 
+// TestForceEmptyWritesNoReclaim: v1 writes memory.force_empty; v2 leaves
+// memory.reclaim alone (an unbounded reclaim hung for minutes on a GPU
+// machine's kernel), so that neither bench capped nor CleanStale can block
+// in it.
+func TestForceEmptyWritesNoReclaim(t *testing.T) {
+	for _, tc := range []struct {
+		v     Version
+		file  string
+		wrote string
+	}{{1, "memory.force_empty", "0"}, {2, "memory.reclaim", ""}} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, tc.file)
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&Cgroup{Version: tc.v, Dir: dir}).ForceEmpty(); err != nil {
+			t.Fatalf("v%d: %v", tc.v, err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != tc.wrote {
+			t.Errorf("v%d: %s holds %q (%v), want %q", tc.v, tc.file, b, err, tc.wrote)
+		}
+	}
+}
+
 // TestLesserRoom: the room is the lesser of a limit and the available
 // memory, the limit alone when availability is unknown, and 0 when
 // neither is known.

@@ -262,7 +262,7 @@ func Capped(ctx context.Context, loc cgroup.Location, name string, limit int64, 
 		return nil, err
 	}
 	defer func() {
-		_ = cg.ForceEmpty() // best effort: v2 kernels may lack memory.reclaim
+		_ = cg.ForceEmpty() // best effort; nothing on v2 (see ForceEmpty)
 		err = errors.Join(err, cg.Remove())
 	}()
 	spec.Cgroup = cg
