@@ -56,7 +56,7 @@ trap pack EXIT
 
 B=${B:-bin/ssdgnn-cuda}
 GPUDEV=${GPUDEV:-cuda}
-G=bin/gputest.test
+G=${G:-bin/gputest.test}
 
 phase_env() {
   say env
