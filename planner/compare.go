@@ -46,6 +46,14 @@ type Measured struct {
 	// misses (the dynamic feature block's rows not included, as in the
 	// read model's Rows); 0 if unknown.
 	GatherRows float64 `json:"gather_rows,omitempty"`
+	// SampledIDs: the neighbours the epoch drew from lists the dynamic
+	// cache did not serve (the neighbour cache's and storage's:
+	// sample.LevelStats.Sampled), and NeighborCacheBytes the list bytes
+	// the neighbour cache served; IDBytes is the width of a neighbour id.
+	// 0 if unknown.
+	SampledIDs         float64 `json:"sampled_ids,omitempty"`
+	NeighborCacheBytes float64 `json:"neighbor_cache_bytes,omitempty"`
+	IDBytes            float64 `json:"id_bytes,omitempty"`
 }
 
 // ComparisonRow is one quantity, predicted against measured.
@@ -81,6 +89,9 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		m.GatherReads += x.GatherReads
 		m.GatherBytesRead += x.GatherBytesRead
 		m.GatherRows += x.GatherRows
+		m.SampledIDs += x.SampledIDs
+		m.NeighborCacheBytes += x.NeighborCacheBytes
+		m.IDBytes = x.IDBytes
 	}
 	if k := float64(len(measured)); k > 0 {
 		m.FeatRows /= k
@@ -90,6 +101,8 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 		m.NeighborBytesSaved /= k
 		m.GatherReads /= k
 		m.GatherBytesRead /= k
+		m.SampledIDs /= k
+		m.NeighborCacheBytes /= k
 		m.GatherRows /= k
 	}
 	pr := pred.Predicted
@@ -120,13 +133,26 @@ func Compare(pred *PlanResult, measured ...Measured) Comparison {
 			row("feature bytes saved", "bytes", pr.FeatureBytesSaved, m.FeatureBytesSaved))
 	}
 	// The history's part of the neighbour bytes: the plan counts the ids
-	// sampled in the reused nodes' whole subtrees, the trainer only those
-	// of the first hop below them (the rest are never sampled).
-	nq := "neighbour bytes saved"
-	if pr.HistSampledNeighbors > 0 {
-		nq += " (history's part measured one hop deep: a lower bound)"
+	// drawn in the reused nodes' whole subtrees. Measured as the profile's
+	// draws an epoch less the epoch's (a difference of two samples, like
+	// the rows not gathered) where both were counted; else the trainer's
+	// count of the first hop below them (the rest are never sampled), a
+	// lower bound.
+	if base := pr.NoHistSampledIDs; base > 0 && m.SampledIDs > 0 && m.IDBytes > 0 {
+		notSampled := base - m.SampledIDs
+		if pr.NeighborCacheBytes > 0 {
+			c.Rows = append(c.Rows, row("neighbour cache: list bytes served", "bytes", pr.NeighborCacheBytes, m.NeighborCacheBytes))
+		}
+		c.Rows = append(c.Rows,
+			row("history: neighbour ids not drawn (the profile's draws less the epoch's)", "ids", pr.HistSampledNeighbors, notSampled),
+			row("neighbour bytes saved", "bytes", pr.NeighborBytesSaved, m.NeighborCacheBytes+notSampled*m.IDBytes))
+	} else {
+		nq := "neighbour bytes saved"
+		if pr.HistSampledNeighbors > 0 {
+			nq += " (history's part measured one hop deep: a lower bound)"
+		}
+		c.Rows = append(c.Rows, row(nq, "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved))
 	}
-	c.Rows = append(c.Rows, row(nq, "bytes", pr.NeighborBytesSaved, m.NeighborBytesSaved))
 	if rm := pred.Reads; rm.usable() {
 		c.Rows = append(c.Rows,
 			row("gather read calls", "reads", pr.GatherReads, m.GatherReads),

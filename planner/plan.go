@@ -141,6 +141,11 @@ type Predicted struct {
 	HistSkippedDraws float64 `json:"hist_skipped_draws"`
 	// NeighborCacheBytes: list bytes the neighbour cache serves.
 	NeighborCacheBytes float64 `json:"neighbor_cache_bytes"`
+	// NoHistSampledIDs: the neighbours the profile's epoch drew from
+	// lists the dynamic cache did not serve (the lists HistSample counts
+	// draws from); 0 with a profile written before the sampler counted
+	// them. The trainer's epoch draws HistSampledNeighbors fewer.
+	NoHistSampledIDs float64 `json:"no_hist_sampled_ids,omitempty"`
 	// NoHistGatherRows are the rows the profile's batches ask of the
 	// feature cache an epoch (the read model's rows, so the trainer's
 	// micro-batches and scans; the feature block's rows excluded), and
@@ -536,6 +541,9 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	}
 	pr.FeatureBytesSaved = (pr.FeatRows + notGathered) * float64(o.FeatRowBytes)
 	pr.NeighborBytesSaved = pr.NeighborCacheBytes + pr.HistSampledNeighbors*float64(idBytes)
+	if lk := p.Meta.Lookups; hist && lk.Storage.Sampled > 0 {
+		pr.NoHistSampledIDs = float64(lk.Global.Sampled + lk.Storage.Sampled)
+	}
 	if costed {
 		// What is left to read: the profile's reads less each cached
 		// node's single reads and bytes, less the history's rows, priced

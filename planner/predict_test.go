@@ -76,8 +76,17 @@ func TestPlanHeldOutThinned(t *testing.T) {
 	if got := benefits(res); !slices.Equal(got, []float64{5, 8, 5}) || res.Alpha != 0.5 {
 		t.Fatalf("curve %v, α %v", got, res.Alpha)
 	}
-	if pr := res.Predicted; pr.FeatRows != 4 || pr.HistGatherRows != 4 || pr.FeatureBytesSaved != 80 {
+	if pr := res.Predicted; pr.FeatRows != 4 || pr.HistGatherRows != 4 || pr.FeatureBytesSaved != 80 || pr.NoHistSampledIDs != 0 {
 		t.Errorf("predicted %+v", pr)
+	}
+	// The profile's draws from lists the dynamic cache did not serve
+	// become the plan's base for the history's draws; the dynamic
+	// cache's are left out.
+	p.Meta.Lookups.Global.Sampled, p.Meta.Lookups.Dynamic.Sampled, p.Meta.Lookups.Storage.Sampled = 7, 100, 30
+	if res, err = Plan(p, &PlanOptions{MemBytes: 81, Hidden: 1, Step: 0.5, Decoupled: true}); err != nil {
+		t.Fatal(err)
+	} else if got := res.Predicted.NoHistSampledIDs; got != 37 {
+		t.Errorf("no-history draws %v, want 37", got)
 	}
 }
 
@@ -110,6 +119,41 @@ func TestCompareGatherRows(t *testing.T) {
 		}
 	}
 	t.Error("without the measured rows the comparison has no lower-bound row")
+}
+
+// TestCompareSampledIDs: with the profile's and the epoch's draws
+// counted, the history's part of the neighbour bytes is measured as their
+// difference (not the one-hop lower bound), the neighbour cache's bytes
+// get their own row, and Compare averages the epochs' draws.
+func TestCompareSampledIDs(t *testing.T) {
+	res := &PlanResult{Predicted: Predicted{HistSampledNeighbors: 300, NeighborCacheBytes: 1000, NoHistSampledIDs: 2000,
+		NeighborBytesSaved: 1000 + 300*4}}
+	epochs := []Measured{
+		{SampledIDs: 1700, NeighborCacheBytes: 900, IDBytes: 4, NeighborBytesSaved: 900 + 50*4},
+		{SampledIDs: 1800, NeighborCacheBytes: 700, IDBytes: 4, NeighborBytesSaved: 700 + 50*4},
+	}
+	want := map[string][2]float64{
+		"neighbour cache: list bytes served":                                      {1000, 800},
+		"history: neighbour ids not drawn (the profile's draws less the epoch's)": {300, 250},
+		"neighbour bytes saved":                                                   {1000 + 300*4, 800 + 250*4},
+	}
+	got := map[string][2]float64{}
+	for _, r := range Compare(res, epochs...).Rows {
+		got[r.Quantity] = [2]float64{r.Predicted, r.Measured}
+	}
+	for q, w := range want {
+		if got[q] != w {
+			t.Errorf("%s: predicted, measured %v, want %v", q, got[q], w)
+		}
+	}
+	// A plan from a profile without the draws keeps the lower bound.
+	res.Predicted.NoHistSampledIDs = 0
+	for _, r := range Compare(res, epochs...).Rows {
+		if r.Quantity == "neighbour bytes saved (history's part measured one hop deep: a lower bound)" && r.Measured == 800+50*4 {
+			return
+		}
+	}
+	t.Error("without the profile's draws the comparison has no lower-bound row")
 }
 
 // TestNbrModelBenefit: the neighbour cache is worth β × the neighbours

@@ -214,6 +214,12 @@ type LevelStats struct {
 	BytesSaved int64 `json:"bytes_saved"`
 	// BytesRead is the list bytes requested from storage (storage level).
 	BytesRead int64 `json:"bytes_read"`
+	// Sampled is the neighbours drawn from the lists this level served:
+	// min(fanout, degree) a list, the whole list where the fanout takes
+	// all, at every hop the list's node is a destination. Over the three
+	// levels it sums to the batch's edges (Σ Blocks[l].NumEdges()).
+	// Absent (0) in profiles written before it existed.
+	Sampled int64 `json:"sampled,omitempty"`
 }
 
 // HitRate is Hits / (Hits + Misses), 0 when there were no lookups.
@@ -222,6 +228,30 @@ func (l LevelStats) HitRate() float64 {
 		return 0
 	}
 	return float64(l.Hits) / float64(l.Hits+l.Misses)
+}
+
+// SampledTotal is the neighbours drawn from lists at every level.
+func (s LookupStats) SampledTotal() int64 {
+	return s.Global.Sampled + s.Dynamic.Sampled + s.Storage.Sampled
+}
+
+// The level that served a list, for LevelStats.Sampled.
+const (
+	levelGlobal uint8 = iota
+	levelDynamic
+	levelStorage
+)
+
+// drew counts n neighbours drawn from a list that level served.
+func (s *LookupStats) drew(level uint8, n int64) {
+	switch level {
+	case levelGlobal:
+		s.Global.Sampled += n
+	case levelDynamic:
+		s.Dynamic.Sampled += n
+	default:
+		s.Storage.Sampled += n
+	}
 }
 
 // LookupStats counts neighbour-list lookups at each level. Invariants:
@@ -250,6 +280,7 @@ func (s *LookupStats) Add(o LookupStats) {
 		p[0].Misses += p[1].Misses
 		p[0].BytesSaved += p[1].BytesSaved
 		p[0].BytesRead += p[1].BytesRead
+		p[0].Sampled += p[1].Sampled
 	}
 	s.LoadBytes += o.LoadBytes
 }
@@ -506,6 +537,8 @@ type worker struct {
 	s     *Sampler
 	ids   *idMap
 	lists []neighborcache.List
+	// from is the level that served each of lists (levelGlobal…).
+	from  []uint8
 	arena []byte
 	pos   []int
 	// SourceBatch: a hop's misses (nodes and their slots in lists), the
@@ -543,7 +576,7 @@ func (w *worker) release() {
 // sampled (an older arena that lists still point into is garbage once the
 // batch is built).
 func (w *worker) scratchBytes() int64 {
-	n := int64(cap(w.lists))*listBytes + int64(cap(w.arena)) + 8*int64(cap(w.pos)) +
+	n := int64(cap(w.lists))*listBytes + int64(cap(w.from)) + int64(cap(w.arena)) + 8*int64(cap(w.pos)) +
 		8*int64(cap(w.missV)) + 4*int64(cap(w.missAt)) + 8*int64(cap(w.offs)) + rangeReqBytes*int64(cap(w.reqs)) +
 		4*int64(cap(w.arena32)) + 8*int64(cap(w.arena64))
 	if w.ids != nil {
@@ -561,42 +594,43 @@ func (w *worker) recount() {
 	w.counted = n
 }
 
-// cached looks v's list up in the global cache, then the dynamic cache;
-// a miss at both is counted as a storage lookup, which the caller makes.
-func (w *worker) cached(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, bool) {
+// cached looks v's list up in the global cache, then the dynamic cache,
+// and returns it with the level that served it; a miss at both is counted
+// as a storage lookup, which the caller makes (levelStorage, no list).
+func (w *worker) cached(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, uint8) {
 	s := w.s
 	st.Lookups++
 	if l, ok := s.o.NeighborCache.Lookup(v); ok {
 		st.Global.Hits++
 		st.Global.BytesSaved += l.Bytes()
 		s.stage.Request(1, l.Bytes())
-		return l, true
+		return l, levelGlobal
 	}
 	st.Global.Misses++
 	if l, ok := dyn.Lookup(v); ok {
 		st.Dynamic.Hits++
 		st.Dynamic.BytesSaved += l.Bytes()
 		s.stage.Request(1, l.Bytes())
-		return l, true
+		return l, levelDynamic
 	}
 	st.Dynamic.Misses++
 	st.Storage.Hits++
-	return neighborcache.List{}, false
+	return neighborcache.List{}, levelStorage
 }
 
 // fetch looks v's list up in the global cache, the dynamic cache, then
 // storage (every source but SourceBatch, which reads a hop's misses
 // together: readMisses).
-func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, error) {
+func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, uint8, error) {
 	s := w.s
-	if l, ok := w.cached(v, dyn, st); ok {
-		return l, nil
+	if l, level := w.cached(v, dyn, st); level != levelStorage {
+		return l, level, nil
 	}
 	if s.rr == nil {
 		l := s.d.Neighbors(v)
 		st.Storage.BytesRead += l.Bytes()
 		s.stage.Request(1, l.Bytes())
-		return neighborcache.FromNodeList(l), nil
+		return neighborcache.FromNodeList(l), levelStorage, nil
 	}
 	need := int(s.d.Degree(v)) * int(s.rr.RowBytes())
 	if cap(w.arena)-len(w.arena) < need {
@@ -604,11 +638,11 @@ func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcac
 	}
 	l, buf, err := s.d.ReadNeighbors(s.rr, v, w.arena[len(w.arena):])
 	if err != nil {
-		return neighborcache.List{}, fmt.Errorf("sample: node %d: %w", v, err)
+		return neighborcache.List{}, levelStorage, fmt.Errorf("sample: node %d: %w", v, err)
 	}
 	w.arena = w.arena[:len(w.arena)+len(buf)]
 	st.Storage.BytesRead += l.Bytes()
-	return neighborcache.FromNodeList(l), nil
+	return neighborcache.FromNodeList(l), levelStorage, nil
 }
 
 // choose fills w.pos with k distinct positions drawn uniformly from
@@ -662,7 +696,7 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 	r := s.rng(epoch, streamSample, index)
 	b := &Batch{Epoch: epoch, Index: index, Macro: macro, Blocks: make([]Block, L)}
 	w.ids.reset()
-	w.lists = w.lists[:0]
+	w.lists, w.from = w.lists[:0], w.from[:0]
 	// The lists alias the caches' arrays (a macro batch's DynamicCache,
 	// the global neighbour cache): zero them when done, or the scratch
 	// keeps every macro batch this worker sampled alive until it reuses
@@ -697,22 +731,22 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 		w.missV, w.missAt = w.missV[:0], w.missAt[:0]
 		for i := len(w.lists); i < numDst; i++ {
 			if reused(i) {
-				w.lists = push(w.lists, neighborcache.List{})
+				w.lists, w.from = push(w.lists, neighborcache.List{}), push(w.from, levelStorage)
 				continue
 			}
 			if s.ix != nil {
-				l, ok := w.cached(nodes[i], dyn, &b.Stats)
-				if !ok {
+				l, level := w.cached(nodes[i], dyn, &b.Stats)
+				if level == levelStorage {
 					w.missV, w.missAt = push(w.missV, nodes[i]), push(w.missAt, int32(i))
 				}
-				w.lists = push(w.lists, l)
+				w.lists, w.from = push(w.lists, l), push(w.from, level)
 				continue
 			}
-			l, err := w.fetch(nodes[i], dyn, &b.Stats)
+			l, level, err := w.fetch(nodes[i], dyn, &b.Stats)
 			if err != nil {
 				return nil, err
 			}
-			w.lists = push(w.lists, l)
+			w.lists, w.from = push(w.lists, l), push(w.from, level)
 		}
 		if err := w.readMisses(&b.Stats); err != nil {
 			return nil, err
@@ -738,6 +772,7 @@ func (w *worker) sample(ctx context.Context, epoch, index, macro int, targets []
 					blk.Indices = append(blk.Indices, id)
 				}
 			}
+			b.Stats.drew(w.from[i], int64(len(blk.Indices))-blk.Indptr[i])
 			blk.Indptr[i+1] = int64(len(blk.Indices))
 		}
 		srcLen[l] = len(nodes)

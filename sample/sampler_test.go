@@ -389,6 +389,25 @@ func TestLookupAccounting(t *testing.T) {
 				if b.Stats.BytesRequested() != bytes {
 					t.Fatalf("batch %d: %d bytes requested, want %d", b.Index, b.Stats.BytesRequested(), bytes)
 				}
+				// Sampled: every edge of every block, counted at the
+				// level that served its destination's list.
+				var edges, global int64
+				for l := range b.Blocks {
+					blk := &b.Blocks[l]
+					for u := 0; u < blk.NumDst; u++ {
+						n := blk.Indptr[u+1] - blk.Indptr[u]
+						edges += n
+						if _, ok := nc.Lookup(blk.Src[u]); ok {
+							global += n
+						}
+					}
+				}
+				if b.Stats.SampledTotal() != edges || b.Stats.Global.Sampled != global {
+					t.Fatalf("batch %d: sampled %d (global %d), want %d (global %d): %+v", b.Index, b.Stats.SampledTotal(), b.Stats.Global.Sampled, edges, global, b.Stats)
+				}
+				if tc.mode == sample.ModeRandom && b.Stats.Dynamic.Sampled != 0 {
+					t.Fatalf("batch %d: %d drawn from a dynamic cache in random mode", b.Index, b.Stats.Dynamic.Sampled)
+				}
 				sum.Add(b.Stats)
 			}
 			if sum != tot {
@@ -397,7 +416,7 @@ func TestLookupAccounting(t *testing.T) {
 			if tc.budget > 0 && tot.Global.Hits == 0 {
 				t.Fatal("cache never hit")
 			}
-			if tc.mode == sample.ModePartition && (tot.Dynamic.Hits == 0 || tot.LoadBytes == 0) {
+			if tc.mode == sample.ModePartition && (tot.Dynamic.Hits == 0 || tot.LoadBytes == 0 || tot.Dynamic.Sampled == 0) {
 				t.Fatalf("dynamic cache unused: %+v", tot)
 			}
 			if tc.mode == sample.ModeRandom && tot.Dynamic.Hits != 0 {

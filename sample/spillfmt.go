@@ -16,7 +16,7 @@ import (
 // Spill file constants (docs/format.md specifies the format).
 const (
 	SpillMagic   = "SSDGSPIL"
-	SpillVersion = 2
+	SpillVersion = 3
 	// spillEnd is the length value of the end marker.
 	spillEnd = math.MaxUint64
 	// maxSpillRecord bounds one record's payload (16 GiB).
@@ -24,7 +24,7 @@ const (
 	// maxSpillLayers bounds the number of blocks per batch.
 	maxSpillLayers = 1 << 10
 	spillHeaderLen = 16
-	numStatFields  = 14
+	numStatFields  = 17
 )
 
 // SpillWriter encodes batches into a spill stream. It is not safe for
@@ -136,7 +136,8 @@ func statFields(s *LookupStats) [numStatFields]*int64 {
 		&s.Global.Hits, &s.Global.Misses, &s.Global.BytesSaved, &s.Global.BytesRead,
 		&s.Dynamic.Hits, &s.Dynamic.Misses, &s.Dynamic.BytesSaved, &s.Dynamic.BytesRead,
 		&s.Storage.Hits, &s.Storage.Misses, &s.Storage.BytesSaved, &s.Storage.BytesRead,
-		&s.LoadBytes}
+		&s.LoadBytes,
+		&s.Global.Sampled, &s.Dynamic.Sampled, &s.Storage.Sampled}
 }
 
 // SpillReader decodes a spill stream record by record, verifying each

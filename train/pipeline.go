@@ -615,6 +615,9 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	g := gatherStage(es.Storage)
 	es.Measured.GatherReads, es.Measured.GatherBytesRead = float64(g.ReadCalls), float64(g.BytesRead)
 	es.Measured.GatherRows = float64(fc1.Requests - fc0.Requests)
+	es.Measured.SampledIDs = float64(ls.Global.Sampled + ls.Storage.Sampled)
+	es.Measured.NeighborCacheBytes = float64(ls.Global.BytesSaved)
+	es.Measured.IDBytes = float64(idBytes)
 	if t.hc != nil {
 		hc1 := t.hc.Stats()
 		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)

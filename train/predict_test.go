@@ -6,14 +6,18 @@ import (
 )
 
 // plannedRun trains eight epochs of smallSynth under a planned budget
-// that holds both a feature and a history cache, and returns the report.
-func plannedRun(t *testing.T, profile string) *Report {
+// that holds both a feature and a history cache, and returns the report;
+// edit (when set) changes the options first.
+func plannedRun(t *testing.T, profile string, edit func(*Options)) *Report {
 	t.Helper()
 	d := smallSynth(t)
 	n := d.NumNodes()
 	o := synthOpts()
 	o.Epochs = 8
 	o.EvalEvery = 8
+	if edit != nil {
+		edit(o)
+	}
 	ws := WorkingSet(d, o, nil)
 	mem := MinimumBudget(d, o) + 8*n + 200*d.FeatRowBytes() + ws.Bytes + FixedState(d, o, nil).Bytes
 	mo := &MemPlanOptions{MemBytes: mem, ProfileName: profile}
@@ -50,7 +54,7 @@ func settled(rep *Report, x func(e *EpochStats) float64) (mean float64, per []fl
 // and measured about half of its prediction on the bench dataset; the
 // band below is wide because a 3,000-node graph has 6 batches an epoch.
 func TestHistoryReusePredicted(t *testing.T) {
-	rep := plannedRun(t, "histpredict")
+	rep := plannedRun(t, "histpredict", nil)
 	pred := rep.Plan.Predicted.HistReusedNodes
 	got, per := settled(rep, func(e *EpochStats) float64 { return float64(e.Reused) })
 	t.Logf("seed %d: predicted %.0f reused hop-1 nodes an epoch, measured %v (epochs 2–7: %.0f, ratio %.2f)", *seedFlag, pred, per, got, got/pred)
@@ -70,7 +74,7 @@ func TestHistoryReusePredicted(t *testing.T) {
 // 0.91–1.08 over seeds 1–5, the old one 0.76–0.77, which fails the band;
 // the rows asked of the cache measured 1.04–1.08 of theirs.
 func TestFeatureHitsPredicted(t *testing.T) {
-	rep := plannedRun(t, "featpredict")
+	rep := plannedRun(t, "featpredict", nil)
 	pred := rep.Plan.Predicted.FeatRows
 	got, per := settled(rep, func(e *EpochStats) float64 { return e.Measured.FeatRows })
 	t.Logf("seed %d: predicted %.0f feature-cache hits an epoch, measured %v (epochs 2–7: %.0f, ratio %.2f)", *seedFlag, pred, per, got, got/pred)
@@ -86,4 +90,47 @@ func TestFeatureHitsPredicted(t *testing.T) {
 	if got < 0.85*pred || got > 1.15*pred {
 		t.Errorf("%.0f rows asked an epoch after epoch 1, predicted %.0f (ratio %.2f, want 0.85–1.15)", got, pred, got/pred)
 	}
+}
+
+// TestHistoryDrawsPredicted compares the neighbour ids the history keeps
+// the sampler from drawing an epoch, measured as the profile's draws less
+// the epoch's (from lists the dynamic cache did not serve, as the plan's
+// HistSampledNeighbors counts them), with the plan's prediction, once
+// the cache has settled, on three layers. Before the sampler counted its
+// draws the comparison could only set the first hop below the reused
+// nodes against the prediction's whole subtrees: 0.14–0.15 of it here
+// (0.23 on the bench dataset). The difference measured 0.63–0.70 of the
+// prediction over seeds 1–5, while the reused nodes measured 1.02–1.08 of
+// theirs: the profile counts a hop-2 node's subtree under every hop-1
+// parent that drew it, and reusing one parent saves nothing where another
+// still draws it (the likely reason; not measured apart). The band fails
+// the lower bound and a prediction off by half.
+func TestHistoryDrawsPredicted(t *testing.T) {
+	// Three layers: with two, the first hop below a reused node is its
+	// whole subtree and the lower bound is exact.
+	rep := plannedRun(t, "drawpredict", func(o *Options) { o.Layers, o.Fanouts = 3, []int{5, 5, 5} })
+	pr := rep.Plan.Predicted
+	if pr.NoHistSampledIDs == 0 || pr.HistSampledNeighbors == 0 {
+		t.Fatalf("the plan predicts no draws: %+v", pr)
+	}
+	got, per := settled(rep, func(e *EpochStats) float64 { return pr.NoHistSampledIDs - e.Measured.SampledIDs })
+	t.Logf("seed %d: predicted %.0f ids not drawn an epoch (of %.0f without history), measured %v (epochs 2–7: %.0f, ratio %.2f)",
+		*seedFlag, pr.HistSampledNeighbors, pr.NoHistSampledIDs, per, got, got/pr.HistSampledNeighbors)
+	lb, _ := settled(rep, func(e *EpochStats) float64 { return e.Measured.HistGatherRows })
+	t.Logf("the one-hop lower bound: %.0f (ratio %.2f)", lb, lb/pr.HistSampledNeighbors)
+	ru, _ := settled(rep, func(e *EpochStats) float64 { return float64(e.Reused) })
+	t.Logf("reused hop-1 nodes: %.0f, predicted %.0f (ratio %.2f)", ru, pr.HistReusedNodes, ru/pr.HistReusedNodes)
+	if r := got / pr.HistSampledNeighbors; r < 0.5 || r > 1.5 {
+		t.Errorf("%.0f ids not drawn an epoch after epoch 1, predicted %.0f (ratio %.2f, want 0.5–1.5)", got, pr.HistSampledNeighbors, r)
+	}
+	c := rep.PlanComparison
+	if c == nil {
+		t.Fatal("no comparison in the report")
+	}
+	for _, r := range c.Rows {
+		if r.Quantity == "history: neighbour ids not drawn (the profile's draws less the epoch's)" {
+			return
+		}
+	}
+	t.Errorf("the comparison has no row for the draws: %+v", c.Rows)
 }
