@@ -103,8 +103,9 @@ func TestFeatureHitsPredicted(t *testing.T) {
 // prediction over seeds 1–5, while the reused nodes measured 1.02–1.08 of
 // theirs: the profile counts a hop-2 node's subtree under every hop-1
 // parent that drew it, and reusing one parent saves nothing where another
-// still draws it (the likely reason; not measured apart). The band fails
-// the lower bound and a prediction off by half.
+// still draws it; it also leaves out the reused node's own deeper draws
+// (docs/planner.md; the two were not measured apart). The band fails the
+// lower bound and a prediction off by half.
 func TestHistoryDrawsPredicted(t *testing.T) {
 	// Three layers: with two, the first hop below a reused node is its
 	// whole subtree and the lower bound is exact.
