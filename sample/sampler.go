@@ -256,7 +256,8 @@ func (s *LookupStats) drew(level uint8, n int64) {
 
 // LookupStats counts neighbour-list lookups at each level. Invariants:
 // Global.Hits+Global.Misses == Lookups; Dynamic.Hits+Dynamic.Misses ==
-// Global.Misses; Storage.Hits == Dynamic.Misses; Storage.Misses == 0.
+// Global.Misses; Storage.Hits == Dynamic.Misses; Storage.Misses == 0;
+// SampledTotal() == the batch's edges.
 type LookupStats struct {
 	Lookups int64      `json:"lookups"`
 	Global  LevelStats `json:"global"`
