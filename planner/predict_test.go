@@ -47,7 +47,7 @@ func TestHeldOutIsNextEpoch(t *testing.T) {
 			}
 			held := slices.Clone(one.FeatHeldOut)
 			whole := func(b *sample.Batch, visit func([]int64)) { visit(b.Nodes()) }
-			if err := one.RemodelReads(ctx, d, mp, o, whole, 0, 1); err != nil {
+			if err := one.RemodelReads(ctx, d, mp, o, whole, 0, 1, 0); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(one.FeatHeldOut, held) {

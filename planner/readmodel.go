@@ -65,6 +65,12 @@ type ReadModel struct {
 	// with the feature block a scan keeps to one macro batch, as the
 	// trainer's do). 0: each gathered on its own.
 	ScanBatches int `json:"scan_batches,omitempty"`
+	// ChunkRows is, when above 0, the rows of each read plan: the counts
+	// are of the rows cut, in id order, into pieces of ChunkRows, each
+	// planned on its own, as the streamed input layer gathers its chunks
+	// (Profile.RemodelReads). 0: the gather's own (storage's scatter
+	// chunk, DefaultScatterChunk).
+	ChunkRows int `json:"chunk_rows,omitempty"`
 }
 
 // ThinnedReads is one level of ReadModel.Thinned.
@@ -206,6 +212,19 @@ type readCounter struct {
 	m      ReadModel
 	single []uint32
 	ids    []int64
+	chunk  int // rows per read plan; 0: rm's own
+}
+
+// walk calls fn for every read of ids (sorted) as the gather plans them:
+// in pieces of r.chunk rows when set, each planned on its own.
+func (r *readCounter) walk(ids []int64, fn func(first, n int, bytes int64)) {
+	if r.chunk <= 0 {
+		r.rm.Walk(ids, fn)
+		return
+	}
+	for lo := 0; lo < len(ids); lo += r.chunk {
+		r.rm.Walk(ids[lo:min(len(ids), lo+r.chunk)], func(first, n int, bytes int64) { fn(lo+first, n, bytes) })
+	}
 }
 
 // newReadCounter prices reads as fc gathers its misses, at the costs of
@@ -243,7 +262,7 @@ func (r *readCounter) add(nodes []int64, block func(v int64) bool) {
 	r.ids = ids
 	slices.Sort(ids)
 	r.m.Rows += int64(len(ids))
-	r.rm.Walk(ids, func(first, n int, bytes int64) {
+	r.walk(ids, func(first, n int, bytes int64) {
 		r.m.Reads++
 		r.m.BytesRead += bytes
 		if n == 1 {
@@ -258,7 +277,7 @@ func (r *readCounter) add(nodes []int64, block func(v int64) bool) {
 		lv := &r.m.Thinned[k]
 		lim := thinLimit(lv.Keep)
 		ids = slices.DeleteFunc(ids, func(v int64) bool { return thinHash(v) >= lim })
-		r.rm.Walk(ids, func(_, _ int, bytes int64) {
+		r.walk(ids, func(_, _ int, bytes int64) {
 			lv.Reads++
 			lv.Bytes += bytes
 		})
@@ -283,13 +302,15 @@ type BatchSplit func(b *sample.Batch, visit func(rows []int64))
 // trainer's bound, recorded as ReadModel.MicroBatchRows), and read in
 // scans of scan consecutive (micro-)batches when scan is above 1
 // (recorded as ReadModel.ScanBatches): a scan's rows are counted once,
-// as the union the trainer reads. The cut is known
+// as the union the trainer reads; with chunk above 0 (ReadModel.ChunkRows)
+// each scan or (micro-)batch is read in plans of chunk rows, as the
+// streamed input layer reads its chunks. The cut is known
 // only once the memory budget has been divided, after profiling, so this
 // is a second pass over the profiled epochs: sampling only, no gather and
 // no timing. o must be the options p was profiled with (the batches must
 // be the same); the history arrays, the timings and β are kept.
 func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sample.Partitions, opts *ProfileOptions,
-	split BatchSplit, microRows int64, scan int) error {
+	split BatchSplit, microRows int64, scan, chunk int) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -321,6 +342,7 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 		return fmt.Errorf("planner: %w", err)
 	}
 	defer rc.close()
+	rc.chunk = max(chunk, 0)
 	macro := newMacroSet(parts)
 	var block func(v int64) bool
 	if featureBlockOn(d, parts, &o) && part != nil {
@@ -371,6 +393,7 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 	if scan > 1 {
 		rc.m.ScanBatches = scan
 	}
+	rc.m.ChunkRows = rc.chunk
 	m.Reads = &rc.m
 	m.SumFeat, m.SumFeatSingle = sum(p.Feat), sum(p.FeatSingle)
 	return nil

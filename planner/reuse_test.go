@@ -101,7 +101,7 @@ func TestReusable(t *testing.T) {
 		visit(rows[:len(rows)/2])
 		visit(rows[len(rows)/2:])
 	}
-	if err := q.RemodelReads(ctx, d, mp, &base, half, 1, 1); err != nil {
+	if err := q.RemodelReads(ctx, d, mp, &base, half, 1, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Reusable(ctx, d, mp, &base); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "micro-batches") {
@@ -109,7 +109,7 @@ func TestReusable(t *testing.T) {
 	}
 	// Recounted for scans of two whole batches: refused too.
 	whole := func(b *sample.Batch, visit func([]int64)) { visit(b.Nodes()) }
-	if err := q.RemodelReads(ctx, d, mp, &base, whole, 0, 2); err != nil {
+	if err := q.RemodelReads(ctx, d, mp, &base, whole, 0, 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Reusable(ctx, d, mp, &base); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "scans of 2") {

@@ -517,14 +517,16 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
 	scanned := max(p.Meta.Reads.ScanBatches, 1) != scan
-	if !split && !blockOff && !scanned && bound.dst <= 0 {
+	chunk := trainChunk(b)
+	chunked := p.Meta.Reads.ChunkRows != chunk
+	if !split && !blockOff && !scanned && !chunked && bound.dst <= 0 {
 		return false, nil
 	}
 	micro := r
 	if !split && p.Meta.Reads.MicroBatchRows == 0 {
 		micro = 0 // whole batches, as profiled
 	}
-	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(bound), micro, scan)
+	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(bound), micro, scan, chunk)
 	if errors.Is(err, planner.ErrMismatch) {
 		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
 		return false, nil
@@ -553,6 +555,20 @@ func trainScan(o *Options, b *Budget) int {
 		return 1
 	}
 	return scanBatches(asTrained(o, b))
+}
+
+// trainChunk is the rows of each read plan when training under b reads
+// the input layer: the streamed layer's chunks (streamChunk), or 0 where
+// that is the gather's own chunk (storage.DefaultScatterChunk) or b does
+// not stream.
+func trainChunk(b *Budget) int {
+	if !b.StreamInput {
+		return 0
+	}
+	if c := streamChunk(b.MaxBatchRows); c != storage.DefaultScatterChunk {
+		return c
+	}
+	return 0
 }
 
 // repredict makes mp's plan's predictions again from p (remodelled for

@@ -178,7 +178,7 @@ func TestPlanFileRepredicted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fresh.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: cut}), cut, 1); err != nil {
+	if err := fresh.RemodelReads(context.Background(), d, nil, po, splitRows(splitBound{rows: cut}), cut, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	got, want := *re.Plan.Reads, *fresh.Meta.Reads
