@@ -225,7 +225,7 @@ phase_peer() {
   local common=(--fanouts 10,10,10 --batch-size 1000 --hidden 32 --seed 1)
   local cap= lim rc
   for lim in ${PEER_CAPS:-2147483648 3221225472 4294967296}; do
-    capped "pyg-$lim" "$lim" ${PYG_S:-150} env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" --epochs ${PYG_EPOCHS:-1} "${common[@]}" > "$RES/pyg-$lim.json" 2> "$RES/pyg-$lim.err"
+    capped "pyg-$lim" "$lim" ${PYG_S:-200} env PYTHONUNBUFFERED=1 python3 bench/peers/pyg_mmap.py "$W/ooc" --epochs ${PYG_EPOCHS:-1} "${common[@]}" > "$RES/pyg-$lim.json" 2> "$RES/pyg-$lim.err"
     rc=$?
     cat "$RES/pyg-$lim.json"; tail -4 "$RES/pyg-$lim.err"
     # The summary line is the test: on 2026-11-27 both runs that printed it
@@ -234,7 +234,7 @@ phase_peer() {
     if grep -q '"epoch_s"' "$RES/pyg-$lim.json"; then cap=$lim; [ $rc = 0 ] || say "pyg-$lim: summary printed, then rc $rc"; break; fi
   done
   [ -n "$cap" ] || { say "PyG+mmap ran in none of PEER_CAPS; ssdgnn in the largest"; cap=$lim; }
-  capped "ssdgnn-$cap" "$cap" ${CAP_S:-240} $B train "$W/ooc" --device $GPUDEV --mem "$cap" --eval sampled --eval-every ${PEER_EPOCHS:-2} --layers 3 --epochs ${PEER_EPOCHS:-2} --dropout 0 "${common[@]}" -q --json > "$RES/ssdgnn-$cap.json" 2> "$RES/ssdgnn-$cap.err"
+  capped "ssdgnn-$cap" "$cap" ${CAP_S:-300} $B train "$W/ooc" --device $GPUDEV --mem "$cap" --eval sampled --eval-every ${PEER_EPOCHS:-2} --layers 3 --epochs ${PEER_EPOCHS:-2} --dropout 0 "${common[@]}" -q --json > "$RES/ssdgnn-$cap.json" 2> "$RES/ssdgnn-$cap.err"
   tail -6 "$RES/ssdgnn-$cap.err"
   python3 - "$RES/ssdgnn-$cap.json" <<'EOF2'
 import json, sys
