@@ -212,19 +212,6 @@ type readCounter struct {
 	m      ReadModel
 	single []uint32
 	ids    []int64
-	chunk  int // rows per read plan; 0: rm's own
-}
-
-// walk calls fn for every read of ids (sorted) as the gather plans them:
-// in pieces of r.chunk rows when set, each planned on its own.
-func (r *readCounter) walk(ids []int64, fn func(first, n int, bytes int64)) {
-	if r.chunk <= 0 {
-		r.rm.Walk(ids, fn)
-		return
-	}
-	for lo := 0; lo < len(ids); lo += r.chunk {
-		r.rm.Walk(ids[lo:min(len(ids), lo+r.chunk)], func(first, n int, bytes int64) { fn(lo+first, n, bytes) })
-	}
 }
 
 // newReadCounter prices reads as fc gathers its misses, at the costs of
@@ -262,7 +249,7 @@ func (r *readCounter) add(nodes []int64, block func(v int64) bool) {
 	r.ids = ids
 	slices.Sort(ids)
 	r.m.Rows += int64(len(ids))
-	r.walk(ids, func(first, n int, bytes int64) {
+	r.rm.Walk(ids, func(first, n int, bytes int64) {
 		r.m.Reads++
 		r.m.BytesRead += bytes
 		if n == 1 {
@@ -277,7 +264,7 @@ func (r *readCounter) add(nodes []int64, block func(v int64) bool) {
 		lv := &r.m.Thinned[k]
 		lim := thinLimit(lv.Keep)
 		ids = slices.DeleteFunc(ids, func(v int64) bool { return thinHash(v) >= lim })
-		r.walk(ids, func(_, _ int, bytes int64) {
+		r.rm.Walk(ids, func(_, _ int, bytes int64) {
 			lv.Reads++
 			lv.Bytes += bytes
 		})
@@ -342,7 +329,10 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 		return fmt.Errorf("planner: %w", err)
 	}
 	defer rc.close()
-	rc.chunk = max(chunk, 0)
+	if chunk > 0 {
+		rc.rm.SetChunk(chunk)
+		rc.m.ChunkRows = chunk
+	}
 	macro := newMacroSet(parts)
 	var block func(v int64) bool
 	if featureBlockOn(d, parts, &o) && part != nil {
@@ -393,7 +383,6 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 	if scan > 1 {
 		rc.m.ScanBatches = scan
 	}
-	rc.m.ChunkRows = rc.chunk
 	m.Reads = &rc.m
 	m.SumFeat, m.SumFeatSingle = sum(p.Feat), sum(p.FeatSingle)
 	return nil

@@ -517,6 +517,16 @@ func (r *RowReader) ReadModel(o ScatterOptions) (*ReadModel, error) {
 	return &ReadModel{po: po, chunk: o.Chunk}, nil
 }
 
+// SetChunk makes Walk plan ids in pieces of at most rows, each on its
+// own, as a caller reads that hands ReadScattered one piece at a time
+// (the streamed input layer's chunks); rows at or above the gather's own
+// chunk, or ≤ 0, change nothing.
+func (m *ReadModel) SetChunk(rows int) {
+	if rows > 0 {
+		m.chunk = min(m.chunk, rows)
+	}
+}
+
 // Walk calls fn once per read that ReadScattered would issue for rows
 // ids, which must be sorted ascending, planned in the same chunks: the
 // read covers ids[first : first+n] and reads bytes bytes (alignment and

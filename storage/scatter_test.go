@@ -304,6 +304,41 @@ func TestReadModelChunks(t *testing.T) {
 	}
 }
 
+// TestReadModelSetChunk: a model of the gather's own chunk, told to plan
+// in smaller pieces (SetChunk), walks as a model made with that chunk; a
+// larger or non-positive one changes nothing.
+func TestReadModelSetChunk(t *testing.T) {
+	d := scatterDataset(t, 5000, 3)
+	r := openReader(t, d, storage.ReadBuffered, storage.IOPread, nil)
+	rng := rand.New(rand.NewPCG(9, 3))
+	ids := make([]int64, 600)
+	for i := range ids {
+		ids[i] = rng.Int64N(5000)
+	}
+	slices.Sort(ids)
+	walk := func(m *storage.ReadModel) (reads [][3]int64) {
+		m.Walk(ids, func(first, n int, b int64) { reads = append(reads, [3]int64{int64(first), int64(n), b}) })
+		return reads
+	}
+	model := func(chunk int) *storage.ReadModel {
+		m, err := r.ReadModel(storage.ScatterOptions{GapRows: 20, MaxReadBytes: 2 << 10, Chunk: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, tc := range []struct{ own, set, want int }{{100, 7, 7}, {100, 1, 1}, {100, 500, 100}, {100, 0, 100}, {100, -3, 100}} {
+		m := model(tc.own)
+		m.SetChunk(tc.set)
+		if got, want := walk(m), walk(model(tc.want)); !slices.Equal(got, want) {
+			t.Errorf("chunk %d, SetChunk(%d): %d reads, want those of chunk %d (%d)", tc.own, tc.set, len(got), tc.want, len(want))
+		}
+	}
+	if a, b := walk(model(7)), walk(model(100)); slices.Equal(a, b) {
+		t.Fatal("chunks 7 and 100 plan the same reads: the test needs ids that tell them apart")
+	}
+}
+
 // TestScatterCredit: CreditRows widens the cap of every read plan of a
 // call by that plan's share. 100 misses one row apart (the rows between
 // are the caller's, say a cache's hits), 10 to a plan, cap 1.5: without
