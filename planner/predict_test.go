@@ -90,6 +90,15 @@ func TestPlanHeldOutThinned(t *testing.T) {
 	}
 }
 
+// rowsOf is c's rows by quantity: predicted, measured.
+func rowsOf(c Comparison) map[string][2]float64 {
+	got := map[string][2]float64{}
+	for _, r := range c.Rows {
+		got[r.Quantity] = [2]float64{r.Predicted, r.Measured}
+	}
+	return got
+}
+
 // TestCompareGatherRows: with the rows asked of the feature cache on both
 // sides, the comparison measures the rows the history kept from the
 // gather as the profile's rows less the epoch's, and counts them in the
@@ -103,10 +112,7 @@ func TestCompareGatherRows(t *testing.T) {
 		"history: rows not gathered (the profile's rows less the epoch's)": {20, 30},
 		"feature bytes saved":                                              {120, (10 + 30) * 4},
 	}
-	got := map[string][2]float64{}
-	for _, r := range Compare(res, m).Rows {
-		got[r.Quantity] = [2]float64{r.Predicted, r.Measured}
-	}
+	got := rowsOf(Compare(res, m))
 	for q, w := range want {
 		if got[q] != w {
 			t.Errorf("%s: predicted, measured %v, want %v", q, got[q], w)
@@ -137,10 +143,7 @@ func TestCompareSampledIDs(t *testing.T) {
 		"history: neighbour ids not drawn (the profile's draws less the epoch's)": {300, 250},
 		"neighbour bytes saved":                                                   {1000 + 300*4, 800 + 250*4},
 	}
-	got := map[string][2]float64{}
-	for _, r := range Compare(res, epochs...).Rows {
-		got[r.Quantity] = [2]float64{r.Predicted, r.Measured}
-	}
+	got := rowsOf(Compare(res, epochs...))
 	for q, w := range want {
 		if got[q] != w {
 			t.Errorf("%s: predicted, measured %v, want %v", q, got[q], w)
