@@ -37,10 +37,10 @@ test-peers:
 # at once without torch and is retried at the next size; ssdgnn must then
 # train in the last one): a GPU session's scarce minutes are not the
 # place to find a broken script.
-test-scripts:
+test-scripts: build
 	@for f in tools/*.sh bench/*.sh; do bash -n $$f || exit 1; done
-	@d=$$(mktemp -d) && $(GO) build -o $$d/ssdgnn ./cmd/ssdgnn && \
-	if OUT=$$d/out RES=$$d/res W=$$d/w B=$$d/ssdgnn GPUDEV=cpu PEER_NODES=40000 \
+	@d=$$(mktemp -d) && \
+	if OUT=$$d/out RES=$$d/res W=$$d/w B=$(abspath $(BIN)) GPUDEV=cpu PEER_NODES=40000 \
 		PEER_CAPS="402653184 536870912" PYG_S=60 CAP_S=120 \
 		bash tools/gpu-checklist.sh bg-oocdata wait peer > $$d/log 2>&1 && \
 		grep -q '^ssdgnn-536870912 rc=0' $$d/res/steps.txt; \

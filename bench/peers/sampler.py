@@ -1,7 +1,8 @@
-"""The PyG+mmap peer's own neighbour sampler (NumPy only).
+"""The PyG+mmap peer's own neighbour sampler and row gather (NumPy only).
 
-pyg_mmap.py uses it where PyG has neither pyg-lib nor torch-sparse, which
-NeighborLoader needs. sampler_test.py checks it against brute force.
+pyg_mmap.py uses the sampler where PyG has neither pyg-lib nor
+torch-sparse, which NeighborLoader needs, and gather_rows for every
+batch's feature rows. sampler_test.py checks both against brute force.
 """
 
 import numpy as np
