@@ -162,8 +162,8 @@ func (w *Options) validateEval() error {
 	default:
 		return fmt.Errorf("%w: eval mode %q (want %s or %s)", ErrInvalidOptions, w.EvalMode, EvalLayerwise, EvalSampled)
 	}
-	if w.EvalMemBytes < 0 {
-		return fmt.Errorf("%w: eval mem %d (want >= 0)", ErrInvalidOptions, w.EvalMemBytes)
+	if w.EvalMemBytes < 0 || w.EvalMemBytes > 0 && w.EvalMemBytes < minEvalMemBytes {
+		return fmt.Errorf("%w: eval mem %d bytes (want 0 for the default, or at least %d)", ErrInvalidOptions, w.EvalMemBytes, minEvalMemBytes)
 	}
 	if w.UntilValid < 0 || w.UntilValid > 1 || w.UntilValid != w.UntilValid {
 		return fmt.Errorf("%w: until-valid %v (want a fraction in (0,1], or 0 for none)", ErrInvalidOptions, w.UntilValid)

@@ -62,7 +62,10 @@ func lwFixedBytes(n int64, layers int, gcn bool) int64 {
 // the trainer's.
 func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
 	if o.ChunkBytes > 0 {
-		return max(o.ChunkBytes, minEvalMemBytes), nil
+		if o.ChunkBytes < minEvalMemBytes {
+			return 0, fmt.Errorf("%w: chunk bound %d bytes (--eval-mem), want at least %d", ErrInvalidOptions, o.ChunkBytes, minEvalMemBytes)
+		}
+		return o.ChunkBytes, nil
 	}
 	if o.MemBytes <= 0 {
 		return 0, nil

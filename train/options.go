@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -282,8 +283,11 @@ func (o *Options) Validate() error {
 	if err := (ModelConfig{Kind: w.Model, InDim: 1, Hidden: w.Hidden, Classes: 1, Layers: w.Layers, Heads: w.Heads, Dropout: float32(w.Dropout)}).validate(); err != nil {
 		return err
 	}
-	if w.LR <= 0 || w.LR != w.LR {
-		return fmt.Errorf("%w: lr %v <= 0", ErrInvalidOptions, w.LR)
+	if !(w.LR > 0) || math.IsInf(w.LR, 0) {
+		return fmt.Errorf("%w: lr %v (want a finite value above 0)", ErrInvalidOptions, w.LR)
+	}
+	if math.IsNaN(w.WeightDecay) || math.IsInf(w.WeightDecay, 0) {
+		return fmt.Errorf("%w: weight decay %v (want a finite value)", ErrInvalidOptions, w.WeightDecay)
 	}
 	if w.Epochs < 0 || w.BatchSize < 1 || w.EvalEvery < 1 || w.CheckpointEvery < 0 {
 		return fmt.Errorf("%w: epochs %d, batch size %d, eval every %d, checkpoint every %d", ErrInvalidOptions, w.Epochs, w.BatchSize, w.EvalEvery, w.CheckpointEvery)

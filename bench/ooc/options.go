@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
@@ -244,15 +245,17 @@ func (o *Options) Validate() error {
 		return bad("negative size (data %d, mem limit %d, cache budget %d)", r.DataSize, r.MemLimit, r.CacheBudget)
 	case r.CacheBudget >= r.MemLimit:
 		return bad("cache budget %d must be below the memory limit %d", r.CacheBudget, r.MemLimit)
-	case r.CacheFrac < 0 || r.CacheFrac >= 1 || r.NeighborFrac <= 0 || r.NeighborFrac >= 1:
+	case !(r.CacheFrac >= 0 && r.CacheFrac < 1) || !(r.NeighborFrac > 0 && r.NeighborFrac < 1):
 		return bad("CacheFrac %g must be in [0,1) and NeighborFrac %g in (0,1)", r.CacheFrac, r.NeighborFrac)
-	case r.TrainFrac <= 0 || r.TrainFrac >= 0.9:
+	case !(r.TrainFrac > 0 && r.TrainFrac < 0.9):
 		return bad("TrainFrac %g must be in (0,0.9)", r.TrainFrac)
-	case r.FeatDim < 0 || r.AvgDegree < 0 || r.TrainPerPart < 0 || r.Epochs < 0 || r.Layers < 0 || r.Hidden < 0 || r.BatchSize < 0 || r.ResumeEpochs < 0:
+	case !(r.AvgDegree >= 0) || math.IsInf(r.AvgDegree, 0):
+		return bad("AvgDegree %g, want a finite degree", r.AvgDegree)
+	case r.FeatDim < 0 || r.TrainPerPart < 0 || r.Epochs < 0 || r.Layers < 0 || r.Hidden < 0 || r.BatchSize < 0 || r.ResumeEpochs < 0:
 		return bad("negative count")
 	case r.ResumeEpochs < 2 && r.CheckResume:
 		return bad("ResumeEpochs %d: the resume check needs at least 2", r.ResumeEpochs)
-	case r.LR < 0 || r.Dropout < 0 || r.Dropout >= 1 || r.TargetFactor < 0:
+	case !(r.LR >= 0) || math.IsInf(r.LR, 0) || !(r.Dropout >= 0 && r.Dropout < 1) || !(r.TargetFactor >= 0) || math.IsInf(r.TargetFactor, 0):
 		return bad("LR %g, Dropout %g (want [0,1)), TargetFactor %g", r.LR, r.Dropout, r.TargetFactor)
 	case r.ChildTimeout < 0:
 		return bad("negative ChildTimeout")

@@ -2,6 +2,7 @@ package ooc
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -29,6 +30,17 @@ func TestOptionsValidate(t *testing.T) {
 		{"resume needs 2 epochs", func(o *Options) { o.CheckResume = true; o.ResumeEpochs = 1 }, false},
 		{"in-flight 1", func(o *Options) { o.InFlight = 1 }, true},
 		{"negative in-flight", func(o *Options) { o.InFlight = -1 }, false},
+		// NaN compares false with everything: each float field must
+		// still be refused before a child starts.
+		{"NaN avg degree", func(o *Options) { o.AvgDegree = math.NaN() }, false},
+		{"infinite avg degree", func(o *Options) { o.AvgDegree = math.Inf(1) }, false},
+		{"NaN train frac", func(o *Options) { o.TrainFrac = math.NaN() }, false},
+		{"NaN cache frac", func(o *Options) { o.CacheFrac = math.NaN() }, false},
+		{"NaN neighbour frac", func(o *Options) { o.NeighborFrac = math.NaN() }, false},
+		{"NaN lr", func(o *Options) { o.LR = math.NaN() }, false},
+		{"infinite lr", func(o *Options) { o.LR = math.Inf(1) }, false},
+		{"NaN dropout", func(o *Options) { o.Dropout = math.NaN() }, false},
+		{"NaN target factor", func(o *Options) { o.TargetFactor = math.NaN() }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok()

@@ -3,6 +3,7 @@ package cliflags
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -145,6 +146,12 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	}
 	if o.Dropout == 0 {
 		o.Dropout = -1 // an explicit 0 means no dropout
+	}
+	if !(o.LR > 0) || math.IsInf(o.LR, 0) {
+		return nil, fmt.Errorf("--lr %v: want a finite learning rate above 0", o.LR)
+	}
+	if !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0) {
+		return nil, fmt.Errorf("--weight-decay %v: want a finite value of at least 0 (0: none)", o.WeightDecay)
 	}
 	if o.WeightDecay == 0 {
 		o.WeightDecay = -1
