@@ -174,3 +174,30 @@ func TestRR(t *testing.T) {
 		t.Errorf("plot: %v", err)
 	}
 }
+
+// TestUnknownSubcommand: a group command (bench, export, import) given a
+// word that names none of its subcommands fails and lists them; bare, it
+// prints its help and succeeds. Cobra alone printed the help and exited 0
+// for "ssdgnn bench oc".
+func TestUnknownSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for success
+	}{
+		{[]string{"bench", "oc"}, `unknown command "oc" for "ssdgnn bench" (want one of: capped, ooc)`},
+		{[]string{"export", "data/cora"}, `unknown command "data/cora" for "ssdgnn export"`},
+		{[]string{"import", "csv", "x", "y"}, `unknown command "csv" for "ssdgnn import"`},
+		{[]string{"bench"}, ""},
+		{[]string{"export"}, ""},
+	} {
+		out, _, err := run(t, tc.args...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want == "" && !strings.Contains(out, "Available Commands"):
+			t.Errorf("%v: no help printed:\n%s", tc.args, out)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: err %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}

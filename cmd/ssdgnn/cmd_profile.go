@@ -54,11 +54,6 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			if o.Mode, err = sample.ParseMode(selection); err != nil {
 				return err
 			}
-			if o.Mode == sample.ModeAuto {
-				var note string
-				o.Mode, note = train.AutoSelection(args[0], partName)
-				fmt.Fprintln(cmd.ErrOrStderr(), note)
-			}
 			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
 			lk, err := dirlock.Acquire(args[0])
 			if err != nil {
@@ -70,6 +65,11 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				return err
 			}
 			defer d.Close()
+			if o.Mode == sample.ModeAuto {
+				var note string
+				o.Mode, note = train.AutoSelection(args[0], partName)
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
 			ro, err := reads.Options()
 			if err != nil {
 				return err

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,7 +54,36 @@ a terminal; --quiet turns it off. Reports print as tables, or JSON with --json.`
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}
+	for _, c := range root.Commands() {
+		refuseUnknown(c)
+	}
 	return root
+}
+
+// refuseUnknown makes every group command (one that only holds
+// subcommands, as bench and export do) fail on an argument that names no
+// subcommand. Cobra would print the group's help and exit 0, so a typo
+// such as "ssdgnn bench oc" did nothing and reported success.
+func refuseUnknown(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknown(sub)
+	}
+	if c.Runnable() || !c.HasSubCommands() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return fmt.Errorf("unknown command %q for %q (want one of: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+	}
 }
 
 // extraCommands lets each subcommand file register itself.
