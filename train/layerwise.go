@@ -795,65 +795,168 @@ func lwBucket(width int, budget int64) int64 {
 // destinations with edges in-edges, rows of width floats in buckets of
 // bucket sources (a bucket's rows included), its indexes aside.
 func lwAccBytes(srcRows, dstRows, edges int64, width int, bucket int64) int64 {
-	return 8*edges + 4*dstRows*int64(width+1) + 8*(srcRows/bucket+2) + 4*bucket*int64(width)
+	return 8*edges + 4*dstRows*int64(width+1) + 8*(srcRows/bucket+2)*(1+2*lwBuildParts) + 4*bucket*int64(width)
 }
 
 // newLWAcc builds the accumulators of the destinations indexed by dix
 // (dstRows of them, edges in-edges in all) over the sources indexed by
 // src, which must hold every in-neighbour of the destinations. It returns
 // the neighbour-list bytes it read (each list twice: count, then fill).
+//
+// The edges are sorted by bucket, destinations ascending, with a counting
+// sort that lwBuildParts goroutines share: each counts, then fills, the
+// in-edges of one range of destinations, and within every bucket range
+// j's edges follow range j−1's, so the order is the one-goroutine sort's.
 func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, bucket, edges int64, outDeg []int32) (a *lwAcc, nbrBytes int64) {
 	srcRows := d.NumNodes()
 	if src.set != nil {
 		srcRows = src.set.count()
 	}
-	dst := dix.set
 	a = &lwAcc{src: src, dst: dix, width: width, bucket: bucket, outDeg: outDeg, staged: -1,
 		edges: make([]uint64, edges), acc: make([]float32, dstRows*int64(width)), scale: make([]float32, dstRows)}
-	each := func(fn func(k uint64, v int64)) {
-		var k uint64
-		_ = eachOf(dst, d.NumNodes(), func(v int64) error {
-			fn(k, v)
-			k++
-			return nil
-		})
-	}
-	// A counting sort of the edges by bucket, destinations ascending.
+	parts := lwDestRanges(d.NumNodes(), dix, edges)
 	nb := srcRows/bucket + 1
-	a.start = make([]int64, nb+1)
-	var nbrs int64
-	each(func(k uint64, v int64) {
-		nl := d.Neighbors(v)
-		nbrs += int64(nl.Len())
-		for i := range nl.Len() {
-			a.start[src.pos(nl.At(i))/bucket+1]++
-		}
-		deg := float64(nl.Len())
-		switch {
-		case outDeg != nil:
-			a.scale[k] = float32(1 / math.Sqrt(deg+1))
-		case deg > 0:
-			a.scale[k] = float32(1 / deg)
-		}
+	counts := make([][]int64, len(parts)) // counts[j][b]: range j's edges in bucket b
+	nbrs := make([]int64, len(parts))
+	lwEachPart(parts, func(j int, r lwDestRange) {
+		c := make([]int64, nb)
+		r.each(dix, d.NumNodes(), func(k uint64, v int64) {
+			nl := d.Neighbors(v)
+			nbrs[j] += int64(nl.Len())
+			for i := range nl.Len() {
+				c[src.pos(nl.At(i))/bucket]++
+			}
+			deg := float64(nl.Len())
+			switch {
+			case outDeg != nil:
+				a.scale[k] = float32(1 / math.Sqrt(deg+1))
+			case deg > 0:
+				a.scale[k] = float32(1 / deg)
+			}
+		})
+		counts[j] = c
 	})
-	for b := range nb {
-		a.start[b+1] += a.start[b]
+	// Bucket b starts at start[b]; range j fills it from there, after the
+	// ranges before it.
+	a.start = make([]int64, nb+1)
+	fills := make([][]int64, len(parts))
+	for j := range parts {
+		fills[j] = make([]int64, nb)
 	}
-	fill := slices.Clone(a.start)
-	each(func(k uint64, v int64) {
-		nl := d.Neighbors(v)
-		for i := range nl.Len() {
-			r := src.pos(nl.At(i))
-			b := r / bucket
-			a.edges[fill[b]] = uint64(r)<<32 | k
-			fill[b]++
+	var off int64
+	for b := range nb {
+		a.start[b] = off
+		for j := range parts {
+			fills[j][b] = off
+			off += counts[j][b]
 		}
+	}
+	a.start[nb] = off
+	lwEachPart(parts, func(j int, r lwDestRange) {
+		fill := fills[j]
+		r.each(dix, d.NumNodes(), func(k uint64, v int64) {
+			nl := d.Neighbors(v)
+			for i := range nl.Len() {
+				r := src.pos(nl.At(i))
+				b := r / bucket
+				a.edges[fill[b]] = uint64(r)<<32 | k
+				fill[b]++
+			}
+		})
 	})
 	idx := int64(4)
 	if d.Indices32() == nil {
 		idx = 8
 	}
-	return a, 2 * nbrs * idx
+	var n int64
+	for _, x := range nbrs {
+		n += x
+	}
+	return a, 2 * n * idx
+}
+
+// lwBuildParts is the most goroutines that build one lwAcc's edges
+// (lwAccBytes counts each one's bucket counters twice).
+const lwBuildParts = 8
+
+// lwBuildMinEdges is the fewest edges per goroutine worth a second one.
+const lwBuildMinEdges = 1 << 16
+
+// lwDestRange is a range of destination words [w0, w1) of an lwAcc's
+// destination set (of node ids [64·w0, 64·w1) when the set is nil),
+// whose first member has rank k0.
+type lwDestRange struct {
+	w0, w1 int64
+	k0     uint64
+}
+
+// lwDestRanges cuts the destinations of dix over n nodes into at most
+// GOMAXPROCS (and lwBuildParts) ranges of whole bitset words, as many as
+// edges in-edges make worth it, of about equal destination counts.
+func lwDestRanges(n int64, dix *lwIndex, edges int64) []lwDestRange {
+	words := (n + 63) / 64
+	p := int64(max(1, min(runtime.GOMAXPROCS(0), lwBuildParts, int(edges/lwBuildMinEdges))))
+	rank := func(w int64) uint64 { // the members below node 64·w
+		switch {
+		case dix.set == nil:
+			return uint64(min(64*w, n))
+		case w >= int64(len(dix.rank)):
+			return uint64(dix.set.count())
+		}
+		return uint64(dix.rank[w])
+	}
+	total := rank(words)
+	var rs []lwDestRange
+	w0 := int64(0)
+	for j := int64(1); j <= p; j++ {
+		w1 := words
+		if j < p {
+			// The first word at which j/p of the destinations lie below.
+			want := total * uint64(j) / uint64(p)
+			w1 = max(w0, int64(sort.Search(int(words), func(w int) bool { return rank(int64(w)) >= want })))
+		}
+		if w1 > w0 {
+			rs = append(rs, lwDestRange{w0: w0, w1: w1, k0: rank(w0)})
+			w0 = w1
+		}
+	}
+	return rs
+}
+
+// each calls fn(k, v) for the destinations v of the range in ascending
+// order, k their ranks.
+func (r lwDestRange) each(dix *lwIndex, n int64, fn func(k uint64, v int64)) {
+	k := r.k0
+	if dix.set == nil {
+		for v := 64 * r.w0; v < min(64*r.w1, n); v++ {
+			fn(k, v)
+			k++
+		}
+		return
+	}
+	for w := r.w0; w < r.w1; w++ {
+		for x := dix.set[w]; x != 0; x &= x - 1 {
+			fn(k, w<<6|int64(bits.TrailingZeros64(x)))
+			k++
+		}
+	}
+}
+
+// lwEachPart runs fn for every range, one goroutine each beyond the
+// first, and waits for them.
+func lwEachPart(parts []lwDestRange, fn func(j int, r lwDestRange)) {
+	var wg sync.WaitGroup
+	for j := 1; j < len(parts); j++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(j, parts[j])
+		}()
+	}
+	if len(parts) > 0 {
+		fn(0, parts[0])
+	}
+	wg.Wait()
 }
 
 // feeds reports whether bucket b has an edge or, for GCN, a destination
@@ -964,12 +1067,7 @@ func (a *lwAcc) pushEdges(b int64, rows []float32) {
 
 // pushRange pushes es, edges of bucket b whose rows are rows.
 func (a *lwAcc) pushRange(b int64, rows []float32, es []uint64) {
-	w := int64(a.width)
-	base := b * a.bucket
-	for _, e := range es {
-		o, k := int64(e>>32)-base, int64(uint32(e))
-		f32.Axpy(a.acc[k*w:(k+1)*w], 1, rows[o*w:(o+1)*w])
-	}
+	f32.AddRows(a.acc, rows, es, b*a.bucket, a.width)
 }
 
 // flush pushes the staged bucket.

@@ -633,8 +633,68 @@ func TestLWAccPush(t *testing.T) {
 	}
 }
 
+// TestLWAccBuildParallel: the accumulators' edges, bucket starts and
+// scales built by several goroutines (lwDestRanges) are the one-goroutine
+// build's exactly, for every destination set drawn (all nodes through a
+// nil set, a random half, a few scattered nodes), and the ranges tile the
+// destination words with their first ranks right.
+func TestLWAccBuildParallel(t *testing.T) {
+	d := dataset(t, "synth-buckets", func(dir string) error {
+		_, err := synth.Generate(dir, synth.Config{Nodes: 3*lwBucketRows + 123, FeatDim: 4, Classes: 2, Seed: 11}, nil)
+		return err
+	})
+	n := d.NumNodes()
+	t.Logf("seed %d", *seedFlag)
+	rng := rand.New(rand.NewPCG(*seedFlag, 9))
+	half, few := newBitset(n), newBitset(n)
+	for v := range n {
+		if rng.IntN(2) == 0 {
+			half.set(v)
+		}
+		if rng.IntN(997) == 0 {
+			few.set(v)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		dst  bitset
+	}{{"all", nil}, {"half", half}, {"few", few}} {
+		dix := newLWIndex(tc.dst)
+		var edges, rows int64
+		_ = eachOf(tc.dst, n, func(v int64) error {
+			edges += int64(d.Neighbors(v).Len())
+			rows++
+			return nil
+		})
+		build := func(procs int) *lwAcc {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			parts := lwDestRanges(n, dix, edges)
+			var w, k int64
+			for _, r := range parts {
+				if r.w0 != w || r.w1 <= r.w0 || int64(r.k0) != k {
+					t.Fatalf("%s, %d procs: ranges %+v do not tile the words from rank 0", tc.name, procs, parts)
+				}
+				r.each(dix, n, func(uint64, int64) { k++ })
+				w = r.w1
+			}
+			if w != (n+63)/64 || k != rows {
+				t.Fatalf("%s, %d procs: ranges %+v end at word %d with %d destinations, want %d and %d", tc.name, procs, parts, w, k, (n+63)/64, rows)
+			}
+			if procs > 1 && edges >= 2*lwBuildMinEdges && len(parts) < 2 {
+				t.Fatalf("%s: %d edges built by one goroutine of %d", tc.name, edges, procs)
+			}
+			a, _ := newLWAcc(d, newLWIndex(nil), dix, rows, 3, lwBucketRows, edges, nil)
+			return a
+		}
+		one, many := build(1), build(lwBuildParts)
+		if !slices.Equal(one.edges, many.edges) || !slices.Equal(one.start, many.start) || !slices.Equal(one.scale, many.scale) {
+			t.Fatalf("%s: the parallel build differs from the serial one", tc.name)
+		}
+	}
+}
+
 // TestPushEdgesParallel: a bucket pushed by several goroutines, with
-// gonum's assembly AXPY, gives a plain serial loop's sums bit for bit, including destinations with many edges
+// the assembly (f32.AddRows), gives a plain serial loop's sums bit for bit, including destinations with many edges
 // that straddle the even cut points, and rows narrower than the assembly
 // AXPY.
 func TestPushEdgesParallel(t *testing.T) {
