@@ -816,6 +816,24 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 		edges: make([]uint64, edges), acc: make([]float32, dstRows*int64(width)), scale: make([]float32, dstRows)}
 	parts := lwDestRanges(d.NumNodes(), dix, edges)
 	nb := srcRows/bucket + 1
+	// Buckets are powers of two (lwBucket): a shift, not a division, per
+	// edge.
+	shift := uint(bits.TrailingZeros64(uint64(bucket)))
+	if bucket != 1<<shift {
+		panic(fmt.Sprintf("train: layer-wise bucket of %d sources is not a power of two", bucket))
+	}
+	// lists calls fn with the source rank of every id of nl.
+	lists := func(nl storage.NodeList, fn func(r int64)) {
+		if l := nl.Int32(); l != nil {
+			for _, u := range l {
+				fn(src.pos(int64(u)))
+			}
+			return
+		}
+		for _, u := range nl.Int64() {
+			fn(src.pos(u))
+		}
+	}
 	counts := make([][]int64, len(parts)) // counts[j][b]: range j's edges in bucket b
 	nbrs := make([]int64, len(parts))
 	lwEachPart(parts, func(j int, r lwDestRange) {
@@ -823,9 +841,7 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 		r.each(dix, d.NumNodes(), func(k uint64, v int64) {
 			nl := d.Neighbors(v)
 			nbrs[j] += int64(nl.Len())
-			for i := range nl.Len() {
-				c[src.pos(nl.At(i))/bucket]++
-			}
+			lists(nl, func(r int64) { c[r>>shift]++ })
 			deg := float64(nl.Len())
 			switch {
 			case outDeg != nil:
@@ -855,13 +871,11 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 	lwEachPart(parts, func(j int, r lwDestRange) {
 		fill := fills[j]
 		r.each(dix, d.NumNodes(), func(k uint64, v int64) {
-			nl := d.Neighbors(v)
-			for i := range nl.Len() {
-				r := src.pos(nl.At(i))
-				b := r / bucket
+			lists(d.Neighbors(v), func(r int64) {
+				b := r >> shift
 				a.edges[fill[b]] = uint64(r)<<32 | k
 				fill[b]++
-			}
+			})
 		})
 	})
 	idx := int64(4)
