@@ -103,10 +103,13 @@ bench-train:
 bench-ooc: build
 	$(BIN) bench ooc --check-resume --check-small-limit $(OOC_FLAGS)
 
-# GFLOP/s of the CPU backend's GEMM kernels on the models' shapes
-# (docs/benchmarks.md, "CPU GEMM kernels").
+# GFLOP/s of the CPU backend's GEMM kernels on the models' shapes, its
+# aggregation, and the row adds of layer-wise inference's push
+# (docs/benchmarks.md, "CPU GEMM kernels" and "Row adds").
 bench-kernels:
 	$(GO) test -run '^$$' -bench 'GEMM' -benchtime 20x ./kernels/cpu/
+	$(GO) test -run '^$$' -bench 'Aggregate' -benchtime 300ms ./kernels/cpu/
+	$(GO) test -run '^$$' -bench 'AddRows' ./internal/f32/
 
 bench-partition:
 	$(GO) test -run '^$$' -bench 'Partition|LookupByFilterSize' -benchtime 1x -timeout 60m ./partition/
