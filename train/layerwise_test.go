@@ -545,16 +545,22 @@ func TestLWArrayCompact(t *testing.T) {
 	}
 }
 
+// bucketsDataset is a generated graph of a few more nodes than three
+// lwAcc buckets, made once per test binary.
+func bucketsDataset(t *testing.T) *storage.Dataset {
+	return dataset(t, "synth-buckets", func(dir string) error {
+		_, err := synth.Generate(dir, synth.Config{Nodes: 3*lwBucketRows + 123, FeatDim: 4, Classes: 2, Seed: 11}, nil)
+		return err
+	})
+}
+
 // TestLWAccPush checks the push accumulators against brute force on a
 // graph of several buckets (lwBucketRows): a random subset of
 // destinations, every node a source, rows written in ascending batches of
 // random sizes (staged across bucket boundaries), for the mean and for
 // GCN's normalised sum.
 func TestLWAccPush(t *testing.T) {
-	d := dataset(t, "synth-buckets", func(dir string) error {
-		_, err := synth.Generate(dir, synth.Config{Nodes: 3*lwBucketRows + 123, FeatDim: 4, Classes: 2, Seed: 11}, nil)
-		return err
-	})
+	d := bucketsDataset(t)
 	n := d.NumNodes()
 	t.Logf("seed %d", *seedFlag)
 	rng := rand.New(rand.NewPCG(*seedFlag, 3))
@@ -639,10 +645,7 @@ func TestLWAccPush(t *testing.T) {
 // nil set, a random half, a few scattered nodes), and the ranges tile the
 // destination words with their first ranks right.
 func TestLWAccBuildParallel(t *testing.T) {
-	d := dataset(t, "synth-buckets", func(dir string) error {
-		_, err := synth.Generate(dir, synth.Config{Nodes: 3*lwBucketRows + 123, FeatDim: 4, Classes: 2, Seed: 11}, nil)
-		return err
-	})
+	d := bucketsDataset(t)
 	n := d.NumNodes()
 	t.Logf("seed %d", *seedFlag)
 	rng := rand.New(rand.NewPCG(*seedFlag, 9))
