@@ -232,7 +232,10 @@
 //     (lwChunker.runPasses): passes × the array, in large reads. A
 //     reader goroutine reads a bucket ahead of the pushing, and a
 //     bucket's edges are pushed by one goroutine per processor, cut at
-//     destination boundaries (the serial sums, bit for bit). The input
+//     destination boundaries (the serial sums, bit for bit), each range
+//     in one f32.AddRows call. A block's edges are sorted into buckets
+//     by a counting sort that one goroutine per processor shares, each
+//     over a range of destinations (the serial order). The input
 //     pass likewise reads the next batch of feature rows while the
 //     backend transforms the last.
 //   - gather (GAT, whose softmax is not a sum): the same array, from which

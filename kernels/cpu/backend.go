@@ -14,7 +14,9 @@
 // chosen per call by Options.GEMM.
 //
 // Backward aggregation uses a transposed CSR built at UploadBlock, so each
-// source row's gradient is one ordered sum with no atomics.
+// source row's gradient is one ordered sum with no atomics. Aggregations
+// add rows with internal/f32 (its AVX2 assembly where the CPU has AVX2: a
+// product, then a sum, the bits of a Go loop).
 package cpu
 
 import (
