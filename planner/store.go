@@ -66,7 +66,8 @@ func (p *Profile) optional(name string) bool {
 // Save writes p to DIR/profile/<p.Meta.Name>/: the four arrays as .npy
 // uint32 [N], then profile.json, each file atomically. An existing
 // profile.json is removed first, so a crash never leaves a manifest
-// describing arrays of another run.
+// describing arrays of another run, and so are the recounts saved from
+// it (SaveRemodel).
 func (p *Profile) Save(dir string) error {
 	if !validName(p.Meta.Name) {
 		return fmt.Errorf("%w: profile name %q", ErrInvalidOptions, p.Meta.Name)
@@ -79,6 +80,10 @@ func (p *Profile) Save(dir string) error {
 		return fmt.Errorf("planner: %w", err)
 	}
 	if err := os.Remove(filepath.Join(out, FileProfileJSON)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("planner: %w", err)
+	}
+	// Saved recounts belong to the profile they were counted from.
+	if err := os.RemoveAll(filepath.Join(out, RemodelDir)); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
 	m := p.Meta

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
@@ -526,12 +527,98 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if !split && p.Meta.Reads.MicroBatchRows == 0 {
 		micro = 0 // whole batches, as profiled
 	}
-	err := p.RemodelReads(ctx, d, o.Partitions, profileOptions(o, mo, p.Meta.Name), splitRows(bound), micro, scan, chunk)
+	po := profileOptions(o, mo, p.Meta.Name)
+	// The recount samples the profiled epochs again (about an epoch's
+	// sampling); a run with the same inputs reads the last one's back.
+	key, kerr := remodelKey(d, p, po, bound, micro, scan, chunk)
+	if kerr == nil {
+		switch ok, err := p.LoadRemodel(d.Dir(), key); {
+		case err != nil:
+			o.Logger.Info("saved recount of the profile's reads not used; counting again", "key", key, "reason", err)
+		case ok:
+			o.Logger.Info("profile's reads recounted for training's batches: saved recount reused", "key", key)
+			return true, nil
+		}
+	} else {
+		o.Logger.Debug("profile's recount not saved", "reason", kerr)
+	}
+	err := p.RemodelReads(ctx, d, o.Partitions, po, splitRows(bound), micro, scan, chunk)
 	if errors.Is(err, planner.ErrMismatch) {
 		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
 		return false, nil
 	}
+	if err == nil && kerr == nil {
+		if serr := p.SaveRemodel(d.Dir(), key); serr != nil {
+			o.Logger.Warn("recount of the profile's reads not saved; the next run counts again", "reason", serr)
+		}
+	}
 	return err == nil, err
+}
+
+// remodelKeyVersion changes whenever planner.RemodelReads or what it
+// calls counts differently: saved recounts under older keys are not read.
+const remodelKeyVersion = 1
+
+// remodelKey names the recount of p's reads (planner.RemodelReads) for the
+// cut bound, micro, scan and chunk: a hash of everything the recount
+// depends on. That is p as loaded (its meta, which carries its files'
+// checksums, the dataset's and partition's, and the profiling run's
+// options and timings), the recount's arguments, how the gather plans its
+// reads (the read plan the device profile gives, the read mode, size and
+// engine), remodelKeyVersion, and the binary's source revision where it
+// has one. A binary built from modified sources saves nothing (the
+// revision does not name its code).
+func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptions, bound splitBound, micro int64, scan, chunk int) (string, error) {
+	rev, dirty := buildRevision()
+	if dirty {
+		return "", fmt.Errorf("binary built from modified sources")
+	}
+	rp, err := featurecache.PlanReadsFor(d, po.Gather)
+	if err != nil {
+		return "", err
+	}
+	var g featurecache.Options
+	if po.Gather != nil {
+		g = *po.Gather
+	}
+	in := struct {
+		Version        int
+		Revision       string
+		Meta           planner.Meta
+		Rows, Dst      int
+		Micro          int64
+		Scan, Chunk    int
+		Plan           featurecache.ReadPlan
+		Mode           storage.ReadMode
+		MaxReadBytes   int64
+		IO             storage.IOEngine
+		NoFeatureBlock bool
+		Partition      string
+	}{remodelKeyVersion, rev, p.Meta, bound.rows, bound.dst, micro, scan, chunk, rp, g.Mode, g.MaxReadBytes, g.IO,
+		po.NoFeatureBlock, po.Partition}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("r%016x", xxhash.Sum64(b)), nil
+}
+
+// buildRevision is the VCS revision the binary was built from ("" when
+// not recorded, as in tests) and whether its sources were modified.
+func buildRevision() (rev string, dirty bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return rev, dirty
 }
 
 // asTrained is o as training under b runs it: b's batches in flight and

@@ -1,9 +1,12 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,5 +195,61 @@ func TestPlanFileRepredicted(t *testing.T) {
 	if got.Rows <= mp.Plan.Reads.Rows || rp.NoCacheGatherSeconds <= wp.NoCacheGatherSeconds || rp.FeatRows < wp.FeatRows {
 		t.Errorf("micro-batches: %d rows, %.4f s uncached, %.0f cached rows; whole batches %d, %.4f s, %.0f",
 			got.Rows, rp.NoCacheGatherSeconds, rp.FeatRows, mp.Plan.Reads.Rows, wp.NoCacheGatherSeconds, wp.FeatRows)
+	}
+	// The same cut again: the recount saved by the last run is read back,
+	// not counted again, and the plan is the same.
+	var log bytes.Buffer
+	co.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	again, err := PlanMemory(context.Background(), d, co, &MemPlanOptions{MemBytes: big, PlanFile: mp.PlanPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "saved recount reused") {
+		t.Errorf("second run with the same cut did not reuse the recount:\n%s", log.String())
+	}
+	if !again.Remodeled || !reflect.DeepEqual(*again.Plan.Reads, *re.Plan.Reads) || again.Plan.Predicted != re.Plan.Predicted {
+		t.Errorf("plan from the saved recount: reads %+v, predicted %+v; counted: %+v, %+v",
+			*again.Plan.Reads, again.Plan.Predicted, *re.Plan.Reads, re.Plan.Predicted)
+	}
+}
+
+// TestRemodelKey: the saved recount's key changes with every input of
+// the recount and with the profile, and only with them.
+func TestRemodelKey(t *testing.T) {
+	d := smallSynth(t)
+	p := &planner.Profile{Meta: planner.Meta{Name: "k", NumNodes: d.NumNodes(), Seed: 1}}
+	po := &planner.ProfileOptions{Name: "k", Gather: &featurecache.Options{}}
+	key := func(p *planner.Profile, po *planner.ProfileOptions, b splitBound, micro int64, scan, chunk int) string {
+		t.Helper()
+		k, err := remodelKey(d, p, po, b, micro, scan, chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	base := key(p, po, splitBound{rows: 100}, 100, 1, 0)
+	if again := key(p, po, splitBound{rows: 100}, 100, 1, 0); again != base {
+		t.Fatalf("same inputs, keys %s and %s", base, again)
+	}
+	other := *p
+	other.Meta.Seed = 2
+	seen := map[string]string{base: "base"}
+	for name, k := range map[string]string{
+		"rows bound":     key(p, po, splitBound{rows: 99}, 100, 1, 0),
+		"dst bound":      key(p, po, splitBound{rows: 100, dst: 7}, 100, 1, 0),
+		"micro rows":     key(p, po, splitBound{rows: 100}, 0, 1, 0),
+		"scan":           key(p, po, splitBound{rows: 100}, 100, 2, 0),
+		"chunk":          key(p, po, splitBound{rows: 100}, 100, 1, 16),
+		"profile":        key(&other, po, splitBound{rows: 100}, 100, 1, 0),
+		"merge gap":      key(p, &planner.ProfileOptions{Name: "k", Gather: &featurecache.Options{CoalesceGap: 3}}, splitBound{rows: 100}, 100, 1, 0),
+		"read cap":       key(p, &planner.ProfileOptions{Name: "k", Gather: &featurecache.Options{MaxReadAmplification: 2}}, splitBound{rows: 100}, 100, 1, 0),
+		"read size":      key(p, &planner.ProfileOptions{Name: "k", Gather: &featurecache.Options{MaxReadBytes: 1 << 20}}, splitBound{rows: 100}, 100, 1, 0),
+		"no block":       key(p, &planner.ProfileOptions{Name: "k", Gather: &featurecache.Options{}, NoFeatureBlock: true}, splitBound{rows: 100}, 100, 1, 0),
+		"partition name": key(p, &planner.ProfileOptions{Name: "k", Gather: &featurecache.Options{}, Partition: "q"}, splitBound{rows: 100}, 100, 1, 0),
+	} {
+		if prev, ok := seen[k]; ok {
+			t.Errorf("%s: key %s, the same as %s's", name, k, prev)
+		}
+		seen[k] = name
 	}
 }
