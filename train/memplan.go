@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/dustin/go-humanize"
@@ -556,7 +557,9 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 }
 
 // remodelKeyVersion changes whenever planner.RemodelReads or what it
-// calls counts differently: saved recounts under older keys are not read.
+// calls counts differently. (The key also hashes the running binary, so
+// a changed binary never reads another's recounts; the version says so
+// in the key's inputs for readers of this code.)
 const remodelKeyVersion = 1
 
 // remodelKey names the recount of p's reads (planner.RemodelReads) for the
@@ -565,13 +568,12 @@ const remodelKeyVersion = 1
 // checksums, the dataset's and partition's, and the profiling run's
 // options and timings), the recount's arguments, how the gather plans its
 // reads (the read plan the device profile gives, the read mode, size and
-// engine), remodelKeyVersion, and the binary's source revision where it
-// has one. A binary built from modified sources saves nothing (the
-// revision does not name its code).
+// engine), remodelKeyVersion, and the running binary's own checksum (the
+// code that counts).
 func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptions, bound splitBound, micro int64, scan, chunk int) (string, error) {
-	rev, dirty := buildRevision()
-	if dirty {
-		return "", fmt.Errorf("binary built from modified sources")
+	exe, err := binaryChecksum()
+	if err != nil {
+		return "", err
 	}
 	rp, err := featurecache.PlanReadsFor(d, po.Gather)
 	if err != nil {
@@ -583,7 +585,7 @@ func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptio
 	}
 	in := struct {
 		Version        int
-		Revision       string
+		Binary         uint64
 		Meta           planner.Meta
 		Rows, Dst      int
 		Micro          int64
@@ -594,7 +596,7 @@ func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptio
 		IO             storage.IOEngine
 		NoFeatureBlock bool
 		Partition      string
-	}{remodelKeyVersion, rev, p.Meta, bound.rows, bound.dst, micro, scan, chunk, rp, g.Mode, g.MaxReadBytes, g.IO,
+	}{remodelKeyVersion, exe, p.Meta, bound.rows, bound.dst, micro, scan, chunk, rp, g.Mode, g.MaxReadBytes, g.IO,
 		po.NoFeatureBlock, po.Partition}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -603,23 +605,24 @@ func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptio
 	return fmt.Sprintf("r%016x", xxhash.Sum64(b)), nil
 }
 
-// buildRevision is the VCS revision the binary was built from ("" when
-// not recorded, as in tests) and whether its sources were modified.
-func buildRevision() (rev string, dirty bool) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "", false
+// binaryChecksum is the xxhash of the running executable's file, read
+// once per process (a few tens of MB, streamed).
+var binaryChecksum = sync.OnceValues(func() (uint64, error) {
+	path, err := os.Executable()
+	if err != nil {
+		return 0, err
 	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
 	}
-	return rev, dirty
-}
+	defer f.Close()
+	h := xxhash.New()
+	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
+		return 0, err
+	}
+	return h.Sum64(), nil
+})
 
 // asTrained is o as training under b runs it: b's batches in flight and
 // streamed input layer, which MemPlan.Apply sets in the options training
