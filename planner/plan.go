@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -243,7 +244,15 @@ func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs, beta floa
 			order = append(order, v)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return score(order[i]) > score(order[j]) })
+	// Highest score first, ties in id order: what a stable sort of the
+	// ascending ids gives, at a pattern-defeating sort's speed (the stable
+	// sort took about 2 of the 3 seconds Plan took for 5.4 M nodes).
+	slices.SortFunc(order, func(a, b int64) int {
+		if c := cmp.Compare(score(b), score(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	// A lookup samples min(k, deg) neighbours from the list, k the mean
 	// fanout (which hop looked a list up is not recorded); all of them
 	// where a fanout takes every neighbour.
