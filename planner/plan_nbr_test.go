@@ -50,3 +50,32 @@ func nbrModelOrder(t *testing.T, seed uint64) {
 		t.Fatalf("seed %d: the model's cumulative bytes do not follow the stable ranking", seed)
 	}
 }
+
+// TestByScore: both of byScore's paths (packed keys radix-sorted, and the
+// comparison sort a score beyond 32 bits takes) rank as a stable sort of
+// the ascending ids by score, descending, and leave out scores ≤ 0.
+func TestByScore(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 22))
+		scores := make([]int64, 3000)
+		for i := range scores {
+			scores[i] = int64(rng.IntN(12)) - 2
+		}
+		for _, huge := range []bool{false, true} {
+			if huge {
+				scores[rng.IntN(len(scores))] = 1 << 40
+			}
+			var want []int64
+			for v, s := range scores {
+				if s > 0 {
+					want = append(want, int64(v))
+				}
+			}
+			sort.SliceStable(want, func(i, j int) bool { return scores[want[i]] > scores[want[j]] })
+			got := byScore(int64(len(scores)), func(v int64) int64 { return scores[v] })
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d, score beyond 32 bits %v: byScore differs from the stable ranking", seed, huge)
+			}
+		}
+	}
+}
