@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/dustin/go-humanize"
@@ -543,14 +544,18 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	} else {
 		o.Logger.Debug("profile's recount not saved", "reason", kerr)
 	}
+	t0 := time.Now()
 	err := p.RemodelReads(ctx, d, o.Partitions, po, splitRows(bound), micro, scan, chunk)
 	if errors.Is(err, planner.ErrMismatch) {
 		o.Logger.Info("plan predictions stay those of whole batches", "reason", err)
 		return false, nil
 	}
-	if err == nil && kerr == nil {
-		if serr := p.SaveRemodel(d.Dir(), key); serr != nil {
-			o.Logger.Warn("recount of the profile's reads not saved; the next run counts again", "reason", serr)
+	if err == nil {
+		o.Logger.Info("profile's reads recounted for training's batches", "seconds", time.Since(t0).Seconds(), "key", key)
+		if kerr == nil {
+			if serr := p.SaveRemodel(d.Dir(), key); serr != nil {
+				o.Logger.Warn("recount of the profile's reads not saved; the next run counts again", "reason", serr)
+			}
 		}
 	}
 	return err == nil, err
