@@ -20,20 +20,7 @@ import (
 func TestRemodelSaveLoad(t *testing.T) {
 	ctx := context.Background()
 	d := testDataset(t)
-	part := make([]int32, d.NumNodes())
-	for v := range part {
-		part[v] = int32(v * 30 / len(part))
-	}
-	mp, err := sample.NewMemPartitions(d, 30, part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := ProfileOptions{Name: "remodel", Fanouts: []int{5, 5}, BatchSize: 64, Mode: sample.ModePartition,
-		Partition: "p30", Part: part, Seed: 3, Workers: 2}
-	p, err := RunProfile(ctx, d, mp, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mp, _, o, p := partitionedProfile(t, d, "remodel")
 	dir := t.TempDir()
 	if err := p.Save(dir); err != nil {
 		t.Fatal(err)

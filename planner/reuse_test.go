@@ -10,6 +10,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TestReusable: a saved profile is reusable for exactly the options that
@@ -20,20 +21,7 @@ import (
 func TestReusable(t *testing.T) {
 	ctx := context.Background()
 	d := testDataset(t)
-	part := make([]int32, d.NumNodes())
-	for v := range part {
-		part[v] = int32(v * 30 / len(part))
-	}
-	mp, err := sample.NewMemPartitions(d, 30, part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := ProfileOptions{Name: "reuse", Fanouts: []int{5, 5}, BatchSize: 64, Mode: sample.ModePartition,
-		Partition: "p30", Part: part, Seed: 3, Workers: 2}
-	p, err := RunProfile(ctx, d, mp, &base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mp, part, base, p := partitionedProfile(t, d, "reuse")
 	if p.Meta.PartChecksum != PartChecksum(part) || p.Meta.PartChecksum == "" {
 		t.Fatalf("part checksum %q, want %q", p.Meta.PartChecksum, PartChecksum(part))
 	}
@@ -173,4 +161,26 @@ func TestPartChecksum(t *testing.T) {
 	if PartChecksum(nil) == PartChecksum([]int32{0}) {
 		t.Error("empty and one-entry assignments agree")
 	}
+}
+
+// partitionedProfile profiles d's partition batches over 30 parts of
+// consecutive ids, under name, and returns the partitions, their
+// assignment, the options and the profile.
+func partitionedProfile(t *testing.T, d *storage.Dataset, name string) (*sample.MemPartitions, []int32, ProfileOptions, *Profile) {
+	t.Helper()
+	part := make([]int32, d.NumNodes())
+	for v := range part {
+		part[v] = int32(v * 30 / len(part))
+	}
+	mp, err := sample.NewMemPartitions(d, 30, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ProfileOptions{Name: name, Fanouts: []int{5, 5}, BatchSize: 64, Mode: sample.ModePartition,
+		Partition: "p30", Part: part, Seed: 3, Workers: 2}
+	p, err := RunProfile(context.Background(), d, mp, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mp, part, o, p
 }
