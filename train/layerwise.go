@@ -448,14 +448,15 @@ func (t *Trainer) lwTransformInput(ctx context.Context, set bitset, stage *lwSta
 }
 
 // lwTransformBatch transforms the input rows xs of ids on the backend and
-// stores the result in stage.
+// stores the result in stage. xs is the backend's until it returns (the
+// CPU backend computes from it in place, without a copy).
 func (t *Trainer) lwTransformBatch(stage *lwStage, sh lwLayer, ids []int64, xs []float32, ls *LayerStats) error {
 	t.beMu.Lock()
 	defer t.beMu.Unlock()
 	tp := &tape{be: t.be}
 	defer tp.free()
 	return tp.run(func() {
-		t.lwStore(tp, 0, tp.upload(len(ids), sh.in, xs), ids, stage, ls)
+		t.lwStore(tp, 0, tp.uploadHost(len(ids), sh.in, xs[:len(ids)*sh.in]), ids, stage, ls)
 	})
 }
 

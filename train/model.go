@@ -181,6 +181,22 @@ func (t *tape) upload(r, c int, v []float32) kernels.Tensor {
 	return x
 }
 
+// uploadHost is upload for a host slice v that nobody reads or writes
+// until the tape is freed: a backend that adopts host memory (kernels/cpu)
+// takes v itself, with no copy; others copy it.
+func (t *tape) uploadHost(r, c int, v []float32) kernels.Tensor {
+	ad, ok := t.be.(adopter)
+	if !ok {
+		return t.upload(r, c, v)
+	}
+	x, err := ad.Adopt(r, c, v)
+	if err != nil {
+		panic(tapeError{err})
+	}
+	t.ts = append(t.ts, x)
+	return x
+}
+
 func (t *tape) free() {
 	for _, x := range t.ts {
 		t.be.Free(x)
