@@ -341,20 +341,26 @@ func TestStreamInputBudget(t *testing.T) {
 		t.Errorf("streamed run: %+v micro-batches %d (unstreamed %d), memory %d of %d", ra.StreamInput, ra.Epochs[0].MicroBatches,
 			ro.Epochs[0].MicroBatches, ra.Memory.TotalBytes, small)
 	}
-	// What was allocated, counted where it was (memacct), at its peak:
-	// the streamed batches' buffers take no more than the unstreamed
-	// ones' beside the stream's scratch, although their micro-batches
-	// hold more rows. (On this tiny graph, with the reserve floor lowered,
-	// both runs' counted peaks may exceed the budget less its reserve:
-	// evaluation is a fixed cost that the real floor of 24 MiB absorbs.)
+	// What was allocated, counted where it was (memacct), each run's
+	// batch buffers at their own largest (MaxByPurpose): per input row of
+	// a micro-batch, streaming holds no more than gathering does, beside
+	// the stream's scratch, although its micro-batches hold more rows.
+	// (The counts when the sum peaked, ByPurpose, compare moments that
+	// may fall in training for one run and in evaluation for the other.
+	// On this tiny graph, with the reserve floor lowered, both runs'
+	// counted peaks may exceed the budget less its reserve: evaluation is
+	// a fixed cost that the real floor of 24 MiB absorbs.)
 	const buffers = "batch buffers"
-	sb, ub := ra.Counted.ByPurpose[buffers], ro.Counted.ByPurpose[buffers]
+	sb, ub := ra.Counted.MaxByPurpose[buffers], ro.Counted.MaxByPurpose[buffers]
 	// The chunk slots, and the order and by-source edges of one batch
 	// (at most Fanouts[0] edges per input row).
 	extra := auto.Budget.WorkingSet.StreamBytes + auto.Budget.MaxBatchRows*(streamRowBytes+streamEdgeBytes*int64(oa.Fanouts[0]))
-	t.Logf("counted %s peak: streamed %d bytes, unstreamed %d, stream scratch at most %d", buffers, sb, ub, extra)
-	if sb <= 0 || sb > ub+extra {
-		t.Errorf("streamed %s peak %d bytes, unstreamed %d plus stream scratch %d", buffers, sb, ub, extra)
+	perRow := float64(ub) / float64(off.Budget.MaxBatchRows)
+	t.Logf("counted %s, largest: streamed %d bytes for micro-batches of ≤ %d rows, unstreamed %d for ≤ %d (%.0f a row), stream scratch at most %d",
+		buffers, sb, auto.Budget.MaxBatchRows, ub, off.Budget.MaxBatchRows, perRow, extra)
+	if sb <= 0 || float64(sb) > perRow*float64(auto.Budget.MaxBatchRows)+float64(extra) {
+		t.Errorf("streamed %s at most %d bytes, more than unstreamed's %.0f a row × %d rows plus stream scratch %d",
+			buffers, sb, perRow, auto.Budget.MaxBatchRows, extra)
 	}
 	// A roomy budget streams for scans of two batches in flight, and
 	// keeps whole batches unstreamed when each is scanned alone.

@@ -413,7 +413,7 @@ func (t *Trainer) finish(rep *Report) {
 	rep.Epochs = t.epochStats
 	rep.Memory = t.mem
 	c := memacct.Read()
-	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true), RuntimeBytes: c.Runtime}
+	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true), MaxByPurpose: c.MaxMap(), RuntimeBytes: c.Runtime}
 	rep.ZeroCopy = t.zcRep
 	rep.StreamInput = t.stream != nil
 	if t.o.Plan != nil {
@@ -463,11 +463,14 @@ func (t *Trainer) interrupted(rep *Report) (*Report, error) {
 
 // CountedMemory is the memacct counters at their peak: the caches, batch
 // buffers, backend tensors, sampler scratch and kept profile, each counted
-// by the package that allocated it. RuntimeBytes is the Go runtime's own
-// memory (stacks, span and GC metadata; memacct.RuntimeBytes) when the
-// report was made, outside PeakBytes: the budget's reserve stands for it.
+// by the package that allocated it (ByPurpose: each when the sum peaked;
+// MaxByPurpose: each one's own largest count, reached at different
+// moments). RuntimeBytes is the Go runtime's own memory (stacks, span and
+// GC metadata; memacct.RuntimeBytes) when the report was made, outside
+// PeakBytes: the budget's reserve stands for it.
 type CountedMemory struct {
 	PeakBytes    int64            `json:"peak_bytes"`
 	ByPurpose    map[string]int64 `json:"by_purpose"`
+	MaxByPurpose map[string]int64 `json:"max_by_purpose"`
 	RuntimeBytes int64            `json:"runtime_bytes"`
 }

@@ -18,7 +18,8 @@
 //     runtime's counters (runtime/metrics) as Snapshot.Runtime, which is
 //     outside Total and Peak, since the reserve stands for it too.
 //   - Peak is the high-water mark of the sum over every purpose since the
-//     last ResetPeak.
+//     last ResetPeak; Max is each purpose's own high-water mark since
+//     then (reached at different moments, so the Max do not sum to Peak).
 package memacct
 
 import (
@@ -83,6 +84,8 @@ var (
 	peak   atomic.Int64
 	// peaks[p] is counts[p] when total last reached peak.
 	peaks [numPurposes]atomic.Int64
+	// maxes[p] is the largest counts[p] since the last ResetPeak.
+	maxes [numPurposes]atomic.Int64
 )
 
 // Add counts bytes (negative: released) for purpose p.
@@ -90,7 +93,9 @@ func Add(p Purpose, bytes int64) {
 	if bytes == 0 {
 		return
 	}
-	counts[p].Add(bytes)
+	c := counts[p].Add(bytes)
+	for m := maxes[p].Load(); c > m && !maxes[p].CompareAndSwap(m, c); m = maxes[p].Load() {
+	}
 	t := total.Add(bytes)
 	for {
 		old := peak.Load()
@@ -116,6 +121,9 @@ type Snapshot struct {
 	// are read one by one).
 	Peak      int64
 	PeakBytes [numPurposes]int64
+	// MaxBytes is each purpose's own largest count since the last
+	// ResetPeak.
+	MaxBytes [numPurposes]int64
 	// Runtime is the Go runtime's memory outside heap objects when the
 	// snapshot was read (RuntimeBytes); it is in neither Total nor Peak.
 	Runtime int64
@@ -168,18 +176,30 @@ func Read() Snapshot {
 	for i := range counts {
 		s.Bytes[i] = counts[i].Load()
 		s.PeakBytes[i] = peaks[i].Load()
+		s.MaxBytes[i] = maxes[i].Load()
 	}
 	s.Total, s.Peak = total.Load(), peak.Load()
 	s.Runtime = RuntimeBytes()
 	return s
 }
 
-// ResetPeak starts a new high-water mark at the current total.
+// ResetPeak starts new high-water marks at the current counts.
 func ResetPeak() {
 	peak.Store(total.Load())
 	for i := range peaks {
 		peaks[i].Store(counts[i].Load())
+		maxes[i].Store(counts[i].Load())
 	}
+}
+
+// MaxMap returns each purpose's own high-water mark by name (for JSON
+// reports).
+func (s Snapshot) MaxMap() map[string]int64 {
+	m := make(map[string]int64, numPurposes)
+	for i, v := range s.MaxBytes {
+		m[Purpose(i).String()] = v
+	}
+	return m
 }
 
 // Map returns the purposes' bytes by name (for JSON reports).

@@ -22,7 +22,20 @@ func TestAddPeak(t *testing.T) {
 	if s.Peak-base.Total != 150 || s.PeakBytes[FeatureCache]-base.Bytes[FeatureCache] != 100 {
 		t.Errorf("peak %d (feature %d), want 150 (100)", s.Peak-base.Total, s.PeakBytes[FeatureCache]-base.Bytes[FeatureCache])
 	}
-	Add(Backend, -50)
+	// Each purpose's own largest: 30 more backend bytes after the feature
+	// cache's 100 were released leave the sum below its peak, where the
+	// backend held 50.
+	Add(Backend, 30)
+	s2 := Read()
+	if s2.MaxBytes[Backend]-base.Bytes[Backend] != 80 || s2.PeakBytes[Backend]-base.Bytes[Backend] != 50 ||
+		s2.MaxBytes[FeatureCache]-base.Bytes[FeatureCache] != 100 {
+		t.Errorf("max backend %d (at the peak %d), feature %d; want 80 (50), 100",
+			s2.MaxBytes[Backend]-base.Bytes[Backend], s2.PeakBytes[Backend]-base.Bytes[Backend], s2.MaxBytes[FeatureCache]-base.Bytes[FeatureCache])
+	}
+	if m := s2.MaxMap(); m["backend tensors"] != s2.MaxBytes[Backend] {
+		t.Errorf("MaxMap = %v", m)
+	}
+	Add(Backend, -80)
 	Add(HistoryCache, -20)
 	if Read().Total != base.Total {
 		t.Errorf("total %d after releasing everything, want %d", Read().Total, base.Total)
