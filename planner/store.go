@@ -2,7 +2,6 @@ package planner
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,8 +62,9 @@ func (p *Profile) optional(name string) bool {
 	return false
 }
 
-// Save writes p to DIR/profile/<p.Meta.Name>/: the four arrays as .npy
-// uint32 [N], then profile.json, each file atomically. An existing
+// Save writes p to DIR/profile/<p.Meta.Name>/: the arrays as .npy
+// uint32 [N] (streamed a block at a time, no copy of an array), then
+// profile.json, each file atomically. An existing
 // profile.json is removed first, so a crash never leaves a manifest
 // describing arrays of another run, and so are the recounts saved from
 // it (SaveRemodel).
@@ -96,15 +96,11 @@ func (p *Profile) Save(dir string) error {
 		if int64(len(a)) != m.NumNodes {
 			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), m.NumNodes)
 		}
-		data := make([]byte, len(a)*4)
-		for i, x := range a {
-			binary.LittleEndian.PutUint32(data[4*i:], x)
+		sum, err := writeUint32s(filepath.Join(out, e.name), a)
+		if err != nil {
+			return err
 		}
-		if _, err := npy.WriteFile(filepath.Join(out, e.name), npy.Uint32, []int64{int64(len(a))}, data); err != nil {
-			return fmt.Errorf("planner: %w", err)
-		}
-		m.Files = append(m.Files, FileInfo{Name: e.name, DType: npy.Uint32.String(), Shape: []int64{int64(len(a))},
-			Checksum: storage.FormatChecksum(xxhash.Sum64(data))})
+		m.Files = append(m.Files, FileInfo{Name: e.name, DType: npy.Uint32.String(), Shape: []int64{int64(len(a))}, Checksum: sum})
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
