@@ -508,8 +508,20 @@ func (c *Cache) initStatic(ctx context.Context) error {
 	return c.fill(ctx, sel)
 }
 
-// fill reads the rows of sel (ascending ids, slot i = sel[i]) with at most
-// Workers goroutines, coalescing runs of consecutive ids into one read.
+// fillChunk is the most rows of one fill read plan: enough for the plan
+// to merge neighbouring rows, small enough to keep ctx checks frequent.
+// A variable so that tests can cut small caches into several chunks.
+var fillChunk = 1 << 16
+
+// fill reads the rows of sel (ascending ids, slot i = sel[i]) as the
+// gather reads misses: each chunk of fillChunk rows planned with the
+// cache's merge gap and amplification cap (c.scatterOptions) and read
+// through the cache's I/O engine, a chunk at a time. Reading each row (or
+// run of consecutive ids) on its own, as it did before, made about one
+// random read per cached row: 3.5 s of a 10 s start for 173 k rows on the
+// 3 GiB bench dataset. The reader is the fill's own, accounted in the
+// load stage; its read slots are the gather's, which it uses before the
+// gather does.
 func (c *Cache) fill(ctx context.Context, sel []int64) error {
 	if len(sel) == 0 {
 		return nil
@@ -519,40 +531,25 @@ func (c *Cache) fill(ctx context.Context, sel []int64) error {
 		return err
 	}
 	defer r.Close()
-	const chunk = 1024
-	nChunks := (len(sel) + chunk - 1) / chunk
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, min(c.opts.Workers, nChunks))
-	for w := range errs {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= nChunks {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				lo, hi := k*chunk, min((k+1)*chunk, len(sel))
-				for i := lo; i < hi; {
-					j := i + 1
-					for j < hi && sel[j] == sel[j-1]+1 {
-						j++
-					}
-					dst := c.rows[int64(i)*c.rowBytes : int64(j)*c.rowBytes]
-					if err := r.ReadRange(sel[i], int64(j-i), dst); err != nil {
-						errs[w] = err
-						return
-					}
-					i = j
-				}
-			}
-		})
+	if err := r.SetEngine(c.opts.IO); err != nil {
+		return err
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	so := c.scatterOptions()
+	reqs := make([]storage.RowReq, 0, min(len(sel), fillChunk))
+	for lo := 0; lo < len(sel); lo += fillChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+fillChunk, len(sel))
+		reqs = reqs[:0]
+		for i := lo; i < hi; i++ {
+			reqs = append(reqs, storage.RowReq{ID: sel[i], Pos: int64(i - lo)})
+		}
+		if err := r.ReadScattered(reqs, c.rows[int64(lo)*c.rowBytes:int64(hi)*c.rowBytes], so); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RowBytes is the size of one feature row in the dataset's dtype.

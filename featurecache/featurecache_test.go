@@ -106,7 +106,12 @@ func randomCounts(rng *rand.Rand, n int64) []uint32 {
 	return c
 }
 
+// TestGatherReturnsDatasetRows: every row gathered, hit or miss, is the
+// dataset's, for every dtype, read mode, policy and read plan; the static
+// cache is filled in read plans of 7 rows, so that its fill crosses many
+// plan boundaries.
 func TestGatherReturnsDatasetRows(t *testing.T) {
+	defer featurecache.SetFillChunk(7)()
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	adj := randomGraph(rng, 600, 8)
