@@ -5,7 +5,8 @@
 // # Policies
 //
 // The static policies pick the cached nodes once, at New, and fill the cache
-// with parallel reads; the contents never change afterwards:
+// through the gather's read plans (merged reads, its I/O engine); the
+// contents never change afterwards:
 //
 //   - PolicyProfiled caches the nodes with the largest caller-supplied access
 //     counts (Options.Counts, one uint32 per node). With counts from one

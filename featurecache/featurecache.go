@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -91,9 +90,6 @@ type Options struct {
 	// storage.ReadBuffered; storage.ReadAuto takes O_DIRECT where the
 	// file system supports it.
 	Mode storage.ReadMode
-	// Workers bounds the goroutines that fill the cache at New.
-	// Default runtime.GOMAXPROCS(0).
-	Workers int
 	// IODepth bounds the goroutines that read the misses of one Gather,
 	// i.e. the reads in flight per Gather. They block in pread, not on a
 	// CPU, so it may exceed the core count: an SSD (and the virtio disk of
@@ -148,9 +144,6 @@ func (o *Options) Validate() error {
 	if o.IODepth < 0 {
 		return fmt.Errorf("%w: IODepth %d, want >= 0", ErrInvalidOptions, o.IODepth)
 	}
-	if o.Workers < 0 {
-		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)
-	}
 	if o.CoalesceGap < PerRowReads {
 		return fmt.Errorf("%w: CoalesceGap %d, want >= %d", ErrInvalidOptions, o.CoalesceGap, PerRowReads)
 	}
@@ -179,9 +172,6 @@ func (o *Options) withDefaults(d *storage.Dataset) Options {
 		if r.Counts != nil {
 			r.Policy = PolicyProfiled
 		}
-	}
-	if r.Workers == 0 {
-		r.Workers = runtime.GOMAXPROCS(0)
 	}
 	if r.IODepth == 0 {
 		r.IODepth = DefaultIODepth

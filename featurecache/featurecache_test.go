@@ -122,7 +122,7 @@ func TestGatherReturnsDatasetRows(t *testing.T) {
 				for _, rc := range readCases {
 					t.Run(fmt.Sprintf("%s/%s/%s/%s", dtype, mode, pc.name, rc.name), func(t *testing.T) {
 						acct := storage.NewAccounting()
-						opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), Workers: 3, IODepth: 5,
+						opts := &featurecache.Options{Policy: pc.policy, Mode: mode, Stage: acct.Stage("g"), LoadStage: acct.Stage("l"), IODepth: 5,
 							CoalesceGap: rc.gap, IO: rc.io}
 						if pc.policy == featurecache.PolicyProfiled {
 							opts.Counts = randomCounts(rng, d.NumNodes())
@@ -357,7 +357,7 @@ func TestConcurrentGather(t *testing.T) {
 	rb := d.FeatRowBytes()
 	for _, pc := range policyCases {
 		t.Run(pc.name, func(t *testing.T) {
-			opts := &featurecache.Options{Policy: pc.policy, Workers: 2}
+			opts := &featurecache.Options{Policy: pc.policy}
 			if pc.policy == featurecache.PolicyProfiled {
 				opts.Counts = randomCounts(rng, d.NumNodes())
 			}
@@ -418,7 +418,6 @@ func TestErrors(t *testing.T) {
 		{"profiled without counts", 100, &featurecache.Options{Policy: featurecache.PolicyProfiled}, featurecache.ErrInvalidOptions},
 		{"counts wrong length", 100, &featurecache.Options{Counts: []uint32{1}}, featurecache.ErrInvalidOptions},
 		{"bad policy", 100, &featurecache.Options{Policy: 9}, featurecache.ErrInvalidOptions},
-		{"bad workers", 100, &featurecache.Options{Workers: -1}, featurecache.ErrInvalidOptions},
 		{"bad io depth", 100, &featurecache.Options{IODepth: -1}, featurecache.ErrInvalidOptions},
 		{"ok nil options", 12, nil, nil},
 	}

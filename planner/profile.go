@@ -645,7 +645,7 @@ func (o *ProfileOptions) gatherOptions() *featurecache.Options {
 		fo = featurecache.Options{Mode: g.Mode, IODepth: g.IODepth, CoalesceGap: g.CoalesceGap,
 			MaxReadAmplification: g.MaxReadAmplification, MaxReadBytes: g.MaxReadBytes, IO: g.IO}
 	}
-	fo.Policy, fo.Workers = featurecache.PolicyDegree, o.Workers
+	fo.Policy = featurecache.PolicyDegree
 	return &fo
 }
 
