@@ -1,23 +1,14 @@
 package planner
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
-	"github.com/ssdgnn/ssdgnn/internal/npy"
-	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Saved recounts (RemodelReads) live in DIR/profile/<name>/remodel/<key>/:
@@ -48,14 +39,8 @@ type remodelMeta struct {
 
 // remodelArrays are what RemodelReads recounts, by file name (FeatHeldOut
 // may be nil: profiles without a held-out epoch).
-func (p *Profile) remodelArrays() []struct {
-	name string
-	a    *[]uint32
-} {
-	return []struct {
-		name string
-		a    *[]uint32
-	}{{FileSavedIOFeat, &p.Feat}, {FileFeatSingleReads, &p.FeatSingle}, {FileFeatHeldOut, &p.FeatHeldOut}}
+func (p *Profile) remodelArrays() []namedArray {
+	return []namedArray{{FileSavedIOFeat, &p.Feat}, {FileFeatSingleReads, &p.FeatSingle}, {FileFeatHeldOut, &p.FeatHeldOut}}
 }
 
 // SaveRemodel writes what RemodelReads recounted in p (Feat, FeatSingle,
@@ -74,14 +59,8 @@ func (p *Profile) SaveRemodel(dir, key string) error {
 	}
 	root := filepath.Join(ProfilePath(dir, p.Meta.Name), RemodelDir)
 	out := filepath.Join(root, key)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if _, err := atomicfile.CleanTemps(out); err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if err := os.Remove(filepath.Join(out, FileRemodelJSON)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("planner: %w", err)
+	if err := prepareDir(out, FileRemodelJSON); err != nil {
+		return err
 	}
 	m := remodelMeta{Format: "ssdgnn-remodel", Version: 1, Key: key, NumNodes: p.Meta.NumNodes, Reads: p.Meta.Reads,
 		SumFeat: p.Meta.SumFeat, SumFeatSingle: p.Meta.SumFeatSingle, SumFeatHeldOut: p.Meta.SumFeatHeldOut}
@@ -93,20 +72,13 @@ func (p *Profile) SaveRemodel(dir, key string) error {
 		if int64(len(a)) != p.Meta.NumNodes {
 			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), p.Meta.NumNodes)
 		}
-		sum, err := writeUint32s(filepath.Join(out, e.name), a)
+		fi, err := writeArray(out, e.name, a)
 		if err != nil {
 			return err
 		}
-		m.Files = append(m.Files, FileInfo{Name: e.name, DType: npy.Uint32.String(), Shape: []int64{int64(len(a))}, Checksum: sum})
+		m.Files = append(m.Files, fi)
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if err := atomicfile.WriteFile(filepath.Join(out, FileRemodelJSON), append(b, '\n')); err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if err := atomicfile.SyncDir(out); err != nil {
+	if err := writeManifest(out, FileRemodelJSON, m); err != nil {
 		return err
 	}
 	return pruneRemodels(root, key)
@@ -144,40 +116,6 @@ func pruneRemodels(root, keep string) error {
 		}
 	}
 	return nil
-}
-
-// writeUint32s writes a as a .npy uint32 [len(a)] at path atomically, a
-// block at a time, and returns its data's checksum.
-func writeUint32s(path string, a []uint32) (string, error) {
-	f, err := npy.Create(path, npy.Uint32, nil)
-	if err != nil {
-		return "", fmt.Errorf("planner: %w", err)
-	}
-	h := xxhash.New()
-	buf := make([]byte, 0, 64<<10)
-	flush := func() error {
-		h.Write(buf)
-		_, err := f.Write(buf)
-		buf = buf[:0]
-		return err
-	}
-	for _, x := range a {
-		buf = binary.LittleEndian.AppendUint32(buf, x)
-		if len(buf) == cap(buf) {
-			if err := flush(); err != nil {
-				f.Abort()
-				return "", fmt.Errorf("planner: %w", err)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		f.Abort()
-		return "", fmt.Errorf("planner: %w", err)
-	}
-	if _, err := f.Commit(); err != nil {
-		return "", fmt.Errorf("planner: %w", err)
-	}
-	return storage.FormatChecksum(h.Sum64()), nil
 }
 
 // LoadRemodel replaces what RemodelReads recounts in p (see SaveRemodel)
@@ -220,23 +158,18 @@ func (p *Profile) LoadRemodel(dir, key string) (bool, error) {
 	// into p: two passes over the files, and no second copy of an array.
 	for _, fill := range []bool{false, true} {
 		for _, e := range p.remodelArrays() {
-			var fi *FileInfo
-			for i := range m.Files {
-				if m.Files[i].Name == e.name {
-					fi = &m.Files[i]
-				}
-			}
+			fi := fileEntry(m.Files, e.name)
 			switch {
 			case (fi == nil) != (*e.a == nil):
 				return false, bad("files", "%s: saved %v, profile has it %v", e.name, fi != nil, *e.a != nil)
 			case fi == nil:
 				continue
 			}
-			var dst []uint32
+			var dst func() []uint32
 			if fill {
-				dst = *e.a
+				dst = func() []uint32 { return *e.a }
 			}
-			if err := readUint32s(filepath.Join(out, e.name), dst, int64(len(*e.a)), fi.Checksum); err != nil {
+			if err := readArrayFile(filepath.Join(out, e.name), int64(len(*e.a)), fi.Checksum, dst); err != nil {
 				return false, err
 			}
 		}
@@ -244,49 +177,4 @@ func (p *Profile) LoadRemodel(dir, key string) (bool, error) {
 	p.Meta.Reads = m.Reads
 	p.Meta.SumFeat, p.Meta.SumFeatSingle, p.Meta.SumFeatHeldOut = m.SumFeat, m.SumFeatSingle, m.SumFeatHeldOut
 	return true, nil
-}
-
-// readUint32s checks the .npy uint32 [n] at path, a block at a time,
-// against checksum, and fills a with it unless a is nil.
-func readUint32s(path string, a []uint32, n int64, checksum string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	h, err := npy.ReadHeader(r)
-	if err != nil {
-		var he *npy.HeaderError
-		off := int64(0)
-		if errors.As(err, &he) {
-			off = he.Offset
-		}
-		return &CorruptError{File: path, Offset: off, Field: "header", Reason: err.Error()}
-	}
-	if h.DType != npy.Uint32 || len(h.Shape) != 1 || h.Shape[0] != n {
-		return &CorruptError{File: path, Field: "header", Reason: fmt.Sprintf("%v %v, want uint32 [%d]", h.DType, h.Shape, n)}
-	}
-	d := xxhash.New()
-	buf := make([]byte, 64<<10)
-	for i := int64(0); i < n; {
-		k := min(int64(len(buf)), 4*(n-i))
-		if _, err := io.ReadFull(r, buf[:k]); err != nil {
-			return &CorruptError{File: path, Offset: h.DataOffset + 4*i, Field: "data", Reason: err.Error()}
-		}
-		d.Write(buf[:k])
-		if a != nil {
-			for j := int64(0); j < k; j += 4 {
-				a[i+j/4] = binary.LittleEndian.Uint32(buf[j:])
-			}
-		}
-		i += k / 4
-	}
-	if _, err := r.ReadByte(); err != io.EOF {
-		return &CorruptError{File: path, Offset: h.DataOffset + 4*n, Field: "trailing", Reason: "bytes after the elements"}
-	}
-	if got := storage.FormatChecksum(d.Sum64()); got != checksum {
-		return &CorruptError{File: path, Offset: h.DataOffset, Field: "data", Reason: fmt.Sprintf("checksum %s, remodel.json says %s", got, checksum)}
-	}
-	return nil
 }

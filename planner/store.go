@@ -9,13 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
-	"github.com/ssdgnn/ssdgnn/internal/decbuf"
-	"github.com/ssdgnn/ssdgnn/internal/npy"
-	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Profile file names inside DIR/profile/<name>/.
@@ -35,14 +28,8 @@ const (
 // ProfilePath is the directory of profile name under dataset dir.
 func ProfilePath(dir, name string) string { return filepath.Join(dir, ProfileDir, name) }
 
-func (p *Profile) arrays() []struct {
-	name string
-	a    *[]uint32
-} {
-	return []struct {
-		name string
-		a    *[]uint32
-	}{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr},
+func (p *Profile) arrays() []namedArray {
+	return []namedArray{{FileSavedIOFeat, &p.Feat}, {FileSavedIOHistSample, &p.HistSample}, {FileSavedIOHistGather, &p.HistGather}, {FileNbrLookups, &p.Nbr},
 		{FileHistAppear, &p.HistAppear}, {FileHistHits, &p.HistHits}, {FileFeatSingleReads, &p.FeatSingle}, {FileFeatHeldOut, &p.FeatHeldOut}}
 }
 
@@ -73,14 +60,8 @@ func (p *Profile) Save(dir string) error {
 		return fmt.Errorf("%w: profile name %q", ErrInvalidOptions, p.Meta.Name)
 	}
 	out := ProfilePath(dir, p.Meta.Name)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if _, err := atomicfile.CleanTemps(out); err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if err := os.Remove(filepath.Join(out, FileProfileJSON)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("planner: %w", err)
+	if err := prepareDir(out, FileProfileJSON); err != nil {
+		return err
 	}
 	// Saved recounts belong to the profile they were counted from.
 	if err := os.RemoveAll(filepath.Join(out, RemodelDir)); err != nil {
@@ -96,21 +77,17 @@ func (p *Profile) Save(dir string) error {
 		if int64(len(a)) != m.NumNodes {
 			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), m.NumNodes)
 		}
-		sum, err := writeUint32s(filepath.Join(out, e.name), a)
+		fi, err := writeArray(out, e.name, a)
 		if err != nil {
 			return err
 		}
-		m.Files = append(m.Files, FileInfo{Name: e.name, DType: npy.Uint32.String(), Shape: []int64{int64(len(a))}, Checksum: sum})
+		m.Files = append(m.Files, fi)
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if err := atomicfile.WriteFile(filepath.Join(out, FileProfileJSON), append(b, '\n')); err != nil {
-		return fmt.Errorf("planner: %w", err)
+	if err := writeManifest(out, FileProfileJSON, m); err != nil {
+		return err
 	}
 	p.Meta.Files = m.Files
-	return atomicfile.SyncDir(out)
+	return nil
 }
 
 // LoadProfile reads the profile name of dataset dir and verifies every
@@ -152,28 +129,20 @@ func loadProfile(dir, name string, want func(file string) bool) (*Profile, error
 		if want != nil && !want(e.name) {
 			continue
 		}
-		var fi *FileInfo
-		for i := range m.Files {
-			if m.Files[i].Name == e.name {
-				fi = &m.Files[i]
-			}
-		}
-		path := filepath.Join(out, e.name)
+		fi := fileEntry(m.Files, e.name)
 		if fi == nil && p.optional(e.name) {
 			continue
 		}
 		if fi == nil {
 			return nil, &CorruptError{File: mp, Field: "files", Reason: "no entry for " + e.name}
 		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("planner: %w", err)
-		}
-		a, err := decodeArray(raw, path, m.NumNodes, fi.Checksum)
+		err := readArrayFile(filepath.Join(out, e.name), m.NumNodes, fi.Checksum, func() []uint32 {
+			*e.a = make([]uint32, m.NumNodes)
+			return *e.a
+		})
 		if err != nil {
 			return nil, err
 		}
-		*e.a = a
 	}
 	return p, nil
 }
@@ -228,42 +197,4 @@ func ParseMeta(b []byte, path string) (*Meta, error) {
 		}
 	}
 	return &m, nil
-}
-
-// decodeArray decodes raw, the bytes of the profile array file path: a
-// .npy uint32 [n] whose data has checksum (the manifest's). The header is
-// npy's to parse; the data is read with internal/decbuf, which checks its
-// length before anything is allocated.
-func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, error) {
-	h, err := npy.ParseHeader(raw)
-	if err != nil {
-		var he *npy.HeaderError
-		off := int64(0)
-		if errors.As(err, &he) {
-			off = he.Offset
-		}
-		return nil, &CorruptError{File: path, Offset: off, Field: "header", Reason: err.Error()}
-	}
-	if h.DType != npy.Uint32 || len(h.Shape) != 1 || h.Shape[0] != n {
-		return nil, &CorruptError{File: path, Field: "header", Reason: fmt.Sprintf("%v %v, want uint32 [%d]", h.DType, h.Shape, n)}
-	}
-	d := decbuf.New(raw[h.DataOffset:], h.DataOffset)
-	var data []byte
-	if n > int64(d.Len()/4) {
-		d.Field("data").Fail(fmt.Errorf("truncated: %d elements of 4 bytes, %d bytes left", n, d.Len()))
-	} else {
-		data = d.Field("data").Bytes(int(4 * n))
-	}
-	if d.Err() == nil && d.Len() != 0 {
-		d.Field("trailing").Fail(fmt.Errorf("%d bytes after the %d elements", d.Len(), n))
-	}
-	if d.Err() != nil {
-		return nil, &CorruptError{File: path, Offset: d.ErrOffset(), Field: d.ErrField(), Reason: d.Err().Error()}
-	}
-	if got := storage.FormatChecksum(xxhash.Sum64(data)); got != checksum {
-		return nil, &CorruptError{File: path, Offset: h.DataOffset, Field: "data", Reason: fmt.Sprintf("checksum %s, manifest says %s", got, checksum)}
-	}
-	a := make([]uint32, n)
-	decbuf.New(data, h.DataOffset).U32s(a) // cannot fail: len(data) == 4n
-	return a, nil
 }
