@@ -272,8 +272,9 @@ func newNbrModel(p *Profile, o *PlanOptions, n, idBytes int64, epochs, beta floa
 // score gives. Where ids and scores fit 32 bits each, the score
 // (complemented) and the id are packed into one key and radix-sorted, and
 // the keys become the ids in place; else a comparison sort on (score, id).
-// (Sorting the ids with a comparator that reads the scores from indptr at
-// random took most of Plan's 3 s on 5.4 M nodes.)
+// (With a comparator that read the scores from indptr at random,
+// `ssdgnn plan` on a 5.4 M-node profile took 3.1-3.6 s; with this,
+// 1.7-2.0 s.)
 func byScore(n int64, score func(int64) int64) []int64 {
 	if n <= math.MaxUint32 {
 		var keys []uint64

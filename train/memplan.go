@@ -561,20 +561,14 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	return err == nil, err
 }
 
-// remodelKeyVersion changes whenever planner.RemodelReads or what it
-// calls counts differently. (The key also hashes the running binary, so
-// a changed binary never reads another's recounts; the version says so
-// in the key's inputs for readers of this code.)
-const remodelKeyVersion = 1
-
 // remodelKey names the recount of p's reads (planner.RemodelReads) for the
 // cut bound, micro, scan and chunk: a hash of everything the recount
 // depends on. That is p as loaded (its meta, which carries its files'
 // checksums, the dataset's and partition's, and the profiling run's
 // options and timings), the recount's arguments, how the gather plans its
 // reads (the read plan the device profile gives, the read mode, size and
-// engine), remodelKeyVersion, and the running binary's own checksum (the
-// code that counts).
+// engine), and the running binary's own checksum: the code that counts,
+// so that a changed binary never reads another's recount.
 func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptions, bound splitBound, micro int64, scan, chunk int) (string, error) {
 	exe, err := binaryChecksum()
 	if err != nil {
@@ -589,7 +583,6 @@ func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptio
 		g = *po.Gather
 	}
 	in := struct {
-		Version        int
 		Binary         uint64
 		Meta           planner.Meta
 		Rows, Dst      int
@@ -601,7 +594,7 @@ func remodelKey(d *storage.Dataset, p *planner.Profile, po *planner.ProfileOptio
 		IO             storage.IOEngine
 		NoFeatureBlock bool
 		Partition      string
-	}{remodelKeyVersion, exe, p.Meta, bound.rows, bound.dst, micro, scan, chunk, rp, g.Mode, g.MaxReadBytes, g.IO,
+	}{exe, p.Meta, bound.rows, bound.dst, micro, scan, chunk, rp, g.Mode, g.MaxReadBytes, g.IO,
 		po.NoFeatureBlock, po.Partition}
 	b, err := json.Marshal(in)
 	if err != nil {
