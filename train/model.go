@@ -185,11 +185,7 @@ func (t *tape) upload(r, c int, v []float32) kernels.Tensor {
 // until the tape is freed: a backend that adopts host memory (kernels/cpu)
 // takes v itself, with no copy; others copy it.
 func (t *tape) uploadHost(r, c int, v []float32) kernels.Tensor {
-	ad, ok := t.be.(adopter)
-	if !ok {
-		return t.upload(r, c, v)
-	}
-	x, err := ad.Adopt(r, c, v)
+	x, err := hostTensor(t.be, true, r, c, v)
 	if err != nil {
 		panic(tapeError{err})
 	}

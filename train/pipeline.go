@@ -940,17 +940,11 @@ func (t *Trainer) startStreamed(group []*job) error {
 // copied and the buffer goes back now. On an error the tensors made are
 // freed and the buffer stays with j. Called with beMu held.
 func (t *Trainer) hostTensors(j *job, rows, dim int, parts [][]float32) ([]kernels.Tensor, error) {
-	ad, adopt := t.be.(adopter)
+	_, adopt := t.be.(adopter)
 	adopt = adopt && j.buf != nil
 	ts := make([]kernels.Tensor, len(parts))
 	for i, v := range parts {
-		var x kernels.Tensor
-		var err error
-		if adopt {
-			x, err = ad.Adopt(rows, dim, v)
-		} else if x, err = t.be.Alloc(rows, dim); err == nil {
-			t.be.Upload(x, v)
-		}
+		x, err := hostTensor(t.be, adopt, rows, dim, v)
 		if err != nil {
 			for _, y := range ts[:i] {
 				t.be.Free(y)
@@ -966,6 +960,21 @@ func (t *Trainer) hostTensors(j *job, rows, dim int, parts [][]float32) ([]kerne
 		j.buf = nil
 	}
 	return ts, nil
+}
+
+// hostTensor is a rows×cols backend tensor of the host slice v: v itself
+// where adopt and the backend adopts host memory (kernels/cpu; v is then
+// the tensor's until it is freed), else a copy.
+func hostTensor(be kernels.Backend, adopt bool, rows, cols int, v []float32) (kernels.Tensor, error) {
+	if ad, ok := be.(adopter); ok && adopt {
+		return ad.Adopt(rows, cols, v)
+	}
+	x, err := be.Alloc(rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	be.Upload(x, v)
+	return x, nil
 }
 
 // normalize scales every feature row to unit L1 norm when
