@@ -128,6 +128,31 @@ type SpillIterator struct {
 	stats  LookupStats
 }
 
+// CheckSpillDir makes the directory SpillEpoch would spill into under
+// opts (created if missing) and writes and removes a file there, so that
+// a directory training cannot write into is refused before the first
+// epoch rather than at it. The probe is named as a spill file, so one
+// left by a crash is removed as stale (CleanStaleSpills).
+func (s *Sampler) CheckSpillDir(opts *SpillOptions) error {
+	dir := filepath.Join(s.d.Dir(), SpillDirName)
+	if opts != nil && opts.Dir != "" {
+		dir = opts.Dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sample: spill directory: %w", err)
+	}
+	path := filepath.Join(dir, spillName(os.Getpid(), 0, spillSeq.Add(1)))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("sample: spill directory: %w", err)
+	}
+	f.Close()
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("sample: spill directory: %w", err)
+	}
+	return nil
+}
+
 // SpillEpoch starts sampling epoch into a spill file and returns the
 // reading side.
 func (s *Sampler) SpillEpoch(ctx context.Context, epoch int, opts *SpillOptions) (*SpillIterator, error) {

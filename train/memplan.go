@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -28,7 +30,9 @@ import (
 )
 
 // DefaultProfileName is the profile PlanMemory writes under
-// DIR/profile/<name> when MemPlanOptions.ProfileName is empty.
+// DIR/profile/<name> when MemPlanOptions.ProfileName is empty. It first
+// looks for a matching profile of that name, then for one made by `ssdgnn
+// profile` (planner.DefaultProfileName).
 const DefaultProfileName = "train"
 
 // MemPlanOptions configures PlanMemory.
@@ -40,13 +44,19 @@ type MemPlanOptions struct {
 	// PlanMemory) used instead of profiling; its profile is loaded from
 	// DIR/profile/<plan's profile> when present.
 	PlanFile string
-	// ProfileName names the profile under DIR/profile (default
-	// DefaultProfileName); plan.json goes beside it. Without PlanFile,
+	// ProfileName names the profile under DIR/profile. Without PlanFile,
 	// a profile of that name already there is planned from when it
 	// matches this training (planner.Profile.Reusable), so runs with the
 	// same options plan alike; otherwise the profiling epoch runs and
-	// writes it.
+	// writes it. Empty: the profile named DefaultProfileName, or failing
+	// that the one `ssdgnn profile` saves by default
+	// (planner.DefaultProfileName), whichever matches first; a new one is
+	// written as DefaultProfileName.
 	ProfileName string
+	// PlanOut is where the plan PlanMemory makes is written (the CLI
+	// gives the checkpoint directory's plan.json); empty: plan.json beside
+	// the profile it was made from.
+	PlanOut string
 	// Reprofile runs the profiling epoch even when the saved profile
 	// matches (new timings, so a new β; e.g. after a hardware change).
 	Reprofile bool
@@ -65,9 +75,11 @@ type MemPlan struct {
 	// Profile is nil when a PlanFile's profile is not on disk (the caches
 	// then select by degree).
 	Profile *planner.Profile
-	// PlanPath is where the plan was read or written; Created says it was
-	// made now (planner.Plan), Reused that it was made from the profile
-	// already saved under ProfileName rather than a new profiling epoch.
+	// PlanPath is where the plan was read or written (empty: a plan made
+	// now that could not be saved into the dataset directory; see
+	// saveInDataset); Created says it was made now (planner.Plan), Reused
+	// that it was made from a profile already saved rather than a new
+	// profiling epoch.
 	PlanPath string
 	Created  bool
 	Reused   bool
@@ -400,12 +412,12 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return mp, nil
 	}
 	o = o.withDataset(d, nil)
-	name := mo.ProfileName
+	name, names := mo.ProfileName, []string{mo.ProfileName}
 	if name == "" {
-		name = DefaultProfileName
+		name, names = DefaultProfileName, []string{DefaultProfileName, planner.DefaultProfileName}
 	}
 	po := profileOptions(&o, mo, name)
-	p, reused, err := savedOrNewProfile(ctx, d, &o, mo, po)
+	p, reused, err := savedOrNewProfile(ctx, d, &o, mo, po, names)
 	if err != nil {
 		return nil, err
 	}
@@ -435,9 +447,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(planner.ProfilePath(d.Dir(), name), "plan.json")
-	if err := res.Save(path); err != nil {
-		return nil, err
+	path := mo.PlanOut
+	if path != "" {
+		if err := res.Save(path); err != nil {
+			return nil, err
+		}
+	} else {
+		path = filepath.Join(planner.ProfilePath(d.Dir(), p.Meta.Name), "plan.json")
+		if !saveInDataset(d, o.Logger, "plan "+path, func() error { return res.Save(path) }) {
+			path = ""
+		}
 	}
 	o.Logger.Info("memory plan", "path", path, "alpha", res.Alpha, "feature_bytes", res.Feature.Bytes(),
 		"history_bytes", res.History.Bytes(), "neighbor_bytes", res.Neighbor.Bytes())
@@ -450,25 +469,29 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	return mp, nil
 }
 
-// savedOrNewProfile returns the profile saved under po.Name when it can
-// stand for a new one (planner.Profile.Reusable) and mo does not ask for
+// savedOrNewProfile returns the first profile saved under names that can
+// stand for a new one (planner.Profile.Reusable) when mo does not ask for
 // a new one, and reports that it did; otherwise it runs the profiling
-// epoch and saves the profile before anything recounts it. A saved
-// profile that does not match, or is damaged, is profiled over, with a
-// log line saying why.
-func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, po *planner.ProfileOptions) (*planner.Profile, bool, error) {
-	if !mo.Reprofile {
-		p, err := loadProfileCounted(d, po.Name)
+// epoch and saves the profile as po.Name before anything recounts it. A
+// saved profile that does not match, or is damaged, is passed over (and
+// the new one saved over it when it is po.Name), with a log line saying
+// why.
+func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, po *planner.ProfileOptions, names []string) (*planner.Profile, bool, error) {
+	for _, name := range names {
+		if mo.Reprofile {
+			break
+		}
+		p, err := loadProfileCounted(d, name)
 		if err == nil {
 			err = p.Reusable(ctx, d, o.Partitions, po)
 		}
 		switch {
 		case err == nil:
-			o.Logger.Info("profile reused", "name", po.Name, "beta", p.Meta.Beta)
+			o.Logger.Info("profile reused", "name", name, "beta", p.Meta.Beta)
 			return p, true, nil
 		case errors.Is(err, planner.ErrNotFound):
 		case errors.Is(err, planner.ErrMismatch), errors.As(err, new(*planner.CorruptError)):
-			o.Logger.Info("saved profile not reused; profiling again", "name", po.Name, "reason", err)
+			o.Logger.Info("saved profile not reused", "name", name, "reason", err)
 		default:
 			return nil, false, err
 		}
@@ -477,10 +500,32 @@ func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *
 	if err != nil {
 		return nil, false, err
 	}
-	if err := p.Save(d.Dir()); err != nil {
-		return nil, false, err
-	}
+	saveInDataset(d, o.Logger, "profile "+po.Name, func() error { return p.Save(d.Dir()) })
 	return p, false, nil
+}
+
+// saveInDataset runs save, which writes what (a profile, its recount, a
+// plan) under d's directory, holding the directory's lock
+// (internal/dirlock) for the save alone, as every writer into a dataset
+// holds it: two trainings on one dataset never write one profile at once.
+// What it writes is a record of state this run keeps in memory, so a
+// directory that another writer holds or that cannot be written (a
+// read-only dataset), or a save that fails, costs a later run a profiling
+// epoch or a recount, not this run its training: it is logged as a
+// warning and saveInDataset reports false.
+func saveInDataset(d *storage.Dataset, log *slog.Logger, what string, save func() error) bool {
+	lk, err := dirlock.Acquire(d.Dir())
+	if err == nil {
+		err = save()
+		if rerr := lk.Release(); err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		log.Warn(what+" not saved; this run keeps it in memory", "reason", err)
+		return false
+	}
+	return true
 }
 
 // loadProfileCounted loads profile name of d, counted in memacct.Profile
@@ -552,10 +597,10 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	}
 	if err == nil {
 		o.Logger.Info("profile's reads recounted for training's batches", "seconds", time.Since(t0).Seconds(), "key", key)
-		if kerr == nil {
-			if serr := p.SaveRemodel(d.Dir(), key); serr != nil {
-				o.Logger.Warn("recount of the profile's reads not saved; the next run counts again", "reason", serr)
-			}
+		// A profile whose own save was skipped (no files recorded) is
+		// not on disk for a recount to sit beside.
+		if kerr == nil && len(p.Meta.Files) > 0 {
+			saveInDataset(d, o.Logger, "recount of the profile's reads", func() error { return p.SaveRemodel(d.Dir(), key) })
 		}
 	}
 	return err == nil, err

@@ -151,6 +151,11 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if t.sampler, err = sample.New(d, o.Partitions, so); err != nil {
 		return nil, err
 	}
+	if o.Spill {
+		if err := t.sampler.CheckSpillDir(&sample.SpillOptions{Dir: o.SpillDir}); err != nil {
+			return nil, fmt.Errorf("train: --spill-dir: %w", err)
+		}
+	}
 	t.depth = ReuseDepth(&o)
 	t.bound = splitBound{rows: int(o.MaxBatchRows)}
 	t.evalBound = t.bound

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -40,11 +41,18 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
 			}
-			lk, err := dirlock.Acquire(args[0])
-			if err != nil {
-				return err
+			if out == "" {
+				// Written beside the profile: a writer into DIR, which
+				// holds its lock. Elsewhere, plan only reads DIR.
+				lk, err := dirlock.Acquire(args[0])
+				if errors.Is(err, dirlock.ErrNotWritable) {
+					return fmt.Errorf("%w: plan.json goes beside the profile by default; --out FILE writes it elsewhere", err)
+				}
+				if err != nil {
+					return err
+				}
+				defer lk.Release()
 			}
-			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -32,6 +34,16 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "depth", "gather-depth"); err != nil {
 				return err
+			}
+			if !dryRun {
+				lk, err := dirlock.Acquire(args[0]) // a writer into DIR (device.json)
+				if errors.Is(err, dirlock.ErrNotWritable) {
+					return fmt.Errorf("%w: probe writes device.json there; --dry-run measures without writing", err)
+				}
+				if err != nil {
+					return err
+				}
+				defer lk.Release()
 			}
 			d, err := storage.Open(args[0], nil)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -44,6 +45,11 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
   ssdgnn profile data/synth --name p && ssdgnn relabel data/synth data/synth-heat --order heat --heat-profile p`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			lk, err := dirlock.Acquire(args[1]) // the writer of OUT
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

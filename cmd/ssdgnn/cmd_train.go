@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -39,10 +41,13 @@ Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
 --mem B sizes the feature, history and neighbour caches with the memory
 planner: from --plan FILE when given, otherwise from the profile saved
 under DIR/profile/--profile-name when it matches this training (dataset,
-partitioning, batches, read options), else after a profiling epoch that
-saves it there; plan.json goes beside it. Reusing the profile keeps its
-measured beta, so runs with the same flags and seed plan the same caches;
---reprofile profiles again. An explicit
+partitioning, batches, read options; without --profile-name, train's own
+profile "train", else the one 'ssdgnn profile' saved), else after a
+profiling epoch that saves it there. The plan goes to the checkpoint
+directory's plan.json. Reusing the profile keeps its measured beta, so
+runs with the same flags and seed plan the same caches; --reprofile
+profiles again. A dataset that another command is writing, or that is
+read-only, is not written to: the profile is then kept in memory only. An explicit
 --feat-cache, --hist-cache or --neighbor-cache overrides that cache's planned
 size (0 turns it off). The caches, tables included, must fit --mem, or train
 fails before the first epoch. After training it prints the plan's predicted
@@ -87,6 +92,9 @@ that mmap reads need. See docs/train.md.`,
 			}
 			o.Progress, o.Logger = g.progress(), g.logger()
 			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory
+			if errors.Is(err, dirlock.ErrNotWritable) {
+				return fmt.Errorf("checkpoint directory: %w; --checkpoint DIR names another", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -134,6 +142,7 @@ that mmap reads need. See docs/train.md.`,
 			}
 			if t.Mem > 0 || t.PlanFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName, mo.Reprofile = int64(t.Mem), t.PlanFile, t.ProfileName, t.Reprofile
+				mo.PlanOut = filepath.Join(o.CheckpointDir, "plan.json")
 				mp, err := train.PlanMemory(cmd.Context(), d, o, &mo)
 				if err != nil {
 					return err
@@ -153,7 +162,7 @@ that mmap reads need. See docs/train.md.`,
 				if mp.Warning != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", mp.Warning)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", mp.PlanPath, how,
+				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", cmp.Or(mp.PlanPath, "not saved"), how,
 					ibytes(mp.Plan.Feature.Bytes()), ibytes(mp.Plan.History.Bytes()), ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
 				if mp.Budget != nil {
 					if err := train.WriteBudget(cmd.ErrOrStderr(), mp.Budget); err != nil {

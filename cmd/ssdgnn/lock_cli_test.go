@@ -23,6 +23,14 @@ func TestWritersLockDatasetDir(t *testing.T) {
 	if err := os.WriteFile(edges, []byte("0 1\n1 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	for _, args := range [][]string{
+		{"partition", dir, "--parts", "4"},
+		{"profile", dir, "--selection", "random", "--fanouts", "2"},
+	} {
+		if _, _, err := run(t, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	lk, err := dirlock.Acquire(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -35,19 +43,48 @@ func TestWritersLockDatasetDir(t *testing.T) {
 		{"partition", dir, "--parts", "4"},
 		{"profile", dir, "--selection", "random", "--fanouts", "2"},
 		{"plan", dir, "--mem", "1MiB"},
+		{"probe", dir, "--duration", "20ms"},
 	} {
 		_, _, err := run(t, args...)
 		if !errors.Is(err, dirlock.ErrInUse) || err.Error() != want {
 			t.Errorf("%v while locked: %v, want %q", args, err, want)
 		}
 	}
-	for _, args := range [][]string{{"info", dir}, {"validate", dir}} {
+	ck := filepath.Join(tmp, "ck")
+	for _, args := range [][]string{
+		{"info", dir},
+		{"validate", dir},
+		{"plan", dir, "--mem", "1MiB", "--out", filepath.Join(tmp, "plan.json")},
+		{"probe", dir, "--duration", "20ms", "--dry-run"},
+		{"relabel", dir, filepath.Join(tmp, "pm"), "--partition", "fennel"},
+		// train writes its profile into DIR only when it can lock it;
+		// otherwise it keeps it in memory (and the plan goes to the
+		// checkpoint directory either way).
+		{"train", dir, "--epochs", "1", "--selection", "random", "--layers", "1", "--fanouts", "2", "--hidden", "8", "--mem", "256MiB", "--reprofile", "--checkpoint", ck},
+	} {
 		if _, _, err := run(t, args...); err != nil {
 			t.Errorf("reader %v while locked: %v", args, err)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(ck, "plan.json")); err != nil {
+		t.Errorf("train's plan: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "profile", "train")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("train saved a profile into a locked dataset: %v", err)
+	}
+	// relabel is the writer of its OUT.
+	out := filepath.Join(tmp, "pm2")
+	olk, err := dirlock.Acquire(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = run(t, "relabel", dir, out, "--partition", "fennel")
+	if wantOut := fmt.Sprintf("%s is in use by pid %d", out, os.Getpid()); !errors.Is(err, dirlock.ErrInUse) || err.Error() != wantOut {
+		t.Errorf("relabel into a locked OUT: %v, want %q", err, wantOut)
+	}
+	olk.Release()
 	lk.Release()
-	if _, _, err := run(t, "partition", dir, "--parts", "4"); err != nil {
+	if _, _, err := run(t, "partition", dir, "--parts", "4", "--force"); err != nil {
 		t.Fatalf("partition after release: %v", err)
 	}
 	if _, _, err := run(t, "validate", dir); err != nil {

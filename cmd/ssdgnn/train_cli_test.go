@@ -104,8 +104,9 @@ func TestTrainMem(t *testing.T) {
 		t.Fatal(err)
 	}
 	const mem = 32 << 20
+	ck := t.TempDir()
 	common := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--workers", "2",
-		"--selection", "partition", "--parts-per-batch", "2", "--checkpoint", t.TempDir()}
+		"--selection", "partition", "--parts-per-batch", "2", "--checkpoint", ck}
 	type report struct {
 		Epochs []struct {
 			Loss     float64 `json:"loss"`
@@ -144,9 +145,14 @@ func TestTrainMem(t *testing.T) {
 	if rep.Memory.Total > mem || rep.Memory.Limit != mem || rep.Memory.Total == 0 {
 		t.Errorf("caches %+v, --mem %d", rep.Memory, mem)
 	}
-	planPath := filepath.Join(dir, "profile", "train", "plan.json")
+	// The plan goes to the checkpoint directory, the profile into the
+	// dataset.
+	planPath := filepath.Join(ck, "plan.json")
 	if _, err := os.Stat(planPath); err != nil || !strings.Contains(stderr, "profiled and written") {
 		t.Fatalf("plan not written: %v; stderr %q", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "profile", "train", "profile.json")); err != nil {
+		t.Fatalf("profile not saved: %v", err)
 	}
 	for _, k := range []string{"memory budget --mem 32 MiB", "runtime reserve", "model and optimiser", "working set", "caches"} {
 		if !strings.Contains(stderr, k) {

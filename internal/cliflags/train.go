@@ -86,7 +86,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.IntVar(&o.SpillAhead, "spill-ahead", train.DefaultSpillAhead, "written chunks that may wait unread (--spill)")
 	f.StringVar(&o.SpillDir, "spill-dir", "", "directory of the spill file (--spill; default DIR/spill)")
 	f.StringVar(&t.PlanFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
-	f.StringVar(&t.ProfileName, "profile-name", train.DefaultProfileName, "name of the profile --mem plans from under DIR/profile (reused when it matches this training, else profiled and written)")
+	f.StringVar(&t.ProfileName, "profile-name", "", "name of the profile --mem plans from under DIR/profile (reused when it matches this training, else profiled and written; default: "+train.DefaultProfileName+", or the one `ssdgnn profile` saved when it matches and "+train.DefaultProfileName+" does not)")
 	f.BoolVar(&t.Reprofile, "reprofile", false, "with --mem and no --plan: run the profiling epoch even when the saved profile matches (new timings, so a new beta)")
 	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")

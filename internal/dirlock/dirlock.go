@@ -2,10 +2,14 @@
 // non-blocking flock(2) on the file DIR/.lock.
 //
 // Every ssdgnn command that writes into a directory (a dataset directory,
-// a checkpoint directory) holds its lock for the whole run; a second writer
-// fails at once with an *InUseError ("DIR is in use by pid N"). Readers do
-// not lock: they only ever see committed artefacts (package atomicfile and
-// the manifest-last rule of package storage).
+// a checkpoint directory, relabel's OUT) holds its lock for the whole run;
+// a second writer fails at once with an *InUseError ("DIR is in use by pid
+// N"). Training, which mostly reads its dataset, holds the dataset's lock
+// only while it saves a profile or a recount into it, and skips the save
+// when the lock is held or the directory is not writable
+// (*NotWritableError). Readers do not lock: they only ever see committed
+// artefacts (package atomicfile and the manifest-last rule of package
+// storage).
 //
 // Invariants and caveats:
 //   - The lock is advisory: only code that calls Acquire is excluded.
@@ -59,6 +63,38 @@ func (e *InUseError) Error() string {
 // Is makes errors.Is(err, ErrInUse) true.
 func (e *InUseError) Is(target error) bool { return target == ErrInUse }
 
+// ErrNotWritable is matched (errors.Is) by the error of Acquire when dir
+// cannot be written at all: a read-only file system, or no permission.
+var ErrNotWritable = errors.New("dirlock: directory not writable")
+
+// NotWritableError names the directory a writer cannot write into and
+// the system's reason (EROFS, EACCES or EPERM).
+type NotWritableError struct {
+	Dir string
+	Err error
+}
+
+func (e *NotWritableError) Error() string {
+	return fmt.Sprintf("%s is not writable (%v)", e.Dir, e.Err)
+}
+
+// Is makes errors.Is(err, ErrNotWritable) true.
+func (e *NotWritableError) Is(target error) bool { return target == ErrNotWritable }
+
+// Unwrap gives the system's error.
+func (e *NotWritableError) Unwrap() error { return e.Err }
+
+// failed wraps err from creating or opening something in dir: a
+// *NotWritableError when the system refused the write itself.
+func failed(dir string, err error) error {
+	for _, errno := range []syscall.Errno{syscall.EROFS, syscall.EACCES, syscall.EPERM} {
+		if errors.Is(err, errno) {
+			return &NotWritableError{Dir: dir, Err: errno}
+		}
+	}
+	return fmt.Errorf("dirlock: %w", err)
+}
+
 // Lock is a held directory lock.
 type Lock struct {
 	dir     string
@@ -68,12 +104,13 @@ type Lock struct {
 
 // Acquire locks dir for writing, creating it (and its parents) when it
 // does not exist. It never blocks: if another writer holds dir it returns
-// an *InUseError at once.
+// an *InUseError at once; if dir (or the parent it would be made in)
+// cannot be written, a *NotWritableError.
 func Acquire(dir string) (*Lock, error) {
 	created := false
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("dirlock: %w", err)
+			return nil, failed(dir, err)
 		}
 		created = true
 	} else if err != nil {
@@ -83,7 +120,7 @@ func Acquire(dir string) (*Lock, error) {
 	for range 8 {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("dirlock: %w", err)
+			return nil, failed(dir, err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -69,5 +71,43 @@ func TestNilRelease(t *testing.T) {
 	var l *Lock
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestNotWritable(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		writable bool // false: a *NotWritableError
+	}{
+		{&os.PathError{Op: "open", Path: "d/.lock", Err: syscall.EROFS}, false},
+		{&os.PathError{Op: "mkdir", Path: "d", Err: syscall.EACCES}, false},
+		{&os.PathError{Op: "open", Path: "d/.lock", Err: syscall.EPERM}, false},
+		{&os.PathError{Op: "open", Path: "d/.lock", Err: syscall.ENOSPC}, true},
+		{&os.PathError{Op: "mkdir", Path: "d", Err: syscall.ENOTDIR}, true},
+	} {
+		err := failed("d", tc.err)
+		var nw *NotWritableError
+		if got := errors.As(err, &nw); got == tc.writable || errors.Is(err, ErrNotWritable) == tc.writable {
+			t.Errorf("%v: not writable %v, want %v (%v)", tc.err, got, !tc.writable, err)
+			continue
+		}
+		if nw != nil && (nw.Dir != "d" || !strings.HasPrefix(err.Error(), "d is not writable (")) {
+			t.Errorf("%v: %q names %q", tc.err, err, nw.Dir)
+		}
+	}
+	// A real refusal, where this process is subject to permissions.
+	if os.Geteuid() == 0 {
+		t.Log("running as root: permissions do not refuse; the read-only directory case is not run")
+		return
+	}
+	ro := t.TempDir()
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ro, 0o755)
+	for _, dir := range []string{ro, filepath.Join(ro, "new")} {
+		if _, err := Acquire(dir); !errors.Is(err, ErrNotWritable) {
+			t.Errorf("Acquire(%s) in a read-only directory: %v, want ErrNotWritable", dir, err)
+		}
 	}
 }

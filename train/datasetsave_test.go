@@ -1,0 +1,156 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
+)
+
+// ownSynth is a small generated graph in a directory of the test's own:
+// these tests write profiles and hold the dataset's lock, which the
+// shared datasets of the other tests must not see.
+func ownSynth(t *testing.T) *storage.Dataset {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "synth")
+	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 7}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// roomyBudget is a budget under which synthOpts' training plans its
+// caches (as TestPlanMemory's).
+func roomyBudget(d *storage.Dataset) int64 {
+	o := synthOpts()
+	return MinimumBudget(d, o) + 8*d.NumNodes() + 200*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes + FixedState(d, o, nil).Bytes
+}
+
+// While another writer holds the dataset (or it cannot be written),
+// PlanMemory plans from the profile it keeps in memory and writes nothing
+// into the dataset; a plan given its own path is still written there.
+// (Every save into the dataset holding its lock is what keeps two
+// trainings from writing one profile at once: before, about one run in
+// two of two concurrent `train --mem --reprofile` on Cora failed renaming
+// a temporary file the other's save had cleaned away.)
+func TestPlanMemoryWithDatasetHeld(t *testing.T) {
+	d := ownSynth(t)
+	mem := roomyBudget(d)
+	lk, err := dirlock.Acquire(d.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	mp, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: mem})
+	if err != nil {
+		t.Fatalf("plan while the dataset is held: %v", err)
+	}
+	if !mp.Created || mp.PlanPath != "" || mp.Profile == nil {
+		t.Errorf("created %v, plan path %q, profile %v: want a plan made, not saved, from the profile in memory", mp.Created, mp.PlanPath, mp.Profile != nil)
+	}
+	if _, err := os.Stat(filepath.Join(d.Dir(), "profile")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("profile directory written while the dataset was held: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "plan.json")
+	mp, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: mem, PlanOut: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out); err != nil || mp.PlanPath != out {
+		t.Errorf("plan path %q, %s: %v", mp.PlanPath, out, err)
+	}
+	lk.Release()
+	// Released, the same run saves its profile.
+	if _, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: mem}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := planner.LoadProfile(d.Dir(), DefaultProfileName); err != nil {
+		t.Errorf("profile after release: %v", err)
+	}
+}
+
+// Without a profile name, PlanMemory plans from its own profile, else
+// from the one `ssdgnn profile` saved, whichever matches; a new profile
+// is saved under its own name, never over the other.
+func TestPlanMemoryFindsProfileCommandsProfile(t *testing.T) {
+	d := ownSynth(t)
+	mem := roomyBudget(d)
+	plan := func(o *Options, name string, reprofile bool) *MemPlan {
+		t.Helper()
+		mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: name, Reprofile: reprofile,
+			PlanOut: filepath.Join(t.TempDir(), "plan.json")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mp
+	}
+	// What `ssdgnn profile` leaves: a profile named planner.DefaultProfileName.
+	plan(synthOpts(), planner.DefaultProfileName, true)
+	for _, tc := range []struct {
+		what      string
+		o         *Options
+		reprofile bool
+		reused    bool
+		from      string
+	}{
+		{"only the profile command's", synthOpts(), false, true, planner.DefaultProfileName},
+		{"--reprofile", synthOpts(), true, false, DefaultProfileName},
+		{"both match: its own first", synthOpts(), false, true, DefaultProfileName},
+		{"neither matches (another seed)", withSeed(synthOpts(), 99), false, false, DefaultProfileName},
+	} {
+		mp := plan(tc.o, "", tc.reprofile)
+		if mp.Reused != tc.reused || mp.Plan.Profile != tc.from {
+			t.Errorf("%s: reused %v from %q, want %v from %q", tc.what, mp.Reused, mp.Plan.Profile, tc.reused, tc.from)
+		}
+	}
+	// The profile command's profile was never written over.
+	p, err := planner.LoadProfile(d.Dir(), planner.DefaultProfileName)
+	if err != nil || p.Meta.Seed != synthOpts().Seed {
+		t.Fatalf("the profile command's profile: %v (seed %v)", err, p)
+	}
+}
+
+func withSeed(o *Options, seed uint64) *Options {
+	o.Seed = seed
+	return o
+}
+
+// A spill directory training cannot write into is refused by New, before
+// the first epoch.
+func TestSpillDirRefusedEarly(t *testing.T) {
+	d := smallSynth(t)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := synthOpts()
+	o.Spill, o.SpillDir = true, filepath.Join(file, "spill")
+	tr, err := New(context.Background(), d, o)
+	if err == nil {
+		tr.Close()
+		t.Fatal("New with a spill directory under a file: no error")
+	}
+	if want := "train: --spill-dir: sample: spill directory: "; len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
+		t.Errorf("error %q, want it to start %q", err, want)
+	}
+	o.SpillDir = t.TempDir()
+	tr, err = New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Close()
+	if ents, err := os.ReadDir(o.SpillDir); err != nil || len(ents) != 0 {
+		t.Errorf("spill directory after the check: %v, %d entries", err, len(ents))
+	}
+}
