@@ -101,6 +101,25 @@ func Exists(datasetDir, name string) bool {
 	return err == nil
 }
 
+// Names lists the committed partitionings of the dataset in datasetDir
+// (those Exists reports), sorted; none is an empty list, not an error.
+func Names(datasetDir string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(datasetDir, DirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	var names []string
+	for _, e := range ents { // os.ReadDir sorts by name
+		if e.IsDir() && Exists(datasetDir, e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
 // Open maps partitioning name of the dataset in datasetDir. It checks the
 // manifest against the dataset's manifest (node and edge counts) and every
 // file's size and .npy header against the manifest, then reads every file

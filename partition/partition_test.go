@@ -554,3 +554,26 @@ func TestReadAheadBounded(t *testing.T) {
 		t.Fatalf("ended in pass %d after %d of %d nodes, %d big visits; want pass 1, all nodes, 2", pass, next, n, bigs)
 	}
 }
+
+// Names lists the committed partitionings only: a directory without a
+// manifest (an interrupted run) is not one.
+func TestNames(t *testing.T) {
+	g := cliques(2, 10)
+	g.finish()
+	dir := t.TempDir()
+	d := g.write(t, dir)
+	if names, err := Names(dir); err != nil || len(names) != 0 {
+		t.Fatalf("before any: %q, %v", names, err)
+	}
+	for _, name := range []string{"b", "a"} {
+		if _, err := Run(d, &Options{Parts: 2, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(Dir(dir, "half"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := Names(dir); err != nil || !slices.Equal(names, []string{"a", "b"}) {
+		t.Errorf("Names = %q, %v; want [a b]", names, err)
+	}
+}

@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
@@ -11,15 +13,37 @@ import (
 )
 
 // AutoSelection resolves sample.ModeAuto for the dataset in dir: partition
-// batches (OUTRE's selection, which cuts neighbourhood redundancy) when the
-// dataset has the partitioning name, otherwise random batches. note is one
-// line for the user saying which was chosen and, for random, how to
-// partition.
-func AutoSelection(dir, name string) (mode sample.Mode, note string) {
+// batches (OUTRE's selection, which cuts neighbourhood redundancy) from
+// the partitioning name when the dataset has it; when it does not and the
+// name was not asked for (explicit false: the flag's default), from the
+// dataset's only partitioning, if it has exactly one; otherwise random
+// batches. chosen is the partitioning to read (name unless the only one
+// stood in). note is one line for the user saying which was chosen and,
+// for random, how to partition or which partitioning to name.
+func AutoSelection(dir, name string, explicit bool) (mode sample.Mode, chosen, note string) {
 	if partition.Exists(dir, name) {
-		return sample.ModePartition, fmt.Sprintf("selection: partition batches from partitioning %q", name)
+		return sample.ModePartition, name, fmt.Sprintf("selection: partition batches from partitioning %q", name)
 	}
-	return sample.ModeRandom, fmt.Sprintf("selection: random batches (no partitioning %q; 'ssdgnn partition %s' enables partition batches)", name, dir)
+	if !explicit {
+		names, err := partition.Names(dir)
+		switch {
+		case err != nil:
+			return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q, and the others could not be listed: %v)", name, err)
+		case len(names) == 1:
+			return sample.ModePartition, names[0], fmt.Sprintf("selection: partition batches from partitioning %q, the dataset's only one (no %q)", names[0], name)
+		case len(names) > 1:
+			return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q; the dataset has %s: --partition NAME picks one)", name, strings.Join(quoted(names), ", "))
+		}
+	}
+	return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q; 'ssdgnn partition %s' enables partition batches)", name, dir)
+}
+
+func quoted(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return q
 }
 
 // AutoFeatRead resolves storage.ReadAuto for training d: O_DIRECT (where

@@ -67,7 +67,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			defer d.Close()
 			if o.Mode == sample.ModeAuto {
 				var note string
-				o.Mode, note = train.AutoSelection(args[0], partName)
+				o.Mode, partName, note = train.AutoSelection(args[0], partName, cmd.Flags().Changed("partition"))
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			ro, err := reads.Options()
@@ -123,7 +123,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 	f := cmd.Flags()
 	f.StringVar(&fanouts, "fanouts", defaultFanouts, "neighbours sampled per layer, input layer first (-1: all)")
 	f.IntVar(&o.BatchSize, "batch-size", 1000, cliflags.BatchSizeUsage)
-	f.StringVar(&selection, "selection", "auto", "batch selection: auto (partition when DIR has --partition, else random), partition or random")
+	f.StringVar(&selection, "selection", "auto", "batch selection: auto (partition when DIR has --partition, or without --partition its only partitioning; else random), partition or random")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions (partition selection)")
 	f.IntVar(&o.PresampleEpochs, "presample-epochs", 1, "epochs whose counts are summed (GNNLab PreSC#K)")

@@ -24,7 +24,8 @@ func (r *Resolved) Close() {
 
 // Resolve settles what train's flags leave to the dataset, in t.Options,
 // with d (the dataset in dir) open and the budget in t.Mem:
-//   - an auto selection (train.AutoSelection with --partition);
+//   - an auto selection (train.AutoSelection with --partition, which may
+//     set t.Partition to the dataset's only partitioning);
 //   - an auto read mode (train.AutoFeatRead);
 //   - for partition selection, the partition files (Options.Partitions);
 //   - the sampler's source (--source; auto: train.AutoSource).
@@ -38,7 +39,7 @@ func (t *Train) Resolve(d *storage.Dataset, dir string, room int64) (*Resolved, 
 	o := &t.Options
 	r := &Resolved{}
 	if o.Selection == sample.ModeAuto {
-		o.Selection, r.SelectionNote = train.AutoSelection(dir, t.Partition)
+		o.Selection, t.Partition, r.SelectionNote = train.AutoSelection(dir, t.Partition, t.PartitionSet)
 	}
 	if o.FeatRead == storage.ReadAuto {
 		if room > 0 {

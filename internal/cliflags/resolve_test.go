@@ -52,9 +52,32 @@ func TestResolve(t *testing.T) {
 		t.Errorf("auto source %v, train.AutoSource says %v", tf.Options.Source, src)
 	}
 
-	if _, err := partition.Run(d, &partition.Options{Parts: 6, FirstLevel: 6, Name: "fennel", Seed: 1, Logger: slog.New(slog.DiscardHandler)}); err != nil {
-		t.Fatal(err)
+	part := func(name string) {
+		t.Helper()
+		if _, err := partition.Run(d, &partition.Options{Parts: 6, FirstLevel: 6, Name: name, Seed: 1, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// One partitioning under another name: the bare flags take it; a
+	// --partition that names the missing default does not.
+	part("mine")
+	tf, r = resolve(0)
+	if o := tf.Options; o.Selection != sample.ModePartition || tf.Partition != "mine" || r.Parts == nil ||
+		!strings.Contains(r.SelectionNote, `partitioning "mine", the dataset's only one`) {
+		t.Errorf("only partitioning \"mine\": selection %v from %q, note %q", o.Selection, tf.Partition, r.SelectionNote)
+	}
+	tf, r = resolve(0, "--partition", "fennel")
+	if o := tf.Options; o.Selection != sample.ModeRandom || tf.Partition != "fennel" || r.Parts != nil {
+		t.Errorf("--partition fennel, only \"mine\" there: selection %v from %q", o.Selection, tf.Partition)
+	}
+	// Two, neither the default: random, and the note names both.
+	part("second")
+	tf, r = resolve(0)
+	if o := tf.Options; o.Selection != sample.ModeRandom || r.Parts != nil ||
+		!strings.Contains(r.SelectionNote, `the dataset has "mine", "second": --partition NAME picks one`) {
+		t.Errorf("two partitionings: selection %v, note %q", o.Selection, r.SelectionNote)
+	}
+	part("fennel")
 	// The default partitioning now exists: partition batches from it;
 	// a named source and read mode are kept, with no note.
 	tf, r = resolve(0, "--source", "mmap", "--feat-read", "direct")

@@ -25,8 +25,11 @@ type Train struct {
 	Fanouts, EvalFanouts string
 	// Selection is the parsed --selection; sample.ModeAuto is left for
 	// the caller (train.AutoSelection with Partition).
-	Selection                           string
-	Partition                           string
+	Selection string
+	Partition string
+	// PartitionSet says --partition was given (Parse): auto selection
+	// then never stands another partitioning in for it.
+	PartitionSet                        bool
 	HistPolicy, FeatPolicy              string
 	Metrics, Plot, Device               string
 	Source                              SourceFlag
@@ -56,7 +59,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.StringVar(&o.EvalMode, "eval", train.EvalLayerwise, "evaluation of valid/test: layerwise (exact, full neighbourhoods, one pass) or sampled (--eval-fanouts)")
 	f.Var((*ByteSize)(&o.EvalMemBytes), "eval-mem", "bound on a layer-wise evaluation chunk (default: three quarters of the training working set)")
 	f.Float64Var(&o.UntilValid, "until-valid", 0, "stop after the first evaluation whose valid accuracy reaches this fraction (e.g. 0.5)")
-	f.StringVar(&t.Selection, "selection", "auto", "batch construction: auto (partition when DIR has --partition, else random), random or partition")
+	f.StringVar(&t.Selection, "selection", "auto", "batch construction: auto (partition when DIR has --partition, or without --partition its only partitioning; else random), random or partition")
 	f.StringVar(&t.Partition, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.Int64Var(&t.Seed, "seed", 1, "random seed (same seed, same result)")
@@ -127,6 +130,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	if o.Selection, err = sample.ParseMode(t.Selection); err != nil {
 		return nil, err
 	}
+	t.PartitionSet = f.Changed("partition")
 	if o.HistPolicy, err = histcache.ParsePolicy(t.HistPolicy); err != nil {
 		return nil, err
 	}
