@@ -226,7 +226,7 @@
 //     scaled sum, which mean and GCN's normalised sum are; a chunk reads
 //     one summed row per destination through an identity block, on which
 //     AggMean and AggGCN return their input.
-//   - files (SAGE, GCN): every source's row in a temporary .npy array;
+//   - files (SAGE, GCN, GAT): every source's row in a temporary .npy array;
 //     the destinations are cut into blocks whose accumulators fit, and
 //     each block is filled by one sequential pass over the array
 //     (lwChunker.runPasses): passes × the array, in large reads. A
@@ -237,10 +237,15 @@
 //     by a counting sort that one goroutine per processor shares, each
 //     over a range of destinations (the serial order). The input
 //     pass likewise reads the next batch of feature rows while the
-//     backend transforms the last.
-//   - gather (GAT, whose softmax is not a sum): the same array, from which
-//     every chunk gathers its sources' rows; ids carry no locality, so
-//     this reads about chunks × the array, row by row.
+//     backend transforms the last. GAT's passes push with an online
+//     softmax (lwAccGAT: per destination and head a running maximum, sum
+//     and weighted sum, rescaled when the maximum rises), from its
+//     destinations' scores recorded as the layer below wrote their rows
+//     (lwGAT); a chunk reads acc/s through an identity block, on which
+//     the softmax over one edge is exactly 1.
+//   - gather (GAT when its destinations' scores do not fit): the same
+//     array, from which every chunk gathers its sources' rows; ids carry
+//     no locality, so this reads about chunks × the array, row by row.
 //
 // For push and files, a SAGE or GCN layer whose input is no wider than its
 // transformed rows aggregates first (aggregateFirst, lwStage.raw): it

@@ -362,7 +362,7 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		in, transform = need[0], cur.self != nil
 	}
 	if transform {
-		if err := t.lwTransformInput(ctx, in, cur, shapes[0], max(bound-cur.held, minEvalMemBytes), &st.Layers[0]); err != nil {
+		if err := t.lwTransformInput(ctx, in, cur, shapes[0], max(bound-cur.heldBytes(), minEvalMemBytes), &st.Layers[0]); err != nil {
 			return st, err
 		}
 	}
@@ -376,17 +376,17 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		ls.AggregateFirst = cur.raw
 		nextW := 0
 		if l < L-1 {
-			if next, err = stage(l+1, need[l], bound-cur.held); err != nil {
+			if next, err = stage(l+1, need[l], bound-cur.heldBytes()); err != nil {
 				return st, err
 			}
 			nextW = shapes[l+1].z + shapes[l+1].self
 		}
-		st.HeldBytes = max(st.HeldBytes, cur.held+next.heldBytes())
+		st.HeldBytes = max(st.HeldBytes, cur.heldBytes()+next.heldBytes())
 		shape := shapes[l]
 		if cur.raw {
 			shape.z += shape.in // a chunk holds the sums and their transform
 		}
-		c := &lwChunker{t: t, l: l, shape: shape, nextW: nextW, budget: max(bound-cur.held-next.heldBytes(), minEvalMemBytes),
+		c := &lwChunker{t: t, l: l, shape: shape, nextW: nextW, budget: max(bound-cur.heldBytes()-next.heldBytes(), minEvalMemBytes),
 			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn}
 		var err error
 		if cur.held == 0 && !cur.gather {
@@ -496,7 +496,8 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 		x   kernels.Tensor
 		dst lwRows
 		ids []int64
-	}{{z, stage.z, ids}, {self, stage.self, selfIDs}} {
+		gat *lwGAT // the z rows of a pushed GAT layer: record their scores
+	}{{z, stage.z, ids, stage.gat}, {self, stage.self, selfIDs, nil}} {
 		if _, features := p.dst.(*lwFeatures); p.x == nil || len(p.ids) == 0 || features {
 			continue // the passes read the feature rows themselves
 		}
@@ -508,6 +509,9 @@ func (t *Trainer) lwStore(tp *tape, l int, h kernels.Tensor, ids []int64, stage 
 		ls.BytesWritten += w
 		if err != nil {
 			panic(tapeError{err})
+		}
+		if p.gat != nil {
+			p.gat.record(p.ids, host)
 		}
 	}
 }
@@ -540,6 +544,85 @@ type lwStage struct {
 	// gather says chunks gather their sources' rows from z (an lwArray)
 	// rather than pushing them in sequential passes (lwChunker.runPasses).
 	gather bool
+	// gat is a pushed GAT layer's destination scores (files), aux the
+	// memory they hold beside held (counted under memacct.Inference).
+	gat *lwGAT
+	aux int64
+}
+
+// lwGAT is what pushing a GAT layer's transformed rows in passes needs
+// beside them: the layer's attention vectors, and the score al·z of each
+// of the layer's destinations, recorded as the layer below writes their
+// rows (lwStore), before any pass reads them. A pass weights the edge
+// u → i by LeakyReLU(al·z_i + ar·z_u) per head (lwAccGAT); the source
+// scores are computed from the rows as each pass reads them.
+type lwGAT struct {
+	heads, f int
+	al, ar   []float32 // the layer's attention vectors (heads·f each)
+	dst      *lwIndex  // the layer's destinations
+	score    []float32 // al·z per destination rank and head
+}
+
+// newLWGAT makes layer l's scores for its dstRows destinations dst (nil:
+// every node).
+func (t *Trainer) newLWGAT(l int, dst bitset, dstRows int64) (*lwGAT, error) {
+	gl := t.model.layers[l].(*gatLayer)
+	g := &lwGAT{heads: gl.heads, f: gl.f, dst: newLWIndex(dst), score: make([]float32, dstRows*int64(gl.heads)),
+		al: make([]float32, gl.heads*gl.f), ar: make([]float32, gl.heads*gl.f)}
+	t.beMu.Lock()
+	defer t.beMu.Unlock()
+	for _, p := range []struct {
+		host []float32
+		w    kernels.Tensor
+	}{{g.al, gl.al.W}, {g.ar, gl.ar.W}} {
+		if err := t.be.Download(p.host, p.w); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// lwGATBytes is an lwGAT's memory for dstRows destinations of the set dst
+// (nil: every node) and heads heads.
+func lwGATBytes(dst bitset, dstRows int64, heads, z int) int64 {
+	return 4*dstRows*int64(heads) + newLWIndexBytes(dst) + 8*int64(z)
+}
+
+func (g *lwGAT) numHeads() int {
+	if g == nil {
+		return 0
+	}
+	return g.heads
+}
+
+// scores sets out[r·heads+h] to a's head h dotted with row r's head h,
+// for each row of rows, summed in the order of the kernels' headDots.
+func (g *lwGAT) scores(out, rows, a []float32) {
+	H, F := g.heads, g.f
+	w := H * F
+	for r := range len(rows) / w {
+		row := rows[r*w : (r+1)*w]
+		for h := range H {
+			var s float32
+			for f := h * F; f < (h+1)*F; f++ {
+				s += a[f] * row[f]
+			}
+			out[r*H+h] = s
+		}
+	}
+}
+
+// record sets the scores of the destinations among ids, whose transformed
+// rows are rows.
+func (g *lwGAT) record(ids []int64, rows []float32) {
+	H, w := int64(g.heads), int64(g.heads*g.f)
+	for i, v := range ids {
+		if g.dst.set != nil && !g.dst.set.has(v) {
+			continue
+		}
+		k := g.dst.pos(v)
+		g.scores(g.score[k*H:(k+1)*H], rows[int64(i)*w:int64(i+1)*w], g.al)
+	}
 }
 
 // Stage kinds, in the order newLWStage prefers them.
@@ -548,7 +631,7 @@ const (
 	lwMemory = "memory" // every source's transformed row in memory
 	lwPush   = "push"   // one summed row per destination in memory (lwAcc)
 	lwFiles  = "files"  // every source's row in a temporary array, pushed to blocks of destinations in sequential passes
-	lwGather = "gather" // every source's row in a temporary array, gathered by each chunk (GAT)
+	lwGather = "gather" // every source's row in a temporary array, gathered by each chunk (GAT whose scores do not fit)
 )
 
 // newLWStage makes layer l's transformed input: z for the nodes of set
@@ -559,7 +642,9 @@ const (
 //     accumulator row per destination, and the destinations of each
 //     source, dstEdges in all (lwAcc);
 //   - files: every source's transformed row in a temporary array under
-//     dir (lwArray), which each chunk gathers from.
+//     dir (lwArray), pushed to blocks of destinations in sequential
+//     passes (GAT too, its destinations' scores in memory: lwGAT);
+//   - gather: the same array, which each chunk gathers from.
 //
 // Trainer.lwStage forces one kind (tests); push is taken only where the
 // model allows it.
@@ -580,8 +665,17 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 	selfBytes := 4*selfRows*int64(sh.self) + six.bytes()
 	memBytes := 4*rows*int64(sh.z) + ix.bytes() + selfBytes
 	// Push needs a sum (not GAT's softmax), and ranks that fit an
-	// lwAcc's 32-bit halves.
-	canPush := t.model.cfg.Kind != ModelGAT && rows < 1<<32 && dstRows < 1<<32
+	// lwAcc's 32-bit halves. Passes over a temporary array push GAT too,
+	// with the destinations' scores in memory (lwGAT): they are known
+	// before the first pass, not while the layer below writes its rows.
+	fits := rows < 1<<32 && dstRows < 1<<32
+	isGAT := t.model.cfg.Kind == ModelGAT
+	canPush := !isGAT && fits
+	canPass := fits
+	var gatBytes int64
+	if isGAT {
+		gatBytes = lwGATBytes(dst, dstRows, sh.heads, sh.z)
+	}
 	// Aggregating first pushes input-width rows and transforms only the
 	// destinations' sums: no more pushing where the input is no wider,
 	// and fewer rows to transform (a layer's sources outnumber its
@@ -593,20 +687,20 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 		width = sh.in
 	}
 	bucket := lwBucket(width, avail/2)
-	pushBytes := lwAccBytes(rows, dstRows, dstEdges, width, bucket) + ix.bytes() + selfBytes
+	pushBytes := lwAccBytes(rows, dstRows, dstEdges, width, bucket, 0) + ix.bytes() + selfBytes
 	if sh.self == 0 && dst != nil {
 		pushBytes += dst.bytes() // the destinations' rank index; SAGE's shares the self rows'
 	}
 	kind := t.lwStage
 	switch {
-	case (kind == lwPush || kind == lwFiles) && !canPush:
+	case kind == lwPush && !canPush, kind == lwFiles && !canPass:
 		kind = lwGather
 	case kind != lwAuto:
 	case memBytes <= avail/2:
 		kind = lwMemory
 	case canPush && pushBytes <= avail/2:
 		kind = lwPush
-	case canPush && lwPassFixedBytes(n, width, avail) <= avail/4:
+	case canPass && lwPassFixedBytes(n, width, avail)+gatBytes <= avail/4:
 		kind = lwFiles
 	default:
 		kind = lwGather
@@ -626,7 +720,7 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 		if sh.self == 0 {
 			dix = newLWIndex(dst)
 		}
-		acc, nb := newLWAcc(t.d, ix, dix, dstRows, width, bucket, dstEdges, outDeg)
+		acc, nb := newLWAcc(t.d, ix, dix, dstRows, width, bucket, dstEdges, outDeg, nil)
 		st.NeighborBytes += nb
 		s.z, s.pushed, s.held = acc, true, pushBytes
 	default:
@@ -640,6 +734,15 @@ func (t *Trainer) newLWStage(dir string, l int, set, dst bitset, sh lwLayer, ava
 				return nil, err
 			}
 			s.z, s.gather = z, kind == lwGather
+		}
+		if kind == lwFiles && isGAT {
+			g, err := t.newLWGAT(l, dst, dstRows)
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+			s.gat, s.aux = g, gatBytes
+			memacct.Add(memacct.Inference, s.aux)
 		}
 		if sh.self > 0 {
 			self, err := createLWArray(filepath.Join(dir, fmt.Sprintf("layer%d.self.npy", l)), six, selfRows, sh.self)
@@ -662,7 +765,7 @@ func (s *lwStage) heldBytes() int64 {
 	if s == nil {
 		return 0
 	}
-	return s.held
+	return s.held + s.aux
 }
 
 // close releases the stage; a nil stage is a no-op.
@@ -675,8 +778,8 @@ func (s *lwStage) close() {
 			r.close()
 		}
 	}
-	memacct.Add(memacct.Inference, -s.held)
-	s.z, s.self, s.held = nil, nil, 0
+	memacct.Add(memacct.Inference, -s.held-s.aux)
+	s.z, s.self, s.held, s.aux, s.gat = nil, nil, 0, 0, nil
 }
 
 // lwIndex maps the nodes of a set to their ranks (nil set: the identity).
@@ -684,6 +787,9 @@ type lwIndex struct {
 	set  bitset
 	rank []int64 // rank[w]: the members below node 64·w
 }
+
+// newLWIndexBytes is the memory of newLWIndex(set).
+func newLWIndexBytes(set bitset) int64 { return 8 * int64(len(set)) }
 
 func newLWIndex(set bitset) *lwIndex {
 	ix := &lwIndex{set: set}
@@ -773,6 +879,30 @@ type lwAcc struct {
 	// complete (writeRows).
 	stage  []float32
 	staged int64
+	// gat, for a GAT layer, holds the softmax's running state: pushes
+	// are then weighted by attention (pushGAT), not summed.
+	gat *lwAccGAT
+}
+
+// lwAccGAT is an lwAcc's state for a GAT layer, whose aggregation is a
+// softmax-weighted sum over the in-edges and a self loop (withSelfLoops):
+//
+//	acc_i,h = Σ_u exp(e_ui,h − m_i,h) · z_u,h,  s_i,h = Σ_u exp(e_ui,h − m_i,h)
+//	e_ui,h  = LeakyReLU(al_h·z_i,h + ar_h·z_u,h), m_i,h = max_u e_ui,h
+//
+// read as acc/s, the kernels' EdgeSoftmax and EdgeWeightedSum. Sources
+// arrive in id order, not by destination, so m is the running maximum of
+// the edges pushed so far, and acc and s are rescaled by exp(m_old −
+// m_new) when it rises (the online softmax). A chunk then aggregates one
+// row per destination through an identity block, on which the softmax
+// over one edge is exactly 1 and the model's aggregate returns its input
+// (plus bias, and the head mean of the last layer), as for SAGE and GCN.
+type lwAccGAT struct {
+	*lwGAT
+	dst []float32 // al·z of each destination, per head (rank × heads)
+	m   []float32 // running maximum (rank × heads)
+	s   []float32 // running sum (rank × heads)
+	src []float32 // ar·z of the pushed bucket's sources (bucket rank × heads)
 }
 
 // lwBucketRows is the most source ranks per bucket of an lwAcc: a
@@ -794,9 +924,15 @@ func lwBucket(width int, budget int64) int64 {
 
 // lwAccBytes is an lwAcc's memory for srcRows sources, dstRows
 // destinations with edges in-edges, rows of width floats in buckets of
-// bucket sources (a bucket's rows included), its indexes aside.
-func lwAccBytes(srcRows, dstRows, edges int64, width int, bucket int64) int64 {
-	return 8*edges + 4*dstRows*int64(width+1) + 8*(srcRows/bucket+2)*(1+2*lwBuildParts) + 4*bucket*int64(width)
+// bucket sources (a bucket's rows included), its indexes aside. heads > 0
+// is a GAT layer's: each destination's self loop, and per head its score,
+// running maximum and sum, and a bucket's source scores (lwAccGAT).
+func lwAccBytes(srcRows, dstRows, edges int64, width int, bucket int64, heads int) int64 {
+	n := 8*edges + 4*dstRows*int64(width+1) + 8*(srcRows/bucket+2)*(1+2*lwBuildParts) + 4*bucket*int64(width)
+	if heads > 0 {
+		n += 8*dstRows + 12*dstRows*int64(heads) + 4*bucket*int64(heads)
+	}
+	return n
 }
 
 // newLWAcc builds the accumulators of the destinations indexed by dix
@@ -808,13 +944,26 @@ func lwAccBytes(srcRows, dstRows, edges int64, width int, bucket int64) int64 {
 // sort that lwBuildParts goroutines share: each counts, then fills, the
 // in-edges of one range of destinations, and within every bucket range
 // j's edges follow range j−1's, so the order is the one-goroutine sort's.
-func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, bucket, edges int64, outDeg []int32) (a *lwAcc, nbrBytes int64) {
+//
+// With gat (a GAT layer's scores), every destination without an edge from
+// itself gets one, after its list's edges (withSelfLoops), and the
+// accumulators weight their pushes by attention (lwAccGAT); edges then
+// need not count the self loops.
+func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, bucket, edges int64, outDeg []int32, gat *lwGAT) (a *lwAcc, nbrBytes int64) {
 	srcRows := d.NumNodes()
 	if src.set != nil {
 		srcRows = src.set.count()
 	}
 	a = &lwAcc{src: src, dst: dix, width: width, bucket: bucket, outDeg: outDeg, staged: -1,
-		edges: make([]uint64, edges), acc: make([]float32, dstRows*int64(width)), scale: make([]float32, dstRows)}
+		acc: make([]float32, dstRows*int64(width)), scale: make([]float32, dstRows)}
+	if gat != nil {
+		H := int64(gat.heads)
+		a.gat = &lwAccGAT{lwGAT: gat, dst: make([]float32, dstRows*H), m: make([]float32, dstRows*H), s: make([]float32, dstRows*H),
+			src: make([]float32, bucket*H)}
+		for i := range a.gat.m {
+			a.gat.m[i] = float32(math.Inf(-1))
+		}
+	}
 	parts := lwDestRanges(d.NumNodes(), dix, edges)
 	nb := srcRows/bucket + 1
 	// Buckets are powers of two (lwBucket): a shift, not a division, per
@@ -835,6 +984,16 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 			fn(src.pos(u))
 		}
 	}
+	// selfLoop reports whether destination v, of source rank rv, gets a
+	// self loop: a GAT layer's, when v's list does not name it.
+	selfLoop := func(nl storage.NodeList, rv int64) bool {
+		if gat == nil {
+			return false
+		}
+		has := false
+		lists(nl, func(r int64) { has = has || r == rv })
+		return !has
+	}
 	counts := make([][]int64, len(parts)) // counts[j][b]: range j's edges in bucket b
 	nbrs := make([]int64, len(parts))
 	lwEachPart(parts, func(j int, r lwDestRange) {
@@ -843,6 +1002,13 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 			nl := d.Neighbors(v)
 			nbrs[j] += int64(nl.Len())
 			lists(nl, func(r int64) { c[r>>shift]++ })
+			if gat != nil {
+				if rv := src.pos(v); selfLoop(nl, rv) {
+					c[rv>>shift]++
+				}
+				H := int64(gat.heads)
+				copy(a.gat.dst[int64(k)*H:int64(k+1)*H], gat.score[gat.dst.pos(v)*H:(gat.dst.pos(v)+1)*H])
+			}
 			deg := float64(nl.Len())
 			switch {
 			case outDeg != nil:
@@ -869,14 +1035,22 @@ func newLWAcc(d *storage.Dataset, src, dix *lwIndex, dstRows int64, width int, b
 		}
 	}
 	a.start[nb] = off
+	a.edges = make([]uint64, off)
 	lwEachPart(parts, func(j int, r lwDestRange) {
 		fill := fills[j]
+		add := func(r int64, k uint64) {
+			b := r >> shift
+			a.edges[fill[b]] = uint64(r)<<32 | k
+			fill[b]++
+		}
 		r.each(dix, d.NumNodes(), func(k uint64, v int64) {
-			lists(d.Neighbors(v), func(r int64) {
-				b := r >> shift
-				a.edges[fill[b]] = uint64(r)<<32 | k
-				fill[b]++
-			})
+			nl := d.Neighbors(v)
+			lists(nl, func(r int64) { add(r, k) })
+			if gat != nil {
+				if rv := src.pos(v); selfLoop(nl, rv) {
+					add(rv, k)
+				}
+			}
 		})
 	})
 	idx := int64(4)
@@ -997,6 +1171,9 @@ func (a *lwAcc) pushBucket(b int64, ids []int64, rows []float32) {
 	for i, u := range ids {
 		a.source(u, rows[int64(i)*w:int64(i+1)*w])
 	}
+	if a.gat != nil {
+		a.gat.scores(a.gat.src, rows[:int64(len(ids))*w], a.gat.ar)
+	}
 	a.pushEdges(b, rows)
 }
 
@@ -1082,7 +1259,45 @@ func (a *lwAcc) pushEdges(b int64, rows []float32) {
 
 // pushRange pushes es, edges of bucket b whose rows are rows.
 func (a *lwAcc) pushRange(b int64, rows []float32, es []uint64) {
+	if a.gat != nil {
+		a.pushGAT(b, rows, es)
+		return
+	}
 	f32.AddRows(a.acc, rows, es, b*a.bucket, a.width)
+}
+
+// pushGAT pushes es, edges of bucket b whose rows are rows (and whose
+// source scores are in a.gat.src), weighted by attention with the online
+// softmax of lwAccGAT.
+func (a *lwAcc) pushGAT(b int64, rows []float32, es []uint64) {
+	g := a.gat
+	H, F := int64(g.heads), int64(g.f)
+	w := H * F
+	base := b * a.bucket
+	for _, e := range es {
+		i, k := int64(e>>32)-base, int64(uint32(e))
+		for h := range H {
+			x := g.dst[k*H+h] + g.src[i*H+h]
+			if x < 0 {
+				x *= gatSlope
+			}
+			acc := a.acc[k*w+h*F : k*w+(h+1)*F]
+			m := &g.m[k*H+h]
+			if x > *m {
+				if !math.IsInf(float64(*m), -1) {
+					sc := float32(math.Exp(float64(*m - x)))
+					for j := range acc {
+						acc[j] *= sc
+					}
+					g.s[k*H+h] *= sc
+				}
+				*m = x
+			}
+			p := float32(math.Exp(float64(x - *m)))
+			f32.Axpy(acc, p, rows[i*w+h*F:i*w+(h+1)*F])
+			g.s[k*H+h] += p
+		}
+	}
 }
 
 // flush pushes the staged bucket.
@@ -1099,6 +1314,20 @@ func (a *lwAcc) flush() {
 func (a *lwAcc) readRows(ids []int64, dst []float32) (int64, error) {
 	a.flush()
 	w := int64(a.width)
+	if g := a.gat; g != nil {
+		H, F := int64(g.heads), int64(g.f)
+		for i, v := range ids {
+			p := a.dst.pos(v)
+			for h := range H {
+				inv := 1 / g.s[p*H+h] // every destination has its self loop
+				row, out := a.acc[p*w+h*F:p*w+(h+1)*F], dst[int64(i)*w+h*F:int64(i)*w+(h+1)*F]
+				for j := range row {
+					out[j] = row[j] * inv
+				}
+			}
+		}
+		return 0, nil
+	}
 	for i, v := range ids {
 		p := a.dst.pos(v)
 		s, row, out := a.scale[p], a.acc[p*w:(p+1)*w], dst[int64(i)*w:int64(i+1)*w]
@@ -1109,7 +1338,7 @@ func (a *lwAcc) readRows(ids []int64, dst []float32) (int64, error) {
 	return 0, nil
 }
 
-func (a *lwAcc) close() { a.acc, a.edges, a.stage = nil, nil, nil }
+func (a *lwAcc) close() { a.acc, a.edges, a.stage, a.gat = nil, nil, nil, nil }
 
 // lwArray is a temporary [rows, width] float32 .npy holding one layer's
 // rows for the members of a set, in rank order (lwIndex): no holes, so a
@@ -1430,6 +1659,7 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 		srcRows = arr.index().set.count()
 	}
 	bucket := lwBucket(arr.rowWidth(), c.budget)
+	heads := c.in.gat.numHeads()
 	room := max(c.budget*3/4-lwPassFixedBytes(d.NumNodes(), arr.rowWidth(), c.budget), 0)
 	blk := newBitset(d.NumNodes())
 	memacct.Add(memacct.Inference, blk.bytes())
@@ -1450,7 +1680,7 @@ func (c *lwChunker) runPasses(ctx context.Context, need bitset) error {
 	add := func(v int64) error {
 		deg := int64(d.Neighbors(v).Len())
 		// The pass's accumulators, edges and ids.
-		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, arr.rowWidth(), bucket)+8*int64(len(ids)+1) > room {
+		if len(ids) > 0 && lwAccBytes(srcRows, int64(len(ids))+1, edges+deg, arr.rowWidth(), bucket, heads)+8*int64(len(ids)+1) > room {
 			if err := pass(); err != nil {
 				return err
 			}
@@ -1482,8 +1712,8 @@ func (c *lwChunker) pushPass(ctx context.Context, arr lwSource, blk bitset, buck
 	if arr.index().set != nil {
 		srcRows = arr.index().set.count()
 	}
-	acc, nb := newLWAcc(d, arr.index(), newLWIndex(blk), int64(len(ids)), arr.rowWidth(), bucket, edges, c.outDeg)
-	held := lwAccBytes(srcRows, int64(len(ids)), edges, arr.rowWidth(), bucket) + 8*int64(len(acc.dst.rank))
+	acc, nb := newLWAcc(d, arr.index(), newLWIndex(blk), int64(len(ids)), arr.rowWidth(), bucket, edges, c.outDeg, c.in.gat)
+	held := lwAccBytes(srcRows, int64(len(ids)), edges, arr.rowWidth(), bucket, c.in.gat.numHeads()) + 8*int64(len(acc.dst.rank))
 	memacct.Add(memacct.Inference, held)
 	defer memacct.Add(memacct.Inference, -held)
 	defer acc.close()
