@@ -14,28 +14,40 @@ import (
 
 // AutoSelection resolves sample.ModeAuto for the dataset in dir: partition
 // batches (OUTRE's selection, which cuts neighbourhood redundancy) from
-// the partitioning name when the dataset has it; when it does not and the
-// name was not asked for (explicit false: the flag's default), from the
-// dataset's only partitioning, if it has exactly one; otherwise random
-// batches. chosen is the partitioning to read (name unless the only one
-// stood in). note is one line for the user saying which was chosen and,
-// for random, how to partition or which partitioning to name.
+// the partitioning name when the dataset has it, or from the one
+// PartitionFor stands in for it; otherwise random batches. chosen is the
+// partitioning to read. note is one line for the user saying which was
+// chosen and, for random, how to partition or which partitioning to name.
 func AutoSelection(dir, name string, explicit bool) (mode sample.Mode, chosen, note string) {
-	if partition.Exists(dir, name) {
+	chosen, others, err := PartitionFor(dir, name, explicit)
+	switch {
+	case partition.Exists(dir, chosen) && chosen == name:
 		return sample.ModePartition, name, fmt.Sprintf("selection: partition batches from partitioning %q", name)
-	}
-	if !explicit {
-		names, err := partition.Names(dir)
-		switch {
-		case err != nil:
-			return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q, and the others could not be listed: %v)", name, err)
-		case len(names) == 1:
-			return sample.ModePartition, names[0], fmt.Sprintf("selection: partition batches from partitioning %q, the dataset's only one (no %q)", names[0], name)
-		case len(names) > 1:
-			return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q; the dataset has %s: --partition NAME picks one)", name, strings.Join(quoted(names), ", "))
-		}
+	case partition.Exists(dir, chosen):
+		return sample.ModePartition, chosen, fmt.Sprintf("selection: partition batches from partitioning %q, the dataset's only one (no %q)", chosen, name)
+	case err != nil:
+		return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q, and the others could not be listed: %v)", name, err)
+	case len(others) > 1:
+		return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q; the dataset has %s: --partition NAME picks one)", name, strings.Join(quoted(others), ", "))
 	}
 	return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q; 'ssdgnn partition %s' enables partition batches)", name, dir)
+}
+
+// PartitionFor is the partitioning of the dataset in dir that commands
+// read for name: name itself when the dataset has it or when it was asked
+// for (explicit; a missing one is then the caller's error to report),
+// else the dataset's only partitioning when it has exactly one. others
+// lists the dataset's partitionings when name is missing and was not
+// asked for.
+func PartitionFor(dir, name string, explicit bool) (chosen string, others []string, err error) {
+	if explicit || partition.Exists(dir, name) {
+		return name, nil, nil
+	}
+	others, err = partition.Names(dir)
+	if err == nil && len(others) == 1 {
+		return others[0], others, nil
+	}
+	return name, others, err
 }
 
 func quoted(names []string) []string {

@@ -152,13 +152,21 @@ func TestRR(t *testing.T) {
 	if _, _, err := run(t, "rr", dir); err == nil || !strings.Contains(err.Error(), "ssdgnn partition") {
 		t.Fatalf("rr without a partitioning: %v", err)
 	}
-	if _, _, err := run(t, "partition", dir, "--parts", "50", "--first-level", "50"); err != nil {
+	// The dataset's only partitioning stands in for the default name;
+	// one asked for by name does not.
+	if _, _, err := run(t, "partition", dir, "--parts", "50", "--first-level", "50", "--name", "mine"); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := run(t, "rr", dir, "--partition", "fennel"); err == nil || !strings.Contains(err.Error(), `no partitioning "fennel"`) {
+		t.Fatalf("rr --partition fennel with only \"mine\": %v", err)
+	}
 	png := filepath.Join(t.TempDir(), "rr.png")
-	out, _, err := run(t, "rr", dir, "--fanouts", "5,5", "--batch-size", "50", "--parts-per-batch", "5", "--json", "--plot", png)
+	out, stderr, err := run(t, "rr", dir, "--fanouts", "5,5", "--batch-size", "50", "--parts-per-batch", "5", "--json", "--plot", png)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, `partitioning "mine", the dataset's only one`) {
+		t.Errorf("rr's note on the partitioning it read: %q", stderr)
 	}
 	var res map[string]any
 	if err := json.Unmarshal([]byte(out), &res); err != nil {

@@ -69,6 +69,8 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				var note string
 				o.Mode, partName, note = train.AutoSelection(args[0], partName, cmd.Flags().Changed("partition"))
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			} else if o.Mode == sample.ModePartition {
+				partName, _, _ = train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition"))
 			}
 			ro, err := reads.Options()
 			if err != nil {

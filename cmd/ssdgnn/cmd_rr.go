@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func init() { extraCommands = append(extraCommands, newRRCmd) }
@@ -29,7 +32,8 @@ bytes an epoch requests and the unique nodes it touches, for:
   partition        batches built from --parts-per-batch random partitions
   partition+hist   partition batches, with the second-layer embeddings of the
                    top --hist-frac nodes by degree reused (not expanded below)
-It needs a partitioning (run 'ssdgnn partition DIR' first).`,
+It needs a partitioning (run 'ssdgnn partition DIR' first): --partition, or
+without it fennel, or the dataset's only partitioning.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn rr data/synth --partition fennel --plot rr.png`,
 		Args: cobra.ExactArgs(1),
@@ -52,6 +56,10 @@ It needs a partitioning (run 'ssdgnn partition DIR' first).`,
 			defer d.Close()
 			if o.Source, err = source.Resolve(d, 0, g.logger()); err != nil {
 				return err
+			}
+			if name, _, _ := train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition")); name != partName {
+				fmt.Fprintf(cmd.ErrOrStderr(), "partitioning %q, the dataset's only one (no %q)\n", name, partName)
+				partName = name
 			}
 			parts, err := sample.OpenPartitionFiles(d, args[0], partName)
 			if err != nil {

@@ -66,6 +66,10 @@ func TestResolve(t *testing.T) {
 		!strings.Contains(r.SelectionNote, `partitioning "mine", the dataset's only one`) {
 		t.Errorf("only partitioning \"mine\": selection %v from %q, note %q", o.Selection, tf.Partition, r.SelectionNote)
 	}
+	tf, r = resolve(0, "--selection", "partition")
+	if tf.Partition != "mine" || r.Parts == nil {
+		t.Errorf("--selection partition, only \"mine\" there: partitioning %q, parts %v", tf.Partition, r.Parts)
+	}
 	tf, r = resolve(0, "--partition", "fennel")
 	if o := tf.Options; o.Selection != sample.ModeRandom || tf.Partition != "fennel" || r.Parts != nil {
 		t.Errorf("--partition fennel, only \"mine\" there: selection %v from %q", o.Selection, tf.Partition)
