@@ -477,10 +477,10 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 // the new one saved over it when it is po.Name), with a log line saying
 // why.
 func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, po *planner.ProfileOptions, names []string) (*planner.Profile, bool, error) {
+	if mo.Reprofile {
+		names = nil
+	}
 	for _, name := range names {
-		if mo.Reprofile {
-			break
-		}
 		p, err := loadProfileCounted(d, name)
 		if err == nil {
 			err = p.Reusable(ctx, d, o.Partitions, po)

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 	"go.uber.org/goleak"
 )
 
@@ -176,9 +178,22 @@ func TestEndToEnd(t *testing.T) {
 	// refuse to start if the plan did not fit it.
 	o.Configs, o.CheckResume, o.CheckSmallLimit = []string{"ssdgnn", "ssdgnn-pm"}, false, false
 	o.OutDir, o.CacheBudget = filepath.Join(tmp, "out2"), 0
+	// Before it, a profile of other batches written over the benchmark's
+	// (as `train --profile-name ooc` with other flags does): the harness
+	// profiles again rather than plan from it.
+	// Its reads are priced as the harness's own are, so that only the
+	// batches tell it apart.
+	ro := o.withDefaults()
+	if out, err := exec.Command(bin, "profile", o.Dir, "--selection", "random", "--name", ProfileName, "--fanouts", ro.Fanouts,
+		"--batch-size", fmt.Sprint(ro.BatchSize), "--seed", fmt.Sprint(ro.Seed), "--feat-read", childFeatRead.String(), "-q").CombinedOutput(); err != nil {
+		t.Fatalf("overwriting the profile: %v\n%s", err, out)
+	}
 	rep, err = Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if why := profileBatchesDiffer(o.Dir, &ro, histcache.EpochStaleness(rep.Dataset.NumTrain, ro.BatchSize, train.PipelineDepth)); why != "" {
+		t.Errorf("after a second run over an overwritten profile: %s", why)
 	}
 	if !rep.Dataset.Reused || rep.Dataset.PM == nil || !rep.Dataset.PM.Reused || len(rep.Configs) != 2 || !rep.Configs[0].OK() || !rep.Configs[1].OK() {
 		t.Fatalf("second run: reused %v, configs %+v", rep.Dataset.Reused, rep.Configs)

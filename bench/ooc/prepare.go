@@ -12,6 +12,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -280,7 +281,8 @@ func relabelOrder(dir string) partition.RelabelOrder {
 func (h *harness) profileAndPlan(ctx context.Context, ds *Dataset, m *marker, tag string) error {
 	o := &h.o
 	stale := histcache.EpochStaleness(ds.NumTrain, o.BatchSize, train.PipelineDepth)
-	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, childFeatRead, ds.Device) {
+	if !m.Profiled || m.Fanouts != o.Fanouts || m.BatchSize != o.BatchSize || m.Staleness != stale || !profileReadsAre(ds.Dir, childFeatRead, ds.Device) ||
+		profileBatchesDiffer(ds.Dir, o, stale) != "" {
 		h.log.Info("profiling", "dir", ds.Dir)
 		if _, err := h.setup(ctx, "profile"+tag, "profile", ds.Dir, "--partition", PartitionName, "--name", ProfileName,
 			"--fanouts", o.Fanouts, "--batch-size", strconv.Itoa(o.BatchSize), "--seed", strconv.FormatInt(o.Seed, 10),
@@ -337,6 +339,39 @@ func profileReadsAre(dir string, mode storage.ReadMode, dev *storage.DeviceProfi
 	plan := featurecache.PlanReads(dev, storage.FileDevice, m.FeatRowBytes, nil)
 	plan.Mode = mode.String()
 	return m.SamplePlan == sample.PlanVersion && m.Outdated() == "" && m.Reads.PricedOtherwise(plan) == ""
+}
+
+// profileBatchesDiffer says how dir's benchmark profile's batches differ
+// from those its profile step makes (partition batches from the
+// benchmark's partitioning, its fanouts, batch size, seed and
+// staleness); "" when they do not. The marker records what the harness
+// profiled, but any `train --profile-name ooc` or `profile --name ooc` on
+// the dataset since then writes over the profile itself (a GAT run with
+// random batches did: the ssdgnn child then planned from it, warned that
+// its predictions would not hold, and ran 3.08× instead of 4.34×).
+func profileBatchesDiffer(dir string, o *Options, stale int64) string {
+	path := filepath.Join(planner.ProfilePath(dir, ProfileName), planner.FileProfileJSON)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	m, err := planner.ParseMeta(b, path)
+	if err != nil {
+		return err.Error()
+	}
+	fanouts, err := cliflags.ParseInts("fanouts", o.Fanouts)
+	if err != nil {
+		return err.Error()
+	}
+	switch {
+	case m.Mode != string(sample.ModePartition) || m.Partition != PartitionName:
+		return fmt.Sprintf("%s batches from partitioning %q, want partition batches from %q", m.Mode, m.Partition, PartitionName)
+	case !slices.Equal(m.Fanouts, fanouts) || m.BatchSize != o.BatchSize:
+		return fmt.Sprintf("fanouts %v, batch size %d; want %v, %d", m.Fanouts, m.BatchSize, fanouts, o.BatchSize)
+	case m.Seed != uint64(o.Seed) || m.Staleness != stale:
+		return fmt.Sprintf("seed %d, staleness %d; want %d, %d", m.Seed, m.Staleness, o.Seed, stale)
+	}
+	return ""
 }
 
 func writeMarker(dir string, m marker) error {

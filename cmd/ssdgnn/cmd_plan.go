@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,9 +42,10 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
 			}
-			if out == "" {
-				// Written beside the profile: a writer into DIR, which
-				// holds its lock. Elsewhere, plan only reads DIR.
+			if out == "" || within(args[0], out) {
+				// Written beside the profile (or elsewhere in DIR): a
+				// writer into DIR, which holds its lock. Outside it,
+				// plan only reads DIR.
 				lk, err := dirlock.Acquire(args[0])
 				if errors.Is(err, dirlock.ErrNotWritable) {
 					return fmt.Errorf("%w: plan.json goes beside the profile by default; --out FILE writes it elsewhere", err)
@@ -111,4 +113,16 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 	f.StringVar(&plot, "plot", "", "write the benefit-vs-alpha PNG to this file")
 	f.BoolVar(&asJSON, "json", false, "print plan.json's content")
 	return cmd
+}
+
+// within reports whether path lies inside directory dir (both made
+// absolute; symbolic links are not resolved).
+func within(dir, path string) bool {
+	ad, err1 := filepath.Abs(dir)
+	ap, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return true // cannot tell: lock, as a writer would
+	}
+	rel, err := filepath.Rel(ad, ap)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

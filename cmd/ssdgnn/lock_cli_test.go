@@ -43,6 +43,7 @@ func TestWritersLockDatasetDir(t *testing.T) {
 		{"partition", dir, "--parts", "4"},
 		{"profile", dir, "--selection", "random", "--fanouts", "2"},
 		{"plan", dir, "--mem", "1MiB"},
+		{"plan", dir, "--mem", "1MiB", "--out", filepath.Join(dir, "mine.json")},
 		{"probe", dir, "--duration", "20ms"},
 	} {
 		_, _, err := run(t, args...)
