@@ -21,6 +21,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -306,18 +307,8 @@ func TestPlanErrors(t *testing.T) {
 
 // testDataset generates a small synthetic dataset once per test.
 func testDataset(t testing.TB) *storage.Dataset {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "g")
-	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 5, TrainFrac: 0.2, ValidFrac: 0.05, TestFrac: 0.05},
-		&synth.Options{Workers: 2}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 5, TrainFrac: 0.2, ValidFrac: 0.05, TestFrac: 0.05},
+		&synth.Options{Workers: 2})
 }
 
 func memParts(t testing.TB, d *storage.Dataset, k int) *sample.MemPartitions {

@@ -3,7 +3,6 @@ package sample
 import (
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/testseed"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -158,15 +158,5 @@ func TestEpochCancelReleases(t *testing.T) {
 
 // scratchGraph is a 3,000-node generated graph, closed with the test.
 func scratchGraph(t *testing.T) *storage.Dataset {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "g")
-	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 4, Classes: 4, AvgDegree: 12, TrainFrac: 0.3, Seed: 3}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 4, Classes: 4, AvgDegree: 12, TrainFrac: 0.3, Seed: 3}, nil)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -17,17 +18,7 @@ import (
 // these tests write profiles and hold the dataset's lock, which the
 // shared datasets of the other tests must not see.
 func ownSynth(t *testing.T) *storage.Dataset {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "synth")
-	if _, err := synth.Generate(dir, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 7}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 7}, nil)
 }
 
 // roomyBudget is a budget under which synthOpts' training plans its

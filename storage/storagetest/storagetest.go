@@ -4,12 +4,31 @@
 package storagetest
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
+
+// Generate generates c (synth.Generate with opts) into a directory of the
+// test's own and returns the dataset opened; it is closed when the test
+// ends.
+func Generate(t testing.TB, c synth.Config, opts *synth.Options) *storage.Dataset {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, err := synth.Generate(dir, c, opts); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
 
 // Graph describes a dataset to write. Only Adj is required.
 type Graph struct {
