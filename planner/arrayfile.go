@@ -2,7 +2,6 @@ package planner
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -81,6 +80,28 @@ func writeArray(out, name string, a []uint32) (FileInfo, error) {
 		Checksum: storage.FormatChecksum(h.Sum64())}, nil
 }
 
+// writeArrays writes each array of arrays with n entries to out
+// (writeArray), skipping those skip names, and returns their manifest
+// entries. An array of another length is refused before it is written.
+func writeArrays(out string, arrays []namedArray, n int64, skip func(namedArray) bool) ([]FileInfo, error) {
+	var files []FileInfo
+	for _, e := range arrays {
+		if skip(e) {
+			continue
+		}
+		a := *e.a
+		if int64(len(a)) != n {
+			return nil, fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), n)
+		}
+		fi, err := writeArray(out, e.name, a)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, fi)
+	}
+	return files, nil
+}
+
 // writeManifest writes v as indented JSON to out/name atomically, then
 // syncs out.
 func writeManifest(out, name string, v any) error {
@@ -119,20 +140,6 @@ func readArrayFile(path string, n int64, checksum string, dst func() []uint32) e
 		return fmt.Errorf("planner: %w", err)
 	}
 	return readArray(bufio.NewReaderSize(f, 64<<10), st.Size(), path, n, checksum, dst)
-}
-
-// decodeArray decodes raw, the bytes of the array file path, as
-// readArrayFile reads a file, into a new slice.
-func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, error) {
-	var a []uint32
-	err := readArray(bytes.NewReader(raw), int64(len(raw)), path, n, checksum, func() []uint32 {
-		a = make([]uint32, n)
-		return a
-	})
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
 }
 
 // readArray reads an array file of size bytes from r: a .npy uint32 [n]

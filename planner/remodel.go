@@ -64,19 +64,10 @@ func (p *Profile) SaveRemodel(dir, key string) error {
 	}
 	m := remodelMeta{Format: "ssdgnn-remodel", Version: 1, Key: key, NumNodes: p.Meta.NumNodes, Reads: p.Meta.Reads,
 		SumFeat: p.Meta.SumFeat, SumFeatSingle: p.Meta.SumFeatSingle, SumFeatHeldOut: p.Meta.SumFeatHeldOut}
-	for _, e := range p.remodelArrays() {
-		a := *e.a
-		if a == nil {
-			continue
-		}
-		if int64(len(a)) != p.Meta.NumNodes {
-			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), p.Meta.NumNodes)
-		}
-		fi, err := writeArray(out, e.name, a)
-		if err != nil {
-			return err
-		}
-		m.Files = append(m.Files, fi)
+	var err error
+	m.Files, err = writeArrays(out, p.remodelArrays(), p.Meta.NumNodes, func(e namedArray) bool { return *e.a == nil })
+	if err != nil {
+		return err
 	}
 	if err := writeManifest(out, FileRemodelJSON, m); err != nil {
 		return err

@@ -68,20 +68,10 @@ func (p *Profile) Save(dir string) error {
 		return fmt.Errorf("planner: %w", err)
 	}
 	m := p.Meta
-	m.Files = nil
-	for _, e := range p.arrays() {
-		a := *e.a
-		if a == nil && p.optional(e.name) {
-			continue
-		}
-		if int64(len(a)) != m.NumNodes {
-			return fmt.Errorf("%w: %s has %d entries, profile %d nodes", ErrInvalidOptions, e.name, len(a), m.NumNodes)
-		}
-		fi, err := writeArray(out, e.name, a)
-		if err != nil {
-			return err
-		}
-		m.Files = append(m.Files, fi)
+	var err error
+	m.Files, err = writeArrays(out, p.arrays(), m.NumNodes, func(e namedArray) bool { return *e.a == nil && p.optional(e.name) })
+	if err != nil {
+		return err
 	}
 	if err := writeManifest(out, FileProfileJSON, m); err != nil {
 		return err

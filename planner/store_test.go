@@ -11,6 +11,21 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
+// decodeArray decodes raw, the bytes of the array file path, as
+// readArrayFile reads a file, into a new slice: readArray over bytes, for
+// the tests that damage an array's bytes (the package reads files).
+func decodeArray(raw []byte, path string, n int64, checksum string) ([]uint32, error) {
+	var a []uint32
+	err := readArray(bytes.NewReader(raw), int64(len(raw)), path, n, checksum, func() []uint32 {
+		a = make([]uint32, n)
+		return a
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
 // TestDecodeArrayErrors: every damage to an array file names the file, the
 // field and the byte offset.
 func TestDecodeArrayErrors(t *testing.T) {
