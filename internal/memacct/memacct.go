@@ -194,23 +194,21 @@ func ResetPeak() {
 
 // MaxMap returns each purpose's own high-water mark by name (for JSON
 // reports).
-func (s Snapshot) MaxMap() map[string]int64 {
-	m := make(map[string]int64, numPurposes)
-	for i, v := range s.MaxBytes {
-		m[Purpose(i).String()] = v
-	}
-	return m
-}
+func (s Snapshot) MaxMap() map[string]int64 { return byName(&s.MaxBytes) }
 
 // Map returns the purposes' bytes by name (for JSON reports).
 func (s Snapshot) Map(peak bool) map[string]int64 {
+	if peak {
+		return byName(&s.PeakBytes)
+	}
+	return byName(&s.Bytes)
+}
+
+// byName keys one count per purpose by the purpose's name.
+func byName(v *[numPurposes]int64) map[string]int64 {
 	m := make(map[string]int64, numPurposes)
-	for i := range s.Bytes {
-		v := s.Bytes[i]
-		if peak {
-			v = s.PeakBytes[i]
-		}
-		m[Purpose(i).String()] = v
+	for i, x := range v {
+		m[Purpose(i).String()] = x
 	}
 	return m
 }
