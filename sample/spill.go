@@ -128,16 +128,26 @@ type SpillIterator struct {
 	stats  LookupStats
 }
 
+// spillDir is the spill directory SpillOptions.Dir names (dir; "": the
+// dataset's SpillDirName).
+func (s *Sampler) spillDir(dir string) string {
+	if dir == "" {
+		return filepath.Join(s.d.Dir(), SpillDirName)
+	}
+	return dir
+}
+
 // CheckSpillDir makes the directory SpillEpoch would spill into under
 // opts (created if missing) and writes and removes a file there, so that
 // a directory training cannot write into is refused before the first
 // epoch rather than at it. The probe is named as a spill file, so one
 // left by a crash is removed as stale (CleanStaleSpills).
 func (s *Sampler) CheckSpillDir(opts *SpillOptions) error {
-	dir := filepath.Join(s.d.Dir(), SpillDirName)
-	if opts != nil && opts.Dir != "" {
+	var dir string
+	if opts != nil {
 		dir = opts.Dir
 	}
+	dir = s.spillDir(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("sample: spill directory: %w", err)
 	}
@@ -163,9 +173,7 @@ func (s *Sampler) SpillEpoch(ctx context.Context, epoch int, opts *SpillOptions)
 	if opts != nil {
 		o = *opts
 	}
-	if o.Dir == "" {
-		o.Dir = filepath.Join(s.d.Dir(), SpillDirName)
-	}
+	o.Dir = s.spillDir(o.Dir)
 	if o.ChunkBatches == 0 {
 		o.ChunkBatches = DefaultSpillChunk
 	}

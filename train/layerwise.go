@@ -804,7 +804,7 @@ func newLWIndex(set bitset) *lwIndex {
 	return ix
 }
 
-func (ix *lwIndex) bytes() int64 { return 8 * int64(len(ix.rank)) }
+func (ix *lwIndex) bytes() int64 { return newLWIndexBytes(ix.set) }
 
 // pos is v's rank; v must be a member.
 func (ix *lwIndex) pos(v int64) int64 {

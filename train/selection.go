@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,12 +20,10 @@ import (
 // partitioning to read. note is one line for the user saying which was
 // chosen and, for random, how to partition or which partitioning to name.
 func AutoSelection(dir, name string, explicit bool) (mode sample.Mode, chosen, note string) {
-	chosen, others, err := PartitionFor(dir, name, explicit)
+	chosen, stood, others, err := PartitionFor(dir, name, explicit)
 	switch {
-	case partition.Exists(dir, chosen) && chosen == name:
-		return sample.ModePartition, name, fmt.Sprintf("selection: partition batches from partitioning %q", name)
 	case partition.Exists(dir, chosen):
-		return sample.ModePartition, chosen, fmt.Sprintf("selection: partition batches from partitioning %q, the dataset's only one (no %q)", chosen, name)
+		return sample.ModePartition, chosen, "selection: partition batches from " + cmp.Or(stood, fmt.Sprintf("partitioning %q", name))
 	case err != nil:
 		return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q, and the others could not be listed: %v)", name, err)
 	case len(others) > 1:
@@ -36,18 +35,18 @@ func AutoSelection(dir, name string, explicit bool) (mode sample.Mode, chosen, n
 // PartitionFor is the partitioning of the dataset in dir that commands
 // read for name: name itself when the dataset has it or when it was asked
 // for (explicit; a missing one is then the caller's error to report),
-// else the dataset's only partitioning when it has exactly one. others
-// lists the dataset's partitionings when name is missing and was not
-// asked for.
-func PartitionFor(dir, name string, explicit bool) (chosen string, others []string, err error) {
+// else the dataset's only partitioning when it has exactly one, with
+// stood saying so for the user ("" when name stands). others lists the
+// dataset's partitionings when name is missing and was not asked for.
+func PartitionFor(dir, name string, explicit bool) (chosen, stood string, others []string, err error) {
 	if explicit || partition.Exists(dir, name) {
-		return name, nil, nil
+		return name, "", nil, nil
 	}
 	others, err = partition.Names(dir)
 	if err == nil && len(others) == 1 {
-		return others[0], others, nil
+		return others[0], fmt.Sprintf("partitioning %q, the dataset's only one (no %q)", others[0], name), others, nil
 	}
-	return name, others, err
+	return name, "", others, err
 }
 
 func quoted(names []string) []string {

@@ -70,7 +70,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				o.Mode, partName, note = train.AutoSelection(args[0], partName, cmd.Flags().Changed("partition"))
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			} else if o.Mode == sample.ModePartition {
-				partName, _, _ = train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition"))
+				partName, _, _, _ = train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition"))
 			}
 			ro, err := reads.Options()
 			if err != nil {

@@ -57,10 +57,11 @@ without it fennel, or the dataset's only partitioning.`,
 			if o.Source, err = source.Resolve(d, 0, g.logger()); err != nil {
 				return err
 			}
-			if name, _, _ := train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition")); name != partName {
-				fmt.Fprintf(cmd.ErrOrStderr(), "partitioning %q, the dataset's only one (no %q)\n", name, partName)
-				partName = name
+			name, stood, _, _ := train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition"))
+			if stood != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), stood)
 			}
+			partName = name
 			parts, err := sample.OpenPartitionFiles(d, args[0], partName)
 			if err != nil {
 				return err

@@ -41,7 +41,7 @@ func (t *Train) Resolve(d *storage.Dataset, dir string, room int64) (*Resolved, 
 	if o.Selection == sample.ModeAuto {
 		o.Selection, t.Partition, r.SelectionNote = train.AutoSelection(dir, t.Partition, t.PartitionSet)
 	} else if o.Selection == sample.ModePartition {
-		t.Partition, _, _ = train.PartitionFor(dir, t.Partition, t.PartitionSet)
+		t.Partition, _, _, _ = train.PartitionFor(dir, t.Partition, t.PartitionSet)
 	}
 	if o.FeatRead == storage.ReadAuto {
 		if room > 0 {
