@@ -11,6 +11,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func init() { extraCommands = append(extraCommands, newRelabelCmd) }
@@ -23,8 +24,9 @@ func newRelabelCmd(g *globals) *cobra.Command {
 		Use:   "relabel DIR OUT",
 		Short: "Write a partition-major copy of a dataset: every part a contiguous id range",
 		Long: `relabel writes to OUT (a new directory, never DIR itself) the dataset in DIR
-with its nodes renumbered part by part of the partitioning --partition, so
-that every part is one contiguous id range. Within a part, --order degree
+with its nodes renumbered part by part of the partitioning --partition
+(without the flag: fennel, or the dataset's only partitioning), so that
+every part is one contiguous id range. Within a part, --order degree
 (the default) puts the nodes that most neighbour lists name first, so that
 the rows a batch needs cluster and merged reads carry fewer unneeded rows;
 --order heat does the same by a profile's feature counts (--heat-profile,
@@ -55,6 +57,11 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			defer d.Close()
+			var stood string
+			name, stood, _, _ = train.PartitionFor(args[0], name, cmd.Flags().Changed("partition"))
+			if stood != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), stood)
+			}
 			pt, err := partition.Open(args[0], name)
 			if err != nil {
 				return err
@@ -85,7 +92,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&name, "partition", string(partition.Fennel), "partitioning of DIR whose parts become id ranges")
+	f.StringVar(&name, "partition", string(partition.Fennel), "partitioning of DIR whose parts become id ranges (not given: fennel, else DIR's only one)")
 	f.StringVar(&order, "order", string(partition.DefaultRelabelOrder), fmt.Sprintf("order of the nodes within each part: one of %v", partition.RelabelOrders))
 	f.StringVar(&heatProfile, "heat-profile", "", "profile of DIR whose feature counts order each part (--order heat)")
 	f.Var(&mem, "mem", "memory budget (the id map needs 4 bytes a node plus 17 MiB; --order degree or heat 4 more a node and the largest part)")

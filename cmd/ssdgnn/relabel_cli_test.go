@@ -166,3 +166,30 @@ func writeIDs(t *testing.T, path string, ids []int64) {
 	}
 	f.Close()
 }
+
+// TestRelabelOnlyPartitioning: without --partition, relabel takes the
+// dataset's only partitioning when none is named fennel, as train, profile
+// and rr do, and says so; a named one is never stood in for.
+func TestRelabelOnlyPartitioning(t *testing.T) {
+	src := genSmall(t)
+	if _, _, err := run(t, "partition", src, "--parts", "6", "--name", "only"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "relabel", src, filepath.Join(t.TempDir(), "x"), "--partition", "fennel"); err == nil || !strings.Contains(err.Error(), `no partitioning "fennel"`) {
+		t.Fatalf("relabel --partition fennel with only %q: %v", "only", err)
+	}
+	out := filepath.Join(t.TempDir(), "pm")
+	_, stderr, err := run(t, "relabel", src, out, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, `partitioning "only", the dataset's only one`) {
+		t.Errorf("relabel did not say which partitioning it took: %q", stderr)
+	}
+	if _, _, err := run(t, "validate", out); err != nil {
+		t.Fatalf("validate the relabelled copy: %v", err)
+	}
+	if _, _, err := run(t, "rr", out, "--partition", "only"); err != nil {
+		t.Fatalf("rr on the copy's carried-over partitioning: %v", err)
+	}
+}
