@@ -56,6 +56,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrom$$' -fuzztime $(FUZZTIME) ./histcache/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeArray$$' -fuzztime $(FUZZTIME) ./planner/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./planner/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadPlan$$' -fuzztime $(FUZZTIME) ./planner/
 
 # The main job on embedded data, on the CPU, in a few minutes: generate a
 # graph bigger than the memory budget it is then given, partition it, report

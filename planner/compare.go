@@ -1,26 +1,10 @@
 package planner
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"text/tabwriter"
-
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 )
-
-// Save writes res as indented JSON to path, atomically.
-func (res *PlanResult) Save(path string) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	if err := atomicfile.WriteFile(filepath.Clean(path), append(b, '\n')); err != nil {
-		return fmt.Errorf("planner: %w", err)
-	}
-	return nil
-}
 
 // Measured are the storage savings one training epoch actually achieved,
 // filled in by the trainer from the caches' and sampler's counters.

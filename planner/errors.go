@@ -19,6 +19,8 @@ var (
 	// ErrMismatch reports a profile that does not belong to the dataset or
 	// plan it is used with.
 	ErrMismatch = errors.New("planner: profile mismatch")
+	// ErrBadPlan reports a plan file that cannot be a plan (ReadPlan).
+	ErrBadPlan = errors.New("planner: bad plan")
 )
 
 // CorruptError reports a damaged profile file: the file, the byte offset

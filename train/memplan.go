@@ -1017,16 +1017,15 @@ func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemP
 // readPlan reads the plan at path and its whole profile (nil when the
 // profile is not on disk or is for another node count).
 func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...any) }) (*MemPlan, *planner.Profile, error) {
-	b, err := os.ReadFile(path)
+	res, err := planner.ReadPlan(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("train: plan: %w", err)
+		return nil, nil, err
 	}
-	res := new(planner.PlanResult)
-	if err := json.Unmarshal(b, res); err != nil {
-		return nil, nil, fmt.Errorf("%w: plan %s: %w", ErrInvalidOptions, path, err)
-	}
-	if res.NumNodes != d.NumNodes() {
-		return nil, nil, fmt.Errorf("%w: plan %s is for %d nodes, the dataset has %d", ErrMismatch, path, res.NumNodes, d.NumNodes())
+	switch {
+	case res.NumNodes != d.NumNodes():
+		return nil, nil, fmt.Errorf("%w: %s is for %d nodes, dataset %s has %d", ErrPlanMismatch, path, res.NumNodes, d.Dir(), d.NumNodes())
+	case res.FeatRowBytes > 0 && res.FeatRowBytes != d.FeatRowBytes():
+		return nil, nil, fmt.Errorf("%w: %s is for feature rows of %d bytes, dataset %s has %d", ErrPlanMismatch, path, res.FeatRowBytes, d.Dir(), d.FeatRowBytes())
 	}
 	mp := &MemPlan{Plan: res, PlanPath: path}
 	if res.Profile == "" {

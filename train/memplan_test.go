@@ -3,7 +3,9 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -101,6 +103,28 @@ func TestPlanMemory(t *testing.T) {
 	}
 	if mp2.Created || mp2.Profile == nil || mp2.Plan.Alpha != mp.Plan.Alpha {
 		t.Errorf("read plan: %+v", mp2)
+	}
+	// A plan for another dataset, or one edited past what a plan can
+	// hold, is refused naming the file (not as a checkpoint mismatch).
+	for _, tc := range []struct {
+		edit func(p *planner.PlanResult)
+		is   error
+		want string
+	}{
+		{func(p *planner.PlanResult) { p.NumNodes++ }, ErrPlanMismatch, fmt.Sprintf("is for %d nodes", n+1)},
+		{func(p *planner.PlanResult) { p.FeatRowBytes++ }, ErrPlanMismatch, "feature rows of"},
+		{func(p *planner.PlanResult) { p.Alpha = 7 }, planner.ErrBadPlan, `field "alpha" is 7`},
+	} {
+		p := *mp.Plan
+		tc.edit(&p)
+		path := filepath.Join(t.TempDir(), "plan.json")
+		if err := p.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		_, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: mem, PlanFile: path})
+		if !errors.Is(err, tc.is) || errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("edited plan: %v, want %v naming %s and %q", err, tc.is, path, tc.want)
+		}
 	}
 
 	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 4 * n})

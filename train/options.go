@@ -23,6 +23,8 @@ var (
 	ErrCheckpoint = errors.New("train: bad checkpoint")
 	// ErrMismatch reports a checkpoint of a different model or dataset.
 	ErrMismatch = errors.New("train: checkpoint does not match")
+	// ErrPlanMismatch reports a plan (--plan) made for another dataset.
+	ErrPlanMismatch = errors.New("train: plan does not match the dataset")
 	// ErrBudget reports caches (tables included) that do not fit
 	// Options.MemBytes; New returns it before building anything.
 	ErrBudget = errors.New("train: memory budget too small")
@@ -292,13 +294,16 @@ func (o *Options) Validate() error {
 	if w.Epochs < 0 || w.BatchSize < 1 || w.EvalEvery < 1 || w.CheckpointEvery < 0 {
 		return fmt.Errorf("%w: epochs %d, batch size %d, eval every %d, checkpoint every %d", ErrInvalidOptions, w.Epochs, w.BatchSize, w.EvalEvery, w.CheckpointEvery)
 	}
-	for name, f := range map[string][]int{"fanouts": w.Fanouts, "eval fanouts": w.EvalFanouts} {
-		if len(f) != w.Layers {
-			return fmt.Errorf("%w: %s has %d entries, want one per layer (%d)", ErrInvalidOptions, name, len(f), w.Layers)
+	for _, fo := range []struct {
+		name string
+		f    []int
+	}{{"fanouts", w.Fanouts}, {"eval fanouts", w.EvalFanouts}} {
+		if len(fo.f) != w.Layers {
+			return fmt.Errorf("%w: %s has %d entries, want one per layer (%d)", ErrInvalidOptions, fo.name, len(fo.f), w.Layers)
 		}
-		for _, x := range f {
+		for i, x := range fo.f {
 			if x == 0 || x < -1 {
-				return fmt.Errorf("%w: %s entry %d (want >= 1 or -1)", ErrInvalidOptions, name, x)
+				return fmt.Errorf("%w: %s entry %d is %d (want >= 1, or -1 for every neighbour)", ErrInvalidOptions, fo.name, i, x)
 			}
 		}
 	}
