@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -154,12 +156,15 @@ func inferNodes(d *storage.Dataset, arg string) ([]int64, error) {
 		return nodes, nil
 	}
 	nodes, err := readIDs(arg)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--nodes %q: not test, valid or all, and no such file of ids: %w", arg, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range nodes {
+	for i, v := range nodes {
 		if v < 0 || v >= d.NumNodes() {
-			return nil, fmt.Errorf("%s: node %d out of range [0,%d)", arg, v, d.NumNodes())
+			return nil, fmt.Errorf("%s: element %d: node %d out of range [0,%d)", arg, i, v, d.NumNodes())
 		}
 	}
 	if idm != nil {

@@ -135,6 +135,9 @@ that mmap reads need. See docs/train.md.`,
 					o.Logger.Info(note)
 				}
 			}
+			if err := o.Validate(); err != nil { // before the plan and the table
+				return err
+			}
 			var mo train.MemPlanOptions
 			if res.Parts != nil {
 				pt := res.Parts.Partitioning()

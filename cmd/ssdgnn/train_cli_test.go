@@ -67,6 +67,18 @@ func TestTrainInfer(t *testing.T) {
 	if out, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", preds, "--mode", "sampled", "--nodes", "valid", "--json"); err != nil || !strings.Contains(out, `"mode": "sampled"`) {
 		t.Errorf("infer --mode sampled --json: %v\n%s", err, out)
 	}
+	// --nodes that is neither a split nor a file, and a file with an id
+	// out of range, are named.
+	ids := filepath.Join(t.TempDir(), "ids.npy")
+	writeIDs(t, ids, []int64{3, 1, 1 << 40})
+	for _, c := range []struct{ nodes, want string }{
+		{"5,6", `--nodes "5,6": not test, valid or all, and no such file`},
+		{ids, ids + ": element 2: node 1099511627776 out of range"},
+	} {
+		if _, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", preds, "--nodes", c.nodes); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("infer --nodes %s: %v, want %q", c.nodes, err, c.want)
+		}
+	}
 	// Training to a target accuracy stops when it is reached.
 	out, _, err = run(t, "train", dir, "--epochs", "20", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--until-valid", "0.3", "--eval", "sampled")
 	if err != nil || !strings.Contains(out, "reached after") {
