@@ -23,6 +23,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -232,10 +233,8 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		return nil, fmt.Errorf("%w: %d nodes in order %q need at least %d bytes (%d MiB) for the id map, sort keys and buffers, given %d",
 			ErrRelabelMem, n, opt.Order, need, (need+1<<20-1)>>20, opt.MemBytes)
 	}
-	if same, err := sameDir(d.Dir(), out); err != nil {
-		return nil, err
-	} else if same {
-		return nil, fmt.Errorf("partition: relabel: OUT %s is the source dataset; relabel never writes in place", out)
+	if err := outpath.CheckDir("OUT", out, d.Dir()); err != nil {
+		return nil, fmt.Errorf("partition: relabel never writes in place: %w", err)
 	}
 	srcMan, err := os.ReadFile(filepath.Join(d.Dir(), storage.ManifestName))
 	if err != nil {
@@ -277,22 +276,6 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	r.st.WallSeconds = time.Since(start).Seconds()
 	r.st.PeakRSSBytes = memstat.PeakRSS()
 	return r.st, nil
-}
-
-// sameDir reports whether a and b name the same existing directory.
-func sameDir(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, fmt.Errorf("partition: relabel: %w", err)
-	}
-	sb, err := os.Stat(b)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("partition: relabel: %w", err)
-	}
-	return os.SameFile(sa, sb), nil
 }
 
 type relabeler struct {

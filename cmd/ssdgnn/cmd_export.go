@@ -8,6 +8,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/interop/distdgl"
 	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
 )
@@ -50,6 +51,9 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := parseIntDType("id-dtype", idType)
 			if err != nil {
+				return err
+			}
+			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
 			lk, err := dirlock.Acquire(args[1])
@@ -98,6 +102,9 @@ partitioning step. The number of parts is the partitioning's: make one with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := parseIntDType("label-dtype", labelType)
 			if err != nil {
+				return err
+			}
+			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
 			lk, err := dirlock.Acquire(args[1])

@@ -57,6 +57,10 @@ the original dataset writes.`,
 				return err
 			}
 			defer d.Close()
+			if err := cliflags.CheckOutputs(d.Dir(), d.Manifest(), []string{train.ResolveCheckpoint(ckpt)},
+				cliflags.Output{Flag: "--out", Path: outPath}, cliflags.Output{Flag: "--logits", Path: logitsPath}); err != nil {
+				return err
+			}
 			nodes, err := inferNodes(d, nodesArg)
 			if err != nil {
 				return err

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -42,7 +43,7 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
 			}
-			if out == "" || within(args[0], out) {
+			if out == "" || outpath.Within(args[0], out) {
 				// Written beside the profile (or elsewhere in DIR): a
 				// writer into DIR, which holds its lock. Outside it,
 				// plan only reads DIR.
@@ -60,6 +61,9 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 				return err
 			}
 			defer d.Close()
+			if err := cliflags.CheckOutputs(args[0], d.Manifest(), nil, cliflags.Output{Flag: "--out", Path: out}, cliflags.Output{Flag: "--plot", Path: plot}); err != nil {
+				return err
+			}
 			p, err := planner.LoadProfile(args[0], name)
 			if err != nil {
 				return err
@@ -113,16 +117,4 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 	f.StringVar(&plot, "plot", "", "write the benefit-vs-alpha PNG to this file")
 	f.BoolVar(&asJSON, "json", false, "print plan.json's content")
 	return cmd
-}
-
-// within reports whether path lies inside directory dir (both made
-// absolute; symbolic links are not resolved).
-func within(dir, path string) bool {
-	ad, err1 := filepath.Abs(dir)
-	ap, err2 := filepath.Abs(path)
-	if err1 != nil || err2 != nil {
-		return true // cannot tell: lock, as a writer would
-	}
-	rel, err := filepath.Rel(ad, ap)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -47,6 +48,9 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
   ssdgnn profile data/synth --name p && ssdgnn relabel data/synth data/synth-heat --order heat --heat-profile p`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
+				return err
+			}
 			lk, err := dirlock.Acquire(args[1]) // the writer of OUT
 			if err != nil {
 				return err

@@ -54,6 +54,9 @@ without it fennel, or the dataset's only partitioning.`,
 				return err
 			}
 			defer d.Close()
+			if err := cliflags.CheckOutputs(args[0], d.Manifest(), nil, cliflags.Output{Flag: "--plot", Path: plot}); err != nil {
+				return err
+			}
 			if o.Source, err = source.Resolve(d, 0, g.logger()); err != nil {
 				return err
 			}

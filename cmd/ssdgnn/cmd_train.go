@@ -110,6 +110,11 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer d.Close()
+			if err := cliflags.CheckOutputs(dir, d.Manifest(), []string{train.ResolveCheckpoint(o.Resume)},
+				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile)},
+				cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
+				return err
+			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)

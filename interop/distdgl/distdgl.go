@@ -232,7 +232,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	if int64(o.NumChunks) > max(1, m.NumNodes) {
 		return Report{}, fmt.Errorf("%w: NumChunks %d exceeds the %d nodes", ErrInvalidOptions, o.NumChunks, m.NumNodes)
 	}
-	if err := exportdir.Prepare(out, MetadataName, owned, o.Force); err != nil {
+	if err := exportdir.Prepare(dir, out, MetadataName, owned, o.Force); err != nil {
 		return Report{}, err
 	}
 	for _, d := range owned {

@@ -58,7 +58,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	if o.IDDType == npy.Int32 && m.NumNodes > math.MaxInt32 {
 		return Report{}, fmt.Errorf("%w: IDDType int32 cannot hold %d node ids", ErrInvalidOptions, m.NumNodes)
 	}
-	if err := exportdir.Prepare(out, MetadataName, owned, o.Force); err != nil {
+	if err := exportdir.Prepare(dir, out, MetadataName, owned, o.Force); err != nil {
 		return Report{}, err
 	}
 	for _, d := range []string{"edges", "node_data", setDir} {

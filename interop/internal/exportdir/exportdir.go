@@ -21,6 +21,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 )
 
 // ErrExists is wrapped when the output holds a complete export (its
@@ -34,7 +35,13 @@ var ErrExists = errors.New("export: output directory exists (use --force to over
 // holding entries that are neither owned nor temporary files is refused
 // unless force is set (those entries are then left alone). An interrupted
 // export (owned entries, no metadata) is cleaned without force.
-func Prepare(out, meta string, owned []string, force bool) error {
+//
+// out may be neither the dataset directory src, nor inside it, nor contain
+// it (outpath.CheckDir): force would remove the dataset's own files.
+func Prepare(src, out, meta string, owned []string, force bool) error {
+	if err := outpath.CheckDir("OUT", out, src); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
 	ents, err := os.ReadDir(out)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

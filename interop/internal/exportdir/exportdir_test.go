@@ -6,18 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 )
 
 func TestPrepare(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
 	out := filepath.Join(t.TempDir(), "out")
 	owned := []string{"edges"}
-	if err := Prepare(out, "meta", owned, false); err != nil {
+	if err := Prepare(src, out, "meta", owned, false); err != nil {
 		t.Fatal(err)
 	}
 	// An interrupted export (owned entries, no metadata) is cleaned.
 	os.MkdirAll(filepath.Join(out, "edges"), 0o755)
 	os.WriteFile(filepath.Join(out, "edges", "x"), []byte("x"), 0o644)
-	if err := Prepare(out, "meta", owned, false); err != nil {
+	if err := Prepare(src, out, "meta", owned, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "edges")); !errors.Is(err, os.ErrNotExist) {
@@ -25,15 +28,15 @@ func TestPrepare(t *testing.T) {
 	}
 	// A complete export needs force.
 	os.WriteFile(filepath.Join(out, "meta"), []byte("m"), 0o644)
-	if err := Prepare(out, "meta", owned, false); !errors.Is(err, ErrExists) {
+	if err := Prepare(src, out, "meta", owned, false); !errors.Is(err, ErrExists) {
 		t.Fatalf("complete export without force: %v", err)
 	}
 	// Foreign files need force, and force leaves them alone.
 	os.WriteFile(filepath.Join(out, "mine.txt"), []byte("keep"), 0o644)
-	if err := Prepare(out, "meta", owned, false); !errors.Is(err, ErrExists) {
+	if err := Prepare(src, out, "meta", owned, false); !errors.Is(err, ErrExists) {
 		t.Fatalf("foreign file without force: %v", err)
 	}
-	if err := Prepare(out, "meta", owned, true); err != nil {
+	if err := Prepare(src, out, "meta", owned, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "meta")); !errors.Is(err, os.ErrNotExist) {
@@ -41,6 +44,19 @@ func TestPrepare(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "mine.txt")); err != nil || string(b) != "keep" {
 		t.Errorf("foreign file: %q %v", b, err)
+	}
+	// Never into the dataset, under it, or around it, even with force:
+	// the dataset's own "edges" must survive.
+	if err := os.MkdirAll(filepath.Join(src, "edges", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{src, filepath.Join(src, "edges"), filepath.Join(src, "edges", "..", "edges", "sub"), filepath.Dir(src)} {
+		if err := Prepare(src, o, "meta", owned, true); !errors.Is(err, outpath.ErrInput) {
+			t.Errorf("Prepare into %s: %v, want outpath.ErrInput", o, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, "edges", "sub")); err != nil {
+		t.Errorf("the dataset's entry: %v", err)
 	}
 }
 
