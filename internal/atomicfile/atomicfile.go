@@ -19,8 +19,11 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -38,17 +41,26 @@ type File struct {
 	done  bool
 }
 
-// Create starts writing path. The directory must exist.
+// Create starts writing path. The directory must exist. The file gets
+// mode 0666 less the process's umask, as os.Create's files do (not
+// os.CreateTemp's 0600): datasets and exports are shared with other users
+// and tools.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, base+tmpMarker+"*")
-	if err != nil {
-		return nil, fmt.Errorf("atomicfile: %w", err)
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, base+tmpMarker+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) && try < 10000 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("atomicfile: %w", err)
+		}
+		return &File{f: f, final: path}, nil
 	}
-	return &File{f: f, final: path}, nil
 }
 
 // Name is the final path.

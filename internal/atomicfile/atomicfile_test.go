@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -95,5 +96,26 @@ func TestCleanTempsRemovesCrashLeftovers(t *testing.T) {
 func TestCreateInMissingDir(t *testing.T) {
 	if _, err := Create(filepath.Join(t.TempDir(), "no", "such", "f")); err == nil {
 		t.Fatal("Create in a missing directory succeeded")
+	}
+}
+
+// TestModeFollowsUmask: a committed file has mode 0666 less the umask, as
+// os.Create's would, not os.CreateTemp's 0600.
+func TestModeFollowsUmask(t *testing.T) {
+	for _, c := range []struct{ umask, want int }{{0o022, 0o644}, {0o077, 0o600}, {0o002, 0o664}} {
+		old := syscall.Umask(c.umask)
+		path := filepath.Join(t.TempDir(), "f")
+		err := WriteFile(path, []byte("x"))
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int(st.Mode().Perm()); got != c.want {
+			t.Errorf("umask %#o: mode %#o, want %#o", c.umask, got, c.want)
+		}
 	}
 }
