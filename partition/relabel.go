@@ -248,7 +248,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err != nil {
 		return nil, err
 	}
-	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt,
+	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt, src: d.IDMap(),
 		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K, Order: string(opt.Order),
 			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n), KeyBytes: keyBytes(d, p, opt.Order)}}
 	total := 16*n + 8*(n+1) + d.NumEdges()*int64(storage.IndicesDType(n).Size()) + n*d.FeatRowBytes()
@@ -262,6 +262,9 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	m.RelabelledFrom = &storage.Relabelling{Dir: d.Dir(), Name: m.Name,
 		ManifestChecksum: storage.FormatChecksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K,
 		Order: string(opt.Order)}
+	if from := d.Manifest().RelabelledFrom; from != nil {
+		m.RelabelledFrom.Original = cmp.Or(from.Original, from.Dir)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -288,6 +291,9 @@ type relabeler struct {
 	st   *RelabelStats
 	task progress.Task
 
+	// src is the source's own map when the source is itself relabelled
+	// (nil otherwise): the maps written are composed with it.
+	src   *storage.IDMap
 	map32 []int32 // old → new, N < 2^31
 	map64 []int64 // old → new otherwise
 }
@@ -490,15 +496,8 @@ func (r *relabeler) idMaps() error {
 		return err
 	}
 	defer s.close()
-	w, err := r.b.CreateArray(storage.FileNewIDs, npy.Int64, nil)
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	out := make([]int64, 0, relabelChunk/4)
 	var u int64
 	err = s.each(r.ctx, func(b []byte) error {
-		out = out[:0]
 		for _, q := range npy.AsInt32(b) {
 			if q < 0 || int(q) >= k {
 				return &CorruptError{File: s.af.Path, Index: u, Offset: -1, Msg: fmt.Sprintf("part %d not in [0,%d)", q, k)}
@@ -514,19 +513,64 @@ func (r *relabeler) idMaps() error {
 			} else {
 				r.map64[u] = v
 			}
-			out = append(out, v)
 			u++
 		}
-		if err := w.WriteInt64s(out); err != nil {
-			return err
-		}
-		r.task.Add(int64(len(out)) * 8)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	return r.writeNewIDs(s.af.Path)
+}
+
+// writeNewIDs writes new_ids.npy from the map, entry o being the new id
+// of node o of the original dataset: the source's node o, or, when the
+// source is itself relabelled (r.src), the source's node that its own
+// new_ids gives for o, so that the maps of a copy of a copy still speak
+// the original ids. A node the map left unset is a CorruptError of from,
+// the partition file the map came from.
+func (r *relabeler) writeNewIDs(from string) error {
+	w, err := r.b.CreateArray(storage.FileNewIDs, npy.Int64, nil)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	out := make([]int64, 0, relabelChunk/8)
+	for o := range r.n {
+		if o%relabelChunk == 0 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		u := o
+		if r.src != nil {
+			if u, err = r.src.New(o); err != nil {
+				return err
+			}
+		}
+		v := r.newID(u)
+		if v < 0 {
+			return &CorruptError{File: from, Index: -1, Offset: -1, Msg: fmt.Sprintf("node %d is a member of no part", u)}
+		}
+		out = append(out, v)
+		if len(out) == cap(out) || o == r.n-1 {
+			if err := w.WriteInt64s(out); err != nil {
+				return err
+			}
+			r.task.Add(int64(len(out)) * 8)
+			out = out[:0]
+		}
+	}
 	return w.Commit()
+}
+
+// origOf is the id orig_ids.npy stores for the source's node u: u, or
+// its original id when the source is itself relabelled.
+func (r *relabeler) origOf(u int64) (int64, error) {
+	if r.src == nil {
+		return u, nil
+	}
+	return r.src.Orig(u)
 }
 
 // inDegrees counts how many neighbour lists of d name each node, in one
@@ -616,27 +660,7 @@ func (r *relabeler) orderedMaps(keys []uint32) error {
 			}
 		}
 	}
-	w, err := r.b.CreateArray(storage.FileNewIDs, npy.Int64, nil)
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	out := make([]int64, 0, relabelChunk/8)
-	for u := range r.n {
-		v := r.newID(u)
-		if v == unset {
-			return &CorruptError{File: memPath, Index: -1, Offset: -1, Msg: fmt.Sprintf("node %d is a member of no part", u)}
-		}
-		out = append(out, v)
-		if len(out) == cap(out) || u == r.n-1 {
-			if err := w.WriteInt64s(out); err != nil {
-				return err
-			}
-			r.task.Add(int64(len(out)) * 8)
-			out = out[:0]
-		}
-	}
-	return w.Commit()
+	return r.writeNewIDs(memPath)
 }
 
 // csrOrdered writes orig_ids.npy and the CSR in new ids part by part:
@@ -704,7 +728,11 @@ func (r *relabeler) csrOrdered(ow *storage.ArrayWriter, cw *storage.CSRWriter) e
 			if err := cw.Append(lo+int64(j), nbrs); err != nil {
 				return err
 			}
-			origs = append(origs, members[i])
+			o, err := r.origOf(members[i])
+			if err != nil {
+				return err
+			}
+			origs = append(origs, o)
 			r.task.Add(8 + int64(len(nbrs))*isz)
 		}
 		if err := ow.WriteInt64s(origs); err != nil {
@@ -771,7 +799,11 @@ func (r *relabeler) csr(ow *storage.ArrayWriter, cw *storage.CSRWriter) error {
 			return &CorruptError{File: mem.s.af.Path, Index: v, Offset: -1,
 				Msg: fmt.Sprintf("member %d disagrees with part.npy (not the node ranked %d in (part, id) order)", u, v)}
 		}
-		origBuf = append(origBuf, u)
+		o, err := r.origOf(u)
+		if err != nil {
+			return err
+		}
+		origBuf = append(origBuf, o)
 		if len(origBuf) == cap(origBuf) {
 			if err := ow.WriteInt64s(origBuf); err != nil {
 				return err

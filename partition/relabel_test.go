@@ -239,6 +239,37 @@ func TestRelabelRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRelabelTwice: relabelling a relabelled copy composes the maps, so
+// the copy of the copy speaks the original dataset's ids: checked against
+// the original through its own map, edge by edge, row by row, split by
+// split, part by part. Its manifest records both directories.
+func TestRelabelTwice(t *testing.T) {
+	seed := testSeed(t)
+	for _, order := range []RelabelOrder{RelabelByDegree, RelabelByID} {
+		t.Run(string(order), func(t *testing.T) {
+			dir := t.TempDir()
+			d := relabelSource(t, filepath.Join(dir, "src"), 400, 5, "float32", true, seed)
+			mem := func(d *storage.Dataset) *RelabelOptions {
+				p, err := Open(d.Dir(), string(Fennel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				return &RelabelOptions{Order: order, MemBytes: RelabelMinMemFor(d, p, order)}
+			}
+			once := relabel(t, d, filepath.Join(dir, "once"), mem(d))
+			twice := relabel(t, once, filepath.Join(dir, "twice"), mem(once))
+			checkRelabelled(t, d, twice, string(Fennel), nil)
+			if r := twice.Manifest().RelabelledFrom; r.Dir != once.Dir() || r.Original != d.Dir() {
+				t.Errorf("relabelled_from dir %q original %q, want %q and %q", r.Dir, r.Original, once.Dir(), d.Dir())
+			}
+			if r := once.Manifest().RelabelledFrom; r.Original != "" {
+				t.Errorf("a first copy records original %q", r.Original)
+			}
+		})
+	}
+}
+
 func TestRelabelCora(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "cora")

@@ -87,6 +87,10 @@ type Relabelling struct {
 	// before it was recorded, which are in "id" order. Informational: no
 	// reader depends on it.
 	Order string `json:"order,omitempty"`
+	// Original is set when the source was itself relabelled: the
+	// directory (as recorded) of the dataset that is not, whose ids
+	// orig_ids.npy and new_ids.npy then speak (the maps are composed).
+	Original string `json:"original,omitempty"`
 }
 
 // File returns the entry named name, or nil.
