@@ -385,6 +385,20 @@ func TestEdgeListFeaturesLabels(t *testing.T) {
 	if !reflect.DeepEqual(l.feats, [][]float32{{1, 2}, {3, 4}, {5, 6}, {7, 8}}) || l.m.NumClasses != 5 {
 		t.Errorf("features %v classes %d", l.feats, l.m.NumClasses)
 	}
+	// A stray huge label is refused, naming its node, unless
+	// --num-classes states that many; nothing is left that looks done.
+	writeFiles(t, dir, map[string]any{"stray.txt": "0\n1\n5000000\n1\n"})
+	out = filepath.Join(t.TempDir(), "stray")
+	_, err = ImportEdgeList(p("e.txt"), out, &Options{Delim: ',', LabelFile: p("stray.txt")})
+	if err == nil || !strings.Contains(err.Error(), "node 2: label 5000000 would make 5000001 classes for 4 labelled nodes") {
+		t.Errorf("stray label: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "dataset.json")); err == nil {
+		t.Error("a refused import left a manifest")
+	}
+	if _, err := ImportEdgeList(p("e.txt"), t.TempDir(), &Options{Delim: ',', LabelFile: p("stray.txt"), NumClasses: 5000001, Force: true}); err != nil {
+		t.Errorf("stated class count: %v", err)
+	}
 }
 
 func TestRandomSplit(t *testing.T) {

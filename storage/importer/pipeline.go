@@ -55,6 +55,7 @@ type job struct {
 	labelled   bitset // nil without labels
 	numLabels  int64
 	maxLabel   int64
+	maxLabelAt int64 // the node whose label is maxLabel (first)
 	labelLimit int64
 }
 
@@ -501,7 +502,9 @@ func (l *labelWriter) add(x float64) string {
 		v = int32(x)
 		l.j.labelled.set(l.n)
 		l.j.numLabels++
-		l.j.maxLabel = max(l.j.maxLabel, int64(v))
+		if int64(v) > l.j.maxLabel {
+			l.j.maxLabel, l.j.maxLabelAt = int64(v), l.n
+		}
 	}
 	l.buf = append(l.buf, v)
 	l.n++
@@ -530,6 +533,15 @@ func (l *labelWriter) commit(file string) error {
 	if l.n != l.j.numNodes {
 		return fileErr(file, "%d labels, want one per node (%d)", l.n, l.j.numNodes)
 	}
+	// Inferred classes beyond the labelled nodes cannot all have an
+	// example: past maxInferredClasses that is a stray label (an id, a
+	// typo) that would make the model's output layer that wide (5,000,001
+	// classes for 6 labelled nodes took 24 GB in train). --num-classes
+	// states a count on purpose.
+	if j := l.j; j.o.NumClasses == 0 && j.maxLabel+1 > max(j.numLabels, maxInferredClasses) {
+		return fileErr(file, "node %d: label %d would make %d classes for %d labelled nodes; give --num-classes if that many is meant",
+			j.maxLabelAt, j.maxLabel, j.maxLabel+1, j.numLabels)
+	}
 	if err := l.w.Commit(); err != nil {
 		return err
 	}
@@ -542,6 +554,11 @@ func (l *labelWriter) commit(file string) error {
 	j.o.Logger.Info("labels written", "labelled", j.numLabels, "num_classes", j.rep.NumClasses)
 	return nil
 }
+
+// maxInferredClasses is the most classes an import infers from its labels
+// without --num-classes when the labelled nodes are fewer (IGB's largest
+// label set has 2,983 classes, ogbn-papers100M 172).
+const maxInferredClasses = 1 << 16
 
 // copyNPYLabels streams a [N] or [N, 1] array of labels.
 func (j *job) copyNPYLabels(s *npyStream) error {
