@@ -41,6 +41,23 @@ func (e *CorruptError) Error() string {
 // Unwrap returns ErrCorrupt.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
+// SnapshotBytes is the size of the snapshot WriteTo would write now:
+// the header, one record per entry and the checksum. A writer that must
+// state the size first (a checkpoint section) writes the snapshot
+// streaming and checks WriteTo's count against it, instead of buffering
+// it (a second copy of the cache's embeddings).
+func (c *Cache) SnapshotBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var entries int64
+	for _, st := range c.mu.state {
+		if st != Empty {
+			entries++
+		}
+	}
+	return headerBytes + entries*int64(17+4*c.hidden) + 8
+}
+
 // WriteTo writes a snapshot of the contents (see the package doc) and
 // returns the bytes written.
 func (c *Cache) WriteTo(w io.Writer) (int64, error) {

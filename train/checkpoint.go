@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
@@ -103,12 +105,6 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return "", err
 	}
-	var hist bytes.Buffer
-	if t.hc != nil {
-		if _, err := t.hc.WriteTo(&hist); err != nil {
-			return "", err
-		}
-	}
 	f, err := atomicfile.Create(path)
 	if err != nil {
 		return "", err
@@ -121,35 +117,49 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	if _, err := w.Write(hdr); err != nil {
 		return "", err
 	}
-	secs := []struct {
-		tag string
-		b   []byte
-	}{{secMeta, mj}, {secParm, parm}, {secAdam, append(m, v...)}}
-	if t.hc != nil {
-		secs = append(secs, struct {
-			tag string
-			b   []byte
-		}{secHist, hist.Bytes()})
-	}
-	secs = append(secs, struct {
-		tag string
-		b   []byte
-	}{secEnd, nil})
-	for _, s := range secs {
+	// section writes one section: its tag and size, what body writes
+	// (size bytes, checked) and the checksum of those bytes.
+	section := func(tag string, size int64, body func(io.Writer) (int64, error)) error {
 		var h [12]byte
-		copy(h[:4], s.tag)
-		binary.LittleEndian.PutUint64(h[4:], uint64(len(s.b)))
+		copy(h[:4], tag)
+		binary.LittleEndian.PutUint64(h[4:], uint64(size))
 		if _, err := w.Write(h[:]); err != nil {
-			return "", err
+			return err
 		}
-		if _, err := w.Write(s.b); err != nil {
-			return "", err
+		d := xxhash.New()
+		n, err := body(io.MultiWriter(w, d))
+		if err != nil {
+			return err
+		}
+		if n != size {
+			return fmt.Errorf("train: checkpoint section %s: %d bytes written, %d announced", tag, n, size)
 		}
 		var c [8]byte
-		binary.LittleEndian.PutUint64(c[:], xxhash.Sum64(s.b))
-		if _, err := w.Write(c[:]); err != nil {
+		binary.LittleEndian.PutUint64(c[:], d.Sum64())
+		_, err = w.Write(c[:])
+		return err
+	}
+	put := func(b []byte) func(io.Writer) (int64, error) {
+		return func(w io.Writer) (int64, error) { n, err := w.Write(b); return int64(n), err }
+	}
+	for _, s := range []struct {
+		tag string
+		b   []byte
+	}{{secMeta, mj}, {secParm, parm}, {secAdam, append(m, v...)}} {
+		if err := section(s.tag, int64(len(s.b)), put(s.b)); err != nil {
 			return "", err
 		}
+	}
+	// The history snapshot streams into the file: buffered, it was a
+	// second copy of the cache's embeddings outside every budget (a
+	// 256 MiB cgroup OOM-killed the checkpoint after the epoch).
+	if t.hc != nil {
+		if err := section(secHist, t.hc.SnapshotBytes(), t.hc.WriteTo); err != nil {
+			return "", err
+		}
+	}
+	if err := section(secEnd, 0, put(nil)); err != nil {
+		return "", err
 	}
 	if err := w.Flush(); err != nil {
 		return "", err
@@ -185,6 +195,17 @@ type checkpoint struct {
 	parmOff int64
 	adamOff int64
 	histOff int64
+	// release unmaps the file the sections alias (readCheckpoint); nil
+	// for a parsed byte slice.
+	release func()
+}
+
+// close releases what ck's sections alias; they must not be used after.
+func (ck *checkpoint) close() {
+	if ck != nil && ck.release != nil {
+		ck.release()
+		ck.release = nil
+	}
 }
 
 // ResolveCheckpoint returns path, or path/CheckpointFile when path is a
@@ -196,14 +217,37 @@ func ResolveCheckpoint(path string) string {
 	return path
 }
 
-// readCheckpoint reads and verifies a whole checkpoint.
+// readCheckpoint reads and verifies a whole checkpoint, mapped rather than
+// read into the heap: the history section can be most of the file (tens of
+// MiB), which infer never uses and resume copies into its cache, and as
+// file pages it is the page cache's to reclaim, not memory outside the
+// budget (a 48 MiB cgroup OOM-killed infer reading a 46 MiB checkpoint).
+// The caller closes the checkpoint when done with its sections.
 func readCheckpoint(path string) (*checkpoint, error) {
 	path = ResolveCheckpoint(path)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return parseCheckpoint(b, path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() == 0 || st.Size() != int64(int(st.Size())) {
+		return parseCheckpoint(nil, path)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("train: map %s: %w", path, err)
+	}
+	ck, err := parseCheckpoint(b, path)
+	if err != nil {
+		_ = unix.Munmap(b)
+		return nil, err
+	}
+	ck.release = func() { _ = unix.Munmap(b) }
+	return ck, nil
 }
 
 // parseCheckpoint decodes a whole checkpoint; name labels errors. The
@@ -323,6 +367,7 @@ func (t *Trainer) loadCheckpoint(path string) error {
 	if err != nil {
 		return err
 	}
+	defer ck.close()
 	return t.restore(ck)
 }
 
@@ -399,6 +444,7 @@ func ReadCheckpointInfo(path string) (*CheckpointInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer ck.close()
 	return &CheckpointInfo{Model: ck.meta.Model, Options: ck.meta.Options, Epoch: ck.meta.Epoch, BatchDone: ck.meta.BatchDone, Step: ck.meta.Step}, nil
 }
 
@@ -410,6 +456,7 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 	if err != nil {
 		return nil, err
 	}
+	defer ck.close()
 	if err := ck.match(d, nil); err != nil {
 		return nil, err
 	}

@@ -262,6 +262,14 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	if len(targets) == 0 {
 		return st, nil
 	}
+	// The backend's pooled tensor storage (kernels/cpu's store keeps up
+	// to its peak for reuse) is training's working set, which the chunks
+	// below are given (evalChunkBytes): hand it back first. Kept, it sat
+	// beside the chunks, and a 160 MiB cgroup OOM-killed the evaluation
+	// (40 MB pooled, 48 MB of chunks and stages).
+	if p, ok := t.be.(interface{ ReleasePooled() }); ok {
+		p.ReleasePooled()
+	}
 	// Most neighbour lists are read in id order, several times.
 	defer d.ScanGraph()()
 	idxBytes := int64(4)

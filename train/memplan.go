@@ -1098,9 +1098,10 @@ type WorkingSetEstimate struct {
 	// BatchBytes is one batch's peak: the input features (the gather
 	// buffer, which the CPU backend adopts as the input tensor), 48 bytes
 	// per input row of ids and block CSRs (sampler, host and backend
-	// copies), and the input layer's activations and gradients on its
-	// destinations (about 2·BatchRows/(1+fanout₀) rows of 2·in + 3·hidden
-	// float32; the upper layers are smaller). Unless Options.ZeroCopy is
+	// copies), and the backend's tensors (backendBytes: per input-layer
+	// destination, at most 2·BatchRows/(1+fanout₀) of them, 64 floats,
+	// 5 hidden widths and unstreamed 2·in + 64 more; the history's
+	// substitution; GAT's per-source and per-edge terms). Unless Options.ZeroCopy is
 	// off it adds the zero-copy split's 20 bytes per input row (the miss
 	// buffer itself is counted at full size); with ZeroCopyOn, which may
 	// run on the CPU backend, also 3·4·in bytes per row: an input tensor
@@ -1175,10 +1176,6 @@ const idRowBytes = 48
 // rows: see WorkingSetEstimate.BatchBytes. o has its defaults.
 func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 	in := int64(d.FeatDim())
-	h := int64(o.Hidden)
-	if o.Model == ModelGAT {
-		h *= int64(o.Heads)
-	}
 	dst := batchDst(o, rows)
 	if streamOn(o) {
 		// No input rows: a chunk at a time (WorkingSetEstimate.StreamBytes),
@@ -1188,9 +1185,70 @@ func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 		// as scratch. Training cuts batches with more destinations than
 		// dst (trainBound), so the estimate holds.
 		edges := dst * int64(o.Fanouts[0])
-		return rows*(idRowBytes+streamRowBytes) + edges*streamEdgeBytes + dst*(2*in+3*h)*4
+		return rows*(idRowBytes+streamRowBytes) + edges*streamEdgeBytes + dst*2*in*4 + backendBytes(d, o, rows, dst, true)
 	}
-	return rows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + dst*(2*in+3*h)*4
+	return rows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + backendBytes(d, o, rows, dst, false)
+}
+
+// Backend tensors of a training step, per input-layer destination, in
+// float32s: a constant, and a multiple of the hidden width (heads × hidden
+// for GAT); unstreamed also the layer's aggregate and own input rows
+// (2·in) and another constant. Fitted to the CPU backend's counted peak
+// (memacct.Backend, size classes included) on a 300,000-node graph
+// (2026-11-27; SAGE, GCN and GAT, 2 and 3 layers, hidden 16 to 128,
+// streamed and not, history on and off): streamed SAGE took 215 floats
+// a destination at hidden 32 and 689 at 128, 57 + 4.94 widths.
+// TestBatchBytesCoversMeasured holds the estimate above the measured
+// peak (1.04–1.66× in its twelve configurations).
+const (
+	backendDstFloats  = 64
+	backendWidthTerms = 5
+	// backendHistTerms is the history's substitution (Model.substitute:
+	// the pulled rows, the merged rows and their gradient), in hidden
+	// widths per destination of the layer whose outputs it replaces:
+	// 4.5 measured.
+	backendHistTerms = 5
+	// GAT's per-source terms (z = x·W and its two gradients) in widths,
+	// and per-edge terms (scores, attention and their gradients) in
+	// heads.
+	gatSrcTerms  = 3
+	gatEdgeTerms = 4
+)
+
+// backendBytes is the backend's tensors for one (micro-)batch of rows input
+// rows and dst input-layer destinations (backendDstFloats and the terms
+// beside it), with a tenth more for the store's size classes and the
+// spread between batches. The model's parameters are fixed state.
+func backendBytes(d *storage.Dataset, o *Options, rows, dst int64, streamed bool) int64 {
+	in := int64(d.FeatDim())
+	h := int64(o.Hidden)
+	if o.Model == ModelGAT {
+		h *= int64(o.Heads)
+	}
+	per := backendDstFloats + backendWidthTerms*h
+	if !streamed {
+		per += 2*in + backendDstFloats
+	}
+	n := dst * per
+	if o.Model == ModelGAT {
+		f0 := int64(o.Fanouts[0])
+		if f0 < 0 {
+			f0 = (d.NumEdges() + d.NumNodes() - 1) / max(d.NumNodes(), 1)
+		}
+		n += rows*gatSrcTerms*h + dst*(f0+1)*gatEdgeTerms*int64(o.Heads)
+	}
+	if !o.NoHist && len(o.Fanouts) >= 2 {
+		// The history replaces layer L−2's outputs: the input layer's
+		// destinations with two layers, fewer above.
+		hd := dst
+		for _, f := range o.Fanouts[1 : len(o.Fanouts)-1] {
+			if f > 0 {
+				hd = min(hd, 2*hd/int64(1+f)+1)
+			}
+		}
+		n += hd * backendHistTerms * h
+	}
+	return 4 * n * 11 / 10
 }
 
 // batchDst is the input-layer destinations WorkingSet assumes a
@@ -1205,12 +1263,15 @@ func batchDst(o *Options, rows int64) int64 {
 }
 
 // trainBound is the cut training with o makes for (micro-)batches of at
-// most rows input rows: with the streamed input layer also at most the
-// input-layer destinations the estimate assumed (batchDst), whose rows are
-// what a streamed batch holds. o has its defaults.
+// most rows input rows: also at most the input-layer destinations the
+// estimate assumed (batchDst), whose rows a streamed batch holds and
+// whose activations every batch's backend tensors scale with
+// (backendBytes). The bound is not tight for deeper models: with three
+// layers of fanout 10, batches of 185,000 input rows had 48,000 input-layer
+// destinations against batchDst's 33,600. o has its defaults.
 func trainBound(o *Options, rows int64) splitBound {
 	b := splitBound{rows: int(rows)}
-	if streamOn(o) && rows > 0 {
+	if rows > 0 {
 		b.dst = int(batchDst(o, rows))
 	}
 	return b

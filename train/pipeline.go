@@ -559,7 +559,10 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		es.Batches++
 		task.Add(1)
 		o.Logger.Debug("batch done", "epoch", t.epoch, "batch", j.idx+1, "of", total,
-			"input_rows", len(j.hb.nodes), "epoch_s", time.Since(wall0).Seconds())
+			"input_rows", len(j.hb.nodes), "destinations", blockDsts(j.hb.blocks), "epoch_s", time.Since(wall0).Seconds())
+		if testBatchDone != nil {
+			testBatchDone(j.hb, int64(j.idx+1) == total && j.micro == j.micros-1)
+		}
 		if lossN > 0 {
 			task.Describe(fmt.Sprintf("epoch %d loss %.4f", t.epoch, lossSum/float64(lossN)))
 		}
@@ -997,3 +1000,16 @@ func (t *Trainer) normalize(f []float32) {
 		}
 	}
 }
+
+// blockDsts is each block's destination count, input layer first.
+func blockDsts(blocks []*kernels.Block) []int {
+	n := make([]int, len(blocks))
+	for i, b := range blocks {
+		n[i] = b.NumDst
+	}
+	return n
+}
+
+// testBatchDone, when set (tests), sees every computed (micro-)batch, and
+// whether it was the epoch's last.
+var testBatchDone func(hb *hostBatch, last bool)

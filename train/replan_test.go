@@ -137,7 +137,10 @@ func TestPlanFileReplanned(t *testing.T) {
 	if err := os.RemoveAll(planner.ProfilePath(d.Dir(), "replan") + "/profile.json"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: small, PlanFile: mp.PlanPath})
+	// A budget whose caches' room is below the plan's even with the
+	// working set at its least (micro-batches of the fewest targets).
+	tiny := MinimumBudget(d, synthOpts()) + planned/4
+	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: tiny, PlanFile: mp.PlanPath})
 	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "plan again") {
 		t.Errorf("no profile: %v", err)
 	}

@@ -86,6 +86,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			// to the memory cgroup's limit.
 			var trainMem int64
 			train.DefaultMem(false, &trainMem, false, 0)
+			// Under a memory cgroup, the collector keeps to its limit as
+			// train's does (untuned, garbage doubled the heap).
+			defer train.TuneGC(trainMem)()
 			if o.Source, err = source.Resolve(d, trainMem, o.Logger); err != nil {
 				return err
 			}

@@ -127,6 +127,12 @@ that mmap reads need. See docs/train.md.`,
 				fmt.Fprintln(cmd.ErrOrStderr(), beNote)
 			}
 			t.Mem = byteSize(mem)
+			// Before the profiling epoch too: untuned, its garbage doubled
+			// the heap, and a 128 MiB cgroup OOM-killed it.
+			defer train.TuneGC(int64(t.Mem))()
+			if soft := train.SoftMemoryLimit(int64(t.Mem)); soft > 0 {
+				o.Logger.Info("Go runtime tuned for the budget", "soft_limit_bytes", soft, "gc_percent", train.BudgetGCPercent)
+			}
 			res, err := t.Resolve(d, dir, 0)
 			if err != nil {
 				return err
@@ -205,10 +211,6 @@ that mmap reads need. See docs/train.md.`,
 				if !t.JSON {
 					cbErr = errors.Join(cbErr, train.WriteEpochRow(tw, e), tw.Flush())
 				}
-			}
-			defer train.TuneGC(int64(t.Mem))()
-			if soft := train.SoftMemoryLimit(int64(t.Mem)); soft > 0 {
-				o.Logger.Info("Go runtime tuned for the budget", "soft_limit_bytes", soft, "gc_percent", train.BudgetGCPercent)
 			}
 			ctx := cmd.Context()
 			tr, err := train.New(ctx, d, o)

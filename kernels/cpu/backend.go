@@ -180,6 +180,13 @@ func (b *Backend) ok() bool {
 	return true
 }
 
+// ReleasePooled drops the storage the backend keeps for reuse by later
+// tensors (the store's pooled buffers), so that the heap it took is the
+// garbage collector's again: training calls it before a layer-wise
+// evaluation, whose host arrays take the working set that training's
+// tensors held, and which would otherwise sit beside the pool.
+func (b *Backend) ReleasePooled() { b.st.drain() }
+
 // MemStats returns the memory accounting.
 func (b *Backend) MemStats() kernels.MemStats { return b.acct.Stats() }
 

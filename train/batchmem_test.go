@@ -1,0 +1,106 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
+)
+
+// TestBatchBytesCoversMeasured holds the working set's backend term
+// (backendBytes) above what a training step's tensors take on the CPU
+// backend: for each model, streamed or not, with and without history, two
+// and three layers, narrow and wide, the backend's counted high-water mark
+// over one epoch's batches (memacct, the model's parameters excluded) is
+// at most backendBytes for the epoch's largest batch. Before the terms were
+// measured, the estimate was a half to two thirds of this, and a 128 MiB
+// cgroup OOM-killed training that --mem 128MiB had planned.
+func TestBatchBytesCoversMeasured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains twelve configurations")
+	}
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory is not the backend's")
+	}
+	d := dataset(t, "batchmem", func(dir string) error {
+		if _, err := synth.Generate(dir, synth.Config{Nodes: 20000, FeatDim: 64, Classes: 6, AvgDegree: 14, TrainFrac: 0.2, Seed: 3}, nil); err != nil {
+			return err
+		}
+		d, err := storage.Open(dir, nil)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		_, err = partition.Run(d, &partition.Options{Parts: 40, Seed: 1})
+		return err
+	})
+	parts, err := sample.OpenPartitionFiles(d, d.Dir(), "fennel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parts.Close()
+	type config struct {
+		model  string
+		hidden int
+		stream string
+		hist   bool
+		layers int
+	}
+	for _, c := range []config{
+		{ModelSAGE, 64, StreamInputOn, false, 2}, {ModelSAGE, 64, StreamInputOn, true, 2}, {ModelSAGE, 16, StreamInputOn, true, 3},
+		{ModelSAGE, 64, StreamInputOff, false, 2}, {ModelSAGE, 16, StreamInputOff, true, 2}, {ModelSAGE, 64, StreamInputOff, true, 3},
+		{ModelGCN, 64, StreamInputOff, false, 2}, {ModelGCN, 16, StreamInputOff, true, 3},
+		{ModelGAT, 16, StreamInputOff, false, 2}, {ModelGAT, 32, StreamInputOff, true, 2}, {ModelGAT, 8, StreamInputOff, false, 3},
+		{ModelSAGE, 128, StreamInputOn, true, 2},
+	} {
+		name := fmt.Sprintf("%s/h%d/stream-%s/hist-%v/L%d", c.model, c.hidden, c.stream, c.hist, c.layers)
+		t.Run(name, func(t *testing.T) {
+			fan := []int{8, 8, 8}[:c.layers]
+			o := &Options{Model: c.model, Hidden: c.hidden, Heads: 2, Layers: c.layers, Epochs: 2, EvalEvery: 100, BatchSize: 400,
+				Fanouts: fan, Workers: 1, InFlight: 1, Seed: 1, StreamInput: c.stream, NoHist: !c.hist,
+				Selection: sample.ModePartition, Partitions: parts, EvalMode: EvalSampled}
+			tr, err := New(context.Background(), d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			if c.stream == StreamInputOn && !streamOn(&tr.o) {
+				t.Fatalf("the input layer is not streamed")
+			}
+			memacct.ResetPeak()
+			base := memacct.Read().Bytes[memacct.Backend] // the model's parameters
+			var rows, dst, batches, nb int64
+			var peak int64
+			nb = -1
+			defer func() { testBatchDone = nil }()
+			testBatchDone = func(hb *hostBatch, last bool) {
+				if nb >= 0 {
+					return // the second epoch, after peak was taken
+				}
+				batches++
+				rows, dst = max(rows, int64(len(hb.nodes))), max(dst, int64(hb.blocks[0].NumDst))
+				if last {
+					peak, nb = memacct.Read().MaxBytes[memacct.Backend]-base, batches
+				}
+			}
+			if _, err := tr.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if nb < 0 {
+				t.Fatalf("saw %d batches, not an epoch's", batches)
+			}
+			od := tr.o.withDefaults()
+			est := backendBytes(d, &od, rows, dst, streamOn(&od))
+			t.Logf("%d batches, largest %d input rows, %d input-layer destinations: backend peak %.2f MiB, estimate %.2f MiB (%.2f×)",
+				batches, rows, dst, float64(peak)/(1<<20), float64(est)/(1<<20), float64(est)/float64(max(peak, 1)))
+			if peak <= 0 || peak > est {
+				t.Errorf("backend peak %d bytes, estimate %d", peak, est)
+			}
+		})
+	}
+}
