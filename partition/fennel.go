@@ -111,7 +111,7 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 
 // partCap is a part's cap for n items over k parts: ceil((1+ε)·n/k).
 func partCap(n int64, k int, eps float64) int64 {
-	return int64(math.Ceil((1 + eps) * float64(n) / float64(k)))
+	return min(n, int64(math.Ceil((1+eps)*float64(n)/float64(k))))
 }
 
 // hashes is how many hash locations a neighbour carries: the filters' h

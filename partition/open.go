@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -113,7 +114,7 @@ func Names(datasetDir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents { // os.ReadDir sorts by name
-		if e.IsDir() && Exists(datasetDir, e.Name()) {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && Exists(datasetDir, e.Name()) {
 			names = append(names, e.Name())
 		}
 	}

@@ -49,10 +49,15 @@ const (
 
 // Defaults.
 const (
-	DefaultParts          = 10000
-	DefaultGamma          = 1.5
-	DefaultAlphaScale     = 1.0
-	DefaultEpsilon        = 0.1
+	DefaultParts      = 10000
+	DefaultGamma      = 1.5
+	DefaultAlphaScale = 1.0
+	DefaultEpsilon    = 0.1
+	// MaxEpsilon bounds the balance slack: parts of up to twice the
+	// average. The Bloom filters are sized for a part's cap, so a slack
+	// of 1e5 took 14 GiB of filters for 2,708 nodes and 1e9 exhausted
+	// memory; FENNEL's own slack is 0.1.
+	MaxEpsilon            = 1
 	DefaultLambda         = 1.0
 	DefaultFalsePositive  = 0.01
 	DefaultParallelDegree = 4096
@@ -220,8 +225,8 @@ func (c *Options) validate() error {
 	default:
 		return bad("Method", "unknown method %q (want one of %v)", c.Method, Methods)
 	}
-	if c.Name == "." || c.Name == ".." || strings.ContainsAny(c.Name, `/\`) || filepath.Base(c.Name) != c.Name {
-		return bad("Name", "%q is not a plain directory name", c.Name)
+	if strings.HasPrefix(c.Name, ".") || strings.ContainsAny(c.Name, `/\`) || filepath.Base(c.Name) != c.Name {
+		return bad("Name", "%q is not a plain directory name not starting with '.'", c.Name)
 	}
 	if !(c.Gamma > 1) || math.IsInf(c.Gamma, 0) {
 		return bad("Gamma", "%v must be > 1", c.Gamma)
@@ -229,8 +234,8 @@ func (c *Options) validate() error {
 	if !(c.AlphaScale > 0) || math.IsInf(c.AlphaScale, 0) {
 		return bad("AlphaScale", "%v must be > 0 and finite", c.AlphaScale)
 	}
-	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
-		return bad("Epsilon", "%v must be > 0", c.Epsilon)
+	if !(c.Epsilon > 0 && c.Epsilon <= MaxEpsilon) {
+		return bad("Epsilon", "%v not in (0, %v] (the balance slack: parts hold at most (1+epsilon) x the average)", c.Epsilon, float64(MaxEpsilon))
 	}
 	if c.Lambda < 0 || math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0) {
 		return bad("Lambda", "%v must be finite and >= 0", c.Lambda)

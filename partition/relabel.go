@@ -268,6 +268,15 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The copy lies beside its source, on the same device as a rule: the
+	// probe's read costs (device.json) carry over, so that training on
+	// the copy prices its reads as on the source. A damaged one is
+	// left behind (train then says so on the source, not the copy).
+	if dp, err := storage.ReadDeviceProfile(d.Dir()); err == nil {
+		if err := storage.WriteDeviceProfile(out, dp); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.Finish(m); err != nil {
 		return nil, err
 	}

@@ -74,15 +74,28 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	start := time.Now()
 	memstat.ResetPeak()
 	dir := Dir(d.Dir(), o.Name)
-	if err := prepareDir(dir, o.Force); err != nil {
+	if r := d.Manifest().RelabelledFrom; r != nil && r.Partitioning == o.Name {
+		// Even with Force: the dataset's ids are this partitioning's parts
+		// in order, and another would break that (validate then fails).
+		return Stats{}, fmt.Errorf("%w: partitioning %q defines the id ranges of the relabelled dataset %s (dataset.json relabelled_from); --name gives a new partitioning another name",
+			ErrOptions, o.Name, d.Dir())
+	}
+	out, err := prepareDir(dir, o.Force)
+	if err != nil {
 		return Stats{}, err
 	}
-	st, err := run(d, &o, dir, start)
+	st, err := run(d, &o, out, start)
 	if err != nil {
 		// No manifest: the directory is not a partitioning. Remove what
-		// was written so that nothing half-done is left behind.
-		_ = os.RemoveAll(dir)
+		// was written so that nothing half-done is left behind (a
+		// partitioning being replaced stays as it was).
+		_ = os.RemoveAll(out)
 		return Stats{}, err
+	}
+	if out != dir {
+		if err := replaceDir(dir, out); err != nil {
+			return Stats{}, err
+		}
 	}
 	return st, nil
 }
@@ -137,28 +150,67 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 	return st, nil
 }
 
-// prepareDir creates dir, refusing to overwrite a finished partitioning
-// unless force is set; an overwrite removes the manifest first.
-func prepareDir(dir string, force bool) error {
+// prepareDir readies dir for a new partitioning and returns where to write
+// it: dir itself, or, when dir holds a finished partitioning and force is
+// set, a staging directory beside it that replaceDir moves into place once
+// the new one is complete, so that an interrupted or failed --force leaves
+// the old partitioning whole (before, it was removed first). Without force
+// a finished partitioning is ErrExists.
+func prepareDir(dir string, force bool) (out string, err error) {
+	staged, old := replaceNames(dir)
+	for _, p := range []string{staged, old} { // an interrupted replacement's
+		if err := os.RemoveAll(p); err != nil {
+			return "", fmt.Errorf("partition: %w", err)
+		}
+	}
 	mpath := filepath.Join(dir, ManifestName)
 	if _, err := os.Stat(mpath); err == nil {
 		if !force {
-			return fmt.Errorf("%w: %s", ErrExists, dir)
+			return "", fmt.Errorf("%w: %s", ErrExists, dir)
 		}
-		if err := os.Remove(mpath); err != nil {
-			return fmt.Errorf("partition: %w", err)
+		// The complete partitioning stays until the new one is.
+		if err := os.MkdirAll(staged, 0o755); err != nil {
+			return "", fmt.Errorf("partition: %w", err)
 		}
-		if err := atomicfile.SyncDir(dir); err != nil {
-			return err
-		}
+		return staged, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("partition: %w", err)
+		return "", fmt.Errorf("partition: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("partition: %w", err)
+	}
+	_, err = atomicfile.CleanTemps(dir)
+	return dir, err
+}
+
+// replaceNames are the directories beside dir that replacing it uses: the
+// new partitioning while it is written, and the old one while it is moved
+// out of the way. Their leading dot keeps them out of Names and outside
+// every partitioning name (validName).
+func replaceNames(dir string) (staged, old string) {
+	parent, base := filepath.Split(filepath.Clean(dir))
+	return filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")
+}
+
+// replaceDir moves the complete partitioning staged (prepareDir) over
+// dir: dir aside, staged into place, the old one removed. A crash between
+// the renames leaves no partitioning of that name, never a mixed one; the
+// next run removes what is left.
+func replaceDir(dir, staged string) error {
+	_, old := replaceNames(dir)
+	if err := os.Rename(dir, old); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}
-	_, err := atomicfile.CleanTemps(dir)
-	return err
+	if err := os.Rename(staged, dir); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	return nil
 }
 
 // adviseCSR hints the CSR mappings of d for streaming in order: sequential

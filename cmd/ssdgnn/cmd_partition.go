@@ -82,7 +82,7 @@ atomically with a manifest; see docs/format.md.`,
 	f.StringVar(&method, "method", string(partition.Fennel), "fennel, fennel-exact, random or metis")
 	f.StringVar(&o.Name, "name", "", "output name under DIR/partitions (default: the method)")
 	f.Float64Var(&o.Gamma, "gamma", 0, "FENNEL size-penalty exponent (0: default 1.5)")
-	f.Float64Var(&o.Epsilon, "epsilon", 0, "balance slack: parts hold at most (1+epsilon) x average (0: default 0.1)")
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "balance slack: parts hold at most (1+epsilon) x average, at most 1 (0: default 0.1)")
 	f.Float64Var(&o.Lambda, "lambda", 0, "weight of the training-load penalty (0: default 1)")
 	f.BoolVar(&o.NoLambda, "no-lambda", false, "disable the training-load penalty")
 	f.Float64Var(&o.FalsePositive, "false-positive", 0, "Bloom filter false-positive rate (0: default)")

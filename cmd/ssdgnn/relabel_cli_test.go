@@ -178,10 +178,19 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	if _, _, err := run(t, "relabel", src, filepath.Join(t.TempDir(), "x"), "--partition", "fennel"); err == nil || !strings.Contains(err.Error(), `no partitioning "fennel"`) {
 		t.Fatalf("relabel --partition fennel with only %q: %v", "only", err)
 	}
+	if _, _, err := run(t, "probe", src, "--duration", "20ms"); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "pm")
 	_, stderr, err := run(t, "relabel", src, out, "--json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The probe's read costs carry over to the copy (same device).
+	srcDev, err1 := os.ReadFile(filepath.Join(src, storage.FileDevice))
+	outDev, err2 := os.ReadFile(filepath.Join(out, storage.FileDevice))
+	if err1 != nil || err2 != nil || !bytes.Equal(srcDev, outDev) {
+		t.Errorf("device.json not carried over: %v %v", err1, err2)
 	}
 	if !strings.Contains(stderr, `partitioning "only", the dataset's only one`) {
 		t.Errorf("relabel did not say which partitioning it took: %q", stderr)
@@ -191,5 +200,16 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	}
 	if _, _, err := run(t, "rr", out, "--partition", "only"); err != nil {
 		t.Fatalf("rr on the copy's carried-over partitioning: %v", err)
+	}
+	// The carried partitioning defines the copy's id ranges: not even
+	// --force replaces it; another name is a new partitioning.
+	if _, _, err := run(t, "partition", out, "--parts", "4", "--name", "only", "--force"); err == nil || !strings.Contains(err.Error(), "defines the id ranges") {
+		t.Errorf("partition --force over the carried partitioning: %v", err)
+	}
+	if _, _, err := run(t, "partition", out, "--parts", "4", "--name", "other"); err != nil {
+		t.Errorf("a new partitioning of the copy: %v", err)
+	}
+	if _, _, err := run(t, "validate", out); err != nil {
+		t.Errorf("validate after: %v", err)
 	}
 }
