@@ -139,6 +139,12 @@ func countOrUnknown(n int64) string {
 // Spec.Watch.
 const PollEvery = 100 * time.Millisecond
 
+// InterruptGrace is how long Run waits, once its context is cancelled,
+// between asking the child to stop (SIGINT) and killing it (SIGKILL):
+// long enough for train to write its interrupt checkpoint. Before, the
+// child was killed at once and a bench's interrupted training lost it.
+var InterruptGrace = 30 * time.Second
+
 // Run starts spec, waits for it and collects its counters. A non-zero
 // exit is not an error here; failing to start one is.
 func Run(ctx context.Context, spec Spec) (*Result, error) {
@@ -199,14 +205,23 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	var last int64 = -1
 	done := ctx.Done()
+	var grace <-chan time.Time
 wait:
 	for {
 		select {
 		case <-exited:
 			break wait
 		case <-done:
-			kill()
+			// Interrupted: the child is asked to stop as the user would
+			// ask it (train then writes its checkpoint and exits), and
+			// killed only if it has not within InterruptGrace.
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			t := time.NewTimer(InterruptGrace)
+			defer t.Stop()
+			grace = t.C
 			done = nil
+		case <-grace:
+			kill()
 		case <-deadline:
 			kill()
 		case <-tick.C:

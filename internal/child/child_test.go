@@ -80,11 +80,30 @@ func TestRunWatchAndContext(t *testing.T) {
 	if err != nil || !r.KilledByUs || r.OOMKilled() || polls != 3 {
 		t.Fatalf("watch: %v %+v polls %d", err, r, polls)
 	}
+	// A cancelled context asks the child to stop (SIGINT), as Ctrl-C
+	// would: one that stops on it exits its own way...
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	r, err = Run(ctx, Spec{Argv: []string{"/bin/sleep", "30"}})
-	if err != nil || !r.KilledByUs || r.Signal != "killed" {
+	if err != nil || r.KilledByUs || r.Signal != "interrupt" {
 		t.Fatalf("context: %v %+v", err, r)
+	}
+	// ...one that handles it finishes what it does (train's checkpoint)...
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel2()
+	var out strings.Builder
+	r, err = Run(ctx2, Spec{Argv: []string{"/bin/sh", "-c", `trap 'echo stopped; exit 3' INT; while :; do sleep 0.05; done`}, Stdout: &out})
+	if err != nil || r.KilledByUs || r.ExitCode != 3 || out.String() != "stopped\n" {
+		t.Fatalf("handled interrupt: %v %+v, output %q", err, r, out.String())
+	}
+	// ...and one that ignores it is killed after InterruptGrace.
+	defer func(g time.Duration) { InterruptGrace = g }(InterruptGrace)
+	InterruptGrace = 200 * time.Millisecond
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel3()
+	r, err = Run(ctx3, Spec{Argv: []string{"/bin/sh", "-c", `trap '' INT; while :; do sleep 0.05; done`}})
+	if err != nil || !r.KilledByUs || r.Signal != "killed" {
+		t.Fatalf("ignored interrupt: %v %+v", err, r)
 	}
 }
 
