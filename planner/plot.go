@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 
@@ -9,7 +8,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/plotfile"
 )
 
 // PlotPlan writes a PNG of Eq. 5's benefit against α (like OUTRE Fig. 5)
@@ -46,15 +45,10 @@ func PlotPlan(res *PlanResult, path string) error {
 	p.Legend.Add(fmt.Sprintf("chosen α = %.2f", res.Alpha), mark)
 	p.Legend.Top = true
 	p.X.Min, p.X.Max, p.Y.Min = 0, 1, 0
-	wt, err := p.WriterTo(6*vg.Inch, 4*vg.Inch, "png")
-	if err != nil {
-		return fmt.Errorf("planner: plot: %w", err)
+	if err := plotfile.SavePNG(p, 6*vg.Inch, 4*vg.Inch, path); err != nil {
+		return fmt.Errorf("planner: %w", err)
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return fmt.Errorf("planner: plot: %w", err)
-	}
-	return atomicfile.WriteFile(path, buf.Bytes())
+	return nil
 }
 
 func fmtBytes(b float64) string {

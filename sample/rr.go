@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/plotfile"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -373,13 +373,8 @@ func PlotRR(res *RRResult, path string) error {
 	p.Add(lab)
 	p.NominalX(names...)
 	p.Y.Min = 0
-	wt, err := p.WriterTo(6*vg.Inch, 4*vg.Inch, "png")
-	if err != nil {
-		return fmt.Errorf("sample: plot: %w", err)
+	if err := plotfile.SavePNG(p, 6*vg.Inch, 4*vg.Inch, path); err != nil {
+		return fmt.Errorf("sample: %w", err)
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return fmt.Errorf("sample: plot: %w", err)
-	}
-	return atomicfile.WriteFile(path, buf.Bytes())
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/ssdgnn/ssdgnn/internal/plotfile"
 )
 
 // WriteEpochHeader writes the header of the per-epoch table.
@@ -95,5 +97,8 @@ func Plot(rep *Report, path string) error {
 		return err
 	}
 	p.Legend.Top = true
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	if err := plotfile.SavePNG(p, 8*vg.Inch, 5*vg.Inch, path); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
 }
