@@ -18,7 +18,12 @@ import (
 const (
 	DefaultStep    = 0.01
 	DefaultNbrStep = 0.05
-	DefaultHidden  = 256
+	// DefaultHidden is train's default hidden width (train.DefaultHidden,
+	// which a train test ties to it): a plan made with bare flags divides
+	// the budget for the embeddings a bare train keeps. It was 256, so the
+	// README's profile, plan, train flow planned for embeddings twice as
+	// wide as it trained.
+	DefaultHidden = 128
 )
 
 // PlanOptions configures Plan. Zero fields take their defaults; MemBytes

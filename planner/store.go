@@ -80,6 +80,41 @@ func (p *Profile) Save(dir string) error {
 	return nil
 }
 
+// ProfileNames lists the profiles saved in dataset dir (the
+// subdirectories of its profile directory that hold a profile.json),
+// sorted; none is an empty list.
+func ProfileNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, ProfileDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(dir, ProfileDir, e.Name(), FileProfileJSON)); e.IsDir() && err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// ProfileFor is the profile of dataset dir that a command reads for name:
+// name itself when it exists or was asked for (explicit: a missing one is
+// then the caller's ErrNotFound to report), else the dataset's only
+// profile (train saves its own as "train"), with stood saying so ("" when
+// name stands).
+func ProfileFor(dir, name string, explicit bool) (chosen, stood string) {
+	if _, err := os.Stat(filepath.Join(ProfilePath(dir, name), FileProfileJSON)); explicit || err == nil {
+		return name, ""
+	}
+	if names, err := ProfileNames(dir); err == nil && len(names) == 1 {
+		return names[0], fmt.Sprintf("profile %q, the dataset's only one (no %q)", names[0], name)
+	}
+	return name, ""
+}
+
 // LoadProfile reads the profile name of dataset dir and verifies every
 // array against profile.json (dtype, shape, checksum). A missing profile
 // wraps ErrNotFound; damage is a *CorruptError.

@@ -187,6 +187,14 @@ type ProbeOptions struct {
 // seqDepth is the sequential reads in flight of ProbeDevice.
 const seqDepth = 4
 
+// The bounds of ProbeOptions.SeqReadBytes: a block, and a read past which
+// sequential throughput does not change (1 TiB asked for that much
+// memory; 1 byte priced a "sequential" read that no gather makes).
+const (
+	minSeqReadBytes = 4 << 10
+	maxSeqReadBytes = 64 << 20
+)
+
 // ProbeDevice measures random single-row reads (at o.Depth and at
 // o.GatherDepth) and sequential reads of d's features file for
 // o.Duration each. The counts go to a private
@@ -207,6 +215,12 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 	}
 	if opt.SeqReadBytes <= 0 {
 		opt.SeqReadBytes = 1 << 20
+	}
+	switch {
+	case opt.Depth > MaxIODepth || opt.GatherDepth > MaxIODepth:
+		return nil, fmt.Errorf("%w: probe depth %d and gather depth %d: want at most %d reads in flight", ErrInvalidOptions, opt.Depth, opt.GatherDepth, MaxIODepth)
+	case opt.SeqReadBytes < minSeqReadBytes || opt.SeqReadBytes > maxSeqReadBytes:
+		return nil, fmt.Errorf("%w: sequential read of %d bytes: want %d (a block) to %d", ErrInvalidOptions, opt.SeqReadBytes, minSeqReadBytes, maxSeqReadBytes)
 	}
 	mode := ReadAuto
 	if opt.Buffered {

@@ -18,6 +18,8 @@ var (
 	ErrCorrupt = errors.New("storage: corrupt data")
 	// ErrDType is returned when a view is asked of an array of another dtype.
 	ErrDType = errors.New("storage: wrong dtype")
+	// ErrInvalidOptions reports options outside their bounds.
+	ErrInvalidOptions = errors.New("storage: invalid options")
 )
 
 // CorruptError locates a problem in a dataset file. Index is the element

@@ -71,7 +71,12 @@ const (
 	// read) the break-even gap fell from 41 rows to 26–28, and the same
 	// child read 17 % fewer bytes but took 5–6 % longer, since in the
 	// gather the depth is shared with long merged reads.
-	DefaultGatherDepth  = 64
+	DefaultGatherDepth = 64
+	// MaxIODepth bounds the reads in flight a caller may ask for: each
+	// holds a read slot of up to DefaultMaxReadBytes, so depth 100,000
+	// asked for 25 GiB of slots and exhausted memory. 1024 is already past
+	// what an NVMe queue serves in parallel.
+	MaxIODepth          = 1024
 	DefaultMaxReadBytes = 256 << 10
 	// DefaultMaxReadAmplification is the cap on bytes read ÷ bytes the
 	// missed rows occupy that callers apply unless told otherwise: the

@@ -395,6 +395,11 @@ func (t *Trainer) restore(ck *checkpoint) error {
 				return &CheckpointError{File: ck.file, Offset: ck.histOff + he.Offset,
 					Reason: fmt.Sprintf("history section, field %s: %s", he.Field, he.Reason), Err: err}
 			}
+			if errors.Is(err, histcache.ErrMismatch) && ck.meta.Options.MemBytes > 0 && ck.meta.Options.MemBytes != t.o.MemBytes {
+				// The cache was sized by another budget: say which.
+				return fmt.Errorf("%s: history section: %w; the checkpoint was trained with --mem %s, this run has %s: resume with --mem %s",
+					ck.file, err, ibytes(ck.meta.Options.MemBytes), ibytes(t.o.MemBytes), ibytes(ck.meta.Options.MemBytes))
+			}
 			return fmt.Errorf("%s: history section at offset %d: %w", ck.file, ck.histOff, err)
 		}
 	}
@@ -469,6 +474,10 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 	// the sizes training planned from its budget are not this process's
 	// (InferOptions.MemBytes is).
 	o.FeatCacheBytes, o.NeighborCacheBytes, o.MemBytes = -1, -1, 0
+	// Nor is the training's --eval-mem this process's bound (InferOptions):
+	// a checkpoint of a tightly budgeted training made infer read 27×
+	// more in small chunks on a machine with room.
+	o.EvalMemBytes = 0
 	t, err := New(ctx, d, &o)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,8 @@ type InferOptions struct {
 	// pass's per-node state; below minEvalMemBytes Infer fails with
 	// ErrBudget before reading anything, naming the least budget.
 	// ChunkBytes, when positive, is that bound instead (--eval-mem).
-	// Without either, Options.EvalMemBytes or DefaultEvalMemBytes.
+	// Without either, DefaultEvalMemBytes (NewFromCheckpoint drops the
+	// training's own --eval-mem).
 	// Sampled inference keeps the training's micro-batch cut.
 	MemBytes   int64
 	ChunkBytes int64

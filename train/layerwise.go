@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -10,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -341,9 +344,11 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	st.FixedBytes += seen.bytes()
 	memacct.Add(memacct.Inference, st.FixedBytes)
 	defer memacct.Add(memacct.Inference, -st.FixedBytes)
-	dir, err := os.MkdirTemp(d.Dir(), ".layerwise-")
+	removeStaleLW(d.Dir())
+	dir, err := os.MkdirTemp(d.Dir(), lwDirPrefix())
 	if err != nil {
-		if dir, err = os.MkdirTemp("", "ssdgnn-layerwise-"); err != nil {
+		removeStaleLW(os.TempDir())
+		if dir, err = os.MkdirTemp("", "ssdgnn"+lwDirPrefix()); err != nil {
 			return st, fmt.Errorf("train: layer-wise temporary directory: %w", err)
 		}
 	}
@@ -412,6 +417,37 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	}
 	st.Seconds = time.Since(t0).Seconds()
 	return st, nil
+}
+
+// lwDirPrefix names a layer-wise pass's temporary directory: the process
+// id in it lets a later pass tell a killed process's leftovers (SIGKILL
+// skips the deferred removal; a 300,000-node pass leaves 111 MiB) from a
+// running pass's.
+func lwDirPrefix() string { return fmt.Sprintf(".layerwise-%d-", os.Getpid()) }
+
+// removeStaleLW removes the layer-wise temporary directories in dir whose
+// process no longer runs. A pid reused by another process keeps its
+// directory until that one exits; it is never removed while it may be in
+// use.
+func removeStaleLW(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), ".layerwise-")
+		if !ok {
+			rest, ok = strings.CutPrefix(e.Name(), "ssdgnn.layerwise-")
+		}
+		pid, _, found := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || !found || err != nil || !e.IsDir() || n <= 0 {
+			continue
+		}
+		if err := unix.Kill(n, 0); errors.Is(err, unix.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // maxTransformBatch bounds the rows lwTransformInput reads at once: larger

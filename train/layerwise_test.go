@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -924,5 +925,32 @@ func TestLayerwiseSelfLoopsAndRepeats(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRemoveStaleLW: a layer-wise pass's temporary directory left by a
+// killed process is removed by the next pass; a running process's is not.
+func TestRemoveStaleLW(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Skip(err)
+	}
+	dead := filepath.Join(dir, fmt.Sprintf(".layerwise-%d-123", cmd.Process.Pid))
+	live := filepath.Join(dir, lwDirPrefix()+"456")
+	other := filepath.Join(dir, ".layerwise-x")
+	for _, p := range []string{dead, live, other} {
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleLW(dir)
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead process's directory survived: %v", err)
+	}
+	for _, p := range []string{live, other} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
 	}
 }

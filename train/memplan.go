@@ -365,6 +365,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o, reads)
+		if w := cfg.HistWidth(); mp.Plan.Hidden > 0 && w > 0 && mp.Plan.Hidden != w && !o.NoHist {
+			mp.Warning = strings.TrimPrefix(mp.Warning+"; ", "; ") + fmt.Sprintf(
+				"plan %s divided the budget for history embeddings of width %d, this training's are %d wide ('ssdgnn plan --hidden %d' divides it for them)",
+				mo.PlanFile, mp.Plan.Hidden, w, w)
+		}
 		if mp.MemBytes == 0 {
 			// The plan's budget covers the caches only; the reserve,
 			// fixed state and working set came first, so the budget is
@@ -746,6 +751,13 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // scans") this share planned two whole batches in flight and 150 MiB of
 // caches, against one batch and 343 MiB at two thirds: the first epoch
 // made 89 % fewer gather reads and 19 % fewer bytes, and took 34 % less.
+// noCaches reports whether training with o builds no cache at all: the
+// feature and neighbour caches turned off by hand (an explicit 0) and no
+// history.
+func noCaches(o *Options) bool {
+	return o.FeatCacheBytes < 0 && o.NeighborCacheBytes < 0 && (o.NoHist || o.HistCacheBytes < 0 || o.Layers < 2)
+}
+
 func wholeShare(avail int64, scans bool) int64 {
 	if scans {
 		return avail / 8 * 7
@@ -891,6 +903,13 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 	// rows, and a macro batch holds about one batch: scans group batches
 	// only without the block.
 	share := wholeShare(avail, b.StreamInput && scanBatches(o) > 1 && FeatureBlockBytes(d, o) == 0)
+	if noCaches(o) {
+		// Nothing would use the room a cut leaves: batches stay whole
+		// while they fit at all (bench ooc's mmap-baseline turns every
+		// cache off, and was cut into micro-batches for caches it never
+		// built).
+		share = avail
+	}
 	ws := WorkingSet(d, o, p)
 	if ws.Bytes > share && o.MaxBatchRows == 0 {
 		// Whole batches would leave the caches less than a third: cut
@@ -905,7 +924,11 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 		}
 		// wsOf(min(floor, whole)) is the least: the smallest split
 		// when even that does not fit.
-		lo := largestFitting(min(floor, whole), whole, func(rows int64) bool { return wsOf(rows) <= avail/2 })
+		limit := avail / 2
+		if noCaches(o) {
+			limit = avail
+		}
+		lo := largestFitting(min(floor, whole), whole, func(rows int64) bool { return wsOf(rows) <= limit })
 		w := *o
 		w.MaxBatchRows = lo
 		ws = WorkingSet(d, &w, p)
@@ -1523,6 +1546,18 @@ func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) 
 		return fmt.Sprintf("--mem %s: the limit of the memory cgroup this process runs in", ibytes(l))
 	}
 	return "no --mem and no memory cgroup limit: no memory budget, caches off unless sized by hand (--mem SIZE plans them)"
+}
+
+// MemWithinCgroup refuses a --mem above the limit of the memory cgroup
+// the process runs in: the kernel would kill the process before the
+// budget it plans to was reached (a --mem 1GiB train under a 256 MiB
+// cgroup planned a gigabyte and was OOM-killed).
+func MemWithinCgroup(mem int64) error {
+	if l, ok := cgroup.SelfMemoryLimit(); ok && mem > l {
+		return fmt.Errorf("%w: --mem %s exceeds the limit of the memory cgroup this process runs in (%s), which the kernel enforces first; omit --mem to plan to that limit, or give one below it",
+			ErrBudget, ibytes(mem), ibytes(l))
+	}
+	return nil
 }
 
 // LessBackend takes the backend's own host memory (kernels.HostFootprint:

@@ -126,6 +126,24 @@ func TestPlanMemory(t *testing.T) {
 			t.Errorf("edited plan: %v, want %v naming %s and %q", err, tc.is, path, tc.want)
 		}
 	}
+	// A plan divided for other embeddings than training keeps: a warning
+	// naming both widths. plan's default width is train's.
+	if planner.DefaultHidden != DefaultHidden {
+		t.Errorf("plan's default hidden width %d, train's %d", planner.DefaultHidden, DefaultHidden)
+	}
+	wide := *mp.Plan
+	wide.Hidden = 4 * synthOpts().Hidden
+	widePath := filepath.Join(t.TempDir(), "plan.json")
+	if err := wide.Save(widePath); err != nil {
+		t.Fatal(err)
+	}
+	wp, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: mem, PlanFile: widePath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("embeddings of width %d, this training's are %d wide", wide.Hidden, synthOpts().Hidden); !strings.Contains(wp.Warning, want) {
+		t.Errorf("plan for wider embeddings: warning %q, want %q", wp.Warning, want)
+	}
 
 	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 4 * n})
 	if !errors.Is(err, ErrBudget) || !errors.Is(err, planner.ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytes(MinimumBudget(d, synthOpts()))) {

@@ -31,7 +31,36 @@ var (
 	// ErrNonFinite reports a NaN or infinite loss: training stops before
 	// the update that would spread it into the weights.
 	ErrNonFinite = errors.New("train: non-finite loss")
+	// ErrNotTrainable reports a dataset without what training needs
+	// (Trainable).
+	ErrNotTrainable = errors.New("train: dataset cannot be trained on")
 )
+
+// Trainable reports, as an error wrapping ErrNotTrainable, what d lacks
+// for training: features, classes with labels, or training nodes. Without
+// them a run "succeeded" with a loss of 0 (no training nodes) or failed
+// only after its first output (no features).
+func Trainable(d *storage.Dataset) error {
+	if err := usable(d); err != nil {
+		return err
+	}
+	if len(d.TrainIdx()) == 0 {
+		return fmt.Errorf("%w: dataset %s has no training nodes (%s is empty)", ErrNotTrainable, d.Dir(), storage.FileTrain)
+	}
+	return nil
+}
+
+// usable is what a model needs of d to be built and to predict: features
+// and classes (New; inference needs no training nodes).
+func usable(d *storage.Dataset) error {
+	switch {
+	case d.FeatDim() == 0:
+		return fmt.Errorf("%w: dataset %s has no features (import it with --feat)", ErrNotTrainable, d.Dir())
+	case d.Manifest().NumClasses < 1 || d.Labels() == nil:
+		return fmt.Errorf("%w: dataset %s has no labels (import it with --labels)", ErrNotTrainable, d.Dir())
+	}
+	return nil
+}
 
 // Defaults of Options.
 const (
@@ -279,8 +308,8 @@ func (o *Options) Validate() error {
 	if err := (&featurecache.Options{MaxReadAmplification: w.FeatMaxReadAmp}).Validate(); err != nil {
 		return fmt.Errorf("%w: FeatMaxReadAmp: %w", ErrInvalidOptions, err)
 	}
-	if w.FeatIODepth < 0 {
-		return fmt.Errorf("%w: FeatIODepth %d, want >= 0", ErrInvalidOptions, w.FeatIODepth)
+	if w.FeatIODepth < 0 || w.FeatIODepth > storage.MaxIODepth {
+		return fmt.Errorf("%w: io depth %d, want 0 (the default) to %d", ErrInvalidOptions, w.FeatIODepth, storage.MaxIODepth)
 	}
 	if err := (ModelConfig{Kind: w.Model, InDim: 1, Hidden: w.Hidden, Classes: 1, Layers: w.Layers, Heads: w.Heads, Dropout: float32(w.Dropout)}).validate(); err != nil {
 		return err

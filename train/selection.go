@@ -19,11 +19,18 @@ import (
 // PartitionFor stands in for it; otherwise random batches. chosen is the
 // partitioning to read. note is one line for the user saying which was
 // chosen and, for random, how to partition or which partitioning to name.
+// A partitioning named explicitly is partition batches whether or not it
+// exists: reading it then fails, naming it.
 func AutoSelection(dir, name string, explicit bool) (mode sample.Mode, chosen, note string) {
 	chosen, stood, others, err := PartitionFor(dir, name, explicit)
 	switch {
 	case partition.Exists(dir, chosen):
 		return sample.ModePartition, chosen, "selection: partition batches from " + cmp.Or(stood, fmt.Sprintf("partitioning %q", name))
+	case explicit:
+		// A partitioning the user named is never replaced by random
+		// batches (a typo would train another method): opening it
+		// reports that it is missing, as rr does.
+		return sample.ModePartition, name, fmt.Sprintf("selection: partition batches from partitioning %q (--partition)", name)
 	case err != nil:
 		return sample.ModeRandom, name, fmt.Sprintf("selection: random batches (no partitioning %q, and the others could not be listed: %v)", name, err)
 	case len(others) > 1:

@@ -90,11 +90,10 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := opts.withDataset(d, opts.Profile)
-	m := d.Manifest()
-	if m.NumClasses < 1 {
-		return nil, fmt.Errorf("%w: dataset %s has no classes", ErrInvalidOptions, m.Name)
+	if err := usable(d); err != nil {
+		return nil, err
 	}
+	o := opts.withDataset(d, opts.Profile)
 	t := &Trainer{d: d, o: o, be: o.Backend}
 	defer func() {
 		if err != nil {
@@ -364,6 +363,9 @@ type Report struct {
 // CheckpointDir is set) and returns the report so far with Interrupted set
 // and a nil error.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
+	if err := Trainable(t.d); err != nil {
+		return nil, err
+	}
 	t.start = time.Now()
 	t.firstEpochStat = len(t.epochStats)
 	o := &t.o

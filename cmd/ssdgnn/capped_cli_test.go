@@ -66,3 +66,26 @@ func TestBenchCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestMemAboveCgroupRefused: under a memory cgroup, an explicit --mem
+// above its limit is refused before any work (the kernel would kill the
+// process first), for train and infer.
+func TestMemAboveCgroupRefused(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "128MiB", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("no memory cgroup here: %s", out)
+	}
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"train", dir, "--epochs", "1", "--mem", "1GiB", "--checkpoint", filepath.Join(t.TempDir(), "ck")},
+		{"infer", dir, "--checkpoint", filepath.Join(t.TempDir(), "none"), "--out", filepath.Join(t.TempDir(), "p.npy"), "--mem", "1GiB"},
+	} {
+		out, err := exec.Command(bin, append([]string{"bench", "capped", "--limit", "128MiB", "--", bin}, args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--mem 1.0 GiB exceeds the limit of the memory cgroup") {
+			t.Errorf("%s --mem 1GiB under a 128 MiB cgroup: %v\n%s", args[0], err, out)
+		}
+	}
+}

@@ -65,8 +65,13 @@ the original dataset writes.`,
 			if err != nil {
 				return err
 			}
-			if note := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), false, 0); note != "" && !g.quiet {
+			// Only the cgroup's note: train's "no --mem" note speaks of
+			// caches, which inference does not build.
+			if note := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), false, 0); note != "" && mem > 0 && !g.quiet {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
+			if err := train.MemWithinCgroup(int64(mem)); err != nil {
+				return err
 			}
 			defer train.TuneGC(int64(mem))()
 			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, workers)

@@ -32,7 +32,7 @@ cache gets 1-alpha), maximising OUTRE's Eq. 5 in steps of 0.01. Without
 share is searched as well; with it, the neighbour cache gets all of --mem
 while sampling. It prints the split, the memory arithmetic, the predicted
 I/O saved per epoch and why; plan.json goes to --out.`,
-		Example: `  ssdgnn plan data/synth --mem 4GiB --hidden 256 --plot benefit.png
+		Example: `  ssdgnn plan data/synth --mem 4GiB --hidden 128 --plot benefit.png
   ssdgnn plan data/synth --mem 512MiB --decoupled --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +63,11 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 			defer d.Close()
 			if err := cliflags.CheckOutputs(args[0], d.Manifest(), nil, cliflags.Output{Flag: "--out", Path: out}, cliflags.Output{Flag: "--plot", Path: plot}); err != nil {
 				return err
+			}
+			var stood string
+			name, stood = planner.ProfileFor(args[0], name, cmd.Flags().Changed("profile"))
+			if stood != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), stood)
 			}
 			p, err := planner.LoadProfile(args[0], name)
 			if err != nil {
@@ -110,8 +115,8 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 	}
 	f := cmd.Flags()
 	f.Var(&mem, "mem", "host-memory budget for the caches alone (e.g. 4GiB); required. train --plan under a whole-process --mem re-divides the plan when these caches do not fit what that budget leaves them")
-	f.StringVar(&name, "profile", planner.DefaultProfileName, "profile name under DIR/profile")
-	f.IntVar(&o.Hidden, "hidden", planner.DefaultHidden, "hidden width of the historical embeddings (float32)")
+	f.StringVar(&name, "profile", planner.DefaultProfileName, "profile name under DIR/profile (not given: default, else DIR's only profile, such as the one train --mem saved)")
+	f.IntVar(&o.Hidden, "hidden", planner.DefaultHidden, "width of the historical embeddings (float32): train's --hidden, times --heads for GAT")
 	f.BoolVar(&o.Decoupled, "decoupled", false, "the Sample stage runs on its own: the neighbour cache gets all of --mem while sampling")
 	f.StringVar(&out, "out", "", "where to write plan.json (default DIR/profile/NAME/plan.json)")
 	f.StringVar(&plot, "plot", "", "write the benefit-vs-alpha PNG to this file")

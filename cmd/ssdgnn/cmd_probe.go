@@ -35,6 +35,9 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 			if err := requirePositive(cmd, "depth", "gather-depth"); err != nil {
 				return err
 			}
+			if dur <= 0 {
+				return fmt.Errorf("--duration %v: want a positive length", dur)
+			}
 			if !dryRun {
 				lk, err := dirlock.Acquire(args[0]) // a writer into DIR (device.json)
 				if errors.Is(err, dirlock.ErrNotWritable) {

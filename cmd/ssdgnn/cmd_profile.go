@@ -65,6 +65,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				return err
 			}
 			defer d.Close()
+			if err := train.Trainable(d); err != nil { // profiles a training epoch
+				return err
+			}
 			if o.Mode == sample.ModeAuto {
 				var note string
 				o.Mode, partName, note = train.AutoSelection(args[0], partName, cmd.Flags().Changed("partition"))

@@ -54,6 +54,9 @@ without it fennel, or the dataset's only partitioning.`,
 				return err
 			}
 			defer d.Close()
+			if len(d.TrainIdx()) == 0 { // RR is per training node
+				return fmt.Errorf("dataset %s has no training nodes (%s is empty): no batches to measure", d.Dir(), storage.FileTrain)
+			}
 			if err := cliflags.CheckOutputs(args[0], d.Manifest(), nil, cliflags.Output{Flag: "--plot", Path: plot}); err != nil {
 				return err
 			}

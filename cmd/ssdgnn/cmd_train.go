@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -110,14 +111,25 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer d.Close()
-			if err := cliflags.CheckOutputs(dir, d.Manifest(), []string{train.ResolveCheckpoint(o.Resume)},
-				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile)},
-				cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
+			if err := train.Trainable(d); err != nil { // before any output
+				return err
+			}
+			// The checkpoint may be the one --resume reads (it is replaced
+			// atomically after); the metrics and the plot may not.
+			metrics, plot := cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}
+			if err := cliflags.CheckOutputs(dir, d.Manifest(), nil,
+				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile)}, metrics, plot); err != nil {
+				return err
+			}
+			if err := cliflags.CheckOutputs(dir, d.Manifest(), []string{train.ResolveCheckpoint(o.Resume)}, metrics, plot); err != nil {
 				return err
 			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
+			}
+			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
+				return err
 			}
 			mem, beNote, err := train.LessBackend(be, int64(t.Mem))
 			if err != nil {
@@ -187,7 +199,9 @@ that mmap reads need. See docs/train.md.`,
 			out := cmd.OutOrStdout()
 			var mf *os.File
 			if t.Metrics != "" {
-				if mf, err = os.Create(t.Metrics); err != nil {
+				// Appended to, as --help says: a resumed run adds its
+				// epochs after the first run's.
+				if mf, err = os.OpenFile(t.Metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666); err != nil {
 					return err
 				}
 				defer mf.Close()
@@ -283,7 +297,7 @@ that mmap reads need. See docs/train.md.`,
 			}
 			if rep.Interrupted {
 				if rep.Checkpoint != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "interrupted: checkpoint written to %s\nresume with: ssdgnn train %s --resume %s (and the same flags)\n", rep.Checkpoint, dir, rep.Checkpoint)
+					fmt.Fprintf(cmd.ErrOrStderr(), "interrupted: checkpoint written to %s\nresume with: %s\n", rep.Checkpoint, resumeCommand(rep.Checkpoint))
 				} else {
 					fmt.Fprintln(cmd.ErrOrStderr(), "interrupted (no checkpoint directory)")
 				}
@@ -297,3 +311,27 @@ that mmap reads need. See docs/train.md.`,
 
 // ibytes formats a byte count (IEC units).
 func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
+
+// resumeCommand is this process's command line with --resume CK in place
+// of any --resume it had: the same flags, which resuming needs (the
+// history cache is sized by --mem).
+func resumeCommand(ck string) string {
+	args := []string{"ssdgnn"}
+	in := os.Args[1:]
+	for i := 0; i < len(in); i++ {
+		switch a := in[i]; {
+		case a == "--resume":
+			i++ // and its value
+		case strings.HasPrefix(a, "--resume="):
+		default:
+			args = append(args, a)
+		}
+	}
+	args = append(args, "--resume", ck)
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t'\"$\\") {
+			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(args, " ")
+}

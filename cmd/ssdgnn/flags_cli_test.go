@@ -48,3 +48,22 @@ func TestRejectedFlagValues(t *testing.T) {
 		t.Errorf("rejected commands left %s: %v", out, err)
 	}
 }
+
+// TestResumeCommand: the interrupt hint repeats the command's flags with
+// --resume in place of any earlier one, quoting what a shell would split.
+func TestResumeCommand(t *testing.T) {
+	defer func(a []string) { os.Args = a }(os.Args)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bin/ssdgnn", "train", "d", "--mem", "1GiB"}, "ssdgnn train d --mem 1GiB --resume ck/x.ssdc"},
+		{[]string{"ssdgnn", "train", "d", "--resume", "old", "--epochs", "5"}, "ssdgnn train d --epochs 5 --resume ck/x.ssdc"},
+		{[]string{"ssdgnn", "train", "my data", "--resume=old"}, "ssdgnn train 'my data' --resume ck/x.ssdc"},
+	} {
+		os.Args = c.args
+		if got := resumeCommand("ck/x.ssdc"); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+}

@@ -96,3 +96,27 @@ func TestProfilePlan(t *testing.T) {
 		t.Fatalf("missing profile: %v", err)
 	}
 }
+
+// TestPlanOnlyProfile: without --profile, plan reads the dataset's only
+// profile when there is no "default" (train --mem saves its own as
+// "train"), and says so; a --profile given and missing is not stood in
+// for.
+func TestPlanOnlyProfile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "profile", dir, "--name", "train", "--selection", "random", "--fanouts", "4,4", "--batch-size", "64"); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "plan", dir, "--mem", "8MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, `profile "train", the dataset's only one`) || !strings.Contains(out, filepath.Join(dir, "profile", "train", "plan.json")) {
+		t.Errorf("plan without --profile: stderr %q, out %q", stderr, out)
+	}
+	if _, _, err := run(t, "plan", dir, "--mem", "8MiB", "--profile", "default"); err == nil || !strings.Contains(err.Error(), "profile not found") {
+		t.Errorf("plan --profile default, only train there: %v", err)
+	}
+}

@@ -42,6 +42,15 @@ func TestTrainInfer(t *testing.T) {
 	if b, err := os.ReadFile(metrics); err != nil || strings.Count(string(b), "\n") != 2 {
 		t.Errorf("metrics file: %v %q", err, b)
 	}
+	// Resumed, the run appends its epoch to the same file (--help says
+	// "append"); it truncated it before.
+	if _, _, err := run(t, "train", dir, "--epochs", "3", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+		"--workers", "2", "--checkpoint", ck, "--resume", ck, "--metrics", metrics); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(metrics); err != nil || strings.Count(string(b), "\n") != 3 {
+		t.Errorf("metrics file after resuming: %v %q", err, b)
+	}
 	if st, err := os.Stat(plot); err != nil || st.Size() == 0 {
 		t.Errorf("plot: %v", err)
 	}
@@ -405,6 +414,46 @@ func TestTrainRejectsMeaninglessValues(t *testing.T) {
 		_, _, err := run(t, "train", dir, tc.flag, tc.value, "--checkpoint", t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("train %s %s: %v, want an error containing %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestNotTrainable: a dataset without training nodes, or without
+// features, is refused by train, profile and rr before any output, naming
+// what is missing (before: train "succeeded" with a loss of 0, or failed
+// after printing the epoch table's header).
+func TestNotTrainable(t *testing.T) {
+	noTrain := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", noTrain, "--nodes", "500", "--feat-dim", "4", "--classes", "2", "--train-frac", "0", "--valid-frac", "0.2", "--test-frac", "0.2"); err != nil {
+		t.Fatal(err)
+	}
+	edges := filepath.Join(t.TempDir(), "e.txt")
+	labels := filepath.Join(t.TempDir(), "l.txt")
+	if err := os.WriteFile(edges, []byte("0 1\n1 2\n2 3\n3 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(labels, []byte("0\n1\n0\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noFeat := filepath.Join(t.TempDir(), "nf")
+	if _, _, err := run(t, "import", "edgelist", edges, noFeat, "--labels", labels); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", noTrain, "--epochs", "1"}, "has no training nodes"},
+		{[]string{"profile", noTrain}, "has no training nodes"},
+		{[]string{"rr", noTrain}, "has no training nodes"},
+		{[]string{"train", noFeat, "--epochs", "1"}, "has no features"},
+	} {
+		out, _, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+		if out != "" {
+			t.Errorf("%v printed before refusing: %q", c.args, out)
 		}
 	}
 }

@@ -70,9 +70,14 @@ func TestResolve(t *testing.T) {
 	if tf.Partition != "mine" || r.Parts == nil {
 		t.Errorf("--selection partition, only \"mine\" there: partitioning %q, parts %v", tf.Partition, r.Parts)
 	}
-	tf, r = resolve(0, "--partition", "fennel")
-	if o := tf.Options; o.Selection != sample.ModeRandom || tf.Partition != "fennel" || r.Parts != nil {
-		t.Errorf("--partition fennel, only \"mine\" there: selection %v from %q", o.Selection, tf.Partition)
+	// A named partitioning that is missing is an error, not random
+	// batches (a typo would train another method).
+	tf, _, err = ParseTrain([]string{dir, "--partition", "fennel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tf.Resolve(d, dir, 0); err == nil || !strings.Contains(err.Error(), `no partitioning "fennel"`) {
+		t.Errorf("--partition fennel, only \"mine\" there: %v", err)
 	}
 	// Two, neither the default: random, and the note names both.
 	part("second")
