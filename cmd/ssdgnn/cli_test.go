@@ -61,6 +61,19 @@ func TestGenInfoValidate(t *testing.T) {
 	if !errors.Is(err, errProblems) || !strings.Contains(stderr, "indices.npy: indices[0]") {
 		t.Fatalf("validate corrupt dataset: err %v, stderr %q", err, stderr)
 	}
+	// Too damaged to open (a file of the wrong size): --json still
+	// prints a report naming the problem, and the exit is non-zero.
+	if err := os.Truncate(filepath.Join(dir, "labels.npy"), 100); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = run(t, "validate", dir, "--json")
+	var rep struct {
+		NumProblems int64    `json:"num_problems"`
+		Problems    []string `json:"problems"`
+	}
+	if !errors.Is(err, errProblems) || json.Unmarshal([]byte(out), &rep) != nil || rep.NumProblems != 1 || !strings.Contains(rep.Problems[0], "labels.npy") {
+		t.Fatalf("validate --json on an unopenable dataset: err %v, out %q", err, out)
+	}
 }
 
 func TestInfoRejectsNonDataset(t *testing.T) {

@@ -39,6 +39,14 @@ part a contiguous id range.`,
 				return err
 			}
 			rep, err := storage.ValidateContext(cmd.Context(), args[0], &storage.ValidateOptions{MaxProblems: maxProblems, Progress: g.progress()})
+			if err != nil && asJSON && (errors.Is(err, storage.ErrMismatch) || errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrNotDataset)) {
+				// A dataset too damaged to open is validate's finding
+				// too: a script reading --json gets it as one.
+				if werr := writeJSON(cmd.OutOrStdout(), &storage.ValidateReport{Dir: args[0], NumProblems: 1, Problems: []string{err.Error()}}); werr != nil {
+					return werr
+				}
+				return errProblems
+			}
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ package cliflags
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,12 @@ func (b *ByteSize) Set(s string) error {
 	}
 	if n > MaxByteSize {
 		return fmt.Errorf("size %q is %s, beyond the largest accepted (%s)", s, humanize.IBytes(n), humanize.IBytes(MaxByteSize))
+	}
+	// Without a unit (or with B alone) the number is a count of bytes and
+	// must be whole: "1.9B" was 1 byte.
+	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "b"))
+	if f, err := strconv.ParseFloat(num, 64); err == nil && f != math.Trunc(f) {
+		return fmt.Errorf("size %q: a byte count must be a whole number (or give a unit such as KiB)", s)
 	}
 	*b = ByteSize(n)
 	return nil

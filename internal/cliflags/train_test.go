@@ -86,3 +86,24 @@ func TestParseTrain(t *testing.T) {
 		})
 	}
 }
+
+// TestByteSize: units in powers of 1000 and 1024, whole byte counts only,
+// and the upper bound.
+func TestByteSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64 // -1: an error
+	}{
+		{"512MiB", 512 << 20}, {"4GB", 4e9}, {"256M", 256e6}, {"1.5GiB", 3 << 29}, {"4096", 4096}, {"4096B", 4096},
+		{"1.9B", -1}, {"0.5", -1}, {"lots", -1}, {"-5MiB", -1}, {"9EiB", -1},
+	} {
+		var b ByteSize
+		err := b.Set(c.in)
+		switch {
+		case c.want < 0 && err == nil:
+			t.Errorf("%q: accepted as %d", c.in, b)
+		case c.want >= 0 && (err != nil || int64(b) != c.want):
+			t.Errorf("%q: %d, %v; want %d", c.in, b, err, c.want)
+		}
+	}
+}
