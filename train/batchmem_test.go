@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
@@ -61,7 +63,14 @@ func TestBatchBytesCoversMeasured(t *testing.T) {
 		name := fmt.Sprintf("%s/h%d/stream-%s/hist-%v/L%d", c.model, c.hidden, c.stream, c.hist, c.layers)
 		t.Run(name, func(t *testing.T) {
 			fan := []int{8, 8, 8}[:c.layers]
-			o := &Options{Model: c.model, Hidden: c.hidden, Heads: 2, Layers: c.layers, Epochs: 2, EvalEvery: 100, BatchSize: 400,
+			// Two backend workers whatever the machine: each holds a
+			// GEMM packing scratch (268 KB) counted with the backend.
+			be, err := cpu.New(&cpu.Options{Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Close()
+			o := &Options{Backend: be, Model: c.model, Hidden: c.hidden, Heads: 2, Layers: c.layers, Epochs: 2, EvalEvery: 100, BatchSize: 400,
 				Fanouts: fan, Workers: 1, InFlight: 1, Seed: 1, StreamInput: c.stream, NoHist: !c.hist,
 				Selection: sample.ModePartition, Partitions: parts, EvalMode: EvalSampled}
 			tr, err := New(context.Background(), d, o)
@@ -102,5 +111,33 @@ func TestBatchBytesCoversMeasured(t *testing.T) {
 				t.Errorf("backend peak %d bytes, estimate %d", peak, est)
 			}
 		})
+	}
+}
+
+// TestBatchDstFromProfile: with a profile of training's batches, the input
+// layer's destinations are estimated at the profile's measured ratio to the
+// input rows (with 5 % room), never above the 2/(1+fanout₀) bound; a
+// profile of other batches, or one without the ratio, leaves the bound.
+func TestBatchDstFromProfile(t *testing.T) {
+	o := &Options{Fanouts: []int{10, 10}, BatchSize: 100}
+	bound := batchDst(o, 11000) // 2·11000/11 + 1
+	if bound != 2001 {
+		t.Fatalf("bound %d, want 2001", bound)
+	}
+	p := &planner.Profile{Meta: planner.Meta{Fanouts: []int{10, 10}, BatchSize: 100, MaxDstPerRow: 0.1}}
+	o.Profile = p
+	if got := batchDst(o, 11000); got != 1156 { // ⌈0.1·1.05·11000⌉ + 1
+		t.Errorf("from the profile: %d, want 1156", got)
+	}
+	p.Meta.MaxDstPerRow = 0.5
+	if got := batchDst(o, 11000); got != bound {
+		t.Errorf("a ratio above the bound: %d, want the bound %d", got, bound)
+	}
+	p.Meta.MaxDstPerRow, p.Meta.BatchSize = 0.1, 50
+	if got := batchDst(o, 11000); got != bound {
+		t.Errorf("another batch size's profile: %d, want the bound %d", got, bound)
+	}
+	if tb := trainBound(o, 11000); tb.dst != int(bound) {
+		t.Errorf("trainBound dst %d, want %d", tb.dst, bound)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"io"
 	"log/slog"
 	"os"
@@ -1282,7 +1283,19 @@ func batchDst(o *Options, rows int64) int64 {
 	if f0 := o.Fanouts[0]; f0 > 0 {
 		dst = min(dst, 2*rows/int64(1+f0)+1)
 	}
+	if p := o.Profile; p != nil && p.Meta.MaxDstPerRow > 0 && sameBatches(o, p) {
+		// The profile's measured ratio, with a little room: training
+		// cuts a batch with more (trainBound), so the estimate holds.
+		dst = min(dst, int64(math.Ceil(p.Meta.MaxDstPerRow*1.05*float64(rows)))+1)
+	}
 	return dst
+}
+
+// sameBatches reports whether profile p sampled batches as training with o
+// does (fanouts and batch size): only then is its ratio of destinations to
+// rows training's.
+func sameBatches(o *Options, p *planner.Profile) bool {
+	return slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.BatchSize == o.BatchSize
 }
 
 // trainBound is the cut training with o makes for (micro-)batches of at
@@ -1343,6 +1356,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	if p == nil {
 		p = o.Profile
 	}
+	o.Profile = p // batchDst reads its ratio of destinations to rows
 	n := d.NumNodes()
 	var ws WorkingSetEstimate
 	if p != nil && p.Meta.BatchSize == o.BatchSize && slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.Batches > 0 {

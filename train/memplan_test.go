@@ -68,6 +68,11 @@ func TestPlanMemory(t *testing.T) {
 	if !mp.Created || mp.Profile == nil {
 		t.Fatalf("plan %+v", mp)
 	}
+	// The profile measured its batches' destinations per input row, and
+	// the working set estimates with it (never above the bound).
+	if r := mp.Profile.Meta.MaxDstPerRow; !(r > 0 && r <= 1) {
+		t.Errorf("profile's destinations per row %v", r)
+	}
 	if _, err := os.Stat(mp.PlanPath); err != nil {
 		t.Fatal(err)
 	}
