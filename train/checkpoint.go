@@ -436,6 +436,9 @@ func (t *Trainer) restoreParams(ck *checkpoint) error {
 
 // CheckpointInfo is what a checkpoint says about itself.
 type CheckpointInfo struct {
+	// Dataset is the name (dataset.json "name") of the dataset it was
+	// trained on.
+	Dataset   string      `json:"dataset"`
 	Model     ModelConfig `json:"model"`
 	Options   Options     `json:"options"`
 	Epoch     int         `json:"epoch"`
@@ -450,7 +453,7 @@ func ReadCheckpointInfo(path string) (*CheckpointInfo, error) {
 		return nil, err
 	}
 	defer ck.close()
-	return &CheckpointInfo{Model: ck.meta.Model, Options: ck.meta.Options, Epoch: ck.meta.Epoch, BatchDone: ck.meta.BatchDone, Step: ck.meta.Step}, nil
+	return &CheckpointInfo{Dataset: ck.meta.Dataset, Model: ck.meta.Model, Options: ck.meta.Options, Epoch: ck.meta.Epoch, BatchDone: ck.meta.BatchDone, Step: ck.meta.Step}, nil
 }
 
 // NewFromCheckpoint builds a trainer for inference from a checkpoint: the

@@ -76,6 +76,15 @@ func TestTrainInfer(t *testing.T) {
 	if out, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", preds, "--mode", "sampled", "--nodes", "valid", "--json"); err != nil || !strings.Contains(out, `"mode": "sampled"`) {
 		t.Errorf("infer --mode sampled --json: %v\n%s", err, out)
 	}
+	// A checkpoint of another dataset of the same shapes predicts, with a
+	// warning naming both.
+	twin := filepath.Join(t.TempDir(), "twin")
+	if _, _, err := run(t, "gen", twin, "--nodes", "2000", "--feat-dim", "8", "--classes", "4", "--seed", "4", "--name", "twin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run(t, "infer", twin, "--checkpoint", ck, "--out", preds); err != nil || !strings.Contains(stderr, `was trained on dataset "synth-2000"; `+twin+` is "twin"`) {
+		t.Errorf("infer with another dataset's checkpoint: %v, stderr %q", err, stderr)
+	}
 	// --nodes that is neither a split nor a file, and a file with an id
 	// out of range, are named.
 	ids := filepath.Join(t.TempDir(), "ids.npy")
