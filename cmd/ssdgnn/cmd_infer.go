@@ -52,6 +52,9 @@ the original dataset writes.`,
 			if ckpt == "" || outPath == "" {
 				return fmt.Errorf("--checkpoint and --out are required")
 			}
+			if err := cliflags.Inapplicable(cmd.Flags(), mode != train.EvalSampled, "with --mode "+mode+" (exact, full neighbourhoods)", "fanouts"); err != nil {
+				return err
+			}
 			d, err := storage.Open(args[0], nil)
 			if err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -40,6 +41,9 @@ atomically with a manifest; see docs/format.md.`,
 				return err
 			}
 			o.Method = partition.Method(method)
+			if err := cliflags.Inapplicable(cmd.Flags(), o.NoLambda, "with --no-lambda", "lambda"); err != nil {
+				return err
+			}
 			o.Progress, o.Logger = g.progress(), g.logger()
 			lk, err := dirlock.Acquire(args[0])
 			if err != nil {

@@ -41,6 +41,9 @@ without it fennel, or the dataset's only partitioning.`,
 			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs"); err != nil {
 				return err
 			}
+			if err := cliflags.Inapplicable(cmd.Flags(), o.NoHist, "with --no-hist", "hist-frac"); err != nil {
+				return err
+			}
 			var err error
 			if o.Fanouts, err = cliflags.ParseInts("fanouts", fanouts); err != nil {
 				return err

@@ -67,3 +67,32 @@ func TestResumeCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestInapplicableFlags: a flag that another flag makes meaningless is
+// refused, naming both, instead of being ignored.
+func TestInapplicableFlags(t *testing.T) {
+	dir := genSmall(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", dir, "--no-hist", "--hist-cache", "10MiB"}, "--hist-cache has no effect with --no-hist"},
+		{[]string{"train", dir, "--no-hist", "--hist-policy", "grad"}, "--hist-policy has no effect with --no-hist"},
+		{[]string{"train", dir, "--heads", "3"}, "--heads has no effect with --model sage"},
+		{[]string{"train", dir, "--eval-fanouts", "5,5"}, "--eval-fanouts has no effect with --eval layerwise"},
+		{[]string{"train", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
+		{[]string{"train", dir, "--spill-chunk", "4"}, "--spill-chunk has no effect without --spill"},
+		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--fanouts", "5,5"}, "--fanouts has no effect with --mode layerwise"},
+		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},
+		{[]string{"partition", dir, "--no-lambda", "--lambda", "5"}, "--lambda has no effect with --no-lambda"},
+	} {
+		if _, _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	// The same flags where they apply are accepted.
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--model", "gat", "--heads", "2", "--hidden", "4", "--fanouts", "3,3",
+		"--eval", "sampled", "--eval-fanouts", "3,3", "--checkpoint", filepath.Join(t.TempDir(), "ck")); err != nil {
+		t.Errorf("GAT with --heads and sampled --eval-fanouts: %v", err)
+	}
+}

@@ -75,6 +75,22 @@ func RegisterGlobal(f *pflag.FlagSet, quiet, verbose *bool) {
 	f.BoolVarP(verbose, "verbose", "v", false, "debug logging on stderr")
 }
 
+// Inapplicable refuses any of the named flags given explicitly while off
+// holds (by says what makes them meaningless: "with --no-hist"): a value the run would
+// silently ignore ('--no-hist --hist-cache 10MiB', '--heads 3' for
+// GraphSAGE) is a mistake the user should hear of.
+func Inapplicable(f *pflag.FlagSet, off bool, by string, names ...string) error {
+	if !off {
+		return nil
+	}
+	for _, name := range names {
+		if f.Changed(name) {
+			return fmt.Errorf("--%s has no effect %s", name, by)
+		}
+	}
+	return nil
+}
+
 // ParseInts parses flag's comma-separated list such as "10,10,10".
 func ParseInts(flag, s string) ([]int, error) {
 	var out []int

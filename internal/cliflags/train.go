@@ -1,6 +1,8 @@
 package cliflags
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -169,10 +171,24 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 		return int64(b)
 	}
 	o.FeatCacheBytes, o.HistCacheBytes, o.NeighborCacheBytes = explicit("feat-cache", t.FeatCache), explicit("hist-cache", t.HistCache), explicit("neighbor-cache", t.NeighborCache)
+	if err := conflicts(f, o); err != nil {
+		return nil, err
+	}
 	if o.CheckpointDir == "" {
 		o.CheckpointDir = filepath.Join(dir, "checkpoints")
 	}
 	return o, nil
+}
+
+// conflicts refuses flags that other flags make meaningless for train.
+func conflicts(f *pflag.FlagSet, o *train.Options) error {
+	return errors.Join(
+		Inapplicable(f, o.NoHist, "with --no-hist", "hist-cache", "hist-policy", "pgrad", "staleness"),
+		Inapplicable(f, o.Model != train.ModelGAT, "with --model "+o.Model, "heads"),
+		Inapplicable(f, o.EvalMode != train.EvalSampled, "with --eval "+cmp.Or(o.EvalMode, train.EvalLayerwise)+" (exact, full neighbourhoods)", "eval-fanouts"),
+		Inapplicable(f, o.Selection == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"),
+		Inapplicable(f, !o.Spill, "without --spill", "spill-chunk", "spill-ahead", "spill-dir"),
+	)
 }
 
 // ParseTrain parses the argument list of `ssdgnn train` (what follows
