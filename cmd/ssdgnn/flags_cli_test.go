@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
 // An explicit 0 where 0 only stood for the default, and absurd sizes, are
@@ -94,5 +97,40 @@ func TestInapplicableFlags(t *testing.T) {
 	if _, _, err := run(t, "train", dir, "--epochs", "1", "--model", "gat", "--heads", "2", "--hidden", "4", "--fanouts", "3,3",
 		"--eval", "sampled", "--eval-fanouts", "3,3", "--checkpoint", filepath.Join(t.TempDir(), "ck")); err != nil {
 		t.Errorf("GAT with --heads and sampled --eval-fanouts: %v", err)
+	}
+}
+
+// TestFlagNamed: option errors name the flags, not the libraries' fields
+// (main applies flagNamed to the command that ran); errors.Is still sees
+// the library's sentinel; other errors and words pass through.
+func TestFlagNamed(t *testing.T) {
+	dir := genSmall(t)
+	root := newRootCmd()
+	for _, c := range []struct {
+		cmd  []string
+		args []string
+		want string
+		is   error
+	}{
+		{[]string{"partition"}, []string{"partition", dir, "--parts", "20", "--first-level", "3", "--name", "zz"}, "--first-level: 3 does not divide --parts=20", partition.ErrOptions},
+		{[]string{"gen"}, []string{"gen", filepath.Join(t.TempDir(), "g"), "--nodes", "10"}, "--avg-degree: 20, want < --nodes (10)", synth.ErrInvalidConfig},
+		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "zz", "--chunks", "-1"}, "--chunks -1 is negative", nil},
+	} {
+		_, _, err := run(t, c.args...)
+		if err == nil {
+			t.Fatalf("%v: accepted", c.args)
+		}
+		cmd, _, ferr := root.Find(c.cmd)
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		got := flagNamed(cmd, err)
+		if !strings.Contains(got.Error(), c.want) || (c.is != nil && !errors.Is(got, c.is)) {
+			t.Errorf("%v: %q, want %q (and errors.Is %v)", c.args, got, c.want, c.is)
+		}
+	}
+	plain := errors.New("storage: Indptr has 3 entries")
+	if got := flagNamed(root, plain); got != plain {
+		t.Errorf("a non-option error was rewritten: %v", got)
 	}
 }

@@ -25,7 +25,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: a closed terminal or a dropped ssh session stops as Ctrl-C does (train writes its checkpoint)
 	defer stop()
 	root := newRootCmd()
-	if err := root.ExecuteContext(ctx); err != nil {
+	if ran, err := root.ExecuteContextC(ctx); err != nil {
+		err = flagNamed(ran, err)
 		var status exitStatus
 		if errors.As(err, &status) {
 			stop()
