@@ -88,4 +88,18 @@ func TestMemAboveCgroupRefused(t *testing.T) {
 			t.Errorf("%s --mem 1GiB under a 128 MiB cgroup: %v\n%s", args[0], err, out)
 		}
 	}
+	// Without --mem the streaming commands fit their default to the
+	// limit (relabel's 256 MiB default was OOM-killed under 128 MiB).
+	if _, _, err := run(t, "partition", dir, "--parts", "4"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"gen", filepath.Join(t.TempDir(), "g2"), "--nodes", "2000"},
+		{"relabel", dir, filepath.Join(t.TempDir(), "pm")},
+	} {
+		out, err := exec.Command(bin, append([]string{"bench", "capped", "--limit", "128MiB", "--", bin}, args...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "what the memory cgroup's limit (128 MiB) leaves") {
+			t.Errorf("%s under a 128 MiB cgroup without --mem: %v\n%s", args[0], err, out)
+		}
+	}
 }

@@ -53,6 +53,9 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
+				return err
+			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
@@ -102,6 +105,9 @@ partitioning step. The number of parts is the partitioning's: make one with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := parseIntDType("label-dtype", labelType)
 			if err != nil {
+				return err
+			}
+			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
 				return err
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT

@@ -42,14 +42,19 @@ func newGenCmd(g *globals) *cobra.Command {
 model with power-law degrees and planted communities scattered over the node
 ids, labels derived from communities, and features that are a class signal
 plus noise (so a GNN that averages neighbours beats an MLP on features alone).
-Generation streams: memory stays near 1.5 x --mem whatever the size. The
-same flags and --seed give byte-identical files.`,
+Generation streams: memory stays near 1.5 x --mem plus a few tens of MiB
+whatever the size (the Go heap is held to that); without --mem under a
+memory cgroup, --mem is what its limit leaves. The same flags and --seed
+give byte-identical files.`,
 		Example: `  ssdgnn gen data/small --nodes 100000
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
+			}
+			if note := memUnderCgroup(cmd, &mem, synth.DefaultMemBytes, 1.5, 48<<20); note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			lk, err := dirlock.Acquire(args[0])
 			if err != nil {

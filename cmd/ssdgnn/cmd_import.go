@@ -50,6 +50,9 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
+	if note := memUnderCgroup(cmd, &f.mem, importer.DefaultMemBytes, 1.5, 48<<20); note != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), note)
+	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,
 		FeatDType: f.featDType, NumClasses: f.numClasses, Seed: f.seed, MemBytes: int64(f.mem),

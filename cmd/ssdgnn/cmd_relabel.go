@@ -48,6 +48,12 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
   ssdgnn profile data/synth --name p && ssdgnn relabel data/synth data/synth-heat --order heat --heat-profile p`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
+				return err
+			}
+			if note := memUnderCgroup(cmd, &mem, partition.DefaultRelabelMem, 1, 64<<20); note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
