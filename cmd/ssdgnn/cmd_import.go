@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
 )
@@ -112,6 +113,9 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
 				return err
 			}
 			o.Split = split
+			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
+				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
+			}
 			lk, err := dirlock.Acquire(args[1])
 			if err != nil {
 				return err
@@ -152,6 +156,9 @@ and full ship headerless raw arrays named .npy: describe each with
 			o.LabelFile = labelFile
 			if o.Raw, err = parseRawSpecs(raw); err != nil {
 				return err
+			}
+			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
+				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
 			}
 			lk, err := dirlock.Acquire(args[1])
 			if err != nil {
@@ -227,6 +234,9 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 				o.Delim = delim[0]
 			}
 			o.Comment, o.FeatFile, o.LabelFile, o.NumNodes = comment, feat, labels, numNodes
+			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
+				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
+			}
 			lk, err := dirlock.Acquire(args[1])
 			if err != nil {
 				return err
@@ -266,6 +276,9 @@ stored dtype, so importing an export gives the dataset back.`,
 			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
+			}
+			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
+				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
 			}
 			lk, err := dirlock.Acquire(args[1])
 			if err != nil {

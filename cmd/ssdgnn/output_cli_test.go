@@ -76,6 +76,7 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		{[]string{"export", "graphbolt", dir, filepath.Dir(dir), "--force"}, "contains"},
 		{[]string{"relabel", dir, dir, "--force"}, "is the input directory"},
 		{[]string{"relabel", dir, filepath.Join(dir, "pm"), "--force"}, "lies inside"},
+		{[]string{"import", "ogb", dir, dir, "--force"}, "is the source"},
 	} {
 		_, _, err := run(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
