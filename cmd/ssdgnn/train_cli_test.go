@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -464,5 +466,22 @@ func TestNotTrainable(t *testing.T) {
 		if out != "" {
 			t.Errorf("%v printed before refusing: %q", c.args, out)
 		}
+	}
+}
+
+// TestInterruptedBeforeAnEpoch: a training stopped before its first epoch
+// ends says that no epoch completed (it printed "final valid 0.00%").
+func TestInterruptedBeforeAnEpoch(t *testing.T) {
+	dir := genSmall(t)
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"--quiet", "train", dir, "--epochs", "2", "--hidden", "8", "--fanouts", "3,3", "--checkpoint", filepath.Join(t.TempDir(), "ck")})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := root.ExecuteContext(ctx)
+	if err != nil || strings.Contains(out.String(), "final valid 0.00%") || !strings.Contains(out.String(), "no epoch completed (--epochs 2)") {
+		t.Errorf("interrupted before an epoch: %v\n%s", err, out.String())
 	}
 }
