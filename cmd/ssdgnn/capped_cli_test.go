@@ -75,6 +75,12 @@ func TestMemAboveCgroupRefused(t *testing.T) {
 	if out, err := exec.Command(bin, "bench", "capped", "--limit", "128MiB", "--", "/bin/true").CombinedOutput(); err != nil {
 		t.Skipf("no memory cgroup here: %s", out)
 	}
+	// A command that is not there is named as such, not as a failure of
+	// the cgroup's procs file (the trampoline's $0).
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "128MiB", "--", "/nonexistent/cmd").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "/nonexistent/cmd: command not found") || strings.Contains(string(out), "cgroup.procs") {
+		t.Errorf("missing command: %v\n%s", err, out)
+	}
 	dir := filepath.Join(t.TempDir(), "g")
 	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
 		t.Fatal(err)

@@ -203,7 +203,10 @@ func enableMemory(dir string) error {
 // ($0) and then execs the program in place (same pid), so every page the
 // program touches, the page cache of its reads included, is charged to the
 // cgroup from its first instruction.
-const joinScript = `echo $$ > "$0" && exec "$@"`
+//
+// A command that cannot be found is reported under its own name, not the
+// shell's $0 (the procs file), which read as a cgroup failure.
+const joinScript = `echo $$ > "$0" || exit 126; command -v -- "$1" >/dev/null 2>&1 || { echo "$1: command not found" >&2; exit 127; }; exec "$@"`
 
 // Argv returns the command line that runs argv (argv[0] the program)
 // inside c from its first instruction.
