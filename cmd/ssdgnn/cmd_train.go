@@ -36,8 +36,11 @@ overlap (sum / wall), rows and bytes read from storage, /proc read_bytes and
 cache hit rates.
 
 Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
---checkpoint-every epochs and at the end; Ctrl-C writes one and exits 0.
---resume continues from one.
+--checkpoint-every epochs and at the end; Ctrl-C (or SIGTERM, SIGHUP) during
+training writes one and exits 0, and prints the command that resumes it.
+Interrupted earlier (during the profiling epoch that --mem may run) there
+is nothing to keep: it exits 1, saving nothing. --resume continues from a
+checkpoint.
 
 --mem B sizes the feature, history and neighbour caches with the memory
 planner: from --plan FILE when given, otherwise from the profile saved
