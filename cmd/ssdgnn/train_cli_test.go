@@ -53,6 +53,11 @@ func TestTrainInfer(t *testing.T) {
 	if b, err := os.ReadFile(metrics); err != nil || strings.Count(string(b), "\n") != 3 {
 		t.Errorf("metrics file after resuming: %v %q", err, b)
 	}
+	// Resumed with no epoch left to train: said so.
+	if _, stderr, err := run(t, "train", dir, "--epochs", "3", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+		"--checkpoint", ck, "--resume", ck); err != nil || !strings.Contains(stderr, "already holds 3 epochs (--epochs 3): nothing to train") {
+		t.Errorf("resume with nothing left: %v, stderr %q", err, stderr)
+	}
 	if st, err := os.Stat(plot); err != nil || st.Size() == 0 {
 		t.Errorf("plot: %v", err)
 	}
