@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +13,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/interop/distdgl"
 	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 func init() { extraCommands = append(extraCommands, newExportCmd) }
@@ -59,6 +62,7 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
+			relabelledNote(cmd, args[0])
 			lk, err := dirlock.Acquire(args[1])
 			if err != nil {
 				return err
@@ -113,6 +117,7 @@ partitioning step. The number of parts is the partitioning's: make one with
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
+			relabelledNote(cmd, args[0])
 			lk, err := dirlock.Acquire(args[1])
 			if err != nil {
 				return err
@@ -139,4 +144,16 @@ partitioning step. The number of parts is the partitioning's: make one with
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	_ = cmd.MarkFlagRequired("partition")
 	return cmd
+}
+
+// relabelledNote tells the user, on stderr, that an export of a
+// partition-major copy speaks the copy's node ids, and where the map back
+// to the original's is: DGL sees neither orig_ids.npy nor new_ids.npy.
+func relabelledNote(cmd *cobra.Command, dir string) {
+	m, err := storage.LoadManifest(dir)
+	if err != nil || m.RelabelledFrom == nil {
+		return
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is a partition-major copy of %s: the export's node ids are the copy's; %s maps each to the original's\n",
+		dir, cmp.Or(m.RelabelledFrom.Original, m.RelabelledFrom.Dir), filepath.Join(dir, storage.FileOrigIDs))
 }

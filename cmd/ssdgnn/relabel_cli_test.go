@@ -201,6 +201,12 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	if _, _, err := run(t, "rr", out, "--partition", "only"); err != nil {
 		t.Fatalf("rr on the copy's carried-over partitioning: %v", err)
 	}
+	// An export of the copy speaks the copy's ids, and says where the map
+	// back is (DGL sees neither id map).
+	if _, stderr, err := run(t, "export", "graphbolt", out, filepath.Join(t.TempDir(), "gb")); err != nil ||
+		!strings.Contains(stderr, "is a partition-major copy of "+src) || !strings.Contains(stderr, storage.FileOrigIDs) {
+		t.Errorf("export of the copy: %v, stderr %q", err, stderr)
+	}
 	// The carried partitioning defines the copy's id ranges: not even
 	// --force replaces it; another name is a new partitioning.
 	if _, _, err := run(t, "partition", out, "--parts", "4", "--name", "only", "--force"); err == nil || !strings.Contains(err.Error(), "defines the id ranges") {
