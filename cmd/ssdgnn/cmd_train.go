@@ -13,6 +13,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -139,6 +140,10 @@ that mmap reads need. See docs/train.md.`,
 			}
 			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
 				return err
+			}
+			if o.FeatPolicy == featurecache.PolicyProfiled && t.Mem == 0 && t.PlanFile == "" {
+				// Its counts come from the profile a budget plans with.
+				return fmt.Errorf("--feat-policy profiled needs a profile: give --mem (or --plan), or another --feat-policy")
 			}
 			mem, beNote, err := train.LessBackend(be, int64(t.Mem))
 			if err != nil {

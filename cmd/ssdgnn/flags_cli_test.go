@@ -91,6 +91,7 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--fanouts", "5,5"}, "--fanouts has no effect with --mode layerwise"},
 		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},
 		{[]string{"partition", dir, "--no-lambda", "--lambda", "5"}, "--lambda has no effect with --no-lambda"},
+		{[]string{"train", dir, "--feat-policy", "profiled"}, "--feat-policy profiled needs a profile: give --mem"},
 	} {
 		if _, _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
