@@ -73,3 +73,28 @@ func TestRunCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenRefusesPathNames: a partitioning name that is not one plain
+// directory under DIR/partitions is refused by the readers as by the
+// writer ('../x' read another dataset's partitioning).
+func TestOpenRefusesPathNames(t *testing.T) {
+	g, _ := planted(2000, 4, 4, 0.8, 0.2, 1)
+	d := g.write(t, t.TempDir())
+	defer d.Close()
+	if _, err := Run(d, &Options{Parts: 4, Name: "p", Method: FennelExact}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"../partitions/p", "p/../p", ".p", "", "a/b"} {
+		if _, err := Open(d.Dir(), name); !errors.Is(err, ErrOptions) {
+			t.Errorf("Open(%q): %v, want ErrOptions", name, err)
+		}
+		if Exists(d.Dir(), name) {
+			t.Errorf("Exists(%q)", name)
+		}
+	}
+	if p, err := Open(d.Dir(), "p"); err != nil {
+		t.Fatal(err)
+	} else {
+		p.Close()
+	}
+}

@@ -98,8 +98,17 @@ func ParseManifest(b []byte, path string) (*Manifest, error) {
 // partitioning name (its manifest, written last, is there). It opens
 // nothing; Open still checks the files.
 func Exists(datasetDir, name string) bool {
+	if !plainName(name) {
+		return false
+	}
 	_, err := os.Stat(filepath.Join(Dir(datasetDir, name), ManifestName))
 	return err == nil
+}
+
+// plainName reports whether name may name a partitioning: one directory
+// under DIR/partitions, not hidden (the writer's staging directories).
+func plainName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
 }
 
 // Names lists the committed partitionings of the dataset in datasetDir
@@ -129,6 +138,11 @@ func Names(datasetDir string) ([]string, error) {
 // file, the element and the value; a partitioning that is not there is
 // ErrNotFound, with a message that says how to make it.
 func Open(datasetDir, name string) (*Partitioning, error) {
+	if !plainName(name) {
+		// The name a writer may give (Options.Validate): '../x' read
+		// another dataset's partitioning.
+		return nil, fmt.Errorf("%w: partitioning name %q is not a plain directory name not starting with '.'", ErrOptions, name)
+	}
 	dir := Dir(datasetDir, name)
 	mpath := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(mpath)

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
@@ -225,7 +223,7 @@ func (c *Options) validate() error {
 	default:
 		return bad("Method", "unknown method %q (want one of %v)", c.Method, Methods)
 	}
-	if strings.HasPrefix(c.Name, ".") || strings.ContainsAny(c.Name, `/\`) || filepath.Base(c.Name) != c.Name {
+	if !plainName(c.Name) {
 		return bad("Name", "%q is not a plain directory name not starting with '.'", c.Name)
 	}
 	if !(c.Gamma > 1) || math.IsInf(c.Gamma, 0) {
