@@ -156,7 +156,8 @@ type Options struct {
 	// Seed seeds batch construction and sampling. Results depend only on
 	// (Seed, epoch, batch index), never on worker scheduling.
 	Seed uint64
-	// Workers is the number of sampling goroutines (default GOMAXPROCS).
+	// Workers is the number of sampling goroutines (default GOMAXPROCS,
+	// at most MaxWorkers).
 	Workers int
 	// Prefetch bounds the number of sampled batches waiting to be consumed
 	// (default 1). Each is a whole sampled batch in memory beside the one
@@ -220,8 +221,8 @@ func (o *Options) Validate() error {
 		return bad("BatchSize %d, want > 0", o.BatchSize)
 	case o.PartsPerBatch < 0:
 		return bad("PartsPerBatch %d, want > 0", o.PartsPerBatch)
-	case o.Workers < 0:
-		return bad("Workers %d, want >= 0", o.Workers)
+	case o.Workers < 0 || o.Workers > MaxWorkers():
+		return bad("Workers %d, want 0 (one per core) to %d (four per core)", o.Workers, MaxWorkers())
 	case o.Prefetch < 0:
 		return bad("Prefetch %d, want >= 0", o.Prefetch)
 	case o.Source < SourceMmap || o.Source > SourceBatch:
@@ -264,3 +265,8 @@ func (o *Options) withDefaults() Options {
 	}
 	return c
 }
+
+// MaxWorkers is the most sampling goroutines Options accepts: four per
+// core. Each holds a dense id map of 4 bytes a node and a batch, so more
+// only cost memory (--workers 100000 asked for tens of GiB).
+func MaxWorkers() int { return 4 * runtime.GOMAXPROCS(0) }

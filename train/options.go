@@ -62,6 +62,11 @@ func usable(d *storage.Dataset) error {
 	return nil
 }
 
+// MaxInFlight bounds Options.InFlight: every batch in flight holds its
+// input rows and tensors, and past a few nothing overlaps more (1000 asked
+// for a working set of 29 GiB on a 15 MiB dataset).
+const MaxInFlight = 16
+
 // Defaults of Options.
 const (
 	DefaultModel       = ModelSAGE
@@ -345,8 +350,11 @@ func (o *Options) Validate() error {
 	if w.MicroBatches < 0 || w.MicroBatches > MaxMicroBatches {
 		return fmt.Errorf("%w: micro-batches %d (want 0..%d)", ErrInvalidOptions, w.MicroBatches, MaxMicroBatches)
 	}
-	if w.InFlight < 1 {
-		return fmt.Errorf("%w: in-flight batches %d (want >= 1)", ErrInvalidOptions, w.InFlight)
+	if w.Workers < 0 || w.Workers > sample.MaxWorkers() {
+		return fmt.Errorf("%w: sampling workers %d (want 0, one per core, to %d, four per core)", ErrInvalidOptions, w.Workers, sample.MaxWorkers())
+	}
+	if w.InFlight < 1 || w.InFlight > MaxInFlight {
+		return fmt.Errorf("%w: in-flight batches %d (want 1 to %d)", ErrInvalidOptions, w.InFlight, MaxInFlight)
 	}
 	if d := ReuseDepth(&w); w.ScanBatches < 0 || w.ScanBatches > d || o.InFlight > 0 && w.ScanBatches > o.InFlight {
 		return fmt.Errorf("%w: scan-batches %d (want 0 for the default, or 1 to the lesser of in-flight, %d, and the reuse depth, %d)", ErrInvalidOptions, w.ScanBatches, w.InFlight, d)
