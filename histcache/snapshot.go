@@ -49,13 +49,19 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 func (c *Cache) SnapshotBytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var entries int64
+	return headerBytes + c.entriesLocked()*int64(17+4*c.hidden) + 8
+}
+
+// entriesLocked is the entries a snapshot holds (slots not Empty); c.mu
+// is held.
+func (c *Cache) entriesLocked() int64 {
+	var n int64
 	for _, st := range c.mu.state {
 		if st != Empty {
-			entries++
+			n++
 		}
 	}
-	return headerBytes + entries*int64(17+4*c.hidden) + 8
+	return n
 }
 
 // WriteTo writes a snapshot of the contents (see the package doc) and
@@ -72,12 +78,7 @@ func (c *Cache) WriteTo(w io.Writer) (int64, error) {
 		n += int64(k)
 		return err
 	}
-	var entries int64
-	for _, st := range c.mu.state {
-		if st != Empty {
-			entries++
-		}
-	}
+	entries := c.entriesLocked()
 	hdr := make([]byte, 0, headerBytes)
 	hdr = append(hdr, snapMagic...)
 	hdr = binary.LittleEndian.AppendUint32(hdr, snapVersion)

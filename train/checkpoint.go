@@ -386,6 +386,7 @@ func (t *Trainer) restore(ck *checkpoint) error {
 	if err := t.restoreParams(ck); err != nil {
 		return err
 	}
+	t.trainedOn = ck.meta.Dataset
 	if t.hc != nil {
 		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
 			var he *histcache.CorruptError
@@ -436,9 +437,6 @@ func (t *Trainer) restoreParams(ck *checkpoint) error {
 
 // CheckpointInfo is what a checkpoint says about itself.
 type CheckpointInfo struct {
-	// Dataset is the name (dataset.json "name") of the dataset it was
-	// trained on.
-	Dataset   string      `json:"dataset"`
 	Model     ModelConfig `json:"model"`
 	Options   Options     `json:"options"`
 	Epoch     int         `json:"epoch"`
@@ -453,7 +451,7 @@ func ReadCheckpointInfo(path string) (*CheckpointInfo, error) {
 		return nil, err
 	}
 	defer ck.close()
-	return &CheckpointInfo{Dataset: ck.meta.Dataset, Model: ck.meta.Model, Options: ck.meta.Options, Epoch: ck.meta.Epoch, BatchDone: ck.meta.BatchDone, Step: ck.meta.Step}, nil
+	return &CheckpointInfo{Model: ck.meta.Model, Options: ck.meta.Options, Epoch: ck.meta.Epoch, BatchDone: ck.meta.BatchDone, Step: ck.meta.Step}, nil
 }
 
 // NewFromCheckpoint builds a trainer for inference from a checkpoint: the
@@ -493,7 +491,23 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 		t.Close()
 		return nil, err
 	}
+	t.trainedOn = ck.meta.Dataset
 	return t, nil
+}
+
+// TrainedOn is the name (dataset.json "name") of the dataset the
+// checkpoint the trainer was restored from was trained on, "" when it was
+// not restored.
+func (t *Trainer) TrainedOn() string { return t.trainedOn }
+
+// EpochsDone is the epochs the trainer holds before Run: a resumed
+// checkpoint's whole epochs (0 when it stopped inside one, or for a new
+// trainer).
+func (t *Trainer) EpochsDone() int {
+	if t.batchDone != 0 {
+		return 0
+	}
+	return t.epoch
 }
 
 // Options returns the trainer's options with defaults filled in.

@@ -205,7 +205,7 @@ func atOwnDepth(budget func(depth int) int64) (mem int64, depth int) {
 func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	o := opts.withDefaults()
 	n := d.NumNodes()
-	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
+	hist := histOn(&o)
 	fixed := FixedState(d, &o, &planner.Profile{}).Bytes
 	workers := samplingWorkers(o.Workers)
 	whole := fanoutRows(batchTargets(&o), o.Fanouts, n)
@@ -325,7 +325,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		// budget from the plan, read slots at the default depth included.
 		o.FeatIODepth = GatherDepth(mo.MemBytes)
 	}
-	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
+	hist := histOn(&o)
 	// With InFlight left to the budget, one batch in flight is the least
 	// that can run.
 	autoInFlight := opts.InFlight == 0 && !opts.Spill
@@ -756,8 +756,11 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 // feature and neighbour caches turned off by hand (an explicit 0) and no
 // history.
 func noCaches(o *Options) bool {
-	return o.FeatCacheBytes < 0 && o.NeighborCacheBytes < 0 && (o.NoHist || o.HistCacheBytes < 0 || o.Layers < 2)
+	return o.FeatCacheBytes < 0 && o.NeighborCacheBytes < 0 && !histOn(o)
 }
+
+// histOn reports whether training with o may build a history cache.
+func histOn(o *Options) bool { return !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0 }
 
 func wholeShare(avail int64, scans bool) int64 {
 	if scans {
@@ -877,7 +880,7 @@ func budgetFor(d *storage.Dataset, o *Options, p *planner.Profile, mem int64, au
 func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Budget, error) {
 	given := o
 	n := d.NumNodes()
-	hist := !o.NoHist && o.Layers >= 2 && o.HistCacheBytes >= 0
+	hist := histOn(o)
 	b := &Budget{MemBytes: mem, Reserve: RuntimeReserve(mem), Fixed: FixedState(d, o, p), MicroBatches: 1, BatchSize: o.BatchSize}
 	tables := planner.TableBytes(n, hist)
 	avail := mem - b.Reserve - b.Fixed.Bytes - tables
@@ -1261,7 +1264,7 @@ func backendBytes(d *storage.Dataset, o *Options, rows, dst int64, streamed bool
 		}
 		n += rows*gatSrcTerms*h + dst*(f0+1)*gatEdgeTerms*int64(o.Heads)
 	}
-	if !o.NoHist && len(o.Fanouts) >= 2 {
+	if histOn(o) {
 		// The history replaces layer L−2's outputs: the input layer's
 		// destinations with two layers, fewer above.
 		hd := dst
@@ -1359,7 +1362,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 	o.Profile = p // batchDst reads its ratio of destinations to rows
 	n := d.NumNodes()
 	var ws WorkingSetEstimate
-	if p != nil && p.Meta.BatchSize == o.BatchSize && slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.Batches > 0 {
+	if p != nil && sameBatches(&o, p) && p.Meta.Batches > 0 {
 		if o.Selection == sample.ModePartition && p.Meta.MaxDynamicBytes > 0 {
 			ws.DynamicBytes = int64(sample.MacroCachesHeld(samplingWorkers(o.Workers))) * p.Meta.MaxDynamicBytes
 		}

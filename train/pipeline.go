@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -558,8 +559,10 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		t.batchDone = j.idx + 1
 		es.Batches++
 		task.Add(1)
-		o.Logger.Debug("batch done", "epoch", t.epoch, "batch", j.idx+1, "of", total,
-			"input_rows", len(j.hb.nodes), "destinations", blockDsts(j.hb.blocks), "epoch_s", time.Since(wall0).Seconds())
+		if o.Logger.Enabled(ctx, slog.LevelDebug) { // blockDsts allocates: not on every batch when not asked for
+			o.Logger.Debug("batch done", "epoch", t.epoch, "batch", j.idx+1, "of", total,
+				"input_rows", len(j.hb.nodes), "destinations", blockDsts(j.hb.blocks), "epoch_s", time.Since(wall0).Seconds())
+		}
 		if testBatchDone != nil {
 			testBatchDone(j.hb, int64(j.idx+1) == total && j.micro == j.micros-1)
 		}

@@ -23,11 +23,14 @@ import (
 // use; Run owns the pipeline goroutines of an epoch and joins them before it
 // returns.
 type Trainer struct {
-	d     *storage.Dataset
-	o     Options
-	be    kernels.Backend
-	ownBE bool
-	beMu  sync.Mutex // serialises backend use between transfer and compute
+	// trainedOn is the dataset name of the checkpoint the trainer was
+	// restored from ("" when none): TrainedOn.
+	trainedOn string
+	d         *storage.Dataset
+	o         Options
+	be        kernels.Backend
+	ownBE     bool
+	beMu      sync.Mutex // serialises backend use between transfer and compute
 
 	model   *Model
 	sampler *sample.Sampler

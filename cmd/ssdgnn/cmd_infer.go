@@ -83,8 +83,8 @@ the original dataset writes.`,
 			}
 			// A model of another dataset with the same shapes predicts,
 			// but rarely what the user meant: say so.
-			if info, err := train.ReadCheckpointInfo(ckpt); err == nil && info.Dataset != d.Manifest().Name {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was trained on dataset %q; %s is %q\n", train.ResolveCheckpoint(ckpt), info.Dataset, d.Dir(), d.Manifest().Name)
+			if on := tr.TrainedOn(); on != d.Manifest().Name {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was trained on dataset %q; %s is %q\n", train.ResolveCheckpoint(ckpt), on, d.Dir(), d.Manifest().Name)
 			}
 			defer tr.Close()
 			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath, MemBytes: int64(mem), ChunkBytes: int64(evalMem)}

@@ -118,12 +118,6 @@ that mmap reads need. See docs/train.md.`,
 			if err := train.Trainable(d); err != nil { // before any output
 				return err
 			}
-			if o.Resume != "" {
-				if info, err := train.ReadCheckpointInfo(o.Resume); err == nil && info.BatchDone == 0 && info.Epoch >= o.Epochs {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it\n",
-						train.ResolveCheckpoint(o.Resume), info.Epoch, o.Epochs)
-				}
-			}
 			// The checkpoint may be the one --resume reads (it is replaced
 			// atomically after); the metrics and the plot may not.
 			metrics, plot := cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}
@@ -246,6 +240,10 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer tr.Close()
+			if n := tr.EpochsDone(); o.Resume != "" && n >= o.Epochs {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it\n",
+					train.ResolveCheckpoint(o.Resume), n, o.Epochs)
+			}
 			rep, err := tr.Run(ctx)
 			if err != nil {
 				return err
