@@ -50,17 +50,27 @@
 //
 //	AggSum:  dst_i = Σ_{k∈N(i)} src_{j_k}
 //	AggMean: dst_i = (1/deg_i) Σ_{k∈N(i)} src_{j_k}     (0 if deg_i = 0)
-//	AggGCN:  dst_i = 1/sqrt(deg_i+1) · ( src_i/sqrt(out_i+1)
-//	                 + Σ_{k∈N(i)} src_{j_k}/sqrt(out_{j_k}+1) )
+//	AggGCN:  dst_i = 1/sqrt(D_i+1) · ( src_i/sqrt(out_i+1)
+//	                 + (D_i/deg_i) Σ_{k∈N(i)} src_{j_k}/sqrt(out_{j_k}+1) )
 //
 // where deg_i = Indptr[i+1]-Indptr[i] is the in-degree of destination i in
 // the block and out_j is the number of entries of Indices equal to j (the
-// out-degree of source j in the block). GCN adds one implicit self loop per
-// destination (the src_i term); the "+1" of every source's normaliser is that
-// self loop for j < NumDst and is kept for j >= NumDst too, so that the
+// out-degree of source j in the block), or Block.SrcDegrees[j] when set.
+// D_i is Block.DstDegrees[i] when set, else deg_i (the factor D_i/deg_i is
+// then 1, and a destination without in-edges gets src_i/(sqrt(deg_i+1)·
+// sqrt(out_i+1)) alone). GCN adds one implicit self loop per destination
+// (the src_i term); the "+1" of every source's normaliser is that self
+// loop for j < NumDst and is kept for j >= NumDst too, so that the
 // normaliser is simply 1/sqrt(out_j+1) for all sources (see GCNNorms).
-// Degrees are block-local: a sampled block under-counts the full graph's
-// degrees, which is the usual sampled-GCN approximation.
+//
+// A sampler that sets both degrees from the whole graph makes AggGCN the
+// estimate of full-graph GCN (Â = D̃^-1/2 (A+I) D̃^-1/2) that sampled
+// training needs: each sampled term carries Â's weight, and the sum of deg_i
+// sampled in-edges is scaled by D_i/deg_i, so its expectation over a
+// uniform sample is the full neighbourhood's; with every in-edge sampled it
+// is Â exactly. Block-local degrees (both nil) are DGL's sampled
+// GraphConv: each block is normalised as a graph of its own, which is not
+// the full graph's operator.
 //
 // The GAT ops use the block's edges only: a destination with no in-edges gets
 // a zero output. Samplers that want a node to attend to itself add the

@@ -219,11 +219,18 @@ type Block struct {
 	// so a micro-batch computes exactly what its rows of the whole batch
 	// compute. nil: counted from Indices.
 	SrcDegrees []int32
+	// DstDegrees, when set (length NumDst), are the destinations'
+	// in-degrees in the graph the block was sampled from: AggGCN then
+	// normalises by them and scales each destination's sampled
+	// neighbour sum by DstDegrees[i]/deg_i, an unbiased estimate of the
+	// full neighbourhood's (see the package documentation). nil: the
+	// block's own in-degrees, for which both are the block's sum.
+	DstDegrees []int32
 }
 
 // BlockError reports a malformed Block: which array and the offending index.
 type BlockError struct {
-	Field string // "NumDst", "NumSrc", "Indptr" or "Indices"
+	Field string // "NumDst", "NumSrc", "Indptr", "Indices", "SrcDegrees" or "DstDegrees"
 	Index int    // position in Field, -1 when not about one element
 	Msg   string
 }
@@ -274,6 +281,19 @@ func (b *Block) Validate() error {
 	if b.SrcDegrees != nil && len(b.SrcDegrees) != b.NumSrc {
 		return &BlockError{Field: "SrcDegrees", Index: -1, Msg: fmt.Sprintf("length %d, want NumSrc = %d", len(b.SrcDegrees), b.NumSrc)}
 	}
+	for j, d := range b.SrcDegrees {
+		if d < 0 {
+			return &BlockError{Field: "SrcDegrees", Index: j, Msg: fmt.Sprintf("negative degree %d", d)}
+		}
+	}
+	if b.DstDegrees != nil && len(b.DstDegrees) != b.NumDst {
+		return &BlockError{Field: "DstDegrees", Index: -1, Msg: fmt.Sprintf("length %d, want NumDst = %d", len(b.DstDegrees), b.NumDst)}
+	}
+	for i, d := range b.DstDegrees {
+		if d < 0 {
+			return &BlockError{Field: "DstDegrees", Index: i, Msg: fmt.Sprintf("negative degree %d", d)}
+		}
+	}
 	return nil
 }
 
@@ -320,25 +340,49 @@ func (b *Block) BySource(tOff, tDst, tEdge, next []int32) {
 	}
 }
 
-// GCNNorms returns the AggGCN normalisers: dstNorm[i] = 1/sqrt(deg_i+1) and
-// srcNorm[j] = 1/sqrt(out_j+1), computed in float64 and rounded to float32.
-// Backends use exactly these values.
-func (b *Block) GCNNorms() (dstNorm, srcNorm []float32) {
-	dstNorm = make([]float32, b.NumDst)
-	for i := range dstNorm {
-		dstNorm[i] = GCNNorm(b.Indptr[i+1] - b.Indptr[i])
+// GCNNorms returns the AggGCN normalisers, computed in float64 and
+// rounded to float32: nbrNorm[i] scales destination i's neighbour sum,
+// selfNorm[i] its self term, srcNorm[j] = 1/sqrt(out_j+1) every source
+// (GCNDstNorms gives the destinations'). Without DstDegrees nbrNorm and
+// selfNorm are the same slice.
+func (b *Block) GCNNorms() (nbrNorm, selfNorm, srcNorm []float32) {
+	nbrNorm = make([]float32, b.NumDst)
+	selfNorm = nbrNorm
+	if b.DstDegrees != nil {
+		selfNorm = make([]float32, b.NumDst)
+	}
+	for i := range nbrNorm {
+		deg := b.Indptr[i+1] - b.Indptr[i]
+		if b.DstDegrees == nil {
+			nbrNorm[i] = GCNNorm(deg)
+			continue
+		}
+		nbrNorm[i], selfNorm[i] = GCNDstNorms(deg, b.DstDegrees[i])
 	}
 	srcNorm = make([]float32, b.NumSrc)
 	for j, d := range b.OutDegrees() {
 		srcNorm[j] = GCNNorm(d)
 	}
-	return dstNorm, srcNorm
+	return nbrNorm, selfNorm, srcNorm
 }
 
-// GCNNorm is AggGCN's normaliser of a node of degree deg in the block
-// (in-degree for a destination, out-degree for a source): 1/sqrt(deg+1),
-// the +1 being the implicit self loop. GCNNorms is it for every node.
+// GCNNorm is AggGCN's normaliser of a node of degree deg (in-degree for a
+// destination, out-degree for a source): 1/sqrt(deg+1), the +1 being the
+// implicit self loop. GCNNorms is it for every node.
 func GCNNorm(deg int32) float32 { return float32(1 / math.Sqrt(float64(deg+1))) }
+
+// GCNDstNorms are AggGCN's factors of a destination with deg sampled
+// in-edges out of full in the graph (Block.DstDegrees): the neighbour
+// sum's full/(deg·sqrt(full+1)) and the self term's 1/sqrt(full+1). With
+// deg == full both are GCNNorm(deg); with deg == 0 the neighbour factor
+// multiplies an empty sum and is 0.
+func GCNDstNorms(deg, full int32) (nbr, self float32) {
+	s := 1 / math.Sqrt(float64(full)+1)
+	if deg == 0 {
+		return 0, float32(s)
+	}
+	return float32(float64(full) / float64(deg) * s), float32(s)
+}
 
 // DropoutUniform is the counter-based generator behind Dropout: a uniform
 // value in [0,1) with 24 random bits, a pure function of (seed, e). It is the

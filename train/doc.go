@@ -7,7 +7,12 @@
 // # Models
 //
 // SAGE: h' = W_self·h_dst + W_neigh·mean(h_src) + b. GCN: h' = Â·h·W + b with
-// the symmetric GCN normalisation and an implicit self loop. GAT: multi-head
+// the symmetric GCN normalisation and an implicit self loop, by the whole
+// graph's degrees in every block (graphDegrees, kernels.Block.DstDegrees
+// and SrcDegrees): a sampled destination's neighbour sum is scaled by
+// D/k (k of its D in-edges sampled), an unbiased estimate of Â's row, so
+// that training, sampled evaluation and exact layer-wise evaluation apply
+// one operator (with every in-edge sampled, exactly). GAT: multi-head
 // attention (LeakyReLU 0.2 scores, edge softmax), heads concatenated on hidden
 // layers and averaged on the output layer; every destination gets a self loop.
 // ReLU between layers, dropout on every layer's input while training,
@@ -257,7 +262,7 @@
 // dropped from the page cache every 16 MiB (lwArray), and are removed when
 // the pass returns, cancelled or not.
 // The results equal a full-graph forward pass up to float summation
-// order: GCN normalises by full-graph degrees (a chunk's
-// rows are rescaled, see gcnRescale), GAT adds the self loop training
-// adds.
+// order: GCN normalises by full-graph degrees (a chunk's block carries
+// its sources' through kernels.Block.SrcDegrees), GAT adds the self loop
+// training adds.
 package train

@@ -91,6 +91,7 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 		// micro-batches by target, computed one after another: without
 		// gradients each target's output is the whole batch's.
 		hb := convert(b, nil, t.o.Model == ModelGAT)
+		hb.withDegrees(t.deg)
 		var sp *splitter
 		if k := fitSplit(hb, t.evalBound); k > 1 {
 			sp = newSplitter(hb, k)

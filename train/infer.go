@@ -47,15 +47,11 @@ type InferOptions struct {
 const inferArrayBytes = 8 + 8 + 4 + 4
 
 // lwFixedBytes bounds a layer-wise pass's per-node state on a graph of n
-// nodes and L layers (the receptive-field sets, the chunk scratch set and
-// the stages' rank indexes, an eighth of a byte a node each; GCN's
-// degrees).
-func lwFixedBytes(n int64, layers int, gcn bool) int64 {
-	b := int64(2*layers+3) * ((n + 63) / 64 * 8)
-	if gcn {
-		b += 4 * n
-	}
-	return b
+// nodes and L layers: the receptive-field sets, the chunk scratch set and
+// the stages' rank indexes, an eighth of a byte a node each. GCN's
+// degrees are the trainer's, counted since New.
+func lwFixedBytes(n int64, layers int) int64 {
+	return int64(2*layers+3) * ((n + 63) / 64 * 8)
 }
 
 // inferChunkBytes is the layer-wise chunk bound for o (see
@@ -87,7 +83,7 @@ func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
 // per-node state.
 func (t *Trainer) inferRest(nodes int) int64 {
 	return memacct.Read().Total + inferArrayBytes*int64(nodes) + (1 << 20) +
-		lwFixedBytes(t.d.NumNodes(), len(t.model.layers), t.model.cfg.Kind == ModelGCN)
+		lwFixedBytes(t.d.NumNodes(), len(t.model.layers))
 }
 
 // inferLeast is the least budget M whose chunk bound (M − reserve −

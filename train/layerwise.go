@@ -99,12 +99,12 @@ type LayerwiseStats struct {
 	Restricted bool         `json:"restricted"`
 	Layers     []LayerStats `json:"layers"`
 	// NeighborBytes are the neighbour-list bytes read (the receptive
-	// field's expansion, the GCN out-degree pass and every chunk's lists).
+	// field's expansion and every chunk's lists).
 	NeighborBytes int64 `json:"neighbor_bytes"`
 	// ChunkBytes is the pass's memory bound (Trainer.evalChunkBytes):
 	// transformed rows held in memory plus one chunk's working memory.
-	// FixedBytes is the pass's per-node state (receptive-field bitsets,
-	// GCN degrees), HeldBytes the most transformed rows held in memory
+	// FixedBytes is the pass's per-node state (receptive-field bitsets;
+	// GCN's degrees are the trainer's), HeldBytes the most transformed rows held in memory
 	// at once.
 	ChunkBytes int64   `json:"chunk_bytes"`
 	FixedBytes int64   `json:"fixed_bytes"`
@@ -323,22 +323,19 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	for _, b := range append(need, src) {
 		st.FixedBytes += b.bytes()
 	}
-	// GCN normalises by full-graph out-degrees; a chunk's block only
-	// knows its own, so its input rows are rescaled (see gcnRescale).
+	// GCN normalises by the whole graph's degrees, which the trainer
+	// holds (graphDegrees): a chunk's block carries its sources'
+	// (kernels.Block.SrcDegrees).
 	var outDeg []int32
 	if m.cfg.Kind == ModelGCN {
-		outDeg = make([]int32, n)
-		if ix := d.Indices32(); ix != nil {
-			for _, u := range ix {
-				outDeg[u]++
+		if t.deg == nil { // New loads them for a GCN model
+			g, err := loadDegrees(ctx, d)
+			if err != nil {
+				return st, err
 			}
-		} else {
-			for _, u := range d.Indices64() {
-				outDeg[u]++
-			}
+			t.deg = g
 		}
-		st.NeighborBytes += d.NumEdges() * idxBytes
-		st.FixedBytes += 4 * n
+		outDeg = t.deg.out
 	}
 	seen := newBitset(n)
 	st.FixedBytes += seen.bytes()
@@ -1974,12 +1971,17 @@ func (c *lwChunker) flush(ctx context.Context) error {
 	c.ls.Edges += int64(len(kb.Indices))
 	c.ls.GatherBytes += k1 + k2
 	if c.outDeg != nil {
-		gcnRescale(kb, z, zw, func(j int) int32 {
+		// The chunk's block has every in-edge of its destinations, so
+		// their in-degrees are the graph's; its sources' out-degrees
+		// are the graph's through SrcDegrees.
+		kb.SrcDegrees = make([]int32, ns)
+		for j := range ns {
 			if j < nd {
-				return c.outDeg[dst[j]]
+				kb.SrcDegrees[j] = c.outDeg[dst[j]]
+			} else {
+				kb.SrcDegrees[j] = c.outDeg[others[j-nd]]
 			}
-			return c.outDeg[others[j-nd]]
-		})
+		}
 	}
 	return c.compute(dst, kb, z, self)
 }
@@ -2045,27 +2047,6 @@ func (c *lwChunker) compute(dst []int64, kb *kernels.Block, z, self []float32) e
 		be.ReLU(y, y)
 		t.lwStore(tp, c.l+1, y, dst, c.out, c.ls)
 	})
-}
-
-// gcnRescale scales x's row j by sqrt(out_j+1)/sqrt(full_j+1), out_j being
-// source j's out-degree in kb and full_j its out-degree in the graph, so
-// that AggGCN's block-local normaliser 1/sqrt(out_j+1) (see kernels'
-// package doc) becomes the full graph's.
-func gcnRescale(kb *kernels.Block, x []float32, width int, full func(j int) int32) {
-	out := make([]int32, kb.NumSrc)
-	for _, j := range kb.Indices {
-		out[j]++
-	}
-	for j := range kb.NumSrc {
-		f := full(j)
-		if f == out[j] {
-			continue
-		}
-		s := float32(math.Sqrt(float64(out[j]+1) / float64(f+1)))
-		for i := j * width; i < (j+1)*width; i++ {
-			x[i] *= s
-		}
-	}
 }
 
 // perLayer lists f of every layer's stats.

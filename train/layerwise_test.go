@@ -270,6 +270,24 @@ func TestLayerwiseExact(t *testing.T) {
 					}
 				}
 				sub := slices.Concat(d.ValidIdx(), d.TestIdx())
+				// Sampled batches of 7 targets at fanouts -1 see every
+				// in-edge but only a sliver of the graph: the whole
+				// graph's degrees (GCN) make them the same operator
+				// (block-local degrees did not: the sweep's F49).
+				tr.o.BatchSize = 7
+				small, err := tr.Predict(context.Background(), sub, []int{-1, -1, -1})
+				tr.o.BatchSize = int(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range sub {
+					for k := range c {
+						if g, w := float64(small[i*c+k]), ref[v][k]; !closeTo(g, w) && bad < 5 {
+							bad++
+							t.Errorf("sampled forward in batches of 7, node %d class %d: %v, reference %v", v, k, g, w)
+						}
+					}
+				}
 				// Every stage kind, over every node (one chunk per layer)
 				// and over valid+test under a 64 KiB bound.
 				for _, stage := range []string{lwAuto, lwMemory, lwPush, lwFiles, lwGather} {

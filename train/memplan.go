@@ -219,7 +219,7 @@ func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	}
 	rows := fanoutRows(microTargets(&o), o.Fanouts, n)
 	stream, gather := stageBytes(d, &o, rows)
-	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idRowBytes) + stream + gather
+	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idBytesPerRow(&o)) + stream + gather
 	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
 	// The profile planned here samples one epoch (profileOptions leaves
 	// PresampleEpochs at its default, 1).
@@ -349,7 +349,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		minMem = MinimumBudget(d, &least)
 	}
 	if mo.MemBytes > 0 && mo.MemBytes < minMem {
-		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
+		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, GCN's graph degrees, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
 			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(minMem), microTargets(&o), least.InFlight)
 	}
 	m := d.Manifest()
@@ -1141,7 +1141,7 @@ type WorkingSetEstimate struct {
 	SamplerBytes int64 `json:"sampler_bytes"`
 	// SplitFrom is the whole batch's input rows when batches are cut into
 	// micro-batches of BatchRows rows (Options.MaxBatchRows), else 0; its
-	// ids and blocks (idRowBytes per row) are counted in BatchBytes.
+	// ids and blocks (idBytesPerRow) are counted in BatchBytes.
 	SplitFrom int64 `json:"split_from,omitempty"`
 	// DynamicBytes is the partition sampler's macro-batch dynamic
 	// neighbour caches held at once: sample.MacroCachesHeld(sampling
@@ -1199,6 +1199,17 @@ func gatherBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 // WorkingSet's estimate.
 const idRowBytes = 48
 
+// idBytesPerRow is idRowBytes and, for GCN, its blocks' whole-graph
+// degrees (hostBatch.withDegrees: an int32 per source and destination of
+// every block; a block's sources and destinations are at most the input
+// rows, so at most 8·L bytes a row).
+func idBytesPerRow(o *Options) int64 {
+	if o.Model == ModelGCN {
+		return idRowBytes + 8*int64(o.Layers)
+	}
+	return idRowBytes
+}
+
 // batchBytes is the peak memory of one batch (or micro-batch) of rows input
 // rows: see WorkingSetEstimate.BatchBytes. o has its defaults.
 func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
@@ -1212,9 +1223,9 @@ func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 		// as scratch. Training cuts batches with more destinations than
 		// dst (trainBound), so the estimate holds.
 		edges := dst * int64(o.Fanouts[0])
-		return rows*(idRowBytes+streamRowBytes) + edges*streamEdgeBytes + dst*2*in*4 + backendBytes(d, o, rows, dst, true)
+		return rows*(idBytesPerRow(o)+streamRowBytes) + edges*streamEdgeBytes + dst*2*in*4 + backendBytes(d, o, rows, dst, true)
 	}
-	return rows*(4*in+idRowBytes+zeroCopyRowBytes(o.ZeroCopy, in)) + backendBytes(d, o, rows, dst, false)
+	return rows*(4*in+idBytesPerRow(o)+zeroCopyRowBytes(o.ZeroCopy, in)) + backendBytes(d, o, rows, dst, false)
 }
 
 // Backend tensors of a training step, per input-layer destination, in
@@ -1381,7 +1392,7 @@ func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSe
 		ws.SplitFrom = ws.BatchRows
 		ws.BatchRows, ws.From = o.MaxBatchRows, ws.From+", micro-batches"
 	}
-	ws.BatchBytes = batchBytes(d, &o, ws.BatchRows) + ws.SplitFrom*idRowBytes
+	ws.BatchBytes = batchBytes(d, &o, ws.BatchRows) + ws.SplitFrom*idBytesPerRow(&o)
 	ws.InFlight = o.InFlight
 	// Each sampling worker holds the batch it is building, whole.
 	ws.SamplerBytes = int64(samplingWorkers(o.Workers)) * sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source)
@@ -1421,7 +1432,11 @@ type FixedStateEstimate struct {
 	// at a time (profiling's, the gather stage's, evaluation's), so one
 	// session is counted.
 	GatherSlotBytes int64 `json:"gather_slot_bytes"`
-	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes.
+	// DegreeBytes is GCN's whole-graph degrees (graphDegrees: 4 bytes
+	// per node, 8 when the dataset is not symmetrised), 0 for the other
+	// models.
+	DegreeBytes int64 `json:"degree_bytes,omitempty"`
+	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes + DegreeBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -1435,6 +1450,7 @@ const (
 // opts (p nil: opts.Profile):
 //
 //	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  8 · N  (with a profile)  +  model  +  gather slots
+//	        +  4 or 8 · N  (GCN's degrees)
 //
 // with Workers defaulting to GOMAXPROCS as the sampler's does. The memory
 // check and --mem reserve it beside the working set. Memory-mapped
@@ -1448,7 +1464,10 @@ func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStat
 	fs := fixedState(d.NumNodes(), o.Workers, p != nil)
 	fs.ModelBytes = modelConfig(d, &o).MemBytes(true)
 	fs.GatherSlotBytes = featurecache.GatherSlotBytes(d, o.featureOptions())
-	fs.Bytes += fs.ModelBytes + fs.GatherSlotBytes
+	if o.Model == ModelGCN {
+		fs.DegreeBytes = degreeBytes(d)
+	}
+	fs.Bytes += fs.ModelBytes + fs.GatherSlotBytes + fs.DegreeBytes
 	return fs
 }
 
@@ -1660,12 +1679,16 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	if ws.Streamed {
 		terms += "; input layer streamed, chunk " + ibytes(ws.StreamBytes)
 	}
+	degrees := ""
+	if b.Fixed.DegreeBytes > 0 {
+		degrees = ", GCN's graph degrees " + ibytes(b.Fixed.DegreeBytes)
+	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
-  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s)
+  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s%s)
   working set       %10s  (%d in flight × %s; %s; %s)
   caches            %10s  (feature, history and neighbour, tables included)
-`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes),
+`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes), degrees,
 		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches))
 	return err
 }

@@ -15,7 +15,7 @@ import (
 // message-flow graph that reaches its targets: every node keeps all the
 // in-edges it has in the whole batch, so every layer output of a
 // micro-batch row equals the whole batch's output for that row (GCN's
-// source normalisation included, through kernels.Block.SrcDegrees). Its
+// normalisation included, through kernels.Block.SrcDegrees and DstDegrees). Its
 // loss is the mean over its labelled targets; scaling its logits'
 // gradient by its share of the batch's labelled targets makes the sum of
 // the micro-batches' parameter gradients the batch's gradient, up to float
@@ -58,7 +58,9 @@ func newSplitter(hb *hostBatch, k int) *splitter {
 	n := 4 * int64(len(s.newID))
 	for l, b := range hb.blocks {
 		s.outDeg[l] = b.OutDegrees()
-		n += 4 * int64(len(s.outDeg[l]))
+		if b.SrcDegrees == nil { // else the block's own array
+			n += 4 * int64(len(s.outDeg[l]))
+		}
 	}
 	memacct.Add(memacct.SampledBatches, n)
 	hb.counted += n
@@ -123,6 +125,12 @@ func (s *splitter) walk(m int, build bool) (order []int32, blocks []*kernels.Blo
 			for j, u := range order {
 				kb.SrcDegrees[j] = s.outDeg[l][u]
 			}
+			if fb.DstDegrees != nil {
+				kb.DstDegrees = make([]int32, nd)
+				for i, u := range order[:nd] {
+					kb.DstDegrees[i] = fb.DstDegrees[u]
+				}
+			}
 			blocks[l] = kb
 		}
 	}
@@ -152,7 +160,7 @@ func (s *splitter) build(m int) microBatch {
 	}
 	own := 8*int64(cap(sub.nodes)) + 4*int64(cap(order))
 	for _, kb := range sub.blocks {
-		own += 4 * int64(cap(kb.Indptr)+cap(kb.Indices)+cap(kb.SrcDegrees))
+		own += 4 * int64(cap(kb.Indptr)+cap(kb.Indices)+cap(kb.SrcDegrees)+cap(kb.DstDegrees))
 	}
 	sub.count(own)
 	return microBatch{hb: sub, full: order}

@@ -288,6 +288,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				j.hist = hs
 			}
 			hb := convert(b, nil, gat)
+			hb.withDegrees(t.deg)
 			k := t.microCount(hb)
 			sa.since(t0)
 			if k == 1 {

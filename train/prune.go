@@ -127,6 +127,22 @@ func convert(b *sample.Batch, reused []int32, selfLoops bool) *hostBatch {
 	return hb
 }
 
+// withDegrees sets every block's DstDegrees and SrcDegrees to g's
+// whole-graph degrees of its nodes (GCN's normalisation; kernels.Block),
+// counting the arrays with hb. g nil: nothing (block-local degrees).
+func (hb *hostBatch) withDegrees(g *graphDegrees) {
+	if g == nil {
+		return
+	}
+	var own int64
+	for _, kb := range hb.blocks {
+		kb.DstDegrees, kb.SrcDegrees = make([]int32, kb.NumDst), make([]int32, kb.NumSrc)
+		g.of(hb.nodes, kb.DstDegrees, kb.SrcDegrees)
+		own += 4 * int64(kb.NumDst+kb.NumSrc)
+	}
+	hb.count(own)
+}
+
 // withSelfLoops returns kb with an edge i→i added to every destination that
 // lacks one.
 func withSelfLoops(kb *kernels.Block) *kernels.Block {

@@ -483,12 +483,30 @@ func (s *streamer) foldRow(sm *streamMember, out []float32, j int32, row []float
 		}
 		w = kernels.GCNNorm(deg)
 		if int(j) < nd { // GCN's implicit self loop
-			f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w, row)
+			_, ratio := gcnDst(b0, int(j))
+			f32.Axpy(agg[int(j)*dim:(int(j)+1)*dim], w*ratio, row)
 		}
 	}
 	for _, i := range sm.tDst[sm.tOff[j]:sm.tOff[j+1]] {
 		f32.Axpy(agg[int(i)*dim:(int(i)+1)*dim], w, row)
 	}
+}
+
+// gcnDst is destination i's factors in a streamed GCN aggregate (the
+// kernels' AggGCN): finish scales its sum by fin, into which foldRow
+// folded its self term at weight selfRatio, so that the neighbours come
+// out scaled by the neighbour factor and the self term by the self
+// factor (kernels.GCNDstNorms, the same without DstDegrees).
+func gcnDst(b0 *kernels.Block, i int) (fin, selfRatio float32) {
+	deg := b0.Indptr[i+1] - b0.Indptr[i]
+	if b0.DstDegrees == nil {
+		return kernels.GCNNorm(deg), 1
+	}
+	nbr, self := kernels.GCNDstNorms(deg, b0.DstDegrees[i])
+	if nbr == 0 { // no sampled neighbours: the sum is the self term alone
+		return self, 1
+	}
+	return nbr, self / nbr
 }
 
 // finish scales member sm's sums into its aggregate: the mean, or GCN's
@@ -501,7 +519,7 @@ func (s *streamer) finish(sm *streamMember, out []float32) {
 		var f float32
 		switch {
 		case gcn:
-			f = kernels.GCNNorm(b0.Indptr[i+1] - b0.Indptr[i])
+			f, _ = gcnDst(b0, i)
 		case b0.Indptr[i+1] > b0.Indptr[i]:
 			f = 1 / float32(b0.Indptr[i+1]-b0.Indptr[i])
 		default:

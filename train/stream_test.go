@@ -74,11 +74,28 @@ func TestStreamerMatchesAggregate(t *testing.T) {
 	const drop, dseed = 0.3, 99
 	xd := slices.Clone(x)
 	hostDropout(xd, drop, dseed)
+	// The block sampled from a larger graph, as GCN's training blocks are
+	// (kernels.Block.DstDegrees and SrcDegrees): the destinations without
+	// in-edges keep neighbours in the graph.
+	bg := *b
+	bg.DstDegrees, bg.SrcDegrees = make([]int32, nd), b.OutDegrees()
+	for i := range nd {
+		bg.DstDegrees[i] = b.Indptr[i+1] - b.Indptr[i] + int32(r.IntN(20))
+	}
+	for j := range bg.SrcDegrees {
+		bg.SrcDegrees[j] += int32(r.IntN(20))
+	}
 	for _, tc := range []struct {
 		op  kernels.AggOp
 		own bool
-	}{{kernels.AggMean, true}, {kernels.AggGCN, false}} {
-		t.Run(fmt.Sprint(tc.op), func(t *testing.T) {
+		b   *kernels.Block
+	}{{kernels.AggMean, true, b}, {kernels.AggGCN, false, b}, {kernels.AggGCN, false, &bg}} {
+		b := tc.b
+		name := fmt.Sprint(tc.op)
+		if b.DstDegrees != nil {
+			name += "/graph-degrees"
+		}
+		t.Run(name, func(t *testing.T) {
 			before := memacct.Read().Bytes[memacct.BatchBuffers]
 			s := newStreamer(tc.op, tc.own, dim, 5000)
 			out := make([]float32, s.outputs(nd))

@@ -34,6 +34,10 @@ type Trainer struct {
 
 	model   *Model
 	sampler *sample.Sampler
+	// deg are GCN's whole-graph degrees (nil for other models), which
+	// every block's normalisation uses: training's, sampled
+	// evaluation's and layer-wise evaluation's.
+	deg *graphDegrees
 	// caches owns the feature, neighbour and history caches (built by
 	// planner.BuildCaches); fc, nc and hc are its members (nc and hc nil
 	// when there is none).
@@ -118,6 +122,14 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	}
 	if t.model, err = NewModel(t.be, cfg, mixSeed(o.Seed, 1)); err != nil {
 		return nil, err
+	}
+	if cfg.Kind == ModelGCN {
+		start := time.Now()
+		if t.deg, err = loadDegrees(ctx, d); err != nil {
+			return nil, err
+		}
+		o.Logger.Info("GCN normalises by the whole graph's degrees: loaded", "bytes", t.deg.bytes,
+			"symmetrised", d.Manifest().Symmetrized, "seconds", time.Since(start).Seconds())
 	}
 	if t.caches, err = planner.BuildCaches(ctx, d, bo); err != nil {
 		return nil, err
@@ -240,6 +252,7 @@ func (t *Trainer) Close() error {
 	if t.model != nil {
 		t.model.Close()
 	}
+	t.deg.release()
 	if t.ownBE && t.be != nil {
 		errs = append(errs, t.be.Close())
 	}

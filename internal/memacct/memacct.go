@@ -64,11 +64,14 @@ const (
 	// field bitsets, GCN degrees) and the transformed rows it keeps in
 	// memory.
 	Inference
+	// Degrees: GCN's whole-graph degrees, held for the run (one int32
+	// per node, two when the graph is not symmetrised).
+	Degrees
 	numPurposes
 )
 
 var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
-	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference"}
+	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference", "graph degrees"}
 
 // String names the purpose.
 func (p Purpose) String() string {

@@ -438,9 +438,12 @@ type block struct {
 	tIndptr []int32
 	tEdge   []int32
 	tDst    []int32
-	dstNorm []float32 // GCN 1/sqrt(deg+1)
-	srcNorm []float32 // GCN 1/sqrt(out+1)
-	bytes   int64
+	// GCN's normalisers (kernels.Block.GCNNorms): the neighbour sum's
+	// and the self term's per destination (one slice without
+	// DstDegrees), 1/sqrt(out+1) per source.
+	nbrNorm, selfNorm []float32
+	srcNorm           []float32
+	bytes             int64
 }
 
 func (k *block) NumDst() int   { return k.numDst }
@@ -460,6 +463,9 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 	}
 	e := len(hb.Indices)
 	bytes := int64(4 * (len(hb.Indptr) + e + (hb.NumSrc + 1) + 2*e + hb.NumDst + hb.NumSrc))
+	if hb.DstDegrees != nil {
+		bytes += 4 * int64(hb.NumDst) // selfNorm
+	}
 	if err := b.reserve(bytes); err != nil {
 		return nil, err
 	}
@@ -475,7 +481,7 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 		bytes:   bytes,
 	}
 	hb.BySource(k.tIndptr, k.tDst, k.tEdge, nil)
-	k.dstNorm, k.srcNorm = hb.GCNNorms()
+	k.nbrNorm, k.selfNorm, k.srcNorm = hb.GCNNorms()
 	return k, nil
 }
 

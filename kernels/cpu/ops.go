@@ -202,11 +202,11 @@ func (b *Backend) Aggregate(db kernels.DeviceBlock, op kernels.AggOp, dst, src k
 			s, e := K.indptr[i], K.indptr[i+1]
 			switch op {
 			case kernels.AggGCN:
-				addScaledTo(out, K.srcNorm[i], S.data[i*f:(i+1)*f])
 				for _, j := range K.indices[s:e] {
 					addScaledTo(out, K.srcNorm[j], S.data[int(j)*f:(int(j)+1)*f])
 				}
-				scale(out, K.dstNorm[i])
+				scale(out, K.nbrNorm[i])
+				addScaledTo(out, K.selfNorm[i]*K.srcNorm[i], S.data[i*f:(i+1)*f])
 			default:
 				for _, j := range K.indices[s:e] {
 					addTo(out, S.data[int(j)*f:(int(j)+1)*f])
@@ -239,10 +239,10 @@ func (b *Backend) AggregateBackward(db kernels.DeviceBlock, op kernels.AggOp, dS
 			switch op {
 			case kernels.AggGCN:
 				if j < K.numDst {
-					addScaledTo(out, K.dstNorm[j], DD.data[j*f:(j+1)*f])
+					addScaledTo(out, K.selfNorm[j], DD.data[j*f:(j+1)*f])
 				}
 				for _, i := range K.tDst[s:e] {
-					addScaledTo(out, K.dstNorm[i], DD.data[int(i)*f:(int(i)+1)*f])
+					addScaledTo(out, K.nbrNorm[i], DD.data[int(i)*f:(int(i)+1)*f])
 				}
 				scale(out, K.srcNorm[j])
 			case kernels.AggSum:

@@ -481,7 +481,8 @@ type block struct {
 	bytes                 int64
 	indptr, indices, eDst cu.DevicePtr // int32 [numDst+1], [E], [E]
 	tIndptr, tEdge, tDst  cu.DevicePtr // int32 [numSrc+1], [E], [E]
-	dstNorm, srcNorm      cu.DevicePtr // float32 [numDst], [numSrc]
+	nbrNorm, selfNorm     cu.DevicePtr // float32 [numDst] each (one array without DstDegrees)
+	srcNorm               cu.DevicePtr // float32 [numSrc]
 	freed                 bool
 }
 
@@ -512,13 +513,16 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 			eDst[k] = int32(i)
 		}
 	}
-	dstNorm, srcNorm := hb.GCNNorms()
+	nbrNorm, selfNorm, srcNorm := hb.GCNNorms()
+	if hb.DstDegrees == nil {
+		selfNorm = nil // the same values as nbrNorm: not uploaded twice
+	}
 
 	// Pack the arrays at 256-byte aligned offsets.
 	parts := [][]byte{
 		i32bytes(hb.Indptr), i32bytes(hb.Indices), i32bytes(eDst),
 		i32bytes(tIndptr), i32bytes(tEdge), i32bytes(tDst),
-		f32bytes(dstNorm), f32bytes(srcNorm),
+		f32bytes(nbrNorm), f32bytes(srcNorm), f32bytes(selfNorm),
 	}
 	offs := make([]int64, len(parts))
 	var total int64
@@ -538,7 +542,10 @@ func (b *Backend) UploadBlock(hb *kernels.Block) (kernels.DeviceBlock, error) {
 	at := func(i int) cu.DevicePtr { return base + cu.DevicePtr(offs[i]) }
 	k.indptr, k.indices, k.eDst = at(0), at(1), at(2)
 	k.tIndptr, k.tEdge, k.tDst = at(3), at(4), at(5)
-	k.dstNorm, k.srcNorm = at(6), at(7)
+	k.nbrNorm, k.srcNorm, k.selfNorm = at(6), at(7), at(8)
+	if selfNorm == nil {
+		k.selfNorm = k.nbrNorm
+	}
 	err = b.dev.call(func() error {
 		if err := b.dev.htod(base, buf); err != nil {
 			return cuErr("UploadBlock", err)

@@ -292,19 +292,18 @@ extern "C" __global__ void scatter_add_serial(float* dst, const float* src, cons
 // ---------------------------------------------------------------- aggregation
 
 // op: 0 mean, 1 sum, 2 gcn (kernels.AggOp).
-extern "C" __global__ void aggregate(const int* indptr, const int* indices, const float* dstNorm, const float* srcNorm,
-                                     float* dst, const float* src, ll numDst, ll f, ll op) {
+extern "C" __global__ void aggregate(const int* indptr, const int* indices, const float* nbrNorm, const float* selfNorm,
+                                     const float* srcNorm, float* dst, const float* src, ll numDst, ll f, ll op) {
     GRID_STRIDE(t, numDst * f) {
         ll i = t / f, c = t % f;
         int s = indptr[i], e = indptr[i + 1];
         float acc = 0.f;
         if (op == 2) {
-            acc += srcNorm[i] * src[i * f + c];
             for (int k = s; k < e; k++) {
                 ll j = indices[k];
                 acc += srcNorm[j] * src[j * f + c];
             }
-            acc *= dstNorm[i];
+            acc = acc * nbrNorm[i] + selfNorm[i] * srcNorm[i] * src[i * f + c];
         } else {
             for (int k = s; k < e; k++) acc += src[(ll)indices[k] * f + c];
             if (op == 0 && e > s) acc *= 1.f / (float)(e - s);
@@ -315,18 +314,18 @@ extern "C" __global__ void aggregate(const int* indptr, const int* indices, cons
 
 // aggregate_backward: dSrc = Aᵀ·dDst over the transposed CSR (tIndptr over
 // sources, tDst the destination of each in-edge, ascending edge id).
-extern "C" __global__ void aggregate_backward(const int* indptr, const int* tIndptr, const int* tDst, const float* dstNorm,
-                                              const float* srcNorm, float* dSrc, const float* dDst, ll numDst, ll numSrc,
-                                              ll f, ll op) {
+extern "C" __global__ void aggregate_backward(const int* indptr, const int* tIndptr, const int* tDst, const float* nbrNorm,
+                                              const float* selfNorm, const float* srcNorm, float* dSrc, const float* dDst,
+                                              ll numDst, ll numSrc, ll f, ll op) {
     GRID_STRIDE(t, numSrc * f) {
         ll j = t / f, c = t % f;
         int s = tIndptr[j], e = tIndptr[j + 1];
         float acc = 0.f;
         if (op == 2) {
-            if (j < numDst) acc += dstNorm[j] * dDst[j * f + c];
+            if (j < numDst) acc += selfNorm[j] * dDst[j * f + c];
             for (int p = s; p < e; p++) {
                 ll i = tDst[p];
-                acc += dstNorm[i] * dDst[i * f + c];
+                acc += nbrNorm[i] * dDst[i * f + c];
             }
             acc *= srcNorm[j];
         } else if (op == 1) {

@@ -130,7 +130,7 @@ func (b *Backend) Aggregate(db kernels.DeviceBlock, op kernels.AggOp, dst, src k
 		return
 	}
 	b.enqueue(name, func(d *device) error {
-		return d.grid("aggregate", D.n(), K.indptr, K.indices, K.dstNorm, K.srcNorm, D.ptr, S.ptr, int64(K.numDst), int64(S.cols), int64(op))
+		return d.grid("aggregate", D.n(), K.indptr, K.indices, K.nbrNorm, K.selfNorm, K.srcNorm, D.ptr, S.ptr, int64(K.numDst), int64(S.cols), int64(op))
 	})
 }
 
@@ -145,7 +145,7 @@ func (b *Backend) AggregateBackward(db kernels.DeviceBlock, op kernels.AggOp, dS
 		return
 	}
 	b.enqueue(name, func(d *device) error {
-		return d.grid("aggregate_backward", DS.n(), K.indptr, K.tIndptr, K.tDst, K.dstNorm, K.srcNorm, DS.ptr, DD.ptr,
+		return d.grid("aggregate_backward", DS.n(), K.indptr, K.tIndptr, K.tDst, K.nbrNorm, K.selfNorm, K.srcNorm, DS.ptr, DD.ptr,
 			int64(K.numDst), int64(K.numSrc), int64(DD.cols), int64(op))
 	})
 }

@@ -312,11 +312,33 @@ func (e *env) testBlocks() []*kernels.Block {
 		nd := 1 + e.rng.IntN(40)
 		out = append(out, e.randBlock(nd, nd+e.rng.IntN(60), 1+e.rng.IntN(9)))
 	}
+	// Sampled from a larger graph (GCN's DstDegrees and SrcDegrees): full
+	// degrees at least the block's, a destination without sampled edges
+	// but with neighbours in the graph, and one with none in either.
+	out = append(out, &kernels.Block{NumDst: 3, NumSrc: 5, Indptr: []int32{0, 2, 2, 2}, Indices: []int32{3, 4},
+		DstDegrees: []int32{7, 4, 0}, SrcDegrees: []int32{2, 9, 0, 1, 30}})
+	for range 2 {
+		nd := 1 + e.rng.IntN(40)
+		b := e.randBlock(nd, nd+e.rng.IntN(60), 1+e.rng.IntN(9))
+		b.DstDegrees = make([]int32, nd)
+		for i := range nd {
+			b.DstDegrees[i] = b.Indptr[i+1] - b.Indptr[i] + int32(e.rng.IntN(50))
+		}
+		b.SrcDegrees = b.OutDegrees()
+		for j := range b.SrcDegrees {
+			b.SrcDegrees[j] += int32(e.rng.IntN(50))
+		}
+		out = append(out, b)
+	}
 	return out
 }
 
 func blkName(b *kernels.Block) string {
-	return fmt.Sprintf("block %d→%d with %d edges", b.NumSrc, b.NumDst, b.NumEdges())
+	s := fmt.Sprintf("block %d→%d with %d edges", b.NumSrc, b.NumDst, b.NumEdges())
+	if b.DstDegrees != nil {
+		s += " and graph degrees"
+	}
+	return s
 }
 
 func testMemory(e *env) {

@@ -59,9 +59,12 @@ func aggTerms(blk *kernels.Block, op kernels.AggOp) []aggEdge {
 	for i := 0; i < blk.NumDst; i++ {
 		s, e := int(blk.Indptr[i]), int(blk.Indptr[i+1])
 		deg := float64(e - s)
-		nd := 1 / math.Sqrt(deg+1)
+		full := deg // D_i
+		if blk.DstDegrees != nil {
+			full = float64(blk.DstDegrees[i])
+		}
 		if op == kernels.AggGCN {
-			terms = append(terms, aggEdge{i, i, nd / math.Sqrt(float64(out[i])+1)})
+			terms = append(terms, aggEdge{i, i, 1 / math.Sqrt(full+1) / math.Sqrt(float64(out[i])+1)})
 		}
 		for _, j := range blk.Indices[s:e] {
 			w := 1.0
@@ -69,7 +72,7 @@ func aggTerms(blk *kernels.Block, op kernels.AggOp) []aggEdge {
 			case kernels.AggMean:
 				w = 1 / deg
 			case kernels.AggGCN:
-				w = nd / math.Sqrt(float64(out[j])+1)
+				w = full / deg / math.Sqrt(full+1) / math.Sqrt(float64(out[j])+1)
 			}
 			terms = append(terms, aggEdge{i, int(j), w})
 		}
