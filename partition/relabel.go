@@ -86,7 +86,8 @@ type RelabelOptions struct {
 	// beside 16 MiB of buffers; RelabelMinMem says how much that is. The
 	// rest sizes the feature gather window.
 	MemBytes int64
-	// Force overwrites a dataset in OUT (its manifest is removed first).
+	// Force replaces a dataset in OUT, which stays whole until the new
+	// copy is complete (storage.CreateOptions.Force).
 	Force bool
 	// Progress receives one task, in bytes written (nil: none).
 	Progress progress.Reporter
@@ -248,6 +249,12 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err != nil {
 		return nil, err
 	}
+	finished := false
+	defer func() {
+		if !finished {
+			b.Abort() // a replaced copy stays as it was
+		}
+	}()
 	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt, src: d.IDMap(),
 		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K, Order: string(opt.Order),
 			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n), KeyBytes: keyBytes(d, p, opt.Order)}}
@@ -273,13 +280,14 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	// the copy prices its reads as on the source. A damaged one is
 	// left behind (train then says so on the source, not the copy).
 	if dp, err := storage.ReadDeviceProfile(d.Dir()); err == nil {
-		if err := storage.WriteDeviceProfile(out, dp); err != nil {
+		if err := storage.WriteDeviceProfile(b.Dir(), dp); err != nil {
 			return nil, err
 		}
 	}
 	if err := b.Finish(m); err != nil {
 		return nil, err
 	}
+	finished = true
 	if om, err := storage.LoadManifest(out); err == nil {
 		for _, f := range om.Files {
 			r.st.BytesWritten += f.Bytes

@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/x448/float16"
+	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -20,10 +23,18 @@ import (
 
 // CreateOptions configures Create.
 type CreateOptions struct {
-	// Force allows overwriting an existing dataset. Its manifest is removed
-	// first, so an interrupted overwrite leaves no dataset behind, and its
-	// derived directories (partitions/, profile/) are removed because they
-	// would be stale.
+	// Force allows replacing an existing dataset. The new one is written
+	// beside it, in a staging directory inside dir, and swapped in by
+	// Finish: until then the old dataset stays whole and usable, and an
+	// interrupted or failed run leaves it as it was (Abort, or the next
+	// Create, removes the staging directory). The swap renames the new
+	// files over the old ones with the manifest removed first and written
+	// last, so only a crash during those renames (milliseconds) leaves a
+	// directory Open rejects; it removes the old derived directories
+	// (partitions/, profile/, spill/), which would be stale, and the old
+	// arrays the new manifest does not list. Other entries of dir (a
+	// checkpoints directory, plan.json) are left alone. Replacing needs
+	// room for both datasets until the swap.
 	Force bool
 }
 
@@ -31,38 +42,50 @@ type CreateOptions struct {
 // overwrite.
 var derivedDirs = []string{"partitions", "profile", "spill"}
 
+// stagingPrefix names a Force run's staging directory inside the dataset
+// directory: stagingPrefix + PID + "-" + random.
+const stagingPrefix = ".staged-"
+
 // Builder writes a new dataset directory. Arrays are written one at a time
 // or concurrently, each atomically; Finish writes the manifest last, so a
-// crash at any point leaves a directory that Open rejects.
+// crash at any point leaves a directory that Open rejects, or, when
+// replacing a dataset (CreateOptions.Force), the old dataset whole.
 type Builder struct {
-	dir string
-	mu  struct {
+	dir string // where arrays are written: final, or the staging directory
+	// final is the dataset directory; staged says dir is a staging
+	// directory inside it, swapped in by Finish.
+	final  string
+	staged bool
+	mu     struct {
 		sync.Mutex
 		files map[string]FileEntry
 	}
 }
 
-// Create prepares dir for a new dataset.
+// Create prepares dir for a new dataset. With an existing dataset in dir
+// it fails with ErrExists unless opts.Force, which stages the new one (see
+// CreateOptions).
 func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	if opts == nil {
 		opts = &CreateOptions{}
 	}
+	removeStaleStaging(dir)
+	b := &Builder{dir: dir, final: dir}
+	b.mu.files = map[string]FileEntry{}
 	mpath := filepath.Join(dir, ManifestName)
 	if _, err := os.Stat(mpath); err == nil {
 		if !opts.Force {
 			return nil, fmt.Errorf("%w: %s", ErrExists, dir)
 		}
-		if err := os.Remove(mpath); err != nil {
-			return nil, fmt.Errorf("storage: %w", err)
-		}
-		if err := atomicfile.SyncDir(dir); err != nil {
+		if _, err := atomicfile.CleanTemps(dir); err != nil {
 			return nil, err
 		}
-		for _, d := range derivedDirs {
-			if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
-				return nil, fmt.Errorf("storage: %w", err)
-			}
+		st, err := os.MkdirTemp(dir, fmt.Sprintf("%s%d-", stagingPrefix, os.Getpid()))
+		if err != nil {
+			return nil, fmt.Errorf("storage: staging the replacement: %w", err)
 		}
+		b.dir, b.staged = st, true
+		return b, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
@@ -72,12 +95,48 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	if _, err := atomicfile.CleanTemps(dir); err != nil {
 		return nil, err
 	}
-	b := &Builder{dir: dir}
-	b.mu.files = map[string]FileEntry{}
 	return b, nil
 }
 
-// Dir is the dataset directory.
+// removeStaleStaging removes the staging directories in dir of processes
+// that no longer run (a Force run killed before Finish or Abort).
+func removeStaleStaging(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), stagingPrefix)
+		pid, _, found := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || !found || err != nil || !e.IsDir() || n <= 0 {
+			continue
+		}
+		if err := unix.Kill(n, 0); errors.Is(err, unix.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// Replacing reports whether the builder replaces an existing dataset
+// (CreateOptions.Force), which stays in place until Finish.
+func (b *Builder) Replacing() bool { return b.staged }
+
+// Abort discards what the builder wrote when it replaces a dataset (its
+// staging directory; the old dataset is untouched). Without one it does
+// nothing: the caller removes what it committed. Abort after Finish does
+// nothing.
+func (b *Builder) Abort() {
+	if b.staged {
+		_ = os.RemoveAll(b.dir)
+		b.staged = false
+	}
+}
+
+// Dir is where the dataset's files are written until Finish: the dataset
+// directory, or the staging directory inside it when replacing a dataset.
+// Writers of derived files (partitions/) before Finish write under Dir;
+// after Finish, use the dataset directory.
 func (b *Builder) Dir() string { return b.dir }
 
 // Entry is the manifest entry of the committed array name, for writers
@@ -238,7 +297,70 @@ func (b *Builder) Finish(m Manifest) error {
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	return atomicfile.WriteFile(filepath.Join(b.dir, ManifestName), append(js, '\n'))
+	if err := atomicfile.WriteFile(filepath.Join(b.dir, ManifestName), append(js, '\n')); err != nil {
+		return err
+	}
+	if b.staged {
+		return b.swap()
+	}
+	return nil
+}
+
+// swap moves a complete staged dataset into the dataset directory: the old
+// manifest goes first (from then on Open rejects the directory), then the
+// old derived directories, then every staged entry is renamed over its
+// old namesake, the old arrays the new manifest does not list are
+// removed, and the new manifest is renamed in last.
+func (b *Builder) swap() error {
+	fail := func(err error) error {
+		return fmt.Errorf("storage: replacing the dataset in %s (the new one is complete in %s; the directory is not a dataset until it is moved in): %w", b.final, b.dir, err)
+	}
+	var old []FileEntry
+	if m, err := LoadManifest(b.final); err == nil {
+		old = m.Files
+	}
+	if err := os.Remove(filepath.Join(b.final, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
+	if err := atomicfile.SyncDir(b.final); err != nil {
+		return fail(err)
+	}
+	for _, d := range derivedDirs {
+		if err := os.RemoveAll(filepath.Join(b.final, d)); err != nil {
+			return fail(err)
+		}
+	}
+	ents, err := os.ReadDir(b.dir)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range ents {
+		if e.Name() == ManifestName {
+			continue
+		}
+		if err := os.Rename(filepath.Join(b.dir, e.Name()), filepath.Join(b.final, e.Name())); err != nil {
+			return fail(err)
+		}
+	}
+	b.mu.Lock()
+	for _, f := range old {
+		if _, ok := b.mu.files[f.Name]; !ok {
+			_ = os.Remove(filepath.Join(b.final, f.Name))
+		}
+	}
+	b.mu.Unlock()
+	if err := atomicfile.SyncDir(b.final); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(filepath.Join(b.dir, ManifestName), filepath.Join(b.final, ManifestName)); err != nil {
+		return fail(err)
+	}
+	if err := atomicfile.SyncDir(b.final); err != nil {
+		return fail(err)
+	}
+	_ = os.RemoveAll(b.dir)
+	b.dir, b.staged = b.final, false
+	return nil
 }
 
 // CSRWriter writes indptr.npy and indices.npy from neighbour lists

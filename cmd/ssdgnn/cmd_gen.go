@@ -102,7 +102,7 @@ give byte-identical files.`,
 	f.StringVar(&cfg.FeatDType, "feat-dtype", "float32", "feature dtype: float32 or float16")
 	f.Int64Var(&cfg.Seed, "seed", 1, "random seed; the same seed gives byte-identical output")
 	f.StringVar(&cfg.Name, "name", "", "dataset name (default synth-<nodes>)")
-	f.BoolVar(&force, "force", false, "overwrite an existing dataset in DIR")
+	f.BoolVar(&force, "force", false, "replace an existing dataset in DIR (it stays whole until the new one is complete, so this needs room for both)")
 	f.Var(&mem, "mem", "edge sort buffer budget (default 256MiB); peak memory is about 1.5x this")
 	f.IntVar(&workers, "workers", 0, "generator goroutines (0: one per core)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

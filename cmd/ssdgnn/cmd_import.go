@@ -43,7 +43,7 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Var(&f.mem, "mem", "memory budget of the external edge sort (default 512MiB); peak is about 1.5x this")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
 	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
-	fl.BoolVar(&f.force, "force", false, "overwrite an existing dataset in OUT")
+	fl.BoolVar(&f.force, "force", false, "replace an existing dataset in OUT (it stays whole until the new one is complete, so this needs room for both)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 

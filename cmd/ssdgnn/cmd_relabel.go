@@ -106,7 +106,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 	f.StringVar(&order, "order", string(partition.DefaultRelabelOrder), fmt.Sprintf("order of the nodes within each part: one of %v", partition.RelabelOrders))
 	f.StringVar(&heatProfile, "heat-profile", "", "profile of DIR whose feature counts order each part (--order heat)")
 	f.Var(&mem, "mem", "memory budget (the id map needs 4 bytes a node plus 17 MiB; --order degree or heat 4 more a node and the largest part)")
-	f.BoolVar(&force, "force", false, "overwrite a dataset in OUT")
+	f.BoolVar(&force, "force", false, "replace a dataset in OUT (it stays whole until the new copy is complete, so this needs room for both)")
 	f.BoolVar(&asJSON, "json", false, "print the stats as JSON")
 	return cmd
 }

@@ -144,7 +144,9 @@ type Options struct {
 	// TempDir is where sort runs are spilled, in a fresh subdirectory
 	// removed when the import ends. Default: the output directory.
 	TempDir string
-	// Force overwrites an existing dataset in the output directory.
+	// Force replaces an existing dataset in the output directory, which
+	// stays whole until the new one is complete
+	// (storage.CreateOptions.Force).
 	Force bool
 	// AllowNonFinite stores NaN and ±Inf features (and, with FeatDType
 	// float16, values beyond ±65504, which become ±Inf) as they are,

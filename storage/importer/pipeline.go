@@ -122,6 +122,10 @@ func (j *job) cleanup() {
 // stale arrays.
 func (j *job) removeArrays() {
 	j.abortWriters()
+	if j.b.Replacing() {
+		j.b.Abort() // the staging directory: the old dataset stays as it was
+		return
+	}
 	for _, name := range j.names {
 		_ = os.Remove(filepath.Join(j.outDir, name))
 	}
@@ -327,8 +331,12 @@ func (j *job) checkSpace(n int64) error {
 	if indptr <= free {
 		return nil
 	}
-	return fmt.Errorf("importer: %s has %d bytes free, but indptr.npy for %d nodes needs %d bytes (and indices.npy about %d more)",
-		j.outDir, free, n, indptr, indices)
+	hint := ""
+	if j.b.Replacing() {
+		hint = "; the dataset being replaced (--force) stays until the new one is complete: remove it first to free its room"
+	}
+	return fmt.Errorf("importer: %s has %d bytes free, but indptr.npy for %d nodes needs %d bytes (and indices.npy about %d more)%s",
+		j.outDir, free, n, indptr, indices, hint)
 }
 
 // featWriter streams feature rows into features.npy.

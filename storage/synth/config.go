@@ -188,7 +188,9 @@ func (c *Config) withDefaults() Config {
 // Options tunes how Generate runs; none of it changes the output. A nil
 // *Options means the defaults.
 type Options struct {
-	// Force overwrites an existing dataset in the output directory.
+	// Force replaces an existing dataset in the output directory, which
+	// stays whole until the new one is complete
+	// (storage.CreateOptions.Force).
 	Force bool
 	// MemBytes is the external sorter's edge buffer budget. Default
 	// DefaultMemBytes (256 MiB); 0 means the default, otherwise at least

@@ -78,6 +78,12 @@ func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Optio
 	if err != nil {
 		return Report{}, err
 	}
+	finished := false
+	defer func() {
+		if !finished {
+			b.Abort() // a replaced dataset stays as it was
+		}
+	}()
 	o := opts.withDefaults(outDir)
 	// Hold the Go heap to the documented peak: at the default collector
 	// target the garbage of the sort runs and feature chunks let the heap
@@ -148,6 +154,7 @@ func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Optio
 	if err != nil {
 		return Report{}, err
 	}
+	finished = true
 	m, err := storage.LoadManifest(outDir)
 	if err != nil {
 		return Report{}, err
