@@ -113,6 +113,10 @@ const (
 	DefaultPartsPerBatch = 20
 )
 
+// MaxFanout is the largest finite fanout: a block's offsets are int32,
+// and a fanout at least a node's degree takes its whole list, as -1 does.
+const MaxFanout = math.MaxInt32
+
 // DefaultFanouts is the default per-layer fanout (3-layer GraphSAGE).
 var DefaultFanouts = []int{10, 10, 10}
 
@@ -212,8 +216,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
 	}
 	for i, f := range o.Fanouts {
-		if f == 0 || f < -1 {
-			return bad("Fanouts[%d] = %d, want > 0 or -1", i, f)
+		if f == 0 || f < -1 || f > MaxFanout {
+			return bad("Fanouts[%d] = %d, want 1 to %d, or -1 for every neighbour", i, f, MaxFanout)
 		}
 	}
 	switch {

@@ -83,7 +83,7 @@ func BatchBytesBound(targets int64, fanouts []int, numNodes, numEdges int64) int
 	for l := len(fanouts) - 1; l >= 0; l-- {
 		edges := numEdges
 		if f := fanouts[l]; f >= 0 {
-			edges = min(dst*int64(f), numEdges)
+			edges = capProduct(dst, int64(f), numEdges)
 		}
 		n += 8*(dst+1) + 4*edges
 		dst = min(dst+edges, numNodes)
@@ -109,7 +109,11 @@ func WorkerBytesBound(targets int64, fanouts []int, numNodes, numEdges int64, sr
 // scratchBound is WorkerBytesBound's scratch term.
 func scratchBound(targets int64, fanouts []int, numNodes, numEdges int64, src Source) int64 {
 	fetched, dst := hopBounds(targets, fanouts, numNodes, numEdges)
-	n := grown(fetched)*listBytes + 4*grown(dst) + 16*int64(max(slices.Max(append([]int{0}, fanouts...)), 0))
+	// The positions drawn for one node: at most its fanout, and at most
+	// its list, which no fanout of a huge value makes longer than the
+	// graph's edges.
+	draw := min(int64(max(slices.Max(append([]int{0}, fanouts...)), 0)), numEdges)
+	n := grown(fetched)*listBytes + 4*grown(dst) + 16*draw
 	switch src {
 	case SourcePread, SourceDirect:
 		n += arenaBytes
@@ -132,11 +136,23 @@ func hopBounds(targets int64, fanouts []int, numNodes, numEdges int64) (fetched,
 		fetched = dst // block l's destinations: their lists are fetched
 		edges := numEdges
 		if f := fanouts[l]; f >= 0 {
-			edges = min(dst*int64(f), numEdges)
+			edges = capProduct(dst, int64(f), numEdges)
 		}
 		dst = min(dst+edges, numNodes)
 	}
 	return fetched, dst
+}
+
+// capProduct is min(a·b, limit) for non-negative a, b and limit, without
+// overflowing.
+func capProduct(a, b, limit int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > limit/b {
+		return limit
+	}
+	return min(a*b, limit)
 }
 
 // batchHopBytes bounds SourceBatch's per-hop scratch in the worker when

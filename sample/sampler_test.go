@@ -485,3 +485,26 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundsHugeFanouts: a fanout beyond the graph's edges bounds a batch
+// as a fanout of the edges would (a list is no longer), without
+// overflowing on a large graph; a fanout past sample.MaxFanout is refused.
+func TestBoundsHugeFanouts(t *testing.T) {
+	const n, e = 2708, 10556
+	huge := sample.WorkerBytesBound(1000, []int{sample.MaxFanout, sample.MaxFanout}, n, e, sample.SourcePread)
+	capped := sample.WorkerBytesBound(1000, []int{e, e}, n, e, sample.SourcePread)
+	if huge != capped || huge <= 0 || huge > 64<<20 {
+		t.Errorf("fanouts %d: bound %d bytes, fanouts %d: %d; want equal, and under 64 MiB for a %d-edge graph", sample.MaxFanout, huge, e, capped, e)
+	}
+	if b := sample.WorkerBytesBound(1<<20, []int{sample.MaxFanout, sample.MaxFanout, sample.MaxFanout}, 1<<30, 1<<34, sample.SourceBatch); b <= 0 {
+		t.Errorf("a 2^34-edge graph at fanout %d: bound %d (overflow)", sample.MaxFanout, b)
+	}
+	for _, f := range []int{sample.MaxFanout + 1, 0, -2} {
+		if err := (&sample.Options{Fanouts: []int{f, 5}}).Validate(); !errors.Is(err, sample.ErrInvalidOptions) {
+			t.Errorf("fanout %d: %v, want sample.ErrInvalidOptions", f, err)
+		}
+	}
+	if err := (&sample.Options{Fanouts: []int{sample.MaxFanout, -1}}).Validate(); err != nil {
+		t.Errorf("fanouts sample.MaxFanout,-1: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
@@ -143,5 +144,46 @@ func TestSpillDirRefusedEarly(t *testing.T) {
 	tr.Close()
 	if ents, err := os.ReadDir(o.SpillDir); err != nil || len(ents) != 0 {
 		t.Errorf("spill directory after the check: %v, %d entries", err, len(ents))
+	}
+}
+
+// TestGivenCacheSizesFit: a feature cache sized by hand takes its room
+// before the plan divides the rest, so every budget either is refused by
+// PlanMemory (ErrBudget, naming the flags and a --mem that fits) or builds
+// a trainer whose caches, working set and fixed state fit it. Before, the
+// plan gave the other caches the whole cache budget beside the given
+// size, and New failed its memory check after the profiling epoch.
+func TestGivenCacheSizesFit(t *testing.T) {
+	// Wide rows: the feature file (3 MiB) dwarfs the rest of the budget.
+	d := storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 256, Classes: 4, Seed: 7}, nil)
+	base := MinimumBudget(d, synthOpts())
+	feat := d.NumNodes() * d.FeatRowBytes() // every row: more than the room at the smaller budgets
+	refused, built := 0, 0
+	for k := range int64(9) {
+		mem := base + k*feat/4
+		o := synthOpts()
+		o.FeatCacheBytes = feat
+		mo := &MemPlanOptions{MemBytes: mem}
+		mp, err := PlanMemory(context.Background(), d, o, mo)
+		if err != nil {
+			if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--feat-cache") || !strings.Contains(err.Error(), "raise --mem to") {
+				t.Fatalf("--mem %d: %v, want ErrBudget naming --feat-cache and a --mem", mem, err)
+			}
+			refused++
+			continue
+		}
+		mp.Apply(o, mo)
+		tr, err := New(context.Background(), d, o)
+		if err != nil {
+			t.Fatalf("--mem %d: planned, then New: %v", mem, err)
+		}
+		if m := tr.mem; m.TotalBytes > mem {
+			t.Errorf("--mem %d: the trainer's memory use is %d", mem, m.TotalBytes)
+		}
+		tr.Close()
+		built++
+	}
+	if refused == 0 || built == 0 {
+		t.Errorf("%d budgets refused, %d built: want some of each", refused, built)
 	}
 }

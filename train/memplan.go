@@ -349,8 +349,12 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		minMem = MinimumBudget(d, &least)
 	}
 	if mo.MemBytes > 0 && mo.MemBytes < minMem {
-		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots, GCN's graph degrees, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(minMem), microTargets(&o), least.InFlight)
+		degrees := ""
+		if o.Model == ModelGCN {
+			degrees = ", GCN's graph degrees"
+		}
+		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
+			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(minMem), degrees, microTargets(&o), least.InFlight)
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
@@ -448,7 +452,22 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	ws, fs := b.WorkingSet, b.Fixed
 	o.Logger.Info("working set reserved", "bytes", ws.Bytes, "in_flight", ws.InFlight, "batch_bytes", ws.BatchBytes, "batch_rows", ws.BatchRows, "from", ws.From, "dynamic_bytes", ws.DynamicBytes, "feature_block_bytes", ws.FeatureBlockBytes)
 	o.Logger.Info("fixed state reserved", "bytes", fs.Bytes, "sampler_bytes", fs.SamplerBytes, "workers", fs.Workers, "profile_bytes", fs.ProfileBytes, "model_bytes", fs.ModelBytes, "gather_slot_bytes", fs.GatherSlotBytes)
-	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: b.Caches, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
+	// Caches sized by hand (--feat-cache, --hist-cache, --neighbor-cache)
+	// take their room first; the plan divides the rest, so that what it
+	// gives the others and what was given fit together.
+	planBytes := b.Caches
+	if given := givenCacheBytes(d, &o, cfg.HistWidth()); given > 0 {
+		// The plan needs its address tables beside what was given.
+		tables := planner.TableBytes(d.NumNodes(), hidden > 0)
+		if given+tables > b.Caches {
+			return nil, fmt.Errorf("%w: the cache sizes given (--feat-cache, --hist-cache, --neighbor-cache) take %s, tables included, and the plan of the others needs %s of tables, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the others off (an explicit 0), or raise --mem to %s",
+				ErrBudget, ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve),
+				ibytes(leastMemFor(mo.MemBytes-b.Reserve-b.Caches+given+tables)))
+		}
+		planBytes = b.Caches - given
+		o.Logger.Info("caches sized by hand take their room before the plan", "given_bytes", given, "plan_bytes", planBytes)
+	}
+	res, err := planner.Plan(p, &planner.PlanOptions{MemBytes: planBytes, Hidden: hidden, Indptr: d.Indptr(), Cross: mo.Cross,
 		Staleness: o.Staleness})
 	if err != nil {
 		return nil, err
@@ -1222,7 +1241,7 @@ func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 		// by source (at most Fanouts[0] per destination: streamQualifies)
 		// as scratch. Training cuts batches with more destinations than
 		// dst (trainBound), so the estimate holds.
-		edges := dst * int64(o.Fanouts[0])
+		edges := min(dst*min(int64(o.Fanouts[0]), d.NumEdges()), d.NumEdges())
 		return rows*(idBytesPerRow(o)+streamRowBytes) + edges*streamEdgeBytes + dst*2*in*4 + backendBytes(d, o, rows, dst, true)
 	}
 	return rows*(4*in+idBytesPerRow(o)+zeroCopyRowBytes(o.ZeroCopy, in)) + backendBytes(d, o, rows, dst, false)
@@ -1269,7 +1288,7 @@ func backendBytes(d *storage.Dataset, o *Options, rows, dst int64, streamed bool
 	}
 	n := dst * per
 	if o.Model == ModelGAT {
-		f0 := int64(o.Fanouts[0])
+		f0 := min(int64(o.Fanouts[0]), d.NumEdges()) // a list is no longer than the graph's edges
 		if f0 < 0 {
 			f0 = (d.NumEdges() + d.NumNodes() - 1) / max(d.NumNodes(), 1)
 		}
@@ -1544,11 +1563,41 @@ func checkMemory(m MemoryUse, when string) error {
 	}
 	caches := m.FeatureBytes + m.HistoryBytes + m.NeighborBytes
 	if m.WorkingSetBytes > 0 && m.WorkingSetBytes+m.FixedBytes+m.ReserveBytes+min(caches, 1) > m.LimitBytes {
-		return fmt.Errorf("%w: %s: the training working set (%d in-flight batches × %d bytes, up to %d input rows each) and fixed state (%d bytes) alone exceed --mem %d: use a smaller --batch-size or --fanouts",
-			ErrBudget, when, m.InFlight, m.BatchBytes, m.BatchRows, m.FixedBytes, m.LimitBytes)
+		return fmt.Errorf("%w: %s: the training working set (%d in-flight batches × %s, up to %d input rows each), fixed state (%s) and runtime reserve (%s) alone exceed --mem %s: use a smaller --batch-size or --fanouts",
+			ErrBudget, when, m.InFlight, ibytes(m.BatchBytes), m.BatchRows, ibytes(m.FixedBytes), ibytes(m.ReserveBytes), ibytes(m.LimitBytes))
 	}
-	return fmt.Errorf("%w: %s: caches (feature %d, history %d, neighbour %d, tables included) + working set %d (%d in-flight batches) + fixed state %d + runtime reserve %d = %d bytes > --mem %d",
-		ErrBudget, when, m.FeatureBytes, m.HistoryBytes, m.NeighborBytes, m.WorkingSetBytes, m.InFlight, m.FixedBytes, m.ReserveBytes, m.TotalBytes, m.LimitBytes)
+	room := m.LimitBytes - m.WorkingSetBytes - m.FixedBytes - m.ReserveBytes
+	return fmt.Errorf("%w: %s: the caches take %s (feature %s, history %s, neighbour %s, tables included), but --mem %s leaves %s for them beside the working set (%s, %d in-flight batches), fixed state (%s) and runtime reserve (%s): lower --feat-cache, --hist-cache or --neighbor-cache (what was given, or the plan's), or raise --mem to %s",
+		ErrBudget, when, ibytes(caches), ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.LimitBytes), ibytes(max(room, 0)),
+		ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.FixedBytes), ibytes(m.ReserveBytes), ibytes(leastMemFor(m.TotalBytes-m.ReserveBytes)))
+}
+
+// givenCacheBytes is what the caches sized by hand (a positive
+// FeatCacheBytes, HistCacheBytes or NeighborCacheBytes) take, tables
+// included (planner.BuildOptions.Estimate).
+func givenCacheBytes(d *storage.Dataset, o *Options, histWidth int) int64 {
+	given := func(v int64) int64 {
+		if v > 0 {
+			return v
+		}
+		return -1 // off: not counted here
+	}
+	bo := o.buildOptions(histWidth)
+	bo.Plan, bo.Profile = nil, nil
+	bo.FeatureBytes, bo.HistoryBytes, bo.NeighborBytes = given(o.FeatCacheBytes), given(o.HistCacheBytes), given(o.NeighborCacheBytes)
+	c := bo.Estimate(d)
+	return c.Feature + c.History + c.Neighbor
+}
+
+// leastMemFor is the least --mem M whose room beside the runtime reserve
+// (M − RuntimeReserve(M)) holds need bytes.
+func leastMemFor(need int64) int64 {
+	const mib = 1 << 20
+	m := (need + RuntimeReserve(need) + mib - 1) &^ (mib - 1)
+	for m-RuntimeReserve(m) < need {
+		m += mib
+	}
+	return m
 }
 
 // zeroCopyRowBytes is the zero-copy path's extra working set per input row

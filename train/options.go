@@ -336,8 +336,8 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%w: %s has %d entries, want one per layer (%d)", ErrInvalidOptions, fo.name, len(fo.f), w.Layers)
 		}
 		for i, x := range fo.f {
-			if x == 0 || x < -1 {
-				return fmt.Errorf("%w: %s entry %d is %d (want >= 1, or -1 for every neighbour)", ErrInvalidOptions, fo.name, i, x)
+			if x == 0 || x < -1 || x > sample.MaxFanout {
+				return fmt.Errorf("%w: %s entry %d is %d (want 1 to %d, or -1 for every neighbour)", ErrInvalidOptions, fo.name, i, x, sample.MaxFanout)
 			}
 		}
 	}
