@@ -71,9 +71,15 @@ func DefaultDeviceProfile(rowBytes int64) *DeviceProfile {
 // Validate reports whether p is usable.
 func (p *DeviceProfile) Validate() error {
 	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
-	if p.Version != DeviceProfileVersion || p.RowBytes <= 0 || !ok(p.RandomReadsPerSec) || !ok(p.SeqBytesPerSec) {
-		return fmt.Errorf("storage: device profile: version %d, row %d bytes, %g random reads/s, %g sequential bytes/s: want version %d and positive figures",
-			p.Version, p.RowBytes, p.RandomReadsPerSec, p.SeqBytesPerSec, DeviceProfileVersion)
+	switch {
+	case p.Version != DeviceProfileVersion:
+		return fmt.Errorf("version %d, want %d", p.Version, DeviceProfileVersion)
+	case p.RowBytes <= 0:
+		return fmt.Errorf("row_bytes %d, want a positive row size", p.RowBytes)
+	case !ok(p.RandomReadsPerSec):
+		return fmt.Errorf("random_reads_per_s %g, want a positive rate", p.RandomReadsPerSec)
+	case !ok(p.SeqBytesPerSec):
+		return fmt.Errorf("seq_bytes_per_s %g, want a positive rate", p.SeqBytesPerSec)
 	}
 	return nil
 }
@@ -136,15 +142,22 @@ func ParseDeviceProfile(b []byte, path string) (*DeviceProfile, error) {
 
 // DeviceProfileOrDefault is dir's device.json, or DefaultDeviceProfile
 // for rows of rowBytes where there is none; source says which:
-// FileDevice or "default". A damaged device.json is an error, not the
-// default.
+// FileDevice or "default". A damaged device.json, or one probed for rows
+// of another size (hand-edited, or left by a dataset replaced with other
+// features: it survives --force), is an error that says how to mend it,
+// not the default.
 func DeviceProfileOrDefault(dir string, rowBytes int64) (p *DeviceProfile, source string, err error) {
 	p, err = ReadDeviceProfile(dir)
 	if errors.Is(err, ErrNoDeviceProfile) {
 		return DefaultDeviceProfile(rowBytes), "default", nil
 	}
+	mend := fmt.Sprintf("re-run 'ssdgnn probe %s', or remove %s to price reads at the default costs", dir, filepath.Join(dir, FileDevice))
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w (%s)", err, mend)
+	}
+	if p.RowBytes != rowBytes {
+		return nil, "", &CorruptError{File: filepath.Join(dir, FileDevice), Index: -1, Offset: -1,
+			Msg: fmt.Sprintf("row_bytes %d: probed for rows of %d bytes, but the features' rows are %d bytes (%s)", p.RowBytes, p.RowBytes, rowBytes, mend)}
 	}
 	return p, FileDevice, nil
 }

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -120,7 +121,25 @@ func TestDeviceProfileOrDefault(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, storage.FileDevice), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := storage.DeviceProfileOrDefault(dir, 512); err == nil || !strings.Contains(err.Error(), storage.FileDevice) {
-		t.Fatalf("damaged device.json: %v", err)
+	if _, _, err := storage.DeviceProfileOrDefault(dir, 512); err == nil || !strings.Contains(err.Error(), storage.FileDevice) ||
+		strings.Contains(err.Error(), "::") || !strings.Contains(err.Error(), "re-run 'ssdgnn probe") {
+		t.Fatalf("damaged device.json: %v, want its name, one colon and the remedy", err)
+	}
+	// A field out of range is named; rows of another size are refused,
+	// not used to price reads.
+	bad := storage.DefaultDeviceProfile(512)
+	bad.RandomReadsPerSec = -5
+	js, _ := json.Marshal(bad)
+	if err := os.WriteFile(filepath.Join(dir, storage.FileDevice), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := storage.DeviceProfileOrDefault(dir, 512); !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), "random_reads_per_s -5") {
+		t.Errorf("negative rate: %v, want ErrCorrupt naming random_reads_per_s", err)
+	}
+	if err := storage.WriteDeviceProfile(dir, storage.DefaultDeviceProfile(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := storage.DeviceProfileOrDefault(dir, 512); !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), "row_bytes 1") || !strings.Contains(err.Error(), "re-run 'ssdgnn probe") {
+		t.Errorf("probed for 1-byte rows, read for 512: %v, want ErrCorrupt naming row_bytes and the remedy", err)
 	}
 }

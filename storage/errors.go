@@ -42,6 +42,9 @@ func (e *CorruptError) Error() string {
 	case e.Offset >= 0:
 		loc = fmt.Sprintf(" byte %d", e.Offset)
 	}
+	if loc == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
 	return fmt.Sprintf("%s:%s: %s", e.File, loc, e.Msg)
 }
 
