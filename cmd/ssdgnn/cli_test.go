@@ -198,8 +198,8 @@ func TestRR(t *testing.T) {
 
 // TestUnknownSubcommand: a group command (bench, export, import) given a
 // word that names none of its subcommands fails and lists them; bare, it
-// prints its help and succeeds. Cobra alone printed the help and exited 0
-// for "ssdgnn bench oc".
+// prints its help and fails naming what is missing. Cobra alone printed
+// the help and exited 0 for "ssdgnn bench oc" and "ssdgnn import".
 func TestUnknownSubcommand(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -208,16 +208,37 @@ func TestUnknownSubcommand(t *testing.T) {
 		{[]string{"bench", "oc"}, `unknown command "oc" for "ssdgnn bench" (want one of: capped, ooc)`},
 		{[]string{"export", "data/cora"}, `unknown command "data/cora" for "ssdgnn export"`},
 		{[]string{"import", "csv", "x", "y"}, `unknown command "csv" for "ssdgnn import"`},
-		{[]string{"bench"}, ""},
-		{[]string{"export"}, ""},
+		{[]string{"bench"}, "bench: missing subcommand (want one of: capped, ooc)"},
+		{[]string{"export"}, "export: missing FORMAT (want one of: distdgl, graphbolt)"},
+		{[]string{"import"}, "import: missing FORMAT (want one of: edgelist, graphbolt, npy, ogb)"},
 	} {
 		out, _, err := run(t, tc.args...)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.args, err)
-		case tc.want == "" && !strings.Contains(out, "Available Commands"):
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want one containing %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(tc.want, "missing") && !strings.Contains(out, "Available Commands") {
 			t.Errorf("%v: no help printed:\n%s", tc.args, out)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+		}
+	}
+}
+
+// TestMissingArguments: a command short of its positional arguments names
+// the missing ones from its usage line, and one given too many names the
+// first extra (cobra said "accepts 2 arg(s), received 1").
+func TestMissingArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train"}, "train: missing DIR (usage: ssdgnn train DIR [flags])"},
+		{[]string{"relabel", "w"}, "relabel: missing OUT (usage: ssdgnn relabel DIR OUT [flags])"},
+		{[]string{"import", "ogb", "a"}, "import ogb: missing OUT"},
+		{[]string{"export", "graphbolt"}, "export graphbolt: missing DIR OUT"},
+		{[]string{"bench", "capped", "--limit", "1GiB"}, "bench capped: missing COMMAND"},
+		{[]string{"relabel", "a", "b", "c"}, `relabel: unexpected argument "c"`},
+	} {
+		_, _, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want one containing %q", tc.args, err, tc.want)
 		}
 	}

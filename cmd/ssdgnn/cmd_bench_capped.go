@@ -33,7 +33,7 @@ refuses, unless --allow-uncapped runs the command without a limit (and says
 so). The bench harness (bench ooc) caps its children the same way.`,
 		Example: `  ssdgnn bench capped --limit 1GiB -- ssdgnn train data/synth --mem 1GiB
   ssdgnn bench capped --limit 256MiB --report gen.json -- ssdgnn gen data/g --nodes 4000000`,
-		Args: cobra.MinimumNArgs(1),
+		Args: atLeastArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit <= 0 {
 				return fmt.Errorf("--limit is required and must be positive")

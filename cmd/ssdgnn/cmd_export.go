@@ -50,7 +50,7 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 		Short: "Write a directory that dgl.graphbolt.OnDiskDataset(OUT) opens",
 		Example: `  ssdgnn export graphbolt data/cora gb/cora
   ssdgnn export graphbolt data/papers gb/papers --id-dtype int32 --mem 256MiB`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := parseIntDType("id-dtype", idType)
 			if err != nil {
@@ -105,7 +105,7 @@ partitioning step. The number of parts is the partitioning's: make one with
 'ssdgnn partition DIR --parts K' where K is a multiple of the machine count.`,
 		Example: `  ssdgnn partition data/papers --parts 4 --method fennel-exact --name dist4
   ssdgnn export distdgl data/papers chunked/papers --partition dist4 --chunks 8 --mem 256MiB`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := parseIntDType("label-dtype", labelType)
 			if err != nil {

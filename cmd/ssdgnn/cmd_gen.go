@@ -48,7 +48,7 @@ memory cgroup, --mem is what its limit leaves. The same flags and --seed
 give byte-identical files.`,
 		Example: `  ssdgnn gen data/small --nodes 100000
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err

@@ -106,7 +106,7 @@ num-node-list.csv.gz and split/<name>/{train,valid,test}.csv.gz, or the binary
 form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
 		Example: `  ssdgnn import ogb testdata/cora data/cora
   ssdgnn import ogb ~/ogb/ogbn_papers100M data/papers --split time --feat-dtype float16`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {
@@ -147,7 +147,7 @@ and full ship headerless raw arrays named .npy: describe each with
 		Example: `  ssdgnn import npy ~/igb/small/processed data/igb-small
   ssdgnn import npy ~/igb/large/processed data/igb-large \
       --raw feat=float32:100000000x1024 --raw label=float32:100000000 --raw edges=int64:1223571364x2`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {
@@ -216,7 +216,7 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 		Short: "Import a text edge list (src dst per line), with optional features and labels",
 		Example: `  ssdgnn import edgelist edges.txt data/g
   ssdgnn import edgelist edges.csv.gz data/g --delim , --feat feats.npy --labels labels.txt --num-classes 10`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {
@@ -271,7 +271,7 @@ task's train/validation/test seeds (and labels). Unlike the other formats
 the edges are kept exactly as given by default, and features keep their
 stored dtype, so importing an export gives the dataset back.`,
 		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {

@@ -47,7 +47,7 @@ dataset's: a --nodes file holds original ids, and test, valid and all are
 listed in ascending original id, so the output rows are those that infer on
 the original dataset writes.`,
 		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ckpt == "" || outPath == "" {
 				return fmt.Errorf("--checkpoint and --out are required")

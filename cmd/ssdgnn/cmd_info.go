@@ -35,7 +35,7 @@ func newInfoCmd(g *globals) *cobra.Command {
 		Short: "Print a dataset's size, shape and splits",
 		Long: `info opens the dataset in DIR (checking every file against dataset.json) and
 prints its sizes. It reads no data; run validate for a full scan.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// info reads only the manifest and shapes: no invariant scan.
 			d, err := storage.Open(args[0], &storage.OpenOptions{Advice: storage.AdviceRandom, SkipChecks: true})

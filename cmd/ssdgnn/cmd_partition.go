@@ -35,7 +35,7 @@ Output goes to DIR/partitions/NAME/ (name defaults to the method), written
 atomically with a manifest; see docs/format.md.`,
 		Example: `  ssdgnn partition data/synth --parts 10000
   ssdgnn partition data/cora --parts 100 --method fennel-exact --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "parts"); err != nil {
 				return err

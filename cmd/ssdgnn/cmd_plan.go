@@ -34,7 +34,7 @@ while sampling. It prints the split, the memory arithmetic, the predicted
 I/O saved per epoch and why; plan.json goes to --out.`,
 		Example: `  ssdgnn plan data/synth --mem 4GiB --hidden 128 --plot benefit.png
   ssdgnn plan data/synth --mem 512MiB --decoupled --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "hidden"); err != nil {
 				return err

@@ -30,7 +30,7 @@ it), the same at the feature gather's depth (--gather-depth), then long
 sequential reads. It writes the figures to DIR/device.json
 (docs/format.md), where train reads them to choose how far apart two missed
 rows may lie and still be read with one call (--coalesce-gap overrides).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "depth", "gather-depth"); err != nil {
 				return err

@@ -42,7 +42,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn profile data/synth --partition fennel --neighbor-cache 64MiB
   ssdgnn plan data/synth --mem 4GiB`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs"); err != nil {
 				return err

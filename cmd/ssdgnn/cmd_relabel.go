@@ -46,7 +46,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn relabel data/synth data/synth-pm --partition fennel --mem 256MiB
   ssdgnn profile data/synth --name p && ssdgnn relabel data/synth data/synth-heat --order heat --heat-profile p`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
 				return err

@@ -36,7 +36,7 @@ It needs a partitioning (run 'ssdgnn partition DIR' first): --partition, or
 without it fennel, or the dataset's only partitioning.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn rr data/synth --partition fennel --plot rr.png`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs"); err != nil {
 				return err

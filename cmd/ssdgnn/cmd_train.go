@@ -89,7 +89,7 @@ that mmap reads need. See docs/train.md.`,
   ssdgnn train data/synth --selection partition --partition fennel --epochs 10 --metrics m.jsonl --plot curves.png
   ssdgnn train data/synth --selection partition --mem 2GiB --epochs 10
   ssdgnn train data/synth --spill --spill-chunk 16 --spill-ahead 1 --epochs 10`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if _, err := t.Parse(cmd.Flags(), dir); err != nil {

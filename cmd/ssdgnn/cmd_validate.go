@@ -33,7 +33,7 @@ A relabelled dataset ('ssdgnn relabel') is also checked for its id maps
 (orig_ids.npy and new_ids.npy are inverse permutations) and for the
 partitioning it was relabelled by: present, with the recorded k, and every
 part a contiguous id range.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePositive(cmd, "max-problems"); err != nil {
 				return err

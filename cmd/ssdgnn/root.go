@@ -62,8 +62,8 @@ a terminal; --quiet turns it off. Reports print as tables, or JSON with --json.`
 
 // refuseUnknown makes every group command (one that only holds
 // subcommands, as bench and export do) fail on an argument that names no
-// subcommand. Cobra would print the group's help and exit 0, so a typo
-// such as "ssdgnn bench oc" did nothing and reported success.
+// subcommand, and bare. Cobra would print the group's help and exit 0, so
+// a typo such as "ssdgnn bench oc" did nothing and reported success.
 func refuseUnknown(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		refuseUnknown(sub)
@@ -73,14 +73,19 @@ func refuseUnknown(c *cobra.Command) {
 	}
 	c.Args = cobra.ArbitraryArgs
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return cmd.Help()
-		}
 		var names []string
 		for _, sub := range cmd.Commands() {
 			if sub.IsAvailableCommand() {
 				names = append(names, sub.Name())
 			}
+		}
+		if len(args) == 0 {
+			// Bare, it prints its help and fails: a script that forgot
+			// the format did nothing.
+			if err := cmd.Help(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%s: missing %s (want one of: %s)", commandName(cmd), subcommandWord(cmd), strings.Join(names, ", "))
 		}
 		return fmt.Errorf("unknown command %q for %q (want one of: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
 	}
