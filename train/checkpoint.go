@@ -3,6 +3,7 @@ package train
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/decbuf"
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -71,16 +73,20 @@ type checkpointMeta struct {
 	NumNodes int64  `json:"num_nodes"`
 	// IDSpace names the node numbering the history section's ids are in:
 	// empty for a dataset's own ids, idSpace(d) for a relabelled one.
-	IDSpace    string       `json:"id_space,omitempty"`
-	Model      ModelConfig  `json:"model"`
-	Options    Options      `json:"options"`
-	Epoch      int          `json:"epoch"`      // epoch in progress (== epochs done when BatchDone is 0)
-	BatchDone  int          `json:"batch_done"` // batches of Epoch already trained
-	Step       int64        `json:"step"`       // Adam steps done
-	Elapsed    float64      `json:"elapsed_s"`
-	History    bool         `json:"history"`
-	EpochStats []EpochStats `json:"epoch_stats"`
-	Written    time.Time    `json:"written"`
+	IDSpace   string      `json:"id_space,omitempty"`
+	Model     ModelConfig `json:"model"`
+	Options   Options     `json:"options"`
+	Epoch     int         `json:"epoch"`      // epoch in progress (== epochs done when BatchDone is 0)
+	BatchDone int         `json:"batch_done"` // batches of Epoch already trained
+	Step      int64       `json:"step"`       // Adam steps done
+	Elapsed   float64     `json:"elapsed_s"`
+	History   bool        `json:"history"`
+	// Partitioning names the partitioning the batches came from
+	// (partitioningOf): "" for random batches, and in checkpoints
+	// written before the field existed.
+	Partitioning string       `json:"partitioning,omitempty"`
+	EpochStats   []EpochStats `json:"epoch_stats"`
+	Written      time.Time    `json:"written"`
 }
 
 // SaveCheckpoint writes the trainer's state atomically to
@@ -92,7 +98,7 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	path := filepath.Join(dir, CheckpointFile)
 	meta := checkpointMeta{Dataset: t.d.Manifest().Name, NumNodes: t.d.NumNodes(), IDSpace: idSpace(t.d), Model: t.model.cfg, Options: t.o,
 		Epoch: t.epoch, BatchDone: t.batchDone, Step: t.step, Elapsed: t.elapsed + time.Since(t.start).Seconds(),
-		History: t.hc != nil, EpochStats: t.epochStats, Written: time.Now().UTC()}
+		History: t.hc != nil, Partitioning: partitioningOf(&t.o), EpochStats: t.epochStats, Written: time.Now().UTC()}
 	mj, err := json.Marshal(meta)
 	if err != nil {
 		return "", err
@@ -386,6 +392,13 @@ func (t *Trainer) restore(ck *checkpoint) error {
 	if err := t.restoreParams(ck); err != nil {
 		return err
 	}
+	if was, now := ck.meta.Partitioning, partitioningOf(&t.o); was != now && (was != "" || ck.meta.Options.Selection == sample.ModeRandom) {
+		// Resuming is still training, but not the run the checkpoint
+		// was cut from: the batches change (mid-epoch, the rest of the
+		// epoch's too).
+		t.o.Logger.Warn("the checkpoint's batches came from another partitioning: training goes on, but not as the interrupted run would have",
+			"checkpoint", ck.file, "then", cmp.Or(was, "random batches"), "now", cmp.Or(now, "random batches"), "mid_epoch", ck.meta.BatchDone > 0)
+	}
 	t.trainedOn = ck.meta.Dataset
 	if t.hc != nil {
 		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
@@ -433,6 +446,22 @@ func (t *Trainer) restoreParams(ck *checkpoint) error {
 		o += k
 	}
 	return t.be.Err()
+}
+
+// partitioningOf names the partitioning o's batches come from, for the
+// checkpoint: its name, K and part.npy's checksum ("fennel k=1000
+// xxhash64:…"); "" for random batches or partitions not from files.
+func partitioningOf(o *Options) string {
+	pf, ok := o.Partitions.(*sample.PartitionFiles)
+	if !ok || o.Selection != sample.ModePartition {
+		return ""
+	}
+	m := pf.Partitioning().Manifest()
+	sum := ""
+	if f := m.File(partition.FilePart); f != nil {
+		sum = f.Checksum
+	}
+	return fmt.Sprintf("%s k=%d %s", m.Name, m.K, sum)
 }
 
 // CheckpointInfo is what a checkpoint says about itself.

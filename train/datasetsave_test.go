@@ -1,15 +1,20 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
@@ -185,5 +190,55 @@ func TestGivenCacheSizesFit(t *testing.T) {
 	}
 	if refused == 0 || built == 0 {
 		t.Errorf("%d budgets refused, %d built: want some of each", refused, built)
+	}
+}
+
+// TestResumeOtherPartitioning: a checkpoint records the partitioning its
+// batches came from (name, K, part.npy's checksum); resuming on a
+// partitioning replaced since (partition --force) or on random batches
+// warns, and resuming on the same one does not (the sweep's F61: k 1000
+// became 500 without a word).
+func TestResumeOtherPartitioning(t *testing.T) {
+	d := ownSynth(t)
+	parts := func(k int) sample.Partitions {
+		t.Helper()
+		if _, err := partition.Run(d, &partition.Options{Parts: k, Seed: 1, Name: "p", Force: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := sample.OpenPartitionFiles(d, d.Dir(), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pf.Close() })
+		return pf
+	}
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir, o.Selection, o.Partitions = 1, dir, sample.ModePartition, parts(20)
+	run(t, d, o)
+	for _, tc := range []struct {
+		name  string
+		parts sample.Partitions // nil: random batches
+		warn  bool
+	}{
+		{"same", o.Partitions, false},
+		{"replaced", parts(10), true},
+		{"random", nil, true},
+	} {
+		var log bytes.Buffer
+		r := synthOpts()
+		r.Epochs, r.Resume = 2, dir
+		if tc.parts != nil {
+			r.Selection, r.Partitions = sample.ModePartition, tc.parts
+		}
+		r.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		tr, err := New(context.Background(), d, r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		tr.Close()
+		if got := strings.Contains(log.String(), "another partitioning"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.name, got, tc.warn, log.String())
+		}
 	}
 }
