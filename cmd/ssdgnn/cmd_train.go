@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,17 +222,20 @@ that mmap reads need. See docs/train.md.`,
 				}
 				tw.Flush()
 			}
-			var cbErr error
+			// A metrics line that cannot be written is said at once, cut
+			// from the file (no half line for a JSON-lines reader), and
+			// the later epochs' lines are dropped; training goes on, and
+			// the command fails after its report.
+			var metricsErr, tableErr error
 			o.OnEpoch = func(e train.EpochStats) {
-				if mf != nil {
-					b, err := json.Marshal(e)
-					if err == nil {
-						_, err = mf.Write(append(b, '\n'))
+				if mf != nil && metricsErr == nil {
+					if err := appendLine(mf, e); err != nil {
+						metricsErr = fmt.Errorf("--metrics %s: %w; the lines of epoch %d on were dropped", t.Metrics, err, e.Epoch)
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; training goes on\n", metricsErr)
 					}
-					cbErr = errors.Join(cbErr, err)
 				}
-				if !t.JSON {
-					cbErr = errors.Join(cbErr, train.WriteEpochRow(tw, e), tw.Flush())
+				if !t.JSON && tableErr == nil {
+					tableErr = errors.Join(train.WriteEpochRow(tw, e), tw.Flush())
 				}
 			}
 			ctx := cmd.Context()
@@ -248,8 +252,8 @@ that mmap reads need. See docs/train.md.`,
 			if err != nil {
 				return err
 			}
-			if cbErr != nil {
-				return cbErr
+			if tableErr != nil {
+				return tableErr
 			}
 			if t.Plot != "" && len(rep.Epochs) > 0 {
 				if err := train.Plot(rep, t.Plot); err != nil {
@@ -322,11 +326,32 @@ that mmap reads need. See docs/train.md.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "interrupted (no checkpoint directory)")
 				}
 			}
-			return nil
+			return metricsErr
 		},
 	}
 	t.Register(cmd.Flags())
 	return cmd
+}
+
+// appendLine writes v as one JSON line at the end of f, or, when the write
+// fails, cuts f back to where it ended (a short write leaves no partial
+// line).
+func appendLine(f *os.File, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		if fi, serr := f.Stat(); serr == nil && fi.Mode().IsRegular() {
+			err = errors.Join(err, f.Truncate(end))
+		}
+		return err
+	}
+	return nil
 }
 
 // ibytes formats a byte count (IEC units).

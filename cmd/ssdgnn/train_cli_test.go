@@ -53,6 +53,17 @@ func TestTrainInfer(t *testing.T) {
 	if b, err := os.ReadFile(metrics); err != nil || strings.Count(string(b), "\n") != 3 {
 		t.Errorf("metrics file after resuming: %v %q", err, b)
 	}
+	// Metrics that cannot be written (a full disk: /dev/full) are said
+	// once, at the first epoch, training goes on and reports, and the
+	// command fails after.
+	if _, err := os.Stat("/dev/full"); err == nil {
+		out, stderr, err := run(t, "train", dir, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+			"--checkpoint", filepath.Join(t.TempDir(), "ckf"), "--metrics", "/dev/full")
+		if err == nil || !strings.Contains(err.Error(), "--metrics /dev/full") || strings.Count(stderr, "no space left") != 1 ||
+			!strings.Contains(stderr, "training goes on") || !strings.Contains(out, "final valid") {
+			t.Errorf("metrics on a full disk: err %v\nstderr %q\nout %q", err, stderr, out)
+		}
+	}
 	// Resumed with no epoch left to train: said so.
 	if _, stderr, err := run(t, "train", dir, "--epochs", "3", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
 		"--checkpoint", ck, "--resume", ck); err != nil || !strings.Contains(stderr, "already holds 3 epochs (--epochs 3): nothing to train") {
