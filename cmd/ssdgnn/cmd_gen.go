@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
@@ -53,7 +54,7 @@ give byte-identical files.`,
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
-			if note := memUnderCgroup(cmd, &mem, synth.DefaultMemBytes, 1.5, 48<<20); note != "" {
+			if note := cliflags.StreamingMem(cmd.Flags(), &mem, synth.DefaultMemBytes, 1.5, 48<<20); note != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			lk, err := dirlock.Acquire(args[0])

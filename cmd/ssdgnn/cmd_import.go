@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
@@ -51,7 +52,7 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	if note := memUnderCgroup(cmd, &f.mem, importer.DefaultMemBytes, 1.5, 48<<20); note != "" {
+	if note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1.5, 48<<20); note != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), note)
 	}
 	o := &importer.Options{

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -51,7 +52,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
 				return err
 			}
-			if note := memUnderCgroup(cmd, &mem, partition.DefaultRelabelMem, 1, 64<<20); note != "" {
+			if note := cliflags.StreamingMem(cmd.Flags(), &mem, partition.DefaultRelabelMem, 1, 64<<20); note != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT

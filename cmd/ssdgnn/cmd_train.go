@@ -121,12 +121,9 @@ that mmap reads need. See docs/train.md.`,
 			}
 			// The checkpoint may be the one --resume reads (it is replaced
 			// atomically after); the metrics and the plot may not.
-			metrics, plot := cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}
-			if err := cliflags.CheckOutputs(dir, d.Manifest(), nil,
-				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile)}, metrics, plot); err != nil {
-				return err
-			}
-			if err := cliflags.CheckOutputs(dir, d.Manifest(), []string{train.ResolveCheckpoint(o.Resume)}, metrics, plot); err != nil {
+			if err := cliflags.CheckOutputs(dir, d.Manifest(), []string{train.ResolveCheckpoint(o.Resume)},
+				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile), MayBeInput: true},
+				cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
 				return err
 			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))

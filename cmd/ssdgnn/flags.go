@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 )
 
@@ -76,26 +74,3 @@ type renamedError struct {
 
 func (e *renamedError) Error() string { return e.msg }
 func (e *renamedError) Unwrap() error { return e.err }
-
-// memUnderCgroup fits the --mem of a streaming command (gen, import,
-// relabel) to the memory cgroup the process runs in when the flag was not
-// given: the command peaks near factor × --mem + overhead, so its default
-// (def) was OOM-killed under a smaller limit (relabel's 256 MiB in a
-// 128 MiB cgroup). It returns a line for the user, "" when nothing
-// changed.
-func memUnderCgroup(cmd *cobra.Command, mem *byteSize, def int64, factor float64, overhead int64) string {
-	if cmd.Flags().Changed("mem") {
-		return ""
-	}
-	l, ok := cgroup.SelfMemoryLimit()
-	if !ok {
-		return ""
-	}
-	fit := int64(float64(l-overhead) / factor)
-	if fit >= def {
-		return ""
-	}
-	fit = max(fit, 1<<20) // the command refuses what is too small
-	*mem = byteSize(fit)
-	return fmt.Sprintf("--mem %s: what the memory cgroup's limit (%s) leaves at about %.1f x --mem + %s", ibytes(fit), ibytes(l), factor, ibytes(overhead))
-}

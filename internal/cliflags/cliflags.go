@@ -22,6 +22,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
+
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 )
 
 // DefaultFanouts is the --fanouts default of train, profile and rr: the
@@ -124,4 +126,29 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// StreamingMem fits the --mem of a streaming command (gen, import,
+// relabel) to the memory cgroup the process runs in when the flag was not
+// given (f): the command peaks near factor × --mem + overhead, so its
+// default (def) was OOM-killed under a smaller limit (relabel's 256 MiB in
+// a 128 MiB cgroup). It returns a line for the user, "" when nothing
+// changed. Training's --mem defaults to the cgroup's limit itself
+// (train.DefaultMem).
+func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def int64, factor float64, overhead int64) string {
+	if f.Changed("mem") {
+		return ""
+	}
+	l, ok := cgroup.SelfMemoryLimit()
+	if !ok {
+		return ""
+	}
+	fit := int64(float64(l-overhead) / factor)
+	if fit >= def {
+		return ""
+	}
+	fit = max(fit, 1<<20) // the command refuses what is too small
+	*mem = ByteSize(fit)
+	return fmt.Sprintf("--mem %s: what the memory cgroup's limit (%s) leaves at about %.1f x --mem + %s",
+		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), factor, humanize.IBytes(uint64(overhead)))
 }

@@ -8,13 +8,18 @@ import (
 )
 
 // Output is an output file flag and its value ("" when not given).
-type Output struct{ Flag, Path string }
+// MayBeInput says the command may replace one of its inputs with it (a
+// checkpoint that --resume reads, replaced atomically after it is read).
+type Output struct {
+	Flag, Path string
+	MayBeInput bool
+}
 
 // CheckOutputs checks, before a command on the dataset in dir (manifest
 // m) does any work, the output files it was given: each one's directory
 // exists, none would replace a file of the dataset (storage.CheckOutput)
-// or one of inputs (files the command reads, such as a checkpoint), and
-// no two flags name the same file.
+// or, unless MayBeInput, one of inputs (files the command reads, such as
+// a checkpoint), and no two flags name the same file.
 func CheckOutputs(dir string, m *storage.Manifest, inputs []string, outs ...Output) error {
 	for i, o := range outs {
 		if o.Path == "" {
@@ -26,8 +31,10 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []string, outs ...Outp
 		if err := storage.CheckOutput(dir, m, o.Flag, o.Path); err != nil {
 			return err
 		}
-		if err := outpath.CheckFile(o.Flag, o.Path, "an input of this command", inputs); err != nil {
-			return err
+		if !o.MayBeInput {
+			if err := outpath.CheckFile(o.Flag, o.Path, "an input of this command", inputs); err != nil {
+				return err
+			}
 		}
 		for _, p := range outs[:i] {
 			if p.Path != "" && outpath.Same(p.Path, o.Path) {
