@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ssdgnn/ssdgnn/internal/namedir"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -114,18 +115,9 @@ func plainName(name string) bool {
 // Names lists the committed partitionings of the dataset in datasetDir
 // (those Exists reports), sorted; none is an empty list, not an error.
 func Names(datasetDir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(datasetDir, DirName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := namedir.List(datasetDir, DirName, ManifestName)
 	if err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
-	}
-	var names []string
-	for _, e := range ents { // os.ReadDir sorts by name
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && Exists(datasetDir, e.Name()) {
-			names = append(names, e.Name())
-		}
 	}
 	return names, nil
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/ssdgnn/ssdgnn/internal/namedir"
 )
 
 // Profile file names inside DIR/profile/<name>/.
@@ -84,18 +86,9 @@ func (p *Profile) Save(dir string) error {
 // subdirectories of its profile directory that hold a profile.json),
 // sorted; none is an empty list.
 func ProfileNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(dir, ProfileDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := namedir.List(dir, ProfileDir, FileProfileJSON)
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
-	}
-	var names []string
-	for _, e := range ents {
-		if _, err := os.Stat(filepath.Join(dir, ProfileDir, e.Name(), FileProfileJSON)); e.IsDir() && err == nil {
-			names = append(names, e.Name())
-		}
 	}
 	return names, nil
 }
@@ -106,13 +99,12 @@ func ProfileNames(dir string) ([]string, error) {
 // profile (train saves its own as "train"), with stood saying so ("" when
 // name stands).
 func ProfileFor(dir, name string, explicit bool) (chosen, stood string) {
-	if _, err := os.Stat(filepath.Join(ProfilePath(dir, name), FileProfileJSON)); explicit || err == nil {
-		return name, ""
+	exists := func(n string) bool {
+		_, err := os.Stat(filepath.Join(ProfilePath(dir, n), FileProfileJSON))
+		return err == nil
 	}
-	if names, err := ProfileNames(dir); err == nil && len(names) == 1 {
-		return names[0], fmt.Sprintf("profile %q, the dataset's only one (no %q)", names[0], name)
-	}
-	return name, ""
+	chosen, stood, _, _ = namedir.Pick("profile", name, explicit, exists, func() ([]string, error) { return ProfileNames(dir) })
+	return chosen, stood
 }
 
 // LoadProfile reads the profile name of dataset dir and verifies every

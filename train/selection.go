@@ -8,6 +8,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
+	"github.com/ssdgnn/ssdgnn/internal/namedir"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -46,14 +47,8 @@ func AutoSelection(dir, name string, explicit bool) (mode sample.Mode, chosen, n
 // stood saying so for the user ("" when name stands). others lists the
 // dataset's partitionings when name is missing and was not asked for.
 func PartitionFor(dir, name string, explicit bool) (chosen, stood string, others []string, err error) {
-	if explicit || partition.Exists(dir, name) {
-		return name, "", nil, nil
-	}
-	others, err = partition.Names(dir)
-	if err == nil && len(others) == 1 {
-		return others[0], fmt.Sprintf("partitioning %q, the dataset's only one (no %q)", others[0], name), others, nil
-	}
-	return name, "", others, err
+	return namedir.Pick("partitioning", name, explicit, func(n string) bool { return partition.Exists(dir, n) },
+		func() ([]string, error) { return partition.Names(dir) })
 }
 
 func quoted(names []string) []string {
