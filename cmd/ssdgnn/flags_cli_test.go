@@ -32,6 +32,8 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"import", "edgelist", "e.txt", out, "--num-nodes", "0"}, "--num-nodes 0"},
 		{[]string{"import", "edgelist", "e.txt", out, "--mem", "0"}, "--mem 0"},
 		{[]string{"relabel", dir, out, "--mem", "0"}, "--mem 0: want a positive value"},
+		{[]string{"train", dir, "--mem", "0"}, "--mem 0: want a positive value"},
+		{[]string{"infer", dir, "--checkpoint", "ck", "--out", out + ".npy", "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"train", dir, "--workers", "100000"}, "sampling workers 100000 (want 0, one per core, to"},
 		{[]string{"train", dir, "--in-flight", "1000"}, "in-flight batches 1000 (want 1 to 16)"},
 		{[]string{"profile", dir, "--selection", "random", "--workers", "100000"}, "Workers 100000, want 0 (one per core) to"},

@@ -117,7 +117,11 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 			continue
 		}
 		s := fl.Value.String()
-		if x, err := strconv.ParseFloat(s, 64); err == nil && x <= 0 {
+		x, err := strconv.ParseFloat(s, 64)
+		if b, ok := fl.Value.(*ByteSize); ok {
+			x, err = float64(*b), nil
+		}
+		if err == nil && x <= 0 {
 			def := ""
 			if fl.DefValue != "0" && fl.DefValue != "" {
 				def = ", " + fl.DefValue
