@@ -63,6 +63,7 @@ type OpenOptions struct {
 type Dataset struct {
 	dir    string
 	m      *Manifest
+	manSum string // ManifestChecksum
 	acct   *Accounting
 	arrays map[string]*Array
 	advice Advice // OpenOptions.Advice, what ScanGraph restores
@@ -86,11 +87,11 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	if opts == nil {
 		opts = &OpenOptions{Advice: AdviceRandom}
 	}
-	m, err := LoadManifest(dir)
+	m, sum, err := loadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{dir: dir, m: m, acct: opts.Accounting, arrays: map[string]*Array{}, advice: opts.Advice}
+	d := &Dataset{dir: dir, m: m, manSum: sum, acct: opts.Accounting, arrays: map[string]*Array{}, advice: opts.Advice}
 	if d.acct == nil {
 		d.acct = NewAccounting()
 	}
@@ -184,6 +185,12 @@ func (d *Dataset) ScanGraph() (restore func()) {
 
 // Dir is the dataset directory.
 func (d *Dataset) Dir() string { return d.dir }
+
+// ManifestChecksum is "xxhash64:…" of the dataset.json bytes Open read:
+// it names the dataset's contents (the manifest lists every array's
+// checksum), as Relabelling.ManifestChecksum names a relabelled copy's
+// source.
+func (d *Dataset) ManifestChecksum() string { return d.manSum }
 
 // Manifest is the dataset's manifest. Callers must not modify it.
 func (d *Dataset) Manifest() *Manifest { return d.m }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
@@ -209,15 +211,26 @@ func (m *Manifest) Validate() error {
 
 // LoadManifest reads and validates DIR/dataset.json.
 func LoadManifest(dir string) (*Manifest, error) {
+	m, _, err := loadManifest(dir)
+	return m, err
+}
+
+// loadManifest is LoadManifest with the checksum of the file's bytes
+// ("xxhash64:…", as Relabelling.ManifestChecksum records a source's).
+func loadManifest(dir string) (*Manifest, string, error) {
 	path := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotDataset, dir)
+		return nil, "", fmt.Errorf("%w: %s", ErrNotDataset, dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, "", fmt.Errorf("storage: %w", err)
 	}
-	return ParseManifest(b, path)
+	m, err := ParseManifest(b, path)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, FormatChecksum(xxhash.Sum64(b)), nil
 }
 
 // ParseManifest decodes and validates manifest bytes; path is used in

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -71,6 +72,10 @@ func (e *CheckpointError) Unwrap() []error {
 type checkpointMeta struct {
 	Dataset  string `json:"dataset"`
 	NumNodes int64  `json:"num_nodes"`
+	// DatasetSums name the contents trained on (datasetSums): the
+	// dataset.json checksum, and a relabelled copy's source's. Absent in
+	// checkpoints written before the field existed.
+	DatasetSums []string `json:"dataset_checksums,omitempty"`
 	// IDSpace names the node numbering the history section's ids are in:
 	// empty for a dataset's own ids, idSpace(d) for a relabelled one.
 	IDSpace   string      `json:"id_space,omitempty"`
@@ -96,7 +101,7 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, CheckpointFile)
-	meta := checkpointMeta{Dataset: t.d.Manifest().Name, NumNodes: t.d.NumNodes(), IDSpace: idSpace(t.d), Model: t.model.cfg, Options: t.o,
+	meta := checkpointMeta{Dataset: t.d.Manifest().Name, NumNodes: t.d.NumNodes(), DatasetSums: datasetSums(t.d), IDSpace: idSpace(t.d), Model: t.model.cfg, Options: t.o,
 		Epoch: t.epoch, BatchDone: t.batchDone, Step: t.step, Elapsed: t.elapsed + time.Since(t.start).Seconds(),
 		History: t.hc != nil, Partitioning: partitioningOf(&t.o), EpochStats: t.epochStats, Written: time.Now().UTC()}
 	mj, err := json.Marshal(meta)
@@ -399,7 +404,7 @@ func (t *Trainer) restore(ck *checkpoint) error {
 		t.o.Logger.Warn("the checkpoint's batches came from another partitioning: training goes on, but not as the interrupted run would have",
 			"checkpoint", ck.file, "then", cmp.Or(was, "random batches"), "now", cmp.Or(now, "random batches"), "mid_epoch", ck.meta.BatchDone > 0)
 	}
-	t.trainedOn = ck.meta.Dataset
+	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
 	if t.hc != nil {
 		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
 			var he *histcache.CorruptError
@@ -520,8 +525,43 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 		t.Close()
 		return nil, err
 	}
-	t.trainedOn = ck.meta.Dataset
+	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
 	return t, nil
+}
+
+// datasetSums names d's contents for a checkpoint: its dataset.json
+// checksum and, for a relabelled copy, its source's (the same nodes,
+// features and labels in other ids).
+func datasetSums(d *storage.Dataset) []string {
+	sums := []string{d.ManifestChecksum()}
+	if r := d.Manifest().RelabelledFrom; r != nil && r.ManifestChecksum != "" {
+		sums = append(sums, r.ManifestChecksum)
+	}
+	return sums
+}
+
+// OtherData says, when the trainer was restored from a checkpoint trained
+// on other data than its dataset, how they differ: another name, or the
+// same name and shapes with other contents (neither the dataset nor the
+// copy it was relabelled from, or was relabelled into). "" when they
+// agree or the checkpoint predates the record.
+func (t *Trainer) OtherData() string {
+	if t.trainedOn == "" {
+		return ""
+	}
+	if t.trainedOn != t.d.Manifest().Name {
+		return fmt.Sprintf("it was trained on dataset %q; %s is %q", t.trainedOn, t.d.Dir(), t.d.Manifest().Name)
+	}
+	if len(t.trainedSums) == 0 {
+		return ""
+	}
+	for _, a := range t.trainedSums {
+		if slices.Contains(datasetSums(t.d), a) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("it was trained on a dataset named %q with other contents than %s (dataset.json %s, trained on %s): regenerated or re-imported since?",
+		t.trainedOn, t.d.Dir(), t.d.ManifestChecksum(), t.trainedSums[0])
 }
 
 // TrainedOn is the name (dataset.json "name") of the dataset the

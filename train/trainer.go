@@ -26,11 +26,13 @@ type Trainer struct {
 	// trainedOn is the dataset name of the checkpoint the trainer was
 	// restored from ("" when none): TrainedOn.
 	trainedOn string
-	d         *storage.Dataset
-	o         Options
-	be        kernels.Backend
-	ownBE     bool
-	beMu      sync.Mutex // serialises backend use between transfer and compute
+	// trainedSums are that checkpoint's DatasetSums (OtherData).
+	trainedSums []string
+	d           *storage.Dataset
+	o           Options
+	be          kernels.Backend
+	ownBE       bool
+	beMu        sync.Mutex // serialises backend use between transfer and compute
 
 	model   *Model
 	sampler *sample.Sampler

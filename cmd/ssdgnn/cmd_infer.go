@@ -86,8 +86,8 @@ the original dataset writes.`,
 			}
 			// A model of another dataset with the same shapes predicts,
 			// but rarely what the user meant: say so.
-			if on := tr.TrainedOn(); on != d.Manifest().Name {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was trained on dataset %q; %s is %q\n", train.ResolveCheckpoint(ckpt), on, d.Dir(), d.Manifest().Name)
+			if other := tr.OtherData(); other != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", train.ResolveCheckpoint(ckpt), other)
 			}
 			defer tr.Close()
 			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath, MemBytes: int64(mem), ChunkBytes: int64(evalMem)}

@@ -241,6 +241,9 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer tr.Close()
+			if other := tr.OtherData(); other != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: --resume %s: %s\n", train.ResolveCheckpoint(o.Resume), other)
+			}
 			if n := tr.EpochsDone(); o.Resume != "" && n >= o.Epochs {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it\n",
 					train.ResolveCheckpoint(o.Resume), n, o.Epochs)

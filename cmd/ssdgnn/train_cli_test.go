@@ -103,6 +103,28 @@ func TestTrainInfer(t *testing.T) {
 	if _, stderr, err := run(t, "infer", twin, "--checkpoint", ck, "--out", preds); err != nil || !strings.Contains(stderr, `was trained on dataset "synth-2000"; `+twin+` is "twin"`) {
 		t.Errorf("infer with another dataset's checkpoint: %v, stderr %q", err, stderr)
 	}
+	// The same name and shapes, other contents (generated with another
+	// seed): the dataset.json checksums differ, and infer says so; the
+	// dataset itself and a relabelled copy of it are not warned about.
+	same := filepath.Join(t.TempDir(), "same")
+	if _, _, err := run(t, "gen", same, "--nodes", "2000", "--feat-dim", "8", "--classes", "4", "--seed", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run(t, "infer", same, "--checkpoint", ck, "--out", preds); err != nil || !strings.Contains(stderr, `trained on a dataset named "synth-2000" with other contents`) {
+		t.Errorf("infer with the checkpoint of a regenerated dataset: %v, stderr %q", err, stderr)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "8"); err != nil {
+		t.Fatal(err)
+	}
+	rl := filepath.Join(t.TempDir(), "rl")
+	if _, _, err := run(t, "relabel", dir, rl); err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []string{dir, rl} {
+		if _, stderr, err := run(t, "infer", on, "--checkpoint", ck, "--out", preds); err != nil || strings.Contains(stderr, "warning") {
+			t.Errorf("infer on %s with its own checkpoint: %v, stderr %q", on, err, stderr)
+		}
+	}
 	// --nodes that is neither a split nor a file, and a file with an id
 	// out of range, are named.
 	ids := filepath.Join(t.TempDir(), "ids.npy")
