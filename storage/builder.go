@@ -8,14 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/x448/float16"
-	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -27,14 +24,14 @@ type CreateOptions struct {
 	// beside it, in a staging directory inside dir, and swapped in by
 	// Finish: until then the old dataset stays whole and usable, and an
 	// interrupted or failed run leaves it as it was (Abort, or the next
-	// Create, removes the staging directory). The swap renames the new
-	// files over the old ones with the manifest removed first and written
-	// last, so only a crash during those renames (milliseconds) leaves a
-	// directory Open rejects; it removes the old derived directories
-	// (partitions/, profile/, spill/), which would be stale, and the old
-	// arrays the new manifest does not list. Other entries of dir (a
-	// checkpoints directory, plan.json) are left alone. Replacing needs
-	// room for both datasets until the swap.
+	// Create, removes the staging directory). The swap is journaled
+	// (replace.go): once it begins the new dataset is kept, and a swap
+	// that fails or is killed half way is finished by the next Create in
+	// dir. It removes the old derived directories (partitions/, profile/,
+	// spill/), which would be stale, and the old arrays the new manifest
+	// does not list. Other entries of dir (a checkpoints directory,
+	// plan.json) are left alone. Replacing needs room for both datasets
+	// until the swap.
 	Force bool
 }
 
@@ -43,7 +40,7 @@ type CreateOptions struct {
 var derivedDirs = []string{"partitions", "profile", "spill"}
 
 // stagingPrefix names a Force run's staging directory inside the dataset
-// directory: stagingPrefix + PID + "-" + random.
+// directory: stagingPrefix + procStamp + "-" + random.
 const stagingPrefix = ".staged-"
 
 // Builder writes a new dataset directory. Arrays are written one at a time
@@ -56,7 +53,11 @@ type Builder struct {
 	// directory inside it, swapped in by Finish.
 	final  string
 	staged bool
-	mu     struct {
+	// swapping says the swap began (its journal is written): from then on
+	// the staged dataset is the one to keep, and Abort leaves it for
+	// recoverStaging to finish.
+	swapping bool
+	mu       struct {
 		sync.Mutex
 		files map[string]FileEntry
 	}
@@ -69,7 +70,9 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	if opts == nil {
 		opts = &CreateOptions{}
 	}
-	removeStaleStaging(dir)
+	if err := recoverStaging(dir); err != nil {
+		return nil, err
+	}
 	b := &Builder{dir: dir, final: dir}
 	b.mu.files = map[string]FileEntry{}
 	mpath := filepath.Join(dir, ManifestName)
@@ -80,7 +83,7 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 		if _, err := atomicfile.CleanTemps(dir); err != nil {
 			return nil, err
 		}
-		st, err := os.MkdirTemp(dir, fmt.Sprintf("%s%d-", stagingPrefix, os.Getpid()))
+		st, err := os.MkdirTemp(dir, stagingPrefix+procStamp(os.Getpid())+"-")
 		if err != nil {
 			return nil, fmt.Errorf("storage: staging the replacement: %w", err)
 		}
@@ -98,26 +101,6 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	return b, nil
 }
 
-// removeStaleStaging removes the staging directories in dir of processes
-// that no longer run (a Force run killed before Finish or Abort).
-func removeStaleStaging(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), stagingPrefix)
-		pid, _, found := strings.Cut(rest, "-")
-		n, err := strconv.Atoi(pid)
-		if !ok || !found || err != nil || !e.IsDir() || n <= 0 {
-			continue
-		}
-		if err := unix.Kill(n, 0); errors.Is(err, unix.ESRCH) {
-			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-		}
-	}
-}
-
 // Replacing reports whether the builder replaces an existing dataset
 // (CreateOptions.Force), which stays in place until Finish.
 func (b *Builder) Replacing() bool { return b.staged }
@@ -127,7 +110,7 @@ func (b *Builder) Replacing() bool { return b.staged }
 // nothing: the caller removes what it committed. Abort after Finish does
 // nothing.
 func (b *Builder) Abort() {
-	if b.staged {
+	if b.staged && !b.swapping {
 		_ = os.RemoveAll(b.dir)
 		b.staged = false
 	}
@@ -303,63 +286,6 @@ func (b *Builder) Finish(m Manifest) error {
 	if b.staged {
 		return b.swap()
 	}
-	return nil
-}
-
-// swap moves a complete staged dataset into the dataset directory: the old
-// manifest goes first (from then on Open rejects the directory), then the
-// old derived directories, then every staged entry is renamed over its
-// old namesake, the old arrays the new manifest does not list are
-// removed, and the new manifest is renamed in last.
-func (b *Builder) swap() error {
-	fail := func(err error) error {
-		return fmt.Errorf("storage: replacing the dataset in %s (the new one is complete in %s; the directory is not a dataset until it is moved in): %w", b.final, b.dir, err)
-	}
-	var old []FileEntry
-	if m, err := LoadManifest(b.final); err == nil {
-		old = m.Files
-	}
-	if err := os.Remove(filepath.Join(b.final, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail(err)
-	}
-	if err := atomicfile.SyncDir(b.final); err != nil {
-		return fail(err)
-	}
-	for _, d := range derivedDirs {
-		if err := os.RemoveAll(filepath.Join(b.final, d)); err != nil {
-			return fail(err)
-		}
-	}
-	ents, err := os.ReadDir(b.dir)
-	if err != nil {
-		return fail(err)
-	}
-	for _, e := range ents {
-		if e.Name() == ManifestName {
-			continue
-		}
-		if err := os.Rename(filepath.Join(b.dir, e.Name()), filepath.Join(b.final, e.Name())); err != nil {
-			return fail(err)
-		}
-	}
-	b.mu.Lock()
-	for _, f := range old {
-		if _, ok := b.mu.files[f.Name]; !ok {
-			_ = os.Remove(filepath.Join(b.final, f.Name))
-		}
-	}
-	b.mu.Unlock()
-	if err := atomicfile.SyncDir(b.final); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(filepath.Join(b.dir, ManifestName), filepath.Join(b.final, ManifestName)); err != nil {
-		return fail(err)
-	}
-	if err := atomicfile.SyncDir(b.final); err != nil {
-		return fail(err)
-	}
-	_ = os.RemoveAll(b.dir)
-	b.dir, b.staged = b.final, false
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -88,6 +89,11 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 		opts = &OpenOptions{Advice: AdviceRandom}
 	}
 	m, sum, err := loadManifest(dir)
+	if errors.Is(err, ErrNotDataset) {
+		if st := PendingReplacement(dir); st != "" {
+			return nil, fmt.Errorf("%w (a replacement with --force was interrupted while swapping in the complete new dataset from %s: the next gen, import or relabel into %s finishes it)", err, st, dir)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,5 +119,87 @@ func TestCreateForceReplaces(t *testing.T) {
 	}
 	if rep, err := storage.Validate(dir, nil); err != nil || !rep.OK() {
 		t.Errorf("the new dataset does not validate: %v %v", err, rep)
+	}
+}
+
+// TestReplaceSwapInterrupted: a swap that fails half way (a rename in the
+// dataset directory refused) keeps the complete new dataset in its staging
+// directory, Open says so, and the next Create there, once the process is
+// gone, finishes the swap: the new dataset, whole. A staging directory
+// whose pid now names another process (started at another time) counts
+// as gone.
+func TestReplaceSwapInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir, newTiny(), "float32")
+	b, err := storage.Create(dir, &storage.CreateOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := b.CreateCSR(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, nb := range [][]int64{{1}, {0, 2}, {1}} {
+		if err := csr.Append(int64(v), nb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := csr.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The old indices.npy turned into a non-empty directory: the swap's
+	// rename over it fails after the old manifest is gone.
+	block := filepath.Join(dir, storage.FileIndices)
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = b.Finish(storage.Manifest{Name: "new", NumNodes: 3, NumEdges: 4})
+	if err == nil || !strings.Contains(err.Error(), "the new dataset is complete in") {
+		t.Fatalf("swap over a directory: %v, want the staging directory named", err)
+	}
+	b.Abort() // as the commands do on failure: it must keep the new dataset
+	staged := storage.PendingReplacement(dir)
+	if staged == "" {
+		t.Fatal("no pending replacement after a failed swap")
+	}
+	if _, err := storage.Open(dir, nil); !errors.Is(err, storage.ErrNotDataset) || !strings.Contains(err.Error(), "finishes it") {
+		t.Errorf("Open during the interrupted swap: %v", err)
+	}
+	// The cause mended, and the process gone (a pid no process has).
+	if err := os.RemoveAll(block); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(staged, filepath.Join(dir, ".staged-2147483646-0-gone")); err != nil {
+		t.Fatal(err)
+	}
+	// A staging directory of a reused pid (pid 1 runs, but did not start
+	// at tick 99999999) is stale too: removed, as it has no journal.
+	if err := os.MkdirAll(filepath.Join(dir, ".staged-1-99999999-reused", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.Create(dir, nil); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("Create after recovery: %v, want ErrExists (the swap finished)", err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Manifest().Name != "new" || d.NumNodes() != 3 {
+		t.Errorf("after recovery: %q with %d nodes, want the new dataset", d.Manifest().Name, d.NumNodes())
+	}
+	if rep, err := storage.Validate(dir, nil); err != nil || !rep.OK() {
+		t.Errorf("the recovered dataset does not validate: %v %v", err, rep)
+	}
+	ents, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if want := []string{"dataset.json", "indices.npy", "indptr.npy"}; !slices.Equal(left, want) {
+		t.Errorf("after recovery the directory holds %v, want %v (old arrays, staging directories gone)", left, want)
 	}
 }

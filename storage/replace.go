@@ -1,0 +1,239 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+)
+
+// Replacing a dataset (CreateOptions.Force) swaps a complete staged
+// dataset into the dataset directory in two journaled phases, so that a
+// swap that fails or is killed half way is finished later rather than
+// lost:
+//
+//   - The journal (swapJournal, in the staging directory, written
+//     atomically) says the swap began and lists the old arrays the new
+//     manifest does not list. From then on the staged dataset is the one
+//     to keep: Abort leaves it, and the next Create in the directory
+//     finishes the swap (recoverStaging).
+//   - "clearing": the old dataset.json is removed (the directory stops
+//     being a dataset), then the old derived directories. The journal then
+//     says "moving".
+//   - "moving": every staged entry is renamed over its namesake, the old
+//     arrays listed are removed, and the new dataset.json is renamed in
+//     last; the staging directory goes.
+//
+// Each phase is idempotent from its start, and the phase is recorded
+// before the next begins, so finishing from the journal never removes
+// what the swap already moved in.
+
+// swapJournal is the journal's name inside the staging directory.
+const swapJournal = ".swap.json"
+
+type swapState struct {
+	Phase  string   `json:"phase"`  // "clearing" or "moving"
+	Remove []string `json:"remove"` // old arrays the new manifest does not list
+}
+
+// swap moves b's complete staged dataset into the dataset directory.
+func (b *Builder) swap() error {
+	st := swapState{Phase: "clearing"}
+	if m, err := LoadManifest(b.final); err == nil {
+		b.mu.Lock()
+		for _, f := range m.Files {
+			if _, ok := b.mu.files[f.Name]; !ok {
+				st.Remove = append(st.Remove, f.Name)
+			}
+		}
+		b.mu.Unlock()
+	}
+	if err := writeSwap(b.dir, st); err != nil {
+		return fmt.Errorf("storage: replacing the dataset in %s: %w (the old dataset is untouched)", b.final, err)
+	}
+	b.swapping = true
+	if err := finishSwap(b.final, b.dir, st); err != nil {
+		return err
+	}
+	b.dir, b.staged, b.swapping = b.final, false, false
+	return nil
+}
+
+func writeSwap(staging string, st swapState) error {
+	js, err := json.Marshal(&st)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(staging, swapJournal), js)
+}
+
+// finishSwap runs the swap of staging into final from st's phase.
+func finishSwap(final, staging string, st swapState) error {
+	fail := func(err error) error {
+		return fmt.Errorf("storage: replacing the dataset in %s: %w; the new dataset is complete in %s, and the next gen, import or relabel into %s finishes moving it in (until then %s is not a dataset)",
+			final, err, staging, final, final)
+	}
+	if st.Phase == "clearing" {
+		if err := os.Remove(filepath.Join(final, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(err)
+		}
+		if err := atomicfile.SyncDir(final); err != nil {
+			return fail(err)
+		}
+		for _, d := range derivedDirs {
+			if err := os.RemoveAll(filepath.Join(final, d)); err != nil {
+				return fail(err)
+			}
+		}
+		st.Phase = "moving"
+		if err := writeSwap(staging, st); err != nil {
+			return fail(err)
+		}
+	}
+	ents, err := os.ReadDir(staging)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range ents {
+		if e.Name() == ManifestName || e.Name() == swapJournal || atomicfile.IsTemp(e.Name()) {
+			continue // a temporary file of a killed writer goes with the staging directory
+		}
+		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(final, e.Name())); err != nil {
+			return fail(err)
+		}
+	}
+	for _, name := range st.Remove {
+		if err := os.Remove(filepath.Join(final, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(err)
+		}
+	}
+	if err := atomicfile.SyncDir(final); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(filepath.Join(staging, ManifestName), filepath.Join(final, ManifestName)); err != nil {
+		return fail(err)
+	}
+	if err := atomicfile.SyncDir(final); err != nil {
+		return fail(err)
+	}
+	_ = os.RemoveAll(staging)
+	return nil
+}
+
+// recoverStaging deals with the staging directories in dir whose process
+// is gone: one whose swap began (it has a journal) is finished, the
+// others (a run killed before its dataset was complete) are removed.
+func recoverStaging(dir string) error {
+	for _, name := range stagingDirs(dir) {
+		if !ownerGone(name) {
+			continue
+		}
+		staging := filepath.Join(dir, name)
+		js, err := os.ReadFile(filepath.Join(staging, swapJournal))
+		if errors.Is(err, fs.ErrNotExist) {
+			_ = os.RemoveAll(staging)
+			continue
+		}
+		var st swapState
+		if err == nil {
+			err = json.Unmarshal(js, &st)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: %s: the journal of an interrupted replacement: %w", filepath.Join(staging, swapJournal), err)
+		}
+		if err := finishSwap(dir, staging, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PendingReplacement names the staging directory in dir whose swap began
+// and was not finished, "" when there is none: dir then lacks its
+// dataset.json until a gen, import or relabel into it finishes the swap.
+func PendingReplacement(dir string) string {
+	for _, name := range stagingDirs(dir) {
+		if _, err := os.Stat(filepath.Join(dir, name, swapJournal)); err == nil {
+			return filepath.Join(dir, name)
+		}
+	}
+	return ""
+}
+
+// stagingDirs lists the staging directories in dir.
+func stagingDirs(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), stagingPrefix) {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// procStamp is "PID-START", START the process's start time in clock ticks
+// since boot (/proc/PID/stat), which a reused pid does not repeat; 0 where
+// /proc does not say.
+func procStamp(pid int) string {
+	start, _ := procStart(pid)
+	return strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
+}
+
+// procStart is process pid's start time (/proc/PID/stat field 22).
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:])) // fields 3 on
+	if len(f) < 20 {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, err == nil
+}
+
+// ownerGone reports whether the process that made staging directory name
+// (stagingPrefix + procStamp + "-" + random) no longer runs: its pid is
+// free, or taken by a process that started at another time.
+func ownerGone(name string) bool {
+	parts := strings.Split(strings.TrimPrefix(name, stagingPrefix), "-")
+	if len(parts) < 2 {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if pid == os.Getpid() {
+		return false // this process's own, made by an earlier Create
+	}
+	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	if len(parts) >= 3 {
+		if want, err := strconv.ParseUint(parts[1], 10, 64); err == nil && want != 0 {
+			if got, ok := procStart(pid); ok && got != want {
+				return true // the pid was reused
+			}
+		}
+	}
+	return false
+}
