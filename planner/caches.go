@@ -138,7 +138,9 @@ func (o *BuildOptions) Estimate(d *storage.Dataset) CacheBytes {
 	if s.HistoryOn {
 		b.History = histcache.BytesFor(n, histcache.CapacityFor(s.History, n, o.HistWidth), o.HistWidth)
 	}
-	b.Neighbor = s.Neighbor
+	// The neighbour cache allocates what it selects: at most every list.
+	whole := neighborcache.FixedTableBytes(n) + 8*n + int64(storage.IndicesDType(n).Size())*d.NumEdges()
+	b.Neighbor = min(s.Neighbor, whole)
 	return b
 }
 

@@ -117,6 +117,27 @@ const (
 // and a fanout at least a node's degree takes its whole list, as -1 does.
 const MaxFanout = math.MaxInt32
 
+// FanoutsFor is fanouts with every entry at least d's longest neighbour
+// list (storage.Dataset.MaxDegree) read as -1. The sampler draws the same
+// either way (a list no longer than the fanout is taken whole), and memory
+// estimates bound -1 by the graph, where a huge finite fanout misleads
+// them. fanouts itself is returned when nothing changes.
+func FanoutsFor(d *storage.Dataset, fanouts []int) []int {
+	var out []int
+	for i, f := range fanouts {
+		if f > 0 && int64(f) >= d.MaxDegree() {
+			if out == nil {
+				out = append([]int(nil), fanouts...)
+			}
+			out[i] = -1
+		}
+	}
+	if out == nil {
+		return fanouts
+	}
+	return out
+}
+
 // DefaultFanouts is the default per-layer fanout (3-layer GraphSAGE).
 var DefaultFanouts = []int{10, 10, 10}
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/x448/float16"
@@ -76,6 +77,9 @@ type Dataset struct {
 	rowSize int64
 	labels  []int32
 	splits  [3][]int64
+
+	maxDegOnce sync.Once
+	maxDeg     int64 // MaxDegree
 }
 
 // Open maps the dataset in dir after checking every file against the
@@ -233,6 +237,17 @@ func (d *Dataset) CSRBytes() int64 {
 		e = 4
 	}
 	return 8*(d.NumNodes()+1) + e*d.NumEdges()
+}
+
+// MaxDegree is the largest Degree (the longest neighbour list), found on
+// first use by one pass over indptr.
+func (d *Dataset) MaxDegree() int64 {
+	d.maxDegOnce.Do(func() {
+		for i := 1; i < len(d.indptr); i++ {
+			d.maxDeg = max(d.maxDeg, d.indptr[i]-d.indptr[i-1])
+		}
+	})
+	return d.maxDeg
 }
 
 // Degree is the out-degree of v.

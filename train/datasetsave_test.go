@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -163,7 +166,8 @@ func TestGivenCacheSizesFit(t *testing.T) {
 	d := storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 256, Classes: 4, Seed: 7}, nil)
 	base := MinimumBudget(d, synthOpts())
 	feat := d.NumNodes() * d.FeatRowBytes() // every row: more than the room at the smaller budgets
-	refused, built := 0, 0
+	refused, built, suggested := 0, 0, 0
+	raise := regexp.MustCompile(`raise --mem to ([0-9.]+ [KMG]iB)$`) // the exact least (not "at least")
 	for k := range int64(9) {
 		mem := base + k*feat/4
 		o := synthOpts()
@@ -173,6 +177,17 @@ func TestGivenCacheSizesFit(t *testing.T) {
 		if err != nil {
 			if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--feat-cache") || !strings.Contains(err.Error(), "raise --mem to") {
 				t.Fatalf("--mem %d: %v, want ErrBudget naming --feat-cache and a --mem", mem, err)
+			}
+			// The --mem it names is one that plans.
+			if m := raise.FindStringSubmatch(err.Error()); m != nil {
+				least, perr := humanize.ParseBytes(m[1])
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				if _, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: int64(least)}); err != nil {
+					t.Errorf("--mem %d named %s, which fails too: %v", mem, m[1], err)
+				}
+				suggested++
 			}
 			refused++
 			continue
@@ -188,8 +203,8 @@ func TestGivenCacheSizesFit(t *testing.T) {
 		tr.Close()
 		built++
 	}
-	if refused == 0 || built == 0 {
-		t.Errorf("%d budgets refused, %d built: want some of each", refused, built)
+	if refused == 0 || built == 0 || suggested == 0 {
+		t.Errorf("%d budgets refused (%d naming the least --mem), %d built: want some of each", refused, suggested, built)
 	}
 }
 

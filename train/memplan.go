@@ -173,8 +173,15 @@ var reserveFloor int64 = 24 << 20
 // minimum itself gets (GatherDepth): the least, then more while that
 // raises it.
 func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
+	return minimumBudgetWith(d, opts, 0)
+}
+
+// minimumBudgetWith is MinimumBudget with caches sized by hand that take
+// given bytes (tables included) beside training: a lower bound, since
+// their address tables may be the plan's too.
+func minimumBudgetWith(d *storage.Dataset, opts *Options, given int64) int64 {
 	if opts != nil && opts.FeatIODepth != 0 {
-		return minimumBudget(d, opts)
+		return minimumBudget(d, opts, given)
 	}
 	o := Options{}
 	if opts != nil {
@@ -182,7 +189,7 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	}
 	m, _ := atOwnDepth(func(depth int) int64 {
 		o.FeatIODepth = depth
-		return minimumBudget(d, &o)
+		return minimumBudget(d, &o, given)
 	})
 	return m
 }
@@ -202,8 +209,8 @@ func atOwnDepth(budget func(depth int) int64) (mem int64, depth int) {
 	}
 }
 
-func minimumBudget(d *storage.Dataset, opts *Options) int64 {
-	o := opts.withDefaults()
+func minimumBudget(d *storage.Dataset, opts *Options, given int64) int64 {
+	o := withFanoutsOf(opts.withDefaults(), d)
 	n := d.NumNodes()
 	hist := histOn(&o)
 	fixed := FixedState(d, &o, &planner.Profile{}).Bytes
@@ -225,7 +232,7 @@ func minimumBudget(d *storage.Dataset, opts *Options) int64 {
 	// PresampleEpochs at its default, 1).
 	histLog := planner.HistLogBytes(d.Indptr(), d.TrainIdx(), 1)
 	profiling := planner.ProfileMemBytes(n) + histLog + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges())) + profGather
-	need := fixed + sampler + max(ws+planner.TableBytes(n, hist), profiling)
+	need := fixed + sampler + max(ws+max(planner.TableBytes(n, hist), given), profiling)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
 }
@@ -319,7 +326,10 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if mo == nil || mo.MemBytes < 0 || (mo.MemBytes == 0 && mo.PlanFile == "") {
 		return nil, fmt.Errorf("%w: PlanMemory needs MemBytes > 0 or a PlanFile", ErrInvalidOptions)
 	}
-	o := opts.withDefaults()
+	o := withFanoutsOf(opts.withDefaults(), d)
+	if err := streamOnGraph(&o, opts, d); err != nil {
+		return nil, err
+	}
 	if opts.FeatIODepth == 0 {
 		// The depth of mo's budget. A plan file without one derives the
 		// budget from the plan, read slots at the default depth included.
@@ -348,6 +358,17 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		least.Workers = max(w, 1)
 		minMem = MinimumBudget(d, &least)
 	}
+	m := d.Manifest()
+	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
+	// Caches sized by hand take their room beside the least working set:
+	// a budget below that is refused before the profiling epoch.
+	given := givenCacheBytes(d, &o, cfg.HistWidth())
+	if given > 0 && mo.MemBytes > 0 && mo.PlanFile == "" {
+		if need := minimumBudgetWith(d, &least, given); mo.MemBytes < need {
+			return nil, fmt.Errorf("%w: %w: --mem %s is below the %s that %s (%s, tables included) and the least training beside them take (the minimum without them is %s): lower the cache sizes, or raise --mem to at least %s",
+				ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(need), givenFlags(&o), ibytes(given), ibytes(minMem), ibytes(need))
+		}
+	}
 	if mo.MemBytes > 0 && mo.MemBytes < minMem {
 		degrees := ""
 		if o.Model == ModelGCN {
@@ -356,8 +377,6 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
 			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(minMem), degrees, microTargets(&o), least.InFlight)
 	}
-	m := d.Manifest()
-	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
 	if mo.PlanFile != "" {
 		mp, full, err := readPlan(d, mo.PlanFile, o.Logger)
 		if err != nil {
@@ -456,13 +475,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	// take their room first; the plan divides the rest, so that what it
 	// gives the others and what was given fit together.
 	planBytes := b.Caches
-	if given := givenCacheBytes(d, &o, cfg.HistWidth()); given > 0 {
+	if given > 0 {
 		// The plan needs its address tables beside what was given.
 		tables := planner.TableBytes(d.NumNodes(), hidden > 0)
 		if given+tables > b.Caches {
-			return nil, fmt.Errorf("%w: the cache sizes given (--feat-cache, --hist-cache, --neighbor-cache) take %s, tables included, and the plan of the others needs %s of tables, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the others off (an explicit 0), or raise --mem to %s",
-				ErrBudget, ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve),
-				ibytes(leastMemFor(mo.MemBytes-b.Reserve-b.Caches+given+tables)))
+			raise := "raise --mem"
+			if m := memForCaches(d, opts, &o, p, autoInFlight, given+tables, mo.MemBytes); m > 0 {
+				raise = "raise --mem to " + ibytes(m)
+			}
+			return nil, fmt.Errorf("%w: %s take %s, tables included, and the plan of the other caches needs %s of tables, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the others off (an explicit 0), or %s",
+				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
 		}
 		planBytes = b.Caches - given
 		o.Logger.Info("caches sized by hand take their room before the plan", "given_bytes", given, "plan_bytes", planBytes)
@@ -1385,7 +1407,7 @@ func fanoutRows(targets int64, fanouts []int, n int64) int64 {
 // WorkingSetEstimate). The batch size comes from p (nil: opts.Profile) when
 // its batch size and fanouts match opts, else from the fanouts.
 func WorkingSet(d *storage.Dataset, opts *Options, p *planner.Profile) WorkingSetEstimate {
-	o := opts.withDefaults()
+	o := withFanoutsOf(opts.withDefaults(), d)
 	if p == nil {
 		p = o.Profile
 	}
@@ -1476,7 +1498,7 @@ const (
 // dataset and partition files are not counted: the kernel may drop their
 // pages under pressure.
 func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStateEstimate {
-	o := opts.withDefaults()
+	o := withFanoutsOf(opts.withDefaults(), d)
 	if p == nil {
 		p = o.Profile
 	}
@@ -1587,6 +1609,42 @@ func givenCacheBytes(d *storage.Dataset, o *Options, histWidth int) int64 {
 	bo.FeatureBytes, bo.HistoryBytes, bo.NeighborBytes = given(o.FeatCacheBytes), given(o.HistCacheBytes), given(o.NeighborCacheBytes)
 	c := bo.Estimate(d)
 	return c.Feature + c.History + c.Neighbor
+}
+
+// givenFlags names the cache sizes o gives by hand ("--feat-cache 8 MiB
+// and --hist-cache 4 MiB").
+func givenFlags(o *Options) string {
+	var f []string
+	for _, c := range []struct {
+		flag string
+		v    int64
+	}{{"--feat-cache", o.FeatCacheBytes}, {"--hist-cache", o.HistCacheBytes}, {"--neighbor-cache", o.NeighborCacheBytes}} {
+		if c.v > 0 {
+			f = append(f, c.flag+" "+ibytes(c.v))
+		}
+	}
+	return strings.Join(f, " and ")
+}
+
+// memForCaches is the least --mem above from, in MiB steps, whose budget
+// (budgetFor, at the read depth of that --mem unless opts fixes one)
+// leaves caches bytes for the caches; 0 when none within 4 GiB more. The
+// working set and fixed state grow with --mem (the read slots, a second
+// batch in flight), so the least is searched, not solved for.
+func memForCaches(d *storage.Dataset, opts, o *Options, p *planner.Profile, auto bool, caches, from int64) int64 {
+	const mib = 1 << 20
+	quiet := *o
+	quiet.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	for m := (from + mib) &^ (mib - 1); m <= from+4096*mib; m += mib {
+		c := quiet
+		if opts.FeatIODepth == 0 {
+			c.FeatIODepth = GatherDepth(m)
+		}
+		if b, err := budgetFor(d, &c, p, m, auto, caches); err == nil && b.Caches >= caches {
+			return m
+		}
+	}
+	return 0
 }
 
 // leastMemFor is the least --mem M whose room beside the runtime reserve

@@ -492,7 +492,7 @@ func GatherDepth(mem int64) int {
 // plan: the plan's history predictions assumed it), else one epoch of
 // batches of d's training nodes past ReuseDepth.
 func (o *Options) withDataset(d *storage.Dataset, p *planner.Profile) Options {
-	w := o.withDefaults()
+	w := withFanoutsOf(o.withDefaults(), d)
 	if w.Staleness == 0 {
 		if p != nil && p.Meta.Staleness > 0 {
 			w.Staleness = p.Meta.Staleness
@@ -501,6 +501,17 @@ func (o *Options) withDataset(d *storage.Dataset, p *planner.Profile) Options {
 		}
 	}
 	return w
+}
+
+// withFanoutsOf is o (with its defaults) with every fanout at least d's
+// longest neighbour list read as -1: it samples the same (a list no longer
+// than the fanout is taken whole, with no draw), and the estimates bound
+// -1 by the graph, where a huge finite fanout made them divide by it (a
+// fanout of 2^31−1 planned a working set 8× smaller than -1's: the
+// sweep's D5).
+func withFanoutsOf(o Options, d *storage.Dataset) Options {
+	o.Fanouts, o.EvalFanouts = sample.FanoutsFor(d, o.Fanouts), sample.FanoutsFor(d, o.EvalFanouts)
+	return o
 }
 
 // scanBatches is the batches one streamed scan reads (Options.ScanBatches

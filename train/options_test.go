@@ -1,8 +1,11 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -46,5 +49,38 @@ func TestValidateNumbers(t *testing.T) {
 	}
 	if b, err := tr.inferChunkBytes(1, &InferOptions{ChunkBytes: minEvalMemBytes}); err != nil || b != minEvalMemBytes {
 		t.Errorf("infer chunk bound at the least: %d, %v", b, err)
+	}
+}
+
+// TestFanoutsBeyondTheGraph: a fanout at least the graph's longest list
+// samples as -1 does, and is planned as -1 is (the sweep's D5: 2^31−1
+// planned a working set 8× smaller than -1's), and --stream-input on
+// refuses both alike.
+func TestFanoutsBeyondTheGraph(t *testing.T) {
+	d := smallSynth(t)
+	md := int(d.MaxDegree())
+	if md <= 0 {
+		t.Fatalf("max degree %d", md)
+	}
+	for _, f := range []int{md, md + 1, sample.MaxFanout} {
+		o := &Options{Fanouts: []int{f, 5}, EvalFanouts: []int{5, f}}
+		w := withFanoutsOf(o.withDefaults(), d)
+		if !slices.Equal(w.Fanouts, []int{-1, 5}) || !slices.Equal(w.EvalFanouts, []int{5, -1}) {
+			t.Errorf("fanout %d (longest list %d): read as %v, eval %v", f, md, w.Fanouts, w.EvalFanouts)
+		}
+		all := &Options{Fanouts: []int{-1, 5}}
+		if got, want := WorkingSet(d, o, nil).Bytes, WorkingSet(d, all, nil).Bytes; got != want {
+			t.Errorf("fanout %d: working set %d bytes, -1's %d", f, got, want)
+		}
+		if got, want := MinimumBudget(d, o), MinimumBudget(d, all); got != want {
+			t.Errorf("fanout %d: minimum %d bytes, -1's %d", f, got, want)
+		}
+		o.StreamInput = StreamInputOn
+		if _, err := New(context.Background(), d, o); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "stream-input on") {
+			t.Errorf("fanout %d with --stream-input on: %v", f, err)
+		}
+	}
+	if w := withFanoutsOf((&Options{Fanouts: []int{md - 1, 5}}).withDefaults(), d); !slices.Equal(w.Fanouts, []int{md - 1, 5}) {
+		t.Errorf("a fanout below the longest list changed: %v", w.Fanouts)
 	}
 }

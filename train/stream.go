@@ -80,6 +80,16 @@ func streamQualifies(o *Options) (bool, string) {
 	return true, ""
 }
 
+// streamOnGraph refuses StreamInputOn where o (given, read against d by
+// withFanoutsOf) cannot stream, as Validate does for -1: a fanout at
+// least d's longest list is -1 there.
+func streamOnGraph(o, given *Options, d *storage.Dataset) error {
+	if ok, why := streamQualifies(o); o.StreamInput == StreamInputOn && !ok {
+		return fmt.Errorf("%w: stream-input on: %s (fanouts %v on a graph whose longest list has %d entries)", ErrInvalidOptions, why, given.Fanouts, d.MaxDegree())
+	}
+	return nil
+}
+
 // streamOn says whether training with o (defaults applied) streams its
 // input layer: StreamInputOn (auto resolved to on by the memory plan,
 // MemPlan.Apply) and a model that qualifies.

@@ -103,6 +103,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		return nil, err
 	}
 	o := opts.withDataset(d, opts.Profile)
+	if err := streamOnGraph(&o, opts, d); err != nil {
+		return nil, err
+	}
 	t := &Trainer{d: d, o: o, be: o.Backend}
 	defer func() {
 		if err != nil {

@@ -68,6 +68,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			if err := train.Trainable(d); err != nil { // profiles a training epoch
 				return err
 			}
+			o.Fanouts = sample.FanoutsFor(d, o.Fanouts) // as train reads them, so that it reuses the profile
 			if o.Mode == sample.ModeAuto {
 				var note string
 				o.Mode, partName, note = train.AutoSelection(args[0], partName, cmd.Flags().Changed("partition"))

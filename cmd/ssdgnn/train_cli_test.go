@@ -264,9 +264,10 @@ func TestTrainMem(t *testing.T) {
 	if _, stderr, err = run(t, append(common, "--mem", "32MiB", "--reprofile", "--epochs", "1")...); err != nil || !strings.Contains(stderr, "profiled and written") {
 		t.Errorf("--reprofile: %v; stderr %q", err, stderr)
 	}
-	// An explicit cache size overrides the plan and must still fit.
-	if _, _, err := run(t, append(common, "--mem", "32MiB", "--plan", planPath, "--neighbor-cache", "1GiB")...); err == nil || !strings.Contains(err.Error(), "budget too small") {
-		t.Errorf("--feat-cache over --mem: %v", err)
+	// An explicit cache size overrides the plan; a neighbour cache takes
+	// at most every list, so 1 GiB of one on this small graph fits.
+	if _, _, err := run(t, append(common, "--mem", "32MiB", "--plan", planPath, "--neighbor-cache", "1GiB")...); err != nil {
+		t.Errorf("--neighbor-cache 1GiB on a graph whose lists take less: %v", err)
 	}
 	// Too small: fails before the first epoch (no metrics line).
 	metrics := filepath.Join(t.TempDir(), "m.jsonl")
