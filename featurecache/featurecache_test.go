@@ -496,7 +496,7 @@ func TestReadPlanSource(t *testing.T) {
 	if p := open(0); p.Source != "default" || p.GapRows != 25 || p.Engine != "pread" {
 		t.Fatalf("no device.json: %+v, want the default profile's 25 rows", p)
 	}
-	prof := &storage.DeviceProfile{Version: storage.DeviceProfileVersion, RowBytes: 512, RandomReadsPerSec: 100e3, SeqBytesPerSec: 512e6}
+	prof := &storage.DeviceProfile{Version: storage.DeviceProfileVersion, ReadMode: "direct", RowBytes: 512, RandomDepth: 16, RandomReadsPerSec: 100e3, SeqDepth: 1, SeqReadBytes: 1 << 20, SeqBytesPerSec: 512e6}
 	if err := storage.WriteDeviceProfile(d.Dir(), prof); err != nil {
 		t.Fatal(err)
 	}

@@ -70,16 +70,30 @@ func DefaultDeviceProfile(rowBytes int64) *DeviceProfile {
 
 // Validate reports whether p is usable.
 func (p *DeviceProfile) Validate() error {
-	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	// Rates a device can have: a read a second to 10^10 a second, a
+	// KiB/s to 10 TB/s (1e-300 priced a gather at 10^300 seconds).
+	rate := func(x, lo, hi float64) bool { return x >= lo && x <= hi }
 	switch {
 	case p.Version != DeviceProfileVersion:
 		return fmt.Errorf("version %d, want %d", p.Version, DeviceProfileVersion)
 	case p.RowBytes <= 0:
 		return fmt.Errorf("row_bytes %d, want a positive row size", p.RowBytes)
-	case !ok(p.RandomReadsPerSec):
-		return fmt.Errorf("random_reads_per_s %g, want a positive rate", p.RandomReadsPerSec)
-	case !ok(p.SeqBytesPerSec):
-		return fmt.Errorf("seq_bytes_per_s %g, want a positive rate", p.SeqBytesPerSec)
+	case p.ReadMode != "direct" && p.ReadMode != "buffered":
+		return fmt.Errorf("read_mode %q, want direct or buffered", p.ReadMode)
+	case p.RandomDepth < 1 || p.RandomDepth > MaxIODepth:
+		return fmt.Errorf("random_depth %d, want 1 to %d", p.RandomDepth, MaxIODepth)
+	case !rate(p.RandomReadsPerSec, 1, 1e10):
+		return fmt.Errorf("random_reads_per_s %g, want a rate from 1 to 1e10", p.RandomReadsPerSec)
+	case p.GatherDepth < 0 || p.GatherDepth > MaxIODepth:
+		return fmt.Errorf("gather_depth %d, want 0 (not measured) to %d", p.GatherDepth, MaxIODepth)
+	case p.GatherDepth > 0 && !rate(p.GatherReadsPerSec, 1, 1e10):
+		return fmt.Errorf("gather_reads_per_s %g at gather_depth %d, want a rate from 1 to 1e10", p.GatherReadsPerSec, p.GatherDepth)
+	case p.SeqDepth < 1 || p.SeqDepth > MaxIODepth:
+		return fmt.Errorf("seq_depth %d, want 1 to %d", p.SeqDepth, MaxIODepth)
+	case p.SeqReadBytes < 1:
+		return fmt.Errorf("seq_read_bytes %d, want a positive read size", p.SeqReadBytes)
+	case !rate(p.SeqBytesPerSec, 1<<10, 1e13):
+		return fmt.Errorf("seq_bytes_per_s %g, want a rate from 1 KiB/s to 1e13", p.SeqBytesPerSec)
 	}
 	return nil
 }

@@ -136,6 +136,23 @@ func TestDeviceProfileOrDefault(t *testing.T) {
 	if _, _, err := storage.DeviceProfileOrDefault(dir, 512); !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), "random_reads_per_s -5") {
 		t.Errorf("negative rate: %v, want ErrCorrupt naming random_reads_per_s", err)
 	}
+	for _, tc := range []struct {
+		edit func(p *storage.DeviceProfile)
+		want string
+	}{
+		{func(p *storage.DeviceProfile) { p.ReadMode = "bogus" }, `read_mode "bogus"`},
+		{func(p *storage.DeviceProfile) { p.RandomDepth = 0 }, "random_depth 0"},
+		{func(p *storage.DeviceProfile) { p.GatherDepth, p.GatherReadsPerSec = -7, 5e4 }, "gather_depth -7"},
+		{func(p *storage.DeviceProfile) { p.GatherDepth, p.GatherReadsPerSec = 64, 1e-300 }, "gather_reads_per_s 1e-300"},
+		{func(p *storage.DeviceProfile) { p.SeqReadBytes = 0 }, "seq_read_bytes 0"},
+		{func(p *storage.DeviceProfile) { p.SeqBytesPerSec = 1e300 }, "seq_bytes_per_s 1e+300"},
+	} {
+		p := storage.DefaultDeviceProfile(512)
+		tc.edit(p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate: %v, want %q", err, tc.want)
+		}
+	}
 	if err := storage.WriteDeviceProfile(dir, storage.DefaultDeviceProfile(1)); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
 // Replacing a dataset (CreateOptions.Force) swaps a complete staged
@@ -56,6 +57,11 @@ func (b *Builder) swap() error {
 		}
 		b.mu.Unlock()
 	}
+	if b.staleDevice() {
+		// Probed for rows of another size: it would price the new
+		// features' reads wrongly, and training refuses it.
+		st.Remove = append(st.Remove, FileDevice)
+	}
 	if err := writeSwap(b.dir, st); err != nil {
 		return fmt.Errorf("storage: replacing the dataset in %s: %w (the old dataset is untouched)", b.final, err)
 	}
@@ -65,6 +71,30 @@ func (b *Builder) swap() error {
 	}
 	b.dir, b.staged, b.swapping = b.final, false, false
 	return nil
+}
+
+// staleDevice reports whether the dataset directory's device.json (which
+// survives a replacement) was probed for feature rows of another size
+// than the staged dataset's, and the staged dataset brings none.
+func (b *Builder) staleDevice() bool {
+	if _, err := os.Stat(filepath.Join(b.dir, FileDevice)); err == nil {
+		return false
+	}
+	p, err := ReadDeviceProfile(b.final)
+	if err != nil {
+		return false // none, or damaged: training says so
+	}
+	b.mu.Lock()
+	f, ok := b.mu.files[FileFeatures]
+	b.mu.Unlock()
+	if !ok || len(f.Shape) != 2 {
+		return true // no features: nothing to price
+	}
+	dt, err := npy.ParseDType(f.DType)
+	if err != nil {
+		return false
+	}
+	return p.RowBytes != f.Shape[1]*int64(dt.Size())
 }
 
 func writeSwap(staging string, st swapState) error {

@@ -203,3 +203,24 @@ func TestReplaceSwapInterrupted(t *testing.T) {
 		t.Errorf("after recovery the directory holds %v, want %v (old arrays, staging directories gone)", left, want)
 	}
 }
+
+// TestReplaceDropsStaleDevice: device.json survives a replacement with
+// features of the same row size, and goes with one of another size (it
+// was probed for those rows, and training would refuse it).
+func TestReplaceDropsStaleDevice(t *testing.T) {
+	dir := t.TempDir()
+	adj := [][]int64{{1}, {0}}
+	storagetest.Write(t, dir, storagetest.Graph{Name: "a", Adj: adj, FeatDim: 4})
+	if err := storage.WriteDeviceProfile(dir, storage.DefaultDeviceProfile(16)); err != nil {
+		t.Fatal(err)
+	}
+	has := func() bool { _, err := os.Stat(filepath.Join(dir, storage.FileDevice)); return err == nil }
+	storagetest.Write(t, dir, storagetest.Graph{Name: "b", Adj: adj, FeatDim: 4})
+	if !has() {
+		t.Error("device.json gone after a replacement with rows of the same size")
+	}
+	storagetest.Write(t, dir, storagetest.Graph{Name: "c", Adj: adj, FeatDim: 8})
+	if has() {
+		t.Error("device.json of 16-byte rows kept beside 32-byte rows")
+	}
+}

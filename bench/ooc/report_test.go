@@ -259,7 +259,7 @@ func TestGatherLimitAtGatherDepth(t *testing.T) {
 		"storage": [{"stage": "gather", "read_calls": 1000, "bytes_read": 1073741824}]}`), &e); err != nil {
 		t.Fatal(err)
 	}
-	dev := storage.DeviceProfile{Version: storage.DeviceProfileVersion, RowBytes: 512, RandomDepth: 16, RandomReadsPerSec: 50_000,
+	dev := storage.DeviceProfile{Version: storage.DeviceProfileVersion, ReadMode: "direct", RowBytes: 512, RandomDepth: 16, RandomReadsPerSec: 50_000, SeqDepth: 1, SeqReadBytes: 1 << 20,
 		SeqBytesPerSec: 1 << 30}
 	for _, tc := range []struct {
 		name      string

@@ -44,7 +44,7 @@ runs; without them every result is marked uncapped. See docs/ooc.md.`,
 		Example: `  ssdgnn bench ooc                                   # 6 GiB against 2 GiB, 2 epochs
   ssdgnn bench ooc --data-size 1.5GiB --mem-limit 512MiB --epochs 1
   ssdgnn bench ooc --check-resume --check-small-limit --configs ssdgnn`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.DataSize, o.MemLimit, o.CacheBudget = int64(dataSize), int64(memLimit), int64(cacheBudget)
 			o.ChildTimeout = timeout

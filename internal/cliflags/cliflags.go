@@ -99,7 +99,7 @@ func ParseInts(flag, s string) ([]int, error) {
 	for i, p := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil {
-			return nil, fmt.Errorf("--%s %q: element %d: want an integer", flag, s, i+1)
+			return nil, fmt.Errorf("--%s %q: entry %d (from 0): want an integer", flag, s, i)
 		}
 		out = append(out, n)
 	}
