@@ -208,6 +208,7 @@ func TestUnknownSubcommand(t *testing.T) {
 		{[]string{"bench", "oc"}, `unknown command "oc" for "ssdgnn bench" (want one of: capped, ooc)`},
 		{[]string{"export", "data/cora"}, `unknown command "data/cora" for "ssdgnn export"`},
 		{[]string{"import", "csv", "x", "y"}, `unknown command "csv" for "ssdgnn import"`},
+		{[]string{"completion", "foo"}, `unknown command "foo" for "ssdgnn completion"`},
 		{[]string{"bench"}, "bench: missing subcommand (want one of: capped, ooc)"},
 		{[]string{"export"}, "export: missing FORMAT (want one of: distdgl, graphbolt)"},
 		{[]string{"import"}, "import: missing FORMAT (want one of: edgelist, graphbolt, npy, ogb)"},

@@ -54,6 +54,9 @@ a terminal; --quiet turns it off. Reports print as tables, or JSON with --json.`
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}
+	// Cobra adds its completion command when it runs: add it now, so that
+	// it too refuses a shell it does not know ('completion foo' exited 0).
+	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		refuseUnknown(c)
 	}
