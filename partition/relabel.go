@@ -271,6 +271,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		Order: string(opt.Order)}
 	if from := d.Manifest().RelabelledFrom; from != nil {
 		m.RelabelledFrom.Original = cmp.Or(from.Original, from.Dir)
+		m.RelabelledFrom.OriginalChecksum = cmp.Or(from.OriginalChecksum, from.ManifestChecksum)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ const MaxFanout = math.MaxInt32
 func FanoutsFor(d *storage.Dataset, fanouts []int) []int {
 	var out []int
 	for i, f := range fanouts {
-		if f > 0 && int64(f) >= d.MaxDegree() {
+		if f > 0 && f <= MaxFanout && int64(f) >= d.MaxDegree() { // beyond MaxFanout: Validate's to refuse
 			if out == nil {
 				out = append([]int(nil), fanouts...)
 			}

@@ -70,7 +70,8 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	if opts == nil {
 		opts = &CreateOptions{}
 	}
-	if err := recoverStaging(dir); err != nil {
+	recovered, err := recoverStaging(dir)
+	if err != nil {
 		return nil, err
 	}
 	b := &Builder{dir: dir, final: dir}
@@ -78,6 +79,9 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 	mpath := filepath.Join(dir, ManifestName)
 	if _, err := os.Stat(mpath); err == nil {
 		if !opts.Force {
+			if len(recovered) > 0 {
+				return nil, fmt.Errorf("%w: %s (an interrupted --force replacement was finished first: the dataset there is the one it had staged in %s)", ErrExists, dir, recovered[0])
+			}
 			return nil, fmt.Errorf("%w: %s", ErrExists, dir)
 		}
 		if _, err := atomicfile.CleanTemps(dir); err != nil {

@@ -95,7 +95,7 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 	m, sum, err := loadManifest(dir)
 	if errors.Is(err, ErrNotDataset) {
 		if st := PendingReplacement(dir); st != "" {
-			return nil, fmt.Errorf("%w (a replacement with --force was interrupted while swapping in the complete new dataset from %s: the next gen, import or relabel into %s finishes it)", err, st, dir)
+			return nil, fmt.Errorf("%w (a replacement with --force was interrupted while swapping in the complete new dataset from %s: the next gen, import or relabel into %s finishes it, or says why it cannot)", err, st, dir)
 		}
 	}
 	if err != nil {

@@ -93,6 +93,9 @@ type Relabelling struct {
 	// directory (as recorded) of the dataset that is not, whose ids
 	// orig_ids.npy and new_ids.npy then speak (the maps are composed).
 	Original string `json:"original,omitempty"`
+	// OriginalChecksum is that dataset's ManifestChecksum (set with
+	// Original; empty in copies written before it was recorded).
+	OriginalChecksum string `json:"original_checksum,omitempty"`
 }
 
 // File returns the entry named name, or nil.

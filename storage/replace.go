@@ -159,9 +159,11 @@ func finishSwap(final, staging string, st swapState) error {
 }
 
 // recoverStaging deals with the staging directories in dir whose process
-// is gone: one whose swap began (it has a journal) is finished, the
-// others (a run killed before its dataset was complete) are removed.
-func recoverStaging(dir string) error {
+// is gone: one whose swap began (it has a journal) is finished, one whose
+// swap finished but was not removed is removed, the others (a run killed
+// before its dataset was complete) are removed. It returns the staging
+// directories whose swap it finished.
+func recoverStaging(dir string) (finished []string, err error) {
 	for _, name := range stagingDirs(dir) {
 		if !ownerGone(name) {
 			continue
@@ -172,15 +174,47 @@ func recoverStaging(dir string) error {
 			_ = os.RemoveAll(staging)
 			continue
 		}
+		_, serr := os.Stat(filepath.Join(staging, ManifestName))
+		if _, ferr := os.Stat(filepath.Join(dir, ManifestName)); err == nil && errors.Is(serr, fs.ErrNotExist) && ferr == nil {
+			_ = os.RemoveAll(staging) // the swap's last rename was done
+			continue
+		}
 		var st swapState
 		if err == nil {
 			err = json.Unmarshal(js, &st)
 		}
+		if err == nil {
+			err = st.check(staging)
+		}
 		if err != nil {
-			return fmt.Errorf("storage: %s: the journal of an interrupted replacement: %w", filepath.Join(staging, swapJournal), err)
+			return finished, fmt.Errorf("storage: %s: the journal of an interrupted replacement: %w; it cannot be finished from it: the new dataset's files are in %s (some may be in %s already)",
+				filepath.Join(staging, swapJournal), err, staging, dir)
 		}
 		if err := finishSwap(dir, staging, st); err != nil {
-			return err
+			return finished, err
+		}
+		finished = append(finished, staging)
+	}
+	return finished, nil
+}
+
+// check refuses a journal that finishSwap must not follow: an unknown
+// phase, or a name to remove that is not a plain dataset file name (an
+// array or device.json) or is an array of the staged dataset.
+func (st *swapState) check(staging string) error {
+	if st.Phase != "clearing" && st.Phase != "moving" {
+		return fmt.Errorf("phase %q, want clearing or moving", st.Phase)
+	}
+	m, err := LoadManifest(staging)
+	if err != nil {
+		return fmt.Errorf("the staged manifest: %w", err)
+	}
+	for i, name := range st.Remove {
+		if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") || !(strings.HasSuffix(name, ".npy") || name == FileDevice) {
+			return fmt.Errorf("remove[%d] %q is not the name of a dataset's file", i, name)
+		}
+		if m.File(name) != nil {
+			return fmt.Errorf("remove[%d] %q is an array of the new dataset", i, name)
 		}
 	}
 	return nil

@@ -224,3 +224,92 @@ func TestReplaceDropsStaleDevice(t *testing.T) {
 		t.Error("device.json of 16-byte rows kept beside 32-byte rows")
 	}
 }
+
+// interruptedSwap is a dataset directory whose replacement's swap failed
+// half way (a rename refused), with the process gone: the staging
+// directory's name carries a pid no process has.
+func interruptedSwap(t *testing.T) (dir, staged string) {
+	t.Helper()
+	dir = t.TempDir()
+	writeTiny(t, dir, newTiny(), "float32")
+	b, err := storage.Create(dir, &storage.CreateOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := b.CreateCSR(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, nb := range [][]int64{{1}, {0}} {
+		if err := csr.Append(int64(v), nb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := csr.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	block := filepath.Join(dir, storage.FileIndptr)
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(storage.Manifest{Name: "new", NumNodes: 2, NumEdges: 2}); err == nil {
+		t.Fatal("the swap over a directory succeeded")
+	}
+	b.Abort()
+	if err := os.RemoveAll(block); err != nil {
+		t.Fatal(err)
+	}
+	staged = filepath.Join(dir, ".staged-2147483646-0-gone")
+	if err := os.Rename(storage.PendingReplacement(dir), staged); err != nil {
+		t.Fatal(err)
+	}
+	return dir, staged
+}
+
+// TestReplaceJournalChecked: a journal that names a phase finishSwap does
+// not know, or a file to remove that is no plain dataset file's name (a
+// path out of the directory, a hidden file) or is one of the new
+// dataset's arrays, is refused with the staging directory named, and
+// nothing is removed; a sound one finishes.
+func TestReplaceJournalChecked(t *testing.T) {
+	for _, tc := range []struct {
+		journal, want string
+	}{
+		{`{"phase":"moving","remove":["../victim.txt"]}`, `remove[0] "../victim.txt" is not the name of a dataset's file`},
+		{`{"phase":"moving","remove":[".lock"]}`, `remove[0] ".lock"`},
+		{`{"phase":"moving","remove":["indptr.npy"]}`, `remove[0] "indptr.npy" is an array of the new dataset`},
+		{`{"phase":"bogus"}`, `phase "bogus"`},
+		{`{}`, `phase ""`},
+		{`{"phase":"moving","remove":["labels.npy","features.npy"]}`, ""},
+	} {
+		dir, staged := interruptedSwap(t)
+		victim := filepath.Join(filepath.Dir(dir), "victim.txt")
+		if err := os.WriteFile(victim, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(staged, ".swap.json"), []byte(tc.journal), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := storage.Create(dir, &storage.CreateOptions{Force: true})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("journal %s: %v", tc.journal, err)
+			} else if d, err := storage.Open(dir, nil); err != nil || d.Manifest().Name != "new" {
+				t.Errorf("journal %s: after recovery: %v", tc.journal, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), staged) {
+			t.Errorf("journal %s: %v, want %q and the staging directory", tc.journal, err, tc.want)
+		}
+		if _, err := os.Stat(victim); err != nil {
+			t.Errorf("journal %s: the file outside the dataset is gone", tc.journal)
+		}
+		if _, err := os.Stat(filepath.Join(staged, storage.FileIndptr)); err != nil {
+			t.Errorf("journal %s: the staged indptr.npy is gone: %v", tc.journal, err)
+		}
+	}
+}

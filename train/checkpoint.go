@@ -414,6 +414,10 @@ func (t *Trainer) restore(ck *checkpoint) error {
 				return &CheckpointError{File: ck.file, Offset: ck.histOff + he.Offset,
 					Reason: fmt.Sprintf("history section, field %s: %s", he.Field, he.Reason), Err: err}
 			}
+			if other := t.OtherData(); errors.Is(err, histcache.ErrMismatch) && other != "" {
+				// Another graph's history: say that first.
+				return fmt.Errorf("%s: history section: %w; %s", ck.file, err, other)
+			}
 			if errors.Is(err, histcache.ErrMismatch) && ck.meta.Options.MemBytes > 0 && ck.meta.Options.MemBytes != t.o.MemBytes {
 				// The cache was sized by another budget: say which.
 				return fmt.Errorf("%s: history section: %w; the checkpoint was trained with --mem %s, this run has %s: resume with --mem %s",
@@ -530,12 +534,17 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 }
 
 // datasetSums names d's contents for a checkpoint: its dataset.json
-// checksum and, for a relabelled copy, its source's (the same nodes,
-// features and labels in other ids).
+// checksum and, for a relabelled copy, its source's and, for a copy of a
+// copy, the original's (the same nodes, features and labels in other
+// ids).
 func datasetSums(d *storage.Dataset) []string {
 	sums := []string{d.ManifestChecksum()}
-	if r := d.Manifest().RelabelledFrom; r != nil && r.ManifestChecksum != "" {
-		sums = append(sums, r.ManifestChecksum)
+	if r := d.Manifest().RelabelledFrom; r != nil {
+		for _, s := range []string{r.ManifestChecksum, r.OriginalChecksum} {
+			if s != "" {
+				sums = append(sums, s)
+			}
+		}
 	}
 	return sums
 }

@@ -166,6 +166,15 @@ func TestGivenCacheSizesFit(t *testing.T) {
 	d := storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 256, Classes: 4, Seed: 7}, nil)
 	base := MinimumBudget(d, synthOpts())
 	feat := d.NumNodes() * d.FeatRowBytes() // every row: more than the room at the smaller budgets
+	// Below its own address table: refused before the profiling epoch.
+	tiny := synthOpts()
+	tiny.FeatCacheBytes = 1 << 10
+	if _, err := PlanMemory(context.Background(), d, tiny, &MemPlanOptions{MemBytes: base + 4*feat}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "address table") {
+		t.Errorf("--feat-cache 1KiB: %v, want ErrBudget naming the address table", err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Dir(), planner.ProfileDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a profile was made before --feat-cache 1KiB was refused: %v", err)
+	}
 	refused, built, suggested := 0, 0, 0
 	raise := regexp.MustCompile(`raise --mem to ([0-9.]+ [KMG]iB)$`) // the exact least (not "at least")
 	for k := range int64(9) {

@@ -21,6 +21,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -363,6 +364,9 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	// Caches sized by hand take their room beside the least working set:
 	// a budget below that is refused before the profiling epoch.
 	given := givenCacheBytes(d, &o, cfg.HistWidth())
+	if err := givenAtLeastTables(d, &o, cfg.HistWidth()); err != nil {
+		return nil, err
+	}
 	if given > 0 && mo.MemBytes > 0 && mo.PlanFile == "" {
 		if need := minimumBudgetWith(d, &least, given); mo.MemBytes < need {
 			return nil, fmt.Errorf("%w: %w: --mem %s is below the %s that %s (%s, tables included) and the least training beside them take (the minimum without them is %s): lower the cache sizes, or raise --mem to at least %s",
@@ -1609,6 +1613,26 @@ func givenCacheBytes(d *storage.Dataset, o *Options, histWidth int) int64 {
 	bo.FeatureBytes, bo.HistoryBytes, bo.NeighborBytes = given(o.FeatCacheBytes), given(o.HistCacheBytes), given(o.NeighborCacheBytes)
 	c := bo.Estimate(d)
 	return c.Feature + c.History + c.Neighbor
+}
+
+// givenAtLeastTables refuses, before any work, a feature or history cache
+// sized by hand below its own address table (the least it can be; 0
+// turns it off): the cache would refuse it after the profiling epoch.
+func givenAtLeastTables(d *storage.Dataset, o *Options, histWidth int) error {
+	n := d.NumNodes()
+	if f := o.FeatCacheBytes; f > 0 && o.FeatPolicy != featurecache.PolicyDynamic {
+		if least := featurecache.BytesFor(0, d.FeatRowBytes(), n); f < least {
+			return fmt.Errorf("%w: --feat-cache %s is below the feature cache's address table (%s over %d nodes): give at least %s, or 0 for none",
+				ErrBudget, ibytes(f), ibytes(least), n, ibytes(least))
+		}
+	}
+	if h := o.HistCacheBytes; h > 0 && histWidth >= 1 {
+		if least := histcache.BytesFor(n, 0, histWidth); h < least {
+			return fmt.Errorf("%w: --hist-cache %s is below the history cache's address table (%s over %d nodes): give at least %s, or 0 for none",
+				ErrBudget, ibytes(h), ibytes(least), n, ibytes(least))
+		}
+	}
+	return nil
 }
 
 // givenFlags names the cache sizes o gives by hand ("--feat-cache 8 MiB

@@ -106,6 +106,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := streamOnGraph(&o, opts, d); err != nil {
 		return nil, err
 	}
+	if err := givenAtLeastTables(d, &o, modelConfig(d, &o).HistWidth()); err != nil {
+		return nil, err
+	}
 	t := &Trainer{d: d, o: o, be: o.Backend}
 	defer func() {
 		if err != nil {

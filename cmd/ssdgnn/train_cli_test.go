@@ -120,7 +120,11 @@ func TestTrainInfer(t *testing.T) {
 	if _, _, err := run(t, "relabel", dir, rl); err != nil {
 		t.Fatal(err)
 	}
-	for _, on := range []string{dir, rl} {
+	rlrl := filepath.Join(t.TempDir(), "rlrl") // a copy of the copy: the original's checksum travels
+	if _, _, err := run(t, "relabel", rl, rlrl); err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []string{dir, rl, rlrl} {
 		if _, stderr, err := run(t, "infer", on, "--checkpoint", ck, "--out", preds); err != nil || strings.Contains(stderr, "warning") {
 			t.Errorf("infer on %s with its own checkpoint: %v, stderr %q", on, err, stderr)
 		}

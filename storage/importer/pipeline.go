@@ -80,7 +80,10 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	j.b = b
 	base := j.o.TempDir
 	if base == "" {
-		base = outDir
+		// Beside the arrays: a replacement's staging directory, so that
+		// a killed import --force leaves its sort runs where the next
+		// Create in outDir removes them with the rest.
+		base = b.Dir()
 	}
 	cleanStaleTemps(base, j.o.Logger)
 	j.tmp, err = os.MkdirTemp(base, tempPrefix+"*")
