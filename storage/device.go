@@ -90,8 +90,8 @@ func (p *DeviceProfile) Validate() error {
 		return fmt.Errorf("gather_reads_per_s %g at gather_depth %d, want a rate from 1 to 1e10", p.GatherReadsPerSec, p.GatherDepth)
 	case p.SeqDepth < 1 || p.SeqDepth > MaxIODepth:
 		return fmt.Errorf("seq_depth %d, want 1 to %d", p.SeqDepth, MaxIODepth)
-	case p.SeqReadBytes < 1:
-		return fmt.Errorf("seq_read_bytes %d, want a positive read size", p.SeqReadBytes)
+	case p.SeqReadBytes < 1 || p.SeqReadBytes > 1<<30:
+		return fmt.Errorf("seq_read_bytes %d, want 1 to %d", p.SeqReadBytes, 1<<30)
 	case !rate(p.SeqBytesPerSec, 1<<10, 1e13):
 		return fmt.Errorf("seq_bytes_per_s %g, want a rate from 1 KiB/s to 1e13", p.SeqBytesPerSec)
 	}

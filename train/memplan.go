@@ -487,7 +487,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			if m := memForCaches(d, opts, &o, p, autoInFlight, given+tables, mo.MemBytes); m > 0 {
 				raise = "raise --mem to " + ibytes(m)
 			}
-			return nil, fmt.Errorf("%w: %s take %s, tables included, and the plan of the other caches needs %s of tables, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the others off (an explicit 0), or %s",
+			return nil, fmt.Errorf("%w: %s take %s, tables included, and the plan needs %s of address tables beside them, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the caches not given off (an explicit 0), or %s",
 				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
 		}
 		planBytes = b.Caches - given
