@@ -9,10 +9,12 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/sample"
 )
 
 // InferOptions configures Trainer.Infer. A nil *InferOptions is layer-wise
@@ -86,6 +88,34 @@ func (t *Trainer) inferRest(nodes int) int64 {
 		lwFixedBytes(t.d.NumNodes(), len(t.model.layers))
 }
 
+// sampledInferNeed is what sampled inference of nodes at fanouts takes:
+// what is counted now (the model, the trainer's state), the per-node
+// arrays, the evaluation sampler's workers (their id maps and the batches
+// they build), one batch of the evaluation cut's input rows (gathered
+// whole, as evaluation does: unstreamed) and the runtime reserve; what
+// says so in words. Sampled inference keeps the checkpoint's micro-batch
+// cut: it does not fit a smaller --mem, it refuses it.
+func (t *Trainer) sampledInferNeed(nodes int, fanouts []int) (need int64, what string) {
+	o := t.o.withDefaults()
+	o.Fanouts, o.StreamInput = sample.FanoutsFor(t.d, fanouts), StreamInputOff
+	d, n := t.d, t.d.NumNodes()
+	counted := memacct.Read().Total + inferArrayBytes*int64(nodes) + (1 << 20)
+	workers := int64(samplingWorkers(o.Workers))
+	sampler := workers * (sample.IDMapBytes(n) + sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source))
+	rows := fanoutRows(batchTargets(&o), o.Fanouts, n)
+	if r := int64(t.evalBound.rows); r > 0 {
+		rows = min(rows, r)
+	}
+	batch := batchBytes(d, &o, rows) + gatherBytes(d, &o, rows)
+	// The feature reads' slots, made at the first gather (training counts
+	// them in its fixed state).
+	slots := featurecache.GatherSlotBytes(d, o.featureOptions())
+	rest := counted + sampler + batch + slots
+	need = max(rest+RuntimeReserve(0), (rest*8+6)/7) // rest + RuntimeReserve(need) <= need
+	return need, fmt.Sprintf("model and state %s, %d sampling workers %s, one batch of up to %d input rows %s, feature read slots %s, runtime reserve %s",
+		ibytes(counted), workers, ibytes(sampler), rows, ibytes(batch), ibytes(slots), ibytes(RuntimeReserve(need)))
+}
+
 // inferLeast is the least budget M whose chunk bound (M − reserve −
 // rest)·3/4 reaches minEvalMemBytes.
 func inferLeast(rest int64) int64 {
@@ -142,6 +172,12 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 	for _, v := range nodes {
 		if v < 0 || v >= n {
 			return nil, fmt.Errorf("%w: node %d out of range [0,%d)", ErrInvalidOptions, v, n)
+		}
+	}
+	if opt.Mode == EvalSampled && opt.MemBytes > 0 {
+		if need, what := t.sampledInferNeed(len(nodes), opt.Fanouts); need > opt.MemBytes {
+			return nil, fmt.Errorf("%w: --mem %s: sampled inference needs about %s (%s): raise --mem to %s, or infer layer-wise (the default), which fits a budget by its chunks",
+				ErrBudget, ibytes(opt.MemBytes), ibytes(need), what, ibytes(need))
 		}
 	}
 	if opt.Mode == EvalLayerwise {

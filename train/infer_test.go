@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
@@ -153,5 +154,38 @@ func TestInferBudget(t *testing.T) {
 	}
 	if tr.o.EvalMemBytes != 0 {
 		t.Errorf("Infer left the trainer's chunk bound at %d", tr.o.EvalMemBytes)
+	}
+}
+
+// TestSampledInferMem: sampled inference refuses a --mem below what it
+// takes (naming it), and within the budget it names, memacct's counted
+// peak stays under the budget less the runtime reserve (a helper found
+// `infer --mode sampled --mem 1` ran).
+func TestSampledInferMem(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory is not counted")
+	}
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	tr, err := NewFromCheckpoint(context.Background(), d, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	nodes := d.TestIdx()
+	need, what := tr.sampledInferNeed(len(nodes), tr.o.EvalFanouts)
+	t.Logf("need %d bytes: %s", need, what)
+	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: need / 2}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "sampled inference needs about") {
+		t.Errorf("--mem %d: %v, want ErrBudget naming the need", need/2, err)
+	}
+	memacct.ResetPeak()
+	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: need}); err != nil {
+		t.Fatalf("--mem %d (the need): %v", need, err)
+	}
+	if snap, room := memacct.Read(), need-RuntimeReserve(need); snap.Peak > room {
+		t.Errorf("counted peak %d bytes (%v), more than the %d the need leaves beside the reserve", snap.Peak, snap.PeakBytes, room)
 	}
 }
