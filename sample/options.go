@@ -125,7 +125,12 @@ const MaxFanout = math.MaxInt32
 func FanoutsFor(d *storage.Dataset, fanouts []int) []int {
 	var out []int
 	for i, f := range fanouts {
-		if f > 0 && f <= MaxFanout && int64(f) >= d.MaxDegree() { // beyond MaxFanout: Validate's to refuse
+		// The longest list is at least the mean one: a fanout below the
+		// mean degree needs no pass over indptr to keep.
+		if f <= 0 || f > MaxFanout || float64(f) < float64(d.NumEdges())/float64(max(d.NumNodes(), 1)) { // beyond MaxFanout: Validate's to refuse
+			continue
+		}
+		if int64(f) >= d.MaxDegree() {
 			if out == nil {
 				out = append([]int(nil), fanouts...)
 			}
