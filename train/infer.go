@@ -88,32 +88,63 @@ func (t *Trainer) inferRest(nodes int) int64 {
 		lwFixedBytes(t.d.NumNodes(), len(t.model.layers))
 }
 
-// sampledInferNeed is what sampled inference of nodes at fanouts takes:
-// what is counted now (the model, the trainer's state), the per-node
-// arrays, the evaluation sampler's workers (their id maps and the batches
-// they build), one batch of the evaluation cut's input rows (gathered
-// whole, as evaluation does: unstreamed) and the runtime reserve; what
-// says so in words. Sampled inference keeps the checkpoint's micro-batch
-// cut: it does not fit a smaller --mem, it refuses it.
-func (t *Trainer) sampledInferNeed(nodes int, fanouts []int) (need int64, what string) {
-	o := t.o.withDefaults()
-	o.Fanouts, o.StreamInput = sample.FanoutsFor(t.d, fanouts), StreamInputOff
+// sampledInferNeed is what sampled inference of nodes at fanouts takes
+// when its (micro-)batches hold at most rows input rows (0: the
+// evaluation cut, t.evalBound): what is counted now (the model, the
+// trainer's state), the per-node arrays, the evaluation sampler's workers
+// (their id maps and the batches they build), one (micro-)batch's input
+// rows gathered whole (as evaluation does: unstreamed), the feature reads'
+// slots and the runtime reserve; what says so in words.
+func (t *Trainer) sampledInferNeed(nodes int, fanouts []int, rows int64) (need int64, what string) {
+	o := t.sampledOptions(fanouts)
 	d, n := t.d, t.d.NumNodes()
-	counted := memacct.Read().Total + inferArrayBytes*int64(nodes) + (1 << 20)
+	snap := memacct.Read()
+	counted := snap.Total + inferArrayBytes*int64(nodes) + (1 << 20)
 	workers := int64(samplingWorkers(o.Workers))
 	sampler := workers * (sample.IDMapBytes(n) + sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source))
-	rows := fanoutRows(batchTargets(&o), o.Fanouts, n)
-	if r := int64(t.evalBound.rows); r > 0 {
-		rows = min(rows, r)
+	if rows <= 0 {
+		rows = fanoutRows(batchTargets(&o), o.Fanouts, n)
+		if r := int64(t.evalBound.rows); r > 0 {
+			rows = min(rows, r)
+		}
 	}
 	batch := batchBytes(d, &o, rows) + gatherBytes(d, &o, rows)
-	// The feature reads' slots, made at the first gather (training counts
-	// them in its fixed state).
-	slots := featurecache.GatherSlotBytes(d, o.featureOptions())
+	// The feature reads' slots, made at the first gather and kept
+	// (training counts them in its fixed state): what of them is not
+	// counted yet.
+	slots := max(0, featurecache.GatherSlotBytes(d, o.featureOptions())-snap.Bytes[memacct.BatchBuffers])
 	rest := counted + sampler + batch + slots
 	need = max(rest+RuntimeReserve(0), (rest*8+6)/7) // rest + RuntimeReserve(need) <= need
 	return need, fmt.Sprintf("model and state %s, %d sampling workers %s, one batch of up to %d input rows %s, feature read slots %s, runtime reserve %s",
 		ibytes(counted), workers, ibytes(sampler), rows, ibytes(batch), ibytes(slots), ibytes(RuntimeReserve(need)))
+}
+
+// sampledOptions is t's options for sampled inference at fanouts.
+func (t *Trainer) sampledOptions(fanouts []int) Options {
+	o := t.o.withDefaults()
+	o.Fanouts, o.StreamInput = sample.FanoutsFor(t.d, fanouts), StreamInputOff
+	return o
+}
+
+// sampledInferBound fits sampled inference of nodes into mem: the
+// evaluation cut when it fits, else the most input rows per micro-batch
+// whose need does (a finer cut: each target's output is the whole
+// batch's, so the predictions do not change), else ErrBudget naming the
+// need of the finest cut (MaxMicroBatches pieces).
+func (t *Trainer) sampledInferBound(nodes int, fanouts []int, mem int64) (splitBound, error) {
+	if need, _ := t.sampledInferNeed(nodes, fanouts, 0); need <= mem {
+		return t.evalBound, nil
+	}
+	o := t.sampledOptions(fanouts)
+	n := t.d.NumNodes()
+	least, whole := fanoutRows(microTargets(&o), o.Fanouts, n), fanoutRows(batchTargets(&o), o.Fanouts, n)
+	fits := func(r int64) bool { need, _ := t.sampledInferNeed(nodes, fanouts, r); return need <= mem }
+	if !fits(least) {
+		need, what := t.sampledInferNeed(nodes, fanouts, least)
+		return splitBound{}, fmt.Errorf("%w: --mem %s: sampled inference needs about %s even in micro-batches of %d input rows (%s): raise --mem to %s, or infer layer-wise (the default), which fits a budget by its chunks",
+			ErrBudget, ibytes(mem), ibytes(need), least, what, ibytes(need))
+	}
+	return splitBound{rows: int(largestFitting(least, whole, fits))}, nil
 }
 
 // inferLeast is the least budget M whose chunk bound (M − reserve −
@@ -175,9 +206,14 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 		}
 	}
 	if opt.Mode == EvalSampled && opt.MemBytes > 0 {
-		if need, what := t.sampledInferNeed(len(nodes), opt.Fanouts); need > opt.MemBytes {
-			return nil, fmt.Errorf("%w: --mem %s: sampled inference needs about %s (%s): raise --mem to %s, or infer layer-wise (the default), which fits a budget by its chunks",
-				ErrBudget, ibytes(opt.MemBytes), ibytes(need), what, ibytes(need))
+		b, err := t.sampledInferBound(len(nodes), opt.Fanouts, opt.MemBytes)
+		if err != nil {
+			return nil, err
+		}
+		if b != t.evalBound {
+			t.o.Logger.Info("sampled inference cut finer to fit --mem", "mem_bytes", opt.MemBytes, "micro_batch_rows", b.rows)
+			defer func(prev splitBound) { t.evalBound = prev }(t.evalBound)
+			t.evalBound = b
 		}
 	}
 	if opt.Mode == EvalLayerwise {

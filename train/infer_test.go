@@ -157,10 +157,11 @@ func TestInferBudget(t *testing.T) {
 	}
 }
 
-// TestSampledInferMem: sampled inference refuses a --mem below what it
-// takes (naming it), and within the budget it names, memacct's counted
-// peak stays under the budget less the runtime reserve (a helper found
-// `infer --mode sampled --mem 1` ran).
+// TestSampledInferMem: sampled inference fits --mem: with room it keeps
+// the evaluation cut, below that it cuts finer (the same predictions),
+// and below the finest cut's need it refuses, naming it; within the
+// budget memacct's counted peak stays under the budget less the runtime
+// reserve (a helper found `infer --mode sampled --mem 1` ran).
 func TestSampledInferMem(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory is not counted")
@@ -175,17 +176,36 @@ func TestSampledInferMem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	nodes := d.TestIdx()
-	need, what := tr.sampledInferNeed(len(nodes), tr.o.EvalFanouts)
-	t.Logf("need %d bytes: %s", need, what)
-	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: need / 2}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "sampled inference needs about") {
-		t.Errorf("--mem %d: %v, want ErrBudget naming the need", need/2, err)
+	nodes, fan := d.TestIdx(), tr.o.EvalFanouts
+	whole, what := tr.sampledInferNeed(len(nodes), fan, 0)
+	so := tr.sampledOptions(fan)
+	leastRows := fanoutRows(microTargets(&so), so.Fanouts, d.NumNodes())
+	least, _ := tr.sampledInferNeed(len(nodes), fan, leastRows)
+	t.Logf("need %d bytes (%s); in micro-batches of %d rows %d", whole, what, leastRows, least)
+	if least >= whole {
+		t.Fatalf("the finest cut needs %d, the evaluation cut %d", least, whole)
 	}
-	memacct.ResetPeak()
-	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: need}); err != nil {
-		t.Fatalf("--mem %d (the need): %v", need, err)
+	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: least - 1}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "even in micro-batches") {
+		t.Errorf("--mem %d: %v, want ErrBudget naming the finest cut's need", least-1, err)
 	}
-	if snap, room := memacct.Read(), need-RuntimeReserve(need); snap.Peak > room {
-		t.Errorf("counted peak %d bytes (%v), more than the %d the need leaves beside the reserve", snap.Peak, snap.PeakBytes, room)
+	free, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mem := range []int64{whole, (least + whole) / 2} {
+		memacct.ResetPeak()
+		rep, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: mem})
+		if err != nil {
+			t.Fatalf("--mem %d: %v", mem, err)
+		}
+		if rep.Correct != free.Correct {
+			t.Errorf("--mem %d: %d correct, %d without a budget", mem, rep.Correct, free.Correct)
+		}
+		if snap, room := memacct.Read(), mem-RuntimeReserve(mem); snap.Peak > room {
+			t.Errorf("--mem %d: counted peak %d bytes (%v), more than the %d the budget leaves beside the reserve", mem, snap.Peak, snap.PeakBytes, room)
+		}
+	}
+	if tr.evalBound.rows != 0 && int64(tr.evalBound.rows) < leastRows {
+		t.Errorf("the finer cut stayed after Infer: %+v", tr.evalBound)
 	}
 }
