@@ -16,6 +16,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/pidstamp"
 )
 
 // CreateOptions configures Create.
@@ -40,7 +41,7 @@ type CreateOptions struct {
 var derivedDirs = []string{"partitions", "profile", "spill"}
 
 // stagingPrefix names a Force run's staging directory inside the dataset
-// directory: stagingPrefix + procStamp + "-" + random.
+// directory: stagingPrefix + pidstamp.Stamp() + "-" + random.
 const stagingPrefix = ".staged-"
 
 // Builder writes a new dataset directory. Arrays are written one at a time
@@ -87,7 +88,7 @@ func Create(dir string, opts *CreateOptions) (*Builder, error) {
 		if _, err := atomicfile.CleanTemps(dir); err != nil {
 			return nil, err
 		}
-		st, err := os.MkdirTemp(dir, stagingPrefix+procStamp(os.Getpid())+"-")
+		st, err := os.MkdirTemp(dir, stagingPrefix+pidstamp.Stamp()+"-")
 		if err != nil {
 			return nil, fmt.Errorf("storage: staging the replacement: %w", err)
 		}

@@ -7,13 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/pidstamp"
 )
 
 // Replacing a dataset (CreateOptions.Force) swaps a complete staged
@@ -165,7 +163,7 @@ func finishSwap(final, staging string, st swapState) error {
 // directories whose swap it finished.
 func recoverStaging(dir string) (finished []string, err error) {
 	for _, name := range stagingDirs(dir) {
-		if !ownerGone(name) {
+		if !pidstamp.Gone(strings.TrimPrefix(name, stagingPrefix)) {
 			continue
 		}
 		staging := filepath.Join(dir, name)
@@ -245,59 +243,4 @@ func stagingDirs(dir string) []string {
 		}
 	}
 	return names
-}
-
-// procStamp is "PID-START", START the process's start time in clock ticks
-// since boot (/proc/PID/stat), which a reused pid does not repeat; 0 where
-// /proc does not say.
-func procStamp(pid int) string {
-	start, _ := procStart(pid)
-	return strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
-}
-
-// procStart is process pid's start time (/proc/PID/stat field 22).
-func procStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:])) // fields 3 on
-	if len(f) < 20 {
-		return 0, false
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	return start, err == nil
-}
-
-// ownerGone reports whether the process that made staging directory name
-// (stagingPrefix + procStamp + "-" + random) no longer runs: its pid is
-// free, or taken by a process that started at another time.
-func ownerGone(name string) bool {
-	parts := strings.Split(strings.TrimPrefix(name, stagingPrefix), "-")
-	if len(parts) < 2 {
-		return false
-	}
-	pid, err := strconv.Atoi(parts[0])
-	if err != nil || pid <= 0 {
-		return false
-	}
-	if pid == os.Getpid() {
-		return false // this process's own, made by an earlier Create
-	}
-	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if len(parts) >= 3 {
-		if want, err := strconv.ParseUint(parts[1], 10, 64); err == nil && want != 0 {
-			if got, ok := procStart(pid); ok && got != want {
-				return true // the pid was reused
-			}
-		}
-	}
-	return false
 }

@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -11,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/f32"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/pidstamp"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"golang.org/x/sys/unix"
@@ -420,12 +419,11 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 // id in it lets a later pass tell a killed process's leftovers (SIGKILL
 // skips the deferred removal; a 300,000-node pass leaves 111 MiB) from a
 // running pass's.
-func lwDirPrefix() string { return fmt.Sprintf(".layerwise-%d-", os.Getpid()) }
+func lwDirPrefix() string { return ".layerwise-" + pidstamp.Stamp() + "-" }
 
 // removeStaleLW removes the layer-wise temporary directories in dir whose
-// process no longer runs. A pid reused by another process keeps its
-// directory until that one exits; it is never removed while it may be in
-// use.
+// process no longer runs (pidstamp.Gone: a pid reused by another process
+// does not keep one alive).
 func removeStaleLW(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -436,12 +434,7 @@ func removeStaleLW(dir string) {
 		if !ok {
 			rest, ok = strings.CutPrefix(e.Name(), "ssdgnn.layerwise-")
 		}
-		pid, _, found := strings.Cut(rest, "-")
-		n, err := strconv.Atoi(pid)
-		if !ok || !found || err != nil || !e.IsDir() || n <= 0 {
-			continue
-		}
-		if err := unix.Kill(n, 0); errors.Is(err, unix.ESRCH) {
+		if ok && e.IsDir() && pidstamp.Gone(rest) {
 			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
