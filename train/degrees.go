@@ -80,29 +80,27 @@ func (g *graphDegrees) fill(ctx context.Context, d *storage.Dataset) error {
 		return nil
 	}
 	g.out = make([]int32, n)
-	count := func(k int, u int64) error {
-		if k%every == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if g.out[u] == math.MaxInt32 {
-			return fmt.Errorf("%w: GCN's degrees: node %d has more out-edges than int32 holds", ErrInvalidOptions, u)
-		}
-		g.out[u]++
-		return nil
-	}
+	check := d.NumEdges() > math.MaxInt32 // a count could pass int32 only then
 	if ix := d.Indices32(); ix != nil {
-		for k, u := range ix {
-			if err := count(k, int64(u)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return countOut(ctx, ix, g.out, check)
 	}
-	for k, u := range d.Indices64() {
-		if err := count(k, u); err != nil {
+	return countOut(ctx, d.Indices64(), g.out, check)
+}
+
+// countOut adds one to out[u] for every u of ix, checking ctx every
+// million entries, and with check the int32 bound of every count (needed
+// only when ix holds more than MaxInt32 entries).
+func countOut[T int32 | int64](ctx context.Context, ix []T, out []int32, check bool) error {
+	const every = 1 << 20
+	for lo := 0; lo < len(ix); lo += every {
+		if err := ctx.Err(); err != nil {
 			return err
+		}
+		for _, u := range ix[lo:min(lo+every, len(ix))] {
+			if check && out[u] == math.MaxInt32 {
+				return fmt.Errorf("%w: GCN's degrees: node %d has more out-edges than int32 holds", ErrInvalidOptions, u)
+			}
+			out[u]++
 		}
 	}
 	return nil

@@ -1245,12 +1245,12 @@ func gatherBytes(d *storage.Dataset, o *Options, rows int64) int64 {
 const idRowBytes = 48
 
 // idBytesPerRow is idRowBytes and, for GCN, its blocks' whole-graph
-// degrees (hostBatch.withDegrees: an int32 per source and destination of
-// every block; a block's sources and destinations are at most the input
-// rows, so at most 8·L bytes a row).
+// degrees (hostBatch.withDegrees: one int32 per node and one per
+// destination of the largest block, shared by the blocks: at most 8 bytes
+// a row).
 func idBytesPerRow(o *Options) int64 {
 	if o.Model == ModelGCN {
-		return idRowBytes + 8*int64(o.Layers)
+		return idRowBytes + 8
 	}
 	return idRowBytes
 }

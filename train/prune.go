@@ -129,18 +129,24 @@ func convert(b *sample.Batch, reused []int32, selfLoops bool) *hostBatch {
 
 // withDegrees sets every block's DstDegrees and SrcDegrees to g's
 // whole-graph degrees of its nodes (GCN's normalisation; kernels.Block),
-// counting the arrays with hb. g nil: nothing (block-local degrees).
+// counting the arrays with hb. Every block's sources and destinations are
+// prefixes of hb.nodes, so the blocks share two arrays, sliced: the
+// out-degrees of every node and the in-degrees of the most destinations.
+// g nil: nothing (block-local degrees).
 func (hb *hostBatch) withDegrees(g *graphDegrees) {
 	if g == nil {
 		return
 	}
-	var own int64
+	nd := 0
 	for _, kb := range hb.blocks {
-		kb.DstDegrees, kb.SrcDegrees = make([]int32, kb.NumDst), make([]int32, kb.NumSrc)
-		g.of(hb.nodes, kb.DstDegrees, kb.SrcDegrees)
-		own += 4 * int64(kb.NumDst+kb.NumSrc)
+		nd = max(nd, kb.NumDst)
 	}
-	hb.count(own)
+	in, out := make([]int32, nd), make([]int32, len(hb.nodes))
+	g.of(hb.nodes, in, out)
+	for _, kb := range hb.blocks {
+		kb.DstDegrees, kb.SrcDegrees = in[:kb.NumDst], out[:kb.NumSrc]
+	}
+	hb.count(4 * int64(nd+len(out)))
 }
 
 // withSelfLoops returns kb with an edge i→i added to every destination that
