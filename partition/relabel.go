@@ -237,10 +237,6 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err := outpath.CheckDir("OUT", out, d.Dir()); err != nil {
 		return nil, fmt.Errorf("partition: relabel never writes in place: %w", err)
 	}
-	srcMan, err := os.ReadFile(filepath.Join(d.Dir(), storage.ManifestName))
-	if err != nil {
-		return nil, fmt.Errorf("partition: relabel: %w", err)
-	}
 	// Hold the Go heap to the budget: the windows are garbage between
 	// phases, and the default GC target would let the heap reach twice
 	// the live data.
@@ -267,7 +263,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	m := *d.Manifest()
 	m.Files = nil
 	m.RelabelledFrom = &storage.Relabelling{Dir: d.Dir(), Name: m.Name,
-		ManifestChecksum: storage.FormatChecksum(xxhash.Sum64(srcMan)), Partitioning: p.man.Name, K: p.man.K,
+		ManifestChecksum: d.ManifestChecksum(), Partitioning: p.man.Name, K: p.man.K,
 		Order: string(opt.Order)}
 	if from := d.Manifest().RelabelledFrom; from != nil {
 		m.RelabelledFrom.Original = cmp.Or(from.Original, from.Dir)

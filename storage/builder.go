@@ -289,7 +289,7 @@ func (b *Builder) Finish(m Manifest) error {
 		return err
 	}
 	if b.staged {
-		return b.swap()
+		return b.swap(&m)
 	}
 	return nil
 }

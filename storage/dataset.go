@@ -120,10 +120,7 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 		d.idx64 = npy.AsInt64(d.data(FileIndices))
 	}
 	d.feat = d.data(FileFeatures)
-	if m.FeatDim > 0 {
-		fd, _ := npy.ParseDType(m.FeatDType)
-		d.rowSize = m.FeatDim * int64(fd.Size())
-	}
+	d.rowSize = m.FeatRowBytes()
 	d.labels = npy.AsInt32(d.data(FileLabels))
 	for i, name := range []string{FileTrain, FileValid, FileTest} {
 		d.splits[i] = npy.AsInt64(d.data(name))

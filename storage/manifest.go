@@ -98,6 +98,16 @@ type Relabelling struct {
 	OriginalChecksum string `json:"original_checksum,omitempty"`
 }
 
+// FeatRowBytes is the bytes of one feature row (FeatDim × FeatDType's
+// size), 0 without features.
+func (m *Manifest) FeatRowBytes() int64 {
+	fd, err := npy.ParseDType(m.FeatDType)
+	if m.FeatDim <= 0 || err != nil {
+		return 0
+	}
+	return m.FeatDim * int64(fd.Size())
+}
+
 // File returns the entry named name, or nil.
 func (m *Manifest) File(name string) *FileEntry {
 	for i := range m.Files {

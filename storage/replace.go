@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
-	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/pidstamp"
 )
 
@@ -43,19 +42,20 @@ type swapState struct {
 	Remove []string `json:"remove"` // old arrays the new manifest does not list
 }
 
-// swap moves b's complete staged dataset into the dataset directory.
-func (b *Builder) swap() error {
+// swap moves b's complete staged dataset (manifest m) into the dataset
+// directory.
+func (b *Builder) swap(m *Manifest) error {
 	st := swapState{Phase: "clearing"}
-	if m, err := LoadManifest(b.final); err == nil {
+	if old, err := LoadManifest(b.final); err == nil {
 		b.mu.Lock()
-		for _, f := range m.Files {
+		for _, f := range old.Files {
 			if _, ok := b.mu.files[f.Name]; !ok {
 				st.Remove = append(st.Remove, f.Name)
 			}
 		}
 		b.mu.Unlock()
 	}
-	if b.staleDevice() {
+	if b.staleDevice(m) {
 		// Probed for rows of another size: it would price the new
 		// features' reads wrongly, and training refuses it.
 		st.Remove = append(st.Remove, FileDevice)
@@ -73,8 +73,8 @@ func (b *Builder) swap() error {
 
 // staleDevice reports whether the dataset directory's device.json (which
 // survives a replacement) was probed for feature rows of another size
-// than the staged dataset's, and the staged dataset brings none.
-func (b *Builder) staleDevice() bool {
+// than those of the staged dataset (manifest m), and m brings none.
+func (b *Builder) staleDevice(m *Manifest) bool {
 	if _, err := os.Stat(filepath.Join(b.dir, FileDevice)); err == nil {
 		return false
 	}
@@ -82,17 +82,7 @@ func (b *Builder) staleDevice() bool {
 	if err != nil {
 		return false // none, or damaged: training says so
 	}
-	b.mu.Lock()
-	f, ok := b.mu.files[FileFeatures]
-	b.mu.Unlock()
-	if !ok || len(f.Shape) != 2 {
-		return true // no features: nothing to price
-	}
-	dt, err := npy.ParseDType(f.DType)
-	if err != nil {
-		return false
-	}
-	return p.RowBytes != f.Shape[1]*int64(dt.Size())
+	return p.RowBytes != m.FeatRowBytes()
 }
 
 func writeSwap(staging string, st swapState) error {

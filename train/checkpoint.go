@@ -564,8 +564,9 @@ func (t *Trainer) OtherData() string {
 	if len(t.trainedSums) == 0 {
 		return ""
 	}
+	own := datasetSums(t.d)
 	for _, a := range t.trainedSums {
-		if slices.Contains(datasetSums(t.d), a) {
+		if slices.Contains(own, a) {
 			return ""
 		}
 	}
