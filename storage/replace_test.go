@@ -129,52 +129,7 @@ func TestCreateForceReplaces(t *testing.T) {
 // whose pid now names another process (started at another time) counts
 // as gone.
 func TestReplaceSwapInterrupted(t *testing.T) {
-	dir := t.TempDir()
-	writeTiny(t, dir, newTiny(), "float32")
-	b, err := storage.Create(dir, &storage.CreateOptions{Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	csr, err := b.CreateCSR(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v, nb := range [][]int64{{1}, {0, 2}, {1}} {
-		if err := csr.Append(int64(v), nb); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := csr.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	// The old indices.npy turned into a non-empty directory: the swap's
-	// rename over it fails after the old manifest is gone.
-	block := filepath.Join(dir, storage.FileIndices)
-	if err := os.Remove(block); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	err = b.Finish(storage.Manifest{Name: "new", NumNodes: 3, NumEdges: 4})
-	if err == nil || !strings.Contains(err.Error(), "the new dataset is complete in") {
-		t.Fatalf("swap over a directory: %v, want the staging directory named", err)
-	}
-	b.Abort() // as the commands do on failure: it must keep the new dataset
-	staged := storage.PendingReplacement(dir)
-	if staged == "" {
-		t.Fatal("no pending replacement after a failed swap")
-	}
-	if _, err := storage.Open(dir, nil); !errors.Is(err, storage.ErrNotDataset) || !strings.Contains(err.Error(), "finishes it") {
-		t.Errorf("Open during the interrupted swap: %v", err)
-	}
-	// The cause mended, and the process gone (a pid no process has).
-	if err := os.RemoveAll(block); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(staged, filepath.Join(dir, ".staged-2147483646-0-gone")); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := interruptedSwap(t)
 	// A staging directory of a reused pid (pid 1 runs, but did not start
 	// at tick 99999999) is stale too: removed, as it has no journal.
 	if err := os.MkdirAll(filepath.Join(dir, ".staged-1-99999999-reused", "x"), 0o755); err != nil {
@@ -188,7 +143,7 @@ func TestReplaceSwapInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if d.Manifest().Name != "new" || d.NumNodes() != 3 {
+	if d.Manifest().Name != "new" || d.NumNodes() != 2 {
 		t.Errorf("after recovery: %q with %d nodes, want the new dataset", d.Manifest().Name, d.NumNodes())
 	}
 	if rep, err := storage.Validate(dir, nil); err != nil || !rep.OK() {
@@ -227,7 +182,9 @@ func TestReplaceDropsStaleDevice(t *testing.T) {
 
 // interruptedSwap is a dataset directory whose replacement's swap failed
 // half way (a rename refused), with the process gone: the staging
-// directory's name carries a pid no process has.
+// directory's name carries a pid no process has. It checks what the
+// failure leaves: an error naming the staging directory, which Abort
+// keeps, and Open naming the pending replacement.
 func interruptedSwap(t *testing.T) (dir, staged string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -248,6 +205,8 @@ func interruptedSwap(t *testing.T) (dir, staged string) {
 	if err := csr.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	// The old indptr.npy turned into a non-empty directory: the swap's
+	// rename over it fails after the old manifest is gone.
 	block := filepath.Join(dir, storage.FileIndptr)
 	if err := os.Remove(block); err != nil {
 		t.Fatal(err)
@@ -255,15 +214,24 @@ func interruptedSwap(t *testing.T) (dir, staged string) {
 	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Finish(storage.Manifest{Name: "new", NumNodes: 2, NumEdges: 2}); err == nil {
-		t.Fatal("the swap over a directory succeeded")
+	err = b.Finish(storage.Manifest{Name: "new", NumNodes: 2, NumEdges: 2})
+	if err == nil || !strings.Contains(err.Error(), "the new dataset is complete in") {
+		t.Fatalf("swap over a directory: %v, want the staging directory named", err)
 	}
-	b.Abort()
+	b.Abort() // as the commands do on failure: it must keep the new dataset
+	pending := storage.PendingReplacement(dir)
+	if pending == "" {
+		t.Fatal("no pending replacement after a failed swap")
+	}
+	if _, err := storage.Open(dir, nil); !errors.Is(err, storage.ErrNotDataset) || !strings.Contains(err.Error(), "finishes it") {
+		t.Errorf("Open during the interrupted swap: %v", err)
+	}
+	// The cause mended, and the process gone (a pid no process has).
 	if err := os.RemoveAll(block); err != nil {
 		t.Fatal(err)
 	}
 	staged = filepath.Join(dir, ".staged-2147483646-0-gone")
-	if err := os.Rename(storage.PendingReplacement(dir), staged); err != nil {
+	if err := os.Rename(pending, staged); err != nil {
 		t.Fatal(err)
 	}
 	return dir, staged
