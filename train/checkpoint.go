@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/decbuf"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -492,10 +494,24 @@ func ReadCheckpointInfo(path string) (*CheckpointInfo, error) {
 	return &CheckpointInfo{Model: ck.meta.Model, Options: ck.meta.Options, Epoch: ck.meta.Epoch, BatchDone: ck.meta.BatchDone, Step: ck.meta.Step}, nil
 }
 
+// RestoreOptions are what a process restoring a checkpoint for inference
+// sets of its own: the checkpoint holds the rest.
+type RestoreOptions struct {
+	// Workers overrides the sampling goroutines (0: one per core).
+	Workers int
+	// Progress shows a bar per layer-wise layer or sampled pass; Logger
+	// receives the trainer's Info and Debug lines (infer -v). nil: none.
+	Progress progress.Reporter
+	Logger   *slog.Logger
+}
+
 // NewFromCheckpoint builds a trainer for inference from a checkpoint: the
 // model and options it was trained with (history and caches disabled),
-// its parameters restored. workers overrides the sampling goroutines (0: default).
-func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, workers int) (*Trainer, error) {
+// its parameters restored, with ro's process settings (nil: defaults).
+func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, ro *RestoreOptions) (*Trainer, error) {
+	if ro == nil {
+		ro = &RestoreOptions{}
+	}
 	ck, err := readCheckpoint(path)
 	if err != nil {
 		return nil, err
@@ -505,7 +521,8 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, wor
 		return nil, err
 	}
 	o := ck.meta.Options
-	o.NoHist, o.Resume, o.CheckpointDir, o.Workers = true, "", "", workers
+	o.NoHist, o.Resume, o.CheckpointDir = true, "", ""
+	o.Workers, o.Progress, o.Logger = ro.Workers, ro.Progress, ro.Logger
 	o.Selection, o.Partitions = sample.ModeRandom, nil
 	// Inference gathers whole input rows (inferJob): no streamer.
 	o.StreamInput = StreamInputOff

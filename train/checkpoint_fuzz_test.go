@@ -134,7 +134,7 @@ func TestNewFromCheckpointMismatch(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tr, err := NewFromCheckpoint(context.Background(), d, path, 1)
+		tr, err := NewFromCheckpoint(context.Background(), d, path, &RestoreOptions{Workers: 1})
 		if err == nil {
 			tr.Close()
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
@@ -79,6 +80,13 @@ func (t *Trainer) infer(ctx context.Context, nodes []int64, fanouts []int, fn fu
 	defer it.Close()
 	ring := newBufRing(1) // one batch at a time: the buffer is reused
 	defer ring.release()
+	bar := t.o.Progress.Start("sampled pass", int64(len(nodes)), progress.Items)
+	defer bar.Done()
+	fn0 := fn
+	fn = func(ids []int64, logits kernels.Tensor, lab kernels.IntTensor) error {
+		bar.Add(int64(len(ids)))
+		return fn0(ids, logits, lab)
+	}
 	for {
 		b, err := it.Next()
 		if err == io.EOF {

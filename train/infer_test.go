@@ -1,8 +1,10 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 )
 
 // TestInfer checks Infer's files against Predict with full neighbourhoods
@@ -171,7 +174,7 @@ func TestSampledInferMem(t *testing.T) {
 	o := synthOpts()
 	o.Epochs, o.CheckpointDir = 1, dir
 	run(t, d, o)
-	tr, err := NewFromCheckpoint(context.Background(), d, dir, 1)
+	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +210,54 @@ func TestSampledInferMem(t *testing.T) {
 	}
 	if tr.evalBound.rows != 0 && int64(tr.evalBound.rows) < leastRows {
 		t.Errorf("the finer cut stayed after Infer: %+v", tr.evalBound)
+	}
+}
+
+// TestRestoreOptions checks that a trainer restored for inference reports
+// through the process's logger and progress bars (infer -v): a bar per
+// layer-wise layer and one per sampled pass, each counting every
+// destination it computed, and the trainer's lines in the log.
+func TestRestoreOptions(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	var log bytes.Buffer
+	rec := &progresstest.Recorder{}
+	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1, Progress: rec,
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	nodes := d.TestIdx()
+	if _, err := tr.Infer(context.Background(), nodes, nil); err != nil {
+		t.Fatal(err)
+	}
+	fan := tr.o.EvalFanouts
+	whole, _ := tr.sampledInferNeed(len(nodes), fan, 0)
+	so := tr.sampledOptions(fan)
+	least, _ := tr.sampledInferNeed(len(nodes), fan, fanoutRows(microTargets(&so), so.Fanouts, d.NumNodes()))
+	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: (least + whole) / 2}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range rec.Tasks() {
+		got = append(got, k.Desc)
+		if !k.Finished() || k.Added() != k.Total || k.Total <= 0 {
+			t.Errorf("task %q: added %d of %d, done %v; want every destination counted and the bar finished", k.Desc, k.Added(), k.Total, k.Finished())
+		}
+	}
+	if want := []string{"layer 1/2", "layer 2/2", "sampled pass"}; !slices.Equal(got, want) {
+		t.Errorf("progress tasks %q, want %q", got, want)
+	}
+	if last := rec.Tasks(); len(last) > 0 && last[len(last)-1].Total != int64(len(nodes)) {
+		t.Errorf("sampled pass total %d, want the %d nodes", last[len(last)-1].Total, len(nodes))
+	}
+	for _, line := range []string{"layer-wise stage", "sampled inference cut finer to fit --mem"} {
+		if !strings.Contains(log.String(), line) {
+			t.Errorf("log lacks %q:\n%s", line, log.String())
+		}
 	}
 }

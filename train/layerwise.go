@@ -20,6 +20,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/pidstamp"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"golang.org/x/sys/unix"
@@ -395,14 +396,20 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		if cur.raw {
 			shape.z += shape.in // a chunk holds the sums and their transform
 		}
+		dsts := n
+		if need[l] != nil {
+			dsts = need[l].count()
+		}
+		bar := t.o.Progress.Start(fmt.Sprintf("layer %d/%d", l+1, L), dsts, progress.Items)
 		c := &lwChunker{t: t, l: l, shape: shape, nextW: nextW, budget: max(bound-cur.heldBytes()-next.heldBytes(), minEvalMemBytes),
-			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn}
+			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn, bar: bar}
 		var err error
 		if cur.held == 0 && !cur.gather {
 			err = c.runPasses(ctx, need[l])
 		} else {
 			err = c.run(ctx, need[l])
 		}
+		bar.Done()
 		ls.Seconds = time.Since(lt).Seconds()
 		lt = time.Now()
 		cur.close()
@@ -1604,6 +1611,7 @@ type lwChunker struct {
 	st       *LayerwiseStats
 	ls       *LayerStats
 	fn       func([]int64, kernels.Tensor) error
+	bar      progress.Task // counts computed destinations
 
 	dst   []int64
 	src   int64 // distinct sources of dst so far (dst included)
@@ -2021,6 +2029,7 @@ func (c *lwChunker) compute(dst []int64, kb *kernels.Block, z, self []float32) e
 	defer be.FreeBlock(db)
 	tp := &tape{be: be}
 	defer tp.free()
+	defer c.bar.Add(int64(nd))
 	return tp.run(func() {
 		var selfT kernels.Tensor
 		if self != nil {

@@ -420,7 +420,7 @@ func TestStreamInputEvaluates(t *testing.T) {
 			if e := rep.Epochs[0]; !rep.StreamInput || !e.Evaluated || e.ValidAcc <= 0 {
 				t.Fatalf("streamed %v, epoch %+v", rep.StreamInput, e)
 			}
-			ck, err := NewFromCheckpoint(context.Background(), d, o.CheckpointDir, 0)
+			ck, err := NewFromCheckpoint(context.Background(), d, o.CheckpointDir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,7 +33,8 @@ The default --mode layerwise is exact: each layer is computed from full
 neighbourhoods for the nodes the next layer needs, in id-order chunks, its
 outputs kept in a temporary .npy under DIR. --mode sampled samples --fanouts
 neighbours per layer instead (default the checkpoint's evaluation fanouts).
-It reports the wall time and the bytes read.
+It reports the wall time and the bytes read. A progress bar per layer (or
+one for the sampled pass) goes to stderr; -v logs the pass's stages.
 
 --mem is the whole process's budget, as for train (default: the limit of
 the memory cgroup it runs in, else none). Layer-wise inference bounds its
@@ -80,7 +81,7 @@ the original dataset writes.`,
 				return err
 			}
 			defer train.TuneGC(int64(mem))()
-			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, workers)
+			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, &train.RestoreOptions{Workers: workers, Progress: g.progress(), Logger: g.logger()})
 			if err != nil {
 				return err
 			}

@@ -48,3 +48,66 @@ func (t *cancelTask) Add(int64) {
 }
 func (t *cancelTask) Describe(string) {}
 func (t *cancelTask) Done()           {}
+
+// Recorder is a progress.Reporter that keeps every task it started, for
+// tests that check what a long pass reports.
+type Recorder struct {
+	mu    sync.Mutex
+	tasks []*Recorded
+}
+
+// Recorded is one task a Recorder started.
+type Recorded struct {
+	Desc  string
+	Total int64
+	mu    sync.Mutex
+	added int64
+	done  bool
+}
+
+// Start implements progress.Reporter.
+func (r *Recorder) Start(desc string, total int64, _ progress.Unit) progress.Task {
+	t := &Recorded{Desc: desc, Total: total}
+	r.mu.Lock()
+	r.tasks = append(r.tasks, t)
+	r.mu.Unlock()
+	return t
+}
+
+// Tasks lists the tasks started so far, in order.
+func (r *Recorder) Tasks() []*Recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Recorded(nil), r.tasks...)
+}
+
+// Added is the sum of the task's Add calls.
+func (t *Recorded) Added() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.added
+}
+
+// Finished reports whether Done was called.
+func (t *Recorded) Finished() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
+// Add implements progress.Task.
+func (t *Recorded) Add(n int64) {
+	t.mu.Lock()
+	t.added += n
+	t.mu.Unlock()
+}
+
+// Describe implements progress.Task.
+func (t *Recorded) Describe(string) {}
+
+// Done implements progress.Task.
+func (t *Recorded) Done() {
+	t.mu.Lock()
+	t.done = true
+	t.mu.Unlock()
+}
