@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -147,13 +146,13 @@ partitioning step. The number of parts is the partitioning's: make one with
 }
 
 // relabelledNote tells the user, on stderr, that an export of a
-// partition-major copy speaks the copy's node ids, and where the map back
-// to the original's is: DGL sees neither orig_ids.npy nor new_ids.npy.
+// partition-major copy speaks the copy's node ids, and that node data
+// orig_id maps each to the original's.
 func relabelledNote(cmd *cobra.Command, dir string) {
 	m, err := storage.LoadManifest(dir)
 	if err != nil || m.RelabelledFrom == nil {
 		return
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is a partition-major copy of %s: the export's node ids are the copy's; %s maps each to the original's\n",
-		dir, cmp.Or(m.RelabelledFrom.Original, m.RelabelledFrom.Dir), filepath.Join(dir, storage.FileOrigIDs))
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is a partition-major copy of %s: the export's node ids are the copy's; node data orig_id maps each to the original's\n",
+		dir, cmp.Or(m.RelabelledFrom.Original, m.RelabelledFrom.Dir))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,11 +202,33 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	if _, _, err := run(t, "rr", out, "--partition", "only"); err != nil {
 		t.Fatalf("rr on the copy's carried-over partitioning: %v", err)
 	}
-	// An export of the copy speaks the copy's ids, and says where the map
-	// back is (DGL sees neither id map).
-	if _, stderr, err := run(t, "export", "graphbolt", out, filepath.Join(t.TempDir(), "gb")); err != nil ||
-		!strings.Contains(stderr, "is a partition-major copy of "+src) || !strings.Contains(stderr, storage.FileOrigIDs) {
+	// An export of the copy speaks the copy's ids, says so, and carries
+	// each node's original id as node data orig_id.
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, stderr, err := run(t, "export", "graphbolt", out, gb); err != nil ||
+		!strings.Contains(stderr, "is a partition-major copy of "+src) || !strings.Contains(stderr, "orig_id") {
 		t.Errorf("export of the copy: %v, stderr %q", err, stderr)
+	}
+	want := npyData(t, filepath.Join(out, storage.FileOrigIDs))
+	if got := npyData(t, filepath.Join(gb, "node_data", "orig_id.npy")); !bytes.Equal(got, want) {
+		t.Errorf("graphbolt node_data/orig_id.npy: %d bytes, differ from the copy's orig_ids.npy (%d bytes)", len(got), len(want))
+	}
+	if meta, err := os.ReadFile(filepath.Join(gb, "metadata.yaml")); err != nil || !strings.Contains(string(meta), "name: orig_id") {
+		t.Errorf("graphbolt metadata.yaml lists no orig_id feature: %v\n%s", err, meta)
+	}
+	dd := filepath.Join(t.TempDir(), "dd")
+	if _, _, err := run(t, "export", "distdgl", out, dd, "--partition", "only", "--chunks", "3"); err != nil {
+		t.Fatalf("distdgl export of the copy: %v", err)
+	}
+	var got []byte
+	for c := range 3 {
+		got = append(got, npyData(t, filepath.Join(dd, "node_data", fmt.Sprintf("orig_id-%d.npy", c)))...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("distdgl node_data orig_id chunks: %d bytes, differ from the copy's orig_ids.npy (%d bytes)", len(got), len(want))
+	}
+	if meta, err := os.ReadFile(filepath.Join(dd, "metadata.json")); err != nil || !strings.Contains(string(meta), `"orig_id"`) {
+		t.Errorf("distdgl metadata.json lists no orig_id node data: %v", err)
 	}
 	// The carried partitioning defines the copy's id ranges: not even
 	// --force replaces it; another name is a new partitioning.
@@ -218,4 +241,18 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	if _, _, err := run(t, "validate", out); err != nil {
 		t.Errorf("validate after: %v", err)
 	}
+}
+
+// npyData is the data section of the .npy file at path.
+func npyData(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := npy.ParseHeader(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b[h.DataOffset : h.DataOffset+h.DataBytes()]
 }

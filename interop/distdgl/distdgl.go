@@ -5,6 +5,9 @@
 // own partitioning step. The layout, and the DGL version it was written to
 // (2.5), are specified in docs/format.md ("DistDGL export").
 //
+// A partition-major copy (partition.Relabel) is exported in its own ids,
+// with node data "orig_id" mapping each node to the original dataset's id.
+//
 // The graph is homogeneous: node type "_N", canonical edge type
 // "_N:_E:_N". As in package graphbolt, every stored neighbour u of node v
 // is exported as the edge u→v, so each DistDGL partition owns (DGL gives
@@ -55,6 +58,10 @@ const (
 	PartitionsDir     = "partitions"
 	PartitionMetaName = "partition_meta.json"
 )
+
+// ColOrigID is the node data of a relabelled copy's export: each node's
+// id in the original dataset (int64).
+const ColOrigID = "orig_id"
 
 // Sentinel errors; returned errors wrap them.
 var (
@@ -516,6 +523,22 @@ func (x *exporter) nodeData(sizes []int64) (map[string]ChunkFileSpec, []string, 
 		labels = r
 		cols = append(cols, &nodeColumn{name: "label", dtype: x.o.LabelDType})
 	}
+	// A relabelled copy's export speaks the copy's ids; each node's
+	// original id travels with it as node data orig_id.
+	var orig *intarray.Reader
+	if x.m.RelabelledFrom != nil {
+		e := x.m.File(storage.FileOrigIDs)
+		if e == nil {
+			return nil, nil, fmt.Errorf("%w: %s: relabelled, but the manifest lists no %s", storage.ErrMismatch, x.dir, storage.FileOrigIDs)
+		}
+		r, err := intarray.Open(x.dir, e)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer r.Close()
+		orig = r
+		cols = append(cols, &nodeColumn{name: ColOrigID, dtype: npy.Int64})
+	}
 	var splits [3]*intarray.Reader
 	var splitPos [3]int64
 	for k, name := range []string{storage.FileTrain, storage.FileValid, storage.FileTest} {
@@ -575,6 +598,18 @@ func (x *exporter) nodeData(sizes []int64) (map[string]ChunkFileSpec, []string, 
 								Msg: fmt.Sprintf("class %d out of range [-1,%d)", v, x.m.NumClasses)}
 						}
 						putInt(b, col.dtype, i, v)
+					}
+				case ColOrigID:
+					if err := orig.Read(lab[:k], node); err != nil {
+						return nil, nil, err
+					}
+					b = grow(&col.bytes, int(k)*8)
+					for i, v := range lab[:k] {
+						if v < 0 || v >= n {
+							return nil, nil, &storage.CorruptError{File: orig.Path(), Field: "orig_ids", Index: node + int64(i), Offset: -1,
+								Msg: fmt.Sprintf("id %d out of range [0,%d)", v, n)}
+						}
+						putInt(b, npy.Int64, i, v)
 					}
 				default:
 					s := map[string]int{"train_mask": 0, "val_mask": 1, "test_mask": 2}[col.name]

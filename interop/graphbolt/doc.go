@@ -4,6 +4,10 @@
 // such a directory back. The layout, and the DGL version it was written
 // to (2.5), are specified in docs/format.md ("GraphBolt export").
 //
+// A partition-major copy (partition.Relabel) is exported in its own ids,
+// with node feature "orig_id" mapping each node to the original dataset's
+// id (orig_ids.npy, linked or copied as features are).
+//
 // # Edge direction
 //
 // ssdgnn aggregates at node v over indices[indptr[v]:indptr[v+1]]. DGL

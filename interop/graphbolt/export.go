@@ -23,6 +23,7 @@ const (
 	PathEdges  = "edges/edges.npy"
 	PathFeat   = "node_data/feat.npy"
 	PathLabel  = "node_data/label.npy"
+	PathOrigID = "node_data/orig_id.npy"
 	setDir     = "set"
 	labelDType = npy.Int64 // PyTorch's cross-entropy wants int64 targets
 )
@@ -92,6 +93,15 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 		}
 		rep.Labels = true
 		meta.FeatureData = append(meta.FeatureData, Feature{Domain: "node", Name: FeatureLabel, Format: "numpy", InMemory: &notInMemory, Path: PathLabel})
+	}
+	if m.RelabelledFrom != nil {
+		// The export speaks the copy's ids; each node's id in the
+		// original dataset travels with it as node feature orig_id.
+		if _, err := x.linkArray(storage.FileOrigIDs, PathOrigID); err != nil {
+			return Report{}, err
+		}
+		rep.OrigIDs = true
+		meta.FeatureData = append(meta.FeatureData, Feature{Domain: "node", Name: FeatureOrigID, Format: "numpy", InMemory: &notInMemory, Path: PathOrigID})
 	}
 	task := Task{Name: TaskNodeClassification, NumClasses: m.NumClasses}
 	sets := [3]*[]TVTSet{&task.TrainSet, &task.ValidationSet, &task.TestSet}
@@ -255,16 +265,26 @@ func (x *exporter) edges() error {
 // features links or copies features.npy after checking it against the
 // manifest.
 func (x *exporter) features() (bool, error) {
-	e := x.m.File(storage.FileFeatures)
-	if e == nil {
+	if x.m.File(storage.FileFeatures) == nil {
 		return false, fmt.Errorf("%w: %s: feat_dim %d but no %s", storage.ErrMismatch, x.dir, x.m.FeatDim, storage.FileFeatures)
+	}
+	return x.linkArray(storage.FileFeatures, PathFeat)
+}
+
+// linkArray links (or, with NoLink or across file systems, copies) the
+// dataset's array name to out/rel after checking its header against the
+// manifest: both are .npy files of the same layout.
+func (x *exporter) linkArray(name, rel string) (bool, error) {
+	e := x.m.File(name)
+	if e == nil {
+		return false, fmt.Errorf("%w: %s: the manifest lists no %s", storage.ErrMismatch, x.dir, name)
 	}
 	f, err := storage.OpenArrayFile(x.dir, e)
 	if err != nil {
 		return false, err
 	}
 	f.Close()
-	src, dst := filepath.Join(x.dir, e.Name), filepath.Join(x.out, PathFeat)
+	src, dst := filepath.Join(x.dir, e.Name), filepath.Join(x.out, rel)
 	if x.o.NoLink {
 		x.written += e.Bytes
 		return false, exportdir.Copy(x.ctx, src, dst)
@@ -273,7 +293,7 @@ func (x *exporter) features() (bool, error) {
 	if err == nil && !linked {
 		x.written += e.Bytes
 	}
-	x.o.Logger.Info("features exported", "linked", linked, "bytes", e.Bytes)
+	x.o.Logger.Info("array exported", "file", name, "linked", linked, "bytes", e.Bytes)
 	return linked, err
 }
 

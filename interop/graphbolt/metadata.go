@@ -137,6 +137,7 @@ const (
 	TaskNodeClassification = "node_classification"
 	FeatureFeat            = "feat"
 	FeatureLabel           = "label"
+	FeatureOrigID          = "orig_id" // a relabelled copy's export: each node's original id
 	DataSeeds              = "seeds"
 	DataLabels             = "labels"
 )

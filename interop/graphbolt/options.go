@@ -90,6 +90,7 @@ type Report struct {
 	FeatDim        int64         `json:"feat_dim"`
 	FeaturesLinked bool          `json:"features_linked"` // hard link rather than copy
 	Labels         bool          `json:"labels"`
+	OrigIDs        bool          `json:"orig_ids"` // node feature orig_id (a relabelled copy)
 	Train          int64         `json:"train"`
 	Valid          int64         `json:"valid"`
 	Test           int64         `json:"test"`
@@ -108,6 +109,9 @@ func (r Report) String() string {
 		s += fmt.Sprintf(", features %d wide (%s)", r.FeatDim, how)
 	}
 	s += fmt.Sprintf("\n  node_classification: train %d, validation %d, test %d, labels %v", r.Train, r.Valid, r.Test, r.Labels)
+	if r.OrigIDs {
+		s += "\n  node ids are the relabelled copy's; node feature orig_id holds each node's original id"
+	}
 	s += fmt.Sprintf("\n  %d bytes written in %v", r.BytesWritten, r.Wall.Round(time.Millisecond))
 	return s
 }
