@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +65,11 @@ the original dataset writes.`,
 				return err
 			}
 			defer d.Close()
-			if err := cliflags.CheckOutputs(d.Dir(), d.Manifest(), []string{train.ResolveCheckpoint(ckpt)},
+			inputs := []cliflags.Input{{Flag: "--checkpoint", Path: train.ResolveCheckpoint(ckpt)}}
+			if !slices.Contains([]string{"test", "valid", "all"}, nodesArg) {
+				inputs = append(inputs, cliflags.Input{Flag: "--nodes", Path: nodesArg})
+			}
+			if err := cliflags.CheckOutputs(d.Dir(), d.Manifest(), inputs,
 				cliflags.Output{Flag: "--out", Path: outPath}, cliflags.Output{Flag: "--logits", Path: logitsPath}); err != nil {
 				return err
 			}

@@ -120,8 +120,9 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			// The checkpoint may be the one --resume reads (it is replaced
-			// atomically after); the metrics and the plot may not.
-			if err := cliflags.CheckOutputs(dir, d.Manifest(), []string{train.ResolveCheckpoint(o.Resume)},
+			// atomically after); the metrics and the plot may not, nor
+			// may they replace the plan --plan reads.
+			if err := cliflags.CheckOutputs(dir, d.Manifest(), []cliflags.Input{{Flag: "--resume", Path: train.ResolveCheckpoint(o.Resume)}, {Flag: "--plan", Path: t.PlanFile}},
 				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile), MayBeInput: true},
 				cliflags.Output{Flag: "--metrics", Path: t.Metrics}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
 				return err

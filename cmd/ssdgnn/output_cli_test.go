@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 )
 
@@ -47,6 +48,16 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 			t.Fatal(args, err)
 		}
 	}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if _, _, err := run(t, "plan", dir, "--mem", "16MiB", "--out", planFile); err != nil {
+		t.Fatal(err)
+	}
+	nodesFile := filepath.Join(t.TempDir(), "nodes.npy")
+	if _, err := npy.WriteFile(nodesFile, npy.Int64, []int64{2}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	other := genSmall(t)
+	otherBefore := treeSums(t, other)
 	link := filepath.Join(t.TempDir(), "link.npy")
 	if err := os.Symlink(filepath.Join(dir, "labels.npy"), link); err != nil {
 		t.Fatal(err)
@@ -70,6 +81,12 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		{[]string{"train", dir, "--epochs", "1", "--checkpoint", filepath.Join(t.TempDir(), "c2"), "--metrics", filepath.Join(dir, "indptr.npy")}, "a file of dataset"},
 		{[]string{"train", dir, "--epochs", "1", "--resume", ck, "--checkpoint", filepath.Join(t.TempDir(), "c3"), "--plot", ckFile}, "an input of this command"},
 		{[]string{"rr", dir, "--plot", filepath.Join(dir, "indices.npy")}, "a file of dataset"},
+		{[]string{"infer", dir, "--checkpoint", ck, "--out", nodesFile, "--nodes", nodesFile}, "the --nodes file, an input of this command"},
+		{[]string{"infer", dir, "--checkpoint", ck, "--out", out, "--logits", nodesFile, "--nodes", nodesFile}, "the --nodes file"},
+		{[]string{"train", dir, "--epochs", "1", "--plan", planFile, "--checkpoint", filepath.Join(t.TempDir(), "c4"), "--metrics", planFile}, "the --plan file"},
+		{[]string{"train", dir, "--epochs", "1", "--plan", planFile, "--checkpoint", filepath.Join(t.TempDir(), "c5"), "--plot", planFile}, "the --plan file"},
+		{[]string{"infer", dir, "--checkpoint", ck, "--out", filepath.Join(other, "labels.npy")}, "a file of dataset " + other},
+		{[]string{"rr", dir, "--plot", filepath.Join(other, "dataset.json")}, "a file of dataset " + other},
 		{[]string{"export", "graphbolt", dir, dir, "--force"}, "is the input directory"},
 		{[]string{"export", "distdgl", dir, dir, "--partition", "fennel", "--force"}, "is the input directory"},
 		{[]string{"export", "graphbolt", dir, filepath.Join(dir, "partitions", "fennel"), "--force"}, "lies inside"},
@@ -95,6 +112,11 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 	for p := range after {
 		if _, ok := before[p]; !ok {
 			t.Errorf("%s appeared in the dataset", p)
+		}
+	}
+	for p, s := range treeSums(t, other) {
+		if otherBefore[p] != s {
+			t.Errorf("%s changed", p)
 		}
 	}
 	for p, s := range treeSums(t, ck) {

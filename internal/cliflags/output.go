@@ -1,7 +1,11 @@
 package cliflags
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -15,12 +19,19 @@ type Output struct {
 	MayBeInput bool
 }
 
+// Input is a file the command reads, and the flag that names it, for
+// the message when an output would replace it ("" when not given).
+type Input struct {
+	Flag, Path string
+}
+
 // CheckOutputs checks, before a command on the dataset in dir (manifest
 // m) does any work, the output files it was given: each one's directory
 // exists, none would replace a file of the dataset (storage.CheckOutput)
-// or, unless MayBeInput, one of inputs (files the command reads, such as
-// a checkpoint), and no two flags name the same file.
-func CheckOutputs(dir string, m *storage.Manifest, inputs []string, outs ...Output) error {
+// or of another dataset the output lies in, or, unless MayBeInput, one
+// of inputs (files the command reads, such as a checkpoint or a list of
+// nodes), and no two flags name the same file.
+func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Output) error {
 	for i, o := range outs {
 		if o.Path == "" {
 			continue
@@ -31,9 +42,17 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []string, outs ...Outp
 		if err := storage.CheckOutput(dir, m, o.Flag, o.Path); err != nil {
 			return err
 		}
+		if err := otherDataset(dir, o); err != nil {
+			return err
+		}
 		if !o.MayBeInput {
-			if err := outpath.CheckFile(o.Flag, o.Path, "an input of this command", inputs); err != nil {
-				return err
+			for _, in := range inputs {
+				if in.Path == "" {
+					continue
+				}
+				if err := outpath.CheckFile(o.Flag, o.Path, "the "+in.Flag+" file, an input of this command", []string{in.Path}); err != nil {
+					return err
+				}
 			}
 		}
 		for _, p := range outs[:i] {
@@ -41,6 +60,31 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []string, outs ...Outp
 				return fmt.Errorf("%s and %s both name %s: give each its own file", p.Flag, o.Flag, o.Path)
 			}
 		}
+	}
+	return nil
+}
+
+// otherDataset refuses an output that would replace a file of a dataset
+// other than the one in dir: a dataset's files lie at most two levels
+// below it (partitions/NAME/, profile/NAME/), so the output's directory
+// and its two parents are looked at.
+func otherDataset(dir string, o Output) error {
+	d := filepath.Dir(o.Path)
+	for range 3 {
+		if _, err := os.Stat(filepath.Join(d, storage.ManifestName)); err == nil && !outpath.Same(d, dir) {
+			m, err := storage.LoadManifest(d)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				m = nil // a damaged manifest: its fixed names are still protected
+			}
+			if err := storage.CheckOutput(d, m, o.Flag, o.Path); err != nil {
+				return err
+			}
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			break
+		}
+		d = up
 	}
 	return nil
 }
