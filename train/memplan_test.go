@@ -594,3 +594,49 @@ func TestWorkersChosenByBudget(t *testing.T) {
 		t.Errorf("given 16 workers, budget chose %d", g.Workers)
 	}
 }
+
+// TestPlanComparisonResumed: after a mid-epoch resume, the comparison with
+// the plan leaves the partial epoch out (it ran only its last batches, and
+// averaged as a whole epoch pulled every figure down) and says so.
+func TestPlanComparisonResumed(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	mem := MinimumBudget(d, o) + 8*d.NumNodes() + 200*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes + FixedState(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "resumetest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o.Epochs, o.CheckpointDir, o.BatchSize = 4, dir, 20
+	mp.Apply(o, &MemPlanOptions{MemBytes: mem})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	epochs := 0
+	o.OnEpoch = func(EpochStats) { epochs++ }
+	o.Progress = cancelAfter{fn: func(n int64) {
+		if epochs == 1 && n == 3 {
+			cancel() // epoch 1, after a few batches
+		}
+	}}
+	tr, err := New(ctx, d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Run(ctx)
+	tr.Close()
+	if err != nil || !rep.Interrupted {
+		t.Fatalf("first run: %v, interrupted %v", err, rep != nil && rep.Interrupted)
+	}
+	o.Resume, o.Progress, o.OnEpoch = dir, nil, nil
+	rep = run(t, d, o)
+	// The report lists the checkpoint's epochs too: epoch 0, then the
+	// resumed epoch 1 and the whole epochs 2 and 3.
+	if len(rep.Epochs) != 4 || rep.Epochs[0].ResumedAt != 0 || rep.Epochs[1].ResumedAt == 0 || rep.Epochs[2].ResumedAt != 0 ||
+		rep.Epochs[1].Batches+rep.Epochs[1].ResumedAt != rep.Epochs[2].Batches {
+		t.Fatalf("resumed epochs %+v", rep.Epochs)
+	}
+	c := rep.PlanComparison
+	if c == nil || c.Epochs != 2 || !strings.Contains(c.Note, fmt.Sprintf("epoch 1 left out: resumed at batch %d", rep.Epochs[1].ResumedAt)) {
+		t.Errorf("comparison %+v, want epochs 2 and 3 compared and the partial epoch 1 left out", c)
+	}
+}

@@ -178,6 +178,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}
 	var sa, ga, tr, co stageClock
 	skip, step0 := t.batchDone, t.step
+	es.ResumedAt = skip
 	var er *epochReuse
 	if t.hc != nil {
 		pl, err := t.sampler.Plan(t.epoch)

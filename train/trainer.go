@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -288,6 +289,10 @@ func (s StageTimes) Sum() float64 { return s.Sample + s.Gather + s.Transfer + s.
 type EpochStats struct {
 	Epoch   int `json:"epoch"`
 	Batches int `json:"batches"`
+	// ResumedAt is the batch a mid-epoch --resume started the epoch at
+	// (0: the whole epoch ran in this process): its figures are a part
+	// of an epoch's.
+	ResumedAt int `json:"resumed_at_batch,omitempty"`
 	// MicroBatches is the micro-batches computed for batches that were
 	// split (0 when none was).
 	MicroBatches int     `json:"micro_batches,omitempty"`
@@ -459,6 +464,17 @@ func (t *Trainer) finish(rep *Report) {
 			} else {
 				note = "epoch 0 only: the history cache starts empty, and the plan models it warm, so the history's savings (and the read calls and bytes they remove) are over-predicted"
 			}
+		}
+		// A mid-epoch resume's first epoch ran only its last batches:
+		// averaged as a whole epoch it pulled every per-epoch figure down.
+		if len(es) > 0 && es[0].ResumedAt > 0 {
+			part := fmt.Sprintf("epoch %d left out: resumed at batch %d, it ran only part of the epoch", es[0].Epoch, es[0].ResumedAt)
+			if len(es) > 1 {
+				es = es[1:]
+			} else {
+				part = fmt.Sprintf("epoch %d only, resumed at batch %d: the measured figures are a part of an epoch's", es[0].Epoch, es[0].ResumedAt)
+			}
+			note = strings.TrimPrefix(note+"; "+part, "; ")
 		}
 		var ms []planner.Measured
 		for _, e := range es {
