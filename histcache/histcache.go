@@ -116,6 +116,11 @@ type Config struct {
 	Hidden int
 	// BudgetBytes bounds BytesFor(N, candidates, H).
 	BudgetBytes int64
+	// Ties, when set (N entries, one to one), orders candidates of equal
+	// score: the smaller Ties[v] first, else the smaller id. A relabelled
+	// dataset passes its original ids, so that it caches the nodes the
+	// original caches and trains as it does. Read only during New.
+	Ties []int64
 }
 
 // Options tunes a cache. A nil *Options means the defaults.
@@ -250,7 +255,14 @@ func New(cfg Config, opts *Options) (*Cache, error) {
 	capacity := CapacityFor(cfg.BudgetBytes, n, cfg.Hidden)
 	capacity = min(capacity, math.MaxInt32) // slots are int32
 	c := &Cache{numNodes: n, hidden: cfg.Hidden, opts: o}
-	c.nodes = topk.Slice(cfg.Scores, capacity)
+	var tie func(int64) int64
+	if cfg.Ties != nil {
+		if int64(len(cfg.Ties)) != n {
+			return nil, fmt.Errorf("%w: %d tie keys for %d nodes", ErrInvalidConfig, len(cfg.Ties), n)
+		}
+		tie = func(v int64) int64 { return cfg.Ties[v] }
+	}
+	c.nodes = topk.SelectTies(n, capacity, func(v int64) float32 { return cfg.Scores[v] }, tie)
 	c.slots = make([]int32, n)
 	for i := range c.slots {
 		c.slots[i] = -1

@@ -245,7 +245,11 @@ func BuildCaches(ctx context.Context, d *storage.Dataset, o *BuildOptions) (_ *C
 		return nil, err
 	}
 	if s.HistoryOn {
-		if c.History, err = histcache.New(histcache.Config{Scores: hist, Hidden: o.HistWidth, BudgetBytes: s.History}, o.History); err != nil {
+		hc := histcache.Config{Scores: hist, Hidden: o.HistWidth, BudgetBytes: s.History}
+		if m := d.IDMap(); m != nil {
+			hc.Ties = m.OrigIDs() // equal scores (degrees) pick the original's nodes
+		}
+		if c.History, err = histcache.New(hc, o.History); err != nil {
 			return nil, err
 		}
 	}

@@ -39,6 +39,11 @@ func (d *Dataset) IDMap() *IDMap {
 		origPath: d.path(FileOrigIDs), newPath: d.path(FileNewIDs)}
 }
 
+// OrigIDs is orig_ids.npy as it is mapped (new → old), unchecked: for
+// orderings that must not depend on the numbering (ties between equal
+// scores), where a damaged entry changes an order, never an id.
+func (m *IDMap) OrigIDs() []int64 { return m.orig }
+
 // Len is the number of nodes.
 func (m *IDMap) Len() int64 { return int64(len(m.orig)) }
 

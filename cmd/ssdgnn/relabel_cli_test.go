@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +106,33 @@ func TestRelabelCLI(t *testing.T) {
 		if a[k] != b[k] {
 			t.Errorf("rr %s: source %v, relabelled %v", k, a[k], b[k])
 		}
+	}
+	// And trains identically, history on (its candidates of equal degree
+	// are picked by original id): the losses agree to the last digit.
+	losses := func(dir string) []float64 {
+		t.Helper()
+		o, _, err := run(t, "train", dir, "--epochs", "3", "--batch-size", "32", "--fanouts", "4,4", "--seed", "3", "--selection", "partition",
+			"--partition", "fennel", "--checkpoint", filepath.Join(t.TempDir(), "c"), "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Epochs []struct {
+				Loss   float64 `json:"loss"`
+				Reused int64   `json:"hist_reused"`
+			} `json:"epochs"`
+		}
+		if err := json.Unmarshal([]byte(o), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var l []float64
+		for _, e := range rep.Epochs {
+			l = append(l, e.Loss, float64(e.Reused))
+		}
+		return l
+	}
+	if a, b := losses(src), losses(outID); !slices.Equal(a, b) {
+		t.Errorf("training (loss, reused per epoch): source %v, id-order copy %v", a, b)
 	}
 
 	ck := filepath.Join(t.TempDir(), "ck")

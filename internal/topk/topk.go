@@ -18,8 +18,18 @@ import (
 // Select returns the at most k ids in [0, n) with the largest positive
 // score(v), ties towards the smaller id, in ascending id order.
 func Select[S cmp.Ordered](n, k int64, score func(v int64) S) []int64 {
+	return SelectTies(n, k, score, nil)
+}
+
+// SelectTies is Select with ties towards the smaller tie(v) (nil: v):
+// given a relabelled dataset's original ids, it selects the nodes Select
+// selects on the original, whatever the numbering. tie must be one to one.
+func SelectTies[S cmp.Ordered](n, k int64, score func(v int64) S, tie func(v int64) int64) []int64 {
 	if k <= 0 {
 		return nil
+	}
+	if tie == nil {
+		tie = func(v int64) int64 { return v }
 	}
 	var zero S
 	h := &worstFirst[S]{}
@@ -29,13 +39,13 @@ func Select[S cmp.Ordered](n, k int64, score func(v int64) S) []int64 {
 			continue
 		}
 		if int64(len(h.e)) < k {
-			heap.Push(h, entry[S]{s, v})
+			heap.Push(h, entry[S]{s, v, tie(v)})
 			continue
 		}
-		// Scanning in ascending id order, a later node displaces the
-		// worst entry only with a strictly larger score.
-		if s > h.e[0].s {
-			h.e[0] = entry[S]{s, v}
+		// A node displaces the worst entry with a larger score, or an
+		// equal one and a smaller tie key.
+		if w := h.e[0]; s > w.s || (s == w.s && tie(v) < w.t) {
+			h.e[0] = entry[S]{s, v, tie(v)}
 			heap.Fix(h, 0)
 		}
 	}
@@ -55,10 +65,11 @@ func Slice[S cmp.Ordered](scores []S, k int64) []int64 {
 type entry[S cmp.Ordered] struct {
 	s S
 	v int64
+	t int64 // tie key
 }
 
 // worstFirst is a heap whose root is the worst entry: the smallest score
-// and, among equals, the largest id.
+// and, among equals, the largest tie key.
 type worstFirst[S cmp.Ordered] struct{ e []entry[S] }
 
 func (h *worstFirst[S]) Len() int { return len(h.e) }
@@ -66,7 +77,7 @@ func (h *worstFirst[S]) Less(i, j int) bool {
 	if h.e[i].s != h.e[j].s {
 		return h.e[i].s < h.e[j].s
 	}
-	return h.e[i].v > h.e[j].v
+	return h.e[i].t > h.e[j].t
 }
 func (h *worstFirst[S]) Swap(i, j int) { h.e[i], h.e[j] = h.e[j], h.e[i] }
 func (h *worstFirst[S]) Push(x any)    { h.e = append(h.e, x.(entry[S])) }

@@ -65,3 +65,55 @@ func TestSelectMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectTiesPermuted: on a renumbered copy (node v of the copy is node
+// orig[v] of the original), SelectTies keyed by orig selects exactly the
+// original's selection, with many ties; Select (ties by the copy's ids)
+// in general does not.
+func TestSelectTiesPermuted(t *testing.T) {
+	s := *seed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -topk.seed=%d)", s, s)
+	rng := rand.New(rand.NewPCG(s, 2))
+	differs := 0
+	for range 200 {
+		n := rng.IntN(300) + 1
+		scores := make([]uint32, n)
+		for i := range scores {
+			scores[i] = uint32(rng.IntN(4))
+		}
+		orig := make([]int64, n)
+		for i := range orig {
+			orig[i] = int64(i)
+		}
+		rng.Shuffle(n, func(a, b int) { orig[a], orig[b] = orig[b], orig[a] })
+		copyScore := func(v int64) uint32 { return scores[orig[v]] }
+		k := int64(rng.IntN(n + 1))
+		want := Slice(scores, k)
+		got := SelectTies(int64(n), k, copyScore, func(v int64) int64 { return orig[v] })
+		back := make([]int64, len(got))
+		for i, v := range got {
+			back[i] = orig[v]
+		}
+		slices.Sort(back)
+		if !slices.Equal(back, want) {
+			t.Fatalf("n=%d k=%d: the copy selected %v (original ids), the original %v", n, k, back, want)
+		}
+		if !slices.IsSorted(got) {
+			t.Fatalf("result not in ascending id order: %v", got)
+		}
+		plain := Select(int64(n), k, copyScore)
+		for i, v := range plain {
+			plain[i] = orig[v]
+		}
+		slices.Sort(plain)
+		if !slices.Equal(plain, want) {
+			differs++
+		}
+	}
+	if differs == 0 {
+		t.Errorf("ties by the copy's ids never differed: the test has no ties to break")
+	}
+}
