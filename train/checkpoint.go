@@ -389,12 +389,19 @@ func (t *Trainer) restore(ck *checkpoint) error {
 	if err := ck.match(t.d, &t.model.cfg); err != nil {
 		return err
 	}
-	if ck.meta.History != (t.hc != nil) {
-		return fmt.Errorf("%w: %s history cache %v, options %v", ErrMismatch, ck.file, ck.meta.History, t.hc != nil)
+	// The model's weights carry over whatever the history setting: a
+	// checkpoint's history section is dropped under --no-hist, and a
+	// history cache without one starts empty (both said).
+	useHist := ck.meta.History && t.hc != nil
+	switch {
+	case ck.meta.History && t.hc == nil:
+		t.o.Logger.Warn("resuming without the checkpoint's historical embeddings (history off): the model's weights carry over", "checkpoint", ck.file)
+	case !ck.meta.History && t.hc != nil:
+		t.o.Logger.Warn("the checkpoint holds no historical embeddings: the history cache starts empty", "checkpoint", ck.file)
 	}
-	if ck.meta.History && ck.meta.IDSpace != idSpace(t.d) {
-		return fmt.Errorf("%w: %s holds history for node ids %q, the dataset numbers its nodes %q (relabelled?)",
-			ErrMismatch, ck.file, ck.meta.IDSpace, idSpace(t.d))
+	if useHist && ck.meta.IDSpace != idSpace(t.d) {
+		return fmt.Errorf("%w: %s holds history for %s, the dataset numbers its nodes as %s: resume with --no-hist to carry the model's weights over without it",
+			ErrMismatch, ck.file, idSpaceName(ck.meta.IDSpace), idSpaceName(idSpace(t.d)))
 	}
 	if err := t.restoreParams(ck); err != nil {
 		return err
@@ -407,7 +414,7 @@ func (t *Trainer) restore(ck *checkpoint) error {
 			"checkpoint", ck.file, "then", cmp.Or(was, "random batches"), "now", cmp.Or(now, "random batches"), "mid_epoch", ck.meta.BatchDone > 0)
 	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
-	if t.hc != nil {
+	if useHist {
 		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
 			var he *histcache.CorruptError
 			if errors.As(err, &he) {
@@ -613,6 +620,14 @@ func (t *Trainer) Options() Options { return t.o }
 // partition-major copy (storage.Manifest.RelabelledFrom) the partitioning
 // and source that define it. Model weights do not depend on it; the
 // history cache, keyed by node id, does.
+// idSpaceName is an id space (idSpace) in words.
+func idSpaceName(s string) string {
+	if s == "" {
+		return "the original node ids"
+	}
+	return "the ids of a relabelled copy (" + s + ")"
+}
+
 func idSpace(d *storage.Dataset) string {
 	r := d.Manifest().RelabelledFrom
 	if r == nil {

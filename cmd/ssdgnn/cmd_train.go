@@ -214,12 +214,6 @@ that mmap reads need. See docs/train.md.`,
 				defer mf.Close()
 			}
 			tw := tabwriter.NewWriter(out, 9, 0, 2, ' ', tabwriter.AlignRight)
-			if !t.JSON {
-				if err := train.WriteEpochHeader(tw); err != nil {
-					return err
-				}
-				tw.Flush()
-			}
 			// A metrics line that cannot be written is said at once, cut
 			// from the file (no half line for a JSON-lines reader), and
 			// the later epochs' lines are dropped; training goes on, and
@@ -248,6 +242,14 @@ that mmap reads need. See docs/train.md.`,
 			if n := tr.EpochsDone(); o.Resume != "" && n >= o.Epochs {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it\n",
 					train.ResolveCheckpoint(o.Resume), n, o.Epochs)
+			}
+			// The header once New has accepted the options and the
+			// checkpoint: a refusal is not printed under it.
+			if !t.JSON {
+				if err := train.WriteEpochHeader(tw); err != nil {
+					return err
+				}
+				tw.Flush()
 			}
 			rep, err := tr.Run(ctx)
 			if err != nil {

@@ -139,6 +139,17 @@ func TestRelabelCLI(t *testing.T) {
 	if _, _, err := run(t, "train", src, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--checkpoint", ck); err != nil {
 		t.Fatal(err)
 	}
+	// Resuming on the copy: the history is in the source's ids and is
+	// refused, naming both and the way through (printed before any
+	// table); --no-hist carries the weights over.
+	resume := []string{"train", out, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--resume", ck, "--checkpoint", filepath.Join(t.TempDir(), "ck2")}
+	if stdout, _, err := run(t, resume...); err == nil || !strings.Contains(err.Error(), "holds history for the original node ids") ||
+		!strings.Contains(err.Error(), "resume with --no-hist") || stdout != "" {
+		t.Errorf("resume on the copy with history: %v, stdout %q", err, stdout)
+	}
+	if _, stderr, err := run(t, append(resume, "--no-hist")...); err != nil || !strings.Contains(stderr, "without the checkpoint's historical embeddings") {
+		t.Errorf("resume on the copy with --no-hist: %v, stderr %q", err, stderr)
+	}
 	ids := filepath.Join(t.TempDir(), "ids.npy")
 	writeIDs(t, ids, []int64{999, 0, 17, 17, 512})
 	for _, nodes := range []string{"all", "test", "valid", ids} {

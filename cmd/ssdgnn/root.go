@@ -18,16 +18,24 @@ import (
 type globals struct {
 	quiet   bool
 	verbose bool
+	stderr  io.Writer // the command's error stream (set before any RunE)
 }
 
-func (g *globals) progress() progress.Reporter { return progress.Terminal(os.Stderr, g.quiet) }
+func (g *globals) errOut() io.Writer {
+	if g.stderr == nil {
+		return os.Stderr
+	}
+	return g.stderr
+}
+
+func (g *globals) progress() progress.Reporter { return progress.Terminal(g.errOut(), g.quiet) }
 
 func (g *globals) logger() *slog.Logger {
 	lvl := slog.LevelWarn
 	if g.verbose {
 		lvl = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	return slog.New(slog.NewTextHandler(g.errOut(), &slog.HandlerOptions{Level: lvl}))
 }
 
 func newRootCmd() *cobra.Command {
@@ -48,6 +56,8 @@ Every command that takes a while shows a progress bar on stderr when stderr is
 a terminal; --quiet turns it off. Reports print as tables, or JSON with --json.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Logs and progress bars go where the command's messages go.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { g.stderr = cmd.ErrOrStderr() },
 	}
 	cliflags.RegisterGlobal(root.PersistentFlags(), &g.quiet, &g.verbose)
 	root.AddCommand(newInfoCmd(g), newValidateCmd(g))
