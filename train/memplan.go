@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -151,6 +152,27 @@ type Budget struct {
 
 // ibytes formats a byte count in IEC units.
 func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
+
+// ibytesUp is b with one decimal, rounded up: a least budget a message
+// names must be one that works when given back (54.25 MiB printed as
+// ibytes' "54 MiB" was refused again as "54 MiB is below the minimum of
+// 54 MiB").
+func ibytesUp(b int64) string {
+	if b < 1024 {
+		return fmt.Sprintf("%d B", max(b, 0))
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, i := float64(b)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v, i = v/1024, i+1
+	}
+	v = math.Ceil(v*10-1e-9) / 10
+	if v >= 1024 && i < len(units)-1 { // 1023.95 MiB and up round to 1 GiB
+		v, i = v/1024, i+1
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + " " + units[i]
+}
 
 // RuntimeReserve is the part of a whole-process budget of mem bytes that
 // PlanMemory keeps for what it does not count: the Go runtime and garbage
@@ -370,7 +392,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if given > 0 && mo.MemBytes > 0 && mo.PlanFile == "" {
 		if need := minimumBudgetWith(d, &least, given); mo.MemBytes < need {
 			return nil, fmt.Errorf("%w: %w: --mem %s is below the %s that %s (%s, tables included) and the least training beside them take (the minimum without them is %s): lower the cache sizes, or raise --mem to at least %s",
-				ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(need), givenFlags(&o), ibytes(given), ibytes(minMem), ibytes(need))
+				ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytesUp(need), givenFlags(&o), ibytes(given), ibytesUp(minMem), ibytesUp(need))
 		}
 	}
 	if mo.MemBytes > 0 && mo.MemBytes < minMem {
@@ -379,7 +401,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			degrees = ", GCN's graph degrees"
 		}
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytes(minMem), degrees, microTargets(&o), least.InFlight)
+			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytesUp(minMem), degrees, microTargets(&o), least.InFlight)
 	}
 	if mo.PlanFile != "" {
 		mp, full, err := readPlan(d, mo.PlanFile, o.Logger)
@@ -485,7 +507,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		if given+tables > b.Caches {
 			raise := "raise --mem"
 			if m := memForCaches(d, opts, &o, p, autoInFlight, given+tables, mo.MemBytes); m > 0 {
-				raise = "raise --mem to " + ibytes(m)
+				raise = "raise --mem to " + ibytesUp(m)
 			}
 			return nil, fmt.Errorf("%w: %s take %s, tables included, and the plan needs %s of address tables beside them, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the caches not given off (an explicit 0), or %s",
 				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
@@ -1595,7 +1617,7 @@ func checkMemory(m MemoryUse, when string) error {
 	room := m.LimitBytes - m.WorkingSetBytes - m.FixedBytes - m.ReserveBytes
 	return fmt.Errorf("%w: %s: the caches take %s (feature %s, history %s, neighbour %s, tables included), but --mem %s leaves %s for them beside the working set (%s, %d in-flight batches), fixed state (%s) and runtime reserve (%s): lower --feat-cache, --hist-cache or --neighbor-cache (what was given, or the plan's), or raise --mem to %s",
 		ErrBudget, when, ibytes(caches), ibytes(m.FeatureBytes), ibytes(m.HistoryBytes), ibytes(m.NeighborBytes), ibytes(m.LimitBytes), ibytes(max(room, 0)),
-		ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.FixedBytes), ibytes(m.ReserveBytes), ibytes(leastMemFor(m.TotalBytes-m.ReserveBytes)))
+		ibytes(m.WorkingSetBytes), m.InFlight, ibytes(m.FixedBytes), ibytes(m.ReserveBytes), ibytesUp(leastMemFor(m.TotalBytes-m.ReserveBytes)))
 }
 
 // givenCacheBytes is what the caches sized by hand (a positive
@@ -1623,13 +1645,13 @@ func givenAtLeastTables(d *storage.Dataset, o *Options, histWidth int) error {
 	if f := o.FeatCacheBytes; f > 0 && o.FeatPolicy != featurecache.PolicyDynamic {
 		if least := featurecache.BytesFor(0, d.FeatRowBytes(), n); f < least {
 			return fmt.Errorf("%w: --feat-cache %s is below the feature cache's address table (%s over %d nodes): give at least %s, or 0 for none",
-				ErrBudget, ibytes(f), ibytes(least), n, ibytes(least))
+				ErrBudget, ibytes(f), ibytes(least), n, ibytesUp(least))
 		}
 	}
 	if h := o.HistCacheBytes; h > 0 && histWidth >= 1 {
 		if least := histcache.BytesFor(n, 0, histWidth); h < least {
 			return fmt.Errorf("%w: --hist-cache %s is below the history cache's address table (%s over %d nodes): give at least %s, or 0 for none",
-				ErrBudget, ibytes(h), ibytes(least), n, ibytes(least))
+				ErrBudget, ibytes(h), ibytes(least), n, ibytesUp(least))
 		}
 	}
 	return nil
