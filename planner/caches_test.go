@@ -56,7 +56,7 @@ func TestBuildCachesArePlanned(t *testing.T) {
 	// plans, and which caches they include, the same in every run.
 	const beta = 0.25
 	var sawFeat, sawHist, sawNbr bool
-	for _, mem := range []int64{TableBytes(n, true) + 16<<10, TableBytes(n, true) + 40<<10, TableBytes(n, true) + 100<<10, TableBytes(n, true) + 200<<10} {
+	for _, mem := range []int64{TableBytes(n, true) + 16<<10, TableBytes(n, true) + 40<<10, TableBytes(n, true) + 100<<10, TableBytes(n, true) + 200<<10, TableBytes(n, true) + 300<<10} {
 		res, err := Plan(p, &PlanOptions{MemBytes: mem, Hidden: hidden, Indptr: d.Indptr(), Beta: beta})
 		if err != nil {
 			t.Fatal(err)

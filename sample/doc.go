@@ -71,13 +71,18 @@
 // # Neighbour lookups
 //
 // Each expanded node's list is looked up once per batch, in order: the
-// global neighborcache.Cache (Options.NeighborCache), the macro batch's
-// DynamicCache (partition mode: the adjacency of its partitions, loaded by
-// Partitions.LoadAdjacency when its first batch is sampled and dropped after
-// its last), then storage (Options.Source: the mapping, or pread through
-// page cache or O_DIRECT, one list at a time; or SourceBatch). LookupStats
-// counts hits, misses and bytes at every level; Global.Hits+Global.Misses
-// == Lookups, and each level's misses are the next level's lookups.
+// macro batch's DynamicCache (partition mode: the adjacency of its
+// partitions, loaded by Partitions.LoadAdjacency when its first batch is
+// sampled and dropped after its last), the global neighborcache.Cache
+// (Options.NeighborCache), then storage (Options.Source: the mapping, or
+// pread through page cache or O_DIRECT, one list at a time; or
+// SourceBatch). The dynamic cache is first because the planner sizes the
+// global one by the lists the dynamic cache does not serve; with the
+// global cache first, its hits on lists the dynamic cache held counted as
+// savings the plan never predicted (and the history's "neighbour ids not
+// drawn" went negative). LookupStats counts hits, misses and bytes at
+// every level; Dynamic.Hits+Dynamic.Misses == Lookups, and each level's
+// misses are the next level's lookups.
 // Storage.BytesRead counts list bytes requested from storage; the exact
 // device bytes of the pread sources are on the dataset's "sample"
 // accounting stage.

@@ -270,9 +270,10 @@ func (s *LookupStats) drew(level uint8, n int64) {
 	}
 }
 
-// LookupStats counts neighbour-list lookups at each level. Invariants:
-// Global.Hits+Global.Misses == Lookups; Dynamic.Hits+Dynamic.Misses ==
-// Global.Misses; Storage.Hits == Dynamic.Misses; Storage.Misses == 0;
+// LookupStats counts neighbour-list lookups at each level, in the order
+// they are made (dynamic, global, storage). Invariants:
+// Dynamic.Hits+Dynamic.Misses == Lookups; Global.Hits+Global.Misses ==
+// Dynamic.Misses; Storage.Hits == Global.Misses; Storage.Misses == 0;
 // SampledTotal() == the batch's edges.
 type LookupStats struct {
 	Lookups int64      `json:"lookups"`
@@ -611,19 +612,16 @@ func (w *worker) recount() {
 	w.counted = n
 }
 
-// cached looks v's list up in the global cache, then the dynamic cache,
-// and returns it with the level that served it; a miss at both is counted
-// as a storage lookup, which the caller makes (levelStorage, no list).
+// cached looks v's list up in the macro batch's dynamic cache, then the
+// global cache, and returns it with the level that served it; a miss at
+// both is counted as a storage lookup, which the caller makes
+// (levelStorage, no list). The dynamic cache comes first because the
+// planner sizes the global cache by the lists the dynamic cache does not
+// serve (planner.Profile.Nbr): a list both hold is the dynamic cache's,
+// so the global cache's hits are what it saves.
 func (w *worker) cached(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, uint8) {
 	s := w.s
 	st.Lookups++
-	if l, ok := s.o.NeighborCache.Lookup(v); ok {
-		st.Global.Hits++
-		st.Global.BytesSaved += l.Bytes()
-		s.stage.Request(1, l.Bytes())
-		return l, levelGlobal
-	}
-	st.Global.Misses++
 	if l, ok := dyn.Lookup(v); ok {
 		st.Dynamic.Hits++
 		st.Dynamic.BytesSaved += l.Bytes()
@@ -631,6 +629,13 @@ func (w *worker) cached(v int64, dyn *DynamicCache, st *LookupStats) (neighborca
 		return l, levelDynamic
 	}
 	st.Dynamic.Misses++
+	if l, ok := s.o.NeighborCache.Lookup(v); ok {
+		st.Global.Hits++
+		st.Global.BytesSaved += l.Bytes()
+		s.stage.Request(1, l.Bytes())
+		return l, levelGlobal
+	}
+	st.Global.Misses++
 	st.Storage.Hits++
 	return neighborcache.List{}, levelStorage
 }

@@ -118,8 +118,8 @@ func TestInferBudget(t *testing.T) {
 	for _, n := range []int{len(nodes), 1 << 26} {
 		least := inferLeast(tr.inferRest(n))
 		_, err := tr.inferChunkBytes(n, &InferOptions{MemBytes: 1 << 20})
-		if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--mem "+ibytes(least)+" is the least") {
-			t.Errorf("%d nodes: %v, want the least %s", n, err, ibytes(least))
+		if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--mem "+ibytesUp(least)+" is the least") {
+			t.Errorf("%d nodes: %v, want the least %s", n, err, ibytesUp(least))
 		}
 		if _, err := tr.inferChunkBytes(n, &InferOptions{MemBytes: least}); err != nil {
 			t.Errorf("%d nodes: the least %d is refused: %v", n, least, err)

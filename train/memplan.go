@@ -156,8 +156,11 @@ func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
 // ibytesUp is b with one decimal, rounded up: a least budget a message
 // names must be one that works when given back (54.25 MiB printed as
 // ibytes' "54 MiB" was refused again as "54 MiB is below the minimum of
-// 54 MiB").
-func ibytesUp(b int64) string {
+// 54 MiB"). ibytesDown rounds down, for the budget given beside it.
+func ibytesUp(b int64) string   { return ibytes1(b, math.Ceil) }
+func ibytesDown(b int64) string { return ibytes1(b, math.Floor) }
+
+func ibytes1(b int64, round func(float64) float64) string {
 	if b < 1024 {
 		return fmt.Sprintf("%d B", max(b, 0))
 	}
@@ -166,7 +169,7 @@ func ibytesUp(b int64) string {
 	for v >= 1024 && i < len(units)-1 {
 		v, i = v/1024, i+1
 	}
-	v = math.Ceil(v*10-1e-9) / 10
+	v = round(v*10) / 10
 	if v >= 1024 && i < len(units)-1 { // 1023.95 MiB and up round to 1 GiB
 		v, i = v/1024, i+1
 	}
@@ -392,7 +395,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if given > 0 && mo.MemBytes > 0 && mo.PlanFile == "" {
 		if need := minimumBudgetWith(d, &least, given); mo.MemBytes < need {
 			return nil, fmt.Errorf("%w: %w: --mem %s is below the %s that %s (%s, tables included) and the least training beside them take (the minimum without them is %s): lower the cache sizes, or raise --mem to at least %s",
-				ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytesUp(need), givenFlags(&o), ibytes(given), ibytesUp(minMem), ibytesUp(need))
+				ErrBudget, planner.ErrBudget, ibytesDown(mo.MemBytes), ibytesUp(need), givenFlags(&o), ibytes(given), ibytesUp(minMem), ibytesUp(need))
 		}
 	}
 	if mo.MemBytes > 0 && mo.MemBytes < minMem {
@@ -401,7 +404,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			degrees = ", GCN's graph degrees"
 		}
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytes(mo.MemBytes), ibytesUp(minMem), degrees, microTargets(&o), least.InFlight)
+			ErrBudget, planner.ErrBudget, ibytesDown(mo.MemBytes), ibytesUp(minMem), degrees, microTargets(&o), least.InFlight)
 	}
 	if mo.PlanFile != "" {
 		mp, full, err := readPlan(d, mo.PlanFile, o.Logger)

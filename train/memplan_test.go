@@ -151,7 +151,7 @@ func TestPlanMemory(t *testing.T) {
 	}
 
 	_, err = PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: 4 * n})
-	if !errors.Is(err, ErrBudget) || !errors.Is(err, planner.ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytes(MinimumBudget(d, synthOpts()))) {
+	if !errors.Is(err, ErrBudget) || !errors.Is(err, planner.ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytesUp(MinimumBudget(d, synthOpts()))) {
 		t.Errorf("tiny budget: %v", err)
 	}
 	// Just above the minimum: batches are cut into micro-batches, and
@@ -476,7 +476,7 @@ func TestPlanMemoryFewerWorkers(t *testing.T) {
 	o2 := synthOpts()
 	o2.Workers = 0
 	_, err = PlanMemory(context.Background(), d, o2, &MemPlanOptions{MemBytes: at(1) - 1, ProfileName: "workers"})
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytes(at(1))) {
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytesUp(at(1))) {
 		t.Errorf("--mem one byte below one worker's minimum %d: %v", at(1), err)
 	}
 	named := synthOpts()
@@ -653,5 +653,8 @@ func TestIbytesUp(t *testing.T) {
 		if got := ibytesUp(c.b); got != c.want {
 			t.Errorf("ibytesUp(%d) = %q, want %q", c.b, got, c.want)
 		}
+	}
+	if got := ibytesDown(54<<20 + 1<<18); got != "54.2 MiB" {
+		t.Errorf("ibytesDown(54.25 MiB) = %q, want 54.2 MiB", got)
 	}
 }
