@@ -147,8 +147,10 @@
 // unit of the history benefit (β converts sampled edges into it). The
 // feature cache is built by the same scores (Profile.ranking). Plan also
 // predicts the reads left per epoch: the profile's reads and bytes less
-// the cached nodes' single reads and bytes, less the history's rows at a
-// mean storage row's single-read share and bytes; and their device time
+// the history's rows (thinned counts, else at a mean storage row's
+// single-read share and bytes), less the cached nodes' single reads and
+// bytes and their merged rows' own bytes, the merged reads left bounded by
+// the amplification cap over the rows left; and their device time
 // (Predicted.Gather*). A profile without the model (written before it)
 // scores Feat alone, as OUTRE does.
 //
