@@ -182,8 +182,11 @@ func brute(p *Profile, o *PlanOptions) (bestAlpha, bestBenefit float64) {
 	bestBenefit = -1
 	for i := 0; i <= steps; i++ {
 		fd := int64(math.Floor(float64(r) * float64(i) / float64(steps)))
-		kf := featurecache.CapacityFor(4*n+fd, p.Meta.FeatRowBytes, n)
-		kh := histcache.CapacityFor(4*n+r-fd, n, o.Hidden)
+		// The history cache's share beyond its candidates goes to the
+		// feature cache.
+		kh := min(histcache.CapacityFor(4*n+r-fd, n, o.Hidden), int64(len(histOrder)))
+		fd += 4*n + r - fd - histcache.BytesFor(n, kh, o.Hidden)
+		kf := min(featurecache.CapacityFor(4*n+fd, p.Meta.FeatRowBytes, n), int64(len(featOrder)))
 		keep := 1.0
 		if g := p.Meta.GatheredRows; g > 0 {
 			keep = max(1-sumFirst(histOrder, kh, func(i int) float64 { return float64(p.HistGather[i]) })/float64(g), 0)

@@ -1843,7 +1843,7 @@ func WriteBudget(w io.Writer, b *Budget) error {
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
   fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s%s)
   working set       %10s  (%d in flight × %s; %s; %s)
-  caches            %10s  (feature, history and neighbour, tables included)
+  caches            %10s  (room for the feature, history and neighbour caches, tables included; the plan may use less)
 `, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes), degrees,
 		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches))
 	return err
