@@ -62,7 +62,7 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 				return err
 			}
 			relabelledNote(cmd, args[0])
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := dirlock.AcquireTransient(args[1]) // no lock file left for DGL to hash
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ partitioning step. The number of parts is the partitioning's: make one with
 				return err
 			}
 			relabelledNote(cmd, args[0])
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := dirlock.AcquireTransient(args[1]) // no lock file left for DGL to hash
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,8 +20,28 @@ func TestExportCLI(t *testing.T) {
 	if out, _, err := run(t, "export", "graphbolt", dir, gb, "--mem", "4MiB"); err != nil || !strings.Contains(out, "GraphBolt dataset") {
 		t.Fatalf("export graphbolt: %v\n%s", err, out)
 	}
+	// No lock file is left for DGL to hash (it preprocesses again when
+	// any file of the directory changes), not even by a refused run.
+	listing := func() []string {
+		ents, err := os.ReadDir(gb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	before := listing()
+	if slices.Contains(before, ".lock") {
+		t.Errorf("export left %v", before)
+	}
 	if _, _, err := run(t, "export", "graphbolt", dir, gb); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("export over an export without --force: %v", err)
+	}
+	if after := listing(); !slices.Equal(after, before) {
+		t.Errorf("a refused export changed the directory: %v, was %v", after, before)
 	}
 	if _, _, err := run(t, "export", "graphbolt", dir, gb, "--force", "--id-dtype", "int32"); err != nil {
 		t.Fatal(err)

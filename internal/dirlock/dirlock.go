@@ -100,6 +100,23 @@ type Lock struct {
 	dir     string
 	f       *os.File
 	created bool // Acquire created dir
+	// transient: Release removes the lock file (AcquireTransient).
+	transient bool
+}
+
+// AcquireTransient is Acquire for a directory whose readers look at every
+// file in it: DGL's GraphBolt hashes each file of a dataset directory and
+// preprocesses again when the hash changes, so an export must not keep a
+// lock file, and a refused run must not leave one rewritten. Release
+// removes the lock file (a process that opened it before the removal
+// finds it gone after its flock and opens the new one: Acquire checks
+// that the file it locked is still the one named .lock).
+func AcquireTransient(dir string) (*Lock, error) {
+	l, err := Acquire(dir)
+	if l != nil {
+		l.transient = true
+	}
+	return l, err
 }
 
 // Acquire locks dir for writing, creating it (and its parents) when it
@@ -148,8 +165,11 @@ func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	if l.transient {
+		_ = os.Remove(filepath.Join(l.dir, Name))
+	}
 	if l.created {
-		if ents, err := os.ReadDir(l.dir); err == nil && len(ents) == 1 && ents[0].Name() == Name {
+		if ents, err := os.ReadDir(l.dir); err == nil && (len(ents) == 0 || len(ents) == 1 && ents[0].Name() == Name) {
 			_ = os.Remove(filepath.Join(l.dir, Name))
 			_ = os.Remove(l.dir)
 		}

@@ -111,3 +111,48 @@ func TestNotWritable(t *testing.T) {
 		}
 	}
 }
+
+// TestTransient: a transient lock excludes a second writer as any lock
+// does, and Release leaves the directory's files as they were: no lock
+// file, the others untouched; a fresh directory that got nothing else is
+// removed; the next Acquire works.
+func TestTransient(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metadata.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := AcquireTransient(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireTransient(dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second AcquireTransient: %v, want ErrInUse", err)
+	}
+	if _, err := Acquire(dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("Acquire beside a transient lock: %v, want ErrInUse", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != "metadata.yaml" {
+		t.Fatalf("after Release: %v %v, want only metadata.yaml", ents, err)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	l, err = AcquireTransient(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a fresh directory left after a transient lock: %v", err)
+	}
+	l, err = Acquire(dir)
+	if err != nil {
+		t.Fatalf("Acquire after a transient Release: %v", err)
+	}
+	l.Release()
+}

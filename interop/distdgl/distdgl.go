@@ -272,6 +272,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 		return Report{}, err
 	}
 	meta.NodeData[NodeType] = nd
+	_ = os.Remove(filepath.Join(out, "node_data")) // none: no litter (fails when not empty)
 	if err := x.assignment(pdir, &partEntry, pman); err != nil {
 		return Report{}, err
 	}

@@ -127,6 +127,13 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	}
 	if anySet || m.NumClasses > 0 { // a task with no sets still carries num_classes
 		meta.Tasks = []Task{task}
+		rep.Task = true
+	}
+	// Directories that got no file (no features, labels or splits) go:
+	// GraphBolt lists what metadata.yaml names, an empty directory is
+	// litter.
+	for _, d := range []string{"node_data", setDir} {
+		_ = os.Remove(filepath.Join(out, d)) // fails, harmlessly, when not empty
 	}
 	yml, err := meta.Marshal()
 	if err != nil {

@@ -90,6 +90,7 @@ type Report struct {
 	FeatDim        int64         `json:"feat_dim"`
 	FeaturesLinked bool          `json:"features_linked"` // hard link rather than copy
 	Labels         bool          `json:"labels"`
+	Task           bool          `json:"task"`     // a node_classification task was written
 	OrigIDs        bool          `json:"orig_ids"` // node feature orig_id (a relabelled copy)
 	Train          int64         `json:"train"`
 	Valid          int64         `json:"valid"`
@@ -108,7 +109,11 @@ func (r Report) String() string {
 	if r.FeatDim > 0 {
 		s += fmt.Sprintf(", features %d wide (%s)", r.FeatDim, how)
 	}
-	s += fmt.Sprintf("\n  node_classification: train %d, validation %d, test %d, labels %v", r.Train, r.Valid, r.Test, r.Labels)
+	if r.Task {
+		s += fmt.Sprintf("\n  node_classification: train %d, validation %d, test %d, labels %v", r.Train, r.Valid, r.Test, r.Labels)
+	} else {
+		s += "\n  no task (the dataset has no splits and no classes)"
+	}
 	if r.OrigIDs {
 		s += "\n  node ids are the relabelled copy's; node feature orig_id holds each node's original id"
 	}
