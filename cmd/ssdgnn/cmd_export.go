@@ -110,7 +110,7 @@ partitioning step. The number of parts is the partitioning's: make one with
 			if err != nil {
 				return err
 			}
-			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
+			if err := requirePositive(cmd, "mem", "chunks"); err != nil { // 0 meant the default silently
 				return err
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT

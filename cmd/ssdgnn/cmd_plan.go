@@ -40,6 +40,9 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 				return err
 			}
 			o.MemBytes = int64(mem)
+			if cmd.Flags().Changed("mem") && o.MemBytes <= 0 {
+				return fmt.Errorf("--mem %d: want a positive budget to divide (e.g. --mem 4GiB)", o.MemBytes)
+			}
 			if o.MemBytes <= 0 {
 				return fmt.Errorf("--mem is required (e.g. --mem 4GiB)")
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/interop/distdgl"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
@@ -39,6 +40,10 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"profile", dir, "--selection", "random", "--workers", "100000"}, "Workers 100000, want 0 (one per core) to"},
 		{[]string{"export", "graphbolt", dir, out, "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--mem", "0"}, "--mem 0: want a positive value"},
+		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--chunks", "0"}, "--chunks 0: want a positive value"},
+		{[]string{"export", "graphbolt", dir, out, "--mem", "1KiB"}, "1024, want at least 1048576 (1 MiB)"},
+		{[]string{"export", "graphbolt", dir, filepath.Join(dir, "dataset.json"), "--force"}, "is a file, not a directory"},
+		{[]string{"plan", dir, "--mem", "0"}, "--mem 0: want a positive budget to divide"},
 		{[]string{"partition", dir, "--parts", "0"}, "--parts 0: want a positive value (omit the flag for the default, 10000)"},
 		{[]string{"partition", dir, "--parts", "-3"}, "--parts -3"},
 		{[]string{"validate", dir, "--max-problems", "0"}, "--max-problems 0"},
@@ -123,7 +128,7 @@ func TestFlagNamed(t *testing.T) {
 	}{
 		{[]string{"partition"}, []string{"partition", dir, "--parts", "20", "--first-level", "3", "--name", "zz"}, "--first-level: 3 does not divide --parts=20", partition.ErrOptions},
 		{[]string{"gen"}, []string{"gen", filepath.Join(t.TempDir(), "g"), "--nodes", "10"}, "--avg-degree: 20, want < --nodes (10)", synth.ErrInvalidConfig},
-		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "zz", "--chunks", "-1"}, "--chunks -1 is negative", nil},
+		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "zz", "--mem", "1KiB"}, "--mem 1024, want at least 1048576 (1 MiB)", distdgl.ErrInvalidOptions},
 	} {
 		_, _, err := run(t, c.args...)
 		if err == nil {

@@ -50,6 +50,9 @@ func Within(dir, path string) bool {
 // CheckDir refuses an output directory out (the value of flag) that is
 // the input directory in, lies inside it, or contains it.
 func CheckDir(flag, out, in string) error {
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fmt.Errorf("%s %s is a file, not a directory: name a directory (it is made if missing)", flag, out)
+	}
 	switch {
 	case resolve(in) == resolve(out):
 		return fmt.Errorf("%w: %s %s is the input directory %s; write it elsewhere", ErrInput, flag, out, in)

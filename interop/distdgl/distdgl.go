@@ -113,7 +113,7 @@ func (o *Options) Validate() error {
 	case o.LabelDType != npy.Invalid && o.LabelDType != npy.Int32 && o.LabelDType != npy.Int64:
 		return bad("LabelDType %v, want int32 or int64", o.LabelDType)
 	case o.MemBytes != 0 && o.MemBytes < MinMemBytes:
-		return bad("MemBytes %d, want 0 (default) or at least %d", o.MemBytes, MinMemBytes)
+		return bad("MemBytes %d, want at least %d (1 MiB)", o.MemBytes, MinMemBytes)
 	}
 	return nil
 }

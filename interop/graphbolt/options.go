@@ -55,7 +55,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: IDDType %v, want int32 or int64", ErrInvalidOptions, o.IDDType)
 	}
 	if o.MemBytes != 0 && o.MemBytes < MinMemBytes {
-		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or at least %d", ErrInvalidOptions, o.MemBytes, MinMemBytes)
+		return fmt.Errorf("%w: MemBytes %d, want at least %d (1 MiB)", ErrInvalidOptions, o.MemBytes, MinMemBytes)
 	}
 	return nil
 }
