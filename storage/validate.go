@@ -117,7 +117,7 @@ func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*V
 	for _, f := range d.m.Files {
 		total += f.Bytes - f.DataOffset
 	}
-	v := &validator{ctx: ctx, d: d, rep: &ValidateReport{Dir: dir}, max: opts.MaxProblems}
+	v := &validator{ctx: ctx, d: d, rep: &ValidateReport{Dir: dir, Problems: []string{}}, max: opts.MaxProblems}
 	if v.max <= 0 {
 		v.max = 20
 	}

@@ -1737,7 +1737,7 @@ func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) 
 		*mem = l
 		return fmt.Sprintf("--mem %s: the limit of the memory cgroup this process runs in", ibytes(l))
 	}
-	return "no --mem and no memory cgroup limit: no memory budget, caches off unless sized by hand (--mem SIZE plans them)"
+	return "no --mem and no memory cgroup limit: no memory budget; feature and neighbour caches off unless sized by hand, the history cache at its default (--mem SIZE plans them all)"
 }
 
 // MemWithinCgroup refuses a --mem above the limit of the memory cgroup

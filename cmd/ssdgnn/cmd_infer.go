@@ -109,8 +109,12 @@ the original dataset writes.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; accuracy on %d labelled nodes %.2f%%; %s inference %.1fs, %s read (disk %s)\n",
-				rep.Nodes, outPath, rep.Labelled, 100*rep.Accuracy, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)))
+			acc := "no labelled nodes among them"
+			if rep.Labelled > 0 {
+				acc = fmt.Sprintf("accuracy on %d labelled nodes %.2f%%", rep.Labelled, 100*rep.Accuracy)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; %s; %s inference %.1fs, %s read (disk %s)\n",
+				rep.Nodes, outPath, acc, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)))
 			return nil
 		},
 	}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -26,6 +29,10 @@ type infoReport struct {
 	BytesOnDisk int64               `json:"bytes_on_disk"`
 	AvgDegree   float64             `json:"avg_degree"`
 	Files       []storage.FileEntry `json:"files"`
+	// Partitionings are the names under partitions/; RelabelledFrom is
+	// set for a partition-major copy (ids are not the source's).
+	Partitionings  []string             `json:"partitionings"`
+	RelabelledFrom *storage.Relabelling `json:"relabelled_from,omitempty"`
 }
 
 func newInfoCmd(g *globals) *cobra.Command {
@@ -48,7 +55,10 @@ prints its sizes. It reads no data; run validate for a full scan.`,
 				Dir: args[0], Name: m.Name, NumNodes: m.NumNodes, NumEdges: m.NumEdges,
 				FeatDim: m.FeatDim, FeatDType: m.FeatDType, NumClasses: m.NumClasses,
 				NumTrain: int64(len(d.TrainIdx())), NumValid: int64(len(d.ValidIdx())), NumTest: int64(len(d.TestIdx())),
-				Symmetrized: m.Symmetrized, BytesOnDisk: d.BytesOnDisk(), Files: m.Files,
+				Symmetrized: m.Symmetrized, BytesOnDisk: d.BytesOnDisk(), Files: m.Files, RelabelledFrom: m.RelabelledFrom,
+			}
+			if r.Partitionings, err = partition.Names(args[0]); err != nil {
+				return err
 			}
 			if m.NumNodes > 0 {
 				r.AvgDegree = float64(m.NumEdges) / float64(m.NumNodes)
@@ -65,6 +75,11 @@ prints its sizes. It reads no data; run validate for a full scan.`,
 			fmt.Fprintf(tw, "classes\t%d\n", r.NumClasses)
 			fmt.Fprintf(tw, "split\ttrain %s / valid %s / test %s\n", humanize.Comma(r.NumTrain), humanize.Comma(r.NumValid), humanize.Comma(r.NumTest))
 			fmt.Fprintf(tw, "on disk\t%s\n", humanize.IBytes(uint64(r.BytesOnDisk)))
+			fmt.Fprintf(tw, "partitionings\t%s\n", cmp.Or(strings.Join(r.Partitionings, ", "), "none"))
+			if rf := r.RelabelledFrom; rf != nil {
+				fmt.Fprintf(tw, "relabelled\tpartition-major copy of %s (%s order, partitioning %q, %d parts): node ids are the copy's; orig_ids.npy maps them back\n",
+					cmp.Or(rf.Original, rf.Dir), cmp.Or(rf.Order, "id"), rf.Partitioning, rf.K)
+			}
 			tw.Flush()
 			fmt.Fprintln(out)
 			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)

@@ -64,9 +64,14 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, p)
+				// The device profile and the merge gap the table prints.
+				return writeJSON(out, struct {
+					*storage.DeviceProfile
+					GapRows int64 `json:"merge_gap_rows"`
+				}{p, p.GapRows(p.RowBytes)})
 			}
-			fmt.Fprintf(out, "random %s rows (%s): %.0f reads/s at depth %d (%.1f µs each)\n",
+			// 1/throughput: at depth d each read takes about d times as long.
+			fmt.Fprintf(out, "random %s rows (%s): %.0f reads/s at depth %d (one per %.1f µs)\n",
 				humanize.IBytes(uint64(p.RowBytes)), p.ReadMode, p.RandomReadsPerSec, p.RandomDepth, 1e6*p.RandomReadSec())
 			if p.GatherDepth != p.RandomDepth {
 				fmt.Fprintf(out, "random %s rows at the gather's depth: %.0f reads/s at depth %d\n",
