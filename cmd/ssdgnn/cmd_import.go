@@ -34,7 +34,7 @@ type importFlags struct {
 func (f *importFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", "", "dataset name (default: the source's base name)")
-	fl.BoolVar(&f.symmetrize, "symmetrize", true, "store every edge in both directions (--symmetrize=false keeps them as given)")
+	fl.BoolVar(&f.symmetrize, "symmetrize", true, "store every edge in both directions (--symmetrize=false stores edge u->v only in v's neighbour list)")
 	fl.BoolVar(&f.keepSelfLoops, "keep-self-loops", false, "keep edges (v,v) instead of dropping and counting them")
 	fl.BoolVar(&f.keepDupes, "keep-duplicates", false, "keep repeated edges instead of dropping and counting them")
 	fl.StringVar(&f.featDType, "feat-dtype", "float32", "stored feature dtype: float32 or float16")
@@ -90,7 +90,12 @@ func newImportCmd(g *globals) *cobra.Command {
 memory: edges are sorted externally (runs spilled to disk, then merged), and
 features are copied row by row. By default the graph is symmetrised and self
 loops and duplicate edges are dropped and counted. A failed import leaves no
-dataset behind; every error names the file and the line or element.`,
+dataset behind; every error names the file and the line or element.
+
+Edge direction, every format: an edge u->v (an edge-list line "u v", an
+edge_index column or row (u, v), as DGL, PyG and OGB mean it) is stored as
+u in v's neighbour list, the list v aggregates from. With the default
+--symmetrize, v is also stored in u's list.`,
 	}
 	cmd.AddCommand(newImportOGBCmd(g), newImportNPYCmd(g), newImportEdgeListCmd(g), newImportGraphBoltCmd(g))
 	return cmd
@@ -266,8 +271,8 @@ func newImportGraphBoltCmd(g *globals) *cobra.Command {
 		Use:   "graphbolt SRC OUT",
 		Short: "Import a DGL GraphBolt on-disk dataset (metadata.yaml with a raw graph section)",
 		Long: `graphbolt reads SRC/metadata.yaml and the numpy files it names: the (2, E)
-edge array (edge src->dst is stored in dst's neighbour list, the inverse of
-'ssdgnn export graphbolt'), node features "feat" and "label", and the first
+edge array (edge src->dst is stored in dst's neighbour list, as every
+importer does; the inverse of 'ssdgnn export graphbolt'), node features "feat" and "label", and the first
 task's train/validation/test seeds (and labels). Unlike the other formats
 the edges are kept exactly as given by default, and features keep their
 stored dtype, so importing an export gives the dataset back.`,

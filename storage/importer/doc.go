@@ -10,14 +10,23 @@
 //     raw arrays of IGB large/full (Options.Raw).
 //   - ImportEdgeList: a text edge list with optional feature and label
 //     files.
+//   - ImportGraphBolt: a DGL GraphBolt on-disk dataset (metadata.yaml).
 //
-// All three share one pipeline: edges are streamed into an external sorter
-// (package extsort) together with their reverses when symmetrising (the
-// default; Options.Directed turns it off), self loops are dropped and
+// All of them share one pipeline: edges are streamed into an external
+// sorter (package extsort) together with their reverses when symmetrising
+// (the default; Options.Directed turns it off), self loops are dropped and
 // counted before sorting, duplicates are dropped and counted by the sorter,
 // and the sorted stream is written as CSR. Features and labels are then
 // streamed in node order, splits are read and checked, or a seeded random
-// split over labelled nodes is made. The manifest is written last
+// split over labelled nodes is made.
+//
+// # Edge direction
+//
+// A source edge u→v (an edge-list line "u v", an edge_index column (u, v)
+// as DGL, PyG and OGB mean it) is stored as u in v's neighbour list: CSR
+// row v lists v's in-neighbours, the nodes it aggregates from, which is
+// what the sampler and the GraphBolt export assume. Every importer
+// follows this; symmetrising also stores v in u's list. The manifest is written last
 // (storage.Builder.Finish), so a failed import leaves no dataset behind:
 // storage.Open reports storage.ErrNotDataset.
 //

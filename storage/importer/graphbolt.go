@@ -138,7 +138,6 @@ func (j *job) graphBoltEdges(srcDir string, l *graphbolt.Layout) error {
 		return err
 	}
 	defer dst.Close()
-	j.reverseEdges = true
 	if err := j.addEdgePairs(src, dst, numE); err != nil {
 		return err
 	}

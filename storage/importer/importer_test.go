@@ -303,14 +303,16 @@ func TestEdgeListCSR(t *testing.T) {
 	}{
 		{"default", Options{NumNodes: 5},
 			[]int64{0, 2, 4, 5, 6, 6}, []int64{1, 3, 0, 2, 1, 0}, 1, 4},
+		// Directed: line "u v" goes to v's list (row v holds u), so row 0
+		// holds 3 (from "3 0") and row 1 holds 0 and 2.
 		{"directed", Options{NumNodes: 5, Directed: true},
-			[]int64{0, 1, 2, 3, 4, 4}, []int64{1, 2, 1, 0}, 1, 1},
+			[]int64{0, 1, 3, 4, 4, 4}, []int64{3, 0, 2, 1}, 1, 1},
 		{"keep self loops", Options{NumNodes: 5, KeepSelfLoops: true},
 			[]int64{0, 2, 4, 6, 7, 7}, []int64{1, 3, 0, 2, 1, 2, 0}, 0, 4},
 		{"keep duplicates", Options{NumNodes: 5, KeepDuplicates: true},
 			[]int64{0, 3, 7, 9, 10, 10}, []int64{1, 1, 3, 0, 0, 2, 2, 1, 1, 0}, 1, 0},
 		{"directed, keep all", Options{NumNodes: 5, Directed: true, KeepDuplicates: true, KeepSelfLoops: true},
-			[]int64{0, 2, 3, 5, 6, 6}, []int64{1, 1, 2, 1, 2, 0}, 0, 0},
+			[]int64{0, 1, 4, 6, 6, 6}, []int64{3, 0, 0, 2, 1, 2}, 0, 0},
 		{"inferred N", Options{},
 			[]int64{0, 2, 4, 5, 6}, []int64{1, 3, 0, 2, 1, 0}, 1, 4},
 		{"tiny memory", Options{NumNodes: 5, MemBytes: extsort.MinMemBytes},

@@ -37,10 +37,6 @@ type job struct {
 
 	numNodes int64 // -1 until known
 
-	// reverseEdges makes addEdgePairs store every edge src→dst in dst's
-	// neighbour list (GraphBolt and DGL list a node's in-edges).
-	reverseEdges bool
-
 	// edges
 	sorter  *extsort.Sorter
 	batch   []extsort.Edge
@@ -182,8 +178,12 @@ func (j *job) edgeMsg(src, dst int64) string {
 	return j.idMsg("destination", dst)
 }
 
-// addEdge queues one checked source edge: it drops self loops unless
-// kept and adds the reverse edge when symmetrising.
+// addEdge queues one checked source edge src→dst: it drops self loops
+// unless kept and adds the reverse edge when symmetrising. The edge is
+// stored in dst's neighbour list (CSR row dst holds src): row v is the
+// list v aggregates from, its in-neighbours, as DGL, PyG, OGB and
+// GraphBolt read an edge_index (u, v) (docs/format.md, "Edge direction").
+// The sorter's Src is the CSR row.
 func (j *job) addEdge(src, dst int64) error {
 	j.rep.EdgesRead++
 	j.maxID = max(j.maxID, src, dst)
@@ -194,9 +194,9 @@ func (j *job) addEdge(src, dst int64) error {
 		}
 		j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
 	} else {
-		j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
+		j.batch = append(j.batch, extsort.Edge{Src: dst, Dst: src})
 		if !j.o.Directed {
-			j.batch = append(j.batch, extsort.Edge{Src: dst, Dst: src})
+			j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
 		}
 	}
 	if len(j.batch) >= cap(j.batch)-1 {
