@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
@@ -41,19 +42,28 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.numClasses, "num-classes", 0, "number of classes; labels must be below it (0: largest label + 1)")
 	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
-	fl.Var(&f.mem, "mem", "memory budget of the external edge sort (default 512MiB); peak is about 1.5x this")
+	fl.Var(&f.mem, "mem", "memory budget of the whole import (default 512MiB, or what a memory cgroup's limit leaves): the edge sort gets --mem less 32MiB and peak RSS stays within --mem")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
 	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "replace an existing dataset in OUT (it stays whole until the new one is complete, so this needs room for both)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 
+// importCgroupSlack is what an auto-sized --mem leaves of a memory
+// cgroup's limit: the page cache of the files being written (dirty pages
+// count against the cgroup until written back).
+const importCgroupSlack = 16 << 20
+
 func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options, error) {
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	if note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1.5, 48<<20); note != "" {
+	if note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack); note != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), note)
+	}
+	if f.mem != 0 && int64(f.mem) < importer.MinMemBytes { // 0: not given, the default
+		return nil, fmt.Errorf("--mem %s: want at least %s (%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s)",
+			f.mem.String(), humanize.IBytes(importer.MinMemBytes), humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))
 	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,

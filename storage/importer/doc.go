@@ -59,16 +59,23 @@
 //
 // # Memory
 //
-// Nothing proportional to the number of edges is held in memory beyond the
-// sorter's buffer (Options.MemBytes; the sorter peaks at about 1.5× that,
-// plus 64 KiB per merged run). O(N) memory is used in two places: one bit
-// per node for the labelled set and two bits per node for split
-// disjointness, and the ids of one source split while it is sorted (at
-// most N int64s). Feature files are streamed row by row, never loaded
-// whole; .npy members of a zip are streamed through the zip reader, and the
-// [2, E] edge_index is read by two readers in step, the second one skipped
-// E elements ahead (by seeking in a stored member, by inflating and
-// discarding in a deflated one).
+// Options.MemBytes bounds the whole import. The edge sorter's buffer gets
+// MemBytes − ReserveBytes and never exceeds it, growth steps included
+// (package extsort); the reserve stands for the runtime and the program,
+// the merge's run blocks, one text line (at most MaxTextLine) and the
+// fixed read buffers. The Go runtime's soft memory limit is set to
+// MemBytes − GoLimitSlack for the import, so that garbage does not take
+// RSS past the budget (it did: 2× the sort budget, I8). Nothing
+// proportional to the number of edges is held beyond the buffer. O(N)
+// memory is used after the sort, in the buffer's place: one bit per node
+// for the labelled set and two bits per node for split disjointness
+// (refused when more than the sorter's share), and the ids of one source
+// split while it is sorted (at most N int64s). Feature files are streamed
+// row by row, never loaded whole; .npy members of a zip are streamed
+// through the zip reader, and the [2, E] edge_index is read by two
+// readers in step, the second one skipped E elements ahead (by seeking in
+// a stored member, by inflating and discarding in a deflated one).
+// Measured peak RSS is in README.md, "Import memory".
 //
 // # Errors
 //

@@ -51,6 +51,9 @@ func ImportOGBContext(ctx context.Context, srcDir, outDir string, opts *Options)
 			return j.randomSplit()
 		}
 		j.rep.Split = split
+		if err := j.checkTableMem(j.numNodes); err != nil {
+			return err
+		}
 		c := newSplitChecker(j.numNodes)
 		for k, name := range splitLabels {
 			path, err := findText(splitDir, name)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("importer: temp dir: %w", err)
 	}
-	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.o.MemBytes, Dedup: !j.o.KeepDuplicates})
+	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.sortMem(), Dedup: !j.o.KeepDuplicates})
 	if err != nil {
 		j.cleanup()
 		return nil, fmt.Errorf("importer: %w", err)
@@ -95,6 +96,27 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	j.edgeBar = j.o.Progress.Start("edges", 0, progress.Items)
 	j.o.Logger.Info("import started", "name", j.o.Name, "source", source, "out", outDir, "mem_bytes", j.o.MemBytes)
 	return j, nil
+}
+
+// sortMem is the edge sorter's budget: MemBytes less the reserve.
+func (j *job) sortMem() int64 { return j.o.MemBytes - ReserveBytes }
+
+// GoLimitSlack is what the import leaves between the Go runtime's soft
+// memory limit and Options.MemBytes: memory the runtime does not manage
+// (the program's text and data, thread stacks of the OS).
+const GoLimitSlack = 24 << 20
+
+// checkTableMem refuses N whose per-node tables (one bit a node for the
+// labelled set, two for split membership) would not fit in the sorter's
+// share of the budget, which they take over after the sort. It is called
+// before the first of them is made.
+func (j *job) checkTableMem(n int64) error {
+	need := (n+63)/64*8 + (n+3)/4
+	if need <= j.sortMem() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d nodes need %d bytes (%d MiB) of per-node tables after the sort, more than the %d bytes MemBytes leaves beside ReserveBytes; raise --mem (Options.MemBytes) to at least %d",
+		ErrInvalidOptions, n, need, (need+1<<20-1)>>20, j.sortMem(), need+ReserveBytes)
 }
 
 // cleanup aborts every uncommitted array and removes the temp dir. It is
@@ -488,6 +510,9 @@ func (j *job) startLabels() (*labelWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := j.checkTableMem(j.numNodes); err != nil {
+		return nil, err
+	}
 	j.labelled = newBitset(j.numNodes)
 	return &labelWriter{j: j, w: w, buf: make([]int32, 0, 1<<14)}, nil
 }
@@ -786,6 +811,10 @@ func run(ctx context.Context, outDir, name, source string, opts *Options, body f
 		return Report{}, err
 	}
 	defer j.cleanup()
+	// Hold the Go heap to the budget: at the default collector target
+	// the garbage of the sorter's growth steps and of the read chunks let
+	// RSS reach about 2 × the sort buffer (I8: 149 MB at a 64 MiB budget).
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(j.o.MemBytes - GoLimitSlack))
 	j.ctx = ctx
 	if err := body(j); err != nil {
 		j.o.Logger.Debug("import failed", "err", err)
