@@ -285,13 +285,24 @@ edge array (edge src->dst is stored in dst's neighbour list, as every
 importer does; the inverse of 'ssdgnn export graphbolt'), node features "feat" and "label", and the first
 task's train/validation/test seeds (and labels). Unlike the other formats
 the edges are kept exactly as given by default, and features keep their
-stored dtype, so importing an export gives the dataset back.`,
+stored dtype, so importing an export gives the dataset back. --symmetrize
+stores each edge in both directions and then drops duplicate edges (the
+reverse copies of an already symmetric graph included), as the other
+formats do, unless --keep-duplicates is given.`,
 		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
+			}
+			// Symmetrising adds the reverse of every edge; in an already
+			// symmetric graph those are copies of edges present, which
+			// would then be stored twice (I9). As in the other formats,
+			// --symmetrize drops duplicates unless --keep-duplicates is
+			// given explicitly.
+			if f.symmetrize && !cmd.Flags().Changed("keep-duplicates") {
+				o.KeepDuplicates = false
 			}
 			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
 				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
