@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
@@ -34,26 +35,35 @@ type importFlags struct {
 func (f *importFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", "", "dataset name (default: the source's base name)")
-	fl.BoolVar(&f.symmetrize, "symmetrize", true, "store every edge in both directions (--symmetrize=false keeps them as given)")
+	fl.BoolVar(&f.symmetrize, "symmetrize", true, "store every edge in both directions (--symmetrize=false stores edge u->v only in v's neighbour list)")
 	fl.BoolVar(&f.keepSelfLoops, "keep-self-loops", false, "keep edges (v,v) instead of dropping and counting them")
 	fl.BoolVar(&f.keepDupes, "keep-duplicates", false, "keep repeated edges instead of dropping and counting them")
 	fl.StringVar(&f.featDType, "feat-dtype", "float32", "stored feature dtype: float32 or float16")
 	fl.Int64Var(&f.numClasses, "num-classes", 0, "number of classes; labels must be below it (0: largest label + 1)")
 	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
-	fl.Var(&f.mem, "mem", "memory budget of the external edge sort (default 512MiB); peak is about 1.5x this")
+	fl.Var(&f.mem, "mem", "memory budget of the whole import (default 512MiB, or what a memory cgroup's limit leaves): the edge sort gets --mem less 32MiB and peak RSS stays within --mem")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
 	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "replace an existing dataset in OUT (it stays whole until the new one is complete, so this needs room for both)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 
+// importCgroupSlack is what an auto-sized --mem leaves of a memory
+// cgroup's limit: the page cache of the files being written (dirty pages
+// count against the cgroup until written back).
+const importCgroupSlack = 16 << 20
+
 func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options, error) {
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	if note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1.5, 48<<20); note != "" {
+	if note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack); note != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), note)
+	}
+	if f.mem != 0 && int64(f.mem) < importer.MinMemBytes { // 0: not given, the default
+		return nil, fmt.Errorf("--mem %s: want at least %s (%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s)",
+			f.mem.String(), humanize.IBytes(importer.MinMemBytes), humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))
 	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,
@@ -90,7 +100,12 @@ func newImportCmd(g *globals) *cobra.Command {
 memory: edges are sorted externally (runs spilled to disk, then merged), and
 features are copied row by row. By default the graph is symmetrised and self
 loops and duplicate edges are dropped and counted. A failed import leaves no
-dataset behind; every error names the file and the line or element.`,
+dataset behind; every error names the file and the line or element.
+
+Edge direction, every format: an edge u->v (an edge-list line "u v", an
+edge_index column or row (u, v), as DGL, PyG and OGB mean it) is stored as
+u in v's neighbour list, the list v aggregates from. With the default
+--symmetrize, v is also stored in u's list.`,
 	}
 	cmd.AddCommand(newImportOGBCmd(g), newImportNPYCmd(g), newImportEdgeListCmd(g), newImportGraphBoltCmd(g))
 	return cmd
@@ -266,17 +281,28 @@ func newImportGraphBoltCmd(g *globals) *cobra.Command {
 		Use:   "graphbolt SRC OUT",
 		Short: "Import a DGL GraphBolt on-disk dataset (metadata.yaml with a raw graph section)",
 		Long: `graphbolt reads SRC/metadata.yaml and the numpy files it names: the (2, E)
-edge array (edge src->dst is stored in dst's neighbour list, the inverse of
-'ssdgnn export graphbolt'), node features "feat" and "label", and the first
+edge array (edge src->dst is stored in dst's neighbour list, as every
+importer does; the inverse of 'ssdgnn export graphbolt'), node features "feat" and "label", and the first
 task's train/validation/test seeds (and labels). Unlike the other formats
 the edges are kept exactly as given by default, and features keep their
-stored dtype, so importing an export gives the dataset back.`,
+stored dtype, so importing an export gives the dataset back. --symmetrize
+stores each edge in both directions and then drops duplicate edges (the
+reverse copies of an already symmetric graph included), as the other
+formats do, unless --keep-duplicates is given.`,
 		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
+			}
+			// Symmetrising adds the reverse of every edge; in an already
+			// symmetric graph those are copies of edges present, which
+			// would then be stored twice (I9). As in the other formats,
+			// --symmetrize drops duplicates unless --keep-duplicates is
+			// given explicitly.
+			if f.symmetrize && !cmd.Flags().Changed("keep-duplicates") {
+				o.KeepDuplicates = false
 			}
 			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
 				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])

@@ -56,13 +56,25 @@ func TestExportCLI(t *testing.T) {
 			t.Errorf("%s differs after export graphbolt + import graphbolt", f)
 		}
 	}
+	// I9: --symmetrize on an already symmetric graph must not store every
+	// edge twice.
+	sym := filepath.Join(tmp, "sym")
+	out, _, err := run(t, "import", "graphbolt", gb, sym, "--symmetrize", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "indices.npy"))
+	b, _ := os.ReadFile(filepath.Join(sym, "indices.npy"))
+	if !bytes.Equal(a, b) || !strings.Contains(out, `"symmetrized": true`) {
+		t.Errorf("import graphbolt --symmetrize of a symmetric graph changed indices.npy (%d -> %d bytes)\n%s", len(a), len(b), out)
+	}
 	if _, _, err := run(t, "export", "distdgl", dir, dd); err == nil {
 		t.Fatal("export distdgl without --partition succeeded")
 	}
 	if _, _, err := run(t, "partition", dir, "--parts", "4", "--first-level", "2"); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := run(t, "export", "distdgl", dir, dd, "--partition", "fennel", "--chunks", "3", "--json")
+	out, _, err = run(t, "export", "distdgl", dir, dd, "--partition", "fennel", "--chunks", "3", "--json")
 	if err != nil || !strings.Contains(out, `"chunks": 3`) {
 		t.Fatalf("export distdgl: %v\n%s", err, out)
 	}

@@ -38,17 +38,22 @@
 //
 // # Memory bound
 //
-// The edge buffer never exceeds Options.MemBytes in steady state. While it
-// grows for the first time (a Sorter starts small so that tiny inputs stay
-// small) a growth step briefly holds the old and the new buffer, so the peak
-// is at most 1.5 × MemBytes. Each open run costs one BlockSize (64 KiB)
-// buffer. Merging holds at most MaxFanIn readers plus one writer, and the
-// sorted in-memory buffer is kept as one input of the final merge, so the
-// total bound is about
+// The edge buffer never holds more than Options.MemBytes, a growth step
+// included: a Sorter starts small (so that tiny inputs stay small) and
+// doubles its buffer only while the old and the new buffer together fit
+// in MemBytes; the last step takes what the old one leaves, so the final
+// buffer holds 2/3 to 5/6 of MemBytes (growCap). The switch to 16-byte
+// records converts in memory only when both encodings fit together, and
+// spills first otherwise. The buffer is counted, where it is allocated,
+// in memacct.EdgeSort (TestBufferWithinBudget checks the count's peak).
+// Each open run costs one BlockSize (64 KiB) buffer. Merging holds at most
+// MaxFanIn readers plus one writer, and the sorted in-memory buffer is
+// kept as one input of the final merge, so the total bound is about
 //
-//	1.5 × MemBytes + (MaxFanIn + 1) × 64 KiB
+//	MemBytes + (MaxFanIn + 1) × 64 KiB
 //
-// plus O(MaxFanIn) bookkeeping.
+// plus O(MaxFanIn) bookkeeping. Garbage of the growth steps is the
+// caller's to bound (the importers set the Go memory limit).
 //
 // # Encoding
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -243,8 +244,9 @@ func TestInMemoryTouchesNoDisk(t *testing.T) {
 	r := testRand(t)
 	dir := t.TempDir()
 	s := newTestSorter(t, &Options{TempDir: dir, MemBytes: MinMemBytes, Dedup: true}, 0)
-	// MinMemBytes holds 8192 packed edges, or 4096 wide ones.
-	in := randomEdges(r, 4000, 1<<20, 0)
+	// MinMemBytes holds 8192 packed edges, or 4096 wide ones; 2000 packed
+	// (16000 bytes) and their wide copy (32016) fit in it together.
+	in := randomEdges(r, 2000, 1<<20, 0)
 	in = append(in, Edge{Src: 1 << 40, Dst: 3}) // switch to wide in memory
 	if err := s.AddBatch(in); err != nil {
 		t.Fatal(err)
@@ -564,5 +566,44 @@ func TestSpillFailure(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBufferWithinBudget measures the sort buffer (memacct.EdgeSort, counted
+// where it is allocated) through every growth step, the switch to wide
+// records and spills: its peak must stay within MemBytes.
+func TestBufferWithinBudget(t *testing.T) {
+	r := testRand(t)
+	for _, mem := range []int64{MinMemBytes, 1 << 20, 3<<20 + 4096} {
+		for _, wideAt := range []int{-1, 1000, 20000, 150000} {
+			memacct.ResetPeak()
+			before := memacct.Read().Bytes[memacct.EdgeSort]
+			s := newTestSorter(t, &Options{TempDir: t.TempDir(), MemBytes: mem}, 0)
+			in := randomEdges(r, 200000, 1<<20, 0)
+			if wideAt >= 0 {
+				in[wideAt] = Edge{Src: 1 << 40, Dst: 1}
+			}
+			if err := s.AddBatch(in); err != nil {
+				t.Fatal(err)
+			}
+			it, err := s.Sort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(drain(t, it)); got != len(in) || it.Err() != nil {
+				t.Fatalf("mem %d: %d edges out of %d, %v", mem, got, len(in), it.Err())
+			}
+			snap := memacct.Read()
+			if peak := snap.PeakBytes[memacct.EdgeSort] - before; peak > mem || snap.MaxBytes[memacct.EdgeSort]-before > mem {
+				t.Errorf("mem %d, wide at %d: buffer peaked at %d bytes (max %d), above the budget", mem, wideAt, peak, snap.MaxBytes[memacct.EdgeSort]-before)
+			}
+			if snap.MaxBytes[memacct.EdgeSort]-before < mem/2 {
+				t.Errorf("mem %d, wide at %d: buffer only reached %d bytes", mem, wideAt, snap.MaxBytes[memacct.EdgeSort]-before)
+			}
+			_ = s.Close()
+			if got := memacct.Read().Bytes[memacct.EdgeSort]; got != before {
+				t.Errorf("mem %d: %d bytes still counted after Close", mem, got-before)
+			}
+		}
 	}
 }

@@ -67,11 +67,14 @@ const (
 	// Degrees: GCN's whole-graph degrees, held for the run (one int32
 	// per node, two when the graph is not symmetrised).
 	Degrees
+	// EdgeSort: the external edge sorter's in-memory buffer (package
+	// extsort; import, gen).
+	EdgeSort
 	numPurposes
 )
 
 var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
-	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference", "graph degrees"}
+	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference", "graph degrees", "edge sort"}
 
 // String names the purpose.
 func (p Purpose) String() string {

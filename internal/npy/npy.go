@@ -148,6 +148,9 @@ func ParseDType(name string) (DType, error) {
 
 // parseDescr maps an array-protocol descriptor to a DType.
 func parseDescr(s string) (DType, error) {
+	if len(s) == 2 && (s[0] == '|' || s[0] == '<' || s[0] == '>' || s[0] == '=') && s[1] == 'O' {
+		return Invalid, fmt.Errorf("%w: object dtype %q (pickled Python objects); save a numeric array", ErrUnsupported, s)
+	}
 	if len(s) < 3 {
 		return Invalid, fmt.Errorf("descr %q too short", s)
 	}

@@ -34,7 +34,7 @@ func TestParseHeader(t *testing.T) {
 		{"bad magic", []byte("NOTNUMPYxxxxxx"), 0, nil, "magic"},
 		{"big endian", mk(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }"), 0, nil, "big-endian"},
 		{"fortran", mk(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }"), 0, nil, "fortran"},
-		{"object", mk(1, "{'descr': '|O', 'fortran_order': False, 'shape': (3,), }"), 0, nil, "descr"},
+		{"object", mk(1, "{'descr': '|O', 'fortran_order': False, 'shape': (3,), }"), 0, nil, `unsupported array: object dtype "|O" (pickled Python objects)`},
 		{"missing key", mk(1, "{'descr': '<f4', 'shape': (3,), }"), 0, nil, "lacks"},
 		{"bad shape", mk(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,x), }"), 0, nil, "shape"},
 		{"overflow", mk(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"), 0, nil, "overflow"},

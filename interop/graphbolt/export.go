@@ -72,7 +72,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	meta := Metadata{
 		DatasetName: m.Name,
 		Graph: &Graph{
-			Nodes: []NodeSpec{{Num: m.NumNodes}},
+			Nodes: []NodeSpec{{Num: Int(m.NumNodes)}},
 			Edges: []EdgeSpec{{Format: "numpy", Path: PathEdges}},
 		},
 	}
@@ -103,7 +103,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 		rep.OrigIDs = true
 		meta.FeatureData = append(meta.FeatureData, Feature{Domain: "node", Name: FeatureOrigID, Format: "numpy", InMemory: &notInMemory, Path: PathOrigID})
 	}
-	task := Task{Name: TaskNodeClassification, NumClasses: m.NumClasses}
+	task := Task{Name: TaskNodeClassification, NumClasses: Int(m.NumClasses)}
 	sets := [3]*[]TVTSet{&task.TrainSet, &task.ValidationSet, &task.TestSet}
 	counts := [3]*int64{&rep.Train, &rep.Valid, &rep.Test}
 	anySet := false

@@ -32,11 +32,27 @@ type Graph struct {
 	Edges []EdgeSpec `yaml:"edges"`
 }
 
+// Int is an integer field of metadata.yaml. Unlike a plain int64, which
+// go-yaml fills from a float by truncation (num: 2708.99 became 2708
+// nodes), it refuses any value that is not a YAML integer, as DGL's
+// pydantic models refuse a number with a fractional part.
+type Int int64
+
+// UnmarshalYAML accepts only an integer scalar.
+func (i *Int) UnmarshalYAML(n *yaml.Node) error {
+	var v int64
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q, want an integer", n.Line, n.Value)}}
+	}
+	*i = Int(v)
+	return nil
+}
+
 // NodeSpec gives the number of nodes of one type ("" for a homogeneous
 // graph).
 type NodeSpec struct {
 	Type string `yaml:"type,omitempty"`
-	Num  int64  `yaml:"num"`
+	Num  Int    `yaml:"num"`
 }
 
 // EdgeSpec names one edge file: format "numpy" (a (2, E) integer array,
@@ -67,7 +83,7 @@ type Feature struct {
 // Task is one task with its train, validation and test sets.
 type Task struct {
 	Name          string   `yaml:"name,omitempty"`
-	NumClasses    int64    `yaml:"num_classes,omitempty"`
+	NumClasses    Int      `yaml:"num_classes,omitempty"`
 	TrainSet      []TVTSet `yaml:"train_set,omitempty"`
 	ValidationSet []TVTSet `yaml:"validation_set,omitempty"`
 	TestSet       []TVTSet `yaml:"test_set,omitempty"`
@@ -208,7 +224,7 @@ func ParseMetadata(b []byte, file string) (*Layout, error) {
 	case g.Edges[0].Type != "":
 		return nil, bad("graph.edges[0].type", "%q: heterogeneous graphs are not supported", g.Edges[0].Type)
 	}
-	l.NumNodes = g.Nodes[0].Num
+	l.NumNodes = int64(g.Nodes[0].Num)
 	e := g.Edges[0]
 	switch e.Format {
 	case "numpy", "csv":
@@ -253,7 +269,7 @@ func ParseMetadata(b []byte, file string) (*Layout, error) {
 		if t.NumClasses < 0 {
 			return nil, bad("tasks[0].num_classes", "%d is negative", t.NumClasses)
 		}
-		l.NumClasses = t.NumClasses
+		l.NumClasses = int64(t.NumClasses)
 		for k, sets := range [3][]TVTSet{t.TrainSet, t.ValidationSet, t.TestSet} {
 			field := "tasks[0]." + SetNames[k]
 			if len(sets) == 0 {

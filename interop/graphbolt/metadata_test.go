@@ -55,6 +55,9 @@ func TestParseMetadataErrors(t *testing.T) {
 		{"no graph", "graph:", "grap:", "graph: missing"},
 		{"topology", "graph:", "graph_topology: {type: FusedCSCSamplingGraph, path: g.pt}\ngrap:", "graph_topology: a preprocessed graph"},
 		{"num type", "num: 4", "num: four", "line 4"},
+		{"num float", "num: 4", "num: 4.99", `line 4: "4.99", want an integer`},
+		{"num whole float", "num: 4", "num: 4.0", `line 4: "4.0", want an integer`},
+		{"classes float", "num_classes: 3", "num_classes: 3.9", `"3.9", want an integer`},
 		{"num zero", "num: 4", "num: 0", "graph.nodes[0].num: 0"},
 		{"hetero", "    - num: 4", "    - type: paper\n      num: 4", "graph.nodes[0].type"},
 		{"edge format", "format: numpy\n      path: edges", "format: parquet\n      path: edges", `graph.edges[0].format: "parquet"`},
@@ -105,8 +108,8 @@ func FuzzParseMetadata(f *testing.F) {
 		if n <= 0 {
 			return
 		}
-		m := Metadata{DatasetName: name, Graph: &Graph{Nodes: []NodeSpec{{Num: n}}, Edges: []EdgeSpec{{Format: "numpy", Path: PathEdges}}},
-			Tasks: []Task{{Name: TaskNodeClassification, NumClasses: n, TrainSet: []TVTSet{{Data: []TVTData{{Name: DataSeeds, Format: "numpy", Path: "s.npy"}}}}}}}
+		m := Metadata{DatasetName: name, Graph: &Graph{Nodes: []NodeSpec{{Num: Int(n)}}, Edges: []EdgeSpec{{Format: "numpy", Path: PathEdges}}},
+			Tasks: []Task{{Name: TaskNodeClassification, NumClasses: Int(n), TrainSet: []TVTSet{{Data: []TVTData{{Name: DataSeeds, Format: "numpy", Path: "s.npy"}}}}}}}
 		y, err := m.Marshal()
 		if err != nil {
 			t.Fatal(err)

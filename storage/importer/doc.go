@@ -10,14 +10,23 @@
 //     raw arrays of IGB large/full (Options.Raw).
 //   - ImportEdgeList: a text edge list with optional feature and label
 //     files.
+//   - ImportGraphBolt: a DGL GraphBolt on-disk dataset (metadata.yaml).
 //
-// All three share one pipeline: edges are streamed into an external sorter
-// (package extsort) together with their reverses when symmetrising (the
-// default; Options.Directed turns it off), self loops are dropped and
+// All of them share one pipeline: edges are streamed into an external
+// sorter (package extsort) together with their reverses when symmetrising
+// (the default; Options.Directed turns it off), self loops are dropped and
 // counted before sorting, duplicates are dropped and counted by the sorter,
 // and the sorted stream is written as CSR. Features and labels are then
 // streamed in node order, splits are read and checked, or a seeded random
-// split over labelled nodes is made. The manifest is written last
+// split over labelled nodes is made.
+//
+// # Edge direction
+//
+// A source edge u→v (an edge-list line "u v", an edge_index column (u, v)
+// as DGL, PyG and OGB mean it) is stored as u in v's neighbour list: CSR
+// row v lists v's in-neighbours, the nodes it aggregates from, which is
+// what the sampler and the GraphBolt export assume. Every importer
+// follows this; symmetrising also stores v in u's list. The manifest is written last
 // (storage.Builder.Finish), so a failed import leaves no dataset behind:
 // storage.Open reports storage.ErrNotDataset.
 //
@@ -50,16 +59,23 @@
 //
 // # Memory
 //
-// Nothing proportional to the number of edges is held in memory beyond the
-// sorter's buffer (Options.MemBytes; the sorter peaks at about 1.5× that,
-// plus 64 KiB per merged run). O(N) memory is used in two places: one bit
-// per node for the labelled set and two bits per node for split
-// disjointness, and the ids of one source split while it is sorted (at
-// most N int64s). Feature files are streamed row by row, never loaded
-// whole; .npy members of a zip are streamed through the zip reader, and the
-// [2, E] edge_index is read by two readers in step, the second one skipped
-// E elements ahead (by seeking in a stored member, by inflating and
-// discarding in a deflated one).
+// Options.MemBytes bounds the whole import. The edge sorter's buffer gets
+// MemBytes − ReserveBytes and never exceeds it, growth steps included
+// (package extsort); the reserve stands for the runtime and the program,
+// the merge's run blocks, one text line (at most MaxTextLine) and the
+// fixed read buffers. The Go runtime's soft memory limit is set to
+// MemBytes − GoLimitSlack for the import, so that garbage does not take
+// RSS past the budget (it did: 2× the sort budget, I8). Nothing
+// proportional to the number of edges is held beyond the buffer. O(N)
+// memory is used after the sort, in the buffer's place: one bit per node
+// for the labelled set and two bits per node for split disjointness
+// (refused when more than the sorter's share), and the ids of one source
+// split while it is sorted (at most N int64s). Feature files are streamed
+// row by row, never loaded whole; .npy members of a zip are streamed
+// through the zip reader, and the [2, E] edge_index is read by two
+// readers in step, the second one skipped E elements ahead (by seeking in
+// a stored member, by inflating and discarding in a deflated one).
+// Measured peak RSS is in README.md, "Import memory".
 //
 // # Errors
 //

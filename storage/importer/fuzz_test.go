@@ -110,7 +110,7 @@ func BenchmarkImportEdgeList(b *testing.B) {
 	for b.Loop() {
 		out := filepath.Join(dir, "out")
 		start := time.Now()
-		rep, err = ImportEdgeList(path, out, &Options{NumNodes: n, MemBytes: 8 << 20, Force: true})
+		rep, err = ImportEdgeList(path, out, &Options{NumNodes: n, MemBytes: MinMemBytes, Force: true})
 		total += time.Since(start)
 		if err != nil {
 			b.Fatal(err)

@@ -84,12 +84,15 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 		if l.LabelPath == "" {
 			for _, s := range l.Sets {
 				if s.Labels != "" && setLabels == nil {
-					if setLabels, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.o.MemBytes}); err != nil {
+					if setLabels, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.setLabelMem()}); err != nil {
 						return fmt.Errorf("importer: %w", err)
 					}
 					defer setLabels.Close()
 				}
 			}
+		}
+		if err := j.checkTableMem(j.numNodes); err != nil {
+			return err
 		}
 		c := newSplitChecker(j.numNodes)
 		for k, s := range l.Sets {
@@ -138,7 +141,6 @@ func (j *job) graphBoltEdges(srcDir string, l *graphbolt.Layout) error {
 		return err
 	}
 	defer dst.Close()
-	j.reverseEdges = true
 	if err := j.addEdgePairs(src, dst, numE); err != nil {
 		return err
 	}
@@ -257,4 +259,10 @@ func (j *job) labelsFromSets(s *extsort.Sorter) error {
 		return err
 	}
 	return lw.commit("task sets")
+}
+
+// setLabelMem is the budget of the set labels' sorter: the sorter's share
+// less the split checker's two bits per node, which it runs beside.
+func (j *job) setLabelMem() int64 {
+	return max(j.sortMem()-(j.numNodes+3)/4, extsort.MinMemBytes)
 }

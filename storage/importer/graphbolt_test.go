@@ -2,9 +2,11 @@ package importer
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,5 +213,87 @@ func TestGraphBoltBadInputs(t *testing.T) {
 			}
 			assertNoDataset(t, out)
 		})
+	}
+}
+
+// TestDirectedEdgeConvention imports one directed edge list (with a
+// duplicate and a self loop) in every format, kept exactly: every
+// importer must store edge u→v in v's neighbour list, so all four give
+// identical arrays, and the GraphBolt export of the edge-list import gives
+// back the file's edges (I19).
+func TestDirectedEdgeConvention(t *testing.T) {
+	const n = 6
+	src := []int64{0, 0, 1, 3, 3, 5, 2, 0, 4}
+	dst := []int64{1, 2, 2, 0, 0, 4, 2, 5, 1}
+	var text, csv strings.Builder
+	for i := range src {
+		fmt.Fprintf(&text, "%d %d\n", src[i], dst[i])
+		fmt.Fprintf(&csv, "%d,%d\n", src[i], dst[i])
+	}
+	row2 := append(append([]int64{}, src...), dst...) // (2, E)
+	var pairs []int64                                 // (E, 2)
+	for i := range src {
+		pairs = append(pairs, src[i], dst[i])
+	}
+	e := int64(len(src))
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]any{
+		"el/e.txt":                                text.String(),
+		"ogb/raw/edge.csv.gz":                     csv.String(),
+		"ogb/raw/num-node-list.csv.gz":            fmt.Sprintf("%d\n", n),
+		"npy/paper__cites__paper/edge_index.npy":  npyBytes(t, npy.Int64, []int64{e, 2}, pairs),
+		"npy2/paper__cites__paper/edge_index.npy": npyBytes(t, npy.Int64, []int64{2, e}, row2),
+		"gb/edges/edges.npy":                      npyBytes(t, npy.Int64, []int64{2, e}, row2),
+		"gb/metadata.yaml":                        fmt.Sprintf("graph:\n  nodes:\n    - num: %d\n  edges:\n    - format: numpy\n      path: edges/edges.npy\n", n),
+	})
+	o := func() *Options {
+		return &Options{Directed: true, KeepSelfLoops: true, KeepDuplicates: true, NumNodes: n}
+	}
+	outs := map[string]string{}
+	imp := map[string]func(string, string, *Options) (Report, error){
+		"el/e.txt": ImportEdgeList, "ogb": ImportOGB, "npy": ImportNPY, "npy2": ImportNPY, "gb": ImportGraphBolt,
+	}
+	for name, f := range imp {
+		out := filepath.Join(t.TempDir(), "out")
+		if _, err := f(filepath.Join(dir, name), out, o()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		outs[name] = out
+	}
+	// Row v lists its in-neighbours in ascending order.
+	want := [][]int64{{3, 3}, {0, 4}, {0, 1, 2}, {}, {5}, {0}}
+	l := load(t, outs["el/e.txt"])
+	for v := range want {
+		got := l.indices[l.indptr[v]:l.indptr[v+1]]
+		if len(got) != len(want[v]) || (len(got) > 0 && !slices.Equal(got, want[v])) {
+			t.Errorf("edge list: row %d = %v, want %v (the sources of edges into %d)", v, got, want[v], v)
+		}
+	}
+	for name, out := range outs {
+		sameArrays(t, outs["el/e.txt"], out)
+		_ = name
+	}
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, err := graphbolt.Export(outs["el/e.txt"], gb, &graphbolt.Options{NoLink: true}); err != nil {
+		t.Fatal(err)
+	}
+	s := npyInt64s(t, filepath.Join(gb, graphbolt.PathEdges))
+	var gotPairs, wantPairs [][2]int64
+	for i := range len(s) / 2 {
+		gotPairs = append(gotPairs, [2]int64{s[i], s[len(s)/2+i]})
+	}
+	for i := range src {
+		wantPairs = append(wantPairs, [2]int64{src[i], dst[i]})
+	}
+	cmp := func(a, b [2]int64) int {
+		if c := a[0] - b[0]; c != 0 {
+			return int(c)
+		}
+		return int(a[1] - b[1])
+	}
+	slices.SortFunc(gotPairs, cmp)
+	slices.SortFunc(wantPairs, cmp)
+	if !slices.Equal(gotPairs, wantPairs) {
+		t.Errorf("export of the edge-list import has edges %v, want the file's %v", gotPairs, wantPairs)
 	}
 }

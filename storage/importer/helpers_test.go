@@ -196,3 +196,29 @@ func assertNoDataset(t testing.TB, dir string) {
 func f32near(a, b, tol float32) bool {
 	return math.Abs(float64(a-b)) <= float64(tol)
 }
+
+// npyInt64s reads a whole integer .npy file (int32 or int64) as int64s.
+func npyInt64s(t testing.TB, path string) []int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := npy.ReadHeader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	data := b[len(b)-int(h.DataBytes()):]
+	switch h.DType {
+	case npy.Int64:
+		return append([]int64(nil), npy.AsInt64(data)...)
+	case npy.Int32:
+		var out []int64
+		for _, x := range npy.AsInt32(data) {
+			out = append(out, int64(x))
+		}
+		return out
+	}
+	t.Fatalf("%s: dtype %v", path, h.DType)
+	return nil
+}

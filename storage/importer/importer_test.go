@@ -21,7 +21,6 @@ import (
 
 	"github.com/x448/float16"
 
-	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -303,17 +302,19 @@ func TestEdgeListCSR(t *testing.T) {
 	}{
 		{"default", Options{NumNodes: 5},
 			[]int64{0, 2, 4, 5, 6, 6}, []int64{1, 3, 0, 2, 1, 0}, 1, 4},
+		// Directed: line "u v" goes to v's list (row v holds u), so row 0
+		// holds 3 (from "3 0") and row 1 holds 0 and 2.
 		{"directed", Options{NumNodes: 5, Directed: true},
-			[]int64{0, 1, 2, 3, 4, 4}, []int64{1, 2, 1, 0}, 1, 1},
+			[]int64{0, 1, 3, 4, 4, 4}, []int64{3, 0, 2, 1}, 1, 1},
 		{"keep self loops", Options{NumNodes: 5, KeepSelfLoops: true},
 			[]int64{0, 2, 4, 6, 7, 7}, []int64{1, 3, 0, 2, 1, 2, 0}, 0, 4},
 		{"keep duplicates", Options{NumNodes: 5, KeepDuplicates: true},
 			[]int64{0, 3, 7, 9, 10, 10}, []int64{1, 1, 3, 0, 0, 2, 2, 1, 1, 0}, 1, 0},
 		{"directed, keep all", Options{NumNodes: 5, Directed: true, KeepDuplicates: true, KeepSelfLoops: true},
-			[]int64{0, 2, 3, 5, 6, 6}, []int64{1, 1, 2, 1, 2, 0}, 0, 0},
+			[]int64{0, 1, 4, 6, 6, 6}, []int64{3, 0, 0, 2, 1, 2}, 0, 0},
 		{"inferred N", Options{},
 			[]int64{0, 2, 4, 5, 6}, []int64{1, 3, 0, 2, 1, 0}, 1, 4},
-		{"tiny memory", Options{NumNodes: 5, MemBytes: extsort.MinMemBytes},
+		{"tiny memory", Options{NumNodes: 5, MemBytes: MinMemBytes},
 			[]int64{0, 2, 4, 5, 6, 6}, []int64{1, 3, 0, 2, 1, 0}, 1, 4},
 	}
 	dir := t.TempDir()
@@ -463,7 +464,7 @@ func TestSpillEqualsInMemory(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]any{"r.txt.gz": b.String()})
 	small, big := t.TempDir(), t.TempDir()
-	rs, err := ImportEdgeList(filepath.Join(dir, "r.txt.gz"), small, &Options{NumNodes: n, MemBytes: extsort.MinMemBytes, TempDir: t.TempDir()})
+	rs, err := ImportEdgeList(filepath.Join(dir, "r.txt.gz"), small, &Options{NumNodes: n, MemBytes: MinMemBytes, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +499,7 @@ func TestForce(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	var nilOpts *Options
-	good := []*Options{nilOpts, {}, {FeatDType: "float16"}, {SplitFrac: [3]float64{0.5, 0.5, 0}}, {MemBytes: extsort.MinMemBytes},
+	good := []*Options{nilOpts, {}, {FeatDType: "float16"}, {SplitFrac: [3]float64{0.5, 0.5, 0}}, {MemBytes: MinMemBytes},
 		{Raw: map[string]RawSpec{RoleFeat: {DType: npy.Float32, Shape: []int64{3, 2}}}}, {Delim: ','}, {Delim: '\t', Comment: "%"}}
 	for _, o := range good {
 		if err := o.Validate(); err != nil {

@@ -51,6 +51,9 @@ func ImportOGBContext(ctx context.Context, srcDir, outDir string, opts *Options)
 			return j.randomSplit()
 		}
 		j.rep.Split = split
+		if err := j.checkTableMem(j.numNodes); err != nil {
+			return err
+		}
 		c := newSplitChecker(j.numNodes)
 		for k, name := range splitLabels {
 			path, err := findText(splitDir, name)
@@ -198,9 +201,8 @@ func (j *job) ogbBinary(raw string) error {
 }
 
 // addEdgePairs reads numE sources from src and numE destinations from dst
-// in step. Errors name the element index of the offending id. With
-// j.reverseEdges each edge is stored as dst→src (dst's neighbour list
-// holds src).
+// in step. Errors name the element index of the offending id. Edge
+// src→dst goes to dst's neighbour list (addEdge).
 func (j *job) addEdgePairs(src, dst *npyStream, numE int64) error {
 	const chunk = 1 << 15
 	sb := make([]int64, chunk)
@@ -226,9 +228,6 @@ func (j *job) addEdgePairs(src, dst *npyStream, numE int64) error {
 			}
 			if msg := j.idMsg("destination", d); msg != "" {
 				return elemErr(dst.name, dStart+int64(i), "edge %d: %s", done+int64(i), msg)
-			}
-			if j.reverseEdges {
-				s, d = d, s
 			}
 			if err := j.addEdge(s, d); err != nil {
 				return err

@@ -97,7 +97,23 @@ type RawSpec struct {
 
 // Defaults of Options.
 const (
+	// DefaultMemBytes is the default Options.MemBytes.
 	DefaultMemBytes = 512 << 20
+	// ReserveBytes is the part of Options.MemBytes that is not the edge
+	// sorter's buffer: the Go runtime and the program itself (15 MiB of
+	// RSS for a 3-edge import), the merge's run blocks ((MaxFanIn+1) ×
+	// 64 KiB), a text line of up to MaxTextLine bytes (1.5× that while
+	// its buffer grows), and the fixed chunk buffers of the edge, feature
+	// and label readers.
+	ReserveBytes = 40 << 20
+	// MinMemBytes is the smallest Options.MemBytes accepted: the reserve
+	// plus the sorter's smallest buffer.
+	MinMemBytes = ReserveBytes + extsort.MinMemBytes
+	// MaxTextLine is the longest line accepted in a text source (edge
+	// list, CSV features, labels, splits). A longer line is an error
+	// naming the file and line; it would otherwise cost memory outside
+	// the budget.
+	MaxTextLine     = 4 << 20
 	DefaultFeatType = "float32"
 	// DefaultLabelFileIGB is the label file ImportNPY reads when
 	// Options.LabelFile is empty and it exists.
@@ -137,9 +153,15 @@ type Options struct {
 	// Seed seeds the random split. The split is a deterministic function
 	// of Seed and the set of labelled nodes.
 	Seed int64
-	// MemBytes is the memory budget of the edge sort buffer. Default
-	// DefaultMemBytes; at least extsort.MinMemBytes. The sorter's peak is
-	// about 1.5 × MemBytes (see package extsort).
+	// MemBytes is the memory budget of the whole import. The edge
+	// sorter's buffer gets MemBytes − ReserveBytes (its peak, growth
+	// steps included: package extsort); the Go runtime's soft memory
+	// limit is set to MemBytes less GoLimitSlack for the import, so that
+	// garbage does not take RSS past the budget. After the sort the
+	// buffer is gone, and the per-node tables (3 bits per node; refused
+	// when they exceed the sorter's share) and the ids of one source
+	// split while it is sorted (8 bytes each) take its place. Default
+	// DefaultMemBytes; at least MinMemBytes.
 	MemBytes int64
 	// TempDir is where sort runs are spilled, in a fresh subdirectory
 	// removed when the import ends. Default: the output directory.
@@ -214,8 +236,9 @@ func (o *Options) Validate() error {
 	if sum > 1+1e-9 {
 		return bad("SplitFrac %v sums to %v, want at most 1", o.SplitFrac, sum)
 	}
-	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < extsort.MinMemBytes) {
-		return bad("MemBytes %d, want 0 (default) or at least %d", o.MemBytes, extsort.MinMemBytes)
+	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
+		return bad("MemBytes %d, want 0 (default) or at least %d (ReserveBytes %d for the runtime and fixed buffers, plus %d of sort buffer)",
+			o.MemBytes, MinMemBytes, ReserveBytes, extsort.MinMemBytes)
 	}
 	if o.NumNodes < 0 {
 		return bad("NumNodes %d is negative", o.NumNodes)

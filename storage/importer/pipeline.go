@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -36,10 +37,6 @@ type job struct {
 	rep    Report
 
 	numNodes int64 // -1 until known
-
-	// reverseEdges makes addEdgePairs store every edge src→dst in dst's
-	// neighbour list (GraphBolt and DGL list a node's in-edges).
-	reverseEdges bool
 
 	// edges
 	sorter  *extsort.Sorter
@@ -90,7 +87,7 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("importer: temp dir: %w", err)
 	}
-	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.o.MemBytes, Dedup: !j.o.KeepDuplicates})
+	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.sortMem(), Dedup: !j.o.KeepDuplicates})
 	if err != nil {
 		j.cleanup()
 		return nil, fmt.Errorf("importer: %w", err)
@@ -99,6 +96,27 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	j.edgeBar = j.o.Progress.Start("edges", 0, progress.Items)
 	j.o.Logger.Info("import started", "name", j.o.Name, "source", source, "out", outDir, "mem_bytes", j.o.MemBytes)
 	return j, nil
+}
+
+// sortMem is the edge sorter's budget: MemBytes less the reserve.
+func (j *job) sortMem() int64 { return j.o.MemBytes - ReserveBytes }
+
+// GoLimitSlack is what the import leaves between the Go runtime's soft
+// memory limit and Options.MemBytes: memory the runtime does not manage
+// (the program's text and data, thread stacks of the OS).
+const GoLimitSlack = 24 << 20
+
+// checkTableMem refuses N whose per-node tables (one bit a node for the
+// labelled set, two for split membership) would not fit in the sorter's
+// share of the budget, which they take over after the sort. It is called
+// before the first of them is made.
+func (j *job) checkTableMem(n int64) error {
+	need := (n+63)/64*8 + (n+3)/4
+	if need <= j.sortMem() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d nodes need %d bytes (%d MiB) of per-node tables after the sort, more than the %d bytes MemBytes leaves beside ReserveBytes; raise --mem (Options.MemBytes) to at least %d",
+		ErrInvalidOptions, n, need, (need+1<<20-1)>>20, j.sortMem(), need+ReserveBytes)
 }
 
 // cleanup aborts every uncommitted array and removes the temp dir. It is
@@ -182,8 +200,12 @@ func (j *job) edgeMsg(src, dst int64) string {
 	return j.idMsg("destination", dst)
 }
 
-// addEdge queues one checked source edge: it drops self loops unless
-// kept and adds the reverse edge when symmetrising.
+// addEdge queues one checked source edge src→dst: it drops self loops
+// unless kept and adds the reverse edge when symmetrising. The edge is
+// stored in dst's neighbour list (CSR row dst holds src): row v is the
+// list v aggregates from, its in-neighbours, as DGL, PyG, OGB and
+// GraphBolt read an edge_index (u, v) (docs/format.md, "Edge direction").
+// The sorter's Src is the CSR row.
 func (j *job) addEdge(src, dst int64) error {
 	j.rep.EdgesRead++
 	j.maxID = max(j.maxID, src, dst)
@@ -194,9 +216,9 @@ func (j *job) addEdge(src, dst int64) error {
 		}
 		j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
 	} else {
-		j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
+		j.batch = append(j.batch, extsort.Edge{Src: dst, Dst: src})
 		if !j.o.Directed {
-			j.batch = append(j.batch, extsort.Edge{Src: dst, Dst: src})
+			j.batch = append(j.batch, extsort.Edge{Src: src, Dst: dst})
 		}
 	}
 	if len(j.batch) >= cap(j.batch)-1 {
@@ -486,6 +508,9 @@ type labelWriter struct {
 func (j *job) startLabels() (*labelWriter, error) {
 	w, err := j.create(storage.FileLabels, npy.Int32, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := j.checkTableMem(j.numNodes); err != nil {
 		return nil, err
 	}
 	j.labelled = newBitset(j.numNodes)
@@ -786,6 +811,10 @@ func run(ctx context.Context, outDir, name, source string, opts *Options, body f
 		return Report{}, err
 	}
 	defer j.cleanup()
+	// Hold the Go heap to the budget: at the default collector target
+	// the garbage of the sorter's growth steps and of the read chunks let
+	// RSS reach about 2 × the sort buffer (I8: 149 MB at a 64 MiB budget).
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(j.o.MemBytes - GoLimitSlack))
 	j.ctx = ctx
 	if err := body(j); err != nil {
 		j.o.Logger.Debug("import failed", "err", err)

@@ -16,7 +16,12 @@ func (j *job) textReader(path string, opts *csvnum.Options) (*csvnum.Reader, fun
 		return nil, nil, err
 	}
 	j.addBytesIn(size)
-	return csvnum.NewReader(rc, path, opts), func() { rc.Close() }, nil
+	o := csvnum.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.MaxLine = MaxTextLine // counted in ReserveBytes
+	return csvnum.NewReader(rc, path, &o), func() { rc.Close() }, nil
 }
 
 // readTextEdges streams "src<delim>dst" lines into the sorter, checking
