@@ -132,6 +132,9 @@ type Predicted struct {
 	// with the read model the feature term is device time in units of a
 	// mean storage row's (package doc, "Read costs").
 	Benefit float64 `json:"benefit_rows"`
+	// BenefitParts are the feature, history and neighbour caches' parts
+	// of Benefit (they add up to it), in its unit.
+	BenefitParts [3]float64 `json:"benefit_parts"`
 	// FeatRows are the feature-cache hits; HistGatherRows the rows the
 	// history cache removes from Gather; HistSampledNeighbors the sampled
 	// neighbours it removes from Sample (β-weighted in Benefit).
@@ -688,7 +691,22 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 		res.Feature.Bytes() > res.Feature.BudgetBytes || res.History.Bytes() > res.History.BudgetBytes {
 		return nil, fmt.Errorf("planner: internal error: plan uses %d/%d bytes of a %d-byte budget", mem.GatherPhaseBytes, mem.SamplePhaseBytes, o.MemBytes)
 	}
-	res.Reason = reason(res, bestCurve)
+	// The benefit's parts, each in the benefit's unit (mean gathered
+	// rows an epoch; device time of a mean row with the read model), as
+	// eval summed them.
+	var parts [3]float64
+	parts[0] = topSum(pFeat, best.feat.Entries)
+	if nm != nil && best.kNbr > 0 {
+		parts[2] = nm.benefit[best.kNbr]
+	}
+	if hist {
+		kh := best.hist.Entries
+		parts[0] *= histKeep(topSum(pHistG, kh))
+		parts[1] = topSum(pHist, kh)
+		parts[2] *= nbrKeep(topSum(pHistS, kh))
+	}
+	pr.BenefitParts = parts
+	res.Reason = reason(res, bestCurve, parts, costed)
 	if k := o.Keep; k != nil && (res.Feature != k.Feature || res.History != k.History || res.Neighbor != k.Neighbor) {
 		return nil, fmt.Errorf("%w: kept plan's caches (feature %+v, history %+v, neighbour %+v) differ from its division again (%+v, %+v, %+v)",
 			ErrMismatch, k.Feature, k.History, k.Neighbor, res.Feature, res.History, res.Neighbor)
@@ -696,10 +714,18 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	return res, nil
 }
 
-func reason(r *PlanResult, curve []CurvePoint) string {
+// reason says why the split won: the benefit and its parts (feature,
+// history and neighbour caches, which add up to it), in the benefit's
+// unit, and the predicted counts behind them.
+func reason(r *PlanResult, curve []CurvePoint, parts [3]float64, costed bool) string {
 	first, last := curve[0], curve[len(curve)-1]
-	s := fmt.Sprintf("α=%.2f maximises Eq. 5 over %d steps: %.0f rows/epoch saved (feature cache %.0f, history cache %.0f gather rows + β=%.3g × %.0f sampled neighbours)",
-		r.Alpha, len(curve), r.Predicted.Benefit, r.Predicted.FeatRows, r.Predicted.HistGatherRows, r.Beta, r.Predicted.HistSampledNeighbors)
+	unit := "gathered rows/epoch"
+	if costed {
+		unit = "mean-row device times/epoch"
+	}
+	pr := &r.Predicted
+	s := fmt.Sprintf("α=%.2f maximises Eq. 5 over %d steps: benefit %.0f %s = feature cache %.0f + history cache %.0f + neighbour cache %.0f (predicted: %.0f feature-cache hits; %.0f gather rows and %.0f sampled neighbours saved by the history at β=%.3g)",
+		r.Alpha, len(curve), pr.Benefit, unit, parts[0], parts[1], parts[2], pr.FeatRows, pr.HistGatherRows, pr.HistSampledNeighbors, r.Beta)
 	s += fmt.Sprintf("; all to history (α=0): %.0f, all to features (α=1): %.0f", first.Benefit, last.Benefit)
 	if !r.Decoupled {
 		s += fmt.Sprintf("; neighbour cache share %.2f of the budget", r.NeighborFrac)

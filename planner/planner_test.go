@@ -234,6 +234,10 @@ func TestPlanMatchesBruteForce(t *testing.T) {
 		if res.Alpha != wa || res.Predicted.Benefit != wb {
 			t.Fatalf("trial %d (n %d, mem %d, H %d): α %v benefit %v, brute force α %v benefit %v", trial, n, o.MemBytes, o.Hidden, res.Alpha, res.Predicted.Benefit, wa, wb)
 		}
+		// The reason's parts add up to the benefit it names.
+		if bp := res.Predicted.BenefitParts; !near(bp[0]+bp[1]+bp[2], res.Predicted.Benefit) {
+			t.Fatalf("trial %d: benefit parts %v add up to %v, benefit %v", trial, bp, bp[0]+bp[1]+bp[2], res.Predicted.Benefit)
+		}
 	}
 }
 
