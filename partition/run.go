@@ -2,9 +2,7 @@ package partition
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -93,7 +90,7 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		return Stats{}, err
 	}
 	if out != dir {
-		if err := replaceDir(dir, out); err != nil {
+		if err := replaceDir(dir, out, o.Logger); err != nil {
 			return Stats{}, err
 		}
 	}
@@ -148,69 +145,6 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 		"level2_seconds", st.Level2Seconds, "refine_seconds", st.RefineSeconds, "write_seconds", st.WriteSeconds,
 		"peak_rss_mib", st.PeakRSSBytes>>20)
 	return st, nil
-}
-
-// prepareDir readies dir for a new partitioning and returns where to write
-// it: dir itself, or, when dir holds a finished partitioning and force is
-// set, a staging directory beside it that replaceDir moves into place once
-// the new one is complete, so that an interrupted or failed --force leaves
-// the old partitioning whole (before, it was removed first). Without force
-// a finished partitioning is ErrExists.
-func prepareDir(dir string, force bool) (out string, err error) {
-	staged, old := replaceNames(dir)
-	for _, p := range []string{staged, old} { // an interrupted replacement's
-		if err := os.RemoveAll(p); err != nil {
-			return "", fmt.Errorf("partition: %w", err)
-		}
-	}
-	mpath := filepath.Join(dir, ManifestName)
-	if _, err := os.Stat(mpath); err == nil {
-		if !force {
-			return "", fmt.Errorf("%w: %s", ErrExists, dir)
-		}
-		// The complete partitioning stays until the new one is.
-		if err := os.MkdirAll(staged, 0o755); err != nil {
-			return "", fmt.Errorf("partition: %w", err)
-		}
-		return staged, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("partition: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("partition: %w", err)
-	}
-	_, err = atomicfile.CleanTemps(dir)
-	return dir, err
-}
-
-// replaceNames are the directories beside dir that replacing it uses: the
-// new partitioning while it is written, and the old one while it is moved
-// out of the way. Their leading dot keeps them out of Names and outside
-// every partitioning name (validName).
-func replaceNames(dir string) (staged, old string) {
-	parent, base := filepath.Split(filepath.Clean(dir))
-	return filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")
-}
-
-// replaceDir moves the complete partitioning staged (prepareDir) over
-// dir: dir aside, staged into place, the old one removed. A crash between
-// the renames leaves no partitioning of that name, never a mixed one; the
-// next run removes what is left.
-func replaceDir(dir, staged string) error {
-	_, old := replaceNames(dir)
-	if err := os.Rename(dir, old); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if err := os.Rename(staged, dir); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(old); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	return nil
 }
 
 // adviseCSR hints the CSR mappings of d for streaming in order: sequential
