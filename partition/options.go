@@ -82,8 +82,11 @@ type Options struct {
 	Name string
 	// Gamma is FENNEL's size-penalty exponent γ > 1 (default 1.5).
 	Gamma float64
-	// Epsilon is the balance slack ε: every part holds at most
-	// ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k) training nodes (default 0.1).
+	// Epsilon is the balance slack ε: every final part holds at most
+	// ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k) training nodes (default
+	// 0.1), for one level or two (level 1 gets sqrt(1+ε)−1, see
+	// balance.go) and after refinement. Fennel and FennelExact only:
+	// Random balances exactly, and Metis runs gpmetis with its default.
 	Epsilon float64
 	// Lambda weighs the training-load penalty λ·T(P)/(t/k), in units of
 	// shared neighbours per average training load (default 1; negative

@@ -115,7 +115,7 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 		if err == nil && o.Refine > 0 {
 			t := time.Now()
 			res.refine = o.Refine
-			res.refineMoves = refineContext(o.ctx, d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
+			res.refineMoves = refineContext(o.ctx, d, res.part, d.TrainIdx(), res.k, o.Epsilon, o.Refine, o.Progress)
 			res.refineSecs = time.Since(t).Seconds()
 			o.Logger.Info("partition: refined", "rounds", o.Refine, "moves", res.refineMoves,
 				"seconds", res.refineSecs)
@@ -222,8 +222,10 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 		}
 	}
 	orderSecs := time.Since(tOrder).Seconds()
-	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: int64(len(d.TrainIdx())),
+	nt := int64(len(d.TrainIdx()))
+	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: nt,
 		order: order, out: part1, filter: useBloom}
+	spec.capN, spec.capT = level1Caps(n, nt, o.Parts, k2, o.Epsilon)
 	s1 := newStreamer(d, o, spec, isTrain)
 	task := o.Progress.Start(fmt.Sprintf("partition level 1 (k1=%d)", k1), n*int64(o.Passes), progress.Items)
 	t0 := time.Now()
@@ -296,8 +298,10 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	}
 	spec2 := func(p int, ord []int64) levelSpec {
 		nodes := mem1[off1[p]:off1[p+1]]
-		return levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: intra[p], t: trainPer[p], order: ord,
+		sp := levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: intra[p], t: trainPer[p], order: ord,
 			out: final, base: int32(p * k2), filter: useBloom, scopeArr: part1, scopePart: int32(p)}
+		sp.capN, sp.capT = level2Caps(sp.n, sp.t, n, nt, o.Parts, o.Epsilon)
+		return sp
 	}
 	if o.Order == OrderID && !o.perPart {
 		// Every part streams its members in id order: run all of them

@@ -24,8 +24,9 @@ func newPartitionCmd(g *globals) *cobra.Command {
 		Short: "Split the graph into min-cut parts for partition-based batches",
 		Long: `partition streams the graph of the dataset in DIR once (or --passes times)
 and assigns every node to one of --parts parts with a two-level FENNEL: first
---first-level parts over the whole graph, then the rest inside each. It caps
-every part at (1+epsilon) x the average in nodes and in training nodes.
+--first-level parts over the whole graph, then the rest inside each. Every
+final part holds at most ceil((1+epsilon) x the average) nodes and training
+nodes, after refinement too (level 1 gets sqrt(1+epsilon)-1 of the slack).
 Methods:
   fennel        Bloom-filter membership (least memory)
   fennel-exact  exact membership from the assignment array, for comparison
@@ -86,7 +87,7 @@ atomically with a manifest; see docs/format.md.`,
 	f.StringVar(&method, "method", string(partition.Fennel), "fennel, fennel-exact, random or metis")
 	f.StringVar(&o.Name, "name", "", "output name under DIR/partitions (default: the method)")
 	f.Float64Var(&o.Gamma, "gamma", 0, "FENNEL size-penalty exponent (0: default 1.5)")
-	f.Float64Var(&o.Epsilon, "epsilon", 0, "balance slack: parts hold at most (1+epsilon) x average, at most 1 (0: default 0.1)")
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "balance slack: every final part holds at most ceil((1+epsilon) x average) nodes and training nodes; at most 1 (0: default 0.1)")
 	f.Float64Var(&o.Lambda, "lambda", 0, "weight of the training-load penalty (0: default 1)")
 	f.BoolVar(&o.NoLambda, "no-lambda", false, "disable the training-load penalty")
 	f.Float64Var(&o.FalsePositive, "false-positive", 0, "Bloom filter false-positive rate (0: default)")
