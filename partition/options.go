@@ -31,6 +31,14 @@ const (
 // Methods lists every method, in documentation order.
 var Methods = []Method{Fennel, FennelExact, Random, Metis}
 
+// Streams reports whether m is one of the streaming FENNEL methods, the
+// only ones that read FirstLevel, Gamma, Epsilon, Lambda/NoLambda, Passes,
+// Refine, Order and ParallelDegree (and, for Fennel alone,
+// FalsePositive). Random and Metis read Parts, Seed and Workers (the
+// latter for writing the files); Run records in Stats only what the
+// method read.
+func (m Method) Streams() bool { return m == Fennel || m == FennelExact }
+
 // Stream orders.
 const (
 	OrderID     = "id"

@@ -67,3 +67,60 @@ func TestValidateSkipsSwapLeftovers(t *testing.T) {
 		t.Fatalf("a run of another name did not restore pf: leftovers %v", partition.Leftovers(dir))
 	}
 }
+
+// TestPartitionRefusesInapplicableFlags: a flag the method does not read
+// is an error naming the flag and the method (it was accepted and written
+// to stats.json as if used), and stats.json records only what the method
+// read.
+func TestPartitionRefusesInapplicableFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "300", "--feat-dim", "4", "--classes", "3", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method string
+		flag   []string
+	}{
+		{"metis", []string{"--epsilon", "0.5"}},
+		{"metis", []string{"--passes", "3"}},
+		{"metis", []string{"--first-level", "4"}},
+		{"random", []string{"--gamma", "2"}},
+		{"random", []string{"--refine", "3"}},
+		{"random", []string{"--order", "bfs"}},
+		{"random", []string{"--no-lambda"}},
+		{"fennel-exact", []string{"--false-positive", "0.2"}},
+	} {
+		args := append([]string{"partition", dir, "--parts", "16", "--method", tc.method, "--name", "z", "--force"}, tc.flag...)
+		_, _, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), tc.flag[0]+" has no effect with --method "+tc.method) {
+			t.Errorf("%v: %v, want a refusal naming %s and the method", tc.flag, err, tc.flag[0])
+		}
+	}
+	// Accepted: what the method reads.
+	for _, args := range [][]string{
+		{"--method", "fennel", "--false-positive", "0.05", "--epsilon", "0.2", "--order", "id"},
+		{"--method", "fennel-exact", "--epsilon", "0.2", "--refine", "-1", "--first-level", "4"},
+		{"--method", "random", "--seed", "4", "--workers", "2"},
+	} {
+		if _, _, err := run(t, append([]string{"partition", dir, "--parts", "16", "--name", "z", "--force"}, args...)...); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	// The last run was random: stats.json has none of FENNEL's parameters.
+	b, err := os.ReadFile(filepath.Join(partition.Dir(dir, "z"), partition.FileStats))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"passes", "gamma", "epsilon", "lambda", "false_positive"} {
+		if st[k] != 0.0 {
+			t.Errorf("random's stats.json: %s = %v, want 0 (not read)", k, st[k])
+		}
+	}
+	if st["order"] != "" || st["seed"] != 4.0 {
+		t.Errorf("random's stats.json: order %v, seed %v", st["order"], st["seed"])
+	}
+}
