@@ -28,8 +28,13 @@ and assigns every node to one of --parts parts with a two-level FENNEL: first
 final part holds at most ceil((1+epsilon) x the average) nodes and training
 nodes, after refinement too (level 1 gets sqrt(1+epsilon)-1 of the slack).
 Methods:
-  fennel        Bloom-filter membership (least memory)
-  fennel-exact  exact membership from the assignment array, for comparison
+  fennel        Bloom-filter membership (FENNEL as OUTRE runs it); it saves
+                no memory here, since the assignment array the filters stand
+                in for is kept anyway (part.npy and refinement read it):
+                measured on 1M nodes, 3-4x the time and 16-31 MiB more
+                peak RSS than fennel-exact for the same cut (docs/partition.md)
+  fennel-exact  exact membership from the assignment array: the faster,
+                smaller choice at every size measured
   random        balanced random assignment, the baseline
   metis         runs gpmetis (Debian package metis) for quality comparison
 random and metis read --parts, --seed and --workers only; fennel-exact all

@@ -124,3 +124,16 @@ func TestPartitionRefusesInapplicableFlags(t *testing.T) {
 		t.Errorf("random's stats.json: order %v, seed %v", st["order"], st["seed"])
 	}
 }
+
+// TestPartitionHelpMethods: --help must not sell fennel as the method of
+// least memory (measured, it takes more than fennel-exact, and more time;
+// docs/partition.md).
+func TestPartitionHelpMethods(t *testing.T) {
+	out, _, err := run(t, "partition", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "least memory") || !strings.Contains(out, "fennel-exact  exact membership from the assignment array: the faster,") {
+		t.Errorf("partition --help:\n%s", out)
+	}
+}
