@@ -79,7 +79,8 @@ func (o *Options) readAheadBytes(n int64) int64 {
 	case !o.readsAhead():
 		return 0
 	case o.Method == Fennel:
-		_, h := slicedParams(partCap(n, o.FirstLevel, o.Epsilon), o.FalsePositive)
+		capN, _ := level1Caps(n, 0, o.Parts, o.k2(), o.Epsilon)
+		_, h := slicedParams(capN, o.FalsePositive)
 		return readAheadBytes(h)
 	case o.Method == FennelExact:
 		return readAheadBytes(0)

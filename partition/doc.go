@@ -32,8 +32,11 @@
 // edges with both ends in it, counted exactly from the level-1 assignment
 // before its stream starts). Passes > 1 restream (default 3): each node is
 // taken out of its part and re-placed, with not-yet-restreamed neighbours
-// counted at their previous pass's part. Since a part's cap bounds its
-// size, the final largest part can reach about (1+ε)² times the average.
+// counted at their previous pass's part. The caps keep the promise of
+// Options.Epsilon for the final parts, ceil((1+ε)·n/k) nodes and
+// ceil((1+ε)·t/k) training nodes: level 1 has the slack sqrt(1+ε)−1 and
+// level 2 caps every part at the final cap (balance.go; before 2026-12
+// each level had the whole ε and parts reached (1+ε)² × the average).
 //
 // # Refinement
 //
@@ -43,9 +46,8 @@
 // each node in id order counts its neighbours per final part and moves to
 // the part holding most of them if that part holds strictly more than its
 // own (so every move strictly lowers the edge cut) and the target stays
-// within the final-part caps, ceil((1+ε)·ceil((1+ε)·n/k1)/k2) nodes and
-// likewise for training nodes (the two-level bound above; with one level
-// ceil((1+ε)·n/k)). Ties go to the smaller part, then the lower id; sizes
+// within the final-part caps, ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k)
+// training nodes, whatever the levels. Ties go to the smaller part, then the lower id; sizes
 // and loads are updated in place, so the result is sequential and
 // deterministic, independent of Workers. A round without a move ends it
 // early. A node may move across first-level parts, so after refinement

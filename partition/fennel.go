@@ -20,6 +20,10 @@ type levelSpec struct {
 	out    []int32 // global output array; out[v] = base + local part
 	base   int32
 	filter bool // Bloom membership (Fennel) rather than exact (FennelExact)
+	// capN and capT cap every part's nodes and training nodes
+	// (balance.go); zero means partCap(n, k, Epsilon) and partCap(t, k,
+	// Epsilon).
+	capN, capT int64
 
 	// Scope test for neighbours (level 2): u is in scope iff
 	// scopeArr[u] == scopePart, for both methods: the level-1 assignment
@@ -83,8 +87,13 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	k := spec.k
 	n := float64(max(spec.n, 1))
 	s.alpha = o.AlphaScale * math.Pow(float64(k), o.Gamma-1) * max(spec.m, 1) / math.Pow(n, o.Gamma)
-	s.capN = partCap(spec.n, k, o.Epsilon)
-	s.capT = partCap(spec.t, k, o.Epsilon)
+	s.capN, s.capT = spec.capN, spec.capT
+	if s.capN == 0 {
+		s.capN = partCap(spec.n, k, o.Epsilon)
+	}
+	if s.capT == 0 {
+		s.capT = partCap(spec.t, k, o.Epsilon)
+	}
 	s.avgT = max(float64(spec.t)/float64(k), 1)
 	s.size = make([]int64, k)
 	s.trainLoad = make([]int64, k)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/namedir"
@@ -102,8 +103,7 @@ func Exists(datasetDir, name string) bool {
 	if !plainName(name) {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(Dir(datasetDir, name), ManifestName))
-	return err == nil
+	return hasManifest(committedDir(datasetDir, name))
 }
 
 // plainName reports whether name may name a partitioning: one directory
@@ -113,11 +113,20 @@ func plainName(name string) bool {
 }
 
 // Names lists the committed partitionings of the dataset in datasetDir
-// (those Exists reports), sorted; none is an empty list, not an error.
+// (those Exists reports), sorted; none is an empty list, not an error. A
+// partitioning stranded by an interrupted --force is listed under its
+// name (see committedDir).
 func Names(datasetDir string) ([]string, error) {
+	for _, name := range strandedNames(datasetDir) {
+		committedDir(datasetDir, name) // moves it back when it can
+	}
 	names, err := namedir.List(datasetDir, DirName, ManifestName)
 	if err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
+	}
+	if more := strandedNames(datasetDir); len(more) > 0 {
+		names = append(names, more...)
+		slices.Sort(names)
 	}
 	return names, nil
 }
@@ -135,7 +144,7 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 		// another dataset's partitioning.
 		return nil, fmt.Errorf("%w: partitioning name %q is not a plain directory name not starting with '.'", ErrOptions, name)
 	}
-	dir := Dir(datasetDir, name)
+	dir := committedDir(datasetDir, name)
 	mpath := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(mpath)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -19,7 +19,9 @@ const (
 	// uses one Bloom filter per partition.
 	Fennel Method = "fennel"
 	// FennelExact is the same algorithm with exact membership (an int32
-	// assignment array), for comparison.
+	// assignment array). Since Fennel keeps that array too (part.npy and
+	// refinement read it), FennelExact is faster and smaller at every
+	// size measured, for the same cut (docs/partition.md).
 	FennelExact Method = "fennel-exact"
 	// Random assigns nodes uniformly at random, balanced in nodes and in
 	// training nodes.
@@ -30,6 +32,14 @@ const (
 
 // Methods lists every method, in documentation order.
 var Methods = []Method{Fennel, FennelExact, Random, Metis}
+
+// Streams reports whether m is one of the streaming FENNEL methods, the
+// only ones that read FirstLevel, Gamma, Epsilon, Lambda/NoLambda, Passes,
+// Refine, Order and ParallelDegree (and, for Fennel alone,
+// FalsePositive). Random and Metis read Parts, Seed and Workers (the
+// latter for writing the files); Run records in Stats only what the
+// method read.
+func (m Method) Streams() bool { return m == Fennel || m == FennelExact }
 
 // Stream orders.
 const (
@@ -82,8 +92,11 @@ type Options struct {
 	Name string
 	// Gamma is FENNEL's size-penalty exponent γ > 1 (default 1.5).
 	Gamma float64
-	// Epsilon is the balance slack ε: every part holds at most
-	// ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k) training nodes (default 0.1).
+	// Epsilon is the balance slack ε: every final part holds at most
+	// ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k) training nodes (default
+	// 0.1), for one level or two (level 1 gets sqrt(1+ε)−1, see
+	// balance.go) and after refinement. Fennel and FennelExact only:
+	// Random balances exactly, and Metis runs gpmetis with its default.
 	Epsilon float64
 	// Lambda weighs the training-load penalty λ·T(P)/(t/k), in units of
 	// shared neighbours per average training load (default 1; negative

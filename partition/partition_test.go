@@ -72,22 +72,19 @@ func checkPartitioning(t *testing.T, dir string, g *graph, o *Options) Stats {
 	if ntrain != len(g.train) {
 		t.Fatalf("%d training members, want %d", ntrain, len(g.train))
 	}
-	// Caps: level-1 cap, then the level-2 cap inside a full level-1 part.
+	// Caps: the promise, ceil((1+ε)·n/k) nodes and ceil((1+ε)·t/k)
+	// training nodes per final part, whatever the levels (it was the
+	// two-level (1+ε)² bound before), counted from the files.
 	if o.Method == Fennel || o.Method == FennelExact {
 		c := o.withDefaults()
-		k1, k2 := float64(c.FirstLevel), float64(c.k2())
-		eps := c.Epsilon
-		capN := math.Ceil((1 + eps) * float64(n) / k1)
-		capT := math.Ceil((1 + eps) * float64(len(g.train)) / k1)
-		if k2 > 1 {
-			capN = math.Ceil((1 + eps) * capN / k2)
-			capT = math.Ceil((1 + eps) * capT / k2)
-		}
-		if float64(st.MaxNodes) > capN {
-			t.Errorf("max nodes %d > cap %v", st.MaxNodes, capN)
-		}
-		if float64(st.MaxTrain) > capT {
-			t.Errorf("max train %d > cap %v", st.MaxTrain, capT)
+		k := float64(c.Parts)
+		capN := math.Ceil((1 + c.Epsilon) * float64(n) / k)
+		capT := math.Ceil((1 + c.Epsilon) * float64(len(g.train)) / k)
+		for q := range p.K() {
+			if float64(len(p.Members(q))) > capN || float64(len(p.TrainMembers(q))) > capT {
+				t.Errorf("part %d: %d nodes, %d training nodes; caps %v, %v (k = %d x %d, eps %v)",
+					q, len(p.Members(q)), len(p.TrainMembers(q)), capN, capT, c.FirstLevel, c.k2(), c.Epsilon)
+			}
 		}
 	}
 	return st

@@ -3,30 +3,20 @@ package partition
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // refineCaps returns the node and training-node caps that refinement
-// keeps for every final part: the balance the two-level stream promises,
-// ceil((1+ε)·ceil((1+ε)·n/k1)/k2) nodes and likewise for the t training
-// nodes (with k2 == 1, simply ceil((1+ε)·n/k) and ceil((1+ε)·t/k)). Every
-// part of the streamed assignment is within them.
-func refineCaps(n, t int64, k, k2 int, eps float64) (capN, capT int64) {
-	k1 := k / k2
-	capN = int64(math.Ceil((1 + eps) * float64(n) / float64(k1)))
-	capT = int64(math.Ceil((1 + eps) * float64(t) / float64(k1)))
-	if k2 > 1 {
-		capN = int64(math.Ceil((1 + eps) * float64(capN) / float64(k2)))
-		capT = int64(math.Ceil((1 + eps) * float64(capT) / float64(k2)))
-	}
-	return capN, capT
+// keeps for every final part: the final caps the stream keeps too
+// (finalCaps, balance.go), ceil((1+ε)·n/k) and ceil((1+ε)·t/k), whatever
+// the levels. Every part of the streamed assignment is within them.
+func refineCaps(n, t int64, k int, eps float64) (capN, capT int64) {
+	return finalCaps(n, t, k, eps)
 }
 
-// refine improves the final assignment part (k parts, k2 per first-level
-// group) by up to rounds sweeps of greedy boundary moves: each node, in id
+// refine improves the final assignment part (k parts) by up to rounds sweeps of greedy boundary moves: each node, in id
 // order, moves to the part holding most of its neighbours when that part
 // holds strictly more of them than the node's own part (so every move
 // strictly lowers the edge cut) and the target's caps (refineCaps) hold.
@@ -34,14 +24,14 @@ func refineCaps(n, t int64, k, k2 int, eps float64) (capN, capT int64) {
 // are updated in place, so the result is a deterministic function of the
 // input. A sweep without a move ends refinement early. train is the sorted
 // training ids. It returns the number of moves.
-func refine(d *storage.Dataset, part []int32, train []int64, k, k2 int, eps float64, rounds int,
+func refine(d *storage.Dataset, part []int32, train []int64, k int, eps float64, rounds int,
 	rep progress.Reporter) int64 {
-	return refineContext(context.Background(), d, part, train, k, k2, eps, rounds, rep)
+	return refineContext(context.Background(), d, part, train, k, eps, rounds, rep)
 }
 
 // refineContext is refine, stopped early (with part still a valid
 // assignment) once ctx is cancelled; the caller checks ctx.Err().
-func refineContext(ctx context.Context, d *storage.Dataset, part []int32, train []int64, k, k2 int, eps float64, rounds int,
+func refineContext(ctx context.Context, d *storage.Dataset, part []int32, train []int64, k int, eps float64, rounds int,
 	rep progress.Reporter) int64 {
 	if rounds <= 0 || k <= 1 {
 		return 0
@@ -55,7 +45,7 @@ func refineContext(ctx context.Context, d *storage.Dataset, part []int32, train 
 	for _, v := range train {
 		load[part[v]]++
 	}
-	capN, capT := refineCaps(n, int64(len(train)), k, k2, eps)
+	capN, capT := refineCaps(n, int64(len(train)), k, eps)
 	counts := make([]int32, k)
 	var touched []int32
 	indptr := d.Indptr()

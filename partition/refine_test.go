@@ -55,7 +55,7 @@ func TestRefineFixesMisplacement(t *testing.T) {
 				want = slices.Clone(part)
 			}
 			before := cutOf(g, part)
-			moves := refine(d, part, d.TrainIdx(), 2, 1, 0.1, 3, nil)
+			moves := refine(d, part, d.TrainIdx(), 2, 0.1, 3, nil)
 			if moves != tc.moves {
 				t.Errorf("moves %d, want %d", moves, tc.moves)
 			}
@@ -103,12 +103,12 @@ func TestRefineNeverIncreasesCut(t *testing.T) {
 			}
 			size := make([]int64, k)
 			load := make([]int64, k)
-			capN, capT := refineCaps(int64(n), int64(len(g.train)), k, k2, eps)
+			capN, capT := refineCaps(int64(n), int64(len(g.train)), k, eps)
 			init := slices.Clone(part)
 			cut := cutOf(g, part)
 			for rounds := 1; rounds <= 4; rounds++ {
 				part := slices.Clone(init)
-				moves := refine(d, part, d.TrainIdx(), k, k2, eps, rounds, nil)
+				moves := refine(d, part, d.TrainIdx(), k, eps, rounds, nil)
 				after := cutOf(g, part)
 				t.Logf("%d rounds: %d moves, cut %d -> %d", rounds, moves, cutOf(g, init), after)
 				if after > cut || (moves > 0 && after >= cutOf(g, init)) {
@@ -129,7 +129,7 @@ func TestRefineNeverIncreasesCut(t *testing.T) {
 					}
 				}
 				again := slices.Clone(init)
-				refine(d, again, d.TrainIdx(), k, k2, eps, rounds, nil)
+				refine(d, again, d.TrainIdx(), k, eps, rounds, nil)
 				if !slices.Equal(part, again) {
 					t.Fatalf("%d rounds: not deterministic", rounds)
 				}

@@ -2,9 +2,7 @@ package partition
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -93,7 +90,7 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		return Stats{}, err
 	}
 	if out != dir {
-		if err := replaceDir(dir, out); err != nil {
+		if err := replaceDir(dir, out, o.Logger); err != nil {
 			return Stats{}, err
 		}
 	}
@@ -118,7 +115,7 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 		if err == nil && o.Refine > 0 {
 			t := time.Now()
 			res.refine = o.Refine
-			res.refineMoves = refineContext(o.ctx, d, res.part, d.TrainIdx(), res.k, res.k2, o.Epsilon, o.Refine, o.Progress)
+			res.refineMoves = refineContext(o.ctx, d, res.part, d.TrainIdx(), res.k, o.Epsilon, o.Refine, o.Progress)
 			res.refineSecs = time.Since(t).Seconds()
 			o.Logger.Info("partition: refined", "rounds", o.Refine, "moves", res.refineMoves,
 				"seconds", res.refineSecs)
@@ -148,69 +145,6 @@ func run(d *storage.Dataset, o *Options, dir string, start time.Time) (Stats, er
 		"level2_seconds", st.Level2Seconds, "refine_seconds", st.RefineSeconds, "write_seconds", st.WriteSeconds,
 		"peak_rss_mib", st.PeakRSSBytes>>20)
 	return st, nil
-}
-
-// prepareDir readies dir for a new partitioning and returns where to write
-// it: dir itself, or, when dir holds a finished partitioning and force is
-// set, a staging directory beside it that replaceDir moves into place once
-// the new one is complete, so that an interrupted or failed --force leaves
-// the old partitioning whole (before, it was removed first). Without force
-// a finished partitioning is ErrExists.
-func prepareDir(dir string, force bool) (out string, err error) {
-	staged, old := replaceNames(dir)
-	for _, p := range []string{staged, old} { // an interrupted replacement's
-		if err := os.RemoveAll(p); err != nil {
-			return "", fmt.Errorf("partition: %w", err)
-		}
-	}
-	mpath := filepath.Join(dir, ManifestName)
-	if _, err := os.Stat(mpath); err == nil {
-		if !force {
-			return "", fmt.Errorf("%w: %s", ErrExists, dir)
-		}
-		// The complete partitioning stays until the new one is.
-		if err := os.MkdirAll(staged, 0o755); err != nil {
-			return "", fmt.Errorf("partition: %w", err)
-		}
-		return staged, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("partition: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("partition: %w", err)
-	}
-	_, err = atomicfile.CleanTemps(dir)
-	return dir, err
-}
-
-// replaceNames are the directories beside dir that replacing it uses: the
-// new partitioning while it is written, and the old one while it is moved
-// out of the way. Their leading dot keeps them out of Names and outside
-// every partitioning name (validName).
-func replaceNames(dir string) (staged, old string) {
-	parent, base := filepath.Split(filepath.Clean(dir))
-	return filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")
-}
-
-// replaceDir moves the complete partitioning staged (prepareDir) over
-// dir: dir aside, staged into place, the old one removed. A crash between
-// the renames leaves no partitioning of that name, never a mixed one; the
-// next run removes what is left.
-func replaceDir(dir, staged string) error {
-	_, old := replaceNames(dir)
-	if err := os.Rename(dir, old); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if err := os.Rename(staged, dir); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(old); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	return nil
 }
 
 // adviseCSR hints the CSR mappings of d for streaming in order: sequential
@@ -288,8 +222,10 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 		}
 	}
 	orderSecs := time.Since(tOrder).Seconds()
-	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: int64(len(d.TrainIdx())),
+	nt := int64(len(d.TrainIdx()))
+	spec := levelSpec{k: k1, n: n, m: float64(d.NumEdges()) / 2, t: nt,
 		order: order, out: part1, filter: useBloom}
+	spec.capN, spec.capT = level1Caps(n, nt, o.Parts, k2, o.Epsilon)
 	s1 := newStreamer(d, o, spec, isTrain)
 	task := o.Progress.Start(fmt.Sprintf("partition level 1 (k1=%d)", k1), n*int64(o.Passes), progress.Items)
 	t0 := time.Now()
@@ -362,8 +298,10 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	}
 	spec2 := func(p int, ord []int64) levelSpec {
 		nodes := mem1[off1[p]:off1[p+1]]
-		return levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: intra[p], t: trainPer[p], order: ord,
+		sp := levelSpec{k: k2, nodes: nodes, n: int64(len(nodes)), m: intra[p], t: trainPer[p], order: ord,
 			out: final, base: int32(p * k2), filter: useBloom, scopeArr: part1, scopePart: int32(p)}
+		sp.capN, sp.capT = level2Caps(sp.n, sp.t, n, nt, o.Parts, o.Epsilon)
+		return sp
 	}
 	if o.Order == OrderID && !o.perPart {
 		// Every part streams its members in id order: run all of them

@@ -323,8 +323,12 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		Refine: res.refine, RefineMoves: res.refineMoves, RefineSeconds: res.refineSecs,
 		OrderSeconds: res.orderSecs, Level1Seconds: res.level1Secs, Level2Seconds: res.level2Secs,
 	}
+	// Record only what the method read (Method.Streams).
 	if o.Method != Fennel {
 		st.FalsePositive = 0
+	}
+	if !o.Method.Streams() {
+		st.Passes, st.Order, st.Gamma, st.Epsilon, st.Lambda = 0, "", 0, 0, 0
 	}
 	part := res.part
 	for v, p := range part {

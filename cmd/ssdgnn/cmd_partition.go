@@ -24,13 +24,21 @@ func newPartitionCmd(g *globals) *cobra.Command {
 		Short: "Split the graph into min-cut parts for partition-based batches",
 		Long: `partition streams the graph of the dataset in DIR once (or --passes times)
 and assigns every node to one of --parts parts with a two-level FENNEL: first
---first-level parts over the whole graph, then the rest inside each. It caps
-every part at (1+epsilon) x the average in nodes and in training nodes.
+--first-level parts over the whole graph, then the rest inside each. Every
+final part holds at most ceil((1+epsilon) x the average) nodes and training
+nodes, after refinement too (level 1 gets sqrt(1+epsilon)-1 of the slack).
 Methods:
-  fennel        Bloom-filter membership (least memory)
-  fennel-exact  exact membership from the assignment array, for comparison
+  fennel        Bloom-filter membership (FENNEL as OUTRE runs it); it saves
+                no memory here, since the assignment array the filters stand
+                in for is kept anyway (part.npy and refinement read it):
+                measured on 1M nodes, 3-4x the time and 16-31 MiB more
+                peak RSS than fennel-exact for the same cut (docs/partition.md)
+  fennel-exact  exact membership from the assignment array: the faster,
+                smaller choice at every size measured
   random        balanced random assignment, the baseline
   metis         runs gpmetis (Debian package metis) for quality comparison
+random and metis read --parts, --seed and --workers only; fennel-exact all
+but --false-positive; a flag the method does not read is an error.
 Output goes to DIR/partitions/NAME/ (name defaults to the method), written
 atomically with a manifest; see docs/format.md.`,
 		Example: `  ssdgnn partition data/synth --parts 10000
@@ -42,6 +50,17 @@ atomically with a manifest; see docs/format.md.`,
 			}
 			o.Method = partition.Method(method)
 			if err := cliflags.Inapplicable(cmd.Flags(), o.NoLambda, "with --no-lambda", "lambda"); err != nil {
+				return err
+			}
+			// A flag the method does not read is an error, not a value
+			// recorded in stats.json as if used.
+			by := "with --method " + method
+			if err := cliflags.Inapplicable(cmd.Flags(), !o.Method.Streams(), by+" (only fennel and fennel-exact read it)",
+				"first-level", "gamma", "epsilon", "lambda", "no-lambda", "false-positive", "passes", "refine", "order"); err != nil {
+				return err
+			}
+			if err := cliflags.Inapplicable(cmd.Flags(), o.Method == partition.FennelExact, by+" (only fennel has Bloom filters)",
+				"false-positive"); err != nil {
 				return err
 			}
 			o.Progress, o.Logger = g.progress(), g.logger()
@@ -82,17 +101,17 @@ atomically with a manifest; see docs/format.md.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Parts, "parts", partition.DefaultParts, "number of parts k")
-	f.IntVar(&o.FirstLevel, "first-level", 0, "first-level parts k1, a divisor of --parts (0: the divisor closest to sqrt(parts)); equal to --parts means one level")
+	f.IntVar(&o.FirstLevel, "first-level", 0, "fennel methods: first-level parts k1, a divisor of --parts (0: the divisor closest to sqrt(parts)); equal to --parts means one level")
 	f.StringVar(&method, "method", string(partition.Fennel), "fennel, fennel-exact, random or metis")
 	f.StringVar(&o.Name, "name", "", "output name under DIR/partitions (default: the method)")
-	f.Float64Var(&o.Gamma, "gamma", 0, "FENNEL size-penalty exponent (0: default 1.5)")
-	f.Float64Var(&o.Epsilon, "epsilon", 0, "balance slack: parts hold at most (1+epsilon) x average, at most 1 (0: default 0.1)")
-	f.Float64Var(&o.Lambda, "lambda", 0, "weight of the training-load penalty (0: default 1)")
-	f.BoolVar(&o.NoLambda, "no-lambda", false, "disable the training-load penalty")
-	f.Float64Var(&o.FalsePositive, "false-positive", 0, "Bloom filter false-positive rate (0: default)")
-	f.IntVar(&o.Passes, "passes", 0, "streaming passes; later passes restream with the previous assignment (0: default)")
-	f.IntVar(&o.Refine, "refine", 0, "greedy refinement rounds after the streaming passes (0: default, -1: none)")
-	f.StringVar(&o.Order, "order", "", "stream order: auto (bfs when the CSR fits in memory, else id, read in storage order), bfs, id or random (seeded)")
+	f.Float64Var(&o.Gamma, "gamma", 0, "fennel methods: size-penalty exponent (0: default 1.5)")
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "fennel methods: balance slack: every final part holds at most ceil((1+epsilon) x average) nodes and training nodes; at most 1 (0: default 0.1)")
+	f.Float64Var(&o.Lambda, "lambda", 0, "fennel methods: weight of the training-load penalty (0: default 1)")
+	f.BoolVar(&o.NoLambda, "no-lambda", false, "fennel methods: disable the training-load penalty")
+	f.Float64Var(&o.FalsePositive, "false-positive", 0, "fennel only: Bloom filter false-positive rate (0: default 0.01)")
+	f.IntVar(&o.Passes, "passes", 0, "fennel methods: streaming passes; later passes restream with the previous assignment (0: default)")
+	f.IntVar(&o.Refine, "refine", 0, "fennel methods: greedy refinement rounds after the streaming passes (0: default, -1: none)")
+	f.StringVar(&o.Order, "order", "", "fennel methods: stream order: auto (bfs when the CSR fits in memory, else id, read in storage order), bfs, id or random (seeded)")
 	f.Int64Var(&o.Seed, "seed", 1, "random seed; the same seed gives the same partition")
 	f.IntVar(&o.Workers, "workers", 0, "worker goroutines (0: one per core)")
 	f.BoolVar(&o.Force, "force", false, "overwrite an existing partitioning of the same name")

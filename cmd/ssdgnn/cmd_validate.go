@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/dustin/go-humanize"
@@ -14,6 +12,13 @@ import (
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
+
+// validateJSON is validate's --json report: the dataset's report plus
+// notes, findings that are no problem (they do not fail validate).
+type validateJSON struct {
+	*storage.ValidateReport
+	Notes []string `json:"notes,omitempty"`
+}
 
 func newValidateCmd(g *globals) *cobra.Command {
 	var asJSON bool
@@ -27,7 +32,10 @@ and ends at num_edges; every neighbour id is in range; labels are -1 or in
 no NaN or Inf; every file's checksum matches dataset.json. Then it opens every
 partitioning under DIR/partitions, which checks its files' checksums and
 invariants, and their agreement with the dataset. Each problem names the file
-and the element index. It exits non-zero if it finds any problem.
+and the element index. It exits non-zero if it finds any problem. Hidden
+directories under DIR/partitions (.NAME.new, .NAME.old: what an interrupted
+or failed 'partition --force' left) are no partitioning and no problem:
+validate lists them as notes.
 
 A relabelled dataset ('ssdgnn relabel') is also checked for its id maps
 (orig_ids.npy and new_ids.npy are inverse permutations) and for the
@@ -59,12 +67,16 @@ part a contiguous id range.`,
 			if err := validateRelabelled(args[0], rep, maxProblems); err != nil {
 				return err
 			}
+			notes := partitionNotes(args[0])
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if err := writeJSON(out, rep); err != nil {
+				if err := writeJSON(out, validateJSON{rep, notes}); err != nil {
 					return err
 				}
 			} else {
+				for _, n := range notes {
+					fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
+				}
 				for _, p := range rep.Problems {
 					fmt.Fprintln(cmd.ErrOrStderr(), "problem:", p)
 				}
@@ -86,16 +98,18 @@ part a contiguous id range.`,
 }
 
 // validatePartitions opens every partitioning of the dataset in dir
-// (partition.Open checks checksums and invariants) and, when the dataset
-// itself is sound (datasetOK), checks each against it
-// (sample.NewPartitionFiles). It returns one error per bad partitioning.
+// (partition.Names: hidden directories, such as an interrupted --force's
+// .NAME.new, are none; partition.Open checks checksums and invariants)
+// and, when the dataset itself is sound (datasetOK), checks each against
+// it (sample.NewPartitionFiles). It returns one error per bad
+// partitioning.
 func validatePartitions(dir string, datasetOK bool) []error {
-	ents, err := os.ReadDir(filepath.Join(dir, partition.DirName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	names, err := partition.Names(dir)
 	if err != nil {
 		return []error{err}
+	}
+	if len(names) == 0 {
+		return nil
 	}
 	var d *storage.Dataset
 	if datasetOK {
@@ -105,14 +119,8 @@ func validatePartitions(dir string, datasetOK bool) []error {
 		defer d.Close()
 	}
 	var errs []error
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(partition.Dir(dir, e.Name()), partition.ManifestName)); err != nil {
-			continue // an interrupted run: nothing reads it
-		}
-		p, err := partition.Open(dir, e.Name())
+	for _, name := range names {
+		p, err := partition.Open(dir, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -128,6 +136,18 @@ func validatePartitions(dir string, datasetOK bool) []error {
 		p.Close()
 	}
 	return errs
+}
+
+// partitionNotes are validate's notes (not problems) on the partitions
+// directory of the dataset in dir: what an interrupted or failed
+// 'partition --force' left.
+func partitionNotes(dir string) []string {
+	var notes []string
+	for _, name := range partition.Leftovers(dir) {
+		notes = append(notes, fmt.Sprintf("%s: left by an interrupted or failed 'partition --force'; not a partitioning (the next 'ssdgnn partition %s' removes it)",
+			filepath.Join(dir, partition.DirName, name), dir))
+	}
+	return notes
 }
 
 // validateRelabelled adds to rep the problems of a relabelled dataset's

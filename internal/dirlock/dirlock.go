@@ -9,7 +9,9 @@
 // when the lock is held or the directory is not writable
 // (*NotWritableError). Readers do not lock: they only ever see committed
 // artefacts (package atomicfile and the manifest-last rule of package
-// storage).
+// storage). The one exception: a partition reader that finds a
+// partitioning stranded by an interrupted --force takes the lock, when it
+// is free, to move it back (partition/swap.go).
 //
 // Invariants and caveats:
 //   - The lock is advisory: only code that calls Acquire is excluded.

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/partition"
+)
+
+// TestValidateSkipsSwapLeftovers: what an interrupted 'partition --force'
+// leaves under partitions/ is no partitioning, so validate notes it and
+// passes (it walked .NAME.new and failed on its name); a partitioning
+// stranded between the swap's renames (no NAME, a complete .NAME.old) is
+// validated as NAME, and moved back by validate, a reader, or by the next
+// partition run of any name.
+func TestValidateSkipsSwapLeftovers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "500", "--feat-dim", "4", "--classes", "3", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "10", "--method", "fennel-exact", "--name", "pf"); err != nil {
+		t.Fatal(err)
+	}
+	parts := filepath.Join(dir, partition.DirName)
+	cp := func(from, to string) {
+		t.Helper()
+		if out, err := exec.Command("cp", "-r", filepath.Join(parts, from), filepath.Join(parts, to)).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	// A staged copy beside the committed one (the first rename failed).
+	cp("pf", ".pf.new")
+	out, stderr, err := run(t, "validate", dir, "--json")
+	if err != nil {
+		t.Fatalf("validate with .pf.new: %v\n%s", err, stderr)
+	}
+	var rep struct {
+		NumProblems int64    `json:"num_problems"`
+		Notes       []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.NumProblems != 0 || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], ".pf.new") {
+		t.Fatalf("validate --json: %v %+v\n%s", err, rep, out)
+	}
+	// Killed between the renames: no pf, complete .pf.old and .pf.new.
+	if err := os.Rename(filepath.Join(parts, "pf"), filepath.Join(parts, ".pf.old")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run(t, "validate", dir); err != nil {
+		t.Fatalf("validate stranded: %v\n%s", err, stderr)
+	}
+	if !partition.Exists(dir, "pf") || len(partition.Leftovers(dir)) != 0 {
+		t.Fatalf("validate did not move pf back: leftovers %v", partition.Leftovers(dir))
+	}
+	// The same state, resolved by a partition run of another name.
+	cp("pf", ".pf.new")
+	if err := os.Rename(filepath.Join(parts, "pf"), filepath.Join(parts, ".pf.old")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "4", "--method", "random", "--name", "other"); err != nil {
+		t.Fatal(err)
+	}
+	if !partition.Exists(dir, "pf") || len(partition.Leftovers(dir)) != 0 {
+		t.Fatalf("a run of another name did not restore pf: leftovers %v", partition.Leftovers(dir))
+	}
+}
+
+// TestPartitionRefusesInapplicableFlags: a flag the method does not read
+// is an error naming the flag and the method (it was accepted and written
+// to stats.json as if used), and stats.json records only what the method
+// read.
+func TestPartitionRefusesInapplicableFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "300", "--feat-dim", "4", "--classes", "3", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method string
+		flag   []string
+	}{
+		{"metis", []string{"--epsilon", "0.5"}},
+		{"metis", []string{"--passes", "3"}},
+		{"metis", []string{"--first-level", "4"}},
+		{"random", []string{"--gamma", "2"}},
+		{"random", []string{"--refine", "3"}},
+		{"random", []string{"--order", "bfs"}},
+		{"random", []string{"--no-lambda"}},
+		{"fennel-exact", []string{"--false-positive", "0.2"}},
+	} {
+		args := append([]string{"partition", dir, "--parts", "16", "--method", tc.method, "--name", "z", "--force"}, tc.flag...)
+		_, _, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), tc.flag[0]+" has no effect with --method "+tc.method) {
+			t.Errorf("%v: %v, want a refusal naming %s and the method", tc.flag, err, tc.flag[0])
+		}
+	}
+	// Accepted: what the method reads.
+	for _, args := range [][]string{
+		{"--method", "fennel", "--false-positive", "0.05", "--epsilon", "0.2", "--order", "id"},
+		{"--method", "fennel-exact", "--epsilon", "0.2", "--refine", "-1", "--first-level", "4"},
+		{"--method", "random", "--seed", "4", "--workers", "2"},
+	} {
+		if _, _, err := run(t, append([]string{"partition", dir, "--parts", "16", "--name", "z", "--force"}, args...)...); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	// The last run was random: stats.json has none of FENNEL's parameters.
+	b, err := os.ReadFile(filepath.Join(partition.Dir(dir, "z"), partition.FileStats))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"passes", "gamma", "epsilon", "lambda", "false_positive"} {
+		if st[k] != 0.0 {
+			t.Errorf("random's stats.json: %s = %v, want 0 (not read)", k, st[k])
+		}
+	}
+	if st["order"] != "" || st["seed"] != 4.0 {
+		t.Errorf("random's stats.json: order %v, seed %v", st["order"], st["seed"])
+	}
+}
+
+// TestPartitionHelpMethods: --help must not sell fennel as the method of
+// least memory (measured, it takes more than fennel-exact, and more time;
+// docs/partition.md).
+func TestPartitionHelpMethods(t *testing.T) {
+	out, _, err := run(t, "partition", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "least memory") || !strings.Contains(out, "fennel-exact  exact membership from the assignment array: the faster,") {
+		t.Errorf("partition --help:\n%s", out)
+	}
+}
