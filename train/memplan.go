@@ -199,15 +199,18 @@ var reserveFloor int64 = 24 << 20
 // minimum itself gets (GatherDepth): the least, then more while that
 // raises it.
 func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
-	return minimumBudgetWith(d, opts, 0)
+	return minimumBudgetWith(d, opts, 0, true)
 }
 
 // minimumBudgetWith is MinimumBudget with caches sized by hand that take
 // given bytes (tables included) beside training: a lower bound, since
-// their address tables may be the plan's too.
-func minimumBudgetWith(d *storage.Dataset, opts *Options, given int64) int64 {
+// their address tables may be the plan's too. Without profiling (a plan
+// file gives the plan) the profiling epoch's room is not counted, only
+// the saved profile read back and a sampling pass over its batches (the
+// reads' recount).
+func minimumBudgetWith(d *storage.Dataset, opts *Options, given int64, profiling bool) int64 {
 	if opts != nil && opts.FeatIODepth != 0 {
-		return minimumBudget(d, opts, given)
+		return minimumBudget(d, opts, given, profiling)
 	}
 	o := Options{}
 	if opts != nil {
@@ -215,7 +218,7 @@ func minimumBudgetWith(d *storage.Dataset, opts *Options, given int64) int64 {
 	}
 	m, _ := atOwnDepth(func(depth int) int64 {
 		o.FeatIODepth = depth
-		return minimumBudget(d, &o, given)
+		return minimumBudget(d, &o, given, profiling)
 	})
 	return m
 }
@@ -235,7 +238,7 @@ func atOwnDepth(budget func(depth int) int64) (mem int64, depth int) {
 	}
 }
 
-func minimumBudget(d *storage.Dataset, opts *Options, given int64) int64 {
+func minimumBudget(d *storage.Dataset, opts *Options, given int64, profiling bool) int64 {
 	o := withFanoutsOf(opts.withDefaults(), d)
 	n := d.NumNodes()
 	hist := histOn(&o)
@@ -257,8 +260,11 @@ func minimumBudget(d *storage.Dataset, opts *Options, given int64) int64 {
 	// The profile planned here samples one epoch (profileOptions leaves
 	// PresampleEpochs at its default, 1).
 	histLog := planner.HistLogBytes(d.Indptr(), d.TrainIdx(), 1)
-	profiling := planner.ProfileMemBytes(n) + histLog + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges())) + profGather
-	need := fixed + sampler + max(ws+max(planner.TableBytes(n, hist), given), profiling)
+	prof := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges()))
+	if profiling {
+		prof += histLog + profGather
+	}
+	need := fixed + sampler + max(ws+max(planner.TableBytes(n, hist), given), prof)
 	// Solve need + RuntimeReserve(mem) <= mem.
 	return max(need+reserveFloor, (need*8+6)/7)
 }
@@ -266,11 +272,11 @@ func minimumBudget(d *storage.Dataset, opts *Options, given int64) int64 {
 // workersToFit is the most sampling workers, fewer than the default (one
 // per core), with which MinimumBudget(d, o) is at most mem; 0 when even
 // one worker does not fit.
-func workersToFit(d *storage.Dataset, o *Options, mem int64) int {
+func workersToFit(d *storage.Dataset, o *Options, mem int64, profiling bool) int {
 	l := *o
 	for w := samplingWorkers(0) - 1; w >= 1; w-- {
 		l.Workers = w
-		if MinimumBudget(d, &l) <= mem {
+		if minimumBudgetWith(d, &l, 0, profiling) <= mem {
 			return w
 		}
 	}
@@ -369,12 +375,16 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if autoInFlight {
 		least.InFlight = 1
 	}
-	minMem := MinimumBudget(d, &least)
+	// A plan file needs no profiling epoch: its room is not asked for
+	// (54.25 MiB was refused for the profiling epoch's counters while
+	// training with the plan left 13 MiB of caches at 54.5 MiB).
+	profiling := mo.PlanFile == ""
+	minMem := minimumBudgetWith(d, &least, 0, profiling)
 	if opts.Workers == 0 && mo.MemBytes > 0 && mo.MemBytes < minMem {
 		// Each sampling worker holds a batch under construction (and
 		// macro-batch caches): on many cores the workers alone can pass
 		// the budget. Left to the budget, take fewer of them.
-		w := workersToFit(d, &least, mo.MemBytes)
+		w := workersToFit(d, &least, mo.MemBytes, profiling)
 		if w > 0 {
 			o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
 				"minimum_with_all", ibytes(minMem))
@@ -382,7 +392,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		// Too small even for one: the minimum to name is one worker's.
 		least.Workers = max(w, 1)
-		minMem = MinimumBudget(d, &least)
+		minMem = minimumBudgetWith(d, &least, 0, profiling)
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
@@ -393,7 +403,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, err
 	}
 	if given > 0 && mo.MemBytes > 0 && mo.PlanFile == "" {
-		if need := minimumBudgetWith(d, &least, given); mo.MemBytes < need {
+		if need := minimumBudgetWith(d, &least, given, profiling); mo.MemBytes < need {
 			return nil, fmt.Errorf("%w: %w: --mem %s is below the %s that %s (%s, tables included) and the least training beside them take (the minimum without them is %s): lower the cache sizes, or raise --mem to at least %s",
 				ErrBudget, planner.ErrBudget, ibytesDown(mo.MemBytes), ibytesUp(need), givenFlags(&o), ibytes(given), ibytesUp(minMem), ibytesUp(need))
 		}
@@ -403,8 +413,12 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		if o.Model == ModelGCN {
 			degrees = ", GCN's graph degrees"
 		}
-		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or the profiling epoch's counters)",
-			ErrBudget, planner.ErrBudget, ibytesDown(mo.MemBytes), ibytesUp(minMem), degrees, microTargets(&o), least.InFlight)
+		prof := "the profiling epoch's counters"
+		if !profiling {
+			prof = "the plan's profile read back"
+		}
+		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or %s)",
+			ErrBudget, planner.ErrBudget, ibytesDown(mo.MemBytes), ibytesUp(minMem), degrees, microTargets(&o), least.InFlight, prof)
 	}
 	if mo.PlanFile != "" {
 		mp, full, err := readPlan(d, mo.PlanFile, o.Logger)

@@ -109,6 +109,25 @@ func TestPlanMemory(t *testing.T) {
 	if mp2.Created || mp2.Profile == nil || mp2.Plan.Alpha != mp.Plan.Alpha {
 		t.Errorf("read plan: %+v", mp2)
 	}
+	// With the plan given no profiling epoch runs: its room is not asked
+	// for. A budget between the two minimums passes the minimum (the plan
+	// may be re-divided for it), and the one below both names the plan's.
+	least := synthOpts()
+	least.InFlight = 1
+	noProf, withProf := minimumBudgetWith(d, least, 0, false), minimumBudgetWith(d, least, 0, true)
+	t.Logf("minimum with a plan file %d, with profiling %d", noProf, withProf)
+	if noProf > withProf {
+		t.Errorf("minimum with a plan file %d above the one with profiling %d", noProf, withProf)
+	}
+	if noProf < withProf {
+		if _, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: noProf, PlanFile: mp.PlanPath}); err != nil && strings.Contains(err.Error(), "below the minimum") {
+			t.Errorf("--mem %d (the plan file's minimum) refused: %v", noProf, err)
+		}
+	}
+	if _, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: noProf - 1, PlanFile: mp.PlanPath}); err == nil ||
+		!strings.Contains(err.Error(), "minimum of "+ibytesUp(noProf)) || !strings.Contains(err.Error(), "the plan's profile read back") {
+		t.Errorf("--mem one byte below the plan file's minimum: %v", err)
+	}
 	// A plan for another dataset, or one edited past what a plan can
 	// hold, is refused naming the file (not as a checkpoint mismatch).
 	for _, tc := range []struct {
