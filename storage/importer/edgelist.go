@@ -27,7 +27,7 @@ func ImportEdgeList(edgeFile, outDir string, opts *Options) (Report, error) {
 // far and returns an error wrapping ctx.Err(), with no manifest written.
 func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *Options) (Report, error) {
 	source := "edgelist:" + absPath(edgeFile)
-	return run(ctx, outDir, baseName(edgeFile), source, opts, func(j *job) error {
+	return run(ctx, outDir, baseName(edgeFile), source, opts, false, func(j *job) error {
 		var feat *npyStream
 		defer func() {
 			if feat != nil {

@@ -29,7 +29,11 @@ import (
 // Unlike the other importers, the edges are kept as given by default:
 // callers that want symmetrising, or self loops and duplicates dropped,
 // set Options accordingly (the command line's defaults for this format
-// keep everything).
+// keep everything). With Options.KeepDuplicates each neighbour list keeps
+// the order of the edge array (a stable sort by destination), so an
+// export of a dataset whose lists are not sorted, such as a relabelled
+// copy, comes back byte-identical and samples the same neighbours;
+// without it, lists are sorted ascending as in the other formats.
 func ImportGraphBolt(srcDir, outDir string, opts *Options) (Report, error) {
 	return ImportGraphBoltContext(context.Background(), srcDir, outDir, opts)
 }
@@ -54,10 +58,10 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 		name = baseName(srcDir)
 	}
 	keepDType := opts == nil || opts.FeatDType == ""
-	return run(ctx, outDir, name, "graphbolt:"+absPath(srcDir), opts, func(j *job) error {
+	return run(ctx, outDir, name, "graphbolt:"+absPath(srcDir), opts, true, func(j *job) error {
 		j.addBytesIn(int64(len(b)))
 		for _, s := range l.Ignored {
-			j.o.Logger.Info("graphbolt: not imported", "what", s)
+			j.o.Logger.Warn("graphbolt: not imported", "what", s)
 		}
 		j.setNumNodes(l.NumNodes)
 		if err := j.graphBoltEdges(srcDir, l); err != nil {

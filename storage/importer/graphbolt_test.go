@@ -297,3 +297,76 @@ func TestDirectedEdgeConvention(t *testing.T) {
 		t.Errorf("export of the edge-list import has edges %v, want the file's %v", gotPairs, wantPairs)
 	}
 }
+
+// unsortedDataset writes a graph whose neighbour lists are in an order of
+// their own (as a relabelled copy keeps its source's order), with
+// repeated neighbours and self loops, large enough that the import's
+// sorter spills several runs at MinMemBytes.
+func unsortedDataset(t *testing.T, dir string, seed uint64, n int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	b, err := storage.Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.CreateCSR(int64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range n {
+		nb := make([]int64, rng.IntN(40))
+		for i := range nb {
+			nb[i] = rng.Int64N(int64(n))
+			if i > 0 && rng.IntN(8) == 0 {
+				nb[i] = nb[rng.IntN(i)] // a repeat
+			}
+		}
+		if err := c.Append(int64(v), nb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(storage.Manifest{Name: "unsorted", NumNodes: int64(n), NumEdges: c.Edges()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGraphBoltRoundTripKeepsListOrder (I12): a neighbour list's order is
+// data (the sampler draws positions), so export→import of a dataset whose
+// lists are not sorted must give them back in the same order, through
+// spilled runs too; with duplicates dropped the lists come back sorted.
+func TestGraphBoltRoundTripKeepsListOrder(t *testing.T) {
+	seed := testSeed(t)
+	src := filepath.Join(t.TempDir(), "src")
+	unsortedDataset(t, src, seed, 3000)
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, err := graphbolt.Export(src, gb, nil); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	o := *asGiven
+	o.MemBytes = MinMemBytes
+	rep, err := ImportGraphBolt(gb, back, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SortRuns < 2 {
+		t.Errorf("only %d sort runs: the test should spill", rep.SortRuns)
+	}
+	sameArrays(t, src, back)
+
+	// Without duplicates each list is sorted, as in the other formats.
+	sorted := filepath.Join(t.TempDir(), "sorted")
+	o.KeepDuplicates = false
+	if _, err := ImportGraphBolt(gb, sorted, &o); err != nil {
+		t.Fatal(err)
+	}
+	ip, ix := npyInt64s(t, filepath.Join(sorted, storage.FileIndptr)), npyInt64s(t, filepath.Join(sorted, storage.FileIndices))
+	for v := range len(ip) - 1 {
+		if l := ix[ip[v]:ip[v+1]]; !slices.IsSorted(l) {
+			t.Fatalf("--keep-duplicates=false: list of %d not sorted: %v", v, l)
+		}
+	}
+}

@@ -51,7 +51,7 @@ func ImportNPYContext(ctx context.Context, srcDir, outDir string, opts *Options)
 		labelPath = filepath.Join(srcDir, igbLab2K)
 	}
 	source := "igb:" + absPath(srcDir)
-	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, false, func(j *job) error {
 		var feat, label *npyStream
 		defer func() {
 			if feat != nil {

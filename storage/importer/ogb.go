@@ -39,7 +39,7 @@ func ImportOGBContext(ctx context.Context, srcDir, outDir string, opts *Options)
 		source += " split=" + split
 	}
 	raw := filepath.Join(srcDir, "raw")
-	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, false, func(j *job) error {
 		if exists(filepath.Join(raw, "data.npz")) {
 			if err := j.ogbBinary(raw); err != nil {
 				return err

@@ -56,8 +56,10 @@ type job struct {
 	labelLimit int64
 }
 
-// begin validates opts and creates the output directory.
-func begin(outDir, name, source string, opts *Options) (*job, error) {
+// begin validates opts and creates the output directory. With byRow (a
+// GraphBolt import that keeps duplicates) each neighbour list keeps the
+// order of the source's edges instead of being sorted (extsort ByRow).
+func begin(outDir, name, source string, opts *Options, byRow bool) (*job, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -87,7 +89,8 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("importer: temp dir: %w", err)
 	}
-	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.sortMem(), Dedup: !j.o.KeepDuplicates})
+	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.sortMem(), Dedup: !j.o.KeepDuplicates,
+		ByRow: byRow && j.o.KeepDuplicates})
 	if err != nil {
 		j.cleanup()
 		return nil, fmt.Errorf("importer: %w", err)
@@ -801,12 +804,12 @@ func (j *job) finish() (Report, error) {
 }
 
 // run executes body on a new job and finishes it, cleaning up on every
-// path. body fills the dataset's arrays.
-func run(ctx context.Context, outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+// path. body fills the dataset's arrays. byRow is begin's.
+func run(ctx context.Context, outDir, name, source string, opts *Options, byRow bool, body func(j *job) error) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
-	j, err := begin(outDir, name, source, opts)
+	j, err := begin(outDir, name, source, opts, byRow)
 	if err != nil {
 		return Report{}, err
 	}
