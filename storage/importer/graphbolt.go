@@ -1,10 +1,12 @@
 package importer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -21,7 +23,9 @@ import (
 // inverse of graphbolt.Export, so importing an export gives the dataset
 // back. Node features "feat" and "label" become features.npy and
 // labels.npy; without a "label" feature, labels come from the first
-// task's sets (nodes in no set are unlabelled). The first task's seeds
+// task's sets (nodes in no set are unlabelled). With both, each set label
+// must equal the feature's label of its seed, or the import fails with an
+// error matching ErrLabelConflict. The first task's seeds
 // become the splits, and its num_classes the number of classes unless
 // Options.NumClasses is set. Features keep their stored dtype unless
 // Options.FeatDType is set.
@@ -98,29 +102,89 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 		if err := j.checkTableMem(j.numNodes); err != nil {
 			return err
 		}
-		c := newSplitChecker(j.numNodes)
-		for k, s := range l.Sets {
-			if s.Seeds == "" {
-				continue
-			}
-			if err := j.graphBoltSet(srcDir, k, s, c, setLabels); err != nil {
-				return err
-			}
-		}
-		switch {
-		case l.LabelPath != "":
+		// The label feature is copied first, so that the sets' labels
+		// can be checked against it (I4).
+		var feat *labelLookup
+		if l.LabelPath != "" {
 			s, size, err := openNPYFile(filepath.Join(srcDir, l.LabelPath), RoleLabel, nil)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			j.addBytesIn(size)
-			return j.copyNPYLabels(s)
-		case setLabels != nil:
+			if err := j.copyNPYLabels(s); err != nil {
+				return err
+			}
+			if feat, err = openLabelLookup(s); err != nil {
+				return err
+			}
+			defer feat.close()
+		}
+		c := newSplitChecker(j.numNodes)
+		for k, s := range l.Sets {
+			if s.Seeds == "" {
+				continue
+			}
+			if err := j.graphBoltSet(srcDir, k, s, c, setLabels, feat); err != nil {
+				return err
+			}
+		}
+		if setLabels != nil {
 			return j.labelsFromSets(setLabels)
 		}
 		return nil
 	})
+}
+
+// labelLookup reads single labels of a checked label array (one per
+// node) by node id, through one cached block: seeds usually ascend.
+type labelLookup struct {
+	f     *os.File
+	name  string
+	h     npy.Header
+	block []byte
+	first int64 // element index of block[0], -1 when empty
+	count int64 // elements in block
+}
+
+const labelLookupBlock = 64 << 10
+
+func openLabelLookup(s *npyStream) (*labelLookup, error) {
+	f, _, err := openFile(s.name)
+	if err != nil {
+		return nil, err
+	}
+	return &labelLookup{f: f, name: s.name, h: s.h, first: -1}, nil
+}
+
+func (l *labelLookup) close() { _ = l.f.Close() }
+
+// at returns node v's label as the label writer reads it: -1 for NaN and
+// -1 (unlabelled), else the class.
+func (l *labelLookup) at(v int64) (float64, error) {
+	sz := int64(l.h.DType.Size())
+	if v < l.first || v >= l.first+l.count {
+		per := max(1, labelLookupBlock/sz)
+		l.first = v / per * per
+		l.count = min(per, l.h.Len()-l.first)
+		if int64(cap(l.block)) < l.count*sz {
+			l.block = make([]byte, per*sz)
+		}
+		l.block = l.block[:l.count*sz]
+		if _, err := l.f.ReadAt(l.block, l.h.DataOffset+l.first*sz); err != nil {
+			l.first, l.count = -1, 0
+			return 0, elemErr(l.name, v, "read error: %v", err)
+		}
+	}
+	s := &npyStream{name: l.name, r: bytes.NewReader(l.block[(v-l.first)*sz : (v-l.first+1)*sz]), h: l.h, pos: v, end: v + 1}
+	var x [1]float64
+	if _, err := s.float64s(x[:]); err != nil {
+		return 0, err
+	}
+	if math.IsNaN(x[0]) {
+		return -1, nil
+	}
+	return x[0], nil
 }
 
 // graphBoltEdges reads the (2, E) edge array and writes the CSR.
@@ -153,8 +217,10 @@ func (j *job) graphBoltEdges(srcDir string, l *graphbolt.Layout) error {
 
 // graphBoltSet reads set k's seeds (checked against N and the other sets)
 // and writes them as split k. The set's labels, when given, must be one
-// per seed; they are queued in labels (seed, class) unless labels is nil.
-func (j *job) graphBoltSet(srcDir string, k int, s graphbolt.SetLayout, c *splitChecker, labels *extsort.Sorter) error {
+// per seed; they are queued in labels (seed, class) unless labels is nil,
+// and must agree with the label feature feat when it is given (a
+// disagreement is an error matching ErrLabelConflict).
+func (j *job) graphBoltSet(srcDir string, k int, s graphbolt.SetLayout, c *splitChecker, labels *extsort.Sorter, feat *labelLookup) error {
 	ss, size, err := openNPYFile(filepath.Join(srcDir, s.Seeds), "seeds", nil)
 	if err != nil {
 		return err
@@ -203,6 +269,17 @@ func (j *job) graphBoltSet(srcDir string, k int, s graphbolt.SetLayout, c *split
 		}
 		batch = batch[:0]
 		for i, x := range lbuf[:n] {
+			if feat != nil {
+				y, err := feat.at(buf[i])
+				if err != nil {
+					return err
+				}
+				if x != y && !(math.IsNaN(x) && y == -1) {
+					return &FormatError{File: ls.name, Index: lstart + int64(i), Kind: ErrLabelConflict,
+						Msg: fmt.Sprintf("label %v of seed %d, but %s says %v (-1: unlabelled): the task's labels and the label feature must agree",
+							x, buf[i], feat.name, y)}
+				}
+			}
 			switch {
 			case x == -1:
 				continue

@@ -132,6 +132,7 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		Train: []int64{0, 1}, Valid: []int64{2}, Test: []int64{3},
 	})
 	seeds, labels := graphbolt.SetPaths(0)
+	testSeeds, _ := graphbolt.SetPaths(2)
 	for _, tc := range []struct {
 		name  string
 		file  string
@@ -159,15 +160,21 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		{name: "seed out of range", file: seeds, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 4})
 		}, want: []string{"train_seeds.npy", "element 1", "node 4 out of range [0, 4)"}, isErr: ErrFormat},
-		{name: "seed in two sets", file: seeds, data: func(t *testing.T) []byte {
-			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 3})
-		}, want: []string{"test_seeds.npy", "element 0", "node 3 is also in train"}, isErr: ErrFormat},
+		{name: "seed in two sets", file: testSeeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{1}, []int64{1})
+		}, want: []string{"test_seeds.npy", "element 0", "node 1 is also in train"}, isErr: ErrFormat},
 		{name: "seeds float", file: seeds, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Float64, []int64{2}, []float64{0, 1})
 		}, want: []string{"train_seeds.npy", "want an integer dtype"}, isErr: ErrFormat},
 		{name: "set labels length", file: labels, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
 		}, want: []string{"train_labels.npy", "3 labels for 2 seeds"}, isErr: ErrFormat},
+		{name: "set labels disagree with label feature", file: labels, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 2})
+		}, want: []string{"train_labels.npy: element 1", "label 2 of seed 1", "label.npy says 1"}, isErr: ErrLabelConflict},
+		{name: "set says unlabelled, feature labels", file: labels, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float32, []int64{2}, []float32{-1, 1})
+		}, want: []string{"train_labels.npy: element 0", "label -1 of seed 0", "label.npy says 0"}, isErr: ErrLabelConflict},
 		{name: "label feature length", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
 		}, want: []string{"label.npy", "3 labels, want one per node (4)"}, isErr: ErrFormat},

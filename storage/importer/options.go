@@ -28,6 +28,10 @@ var (
 	// *FormatError or wrap a *csvnum.ParseError; both name the file and
 	// the line or element.
 	ErrFormat = errors.New("importer: bad input")
+	// ErrLabelConflict is wrapped (with ErrFormat) when a GraphBolt
+	// task's set labels disagree with the "label" node feature: the same
+	// dataset would train on other targets in DGL than in ssdgnn.
+	ErrLabelConflict = errors.New("importer: set labels disagree with the label feature")
 )
 
 // FormatError locates a problem in a source file. Line is the 1-based line
@@ -38,6 +42,9 @@ type FormatError struct {
 	Line  int64
 	Index int64
 	Msg   string
+	// Kind, when set, is a sentinel the error also matches (such as
+	// ErrLabelConflict).
+	Kind error
 }
 
 func (e *FormatError) Error() string {
@@ -56,8 +63,10 @@ func (e *FormatError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrFormat) true.
-func (e *FormatError) Is(target error) bool { return target == ErrFormat }
+// Is makes errors.Is(err, ErrFormat) true, and errors.Is(err, e.Kind).
+func (e *FormatError) Is(target error) bool {
+	return target == ErrFormat || (e.Kind != nil && target == e.Kind)
+}
 
 func lineErr(file string, line int64, format string, args ...any) error {
 	return &FormatError{File: file, Line: line, Index: -1, Msg: fmt.Sprintf(format, args...)}
