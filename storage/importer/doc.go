@@ -53,7 +53,9 @@
 //     otherwise num_classes is inferred as the largest label + 1 and
 //     labels must lie in [0, 2^31-1).
 //   - A source split is checked (ids in [0, N), no id twice, splits
-//     disjoint), sorted and stored as int64. A random split has exact sizes
+//     disjoint), sorted and stored as int64. Split nodes without a label
+//     are legal but logged as a warning and counted per split in
+//     Report.SplitUnlabelled (training skips them; validate warns too). A random split has exact sizes
 //     round(L × SplitFrac) over the L labelled nodes and depends only on
 //     Options.Seed and the labelled set.
 //

@@ -336,6 +336,12 @@ type Report struct {
 	Valid       int64  `json:"valid"`
 	Test        int64  `json:"test"`
 	RandomSplit bool   `json:"random_split"`
+	// SplitUnlabelled counts, per split (train, valid, test), the nodes
+	// of a source split that have no label; FirstSplitUnlabelled is the
+	// smallest of them (meaningful when any is counted). Training skips
+	// such nodes.
+	SplitUnlabelled      [3]int64 `json:"split_unlabelled"`
+	FirstSplitUnlabelled int64    `json:"first_split_unlabelled"`
 
 	SortRuns         int64 `json:"sort_runs"` // runs the edge sorter spilled
 	SortSpilledBytes int64 `json:"sort_spilled_bytes"`
@@ -362,6 +368,10 @@ func (r Report) String() string {
 	}
 	if r.Split != "" {
 		fmt.Fprintf(&b, "  split %s: train %d, valid %d, test %d\n", r.Split, r.Train, r.Valid, r.Test)
+	}
+	if u := r.SplitUnlabelled; u != [3]int64{} {
+		fmt.Fprintf(&b, "  warning: split nodes without a label (training skips them): train %d, valid %d, test %d; first node %d\n",
+			u[0], u[1], u[2], r.FirstSplitUnlabelled)
 	}
 	fmt.Fprintf(&b, "  sort: %d runs spilled, %d bytes\n", r.SortRuns, r.SortSpilledBytes)
 	secs := r.Wall.Seconds()

@@ -769,6 +769,53 @@ func (j *job) randomSplit() error {
 	return nil
 }
 
+// checkSplitLabels counts the nodes of source splits that have no label
+// (I17): training skips them, so a split of 140 with 5 of them trains on
+// 135, and a GraphBolt export would write their -1 as a target. They are
+// legal (the source says so), so this warns, with the count per split and
+// the first such node, in Report.SplitUnlabelled and the log; validate
+// reports them as a warning too. A random split draws labelled nodes only.
+func (j *job) checkSplitLabels() error {
+	if j.labelled == nil || j.rep.RandomSplit {
+		return nil
+	}
+	buf := make([]int64, 1<<14)
+	first := int64(-1)
+	for k, name := range splitNames {
+		if _, ok := j.b.Entry(name); !ok {
+			continue
+		}
+		s, _, err := openNPYFile(filepath.Join(j.b.Dir(), name), "split", nil)
+		if err != nil {
+			return err
+		}
+		for {
+			n, err := s.int64s(buf)
+			if err != nil {
+				s.Close()
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			for _, v := range buf[:n] {
+				if !j.labelled.has(v) {
+					j.rep.SplitUnlabelled[k]++
+					if first < 0 || v < first {
+						first = v
+					}
+				}
+			}
+		}
+		s.Close()
+	}
+	if u := j.rep.SplitUnlabelled; u != [3]int64{} {
+		j.rep.FirstSplitUnlabelled = first
+		j.o.Logger.Warn("split nodes without a label: training skips them", "train", u[0], "valid", u[1], "test", u[2], "first_node", first)
+	}
+	return nil
+}
+
 // finish writes the manifest and completes the report.
 func (j *job) finish() (Report, error) {
 	if j.featDim == 0 {
@@ -819,7 +866,11 @@ func run(ctx context.Context, outDir, name, source string, opts *Options, byRow 
 	// RSS reach about 2 × the sort buffer (I8: 149 MB at a 64 MiB budget).
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(j.o.MemBytes - GoLimitSlack))
 	j.ctx = ctx
-	if err := body(j); err != nil {
+	err = body(j)
+	if err == nil {
+		err = j.checkSplitLabels()
+	}
+	if err != nil {
 		j.o.Logger.Debug("import failed", "err", err)
 		j.removeArrays()
 		return Report{}, err
