@@ -288,7 +288,13 @@ the edges are kept exactly as given by default, and features keep their
 stored dtype, so importing an export gives the dataset back. --symmetrize
 stores each edge in both directions and then drops duplicate edges (the
 reverse copies of an already symmetric graph included), as the other
-formats do, unless --keep-duplicates is given.`,
+formats do, unless --keep-duplicates is given. While duplicates are kept,
+each neighbour list keeps the order of the edge array.
+
+The first task's sets are the split. Without any task in metadata.yaml, a
+labelled dataset gets a seeded random split (--split-frac, --seed) as the
+other formats do; a task without sets means no split. Set labels must agree
+with the "label" feature when both are given.`,
 		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

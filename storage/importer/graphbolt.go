@@ -23,7 +23,9 @@ import (
 // inverse of graphbolt.Export, so importing an export gives the dataset
 // back. Node features "feat" and "label" become features.npy and
 // labels.npy; without a "label" feature, labels come from the first
-// task's sets (nodes in no set are unlabelled). With both, each set label
+// task's sets (nodes in no set are unlabelled). Without a task, a
+// labelled dataset gets a random split (Options.SplitFrac, Options.Seed)
+// as in the other formats; a task without sets means no split. With both, each set label
 // must equal the feature's label of its seed, or the import fails with an
 // error matching ErrLabelConflict. The first task's seeds
 // become the splits, and its num_classes the number of classes unless
@@ -121,6 +123,7 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 			defer feat.close()
 		}
 		c := newSplitChecker(j.numNodes)
+		sets := 0
 		for k, s := range l.Sets {
 			if s.Seeds == "" {
 				continue
@@ -128,10 +131,22 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 			if err := j.graphBoltSet(srcDir, k, s, c, setLabels, feat); err != nil {
 				return err
 			}
+			sets++
 		}
 		if setLabels != nil {
 			return j.labelsFromSets(setLabels)
 		}
+		if l.TaskName == "" {
+			// No task: a seeded random split over the labelled nodes,
+			// as the other formats make (I13). A task without sets
+			// (an export of a dataset without a split) says there is
+			// none, and keeps the round trip exact.
+			return j.randomSplit()
+		}
+		if sets == 0 {
+			return nil
+		}
+		j.rep.Split = "task " + l.TaskName // C1: the text report's split line
 		return nil
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -375,5 +376,74 @@ func TestGraphBoltRoundTripKeepsListOrder(t *testing.T) {
 		if l := ix[ip[v]:ip[v+1]]; !slices.IsSorted(l) {
 			t.Fatalf("--keep-duplicates=false: list of %d not sorted: %v", v, l)
 		}
+	}
+}
+
+// TestGraphBoltRandomSplit (I13): a labelled GraphBolt dataset without a
+// task gets a seeded random split of Options.SplitFrac over its
+// labelled nodes, as the other formats do; one with sets keeps them and
+// names the task in the report (C1).
+func TestGraphBoltRandomSplit(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	g := storagetest.Graph{Adj: make([][]int64, 100), Labels: make([]int32, 100), NumClasses: 3}
+	for v := range g.Adj {
+		g.Adj[v] = []int64{int64((v + 1) % 100)}
+		g.Labels[v] = int32(v%4) - 1 // 75 labelled
+	}
+	storagetest.Write(t, src, g)
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, err := graphbolt.Export(src, gb, nil); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(gb, graphbolt.MetadataName)
+	b, _ := os.ReadFile(mpath)
+	meta, _, ok := strings.Cut(string(b), "tasks:")
+	if !ok {
+		t.Fatalf("no tasks in\n%s", b)
+	}
+	if err := os.WriteFile(mpath, []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	imp := func(seed int64) (Report, loaded) {
+		t.Helper()
+		o := *asGiven
+		o.SplitFrac, o.Seed = [3]float64{0.5, 0.25, 0.25}, seed
+		out := filepath.Join(t.TempDir(), "out")
+		rep, err := ImportGraphBolt(gb, out, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, load(t, out)
+	}
+	rep, a := imp(3)
+	if !rep.RandomSplit || rep.Split != "random" || rep.Train != 38 || rep.Valid != 19 || rep.Test != 19-1 {
+		t.Errorf("report %+v: want a random split 38/19/18 of 75 labelled nodes", rep)
+	}
+	for k, sp := range a.splits {
+		for _, v := range sp {
+			if a.labels[v] < 0 {
+				t.Errorf("split %d holds unlabelled node %d", k, v)
+			}
+		}
+	}
+	if _, b := imp(3); !reflect.DeepEqual(a.splits, b.splits) {
+		t.Error("same seed, different split")
+	}
+	if _, b := imp(4); reflect.DeepEqual(a.splits, b.splits) {
+		t.Error("--seed ignored: seeds 3 and 4 give the same split")
+	}
+
+	// With sets, the sets are the split, whatever SplitFrac says.
+	src2 := filepath.Join(t.TempDir(), "src2")
+	randomDataset(t, src2, 1, 50)
+	gb2 := roundTrip(t, src2, nil)
+	o := *asGiven
+	o.SplitFrac = [3]float64{0.1, 0.1, 0.1}
+	rep, err := ImportGraphBolt(gb2, filepath.Join(t.TempDir(), "o"), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RandomSplit || !strings.Contains(rep.String(), "split task node_classification: train 25, valid 12, test 6") {
+		t.Errorf("report:\n%s", rep)
 	}
 }
