@@ -44,7 +44,7 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
 	fl.Var(&f.mem, "mem", "memory budget of the whole import (default 512MiB, or what a memory cgroup's limit leaves): the edge sort gets --mem less 32MiB and peak RSS stays within --mem")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
-	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
+	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features, and finite values beyond the stored dtype's range (float64 beyond float32's ±3.4e38, or beyond float16's ±65504) as the ±Inf they overflow to, with a warning that counts each kind, instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "replace an existing dataset in OUT (it stays whole until the new one is complete, so this needs room for both)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }

@@ -38,10 +38,13 @@
 //   - Self loops are counted once per source edge. Duplicates are counted
 //     after symmetrising, as directed copies: an undirected edge listed as
 //     both (u, v) and (v, u) yields two dropped copies.
-//   - Features must be finite (and, stored as float16, within ±65504): the
-//     first other value is a FormatError naming the node and the column,
-//     unless Options.AllowNonFinite, which stores them and counts them in
-//     Report.NonFiniteFeatures.
+//   - Features must be finite and within the stored dtype's range
+//     (float32's ±3.4e38, which a float64 source may exceed; float16's
+//     ±65504): the first other value is a FormatError naming the node, the
+//     column and the value as the source has it, unless
+//     Options.AllowNonFinite, which stores NaN/Inf as they are (counted in
+//     Report.NonFiniteFeatures) and out-of-range values as the ±Inf they
+//     overflow to (counted in Report.OverflowFeatures).
 //   - Without Options.NumNodes (or a .npy feature file), N is the largest
 //     id + 1, which must be at most max(InferNodesPerEdge × edges read,
 //     InferNodesFloor); the output file system must have room for

@@ -179,11 +179,14 @@ type Options struct {
 	// stays whole until the new one is complete
 	// (storage.CreateOptions.Force).
 	Force bool
-	// AllowNonFinite stores NaN and ±Inf features (and, with FeatDType
-	// float16, values beyond ±65504, which become ±Inf) as they are,
-	// counted in Report.NonFiniteFeatures and logged as a warning. By
+	// AllowNonFinite stores NaN and ±Inf features as they are, counted in
+	// Report.NonFiniteFeatures, and finite values beyond the stored
+	// dtype's range (float64 sources beyond float32's ±3.4e38; with
+	// FeatDType float16, beyond ±65504) as the ±Inf they overflow to,
+	// counted in Report.OverflowFeatures; both are logged as warnings. By
 	// default the first such value is an error naming the file, the node
-	// (row) and the column. validate reports such a dataset as bad.
+	// (row), the column and the value as the source has it. validate
+	// reports such a dataset as bad (it sees only the stored ±Inf).
 	AllowNonFinite bool
 	// Progress receives progress reports; nil reports nothing.
 	Progress progress.Reporter
@@ -324,9 +327,13 @@ type Report struct {
 	FeatDim   int64  `json:"feat_dim"`
 	FeatDType string `json:"feat_dtype"`
 	FeatRows  int64  `json:"feat_rows"`
-	// NonFiniteFeatures counts NaN/Inf feature values stored under
-	// Options.AllowNonFinite (always 0 otherwise).
+	// NonFiniteFeatures counts NaN/Inf feature values of the source
+	// stored under Options.AllowNonFinite (always 0 otherwise).
 	NonFiniteFeatures int64 `json:"non_finite_features"`
+	// OverflowFeatures counts finite source values beyond the stored
+	// dtype's range (float32's ±3.4e38, float16's ±65504), stored as
+	// ±Inf under Options.AllowNonFinite (always 0 otherwise).
+	OverflowFeatures int64 `json:"overflow_features"`
 
 	Labelled   int64 `json:"labelled"` // nodes with a label
 	NumClasses int64 `json:"num_classes"`
@@ -361,6 +368,9 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  features %d × %d %s\n", r.FeatRows, r.FeatDim, r.FeatDType)
 		if r.NonFiniteFeatures > 0 {
 			fmt.Fprintf(&b, "  warning: %d NaN/Inf feature values stored (--allow-nonfinite)\n", r.NonFiniteFeatures)
+		}
+		if r.OverflowFeatures > 0 {
+			fmt.Fprintf(&b, "  warning: %d finite feature values beyond %s's range overflowed to ±Inf on conversion (--allow-nonfinite)\n", r.OverflowFeatures, r.FeatDType)
 		}
 	}
 	if r.Labelled > 0 || r.NumClasses > 0 {

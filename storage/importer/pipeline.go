@@ -405,9 +405,31 @@ func (f *featWriter) write(v []float32) error {
 	if err := f.j.ctx.Err(); err != nil {
 		return err
 	}
-	if err := f.checkFinite(v); err != nil {
+	for i, x := range v {
+		if err := f.check(float64(x), i); err != nil {
+			return err
+		}
+	}
+	return f.store(v)
+}
+
+// write64 appends whole rows of float64 values, checked before they are
+// narrowed to float32, so that a finite value beyond float32's range is
+// named as it is in the source (I1), not as the +Inf it would become.
+func (f *featWriter) write64(v []float64, scratch []float32) error {
+	if err := f.j.ctx.Err(); err != nil {
 		return err
 	}
+	for i, x := range v {
+		if err := f.check(x, i); err != nil {
+			return err
+		}
+		scratch[i] = float32(x)
+	}
+	return f.store(scratch[:len(v)])
+}
+
+func (f *featWriter) store(v []float32) error {
 	f.rows += int64(len(v)) / f.dim
 	f.j.featBar.Add(int64(len(v)) / f.dim)
 	if f.f16 {
@@ -416,30 +438,40 @@ func (f *featWriter) write(v []float32) error {
 	return f.w.WriteFloat32s(v)
 }
 
-// checkFinite rejects (or, with AllowNonFinite, counts) NaN and ±Inf
-// values of v, and values a float16 dataset cannot hold.
-func (f *featWriter) checkFinite(v []float32) error {
-	for i, x := range v {
-		ax := math.Abs(float64(x))
-		if ax <= math.MaxFloat32 && (!f.f16 || ax <= maxFloat16) { // false for NaN
-			continue
-		}
-		if f.j.o.AllowNonFinite {
-			f.j.rep.NonFiniteFeatures++
-			continue
-		}
-		row, col := f.rows+int64(i)/f.dim, int64(i)%f.dim
-		what := fmt.Sprintf("%v", x)
-		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
-			what = fmt.Sprintf("%v, beyond float16's range (±%d)", x, maxFloat16)
-		}
-		msg := fmt.Sprintf("feature of node %d, column %d (0-based) is %s; pass --allow-nonfinite (Options.AllowNonFinite) to store it", row, col, what)
-		if f.line > 0 {
-			return lineErr(f.file, f.line, "%s", msg)
-		}
-		return elemErr(f.file, row*f.dim+col, "%s", msg)
+// check rejects the source value x at position i of the rows being
+// written when it is NaN or ±Inf, or finite but beyond the range of the
+// stored dtype (float32's ±3.4028235e38, float16's ±65504), which would
+// store it as ±Inf. With AllowNonFinite it is counted instead, in
+// Report.NonFiniteFeatures or Report.OverflowFeatures, and stored.
+func (f *featWriter) check(x float64, i int) error {
+	limit, dtype := float64(math.MaxFloat32), "float32"
+	if f.f16 {
+		limit, dtype = maxFloat16, "float16"
 	}
-	return nil
+	ax := math.Abs(x)
+	if ax <= limit { // false for NaN
+		return nil
+	}
+	nonFinite := math.IsNaN(x) || math.IsInf(x, 0)
+	if f.j.o.AllowNonFinite {
+		if nonFinite {
+			f.j.rep.NonFiniteFeatures++
+		} else {
+			f.j.rep.OverflowFeatures++
+		}
+		return nil
+	}
+	row, col := f.rows+int64(i)/f.dim, int64(i)%f.dim
+	what := fmt.Sprintf("is %v; pass --allow-nonfinite (Options.AllowNonFinite) to store it", x)
+	if !nonFinite {
+		what = fmt.Sprintf("is %v, beyond %s's range (±%v): it would overflow to %sInf; pass --allow-nonfinite (Options.AllowNonFinite) to store it as that",
+			x, dtype, float32(limit), map[bool]string{true: "-", false: "+"}[x < 0])
+	}
+	msg := fmt.Sprintf("feature of node %d, column %d (0-based) %s", row, col, what)
+	if f.line > 0 {
+		return lineErr(f.file, f.line, "%s", msg)
+	}
+	return elemErr(f.file, row*f.dim+col, "%s", msg)
 }
 
 // commit checks the row count against N (file names the source).
@@ -459,6 +491,10 @@ func (f *featWriter) commit(file string) error {
 	if n := f.j.rep.NonFiniteFeatures; n > 0 {
 		f.j.o.Logger.Warn("features stored with NaN/Inf values (allowed by AllowNonFinite); validate will report them",
 			"file", file, "count", n)
+	}
+	if n := f.j.rep.OverflowFeatures; n > 0 {
+		f.j.o.Logger.Warn("finite feature values beyond the stored dtype's range overflowed to ±Inf on conversion (allowed by AllowNonFinite); validate will report them as Inf",
+			"file", file, "count", n, "dtype", f.j.o.FeatDType)
 	}
 	return nil
 }
@@ -482,6 +518,25 @@ func (j *job) copyNPYFeatures(s *npyStream) error {
 	}
 	rows := max(1, (1<<18)/dim)
 	buf := make([]float32, rows*dim)
+	if s.h.DType == npy.Float64 {
+		buf64 := make([]float64, rows*dim)
+		for {
+			n, err := s.float64s(buf64)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			if err := fw.write64(buf64[:n], buf); err != nil {
+				return err
+			}
+		}
+		if err := s.drain(); err != nil {
+			return err
+		}
+		return fw.commit(s.name)
+	}
 	for {
 		n, err := s.float32s(buf)
 		if err != nil {
