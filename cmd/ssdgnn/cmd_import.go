@@ -153,13 +153,16 @@ func newImportNPYCmd(g *globals) *cobra.Command {
 	f := &importFlags{}
 	var labelFile string
 	var raw []string
+	var numNodes int64
 	cmd := &cobra.Command{
 		Use:   "npy SRC OUT",
 		Short: "Import IGB's NumPy layout (paper/node_feat.npy, paper__cites__paper/edge_index.npy)",
 		Long: `npy reads SRC/paper/node_feat.npy, SRC/paper/node_label_19.npy (or the file
 named by --label-file) and SRC/paper__cites__paper/edge_index.npy. IGB large
 and full ship headerless raw arrays named .npy: describe each with
---raw ROLE=DTYPE:D0xD1, for roles feat, label and edges.`,
+--raw ROLE=DTYPE:D0xD1, for roles feat, label and edges. The node count is
+the feature (else label) row count; a directory with only the edge array
+needs --num-nodes.`,
 		Example: `  ssdgnn import npy ~/igb/small/processed data/igb-small
   ssdgnn import npy ~/igb/large/processed data/igb-large \
       --raw feat=float32:100000000x1024 --raw label=float32:100000000 --raw edges=int64:1223571364x2`,
@@ -169,7 +172,7 @@ and full ship headerless raw arrays named .npy: describe each with
 			if err != nil {
 				return err
 			}
-			o.LabelFile = labelFile
+			o.LabelFile, o.NumNodes = labelFile, numNodes
 			if o.Raw, err = parseRawSpecs(raw); err != nil {
 				return err
 			}
@@ -191,6 +194,7 @@ and full ship headerless raw arrays named .npy: describe each with
 	f.register(cmd)
 	cmd.Flags().StringVar(&labelFile, "label-file", "", "label file under SRC/paper (default node_label_19.npy)")
 	cmd.Flags().StringArrayVar(&raw, "raw", nil, "ROLE=DTYPE:SHAPE for a headerless file, e.g. feat=float32:1000x1024 (repeatable)")
+	cmd.Flags().Int64Var(&numNodes, "num-nodes", 0, "number of nodes (default: the rows of node_feat.npy, else of the labels; required for an edges-only directory)")
 	return cmd
 }
 

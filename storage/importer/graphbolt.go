@@ -69,7 +69,7 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 		for _, s := range l.Ignored {
 			j.o.Logger.Warn("graphbolt: not imported", "what", s)
 		}
-		j.setNumNodes(l.NumNodes)
+		j.setNumNodes(l.NumNodes, mpath+" graph.nodes[0].num")
 		if err := j.graphBoltEdges(srcDir, l); err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 			}
 			defer feat.close()
 		}
-		c := newSplitChecker(j.numNodes)
+		c := j.newSplitChecker()
 		sets := 0
 		for k, s := range l.Sets {
 			if s.Seeds == "" {

@@ -153,7 +153,7 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		}, want: []string{"edges.npy", "want (2, num_edges)"}, isErr: ErrFormat},
 		{name: "edge out of range", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 9, 3})
-		}, want: []string{"edges.npy", "element 4", "destination node 9 out of range [0, 4)"}, isErr: ErrFormat},
+		}, want: []string{"edges.npy", "element 4", "destination node 9 out of range [0, 4) (N = 4 from ", "metadata.yaml graph.nodes[0].num)"}, isErr: ErrFormat},
 		{name: "edges truncated", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
 			b := npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 2, 3})
 			return b[:len(b)-8]

@@ -36,7 +36,8 @@ type job struct {
 	names  []string               // file names of open and csr
 	rep    Report
 
-	numNodes int64 // -1 until known
+	numNodes     int64  // -1 until known
+	numNodesFrom string // where numNodes came from, for errors (I15)
 
 	// edges
 	sorter  *extsort.Sorter
@@ -178,9 +179,19 @@ func (j *job) create(name string, d npy.DType, tail []int64) (*storage.ArrayWrit
 func (j *job) addBytesIn(n int64) { j.rep.BytesIn += n }
 
 // setNumNodes fixes N; it must be called before node ids are checked.
-func (j *job) setNumNodes(n int64) {
-	j.numNodes = n
+// from says where N came from ("raw/num-node-list.csv.gz", "--num-nodes
+// (Options.NumNodes)"); range errors name it.
+func (j *job) setNumNodes(n int64, from string) {
+	j.numNodes, j.numNodesFrom = n, from
 	j.rep.Nodes = n
+}
+
+// rangeMsg is "out of range [0, N)" with where N came from.
+func (j *job) rangeMsg() string {
+	if j.numNodesFrom == "" {
+		return fmt.Sprintf("out of range [0, %d)", j.numNodes)
+	}
+	return fmt.Sprintf("out of range [0, %d) (N = %d from %s)", j.numNodes, j.numNodes, j.numNodesFrom)
 }
 
 // idMsg checks one node id of an edge (role "source" or "destination")
@@ -190,7 +201,7 @@ func (j *job) idMsg(role string, v int64) string {
 	case v < 0:
 		return fmt.Sprintf("negative %s node id %d", role, v)
 	case j.numNodes >= 0 && v >= j.numNodes:
-		return fmt.Sprintf("%s node %d out of range [0, %d)", role, v, j.numNodes)
+		return fmt.Sprintf("%s node %d %s", role, v, j.rangeMsg())
 	}
 	return ""
 }
@@ -255,7 +266,7 @@ func (j *job) writeCSR() error {
 		if err := checkInferredNodes(j.maxID, j.rep.EdgesRead); err != nil {
 			return err
 		}
-		j.setNumNodes(j.maxID + 1)
+		j.setNumNodes(j.maxID+1, "the largest edge id + 1")
 	}
 	n := j.numNodes
 	if n <= 0 {
@@ -697,12 +708,14 @@ var splitNames = [3]string{storage.FileTrain, storage.FileValid, storage.FileTes
 // splitChecker checks that split lists are in range and disjoint, with 2
 // bits per node recording which split holds it.
 type splitChecker struct {
-	n    int64
-	tags []byte
+	n        int64
+	tags     []byte
+	rangeMsg string // "out of range [0, N) (N from ...)"
 }
 
-func newSplitChecker(n int64) *splitChecker {
-	return &splitChecker{n: n, tags: make([]byte, (n+3)/4)}
+func (j *job) newSplitChecker() *splitChecker {
+	n := j.numNodes
+	return &splitChecker{n: n, tags: make([]byte, (n+3)/4), rangeMsg: j.rangeMsg()}
 }
 
 var splitLabels = [3]string{"train", "valid", "test"}
@@ -710,7 +723,7 @@ var splitLabels = [3]string{"train", "valid", "test"}
 // add records node v in split k and returns what is wrong, or "".
 func (c *splitChecker) add(v int64, k int) string {
 	if v < 0 || v >= c.n {
-		return fmt.Sprintf("node %d out of range [0, %d)", v, c.n)
+		return fmt.Sprintf("node %d %s", v, c.rangeMsg)
 	}
 	sh := uint(v&3) * 2
 	if t := (c.tags[v>>2] >> sh) & 3; t != 0 {
