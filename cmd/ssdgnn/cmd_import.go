@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,7 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.keepDupes, "keep-duplicates", false, "keep repeated edges instead of dropping and counting them")
 	fl.StringVar(&f.featDType, "feat-dtype", "float32", "stored feature dtype: float32 or float16")
 	fl.Int64Var(&f.numClasses, "num-classes", 0, "number of classes; labels must be below it (0: largest label + 1)")
-	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none")
+	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none; sizes are rounded, and when they add up to more than the labelled nodes, test (then valid) shrinks")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
 	fl.Var(&f.mem, "mem", "memory budget of the whole import (default 512MiB, or what a memory cgroup's limit leaves): the edge sort gets --mem less 32MiB and peak RSS stays within --mem")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
@@ -82,6 +83,18 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 		o.SplitFrac[i] = x
 	}
 	return o, nil
+}
+
+// lockImportOut checks OUT (not the source, not a plain file: C14) and
+// locks it.
+func lockImportOut(src, out string) (*dirlock.Lock, error) {
+	if outpath.Same(src, out) { // the source's own files would be overwritten
+		return nil, fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, out, src)
+	}
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%w: OUT %s is a file, not a directory: name a directory (it is made if missing)", outpath.ErrInput, out)
+	}
+	return dirlock.Acquire(out)
 }
 
 func (f *importFlags) print(cmd *cobra.Command, rep importer.Report) error {
@@ -129,10 +142,7 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
 				return err
 			}
 			o.Split = split
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -176,10 +186,7 @@ needs --num-nodes.`,
 			if o.Raw, err = parseRawSpecs(raw); err != nil {
 				return err
 			}
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -254,10 +261,7 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 				o.Delim = delim[0]
 			}
 			o.Comment, o.FeatFile, o.LabelFile, o.NumNodes = comment, feat, labels, numNodes
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -314,10 +318,7 @@ with the "label" feature when both are given.`,
 			if f.symmetrize && !cmd.Flags().Changed("keep-duplicates") {
 				o.KeepDuplicates = false
 			}
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}

@@ -60,3 +60,28 @@ func TestImportNPYMessages(t *testing.T) {
 		t.Fatalf("headerless: %v", err)
 	}
 }
+
+// TestImportOutIsFile (C14) and a dataset without features (C8): OUT that
+// is a plain file is named as such; a featureless import records no
+// feature dtype.
+func TestImportOutIsFile(t *testing.T) {
+	dir := t.TempDir()
+	edges, file := filepath.Join(dir, "e.txt"), filepath.Join(dir, "afile")
+	if err := os.WriteFile(edges, []byte("0 1\n1 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "import", "edgelist", edges, file); err == nil || !strings.Contains(err.Error(), "OUT "+file+" is a file, not a directory") {
+		t.Fatalf("OUT a file: %v", err)
+	}
+	out := filepath.Join(dir, "o")
+	if _, _, err := run(t, "import", "edgelist", edges, out); err != nil {
+		t.Fatal(err)
+	}
+	m, err := os.ReadFile(filepath.Join(out, "dataset.json"))
+	if err != nil || !strings.Contains(string(m), `"feat_dtype": ""`) {
+		t.Errorf("featureless dataset.json: %v\n%s", err, m)
+	}
+}

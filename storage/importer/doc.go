@@ -59,8 +59,10 @@
 //     disjoint), sorted and stored as int64. Split nodes without a label
 //     are legal but logged as a warning and counted per split in
 //     Report.SplitUnlabelled (training skips them; validate warns too). A random split has exact sizes
-//     round(L × SplitFrac) over the L labelled nodes and depends only on
-//     Options.Seed and the labelled set.
+//     round(L × SplitFrac) over the L labelled nodes, taken in train,
+//     valid, test order: when the rounded sizes exceed L the last ones
+//     shrink (3 labelled nodes at 0.6,0.2,0.2 give 2, 1, 0). It depends
+//     only on Options.Seed and the labelled set.
 //
 // # Memory
 //

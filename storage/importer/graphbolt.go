@@ -55,6 +55,9 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 	if err != nil {
 		return Report{}, fmt.Errorf("importer: %w", err)
 	}
+	if len(bytes.TrimSpace(b)) == 0 { // C2: yaml says only "EOF"
+		return Report{}, fileErr(mpath, "the file is empty: want a GraphBolt metadata.yaml with graph, feature_data and tasks")
+	}
 	l, err := graphbolt.ParseMetadata(b, mpath)
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: %w", ErrFormat, err)
@@ -70,6 +73,7 @@ func ImportGraphBoltContext(ctx context.Context, srcDir, outDir string, opts *Op
 			j.o.Logger.Warn("graphbolt: not imported", "what", s)
 		}
 		j.setNumNodes(l.NumNodes, mpath+" graph.nodes[0].num")
+		j.gbTask = l.TaskName
 		if err := j.graphBoltEdges(srcDir, l); err != nil {
 			return err
 		}
@@ -243,7 +247,8 @@ func (j *job) graphBoltSet(srcDir string, k int, s graphbolt.SetLayout, c *split
 	defer ss.Close()
 	j.addBytesIn(size)
 	if len(ss.h.Shape) != 1 && !(len(ss.h.Shape) == 2 && ss.h.Shape[1] == 1) {
-		return fileErr(ss.name, "shape %v, want (num_seeds,)", ss.h.Shape)
+		return fileErr(ss.name, "shape %v, want (num_seeds,): only the first task (%q) is read, and its sets must be node seeds (node classification)",
+			ss.h.Shape, j.gbTask)
 	}
 	count := ss.h.Shape[0]
 	var ls *npyStream
@@ -299,6 +304,9 @@ func (j *job) graphBoltSet(srcDir string, k int, s graphbolt.SetLayout, c *split
 			case x == -1:
 				continue
 			case x != float64(int64(x)) || x < 0 || x >= float64(j.labelLimit):
+				if j.o.NumClasses == 0 {
+					return elemErr(ls.name, lstart+int64(i), "label %v of seed %d: want an integer class >= 0 (below 2^31-1) or -1", x, buf[i])
+				}
 				return elemErr(ls.name, lstart+int64(i), "label %v of seed %d: want an integer class in [0, %d) or -1", x, buf[i], j.labelLimit)
 			}
 			batch = append(batch, extsort.Edge{Src: buf[i], Dst: int64(x)})

@@ -143,6 +143,10 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		isErr error
 	}{
 		{name: "no metadata", file: graphbolt.MetadataName, want: []string{"metadata.yaml not found"}, isErr: ErrLayout},
+		{name: "empty metadata", edit: func(string) string { return " \n" }, want: []string{"metadata.yaml: the file is empty"}, isErr: ErrFormat},
+		{name: "seeds of a link task", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2, 2}, []int64{0, 1, 1, 2})
+		}, want: []string{"train_seeds.npy", "shape [2 2], want (num_seeds,): only the first task (\"node_classification\") is read"}, isErr: ErrFormat},
 		{name: "missing graph", edit: func(s string) string { return strings.Replace(s, "graph:", "grph:", 1) }, want: []string{"metadata.yaml", "graph: missing"}, isErr: ErrFormat},
 		{name: "missing num", edit: func(s string) string { return strings.Replace(s, "num: 4", "nm: 4", 1) }, want: []string{"graph.nodes[0].num"}, isErr: ErrFormat},
 		{name: "edges float", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -279,6 +280,9 @@ func (o *Options) Validate() error {
 	}
 	if err := (&csvnum.Options{Delim: o.Delim, Comment: o.Comment}).Validate(); err != nil {
 		return bad("%v", err)
+	}
+	if comment := cmp.Or(o.Comment, "#"); o.Delim != 0 && o.Delim != ' ' && comment[0] == o.Delim {
+		return bad("Delim %q starts Comment %q: a line that starts with a delimiter would be a comment; choose another Comment", o.Delim, comment)
 	}
 	return nil
 }

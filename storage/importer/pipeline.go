@@ -38,6 +38,7 @@ type job struct {
 
 	numNodes     int64  // -1 until known
 	numNodesFrom string // where numNodes came from, for errors (I15)
+	gbTask       string // GraphBolt: the task read, for errors
 
 	// edges
 	sorter  *extsort.Sorter
@@ -270,6 +271,9 @@ func (j *job) writeCSR() error {
 	}
 	n := j.numNodes
 	if n <= 0 {
+		if j.numNodesFrom != "" && j.numNodesFrom != "the largest edge id + 1" {
+			return fmt.Errorf("%w: the graph has no nodes: N = %d from %s, and no edges", ErrFormat, n, j.numNodesFrom)
+		}
 		return fmt.Errorf("%w: the graph has no nodes (no edges and no node count)", ErrFormat)
 	}
 	if err := j.checkSpace(n); err != nil {
@@ -602,7 +606,10 @@ func (l *labelWriter) add(x float64) string {
 		if l.j.o.NumClasses > 0 {
 			return fmt.Sprintf("label %v out of range [0, %d) (NumClasses %d)", x, l.j.labelLimit, l.j.o.NumClasses)
 		}
-		return fmt.Sprintf("label %v out of range [0, %d); -1 or NaN mark unlabelled nodes", x, l.j.labelLimit)
+		if x < 0 {
+			return fmt.Sprintf("label %v is negative; -1 or NaN mark unlabelled nodes", x)
+		}
+		return fmt.Sprintf("label %v is too large: labels are int32 classes below 2^31-1", x)
 	default:
 		v = int32(x)
 		l.j.labelled.set(l.n)
@@ -894,7 +901,7 @@ func (j *job) finish() (Report, error) {
 		NumNodes:          j.numNodes,
 		NumEdges:          j.rep.EdgesStored,
 		FeatDim:           j.featDim,
-		FeatDType:         j.o.FeatDType,
+		FeatDType:         j.rep.FeatDType, // "" without features (C8)
 		NumClasses:        j.rep.NumClasses,
 		Symmetrized:       !j.o.Directed,
 		Source:            j.rep.Source,

@@ -49,7 +49,11 @@ func openText(path string) (io.ReadCloser, int64, error) {
 	}
 	br := bufio.NewReaderSize(f, readBufSize)
 	if !strings.HasSuffix(path, ".gz") {
-		return readCloser{br, f}, size, nil
+		// C6: gzip whose name lacks .gz is read as gzip; its magic
+		// (1f 8b) cannot start a text line.
+		if m, _ := br.Peek(2); len(m) < 2 || m[0] != 0x1f || m[1] != 0x8b {
+			return readCloser{br, f}, size, nil
+		}
 	}
 	zr, err := gzip.NewReader(br)
 	if err != nil {
