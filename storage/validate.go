@@ -31,6 +31,15 @@ type ValidateReport struct {
 	FeatureInf   int64    `json:"feature_inf"`
 	Unlabelled   int64    `json:"unlabelled"`
 	IsolatedNode int64    `json:"isolated_nodes"`
+	// SplitUnlabelled counts the split nodes (train, valid, test) whose
+	// label is -1. They are a warning, not a problem: the dataset is
+	// consistent (-1 is a legal label, and a source may list such nodes),
+	// but training skips them, so a split trains or scores on fewer nodes
+	// than it lists, and a GraphBolt export writes -1 as their target.
+	SplitUnlabelled [3]int64 `json:"split_unlabelled"`
+	// Warnings describe findings that do not make the dataset bad (they
+	// do not change OK or the exit status of ssdgnn validate).
+	Warnings []string `json:"warnings"`
 }
 
 // OK reports whether the scan found no problem.
@@ -91,7 +100,9 @@ func (d *Dataset) path(name string) string { return d.dir + "/" + name }
 
 // Validate opens the dataset in dir and scans every byte: CSR structure,
 // id ranges, label ranges, split order, range and disjointness, feature
-// NaN/Inf, and every checksum. It returns an error only when the dataset
+// NaN/Inf, and every checksum. Split nodes without a label are counted
+// and reported as a warning (ValidateReport.SplitUnlabelled), not as a
+// problem. It returns an error only when the dataset
 // cannot be opened; problems found by the scan are in the report.
 func Validate(dir string, opts *ValidateOptions) (*ValidateReport, error) {
 	return ValidateContext(context.Background(), dir, opts)
@@ -117,7 +128,7 @@ func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*V
 	for _, f := range d.m.Files {
 		total += f.Bytes - f.DataOffset
 	}
-	v := &validator{ctx: ctx, d: d, rep: &ValidateReport{Dir: dir, Problems: []string{}}, max: opts.MaxProblems}
+	v := &validator{ctx: ctx, d: d, rep: &ValidateReport{Dir: dir, Problems: []string{}, Warnings: []string{}}, max: opts.MaxProblems}
 	if v.max <= 0 {
 		v.max = 20
 	}
@@ -203,11 +214,19 @@ func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*V
 		}
 	}
 
-	// labels: -1 or in [0, num_classes).
+	// labels: -1 or in [0, num_classes). unlab marks the -1 nodes, for
+	// the splits' check below.
+	var unlab []uint64
 	v.scan(FileLabels, 4, func(first int64, b []byte) {
 		for i, l := range npy.AsInt32(b) {
 			switch {
 			case l == -1:
+				if unlab == nil {
+					unlab = make([]uint64, (n+63)/64)
+				}
+				if x := first + int64(i); x < n {
+					unlab[x/64] |= 1 << (x % 64)
+				}
 				v.rep.Unlabelled++
 			case l < -1 || int64(l) >= d.m.NumClasses:
 				v.problem(corruptAt(d.path(FileLabels), "labels", first+int64(i), "label %d out of range [-1,%d)", l, d.m.NumClasses))
@@ -217,14 +236,21 @@ func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*V
 
 	// splits: strictly ascending, in range, pairwise disjoint.
 	seen := make([]uint64, (n+63)/64)
-	for _, name := range []string{FileTrain, FileValid, FileTest} {
+	for k, name := range []string{FileTrain, FileValid, FileTest} {
 		last := int64(-1)
+		firstUnlab, firstUnlabAt := int64(-1), int64(-1)
 		v.scan(name, 8, func(first int64, b []byte) {
 			for i, x := range npy.AsInt64(b) {
 				idx := first + int64(i)
 				if x < 0 || x >= n {
 					v.problem(corruptAt(d.path(name), name[:len(name)-4], idx, "node id %d out of range [0,%d)", x, n))
 					continue
+				}
+				if unlab != nil && unlab[x/64]&(1<<(x%64)) != 0 {
+					if v.rep.SplitUnlabelled[k] == 0 {
+						firstUnlab, firstUnlabAt = x, idx
+					}
+					v.rep.SplitUnlabelled[k]++
 				}
 				if x <= last {
 					v.problem(corruptAt(d.path(name), name[:len(name)-4], idx, "id %d not strictly ascending (previous %d)", x, last))
@@ -236,6 +262,10 @@ func ValidateContext(ctx context.Context, dir string, opts *ValidateOptions) (*V
 				seen[x/64] |= 1 << (x % 64)
 			}
 		})
+		if c := v.rep.SplitUnlabelled[k]; c > 0 {
+			v.rep.Warnings = append(v.rep.Warnings, fmt.Sprintf("%s: %d of its nodes have no label (-1 in %s), first node %d at element %d; training skips them",
+				d.path(name), c, FileLabels, firstUnlab, firstUnlabAt))
+		}
 	}
 	v.idMaps()
 	if v.err != nil {

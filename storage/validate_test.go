@@ -221,3 +221,50 @@ func TestRowReader(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateSplitUnlabelled (I17): split nodes whose label is -1 are a
+// warning naming the split file, the count and the first node, and not a
+// problem (the dataset stays OK).
+func TestValidateSplitUnlabelled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		splits [3][]int64
+		want   [3]int64
+		warn   []string
+	}{
+		{"none", [3][]int64{{0, 1}, {2}, {}}, [3]int64{}, nil},
+		{"test lists node 3", [3][]int64{{0, 1}, {2}, {3}}, [3]int64{0, 0, 1}, []string{"test_idx.npy", "1 of its nodes have no label", "first node 3 at element 0"}},
+		{"train lists node 3", [3][]int64{{0, 3}, {1}, {2}}, [3]int64{1, 0, 0}, []string{"train_idx.npy", "first node 3 at element 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			g := newTiny()
+			g.splits = tc.splits
+			writeTiny(t, dir, g, "float32")
+			rep, err := storage.Validate(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() {
+				t.Fatalf("problems: %v", rep.Problems)
+			}
+			if rep.SplitUnlabelled != tc.want {
+				t.Errorf("SplitUnlabelled %v, want %v", rep.SplitUnlabelled, tc.want)
+			}
+			if len(tc.warn) == 0 {
+				if len(rep.Warnings) != 0 {
+					t.Errorf("warnings %v", rep.Warnings)
+				}
+				return
+			}
+			if len(rep.Warnings) != 1 {
+				t.Fatalf("warnings %v, want one", rep.Warnings)
+			}
+			for _, w := range tc.warn {
+				if !strings.Contains(rep.Warnings[0], w) {
+					t.Errorf("warning %q lacks %q", rep.Warnings[0], w)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -40,11 +41,11 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.keepDupes, "keep-duplicates", false, "keep repeated edges instead of dropping and counting them")
 	fl.StringVar(&f.featDType, "feat-dtype", "float32", "stored feature dtype: float32 or float16")
 	fl.Int64Var(&f.numClasses, "num-classes", 0, "number of classes; labels must be below it (0: largest label + 1)")
-	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none")
+	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none; sizes are rounded, and when they add up to more than the labelled nodes, test (then valid) shrinks")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
 	fl.Var(&f.mem, "mem", "memory budget of the whole import (default 512MiB, or what a memory cgroup's limit leaves): the edge sort gets --mem less 32MiB and peak RSS stays within --mem")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
-	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features (and float16 overflow) with a warning instead of failing; validate will flag the dataset")
+	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features, and finite values beyond the stored dtype's range (float64 beyond float32's ±3.4e38, or beyond float16's ±65504) as the ±Inf they overflow to, with a warning that counts each kind, instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "replace an existing dataset in OUT (it stays whole until the new one is complete, so this needs room for both)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
@@ -82,6 +83,18 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 		o.SplitFrac[i] = x
 	}
 	return o, nil
+}
+
+// lockImportOut checks OUT (not the source, not a plain file: C14) and
+// locks it.
+func lockImportOut(src, out string) (*dirlock.Lock, error) {
+	if outpath.Same(src, out) { // the source's own files would be overwritten
+		return nil, fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, out, src)
+	}
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%w: OUT %s is a file, not a directory: name a directory (it is made if missing)", outpath.ErrInput, out)
+	}
+	return dirlock.Acquire(out)
 }
 
 func (f *importFlags) print(cmd *cobra.Command, rep importer.Report) error {
@@ -129,10 +142,7 @@ form SRC/raw/data.npz plus SRC/raw/node-label.npz used by ogbn-papers100M.`,
 				return err
 			}
 			o.Split = split
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -153,13 +163,16 @@ func newImportNPYCmd(g *globals) *cobra.Command {
 	f := &importFlags{}
 	var labelFile string
 	var raw []string
+	var numNodes int64
 	cmd := &cobra.Command{
 		Use:   "npy SRC OUT",
 		Short: "Import IGB's NumPy layout (paper/node_feat.npy, paper__cites__paper/edge_index.npy)",
 		Long: `npy reads SRC/paper/node_feat.npy, SRC/paper/node_label_19.npy (or the file
 named by --label-file) and SRC/paper__cites__paper/edge_index.npy. IGB large
 and full ship headerless raw arrays named .npy: describe each with
---raw ROLE=DTYPE:D0xD1, for roles feat, label and edges.`,
+--raw ROLE=DTYPE:D0xD1, for roles feat, label and edges. The node count is
+the feature (else label) row count; a directory with only the edge array
+needs --num-nodes.`,
 		Example: `  ssdgnn import npy ~/igb/small/processed data/igb-small
   ssdgnn import npy ~/igb/large/processed data/igb-large \
       --raw feat=float32:100000000x1024 --raw label=float32:100000000 --raw edges=int64:1223571364x2`,
@@ -169,14 +182,11 @@ and full ship headerless raw arrays named .npy: describe each with
 			if err != nil {
 				return err
 			}
-			o.LabelFile = labelFile
+			o.LabelFile, o.NumNodes = labelFile, numNodes
 			if o.Raw, err = parseRawSpecs(raw); err != nil {
 				return err
 			}
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -191,6 +201,7 @@ and full ship headerless raw arrays named .npy: describe each with
 	f.register(cmd)
 	cmd.Flags().StringVar(&labelFile, "label-file", "", "label file under SRC/paper (default node_label_19.npy)")
 	cmd.Flags().StringArrayVar(&raw, "raw", nil, "ROLE=DTYPE:SHAPE for a headerless file, e.g. feat=float32:1000x1024 (repeatable)")
+	cmd.Flags().Int64Var(&numNodes, "num-nodes", 0, "number of nodes (default: the rows of node_feat.npy, else of the labels; required for an edges-only directory)")
 	return cmd
 }
 
@@ -250,10 +261,7 @@ func newImportEdgeListCmd(g *globals) *cobra.Command {
 				o.Delim = delim[0]
 			}
 			o.Comment, o.FeatFile, o.LabelFile, o.NumNodes = comment, feat, labels, numNodes
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -288,7 +296,13 @@ the edges are kept exactly as given by default, and features keep their
 stored dtype, so importing an export gives the dataset back. --symmetrize
 stores each edge in both directions and then drops duplicate edges (the
 reverse copies of an already symmetric graph included), as the other
-formats do, unless --keep-duplicates is given.`,
+formats do, unless --keep-duplicates is given. While duplicates are kept,
+each neighbour list keeps the order of the edge array.
+
+The first task's sets are the split. Without any task in metadata.yaml, a
+labelled dataset gets a seeded random split (--split-frac, --seed) as the
+other formats do; a task without sets means no split. Set labels must agree
+with the "label" feature when both are given.`,
 		Example: `  ssdgnn import graphbolt gb/cora data/cora-again`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -304,10 +318,7 @@ formats do, unless --keep-duplicates is given.`,
 			if f.symmetrize && !cmd.Flags().Changed("keep-duplicates") {
 				o.KeepDuplicates = false
 			}
-			if outpath.Same(args[0], args[1]) { // the source's own files would be overwritten
-				return fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, args[1], args[0])
-			}
-			lk, err := dirlock.Acquire(args[1])
+			lk, err := lockImportOut(args[0], args[1])
 			if err != nil {
 				return err
 			}

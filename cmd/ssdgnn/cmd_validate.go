@@ -29,7 +29,10 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Long: `validate checks the dataset in DIR end to end: indptr starts at 0, is monotone
 and ends at num_edges; every neighbour id is in range; labels are -1 or in
 [0, num_classes); splits are ascending, in range and disjoint; features have
-no NaN or Inf; every file's checksum matches dataset.json. Then it opens every
+no NaN or Inf; every file's checksum matches dataset.json. Split nodes whose
+label is -1 are a warning, not a problem: -1 is a legal label and a source
+may list such nodes, but training skips them (a split of 140 with 5 of them
+trains on 135) and a GraphBolt export writes -1 as their target. Then it opens every
 partitioning under DIR/partitions, which checks its files' checksums and
 invariants, and their agreement with the dataset. Each problem names the file
 and the element index. It exits non-zero if it finds any problem. Hidden
@@ -50,7 +53,7 @@ part a contiguous id range.`,
 			if err != nil && asJSON && (errors.Is(err, storage.ErrMismatch) || errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrNotDataset)) {
 				// A dataset too damaged to open is validate's finding
 				// too: a script reading --json gets it as one.
-				if werr := writeJSON(cmd.OutOrStdout(), &storage.ValidateReport{Dir: args[0], NumProblems: 1, Problems: []string{err.Error()}}); werr != nil {
+				if werr := writeJSON(cmd.OutOrStdout(), &storage.ValidateReport{Dir: args[0], NumProblems: 1, Problems: []string{err.Error()}, Warnings: []string{}}); werr != nil {
 					return werr
 				}
 				return errProblems
@@ -79,6 +82,9 @@ part a contiguous id range.`,
 				}
 				for _, p := range rep.Problems {
 					fmt.Fprintln(cmd.ErrOrStderr(), "problem:", p)
+				}
+				for _, w := range rep.Warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 				}
 				if n := rep.NumProblems - int64(len(rep.Problems)); n > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "... and %d more problems\n", n)

@@ -74,6 +74,25 @@ func TestExportCLI(t *testing.T) {
 	if _, _, err := run(t, "partition", dir, "--parts", "4", "--first-level", "2"); err != nil {
 		t.Fatal(err)
 	}
+	// I12: a relabelled copy keeps each list in its source's order, not
+	// sorted; the round trip must give that order back byte for byte.
+	pm, gbpm, pmback := filepath.Join(tmp, "pm"), filepath.Join(tmp, "gbpm"), filepath.Join(tmp, "pmback")
+	if _, _, err := run(t, "relabel", dir, pm, "--partition", "fennel"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "export", "graphbolt", pm, gbpm); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "import", "graphbolt", gbpm, pmback, "--mem", "41MiB"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"indptr.npy", "indices.npy", "features.npy", "labels.npy"} {
+		a, _ := os.ReadFile(filepath.Join(pm, f))
+		b, _ := os.ReadFile(filepath.Join(pmback, f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s of a relabelled copy differs after export graphbolt + import graphbolt", f)
+		}
+	}
 	out, _, err = run(t, "export", "distdgl", dir, dd, "--partition", "fennel", "--chunks", "3", "--json")
 	if err != nil || !strings.Contains(out, `"chunks": 3`) {
 		t.Fatalf("export distdgl: %v\n%s", err, out)

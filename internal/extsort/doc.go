@@ -3,7 +3,9 @@
 // buffer to a temporary run file, then k-way merges the runs.
 //
 // The dataset importers use it to turn an unsorted edge list into CSR order
-// (ascending Src, then ascending Dst) with bounded memory.
+// (ascending Src, then ascending Dst) with bounded memory. With
+// Options.ByRow it is a stable sort by Src only: the edges of one Src keep
+// the order they were added in (a GraphBolt edge array's neighbour order).
 //
 // # Usage
 //
@@ -18,7 +20,8 @@
 //
 // # Invariants
 //
-//   - Output is ascending by (Src, Dst). With Options.Dedup every distinct
+//   - Output is ascending by (Src, Dst), or with Options.ByRow ascending
+//     by Src with equal Src in input order. With Options.Dedup every distinct
 //     pair appears exactly once and Stats.Duplicates counts the dropped
 //     copies, so Stats.Edges == emitted + Stats.Duplicates once iteration
 //     has completed.
@@ -39,7 +42,9 @@
 // # Memory bound
 //
 // The edge buffer never holds more than Options.MemBytes, a growth step
-// included: a Sorter starts small (so that tiny inputs stay small) and
+// included (with ByRow a packed record costs 12 bytes: the key holds
+// Src<<32 | its position in the buffer, which makes the radix sort
+// stable, and its Dst is kept beside it): a Sorter starts small (so that tiny inputs stay small) and
 // doubles its buffer only while the old and the new buffer together fit
 // in MemBytes; the last step takes what the old one leaves, so the final
 // buffer holds 2/3 to 5/6 of MemBytes (growCap). The switch to 16-byte
@@ -62,6 +67,11 @@
 // sorted with an in-place MSD radix sort (internal/radix). The first id
 // of 2^32 or more switches the Sorter to 16-byte records for the rest of the input (the
 // packed buffer is converted in memory if that fits in the budget, otherwise
-// it is spilled first). Runs of both encodings merge together. The run file
+// it is spilled first). With ByRow, 16-byte records are sorted by a
+// stable comparison sort (slower than the radix sort; only graphs with ids
+// of 2^32 or more get there). With ByRow, runs are consecutive pieces of the
+// input and stay in input order: an intermediate merge takes adjacent
+// runs and its output takes their place, and every merge breaks ties of
+// Src by input position. Runs of both encodings merge together. The run file
 // format is specified in docs/format.md, "External-sort run files".
 package extsort

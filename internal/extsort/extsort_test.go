@@ -1,6 +1,7 @@
 package extsort
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -178,6 +179,77 @@ func TestSortMatchesReference(t *testing.T) {
 
 func head(es []Edge) []Edge { return es[:min(len(es), 5)] }
 
+// TestByRowMatchesStableSort checks Options.ByRow against a stable sort by
+// Src of the input: in memory, with many runs and intermediate merges
+// (fan-in 2 to 4 over up to hundreds of runs), and across the switch to
+// wide records, whose buffers the by-row mode converts in input order.
+func TestByRowMatchesStableSort(t *testing.T) {
+	r := testRand(t)
+	for _, n := range []int{0, 1, 2, 17, 1000, 30000} {
+		for iter := range 4 {
+			maxRec := 1 + r.IntN(500)
+			if iter == 0 {
+				maxRec = 0 // real budget, MinMemBytes
+			}
+			fan := 2 + r.IntN(3)
+			idMax := []int64{1, 8, 1000, math.MaxUint32 + 1}[r.IntN(4)]
+			big := 0.0
+			if iter == 3 {
+				big = 0.01 + r.Float64()*0.3
+			}
+			name := fmt.Sprintf("n=%d/rec=%d/fan=%d/idmax=%d/big=%.2f", n, maxRec, fan, idMax, big)
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				in := randomEdges(r, n, idMax, big)
+				s := newTestSorter(t, &Options{TempDir: dir, MemBytes: MinMemBytes, MaxFanIn: fan, ByRow: true}, maxRec)
+				if err := s.AddBatch(in); err != nil {
+					t.Fatal(err)
+				}
+				it, err := s.Sort()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := drain(t, it)
+				if err := it.Err(); err != nil {
+					t.Fatal(err)
+				}
+				want := slices.Clone(in)
+				slices.SortStableFunc(want, func(a, b Edge) int { return cmp.Compare(a.Src, b.Src) })
+				if !slices.Equal(got, want) {
+					i := 0
+					for i < min(len(got), len(want)) && got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("output differs at %d of %d (%d runs, %d merges)", i, len(want), s.Stats().Runs, s.Stats().MergePasses)
+				}
+				if st := s.Stats(); st.Runs > int64(fan) && st.MergePasses < 2 {
+					t.Errorf("%d runs with fan-in %d but only %d merge passes", st.Runs, fan, st.MergePasses)
+				}
+				assertEmptyDir(t, dir, "after iteration")
+			})
+		}
+	}
+}
+
+// TestByRowAlreadyInOrder: an input already in by-row order (a GraphBolt
+// export of a CSR whose lists are not sorted) comes out unchanged.
+func TestByRowAlreadyInOrder(t *testing.T) {
+	in := []Edge{{0, 5}, {0, 1}, {0, 3}, {1, 0}, {2, 9}, {2, 9}, {2, 1}, {4, 0}}
+	for _, rec := range []int{0, 1, 2, 3} {
+		s := newTestSorter(t, &Options{TempDir: t.TempDir(), MaxFanIn: 2, ByRow: true}, rec)
+		if err := s.AddBatch(in); err != nil {
+			t.Fatal(err)
+		}
+		it, err := s.Sort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := drain(t, it); !slices.Equal(got, in) {
+			t.Errorf("buffer %d: got %v, want %v", rec, got, in)
+		}
+	}
+}
+
 func TestOptionsValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -192,6 +264,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"mem one", &Options{MemBytes: 1}, false},
 		{"mem negative", &Options{MemBytes: -1}, false},
 		{"fan-in 2", &Options{MaxFanIn: 2}, true},
+		{"by row", &Options{ByRow: true}, true},
+		{"by row with dedup", &Options{ByRow: true, Dedup: true}, false},
 		{"fan-in 1000", &Options{MaxFanIn: 1000}, true},
 		{"fan-in 1", &Options{MaxFanIn: 1}, false},
 		{"fan-in negative", &Options{MaxFanIn: -3}, false},
@@ -576,33 +650,35 @@ func TestBufferWithinBudget(t *testing.T) {
 	r := testRand(t)
 	for _, mem := range []int64{MinMemBytes, 1 << 20, 3<<20 + 4096} {
 		for _, wideAt := range []int{-1, 1000, 20000, 150000} {
-			memacct.ResetPeak()
-			before := memacct.Read().Bytes[memacct.EdgeSort]
-			s := newTestSorter(t, &Options{TempDir: t.TempDir(), MemBytes: mem}, 0)
-			in := randomEdges(r, 200000, 1<<20, 0)
-			if wideAt >= 0 {
-				in[wideAt] = Edge{Src: 1 << 40, Dst: 1}
-			}
-			if err := s.AddBatch(in); err != nil {
-				t.Fatal(err)
-			}
-			it, err := s.Sort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(drain(t, it)); got != len(in) || it.Err() != nil {
-				t.Fatalf("mem %d: %d edges out of %d, %v", mem, got, len(in), it.Err())
-			}
-			snap := memacct.Read()
-			if peak := snap.PeakBytes[memacct.EdgeSort] - before; peak > mem || snap.MaxBytes[memacct.EdgeSort]-before > mem {
-				t.Errorf("mem %d, wide at %d: buffer peaked at %d bytes (max %d), above the budget", mem, wideAt, peak, snap.MaxBytes[memacct.EdgeSort]-before)
-			}
-			if snap.MaxBytes[memacct.EdgeSort]-before < mem/2 {
-				t.Errorf("mem %d, wide at %d: buffer only reached %d bytes", mem, wideAt, snap.MaxBytes[memacct.EdgeSort]-before)
-			}
-			_ = s.Close()
-			if got := memacct.Read().Bytes[memacct.EdgeSort]; got != before {
-				t.Errorf("mem %d: %d bytes still counted after Close", mem, got-before)
+			for _, byRow := range []bool{false, true} {
+				memacct.ResetPeak()
+				before := memacct.Read().Bytes[memacct.EdgeSort]
+				s := newTestSorter(t, &Options{TempDir: t.TempDir(), MemBytes: mem, ByRow: byRow}, 0)
+				in := randomEdges(r, 200000, 1<<20, 0)
+				if wideAt >= 0 {
+					in[wideAt] = Edge{Src: 1 << 40, Dst: 1}
+				}
+				if err := s.AddBatch(in); err != nil {
+					t.Fatal(err)
+				}
+				it, err := s.Sort()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(drain(t, it)); got != len(in) || it.Err() != nil {
+					t.Fatalf("mem %d: %d edges out of %d, %v", mem, got, len(in), it.Err())
+				}
+				snap := memacct.Read()
+				if peak := snap.PeakBytes[memacct.EdgeSort] - before; peak > mem || snap.MaxBytes[memacct.EdgeSort]-before > mem {
+					t.Errorf("mem %d, wide at %d: buffer peaked at %d bytes (max %d), above the budget", mem, wideAt, peak, snap.MaxBytes[memacct.EdgeSort]-before)
+				}
+				if snap.MaxBytes[memacct.EdgeSort]-before < mem/2 {
+					t.Errorf("mem %d, wide at %d: buffer only reached %d bytes", mem, wideAt, snap.MaxBytes[memacct.EdgeSort]-before)
+				}
+				_ = s.Close()
+				if got := memacct.Read().Bytes[memacct.EdgeSort]; got != before {
+					t.Errorf("mem %d: %d bytes still counted after Close", mem, got-before)
+				}
 			}
 		}
 	}

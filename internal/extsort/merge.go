@@ -4,8 +4,10 @@ package extsort
 // buffer (packed or wide).
 type source struct {
 	cur  Edge
+	idx  int // position among the merge's inputs, input order for ByRow
 	r    *runReader
 	keys []uint64
+	dsts []uint32 // ByRow: keys hold Src<<32 | position, dsts[position] the Dst
 	wide []Edge
 }
 
@@ -17,7 +19,12 @@ func (s *source) advance() (bool, error) {
 		s.cur = e
 		return ok, err
 	case len(s.keys) > 0:
-		s.cur = unpackEdge(s.keys[0])
+		if s.dsts != nil {
+			k := s.keys[0]
+			s.cur = Edge{Src: int64(k >> 32), Dst: int64(s.dsts[uint32(k)])}
+		} else {
+			s.cur = unpackEdge(s.keys[0])
+		}
 		s.keys = s.keys[1:]
 		return true, nil
 	case len(s.wide) > 0:
@@ -28,10 +35,13 @@ func (s *source) advance() (bool, error) {
 	return false, nil
 }
 
-// merger merges sources with a binary min-heap on cur.
+// merger merges sources with a binary min-heap on cur: by (Src, Dst), or
+// with orderByRow by (Src, source position), which keeps input order
+// among equal Src when the sources are consecutive parts of the input.
 type merger struct {
 	all     []*source // every source, for closing
 	heap    []*source
+	byRow   bool
 	dedup   bool
 	dups    *int64
 	last    Edge
@@ -40,8 +50,19 @@ type merger struct {
 	err     error
 }
 
-func newMerger(srcs []*source, dedup bool, dups *int64) *merger {
-	return &merger{all: srcs, dedup: dedup, dups: dups}
+func newMerger(srcs []*source, ord order, dups *int64) *merger {
+	for i, s := range srcs {
+		s.idx = i
+	}
+	return &merger{all: srcs, byRow: ord == orderByRow, dedup: ord == orderStrict, dups: dups}
+}
+
+// less orders two heap entries.
+func (m *merger) less(a, b *source) bool {
+	if m.byRow {
+		return a.cur.Src < b.cur.Src || (a.cur.Src == b.cur.Src && a.idx < b.idx)
+	}
+	return lessEdge(a.cur, b.cur)
 }
 
 func (m *merger) prime() {
@@ -71,10 +92,10 @@ func (m *merger) down(i int) {
 			return
 		}
 		c := l
-		if r := l + 1; r < n && lessEdge(h[r].cur, h[l].cur) {
+		if r := l + 1; r < n && m.less(h[r], h[l]) {
 			c = r
 		}
-		if !lessEdge(h[c].cur, h[i].cur) {
+		if !m.less(h[c], h[i]) {
 			return
 		}
 		h[i], h[c] = h[c], h[i]
@@ -123,7 +144,7 @@ func (m *merger) close() error {
 				first = err
 			}
 		}
-		s.keys, s.wide = nil, nil
+		s.keys, s.dsts, s.wide = nil, nil, nil
 	}
 	m.heap = nil
 	return first
@@ -139,7 +160,8 @@ type Iterator struct {
 	done bool
 }
 
-// Next returns the next edge in (Src, Dst) order. It returns false at the
+// Next returns the next edge in (Src, Dst) order (with Options.ByRow, in
+// Src order, equal Src in input order). It returns false at the
 // end of the stream, after an error (see Err) and after Close.
 func (it *Iterator) Next() (Edge, bool) {
 	if it.done {

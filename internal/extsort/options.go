@@ -52,6 +52,12 @@ type Options struct {
 	MemBytes int64
 	// Dedup drops exact duplicate (Src, Dst) pairs from the output.
 	Dedup bool
+	// ByRow sorts by Src only: the edges of one Src come out in the order
+	// they were added (a stable sort by Src). Runs, intermediate merges
+	// and the final merge all keep input order among equal Src. It
+	// excludes Dedup. The importers use it where duplicates are kept and
+	// a neighbour list's order is data (a GraphBolt edge array).
+	ByRow bool
 	// MaxFanIn is the largest number of runs merged at once. More runs
 	// cause intermediate merge passes. Default DefaultMaxFanIn; at least
 	// MinMaxFanIn.
@@ -66,6 +72,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
 		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or >= %d", ErrInvalidOptions, o.MemBytes, MinMemBytes)
+	}
+	if o.ByRow && o.Dedup {
+		return fmt.Errorf("%w: ByRow and Dedup: a stable by-row sort keeps every edge in input order, Dedup drops some", ErrInvalidOptions)
 	}
 	if o.MaxFanIn < 0 || (o.MaxFanIn > 0 && o.MaxFanIn < MinMaxFanIn) {
 		return fmt.Errorf("%w: MaxFanIn %d, want 0 (default) or >= %d", ErrInvalidOptions, o.MaxFanIn, MinMaxFanIn)

@@ -32,6 +32,19 @@ func lessEdge(a, b Edge) bool {
 
 func sortEdges(a []Edge) { slices.SortFunc(a, cmpEdge) }
 
+// sortEdgesByRow sorts a by Src only, keeping the order of equal Src.
+func sortEdgesByRow(a []Edge) {
+	slices.SortStableFunc(a, func(x, y Edge) int {
+		switch {
+		case x.Src < y.Src:
+			return -1
+		case x.Src > y.Src:
+			return 1
+		}
+		return 0
+	})
+}
+
 func dedupEdges(a []Edge) ([]Edge, int64) {
 	n := len(a)
 	a = slices.Compact(a)

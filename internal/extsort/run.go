@@ -159,7 +159,7 @@ type runReader struct {
 	f       *os.File
 	path    string
 	enc     encoding
-	strict  bool   // records must be strictly ascending (dedup)
+	ord     order  // the order records must be in
 	buf     []byte // BlockSize
 	payload []byte // verified, unread part of the current block
 	off     int64  // file offset of the next block header
@@ -170,12 +170,21 @@ type runReader struct {
 	done    bool
 }
 
-func openRun(path string, strict bool) (*runReader, error) {
+// order is the order of a run's records.
+type order uint8
+
+const (
+	orderAsc    order = iota // ascending (Src, Dst), repeats allowed
+	orderStrict              // strictly ascending (Src, Dst): Dedup
+	orderByRow               // ascending Src, any Dst order: ByRow
+)
+
+func openRun(path string, ord order) (*runReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("extsort: open run: %w", err)
 	}
-	r := &runReader{f: f, path: path, strict: strict, buf: make([]byte, BlockSize)}
+	r := &runReader{f: f, path: path, ord: ord, buf: make([]byte, BlockSize)}
 	if err := r.readHeader(); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -290,7 +299,16 @@ func (r *runReader) next() (Edge, bool, error) {
 		e = Edge{Src: int64(s), Dst: int64(d)}
 	}
 	if r.started {
-		if c := cmpEdge(r.prev, e); c > 0 || (c == 0 && r.strict) {
+		bad := false
+		switch c := cmpEdge(r.prev, e); r.ord {
+		case orderByRow:
+			bad = r.prev.Src > e.Src
+		case orderStrict:
+			bad = c >= 0
+		default:
+			bad = c > 0
+		}
+		if bad {
 			r.done = true
 			return Edge{}, false, r.corrupt(r.blkOff, "records out of order: %v then %v", r.prev, e)
 		}

@@ -36,7 +36,11 @@ func writeRun(t testing.TB, dir string, enc encoding, es []Edge) []byte {
 
 // readRun reads every record of the run file at path.
 func readRun(path string, strict bool) ([]Edge, error) {
-	r, err := openRun(path, strict)
+	ord := orderAsc
+	if strict {
+		ord = orderStrict
+	}
+	r, err := openRun(path, ord)
 	if err != nil {
 		return nil, err
 	}
@@ -102,21 +106,34 @@ func TestRunOrderChecked(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.run")
 	for _, tc := range []struct {
-		es     []Edge
-		strict bool
-		bad    bool
+		es  []Edge
+		ord order
+		bad bool
 	}{
-		{[]Edge{{1, 2}, {1, 2}}, false, false},
-		{[]Edge{{1, 2}, {1, 2}}, true, true},
-		{[]Edge{{1, 2}, {1, 1}}, false, true},
-		{[]Edge{{2, 0}, {1, 9}}, false, true},
+		{[]Edge{{1, 2}, {1, 2}}, orderAsc, false},
+		{[]Edge{{1, 2}, {1, 2}}, orderStrict, true},
+		{[]Edge{{1, 2}, {1, 1}}, orderAsc, true},
+		{[]Edge{{2, 0}, {1, 9}}, orderAsc, true},
+		{[]Edge{{1, 2}, {1, 1}}, orderByRow, false}, // a row's order is the input's
+		{[]Edge{{1, 2}, {1, 2}}, orderByRow, false},
+		{[]Edge{{2, 0}, {1, 9}}, orderByRow, true},
 	} {
 		if err := os.WriteFile(p, writeRun(t, dir, encPacked, tc.es), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := readRun(p, tc.strict)
+		r, err := openRun(p, tc.ord)
+		if err == nil {
+			for {
+				_, ok, nerr := r.next()
+				if !ok {
+					err = nerr
+					break
+				}
+			}
+			_ = r.close()
+		}
 		if bad := errors.Is(err, ErrCorrupt); bad != tc.bad {
-			t.Errorf("%v strict=%v: err %v, want corrupt=%v", tc.es, tc.strict, err, tc.bad)
+			t.Errorf("%v order %d: err %v, want corrupt=%v", tc.es, tc.ord, err, tc.bad)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/radix"
@@ -42,7 +43,8 @@ type Sorter struct {
 	err   error // sticky failure; temp files are already gone when set
 
 	packed  bool     // buffer holds packed keys (all ids so far < 2^32)
-	keys    []uint64 // packed buffer
+	keys    []uint64 // packed buffer; with ByRow, Src<<32 | position in the buffer
+	dsts    []uint32 // ByRow packed buffer: Dst of the edge at each position
 	wide    []Edge   // wide buffer
 	maxKeys int      // buffer limits in records
 	maxWide int
@@ -71,10 +73,19 @@ func New(opts *Options) (*Sorter, error) {
 	return &Sorter{
 		opts:    o,
 		packed:  true,
-		maxKeys: int(min(o.MemBytes/8, math.MaxInt32)),
+		maxKeys: int(min(o.MemBytes/int64(packedBytes(o.ByRow)), math.MaxInt32)),
 		maxWide: int(min(o.MemBytes/16, math.MaxInt32)),
 		files:   make(map[string]struct{}),
 	}, nil
+}
+
+// packedBytes is the buffer memory of one packed record: the key, and
+// with ByRow the Dst beside it (the key holds the position instead).
+func packedBytes(byRow bool) int {
+	if byRow {
+		return 12
+	}
+	return 8
 }
 
 // growCap returns the capacity to grow a full buffer of capacity c to
@@ -112,7 +123,7 @@ func collectBefore(size int64) {
 
 // account counts the buffer bytes held now in memacct.EdgeSort.
 func (s *Sorter) account() {
-	b := int64(cap(s.keys))*8 + int64(cap(s.wide))*16
+	b := int64(cap(s.keys))*8 + int64(cap(s.dsts))*4 + int64(cap(s.wide))*16
 	memacct.Add(memacct.EdgeSort, b-s.counted)
 	s.counted = b
 }
@@ -150,7 +161,14 @@ func (s *Sorter) add(e Edge) error {
 					return err
 				}
 			}
-			s.keys = append(s.keys, packEdge(e))
+			if s.opts.ByRow {
+				// The position makes every key distinct, so sorting
+				// the keys sorts by (Src, input order).
+				s.keys = append(s.keys, uint64(e.Src)<<32|uint64(len(s.keys)))
+				s.dsts = append(s.dsts, uint32(e.Dst))
+			} else {
+				s.keys = append(s.keys, packEdge(e))
+			}
 			s.stats.Edges++
 			return nil
 		}
@@ -183,17 +201,27 @@ func (s *Sorter) AddBatch(es []Edge) error {
 }
 
 func (s *Sorter) makeRoomKeys() error {
+	rec := int64(packedBytes(s.opts.ByRow))
 	switch c := cap(s.keys); {
 	case c == 0:
 		s.keys = make([]uint64, 0, min(initialRecords, s.maxKeys))
+		if s.opts.ByRow {
+			s.dsts = make([]uint32, 0, cap(s.keys))
+		}
 	case growCap(c, s.maxKeys) > c:
-		collectBefore(8 * int64(growCap(c, s.maxKeys)))
-		nk := make([]uint64, len(s.keys), growCap(c, s.maxKeys))
+		nc := growCap(c, s.maxKeys)
+		collectBefore(rec * int64(nc))
+		nk := make([]uint64, len(s.keys), nc)
 		copy(nk, s.keys)
+		var nd []uint32
+		if s.opts.ByRow {
+			nd = make([]uint32, len(s.dsts), nc)
+			copy(nd, s.dsts)
+		}
 		s.account() // both buffers, the growth step's peak
-		memacct.Add(memacct.EdgeSort, int64(cap(nk))*8)
-		s.counted += int64(cap(nk)) * 8
-		s.keys = nk
+		memacct.Add(memacct.EdgeSort, int64(nc)*rec)
+		s.counted += int64(nc) * rec
+		s.keys, s.dsts = nk, nd
 	default:
 		return s.spill()
 	}
@@ -226,7 +254,7 @@ func (s *Sorter) makeRoomWide() error {
 // in the budget together; otherwise it is spilled first.
 func (s *Sorter) switchToWide() error {
 	n := len(s.keys)
-	room := int((s.opts.MemBytes - 8*int64(cap(s.keys))) / 16) // wide records that fit beside the packed buffer
+	room := int((s.opts.MemBytes - int64(packedBytes(s.opts.ByRow))*int64(cap(s.keys))) / 16) // wide records that fit beside the packed buffer
 	if room > s.maxWide {
 		room = s.maxWide
 	}
@@ -237,16 +265,20 @@ func (s *Sorter) switchToWide() error {
 		n, room = 0, 0
 	}
 	if n == 0 {
-		s.keys = nil
+		s.keys, s.dsts = nil, nil
 		s.account()
 		room = min(initialRecords, s.maxWide)
 	}
 	s.wide = make([]Edge, n, room)
 	for i, k := range s.keys {
-		s.wide[i] = unpackEdge(k)
+		if s.opts.ByRow { // not sorted yet: position i holds edge i
+			s.wide[i] = Edge{Src: int64(k >> 32), Dst: int64(s.dsts[i])}
+		} else {
+			s.wide[i] = unpackEdge(k)
+		}
 	}
 	s.account() // both buffers
-	s.keys = nil
+	s.keys, s.dsts = nil, nil
 	s.packed = false
 	s.account()
 	return nil
@@ -255,12 +287,15 @@ func (s *Sorter) switchToWide() error {
 // sortBuffer sorts (and with Dedup compacts) the in-memory buffer.
 func (s *Sorter) sortBuffer() {
 	var d int64
-	if s.packed {
+	switch {
+	case s.packed:
 		radix.Sort(s.keys)
 		if s.opts.Dedup {
 			s.keys, d = dedupKeys(s.keys)
 		}
-	} else {
+	case s.opts.ByRow:
+		sortEdgesByRow(s.wide)
+	default:
 		sortEdges(s.wide)
 		if s.opts.Dedup {
 			s.wide, d = dedupEdges(s.wide)
@@ -283,6 +318,9 @@ func (s *Sorter) spill() error {
 	s.files[w.path] = struct{}{}
 	if s.packed {
 		for _, k := range s.keys {
+			if s.opts.ByRow {
+				k = k&^math.MaxUint32 | uint64(s.dsts[uint32(k)])
+			}
 			if err = w.putKey(k); err != nil {
 				break
 			}
@@ -300,7 +338,7 @@ func (s *Sorter) spill() error {
 	}
 	s.runs = append(s.runs, r)
 	s.stats.Runs++
-	s.keys, s.wide = s.keys[:0], s.wide[:0]
+	s.keys, s.dsts, s.wide = s.keys[:0], s.dsts[:0], s.wide[:0]
 	return nil
 }
 
@@ -333,19 +371,37 @@ func (s *Sorter) Sort() (*Iterator, error) {
 		mem = 1
 	}
 	fan := s.opts.MaxFanIn
+	if s.opts.ByRow {
+		// Runs must stay in input order, so each merge takes adjacent
+		// runs and its output takes their place: a pass over the list
+		// merges groups of up to MaxFanIn, each only as large as needed
+		// to bring the inputs down to MaxFanIn, and starts over from the
+		// front when it reaches the end (every pass reads the data once).
+		at := 0
+		for total := len(s.runs) + mem; total > fan; total = len(s.runs) + mem {
+			if at >= len(s.runs)-1 {
+				at = 0
+			}
+			k := min(fan, total-fan+1, len(s.runs)-at)
+			if err := s.mergeRuns(at, k); err != nil {
+				return nil, err
+			}
+			at++
+		}
+	}
 	// Merge the oldest runs first. The first merge takes just enough runs
 	// that every later one can take a full MaxFanIn and the last leaves
 	// exactly MaxFanIn inputs (the in-memory buffer counts as one).
 	for total := len(s.runs) + mem; total > fan; total = len(s.runs) + mem {
 		k := 2 + (total-2)%(fan-1)
-		if err := s.mergeRuns(k); err != nil {
+		if err := s.mergeRuns(0, k); err != nil {
 			return nil, err
 		}
 	}
 	srcs := make([]*source, 0, len(s.runs)+mem)
 	it := &Iterator{s: s}
 	for _, r := range s.runs {
-		rr, err := openRun(r.path, s.opts.Dedup)
+		rr, err := openRun(r.path, s.order())
 		if err != nil {
 			for _, src := range srcs {
 				_ = src.r.close()
@@ -354,35 +410,48 @@ func (s *Sorter) Sort() (*Iterator, error) {
 		}
 		srcs = append(srcs, &source{r: rr})
 	}
-	if mem == 1 {
-		srcs = append(srcs, &source{keys: s.keys, wide: s.wide})
+	if mem == 1 { // the newest input: last, for ByRow's ties
+		srcs = append(srcs, &source{keys: s.keys, dsts: s.dsts, wide: s.wide})
 	}
 	if len(s.runs) > 0 {
 		s.stats.MergePasses++
 	}
 	it.runs, s.runs = s.runs, nil
-	it.m = newMerger(srcs, s.opts.Dedup, &s.stats.Duplicates)
+	it.m = newMerger(srcs, s.order(), &s.stats.Duplicates)
 	s.it = it
 	return it, nil
 }
 
-// mergeRuns merges the k oldest runs into one new run appended at the end.
-func (s *Sorter) mergeRuns(k int) error {
-	in := s.runs[:k]
+// order is the order of s's runs and output.
+func (s *Sorter) order() order {
+	switch {
+	case s.opts.ByRow:
+		return orderByRow
+	case s.opts.Dedup:
+		return orderStrict
+	}
+	return orderAsc
+}
+
+// mergeRuns merges the k runs from index at into one new run. With ByRow
+// the new run takes their place, so runs stay in input order; otherwise
+// (at is 0, the oldest) it is appended at the end.
+func (s *Sorter) mergeRuns(at, k int) error {
+	in := s.runs[at : at+k]
 	enc := encPacked
 	srcs := make([]*source, 0, k)
 	for _, r := range in {
 		if r.enc == encWide {
 			enc = encWide
 		}
-		rr, err := openRun(r.path, s.opts.Dedup)
+		rr, err := openRun(r.path, s.order())
 		if err != nil {
-			newMerger(srcs, false, nil).close()
+			newMerger(srcs, orderAsc, nil).close()
 			return s.fail(err)
 		}
 		srcs = append(srcs, &source{r: rr})
 	}
-	m := newMerger(srcs, s.opts.Dedup, &s.stats.Duplicates)
+	m := newMerger(srcs, s.order(), &s.stats.Duplicates)
 	w, err := createRun(s.opts.TempDir, enc)
 	if err != nil {
 		m.close()
@@ -411,7 +480,11 @@ func (s *Sorter) mergeRuns(k int) error {
 			return s.fail(err)
 		}
 	}
-	s.runs = append(s.runs[k:], out)
+	if s.opts.ByRow {
+		s.runs = slices.Replace(s.runs, at, at+k, out)
+	} else {
+		s.runs = append(s.runs[k:], out)
+	}
 	s.stats.MergePasses++
 	return nil
 }
@@ -450,7 +523,7 @@ func (s *Sorter) removeFile(path string) error {
 }
 
 func (s *Sorter) releaseBuffers() {
-	s.keys, s.wide = nil, nil
+	s.keys, s.dsts, s.wide = nil, nil, nil
 	s.account()
 }
 

@@ -365,7 +365,13 @@ func (p *dictParser) shape() ([]int64, error) {
 		}
 		d, err := strconv.ParseInt(digits, 10, 64)
 		if err != nil {
-			return nil, p.errf("bad shape dimension %q", digits)
+			// Show the whole entry ("-2", "3.5"), not the empty run
+			// of digits before it.
+			end := start
+			for end < len(p.s) && p.s[end] != ',' && p.s[end] != ')' {
+				end++
+			}
+			return nil, p.errf("bad shape dimension %q: want a non-negative integer", strings.TrimSpace(string(p.s[start:end])))
 		}
 		if len(shape) >= 32 {
 			return nil, p.errf("more than 32 dimensions")

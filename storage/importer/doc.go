@@ -38,10 +38,13 @@
 //   - Self loops are counted once per source edge. Duplicates are counted
 //     after symmetrising, as directed copies: an undirected edge listed as
 //     both (u, v) and (v, u) yields two dropped copies.
-//   - Features must be finite (and, stored as float16, within ±65504): the
-//     first other value is a FormatError naming the node and the column,
-//     unless Options.AllowNonFinite, which stores them and counts them in
-//     Report.NonFiniteFeatures.
+//   - Features must be finite and within the stored dtype's range
+//     (float32's ±3.4e38, which a float64 source may exceed; float16's
+//     ±65504): the first other value is a FormatError naming the node, the
+//     column and the value as the source has it, unless
+//     Options.AllowNonFinite, which stores NaN/Inf as they are (counted in
+//     Report.NonFiniteFeatures) and out-of-range values as the ±Inf they
+//     overflow to (counted in Report.OverflowFeatures).
 //   - Without Options.NumNodes (or a .npy feature file), N is the largest
 //     id + 1, which must be at most max(InferNodesPerEdge × edges read,
 //     InferNodesFloor); the output file system must have room for
@@ -53,9 +56,13 @@
 //     otherwise num_classes is inferred as the largest label + 1 and
 //     labels must lie in [0, 2^31-1).
 //   - A source split is checked (ids in [0, N), no id twice, splits
-//     disjoint), sorted and stored as int64. A random split has exact sizes
-//     round(L × SplitFrac) over the L labelled nodes and depends only on
-//     Options.Seed and the labelled set.
+//     disjoint), sorted and stored as int64. Split nodes without a label
+//     are legal but logged as a warning and counted per split in
+//     Report.SplitUnlabelled (training skips them; validate warns too). A random split has exact sizes
+//     round(L × SplitFrac) over the L labelled nodes, taken in train,
+//     valid, test order: when the rounded sizes exceed L the last ones
+//     shrink (3 labelled nodes at 0.6,0.2,0.2 give 2, 1, 0). It depends
+//     only on Options.Seed and the labelled set.
 //
 // # Memory
 //

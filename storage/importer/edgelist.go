@@ -27,7 +27,7 @@ func ImportEdgeList(edgeFile, outDir string, opts *Options) (Report, error) {
 // far and returns an error wrapping ctx.Err(), with no manifest written.
 func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *Options) (Report, error) {
 	source := "edgelist:" + absPath(edgeFile)
-	return run(ctx, outDir, baseName(edgeFile), source, opts, func(j *job) error {
+	return run(ctx, outDir, baseName(edgeFile), source, opts, false, func(j *job) error {
 		var feat *npyStream
 		defer func() {
 			if feat != nil {
@@ -35,7 +35,7 @@ func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *O
 			}
 		}()
 		if j.o.NumNodes > 0 {
-			j.setNumNodes(j.o.NumNodes)
+			j.setNumNodes(j.o.NumNodes, "--num-nodes (Options.NumNodes)")
 		}
 		if isNPYPath(j.o.FeatFile) {
 			s, size, err := openNPYFile(j.o.FeatFile, RoleFeat, rawSpec(j, RoleFeat))
@@ -45,7 +45,7 @@ func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *O
 			feat = s
 			j.addBytesIn(size)
 			if j.numNodes < 0 && len(s.h.Shape) > 0 {
-				j.setNumNodes(s.h.Shape[0])
+				j.setNumNodes(s.h.Shape[0], "the rows of "+s.name+"; pass --num-nodes to set it")
 			}
 		}
 		copts := &csvnum.Options{Delim: j.o.Delim, Comment: j.o.Comment}

@@ -59,7 +59,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "edge columns", files: map[string]any{"raw/edge.csv.gz": "0,1\n1,2,3\n"},
 			is: ErrFormat, want: []string{"edge.csv.gz: line 2: got 3 fields, want 2"}},
 		{name: "edge id out of range", files: map[string]any{"raw/edge.csv.gz": "0,1\n\n1,4\n"},
-			is: ErrFormat, want: []string{"edge.csv.gz: line 3: destination node 4 out of range [0, 4)"}},
+			is: ErrFormat, want: []string{"edge.csv.gz: line 3: destination node 4 out of range [0, 4) (N = 4 from ", "raw/num-node-list.csv.gz)"}},
 		{name: "negative edge id", files: map[string]any{"raw/edge.csv.gz": "-1,1\n"},
 			is: ErrFormat, want: []string{"edge.csv.gz: line 1: negative source node id -1"}},
 		{name: "edge count mismatch", files: map[string]any{"raw/num-edge-list.csv.gz": "5\n"},
@@ -69,7 +69,12 @@ func TestBadInputs(t *testing.T) {
 		{name: "label out of range", files: map[string]any{"raw/node-label.csv.gz": "0\n1\n7\n2\n"}, opts: Options{NumClasses: 3},
 			is: ErrFormat, want: []string{"node-label.csv.gz: line 3: label 7 out of range [0, 3)"}},
 		{name: "negative label", files: map[string]any{"raw/node-label.csv.gz": "0\n-2\n1\n2\n"},
-			is: ErrFormat, want: []string{"node-label.csv.gz: line 2: label -2 out of range"}},
+			is: ErrFormat, want: []string{"node-label.csv.gz: line 2: label -2 is negative; -1 or NaN mark unlabelled nodes"}},
+		{name: "huge label", files: map[string]any{"raw/node-label.csv.gz": "0\n3000000000\n1\n2\n"},
+			is: ErrFormat, want: []string{"node-label.csv.gz: line 2: label 3e+09 is too large: labels are int32 classes below 2^31-1"}},
+		{name: "zero nodes given", files: map[string]any{"raw/num-node-list.csv.gz": "0\n", "raw/edge.csv.gz": "", "raw/num-edge-list.csv.gz": nil,
+			"raw/node-feat.csv.gz": nil, "raw/node-label.csv.gz": nil},
+			is: ErrFormat, want: []string{"the graph has no nodes: N = 0 from ", "raw/num-node-list.csv.gz, and no edges"}},
 		{name: "fractional label", files: map[string]any{"raw/node-label.csv.gz": "0\n1\n2.5\n2\n"},
 			is: ErrFormat, want: []string{"node-label.csv.gz: line 3: label 2.5 is not an integer"}},
 		{name: "label text", files: map[string]any{"raw/node-label.csv.gz": "0\ncat\n"},
@@ -77,7 +82,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "too many labels", files: map[string]any{"raw/node-label.csv.gz": "0\n1\n2\n2\n1\n"},
 			is: ErrFormat, want: []string{"node-label.csv.gz: line 5: more labels than nodes (4)"}},
 		{name: "split id out of range", files: map[string]any{"split/s/valid.csv.gz": "3\n10\n"},
-			is: ErrFormat, want: []string{"valid.csv.gz: line 2: node 10 out of range [0, 4)"}},
+			is: ErrFormat, want: []string{"valid.csv.gz: line 2: node 10 out of range [0, 4) (N = 4 from ", "num-node-list.csv.gz)"}},
 		{name: "overlapping splits", files: map[string]any{"split/s/test.csv.gz": "2\n1\n"},
 			is: ErrFormat, want: []string{"test.csv.gz: line 2: node 1 is also in train"}},
 		{name: "repeated split id", files: map[string]any{"split/s/train.csv.gz": "0\n1\n0\n"},
@@ -98,7 +103,7 @@ func TestBadInputs(t *testing.T) {
 				"num_nodes_list.npy": npyBytes(t, npy.Int64, []int64{1}, []int64{6}),
 			})
 			return f
-		}, is: ErrFormat, want: []string{"data.npz[edge_index.npy]: element 4: edge 1: destination node 9 out of range [0, 6)"}},
+		}, is: ErrFormat, want: []string{"data.npz[edge_index.npy]: element 4: edge 1: destination node 9 out of range [0, 6) (N = 6 from ", "data.npz[num_nodes_list.npy])"}},
 		{name: "npz wrong member size", base: func(t testing.TB) map[string]any {
 			f := papersNPZ(t, 0)
 			f["raw/data.npz"] = zipBytes(t, 0, map[string][]byte{
@@ -121,7 +126,7 @@ func TestBadInputs(t *testing.T) {
 		}, is: ErrFormat, want: []string{"node-label.npz[node_label.npy]: element 3: label 2.5 is not an integer"}},
 
 		{name: "headerless without spec", format: igb, base: func(t testing.TB) map[string]any { return igbFiles(t, true) },
-			is: ErrInvalidOptions, want: []string{"node_feat.npy has no .npy header", `Options.Raw["feat"]`}},
+			is: ErrInvalidOptions, want: []string{"node_feat.npy has no .npy header", "--raw feat=DTYPE:D0xD1, e.g. --raw feat=float32:100000000x1024", `(API: a RawSpec under key "feat")`}},
 		{name: "headerless wrong size", format: igb, base: func(t testing.TB) map[string]any { return igbFiles(t, true) },
 			opts: Options{Raw: map[string]RawSpec{
 				RoleFeat:  {DType: npy.Float32, Shape: []int64{5, 3}},
@@ -132,7 +137,23 @@ func TestBadInputs(t *testing.T) {
 			is: ErrFormat, want: []string{"edge_index.npy: file is 160 bytes, want 224"}},
 		{name: "npy edge out of range", format: igb, base: igbH, files: map[string]any{
 			"paper__cites__paper/edge_index.npy": npyBytes(t, npy.Int32, []int64{2, 2}, []int32{0, 1, 5, 2})},
-			is: ErrFormat, want: []string{"edge_index.npy: element 2: edge 1: source node 5 out of range [0, 5)"}},
+			is: ErrFormat, want: []string{"edge_index.npy: element 2: edge 1: source node 5 out of range [0, 5) (N = 5 from the rows of ", "paper/node_feat.npy)"}},
+		{name: "npy edges only", format: igb, base: func(t testing.TB) map[string]any {
+			f := igbH(t)
+			delete(f, "paper/node_feat.npy")
+			delete(f, "paper/node_label_19.npy")
+			delete(f, "paper/node_label_2K.npy")
+			return f
+		}, is: ErrLayout, want: []string{"neither paper/node_feat.npy nor labels", "pass --num-nodes (Options.NumNodes)"}},
+		{name: "npy edge beyond --num-nodes", format: igb, opts: Options{NumNodes: 4}, base: func(t testing.TB) map[string]any {
+			f := igbH(t)
+			delete(f, "paper/node_feat.npy")
+			delete(f, "paper/node_label_19.npy")
+			delete(f, "paper/node_label_2K.npy")
+			return f
+		}, is: ErrFormat, want: []string{"edge_index.npy: element 7: edge 3: destination node 4 out of range [0, 4) (N = 4 from --num-nodes (Options.NumNodes))"}},
+		{name: "npy --num-nodes disagrees", format: igb, base: igbH, opts: Options{NumNodes: 4},
+			is: ErrFormat, want: []string{"node_feat.npy: 5 rows, want 4 (N from --num-nodes (Options.NumNodes))"}},
 		{name: "npy bad header", format: igb, base: igbH, files: map[string]any{
 			"paper/node_feat.npy": []byte("\x93NUMPY\x01\x00\x10\x00{'descr': 'xx'}")},
 			is: ErrFormat, want: []string{"node_feat.npy: npy: malformed header"}},
@@ -145,7 +166,14 @@ func TestBadInputs(t *testing.T) {
 
 		{name: "edge list id >= NumNodes", format: edgeList, opts: Options{NumNodes: 3},
 			files: map[string]any{"e.txt": "# hi\n0 1\n1 2\n2 3\n"},
-			is:    ErrFormat, want: []string{"e.txt: line 4: destination node 3 out of range [0, 3)"}},
+			is:    ErrFormat, want: []string{"e.txt: line 4: destination node 3 out of range [0, 3) (N = 3 from --num-nodes (Options.NumNodes))"}},
+		{name: "edge list id >= feature rows", format: edgeList, opts: Options{FeatFile: "f2.npy"},
+			files: map[string]any{"e.txt": "0 1\n1 2\n2 0\n", "f2.npy": npyBytes(t, npy.Float32, []int64{2, 2}, make([]float32, 4))},
+			is:    ErrFormat, want: []string{"e.txt: line 2: destination node 2 out of range [0, 2) (N = 2 from the rows of ", "f2.npy; pass --num-nodes to set it)"}},
+		{name: "edge list gzip without .gz is read as gzip", format: edgeList, files: map[string]any{"e.txt": gz(t, "0 1\n1\n")},
+			is: ErrFormat, want: []string{"e.txt: line 2: got 1 fields, want 2"}},
+		{name: "edge list delimiter starts comment", format: edgeList, opts: Options{Delim: '#'}, files: map[string]any{"e.txt": "0#1\n"},
+			is: ErrInvalidOptions, want: []string{"Delim '#' starts Comment \"#\""}},
 		{name: "edge list columns", format: edgeList, files: map[string]any{"e.txt": "0 1\n1\n"},
 			is: ErrFormat, want: []string{"e.txt: line 2: got 1 fields, want 2"}},
 		{name: "edge list csv feature width", format: edgeList, opts: Options{FeatFile: "f.csv"},

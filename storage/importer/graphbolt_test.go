@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -132,6 +133,7 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		Train: []int64{0, 1}, Valid: []int64{2}, Test: []int64{3},
 	})
 	seeds, labels := graphbolt.SetPaths(0)
+	testSeeds, _ := graphbolt.SetPaths(2)
 	for _, tc := range []struct {
 		name  string
 		file  string
@@ -141,6 +143,10 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		isErr error
 	}{
 		{name: "no metadata", file: graphbolt.MetadataName, want: []string{"metadata.yaml not found"}, isErr: ErrLayout},
+		{name: "empty metadata", edit: func(string) string { return " \n" }, want: []string{"metadata.yaml: the file is empty"}, isErr: ErrFormat},
+		{name: "seeds of a link task", file: seeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2, 2}, []int64{0, 1, 1, 2})
+		}, want: []string{"train_seeds.npy", "shape [2 2], want (num_seeds,): only the first task (\"node_classification\") is read"}, isErr: ErrFormat},
 		{name: "missing graph", edit: func(s string) string { return strings.Replace(s, "graph:", "grph:", 1) }, want: []string{"metadata.yaml", "graph: missing"}, isErr: ErrFormat},
 		{name: "missing num", edit: func(s string) string { return strings.Replace(s, "num: 4", "nm: 4", 1) }, want: []string{"graph.nodes[0].num"}, isErr: ErrFormat},
 		{name: "edges float", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
@@ -151,7 +157,7 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		}, want: []string{"edges.npy", "want (2, num_edges)"}, isErr: ErrFormat},
 		{name: "edge out of range", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 9, 3})
-		}, want: []string{"edges.npy", "element 4", "destination node 9 out of range [0, 4)"}, isErr: ErrFormat},
+		}, want: []string{"edges.npy", "element 4", "destination node 9 out of range [0, 4) (N = 4 from ", "metadata.yaml graph.nodes[0].num)"}, isErr: ErrFormat},
 		{name: "edges truncated", file: graphbolt.PathEdges, data: func(t *testing.T) []byte {
 			b := npyBytes(t, npy.Int64, []int64{2, 3}, []int64{0, 1, 2, 1, 2, 3})
 			return b[:len(b)-8]
@@ -159,15 +165,21 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		{name: "seed out of range", file: seeds, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 4})
 		}, want: []string{"train_seeds.npy", "element 1", "node 4 out of range [0, 4)"}, isErr: ErrFormat},
-		{name: "seed in two sets", file: seeds, data: func(t *testing.T) []byte {
-			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 3})
-		}, want: []string{"test_seeds.npy", "element 0", "node 3 is also in train"}, isErr: ErrFormat},
+		{name: "seed in two sets", file: testSeeds, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{1}, []int64{1})
+		}, want: []string{"test_seeds.npy", "element 0", "node 1 is also in train"}, isErr: ErrFormat},
 		{name: "seeds float", file: seeds, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Float64, []int64{2}, []float64{0, 1})
 		}, want: []string{"train_seeds.npy", "want an integer dtype"}, isErr: ErrFormat},
 		{name: "set labels length", file: labels, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
 		}, want: []string{"train_labels.npy", "3 labels for 2 seeds"}, isErr: ErrFormat},
+		{name: "set labels disagree with label feature", file: labels, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Int64, []int64{2}, []int64{0, 2})
+		}, want: []string{"train_labels.npy: element 1", "label 2 of seed 1", "label.npy says 1"}, isErr: ErrLabelConflict},
+		{name: "set says unlabelled, feature labels", file: labels, data: func(t *testing.T) []byte {
+			return npyBytes(t, npy.Float32, []int64{2}, []float32{-1, 1})
+		}, want: []string{"train_labels.npy: element 0", "label -1 of seed 0", "label.npy says 0"}, isErr: ErrLabelConflict},
 		{name: "label feature length", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
 		}, want: []string{"label.npy", "3 labels, want one per node (4)"}, isErr: ErrFormat},
@@ -295,5 +307,147 @@ func TestDirectedEdgeConvention(t *testing.T) {
 	slices.SortFunc(wantPairs, cmp)
 	if !slices.Equal(gotPairs, wantPairs) {
 		t.Errorf("export of the edge-list import has edges %v, want the file's %v", gotPairs, wantPairs)
+	}
+}
+
+// unsortedDataset writes a graph whose neighbour lists are in an order of
+// their own (as a relabelled copy keeps its source's order), with
+// repeated neighbours and self loops, large enough that the import's
+// sorter spills several runs at MinMemBytes.
+func unsortedDataset(t *testing.T, dir string, seed uint64, n int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	b, err := storage.Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.CreateCSR(int64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range n {
+		nb := make([]int64, rng.IntN(40))
+		for i := range nb {
+			nb[i] = rng.Int64N(int64(n))
+			if i > 0 && rng.IntN(8) == 0 {
+				nb[i] = nb[rng.IntN(i)] // a repeat
+			}
+		}
+		if err := c.Append(int64(v), nb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(storage.Manifest{Name: "unsorted", NumNodes: int64(n), NumEdges: c.Edges()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGraphBoltRoundTripKeepsListOrder (I12): a neighbour list's order is
+// data (the sampler draws positions), so export→import of a dataset whose
+// lists are not sorted must give them back in the same order, through
+// spilled runs too; with duplicates dropped the lists come back sorted.
+func TestGraphBoltRoundTripKeepsListOrder(t *testing.T) {
+	seed := testSeed(t)
+	src := filepath.Join(t.TempDir(), "src")
+	unsortedDataset(t, src, seed, 3000)
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, err := graphbolt.Export(src, gb, nil); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	o := *asGiven
+	o.MemBytes = MinMemBytes
+	rep, err := ImportGraphBolt(gb, back, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SortRuns < 2 {
+		t.Errorf("only %d sort runs: the test should spill", rep.SortRuns)
+	}
+	sameArrays(t, src, back)
+
+	// Without duplicates each list is sorted, as in the other formats.
+	sorted := filepath.Join(t.TempDir(), "sorted")
+	o.KeepDuplicates = false
+	if _, err := ImportGraphBolt(gb, sorted, &o); err != nil {
+		t.Fatal(err)
+	}
+	ip, ix := npyInt64s(t, filepath.Join(sorted, storage.FileIndptr)), npyInt64s(t, filepath.Join(sorted, storage.FileIndices))
+	for v := range len(ip) - 1 {
+		if l := ix[ip[v]:ip[v+1]]; !slices.IsSorted(l) {
+			t.Fatalf("--keep-duplicates=false: list of %d not sorted: %v", v, l)
+		}
+	}
+}
+
+// TestGraphBoltRandomSplit (I13): a labelled GraphBolt dataset without a
+// task gets a seeded random split of Options.SplitFrac over its
+// labelled nodes, as the other formats do; one with sets keeps them and
+// names the task in the report (C1).
+func TestGraphBoltRandomSplit(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	g := storagetest.Graph{Adj: make([][]int64, 100), Labels: make([]int32, 100), NumClasses: 3}
+	for v := range g.Adj {
+		g.Adj[v] = []int64{int64((v + 1) % 100)}
+		g.Labels[v] = int32(v%4) - 1 // 75 labelled
+	}
+	storagetest.Write(t, src, g)
+	gb := filepath.Join(t.TempDir(), "gb")
+	if _, err := graphbolt.Export(src, gb, nil); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(gb, graphbolt.MetadataName)
+	b, _ := os.ReadFile(mpath)
+	meta, _, ok := strings.Cut(string(b), "tasks:")
+	if !ok {
+		t.Fatalf("no tasks in\n%s", b)
+	}
+	if err := os.WriteFile(mpath, []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	imp := func(seed int64) (Report, loaded) {
+		t.Helper()
+		o := *asGiven
+		o.SplitFrac, o.Seed = [3]float64{0.5, 0.25, 0.25}, seed
+		out := filepath.Join(t.TempDir(), "out")
+		rep, err := ImportGraphBolt(gb, out, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, load(t, out)
+	}
+	rep, a := imp(3)
+	if !rep.RandomSplit || rep.Split != "random" || rep.Train != 38 || rep.Valid != 19 || rep.Test != 19-1 {
+		t.Errorf("report %+v: want a random split 38/19/18 of 75 labelled nodes", rep)
+	}
+	for k, sp := range a.splits {
+		for _, v := range sp {
+			if a.labels[v] < 0 {
+				t.Errorf("split %d holds unlabelled node %d", k, v)
+			}
+		}
+	}
+	if _, b := imp(3); !reflect.DeepEqual(a.splits, b.splits) {
+		t.Error("same seed, different split")
+	}
+	if _, b := imp(4); reflect.DeepEqual(a.splits, b.splits) {
+		t.Error("--seed ignored: seeds 3 and 4 give the same split")
+	}
+
+	// With sets, the sets are the split, whatever SplitFrac says.
+	src2 := filepath.Join(t.TempDir(), "src2")
+	randomDataset(t, src2, 1, 50)
+	gb2 := roundTrip(t, src2, nil)
+	o := *asGiven
+	o.SplitFrac = [3]float64{0.1, 0.1, 0.1}
+	rep, err := ImportGraphBolt(gb2, filepath.Join(t.TempDir(), "o"), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RandomSplit || !strings.Contains(rep.String(), "split task node_classification: train 25, valid 12, test 6") {
+		t.Errorf("report:\n%s", rep)
 	}
 }

@@ -21,7 +21,9 @@ const (
 //	paper/node_label_19.npy or _2K.npy   [N] or [N, 1], ints or floats (optional; Options.LabelFile)
 //	paper__cites__paper/edge_index.npy   [E, 2] (or [2, E]) integer ids
 //
-// N is taken from the features, else the labels, else Options.NumNodes.
+// N is Options.NumNodes (--num-nodes) when set, checked against the
+// arrays; else the rows of the features, else of the labels. An
+// edges-only directory needs Options.NumNodes.
 // Files without the .npy magic (IGB large/full) are read as raw arrays
 // described by Options.Raw[RoleFeat|RoleLabel|RoleEdges]; every file's
 // size must equal its header (or spec) exactly. IGB has no split, so a
@@ -51,7 +53,7 @@ func ImportNPYContext(ctx context.Context, srcDir, outDir string, opts *Options)
 		labelPath = filepath.Join(srcDir, igbLab2K)
 	}
 	source := "igb:" + absPath(srcDir)
-	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, false, func(j *job) error {
 		var feat, label *npyStream
 		defer func() {
 			if feat != nil {
@@ -77,21 +79,26 @@ func ImportNPYContext(ctx context.Context, srcDir, outDir string, opts *Options)
 			label = s
 			j.addBytesIn(size)
 		}
-		n := j.o.NumNodes
+		n, from := j.o.NumNodes, ""
+		if n > 0 {
+			from = "--num-nodes (Options.NumNodes)"
+		}
 		for _, s := range []*npyStream{feat, label} {
 			if s == nil || len(s.h.Shape) == 0 {
 				continue
 			}
 			rows := s.h.Shape[0]
 			if n > 0 && rows != n {
-				return fileErr(s.name, "%d rows, want %d (NumNodes or the other arrays)", rows, n)
+				return fileErr(s.name, "%d rows, want %d (N from %s)", rows, n, from)
 			}
-			n = rows
+			if from == "" {
+				n, from = rows, "the rows of "+s.name
+			}
 		}
 		if feat == nil && label == nil && n == 0 {
-			return fmt.Errorf("%w: %s has neither %s nor labels: set NumNodes", ErrLayout, srcDir, igbFeat)
+			return fmt.Errorf("%w: %s has neither %s nor labels to count the nodes: pass --num-nodes (Options.NumNodes)", ErrLayout, srcDir, igbFeat)
 		}
-		j.setNumNodes(n)
+		j.setNumNodes(n, from)
 		if err := j.npyEdges(filepath.Join(srcDir, igbEdges)); err != nil {
 			return err
 		}

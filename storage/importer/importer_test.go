@@ -153,6 +153,21 @@ func TestSmallOGB(t *testing.T) {
 	if l.m.Name != "small" || l.m.NumClasses != 3 || l.m.SelfLoopsDropped != 1 || rep.Labelled != 3 {
 		t.Errorf("manifest %+v report %+v", l.m, rep)
 	}
+	// I17: node 2 is unlabelled (nan) and in the test split.
+	if rep.SplitUnlabelled != [3]int64{0, 0, 1} || rep.FirstSplitUnlabelled != 2 ||
+		!strings.Contains(rep.String(), "warning: split nodes without a label (training skips them): train 0, valid 0, test 1; first node 2") {
+		t.Errorf("unlabelled split nodes not reported: %v %d\n%s", rep.SplitUnlabelled, rep.FirstSplitUnlabelled, rep)
+	}
+	// A random split draws labelled nodes only.
+	files := smallOGB()
+	for _, k := range []string{"split/s/train.csv.gz", "split/s/valid.csv.gz", "split/s/test.csv.gz"} {
+		delete(files, k)
+	}
+	src2 := t.TempDir()
+	writeFiles(t, src2, files)
+	if rep, err := ImportOGB(src2, t.TempDir(), nil); err != nil || rep.SplitUnlabelled != [3]int64{} {
+		t.Errorf("random split: %v %v", rep.SplitUnlabelled, err)
+	}
 }
 
 // igbFiles is a 5-node IGB layout; headerless drops every .npy header.

@@ -39,7 +39,7 @@ func ImportOGBContext(ctx context.Context, srcDir, outDir string, opts *Options)
 		source += " split=" + split
 	}
 	raw := filepath.Join(srcDir, "raw")
-	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, func(j *job) error {
+	return run(ctx, outDir, filepath.Base(filepath.Clean(srcDir)), source, opts, false, func(j *job) error {
 		if exists(filepath.Join(raw, "data.npz")) {
 			if err := j.ogbBinary(raw); err != nil {
 				return err
@@ -54,7 +54,7 @@ func ImportOGBContext(ctx context.Context, srcDir, outDir string, opts *Options)
 		if err := j.checkTableMem(j.numNodes); err != nil {
 			return err
 		}
-		c := newSplitChecker(j.numNodes)
+		c := j.newSplitChecker()
 		for k, name := range splitLabels {
 			path, err := findText(splitDir, name)
 			if err != nil {
@@ -85,7 +85,7 @@ func (j *job) ogbText(raw string) error {
 	if len(counts) != 1 || counts[0] < 0 {
 		return fileErr(path, "got %d node counts %v, want one non-negative count (heterogeneous graphs are not supported)", len(counts), head(counts))
 	}
-	j.setNumNodes(counts[0])
+	j.setNumNodes(counts[0], path)
 
 	edgePath, err := findText(raw, "edge")
 	if err != nil {
@@ -143,7 +143,7 @@ func (j *job) ogbBinary(raw string) error {
 	if n != 1 || counts[0] < 0 {
 		return fileErr(ns.name, "shape %v, want a single non-negative node count (heterogeneous graphs are not supported)", ns.h.Shape)
 	}
-	j.setNumNodes(counts[0])
+	j.setNumNodes(counts[0], ns.name)
 
 	src, err := z.open("edge_index.npy")
 	if err != nil {

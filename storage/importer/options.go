@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,10 @@ var (
 	// *FormatError or wrap a *csvnum.ParseError; both name the file and
 	// the line or element.
 	ErrFormat = errors.New("importer: bad input")
+	// ErrLabelConflict is wrapped (with ErrFormat) when a GraphBolt
+	// task's set labels disagree with the "label" node feature: the same
+	// dataset would train on other targets in DGL than in ssdgnn.
+	ErrLabelConflict = errors.New("importer: set labels disagree with the label feature")
 )
 
 // FormatError locates a problem in a source file. Line is the 1-based line
@@ -38,6 +43,9 @@ type FormatError struct {
 	Line  int64
 	Index int64
 	Msg   string
+	// Kind, when set, is a sentinel the error also matches (such as
+	// ErrLabelConflict).
+	Kind error
 }
 
 func (e *FormatError) Error() string {
@@ -56,8 +64,10 @@ func (e *FormatError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrFormat) true.
-func (e *FormatError) Is(target error) bool { return target == ErrFormat }
+// Is makes errors.Is(err, ErrFormat) true, and errors.Is(err, e.Kind).
+func (e *FormatError) Is(target error) bool {
+	return target == ErrFormat || (e.Kind != nil && target == e.Kind)
+}
 
 func lineErr(file string, line int64, format string, args ...any) error {
 	return &FormatError{File: file, Line: line, Index: -1, Msg: fmt.Sprintf(format, args...)}
@@ -170,11 +180,14 @@ type Options struct {
 	// stays whole until the new one is complete
 	// (storage.CreateOptions.Force).
 	Force bool
-	// AllowNonFinite stores NaN and ±Inf features (and, with FeatDType
-	// float16, values beyond ±65504, which become ±Inf) as they are,
-	// counted in Report.NonFiniteFeatures and logged as a warning. By
+	// AllowNonFinite stores NaN and ±Inf features as they are, counted in
+	// Report.NonFiniteFeatures, and finite values beyond the stored
+	// dtype's range (float64 sources beyond float32's ±3.4e38; with
+	// FeatDType float16, beyond ±65504) as the ±Inf they overflow to,
+	// counted in Report.OverflowFeatures; both are logged as warnings. By
 	// default the first such value is an error naming the file, the node
-	// (row) and the column. validate reports such a dataset as bad.
+	// (row), the column and the value as the source has it. validate
+	// reports such a dataset as bad (it sees only the stored ±Inf).
 	AllowNonFinite bool
 	// Progress receives progress reports; nil reports nothing.
 	Progress progress.Reporter
@@ -268,6 +281,9 @@ func (o *Options) Validate() error {
 	if err := (&csvnum.Options{Delim: o.Delim, Comment: o.Comment}).Validate(); err != nil {
 		return bad("%v", err)
 	}
+	if comment := cmp.Or(o.Comment, "#"); o.Delim != 0 && o.Delim != ' ' && comment[0] == o.Delim {
+		return bad("Delim %q starts Comment %q: a line that starts with a delimiter would be a comment; choose another Comment", o.Delim, comment)
+	}
 	return nil
 }
 
@@ -315,9 +331,13 @@ type Report struct {
 	FeatDim   int64  `json:"feat_dim"`
 	FeatDType string `json:"feat_dtype"`
 	FeatRows  int64  `json:"feat_rows"`
-	// NonFiniteFeatures counts NaN/Inf feature values stored under
-	// Options.AllowNonFinite (always 0 otherwise).
+	// NonFiniteFeatures counts NaN/Inf feature values of the source
+	// stored under Options.AllowNonFinite (always 0 otherwise).
 	NonFiniteFeatures int64 `json:"non_finite_features"`
+	// OverflowFeatures counts finite source values beyond the stored
+	// dtype's range (float32's ±3.4e38, float16's ±65504), stored as
+	// ±Inf under Options.AllowNonFinite (always 0 otherwise).
+	OverflowFeatures int64 `json:"overflow_features"`
 
 	Labelled   int64 `json:"labelled"` // nodes with a label
 	NumClasses int64 `json:"num_classes"`
@@ -327,6 +347,12 @@ type Report struct {
 	Valid       int64  `json:"valid"`
 	Test        int64  `json:"test"`
 	RandomSplit bool   `json:"random_split"`
+	// SplitUnlabelled counts, per split (train, valid, test), the nodes
+	// of a source split that have no label; FirstSplitUnlabelled is the
+	// smallest of them (meaningful when any is counted). Training skips
+	// such nodes.
+	SplitUnlabelled      [3]int64 `json:"split_unlabelled"`
+	FirstSplitUnlabelled int64    `json:"first_split_unlabelled"`
 
 	SortRuns         int64 `json:"sort_runs"` // runs the edge sorter spilled
 	SortSpilledBytes int64 `json:"sort_spilled_bytes"`
@@ -347,12 +373,19 @@ func (r Report) String() string {
 		if r.NonFiniteFeatures > 0 {
 			fmt.Fprintf(&b, "  warning: %d NaN/Inf feature values stored (--allow-nonfinite)\n", r.NonFiniteFeatures)
 		}
+		if r.OverflowFeatures > 0 {
+			fmt.Fprintf(&b, "  warning: %d finite feature values beyond %s's range overflowed to ±Inf on conversion (--allow-nonfinite)\n", r.OverflowFeatures, r.FeatDType)
+		}
 	}
 	if r.Labelled > 0 || r.NumClasses > 0 {
 		fmt.Fprintf(&b, "  labels: %d labelled, %d classes\n", r.Labelled, r.NumClasses)
 	}
 	if r.Split != "" {
 		fmt.Fprintf(&b, "  split %s: train %d, valid %d, test %d\n", r.Split, r.Train, r.Valid, r.Test)
+	}
+	if u := r.SplitUnlabelled; u != [3]int64{} {
+		fmt.Fprintf(&b, "  warning: split nodes without a label (training skips them): train %d, valid %d, test %d; first node %d\n",
+			u[0], u[1], u[2], r.FirstSplitUnlabelled)
 	}
 	fmt.Fprintf(&b, "  sort: %d runs spilled, %d bytes\n", r.SortRuns, r.SortSpilledBytes)
 	secs := r.Wall.Seconds()

@@ -36,7 +36,9 @@ type job struct {
 	names  []string               // file names of open and csr
 	rep    Report
 
-	numNodes int64 // -1 until known
+	numNodes     int64  // -1 until known
+	numNodesFrom string // where numNodes came from, for errors (I15)
+	gbTask       string // GraphBolt: the task read, for errors
 
 	// edges
 	sorter  *extsort.Sorter
@@ -56,8 +58,10 @@ type job struct {
 	labelLimit int64
 }
 
-// begin validates opts and creates the output directory.
-func begin(outDir, name, source string, opts *Options) (*job, error) {
+// begin validates opts and creates the output directory. With byRow (a
+// GraphBolt import that keeps duplicates) each neighbour list keeps the
+// order of the source's edges instead of being sorted (extsort ByRow).
+func begin(outDir, name, source string, opts *Options, byRow bool) (*job, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -87,7 +91,8 @@ func begin(outDir, name, source string, opts *Options) (*job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("importer: temp dir: %w", err)
 	}
-	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.sortMem(), Dedup: !j.o.KeepDuplicates})
+	j.sorter, err = extsort.New(&extsort.Options{TempDir: j.tmp, MemBytes: j.sortMem(), Dedup: !j.o.KeepDuplicates,
+		ByRow: byRow && j.o.KeepDuplicates})
 	if err != nil {
 		j.cleanup()
 		return nil, fmt.Errorf("importer: %w", err)
@@ -175,9 +180,19 @@ func (j *job) create(name string, d npy.DType, tail []int64) (*storage.ArrayWrit
 func (j *job) addBytesIn(n int64) { j.rep.BytesIn += n }
 
 // setNumNodes fixes N; it must be called before node ids are checked.
-func (j *job) setNumNodes(n int64) {
-	j.numNodes = n
+// from says where N came from ("raw/num-node-list.csv.gz", "--num-nodes
+// (Options.NumNodes)"); range errors name it.
+func (j *job) setNumNodes(n int64, from string) {
+	j.numNodes, j.numNodesFrom = n, from
 	j.rep.Nodes = n
+}
+
+// rangeMsg is "out of range [0, N)" with where N came from.
+func (j *job) rangeMsg() string {
+	if j.numNodesFrom == "" {
+		return fmt.Sprintf("out of range [0, %d)", j.numNodes)
+	}
+	return fmt.Sprintf("out of range [0, %d) (N = %d from %s)", j.numNodes, j.numNodes, j.numNodesFrom)
 }
 
 // idMsg checks one node id of an edge (role "source" or "destination")
@@ -187,7 +202,7 @@ func (j *job) idMsg(role string, v int64) string {
 	case v < 0:
 		return fmt.Sprintf("negative %s node id %d", role, v)
 	case j.numNodes >= 0 && v >= j.numNodes:
-		return fmt.Sprintf("%s node %d out of range [0, %d)", role, v, j.numNodes)
+		return fmt.Sprintf("%s node %d %s", role, v, j.rangeMsg())
 	}
 	return ""
 }
@@ -252,10 +267,13 @@ func (j *job) writeCSR() error {
 		if err := checkInferredNodes(j.maxID, j.rep.EdgesRead); err != nil {
 			return err
 		}
-		j.setNumNodes(j.maxID + 1)
+		j.setNumNodes(j.maxID+1, "the largest edge id + 1")
 	}
 	n := j.numNodes
 	if n <= 0 {
+		if j.numNodesFrom != "" && j.numNodesFrom != "the largest edge id + 1" {
+			return fmt.Errorf("%w: the graph has no nodes: N = %d from %s, and no edges", ErrFormat, n, j.numNodesFrom)
+		}
 		return fmt.Errorf("%w: the graph has no nodes (no edges and no node count)", ErrFormat)
 	}
 	if err := j.checkSpace(n); err != nil {
@@ -402,9 +420,31 @@ func (f *featWriter) write(v []float32) error {
 	if err := f.j.ctx.Err(); err != nil {
 		return err
 	}
-	if err := f.checkFinite(v); err != nil {
+	for i, x := range v {
+		if err := f.check(float64(x), i); err != nil {
+			return err
+		}
+	}
+	return f.store(v)
+}
+
+// write64 appends whole rows of float64 values, checked before they are
+// narrowed to float32, so that a finite value beyond float32's range is
+// named as it is in the source (I1), not as the +Inf it would become.
+func (f *featWriter) write64(v []float64, scratch []float32) error {
+	if err := f.j.ctx.Err(); err != nil {
 		return err
 	}
+	for i, x := range v {
+		if err := f.check(x, i); err != nil {
+			return err
+		}
+		scratch[i] = float32(x)
+	}
+	return f.store(scratch[:len(v)])
+}
+
+func (f *featWriter) store(v []float32) error {
 	f.rows += int64(len(v)) / f.dim
 	f.j.featBar.Add(int64(len(v)) / f.dim)
 	if f.f16 {
@@ -413,30 +453,40 @@ func (f *featWriter) write(v []float32) error {
 	return f.w.WriteFloat32s(v)
 }
 
-// checkFinite rejects (or, with AllowNonFinite, counts) NaN and ±Inf
-// values of v, and values a float16 dataset cannot hold.
-func (f *featWriter) checkFinite(v []float32) error {
-	for i, x := range v {
-		ax := math.Abs(float64(x))
-		if ax <= math.MaxFloat32 && (!f.f16 || ax <= maxFloat16) { // false for NaN
-			continue
-		}
-		if f.j.o.AllowNonFinite {
-			f.j.rep.NonFiniteFeatures++
-			continue
-		}
-		row, col := f.rows+int64(i)/f.dim, int64(i)%f.dim
-		what := fmt.Sprintf("%v", x)
-		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
-			what = fmt.Sprintf("%v, beyond float16's range (±%d)", x, maxFloat16)
-		}
-		msg := fmt.Sprintf("feature of node %d, column %d (0-based) is %s; pass --allow-nonfinite (Options.AllowNonFinite) to store it", row, col, what)
-		if f.line > 0 {
-			return lineErr(f.file, f.line, "%s", msg)
-		}
-		return elemErr(f.file, row*f.dim+col, "%s", msg)
+// check rejects the source value x at position i of the rows being
+// written when it is NaN or ±Inf, or finite but beyond the range of the
+// stored dtype (float32's ±3.4028235e38, float16's ±65504), which would
+// store it as ±Inf. With AllowNonFinite it is counted instead, in
+// Report.NonFiniteFeatures or Report.OverflowFeatures, and stored.
+func (f *featWriter) check(x float64, i int) error {
+	limit, dtype := float64(math.MaxFloat32), "float32"
+	if f.f16 {
+		limit, dtype = maxFloat16, "float16"
 	}
-	return nil
+	ax := math.Abs(x)
+	if ax <= limit { // false for NaN
+		return nil
+	}
+	nonFinite := math.IsNaN(x) || math.IsInf(x, 0)
+	if f.j.o.AllowNonFinite {
+		if nonFinite {
+			f.j.rep.NonFiniteFeatures++
+		} else {
+			f.j.rep.OverflowFeatures++
+		}
+		return nil
+	}
+	row, col := f.rows+int64(i)/f.dim, int64(i)%f.dim
+	what := fmt.Sprintf("is %v; pass --allow-nonfinite (Options.AllowNonFinite) to store it", x)
+	if !nonFinite {
+		what = fmt.Sprintf("is %v, beyond %s's range (±%v): it would overflow to %sInf; pass --allow-nonfinite (Options.AllowNonFinite) to store it as that",
+			x, dtype, float32(limit), map[bool]string{true: "-", false: "+"}[x < 0])
+	}
+	msg := fmt.Sprintf("feature of node %d, column %d (0-based) %s", row, col, what)
+	if f.line > 0 {
+		return lineErr(f.file, f.line, "%s", msg)
+	}
+	return elemErr(f.file, row*f.dim+col, "%s", msg)
 }
 
 // commit checks the row count against N (file names the source).
@@ -456,6 +506,10 @@ func (f *featWriter) commit(file string) error {
 	if n := f.j.rep.NonFiniteFeatures; n > 0 {
 		f.j.o.Logger.Warn("features stored with NaN/Inf values (allowed by AllowNonFinite); validate will report them",
 			"file", file, "count", n)
+	}
+	if n := f.j.rep.OverflowFeatures; n > 0 {
+		f.j.o.Logger.Warn("finite feature values beyond the stored dtype's range overflowed to ±Inf on conversion (allowed by AllowNonFinite); validate will report them as Inf",
+			"file", file, "count", n, "dtype", f.j.o.FeatDType)
 	}
 	return nil
 }
@@ -479,6 +533,25 @@ func (j *job) copyNPYFeatures(s *npyStream) error {
 	}
 	rows := max(1, (1<<18)/dim)
 	buf := make([]float32, rows*dim)
+	if s.h.DType == npy.Float64 {
+		buf64 := make([]float64, rows*dim)
+		for {
+			n, err := s.float64s(buf64)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			if err := fw.write64(buf64[:n], buf); err != nil {
+				return err
+			}
+		}
+		if err := s.drain(); err != nil {
+			return err
+		}
+		return fw.commit(s.name)
+	}
 	for {
 		n, err := s.float32s(buf)
 		if err != nil {
@@ -533,7 +606,10 @@ func (l *labelWriter) add(x float64) string {
 		if l.j.o.NumClasses > 0 {
 			return fmt.Sprintf("label %v out of range [0, %d) (NumClasses %d)", x, l.j.labelLimit, l.j.o.NumClasses)
 		}
-		return fmt.Sprintf("label %v out of range [0, %d); -1 or NaN mark unlabelled nodes", x, l.j.labelLimit)
+		if x < 0 {
+			return fmt.Sprintf("label %v is negative; -1 or NaN mark unlabelled nodes", x)
+		}
+		return fmt.Sprintf("label %v is too large: labels are int32 classes below 2^31-1", x)
 	default:
 		v = int32(x)
 		l.j.labelled.set(l.n)
@@ -639,12 +715,14 @@ var splitNames = [3]string{storage.FileTrain, storage.FileValid, storage.FileTes
 // splitChecker checks that split lists are in range and disjoint, with 2
 // bits per node recording which split holds it.
 type splitChecker struct {
-	n    int64
-	tags []byte
+	n        int64
+	tags     []byte
+	rangeMsg string // "out of range [0, N) (N from ...)"
 }
 
-func newSplitChecker(n int64) *splitChecker {
-	return &splitChecker{n: n, tags: make([]byte, (n+3)/4)}
+func (j *job) newSplitChecker() *splitChecker {
+	n := j.numNodes
+	return &splitChecker{n: n, tags: make([]byte, (n+3)/4), rangeMsg: j.rangeMsg()}
 }
 
 var splitLabels = [3]string{"train", "valid", "test"}
@@ -652,7 +730,7 @@ var splitLabels = [3]string{"train", "valid", "test"}
 // add records node v in split k and returns what is wrong, or "".
 func (c *splitChecker) add(v int64, k int) string {
 	if v < 0 || v >= c.n {
-		return fmt.Sprintf("node %d out of range [0, %d)", v, c.n)
+		return fmt.Sprintf("node %d %s", v, c.rangeMsg)
 	}
 	sh := uint(v&3) * 2
 	if t := (c.tags[v>>2] >> sh) & 3; t != 0 {
@@ -766,6 +844,53 @@ func (j *job) randomSplit() error {
 	return nil
 }
 
+// checkSplitLabels counts the nodes of source splits that have no label
+// (I17): training skips them, so a split of 140 with 5 of them trains on
+// 135, and a GraphBolt export would write their -1 as a target. They are
+// legal (the source says so), so this warns, with the count per split and
+// the first such node, in Report.SplitUnlabelled and the log; validate
+// reports them as a warning too. A random split draws labelled nodes only.
+func (j *job) checkSplitLabels() error {
+	if j.labelled == nil || j.rep.RandomSplit {
+		return nil
+	}
+	buf := make([]int64, 1<<14)
+	first := int64(-1)
+	for k, name := range splitNames {
+		if _, ok := j.b.Entry(name); !ok {
+			continue
+		}
+		s, _, err := openNPYFile(filepath.Join(j.b.Dir(), name), "split", nil)
+		if err != nil {
+			return err
+		}
+		for {
+			n, err := s.int64s(buf)
+			if err != nil {
+				s.Close()
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			for _, v := range buf[:n] {
+				if !j.labelled.has(v) {
+					j.rep.SplitUnlabelled[k]++
+					if first < 0 || v < first {
+						first = v
+					}
+				}
+			}
+		}
+		s.Close()
+	}
+	if u := j.rep.SplitUnlabelled; u != [3]int64{} {
+		j.rep.FirstSplitUnlabelled = first
+		j.o.Logger.Warn("split nodes without a label: training skips them", "train", u[0], "valid", u[1], "test", u[2], "first_node", first)
+	}
+	return nil
+}
+
 // finish writes the manifest and completes the report.
 func (j *job) finish() (Report, error) {
 	if j.featDim == 0 {
@@ -776,7 +901,7 @@ func (j *job) finish() (Report, error) {
 		NumNodes:          j.numNodes,
 		NumEdges:          j.rep.EdgesStored,
 		FeatDim:           j.featDim,
-		FeatDType:         j.o.FeatDType,
+		FeatDType:         j.rep.FeatDType, // "" without features (C8)
 		NumClasses:        j.rep.NumClasses,
 		Symmetrized:       !j.o.Directed,
 		Source:            j.rep.Source,
@@ -801,12 +926,12 @@ func (j *job) finish() (Report, error) {
 }
 
 // run executes body on a new job and finishes it, cleaning up on every
-// path. body fills the dataset's arrays.
-func run(ctx context.Context, outDir, name, source string, opts *Options, body func(j *job) error) (Report, error) {
+// path. body fills the dataset's arrays. byRow is begin's.
+func run(ctx context.Context, outDir, name, source string, opts *Options, byRow bool, body func(j *job) error) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
-	j, err := begin(outDir, name, source, opts)
+	j, err := begin(outDir, name, source, opts, byRow)
 	if err != nil {
 		return Report{}, err
 	}
@@ -816,7 +941,11 @@ func run(ctx context.Context, outDir, name, source string, opts *Options, body f
 	// RSS reach about 2 × the sort buffer (I8: 149 MB at a 64 MiB budget).
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(j.o.MemBytes - GoLimitSlack))
 	j.ctx = ctx
-	if err := body(j); err != nil {
+	err = body(j)
+	if err == nil {
+		err = j.checkSplitLabels()
+	}
+	if err != nil {
 		j.o.Logger.Debug("import failed", "err", err)
 		j.removeArrays()
 		return Report{}, err

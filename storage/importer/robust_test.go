@@ -32,17 +32,22 @@ func TestNonFiniteFeatures(t *testing.T) {
 		f16    bool
 		want   []string // substrings of the error
 		stored int64    // non-finite values stored with AllowNonFinite
+		over   bool     // they are finite values beyond the dtype (OverflowFeatures)
 	}{
 		{name: "csv nan", files: map[string]any{"f.csv": "1,2\n3,nan\n5,6\n7,8\n"},
 			want: []string{"f.csv: line 2", "node 1, column 1", "is NaN"}, stored: 1},
 		{name: "csv -inf", files: map[string]any{"f.csv": "1,2\n3,4\n-inf,6\n7,Inf\n"},
 			want: []string{"f.csv: line 3", "node 2, column 0", "is -Inf"}, stored: 2},
 		{name: "csv float16 overflow", f16: true, files: map[string]any{"f.csv": "1,2\n3,4\n5,6\n70000,8\n"},
-			want: []string{"f.csv: line 4", "node 3, column 0", "70000, beyond float16's range"}, stored: 1},
+			want: []string{"f.csv: line 4", "node 3, column 0", "70000, beyond float16's range (±65504)"}, stored: 1, over: true},
 		{name: "npy inf", files: map[string]any{"f.npy": nil},
 			want: []string{"f.npy: element 5", "node 2, column 1", "is +Inf"}, stored: 2},
 		{name: "npy float64 overflow", files: map[string]any{"f64.npy": nil},
-			want: []string{"f64.npy: element 3", "node 1, column 1", "is +Inf"}, stored: 1},
+			want: []string{"f64.npy: element 3", "node 1, column 1", "is 1e+300, beyond float32's range (±3.4028235e+38)", "overflow to +Inf"}, stored: 1, over: true},
+		{name: "npy float64 negative overflow", files: map[string]any{"f64neg.npy": nil},
+			want: []string{"f64neg.npy: element 6", "node 3, column 0", "is -5e+40, beyond float32's range", "overflow to -Inf"}, stored: 1, over: true},
+		{name: "npy float64 inf", files: map[string]any{"f64inf.npy": nil},
+			want: []string{"f64inf.npy: element 0", "node 0, column 0", "is +Inf;"}, stored: 1},
 		{name: "ogb csv nan", ogb: true, files: ogb("0.5,1,2\n1,nan,1\n2,2,2\n3,3,3.25\n"),
 			want: []string{"node-feat.csv.gz: line 2", "node 1, column 1", "is NaN"}, stored: 1},
 	} {
@@ -60,6 +65,12 @@ func TestNonFiniteFeatures(t *testing.T) {
 			}
 			if _, ok := files["f.npy"]; ok {
 				files["f.npy"] = npyBytes(t, npy.Float32, []int64{4, 2}, []float32{1, 2, 3, 4, 5, inf, 7, inf})
+			}
+			if _, ok := files["f64neg.npy"]; ok {
+				files["f64neg.npy"] = npyBytes(t, npy.Float64, []int64{4, 2}, []float64{1, 2, 3, 4, 5, 6, -5e40, 8})
+			}
+			if _, ok := files["f64inf.npy"]; ok {
+				files["f64inf.npy"] = npyBytes(t, npy.Float64, []int64{4, 2}, []float64{math.Inf(1), 2, 3, 4, 5, 6, 7, 8})
 			}
 			if _, ok := files["f64.npy"]; ok {
 				files["f64.npy"] = npyBytes(t, npy.Float64, []int64{4, 2}, []float64{1, 2, 3, 1e300, 5, 6, 7, 8})
@@ -94,8 +105,12 @@ func TestNonFiniteFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("AllowNonFinite: %v", err)
 			}
-			if rep.NonFiniteFeatures != tc.stored || !strings.Contains(rep.String(), "NaN/Inf feature values stored") {
-				t.Errorf("stored %d non-finite values, want %d; report %s", rep.NonFiniteFeatures, tc.stored, rep)
+			got, gotOver, line := rep.NonFiniteFeatures, rep.OverflowFeatures, "NaN/Inf feature values stored"
+			if tc.over {
+				got, gotOver, line = rep.OverflowFeatures, rep.NonFiniteFeatures, "overflowed to ±Inf on conversion"
+			}
+			if got != tc.stored || gotOver != 0 || !strings.Contains(rep.String(), line) {
+				t.Errorf("stored %d values (other kind %d), want %d; report %s", got, gotOver, tc.stored, rep)
 			}
 			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "count="+itoa(tc.stored)) {
 				t.Errorf("no warning with the count in the log:\n%s", logs.String())

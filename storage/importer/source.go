@@ -49,7 +49,11 @@ func openText(path string) (io.ReadCloser, int64, error) {
 	}
 	br := bufio.NewReaderSize(f, readBufSize)
 	if !strings.HasSuffix(path, ".gz") {
-		return readCloser{br, f}, size, nil
+		// C6: gzip whose name lacks .gz is read as gzip; its magic
+		// (1f 8b) cannot start a text line.
+		if m, _ := br.Peek(2); len(m) < 2 || m[0] != 0x1f || m[1] != 0x8b {
+			return readCloser{br, f}, size, nil
+		}
 	}
 	zr, err := gzip.NewReader(br)
 	if err != nil {
@@ -282,6 +286,14 @@ func isNPY(f io.ReaderAt) bool {
 	return n == len(m) && string(m[:]) == npy.Magic
 }
 
+// rawExample is an IGB-large spec per role, for the message that asks
+// for one.
+var rawExample = map[string]string{
+	RoleFeat:  RoleFeat + "=float32:100000000x1024",
+	RoleLabel: RoleLabel + "=float32:100000000",
+	RoleEdges: RoleEdges + "=int64:1223571364x2",
+}
+
 // openNPYFile opens a .npy file, or a headerless raw array described by
 // spec, and checks that the file size matches the header or spec. role
 // names the Options.Raw key in errors.
@@ -308,8 +320,12 @@ func newFileStream(f *os.File, size int64, path, role string, spec *RawSpec) (*n
 		}
 	} else {
 		if spec == nil {
-			return nil, fmt.Errorf("%w: %s has no .npy header (magic \\x93NUMPY missing); for a headerless raw array set Options.Raw[%q] to its dtype and shape",
-				ErrInvalidOptions, path, role)
+			ex, ok := rawExample[role]
+			if !ok {
+				return nil, fileErr(path, "no .npy header (magic \\x93NUMPY missing): not a .npy file")
+			}
+			return nil, fmt.Errorf("%w: %s has no .npy header (magic \\x93NUMPY missing); for a headerless raw array give its dtype and shape: with import npy, --raw %s=DTYPE:D0xD1, e.g. --raw %s (API: a RawSpec under key %q)",
+				ErrInvalidOptions, path, role, ex, role)
 		}
 		h = npy.Header{DType: spec.DType, Shape: spec.Shape}
 	}
