@@ -146,11 +146,11 @@
 // merged reads, and benefits stay in units of a mean gathered row, the
 // unit of the history benefit (β converts sampled edges into it). The
 // feature cache is built by the same scores (Profile.ranking). Plan also
-// predicts the reads left per epoch: the profile's reads and bytes less
-// the history's rows (thinned counts, else at a mean storage row's
-// single-read share and bytes), less the cached nodes' single reads and
-// bytes and their merged rows' own bytes, the merged reads left bounded by
-// the amplification cap over the rows left; and their device time
+// predicts the reads left per epoch: the profile's reads and bytes
+// thinned to the share of its rows the history and the feature cache leave
+// (thinned counts; without them, less the history's rows at a mean
+// storage row's single-read share and bytes and less the cached nodes'
+// single reads and bytes and merged rows' own bytes); and their device time
 // (Predicted.Gather*). A profile without the model (written before it)
 // scores Feat alone, as OUTRE does.
 //

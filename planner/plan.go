@@ -646,24 +646,26 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			reads -= pr.HistGatherRows * float64(rm.SingleReads) / all
 			bytes -= pr.HistGatherRows * (float64(rm.SingleBytes) + float64(rm.Rows-rm.SingleReads)*rowB) / all
 		}
-		// The cache's rows: those read alone take their read and span
-		// with them; those that rode in merged reads take their own bytes
-		// (the filler between the rows left stays: cached rows are hot,
-		// in dense runs), but the merged reads left carry at most the
-		// read planner's amplification cap of the rows left, and number
-		// at most one per row left. With (nearly) every row cached,
-		// subtracting the rows' own bytes alone left the filler: 149 MiB
-		// predicted against 0.6 MiB read.
+		// The rows the cache takes are priced as the history's are: the
+		// profile's reads thinned to the share of its rows left to read
+		// (the history's and the cache's removals together), where the
+		// profile has thinned counts; else each cached node's single
+		// reads and bytes and its merged rows' own bytes are subtracted.
+		// Subtracting (the only model before 2026-11-27) left the merged
+		// reads' filler with 98 % of the rows cached: 149 MiB predicted
+		// against 0.6 MiB read (docs/planner.md has the runs).
 		one := topSum(pFeatSingle, best.feat.Entries) * keep
-		singles := float64(rm.SingleReads) / epochs * keep
-		mRows := float64(rm.Rows-rm.SingleReads) / epochs * keep
-		mReads, mBytes := max(reads-singles, 0), max(bytes-singles*singleB, 0)
-		singlesLeft, mRowsLeft := max(singles-one, 0), max(mRows-(pr.FeatRows-one), 0)
-		mBytes = max(mBytes-(pr.FeatRows-one)*rowB, 0)
-		if c := rm.MaxAmplification; c >= 1 {
-			mBytes = min(mBytes, mRowsLeft*rowB*c)
+		left := max(pr.GatherRows-pr.FeatRows, 0)
+		if pr.GatherRows <= 0 {
+			left = max(float64(rm.Rows)/epochs*keep-pr.FeatRows, 0)
 		}
-		pr.GatherReads, pr.GatherBytesRead = singlesLeft+min(mReads, mRowsLeft), singlesLeft*singleB+mBytes
+		if tr, tb, ok := rm.thinnedAt(left / (float64(rm.Rows) / epochs)); ok && rm.Rows > 0 {
+			reads, bytes = tr/epochs, tb/epochs
+		} else {
+			reads -= one
+			bytes -= one*singleB + (pr.FeatRows-one)*rowB
+		}
+		pr.GatherReads, pr.GatherBytesRead = max(reads, 0), max(bytes, 0)
 		pr.GatherSeconds = rm.Seconds(pr.GatherReads, pr.GatherBytesRead)
 	}
 
