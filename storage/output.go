@@ -15,6 +15,17 @@ import (
 // profile other than a plan.json, which 'ssdgnn plan'
 // rewrites. A path that does not exist yet replaces nothing.
 func CheckOutput(dir string, m *Manifest, flag, path string) error {
+	return checkOutput(dir, m, flag, path, true)
+}
+
+// CheckForeignOutput is CheckOutput for a dataset the command does not
+// work on: its plans are protected too (only 'ssdgnn plan' on that
+// dataset rewrites them).
+func CheckForeignOutput(dir string, m *Manifest, flag, path string) error {
+	return checkOutput(dir, m, flag, path, false)
+}
+
+func checkOutput(dir string, m *Manifest, flag, path string, plansOurs bool) error {
 	files := []string{ManifestName, FileDevice, dirlock.Name}
 	if m != nil {
 		for _, e := range m.Files {
@@ -26,7 +37,7 @@ func CheckOutput(dir string, m *Manifest, flag, path string) error {
 	}
 	for _, sub := range []string{"partitions", "profile"} { // not spill: its files are a run's own
 		_ = filepath.WalkDir(filepath.Join(dir, sub), func(p string, e fs.DirEntry, err error) error {
-			if err == nil && e.Type().IsRegular() && e.Name() != "plan.json" {
+			if err == nil && e.Type().IsRegular() && (e.Name() != "plan.json" || !plansOurs) {
 				files = append(files, p)
 			}
 			return nil

@@ -57,6 +57,18 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := genSmall(t)
+	if _, _, err := run(t, "profile", other, "--fanouts", "4,4", "--batch-size", "64"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "plan", other, "--mem", "16MiB"); err != nil {
+		t.Fatal(err)
+	}
+	links := t.TempDir()
+	symToOther, linkDir, hardToOther := filepath.Join(links, "m.jsonl"), filepath.Join(links, "d"), filepath.Join(links, "h.jsonl")
+	if err := errors.Join(os.Symlink(filepath.Join(other, "train_idx.npy"), symToOther), os.Symlink(filepath.Join(other, "profile"), linkDir),
+		os.Link(filepath.Join(other, "valid_idx.npy"), hardToOther)); err != nil {
+		t.Fatal(err)
+	}
 	otherBefore := treeSums(t, other)
 	link := filepath.Join(t.TempDir(), "link.npy")
 	if err := os.Symlink(filepath.Join(dir, "labels.npy"), link); err != nil {
@@ -86,6 +98,14 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		{[]string{"train", dir, "--epochs", "1", "--plan", planFile, "--checkpoint", filepath.Join(t.TempDir(), "c4"), "--metrics", planFile}, "the --plan file"},
 		{[]string{"train", dir, "--epochs", "1", "--plan", planFile, "--checkpoint", filepath.Join(t.TempDir(), "c5"), "--plot", planFile}, "the --plan file"},
 		{[]string{"infer", dir, "--checkpoint", ck, "--out", filepath.Join(other, "labels.npy")}, "a file of dataset " + other},
+		// Through links: a symlink to another dataset's file, a symlinked
+		// directory on the way, and (for --metrics, which appends) a hard
+		// link.
+		{[]string{"train", dir, "--epochs", "1", "--checkpoint", filepath.Join(t.TempDir(), "c6"), "--metrics", symToOther}, "a file of dataset"},
+		{[]string{"infer", dir, "--checkpoint", ck, "--out", filepath.Join(linkDir, "default", "plan.json")}, "a file of dataset"},
+		{[]string{"train", dir, "--epochs", "1", "--checkpoint", filepath.Join(t.TempDir(), "c7"), "--metrics", hardToOther}, "hard links"},
+		// The plan train writes beside its checkpoint.
+		{[]string{"train", dir, "--epochs", "1", "--mem", "64MiB", "--checkpoint", filepath.Join(other, "profile", "default")}, "a file of dataset " + other},
 		{[]string{"rr", dir, "--plot", filepath.Join(other, "dataset.json")}, "a file of dataset " + other},
 		{[]string{"export", "graphbolt", dir, dir, "--force"}, "is the input directory"},
 		{[]string{"export", "distdgl", dir, dir, "--partition", "fennel", "--force"}, "is the input directory"},

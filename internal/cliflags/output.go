@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -17,6 +18,9 @@ import (
 type Output struct {
 	Flag, Path string
 	MayBeInput bool
+	// Appends: the command appends to the file (train --metrics), so it
+	// writes through links: a file with other hard links is refused.
+	Appends bool
 }
 
 // Input is a file the command reads, and the flag that names it, for
@@ -45,6 +49,14 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 		if err := otherDataset(dir, o); err != nil {
 			return err
 		}
+		if o.Appends {
+			if st, err := os.Stat(o.Path); err == nil {
+				if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+					return fmt.Errorf("%w: %s %s has %d hard links: appending to it writes to every one of them; name another file",
+						outpath.ErrInput, o.Flag, o.Path, sys.Nlink)
+				}
+			}
+		}
 		if !o.MayBeInput {
 			for _, in := range inputs {
 				if in.Path == "" {
@@ -67,24 +79,33 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 // otherDataset refuses an output that would replace a file of a dataset
 // other than the one in dir: a dataset's files lie at most two levels
 // below it (partitions/NAME/, profile/NAME/), so the output's directory
-// and its two parents are looked at.
+// and its two parents are looked at, as written and where links lead (a
+// symbolic link to a file, or to a directory on the way, of another
+// dataset).
 func otherDataset(dir string, o Output) error {
-	d := filepath.Dir(o.Path)
-	for range 3 {
-		if _, err := os.Stat(filepath.Join(d, storage.ManifestName)); err == nil && !outpath.Same(d, dir) {
-			m, err := storage.LoadManifest(d)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				m = nil // a damaged manifest: its fixed names are still protected
+	starts := []string{filepath.Dir(o.Path)}
+	if real, err := filepath.EvalSymlinks(o.Path); err == nil {
+		starts = append(starts, filepath.Dir(real))
+	} else if real, err := filepath.EvalSymlinks(filepath.Dir(o.Path)); err == nil {
+		starts = append(starts, real)
+	}
+	for _, d := range starts {
+		for range 3 {
+			if _, err := os.Stat(filepath.Join(d, storage.ManifestName)); err == nil && !outpath.Same(d, dir) {
+				m, err := storage.LoadManifest(d)
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					m = nil // a damaged manifest: its fixed names are still protected
+				}
+				if err := storage.CheckForeignOutput(d, m, o.Flag, o.Path); err != nil {
+					return err
+				}
 			}
-			if err := storage.CheckOutput(d, m, o.Flag, o.Path); err != nil {
-				return err
+			up := filepath.Dir(d)
+			if up == d {
+				break
 			}
+			d = up
 		}
-		up := filepath.Dir(d)
-		if up == d {
-			break
-		}
-		d = up
 	}
 	return nil
 }
