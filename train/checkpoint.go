@@ -399,7 +399,7 @@ func (t *Trainer) restore(ck *checkpoint) error {
 	case !ck.meta.History && t.hc != nil:
 		t.o.Logger.Warn("the checkpoint holds no historical embeddings: the history cache starts empty", "checkpoint", ck.file)
 	}
-	if useHist && ck.meta.IDSpace != idSpace(t.d) {
+	if useHist && !sameIDSpace(&ck.meta, t.d) {
 		return fmt.Errorf("%w: %s holds history for %s, the dataset numbers its nodes as %s: resume with --no-hist to carry the model's weights over without it",
 			ErrMismatch, ck.file, idSpaceName(ck.meta.IDSpace), idSpaceName(idSpace(t.d)))
 	}
@@ -628,10 +628,33 @@ func idSpaceName(s string) string {
 	return "the ids of a relabelled copy (" + s + ")"
 }
 
+// idSpace names d's node numbering: "" for a dataset's own ids; for a
+// relabelled copy its partitioning, its source's checksum and the
+// checksum of its orig_ids.npy, which is the numbering itself (two copies
+// of one source and partitioning in other --order had shared a name, and
+// one's history loaded onto the other's nodes).
 func idSpace(d *storage.Dataset) string {
 	r := d.Manifest().RelabelledFrom
 	if r == nil {
 		return ""
 	}
-	return fmt.Sprintf("relabel:%s:%s", r.Partitioning, r.ManifestChecksum)
+	var ids string
+	if e := d.Manifest().File(storage.FileOrigIDs); e != nil {
+		ids = e.Checksum
+	}
+	return fmt.Sprintf("relabel:%s:%s:%s", r.Partitioning, r.ManifestChecksum, ids)
+}
+
+// sameIDSpace reports whether the history of a checkpoint with meta m is
+// in d's numbering. A checkpoint of a relabelled copy written before the
+// numbering's checksum was part of the name (relabel:PART:SUM) is taken
+// only on the very copy it was trained on.
+func sameIDSpace(m *checkpointMeta, d *storage.Dataset) bool {
+	now := idSpace(d)
+	if m.IDSpace == now {
+		return true
+	}
+	r := d.Manifest().RelabelledFrom
+	return r != nil && m.IDSpace == fmt.Sprintf("relabel:%s:%s", r.Partitioning, r.ManifestChecksum) &&
+		len(m.DatasetSums) > 0 && m.DatasetSums[0] == d.ManifestChecksum()
 }

@@ -150,6 +150,21 @@ func TestRelabelCLI(t *testing.T) {
 	if _, stderr, err := run(t, append(resume, "--no-hist")...); err != nil || !strings.Contains(stderr, "without the checkpoint's historical embeddings") {
 		t.Errorf("resume on the copy with --no-hist: %v, stderr %q", err, stderr)
 	}
+	// Two copies of one source and partitioning in other orders number
+	// their nodes differently: the history of one is refused on the other
+	// (it had loaded onto the wrong nodes when every node was a candidate).
+	ckID := filepath.Join(t.TempDir(), "ckid")
+	if _, _, err := run(t, "train", outID, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--hist-cache", "1MiB", "--checkpoint", ckID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "train", out, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--hist-cache", "1MiB", "--resume", ckID,
+		"--checkpoint", filepath.Join(t.TempDir(), "ck3")); err == nil || !strings.Contains(err.Error(), "resume with --no-hist") {
+		t.Errorf("history of the id-order copy resumed on the degree-order copy: %v", err)
+	}
+	if _, _, err := run(t, "train", outID, "--epochs", "2", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--hist-cache", "1MiB", "--resume", ckID,
+		"--checkpoint", filepath.Join(t.TempDir(), "ck4")); err != nil {
+		t.Errorf("resume on the copy the checkpoint was trained on: %v", err)
+	}
 	ids := filepath.Join(t.TempDir(), "ids.npy")
 	writeIDs(t, ids, []int64{999, 0, 17, 17, 512})
 	for _, nodes := range []string{"all", "test", "valid", ids} {
