@@ -95,7 +95,9 @@ type RRRow struct {
 	// UniqueNodes is the number of distinct nodes in any Ñ_b of an epoch.
 	UniqueNodes float64 `json:"unique_nodes_touched"`
 	// CachePolicy is the global neighbour cache's policy ("" without one).
-	CachePolicy    string  `json:"cache_policy,omitempty"`
+	CachePolicy string `json:"cache_policy,omitempty"`
+	// GlobalHitRate and DynamicHitRate are each cache's hits per lookup
+	// (the dynamic cache is asked first: they add up to at most 1).
 	GlobalHitRate  float64 `json:"global_hit_rate"`
 	DynamicHitRate float64 `json:"dynamic_hit_rate"`
 	// Lookups are the summed lookup counters over all epochs.
@@ -286,8 +288,13 @@ func rrRow(ctx context.Context, d *storage.Dataset, p Partitions, so *Options, e
 	row.DynamicLoadBytes = float64(row.Lookups.LoadBytes) / ep
 	row.FeatureBytes = row.SumNeighborhood * float64(d.FeatRowBytes())
 	row.UniqueNodes = float64(unique) / ep
-	row.GlobalHitRate = row.Lookups.Global.HitRate()
-	row.DynamicHitRate = row.Lookups.Dynamic.HitRate()
+	// Both per lookup, as train's "nbr hit" and "dyn hit": the dynamic
+	// cache is asked first, the global cache only on its misses, so the
+	// two add up to at most 100 %.
+	if l := row.Lookups.Lookups; l > 0 {
+		row.GlobalHitRate = float64(row.Lookups.Global.Hits) / float64(l)
+		row.DynamicHitRate = float64(row.Lookups.Dynamic.Hits) / float64(l)
+	}
 	return row, nil
 }
 

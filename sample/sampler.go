@@ -640,7 +640,7 @@ func (w *worker) cached(v int64, dyn *DynamicCache, st *LookupStats) (neighborca
 	return neighborcache.List{}, levelStorage
 }
 
-// fetch looks v's list up in the global cache, the dynamic cache, then
+// fetch looks v's list up in the dynamic cache, the global cache, then
 // storage (every source but SourceBatch, which reads a hop's misses
 // together: readMisses).
 func (w *worker) fetch(v int64, dyn *DynamicCache, st *LookupStats) (neighborcache.List, uint8, error) {
