@@ -186,6 +186,10 @@
 // feature cache's share, as the task that specified this package asked;
 // OUTRE's Eq. 5 writes B·(1−α) for the feature cache, while its Fig. 5
 // discussion reads α as the feature share. Only the label differs.
+// α is where a split starts: the history cache takes 1−α of the memory
+// up to what its candidates fill and the feature cache the rest, up to the
+// nodes the profile ranks, so once the history saturates, every smaller α
+// gives the same split (the first wins).
 //
 // Decoupled (OUTRE §4.1): the neighbour cache has all of B while sampling
 // and is gone before Gather, so it is planned separately (B for it, B for

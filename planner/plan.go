@@ -698,7 +698,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	// eval summed them.
 	var parts [3]float64
 	parts[0] = topSum(pFeat, best.feat.Entries)
-	if nm != nil && best.kNbr > 0 {
+	if nm != nil && best.kNbr > 0 && !o.Decoupled { // decoupled: fitted apart, not in the benefit
 		parts[2] = nm.benefit[best.kNbr]
 	}
 	if hist {
@@ -731,6 +731,8 @@ func reason(r *PlanResult, curve []CurvePoint, parts [3]float64, costed bool) st
 	s += fmt.Sprintf("; all to history (α=0): %.0f, all to features (α=1): %.0f", first.Benefit, last.Benefit)
 	if !r.Decoupled {
 		s += fmt.Sprintf("; neighbour cache share %.2f of the budget", r.NeighborFrac)
+	} else if r.Neighbor.Entries > 0 {
+		s += fmt.Sprintf("; decoupled: the neighbour cache (%d lists) has the sampling phase's budget to itself, apart from this benefit", r.Neighbor.Entries)
 	}
 	return s
 }

@@ -445,3 +445,37 @@ func TestProfileSummaryAndPlot(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestBenefitPartsAddUp: the why line's parts add up to the benefit with
+// the neighbour cache in the split and decoupled from it (where it is
+// fitted apart and not part of the benefit).
+func TestBenefitPartsAddUp(t *testing.T) {
+	r := rand.New(rand.NewPCG(testSeed(t), 3))
+	withNbr := 0
+	defer func() {
+		if withNbr == 0 {
+			t.Errorf("no trial planned a neighbour cache into the benefit: the test checks nothing of its part")
+		}
+	}()
+	for trial := 0; trial < 100; trial++ {
+		n := 1 + r.IntN(60)
+		p := randProfile(r, n)
+		indptr := make([]int64, n+1)
+		for v := range n {
+			indptr[v+1] = indptr[v] + int64(r.IntN(8))
+		}
+		for _, dec := range []bool{false, true} {
+			o := &PlanOptions{MemBytes: 12*int64(n) + r.Int64N(int64(n)*300+1), Hidden: 1 + r.IntN(16), Decoupled: dec, Indptr: indptr}
+			res, err := Plan(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Predicted.BenefitParts[2] > 0 {
+				withNbr++
+			}
+			if bp := res.Predicted.BenefitParts; !near(bp[0]+bp[1]+bp[2], res.Predicted.Benefit) {
+				t.Fatalf("trial %d, decoupled %v: parts %v add up to %v, benefit %v", trial, dec, bp, bp[0]+bp[1]+bp[2], res.Predicted.Benefit)
+			}
+		}
+	}
+}

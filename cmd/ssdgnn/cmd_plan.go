@@ -27,7 +27,10 @@ func newPlanCmd(g *globals) *cobra.Command {
 		Short: "Split a memory budget between the caches from a profile",
 		Long: `plan reads DIR/profile/NAME (from 'ssdgnn profile') and chooses alpha, the
 feature cache's share of the memory left after the cache tables (the history
-cache gets 1-alpha), maximising OUTRE's Eq. 5 in steps of 0.01. Without
+cache gets 1-alpha), maximising OUTRE's Eq. 5 in steps of 0.01. A cache is
+never planned larger than what it can hold: the history's share beyond its
+candidates (nodes with a positive score) goes to the feature cache, so a
+small alpha can still cache every feature row the profile ranks. Without
 --decoupled the three caches are resident together and the neighbour cache's
 share is searched as well; with it, the neighbour cache gets all of --mem
 while sampling. It prints the split, the memory arithmetic, the predicted
