@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -153,29 +153,10 @@ type Budget struct {
 // ibytes formats a byte count in IEC units.
 func ibytes(b int64) string { return humanize.IBytes(uint64(max(b, 0))) }
 
-// ibytesUp is b with one decimal, rounded up: a least budget a message
-// names must be one that works when given back (54.25 MiB printed as
-// ibytes' "54 MiB" was refused again as "54 MiB is below the minimum of
-// 54 MiB"). ibytesDown rounds down, for the budget given beside it.
-func ibytesUp(b int64) string   { return ibytes1(b, math.Ceil) }
-func ibytesDown(b int64) string { return ibytes1(b, math.Floor) }
-
-func ibytes1(b int64, round func(float64) float64) string {
-	if b < 1024 {
-		return fmt.Sprintf("%d B", max(b, 0))
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v, i := float64(b)/1024, 0
-	for v >= 1024 && i < len(units)-1 {
-		v, i = v/1024, i+1
-	}
-	v = round(v*10) / 10
-	if v >= 1024 && i < len(units)-1 { // 1023.95 MiB and up round to 1 GiB
-		v, i = v/1024, i+1
-	}
-	s := strconv.FormatFloat(v, 'f', 1, 64)
-	return strings.TrimSuffix(s, ".0") + " " + units[i]
-}
+// ibytesUp names a least budget, rounded up so that giving it back works;
+// ibytesDown the budget given beside it (internal/bytefmt).
+func ibytesUp(b int64) string   { return bytefmt.Up(b) }
+func ibytesDown(b int64) string { return bytefmt.Down(b) }
 
 // RuntimeReserve is the part of a whole-process budget of mem bytes that
 // PlanMemory keeps for what it does not count: the Go runtime and garbage

@@ -659,21 +659,3 @@ func TestPlanComparisonResumed(t *testing.T) {
 		t.Errorf("comparison %+v, want epochs 2 and 3 compared and the partial epoch 1 left out", c)
 	}
 }
-
-// TestIbytesUp: a least budget is printed rounded up, never below itself.
-func TestIbytesUp(t *testing.T) {
-	for _, c := range []struct {
-		b    int64
-		want string
-	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {1025, "1.1 KiB"},
-		{54 << 20, "54 MiB"}, {54<<20 + 1<<18, "54.3 MiB"}, {54<<20 + 1, "54.1 MiB"}, {1<<30 - 1, "1 GiB"},
-	} {
-		if got := ibytesUp(c.b); got != c.want {
-			t.Errorf("ibytesUp(%d) = %q, want %q", c.b, got, c.want)
-		}
-	}
-	if got := ibytesDown(54<<20 + 1<<18); got != "54.2 MiB" {
-		t.Errorf("ibytesDown(54.25 MiB) = %q, want 54.2 MiB", got)
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -59,12 +61,24 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	if note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack); note != "" {
+	note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack)
+	if note != "" && int64(f.mem) < importer.MinMemBytes {
+		// The budget the cgroup left, not one the user gave.
+		l, _ := cgroup.SelfMemoryLimit()
+		return nil, fmt.Errorf("the memory cgroup's limit (%s) leaves %s for the import beside %s of page cache, below its least budget of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
+			bytefmt.Down(l), bytefmt.Down(int64(f.mem)), humanize.IBytes(importCgroupSlack), bytefmt.Up(importer.MinMemBytes),
+			bytefmt.Up(importer.MinMemBytes+importCgroupSlack), bytefmt.Up(importer.MinMemBytes))
+	}
+	if note != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), note)
 	}
 	if f.mem != 0 && int64(f.mem) < importer.MinMemBytes { // 0: not given, the default
 		return nil, fmt.Errorf("--mem %s: want at least %s (%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s)",
-			f.mem.String(), humanize.IBytes(importer.MinMemBytes), humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))
+			bytefmt.Down(int64(f.mem)), bytefmt.Up(importer.MinMemBytes), humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))
+	}
+	if l, ok := cgroup.SelfMemoryLimit(); ok && int64(f.mem) > l {
+		return nil, fmt.Errorf("--mem %s exceeds the limit of the memory cgroup this process runs in (%s), which the kernel enforces first: omit --mem to fit that limit, or give one below it",
+			bytefmt.Down(int64(f.mem)), bytefmt.Down(l))
 	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,

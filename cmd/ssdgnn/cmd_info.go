@@ -60,6 +60,9 @@ prints its sizes. It reads no data; run validate for a full scan.`,
 			if r.Partitionings, err = partition.Names(args[0]); err != nil {
 				return err
 			}
+			if r.Partitionings == nil {
+				r.Partitionings = []string{} // JSON [], not null
+			}
 			if m.NumNodes > 0 {
 				r.AvgDegree = float64(m.NumEdges) / float64(m.NumNodes)
 			}

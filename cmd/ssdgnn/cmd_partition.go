@@ -55,12 +55,12 @@ atomically with a manifest; see docs/format.md.`,
 			// A flag the method does not read is an error, not a value
 			// recorded in stats.json as if used.
 			by := "with --method " + method
-			if err := cliflags.Inapplicable(cmd.Flags(), !o.Method.Streams(), by+" (only fennel and fennel-exact read it)",
-				"first-level", "gamma", "epsilon", "lambda", "no-lambda", "false-positive", "passes", "refine", "order"); err != nil {
+			if err := cliflags.Inapplicable(cmd.Flags(), o.Method != partition.Fennel, by+" (only fennel has Bloom filters)",
+				"false-positive"); err != nil {
 				return err
 			}
-			if err := cliflags.Inapplicable(cmd.Flags(), o.Method == partition.FennelExact, by+" (only fennel has Bloom filters)",
-				"false-positive"); err != nil {
+			if err := cliflags.Inapplicable(cmd.Flags(), !o.Method.Streams(), by+" (only fennel and fennel-exact read it)",
+				"first-level", "gamma", "epsilon", "lambda", "no-lambda", "passes", "refine", "order"); err != nil {
 				return err
 			}
 			o.Progress, o.Logger = g.progress(), g.logger()

@@ -32,7 +32,7 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"gen", out, "--classes", "0"}, "--classes 0"},
 		{[]string{"import", "edgelist", "e.txt", out, "--num-nodes", "0"}, "--num-nodes 0"},
 		{[]string{"import", "edgelist", "e.txt", out, "--mem", "0"}, "--mem 0"},
-		{[]string{"import", "edgelist", "e.txt", out, "--mem", "1"}, "--mem 1 B: want at least 40 MiB (40 MiB for the runtime and fixed buffers, plus the sorter's smallest buffer of 64 KiB)"},
+		{[]string{"import", "edgelist", "e.txt", out, "--mem", "1"}, "--mem 1 B: want at least 40.1 MiB (40 MiB for the runtime and fixed buffers, plus the sorter's smallest buffer of 64 KiB)"},
 		{[]string{"relabel", dir, out, "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"train", dir, "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"infer", dir, "--checkpoint", "ck", "--out", out + ".npy", "--mem", "0"}, "--mem 0: want a positive value"},
