@@ -110,13 +110,17 @@ type Lock struct {
 // file in it: DGL's GraphBolt hashes each file of a dataset directory and
 // preprocesses again when the hash changes, so an export must not keep a
 // lock file, and a refused run must not leave one rewritten. Release
-// removes the lock file (a process that opened it before the removal
-// finds it gone after its flock and opens the new one: Acquire checks
-// that the file it locked is still the one named .lock).
+// removes the lock file when this Acquire created it (a process that
+// opened it before the removal finds it gone after its flock and opens
+// the new one: Acquire checks that the file it locked is still the one
+// named .lock); a lock file that was there before (another writer's
+// directory, such as a dataset named as OUT by mistake) stays.
 func AcquireTransient(dir string) (*Lock, error) {
+	_, err := os.Lstat(filepath.Join(dir, Name))
+	existed := err == nil
 	l, err := Acquire(dir)
 	if l != nil {
-		l.transient = true
+		l.transient = !existed
 	}
 	return l, err
 }

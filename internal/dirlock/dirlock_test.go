@@ -156,3 +156,22 @@ func TestTransient(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestTransientKeepsOthersLock: a transient lock taken where a lock file
+// already was (another writer's directory) leaves it on Release.
+func TestTransientKeepsOthersLock(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	l, err = AcquireTransient(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if _, err := os.Stat(filepath.Join(dir, Name)); err != nil {
+		t.Fatalf("the directory's own lock file was removed: %v", err)
+	}
+}
