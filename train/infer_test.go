@@ -14,6 +14,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
 // TestInfer checks Infer's files against Predict with full neighbourhoods
@@ -76,15 +77,8 @@ func TestInfer(t *testing.T) {
 }
 
 func readNpy(t *testing.T, path string) []byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := npy.ParseHeader(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b[h.DataOffset : h.DataOffset+h.DataBytes()]
+	_, b := storagetest.ReadNPY(t, path)
+	return b
 }
 
 // TestInferBudget checks InferOptions.MemBytes: a budget below the least

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
 // TestRelabelCLI: partition → relabel → validate; rr's partition row is
@@ -263,8 +264,8 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 		!strings.Contains(stderr, "is a partition-major copy of "+src) || !strings.Contains(stderr, "orig_id") {
 		t.Errorf("export of the copy: %v, stderr %q", err, stderr)
 	}
-	want := npyData(t, filepath.Join(out, storage.FileOrigIDs))
-	if got := npyData(t, filepath.Join(gb, "node_data", "orig_id.npy")); !bytes.Equal(got, want) {
+	want := npyBody(t, filepath.Join(out, storage.FileOrigIDs))
+	if got := npyBody(t, filepath.Join(gb, "node_data", "orig_id.npy")); !bytes.Equal(got, want) {
 		t.Errorf("graphbolt node_data/orig_id.npy: %d bytes, differ from the copy's orig_ids.npy (%d bytes)", len(got), len(want))
 	}
 	if meta, err := os.ReadFile(filepath.Join(gb, "metadata.yaml")); err != nil || !strings.Contains(string(meta), "name: orig_id") {
@@ -276,7 +277,7 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	}
 	var got []byte
 	for c := range 3 {
-		got = append(got, npyData(t, filepath.Join(dd, "node_data", fmt.Sprintf("orig_id-%d.npy", c)))...)
+		got = append(got, npyBody(t, filepath.Join(dd, "node_data", fmt.Sprintf("orig_id-%d.npy", c)))...)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("distdgl node_data orig_id chunks: %d bytes, differ from the copy's orig_ids.npy (%d bytes)", len(got), len(want))
@@ -297,16 +298,7 @@ func TestRelabelOnlyPartitioning(t *testing.T) {
 	}
 }
 
-// npyData is the data section of the .npy file at path.
-func npyData(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := npy.ParseHeader(b)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return b[h.DataOffset : h.DataOffset+h.DataBytes()]
+func npyBody(t *testing.T, path string) []byte {
+	_, b := storagetest.ReadNPY(t, path)
+	return b
 }

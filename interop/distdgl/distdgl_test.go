@@ -25,18 +25,7 @@ import (
 func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // readNPY loads a whole .npy file (test sizes only).
-func readNPY(t *testing.T, path string) (npy.Header, []byte) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := npy.ParseHeader(b)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return h, b[h.DataOffset:]
-}
+func readNPY(t *testing.T, path string) (npy.Header, []byte) { return storagetest.ReadNPY(t, path) }
 
 func readLines(t *testing.T, path string) []string {
 	t.Helper()

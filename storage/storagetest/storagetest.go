@@ -4,6 +4,7 @@
 package storagetest
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -126,4 +127,22 @@ func Write(t testing.TB, dir string, g Graph) *storage.Dataset {
 	check(err)
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// ReadNPY reads a whole .npy file (test sizes only) and returns its
+// header and data section.
+func ReadNPY(t testing.TB, path string) (npy.Header, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := npy.ParseHeader(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if int64(len(b)) < h.DataOffset+h.DataBytes() {
+		t.Fatalf("%s: %d bytes, header says %d", path, len(b), h.DataOffset+h.DataBytes())
+	}
+	return h, b[h.DataOffset : h.DataOffset+h.DataBytes()]
 }
