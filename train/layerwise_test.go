@@ -15,7 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
@@ -970,5 +972,49 @@ func TestRemoveStaleLW(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s removed: %v", p, err)
 		}
+	}
+}
+
+// TestLayerwiseWithinBound: the layer-wise pass's counted memory (its
+// arrays and the backend's tensors, pooled storage included) stays within
+// its chunk bound after training, for every model. Before the backend's
+// drain reset its pool's bound, the pool refilled to training's peak
+// beside the chunks: 1.4–2.6× the bound here, and GAT at --mem 100MiB
+// past the whole budget.
+func TestLayerwiseWithinBound(t *testing.T) {
+	d := smallSynth(t)
+	for _, model := range []string{ModelSAGE, ModelGCN, ModelGAT} {
+		t.Run(model, func(t *testing.T) {
+			tr, err := New(context.Background(), d, &Options{Model: model, Layers: 3, Hidden: 16, Heads: 2, Epochs: 1, Seed: *seedFlag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			if _, err := tr.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			nodes := make([]int64, d.NumNodes())
+			for i := range nodes {
+				nodes[i] = int64(i)
+			}
+			for _, bound := range []int64{1 << 20, 4 << 20} {
+				tr.o.EvalMemBytes = bound
+				if p, ok := tr.be.(interface{ ReleasePooled() }); ok {
+					p.ReleasePooled() // as layerwise does: the base is what it starts from
+				}
+				base := memacct.Read()
+				memacct.ResetPeak()
+				st, err := tr.layerwise(context.Background(), nodes, func([]int64, kernels.Tensor) error { return nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := memacct.Read()
+				t.Logf("bound %d: peak %d over the base (inference %d, backend %d), chunks %v", bound, s.Peak-base.Total,
+					s.MaxBytes[memacct.Inference]-base.Bytes[memacct.Inference], s.MaxBytes[memacct.Backend]-base.Bytes[memacct.Backend], st.chunks())
+				if over := s.Peak - base.Total; over > bound {
+					t.Errorf("bound %d: the pass counted %d bytes over its base (%.2f× the bound)", bound, over, float64(over)/float64(bound))
+				}
+			}
+		})
 	}
 }
