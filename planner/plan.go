@@ -629,10 +629,8 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	pr.NeighborBytesSaved = pr.NeighborCacheBytes + pr.HistSampledNeighbors*float64(idBytes)
 	pr.NoHistSampledIDs = noHistSampled
 	if costed {
-		// What is left to read: the profile's reads less each cached
-		// node's single reads and bytes, less the history's rows, priced
-		// at the mean single-read share and bytes of a row (block rows
-		// included in the mean: history skips them too, for free).
+		// What is left to read: the profile's reads at the share of its
+		// rows the history and the feature cache leave (below).
 		res.Reads = rm
 		reads, bytes := float64(rm.Reads)/epochs, float64(rm.BytesRead)/epochs
 		pr.NoCacheGatherSeconds = rm.Seconds(reads, bytes)
