@@ -121,8 +121,11 @@ func finishSwap(final, staging string, st swapState) error {
 		return fail(err)
 	}
 	for _, e := range ents {
-		if e.Name() == ManifestName || e.Name() == swapJournal || atomicfile.IsTemp(e.Name()) {
-			continue // a temporary file of a killed writer goes with the staging directory
+		if e.Name() == ManifestName || e.Name() == swapJournal || atomicfile.IsTemp(e.Name()) || strings.HasPrefix(e.Name(), ".") {
+			// A temporary file of a killed writer, or a writer's hidden
+			// scratch directory (an import's .import-tmp-*: no dataset
+			// entry starts with "."), goes with the staging directory.
+			continue
 		}
 		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(final, e.Name())); err != nil {
 			return fail(err)

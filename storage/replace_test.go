@@ -129,7 +129,12 @@ func TestCreateForceReplaces(t *testing.T) {
 // whose pid now names another process (started at another time) counts
 // as gone.
 func TestReplaceSwapInterrupted(t *testing.T) {
-	dir, _ := interruptedSwap(t)
+	dir, staged := interruptedSwap(t)
+	// An import's scratch directory left in the staging directory goes
+	// with it, not into the dataset (C10).
+	if err := os.MkdirAll(filepath.Join(staged, ".import-tmp-123"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// A staging directory of a reused pid (pid 1 runs, but did not start
 	// at tick 99999999) is stale too: removed, as it has no journal.
 	if err := os.MkdirAll(filepath.Join(dir, ".staged-1-99999999-reused", "x"), 0o755); err != nil {
