@@ -17,6 +17,11 @@ import (
 // runMetis writes d as a METIS graph file, runs gpmetis and reads the
 // partition back. It exists for quality comparison only.
 func runMetis(d *storage.Dataset, o *Options) (result, error) {
+	if d.NumEdges() == 0 {
+		// gpmetis's own words: "The supplied nvtxs:100 and nedges:0 must
+		// be positive."
+		return result{}, fmt.Errorf("%w: --method metis needs a graph with edges; %s has %d nodes and none: use fennel or random", ErrOptions, d.Dir(), d.NumNodes())
+	}
 	bin, err := exec.LookPath("gpmetis")
 	if err != nil {
 		return result{}, fmt.Errorf("%w: %w", ErrNoMetis, err)

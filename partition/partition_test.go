@@ -205,6 +205,17 @@ func TestMetisMissing(t *testing.T) {
 	}
 }
 
+// TestMetisNoEdges: a graph without edges is refused before gpmetis runs
+// (its own error was passed through raw: C11).
+func TestMetisNoEdges(t *testing.T) {
+	g := newGraph(10)
+	g.finish()
+	d := g.write(t, t.TempDir())
+	if _, err := Run(d, &Options{Method: Metis, Parts: 2}); !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "needs a graph with edges") {
+		t.Fatalf("metis on 10 nodes and no edges: %v", err)
+	}
+}
+
 func TestExistsForceAndOpenErrors(t *testing.T) {
 	g := cliques(2, 10)
 	g.finish()
