@@ -360,6 +360,19 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	// (54.25 MiB was refused for the profiling epoch's counters while
 	// training with the plan left 13 MiB of caches at 54.5 MiB).
 	profiling := mo.PlanFile == ""
+	// Nor does a saved profile training will reuse: looked for first,
+	// when the budget holds the profile read back (its load is not to be
+	// what passes the budget).
+	var saved *planner.Profile
+	if profiling && mo.MemBytes > 0 && mo.MemBytes >= minimumBudgetWith(d, &least, 0, false) {
+		ow := o.withDataset(d, nil)
+		name, names := profileNames(mo)
+		var err error
+		if saved, err = savedProfile(ctx, d, &ow, mo, profileOptions(&ow, mo, name), names); err != nil {
+			return nil, err
+		}
+		profiling = saved == nil
+	}
 	minMem := minimumBudgetWith(d, &least, 0, profiling)
 	if opts.Workers == 0 && mo.MemBytes > 0 && mo.MemBytes < minMem {
 		// Each sampling worker holds a batch under construction (and
@@ -396,7 +409,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		prof := "the profiling epoch's counters"
 		if !profiling {
-			prof = "the plan's profile read back"
+			prof = "the saved profile read back"
 		}
 		return nil, fmt.Errorf("%w: %w: --mem %s is below the minimum of %s for this dataset and model (runtime reserve, model and optimiser, sampler scratch, feature read slots%s, cache tables, and micro-batches of %d targets, %d in flight; or %s)",
 			ErrBudget, planner.ErrBudget, ibytesDown(mo.MemBytes), ibytesUp(minMem), degrees, microTargets(&o), least.InFlight, prof)
@@ -465,14 +478,14 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return mp, nil
 	}
 	o = o.withDataset(d, nil)
-	name, names := mo.ProfileName, []string{mo.ProfileName}
-	if name == "" {
-		name, names = DefaultProfileName, []string{DefaultProfileName, planner.DefaultProfileName}
-	}
+	name, names := profileNames(mo)
 	po := profileOptions(&o, mo, name)
-	p, reused, err := savedOrNewProfile(ctx, d, &o, mo, po, names)
-	if err != nil {
-		return nil, err
+	p, reused := saved, saved != nil
+	if p == nil {
+		var err error
+		if p, reused, err = savedOrNewProfile(ctx, d, &o, mo, po, names); err != nil {
+			return nil, err
+		}
 	}
 	hidden := cfg.HistWidth()
 	if !hist {
@@ -548,8 +561,23 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 // the new one saved over it when it is po.Name), with a log line saying
 // why.
 func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, po *planner.ProfileOptions, names []string) (*planner.Profile, bool, error) {
+	if p, err := savedProfile(ctx, d, o, mo, po, names); p != nil || err != nil {
+		return p, p != nil, err
+	}
+	p, err := planner.RunProfile(ctx, d, o.Partitions, po)
+	if err != nil {
+		return nil, false, err
+	}
+	saveInDataset(d, o.Logger, "profile "+po.Name, func() error { return p.Save(d.Dir()) })
+	return p, false, nil
+}
+
+// savedProfile is the first saved profile of names that training with o
+// can reuse (nil when none can, or with mo.Reprofile); a saved profile
+// that does not match, or is damaged, is passed over with a log line.
+func savedProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, po *planner.ProfileOptions, names []string) (*planner.Profile, error) {
 	if mo.Reprofile {
-		names = nil
+		return nil, nil
 	}
 	for _, name := range names {
 		p, err := loadProfileCounted(d, name)
@@ -559,20 +587,24 @@ func savedOrNewProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *
 		switch {
 		case err == nil:
 			o.Logger.Info("profile reused", "name", name, "beta", p.Meta.Beta)
-			return p, true, nil
+			return p, nil
 		case errors.Is(err, planner.ErrNotFound):
 		case errors.Is(err, planner.ErrMismatch), errors.As(err, new(*planner.CorruptError)):
 			o.Logger.Info("saved profile not reused", "name", name, "reason", err)
 		default:
-			return nil, false, err
+			return nil, err
 		}
 	}
-	p, err := planner.RunProfile(ctx, d, o.Partitions, po)
-	if err != nil {
-		return nil, false, err
+	return nil, nil
+}
+
+// profileNames are the saved profiles PlanMemory looks for, the first the
+// one it writes.
+func profileNames(mo *MemPlanOptions) (name string, names []string) {
+	if mo.ProfileName != "" {
+		return mo.ProfileName, []string{mo.ProfileName}
 	}
-	saveInDataset(d, o.Logger, "profile "+po.Name, func() error { return p.Save(d.Dir()) })
-	return p, false, nil
+	return DefaultProfileName, []string{DefaultProfileName, planner.DefaultProfileName}
 }
 
 // saveInDataset runs save, which writes what (a profile, its recount, a

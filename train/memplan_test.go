@@ -125,7 +125,7 @@ func TestPlanMemory(t *testing.T) {
 		}
 	}
 	if _, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{MemBytes: noProf - 1, PlanFile: mp.PlanPath}); err == nil ||
-		!strings.Contains(err.Error(), "minimum of "+ibytesUp(noProf)) || !strings.Contains(err.Error(), "the plan's profile read back") {
+		!strings.Contains(err.Error(), "minimum of "+ibytesUp(noProf)) || !strings.Contains(err.Error(), "the saved profile read back") {
 		t.Errorf("--mem one byte below the plan file's minimum: %v", err)
 	}
 	// A plan for another dataset, or one edited past what a plan can
@@ -327,6 +327,19 @@ func TestPlanMemoryReusesProfile(t *testing.T) {
 			r1, r2 := run(t, d, o1), run(t, d, o2)
 			if l1, l2 := r1.Epochs[0].Loss, r2.Epochs[0].Loss; l1 != l2 || r1.Epochs[0].ValidAcc != r2.Epochs[0].ValidAcc {
 				t.Errorf("same seed, reused profile: loss %v and %v, valid %v and %v", l1, l2, r1.Epochs[0].ValidAcc, r2.Epochs[0].ValidAcc)
+			}
+			// With the saved profile reused, the profiling epoch's room is
+			// not asked for: the minimum without it plans.
+			least := opts()
+			least.InFlight = 1
+			noProf, withProf := minimumBudgetWith(d, least, 0, false), minimumBudgetWith(d, least, 0, true)
+			if noProf < withProf {
+				if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: noProf, ProfileName: name}); err != nil && strings.Contains(err.Error(), "below the minimum") {
+					t.Errorf("--mem %d (the minimum with the saved profile) refused: %v", noProf, err)
+				}
+			}
+			if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: noProf - 1, ProfileName: name}); err == nil || !strings.Contains(err.Error(), "below the minimum") {
+				t.Errorf("--mem one byte below the minimum with the saved profile: %v", err)
 			}
 			o3 := opts()
 			o3.Seed++
