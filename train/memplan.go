@@ -364,7 +364,9 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	// when the budget holds the profile read back (its load is not to be
 	// what passes the budget).
 	var saved *planner.Profile
+	searched := false // the saved profiles were looked at: none is looked at again
 	if profiling && mo.MemBytes > 0 && mo.MemBytes >= minimumBudgetWith(d, &least, 0, false) {
+		searched = true
 		ow := o.withDataset(d, nil)
 		name, names := profileNames(mo)
 		var err error
@@ -482,6 +484,9 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	po := profileOptions(&o, mo, name)
 	p, reused := saved, saved != nil
 	if p == nil {
+		if searched {
+			names = nil // each saved profile was loaded and found not to fit
+		}
 		var err error
 		if p, reused, err = savedOrNewProfile(ctx, d, &o, mo, po, names); err != nil {
 			return nil, err
@@ -1767,14 +1772,10 @@ func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) 
 	return "no --mem and no memory cgroup limit: no memory budget; feature and neighbour caches off unless sized by hand, the history cache at its default (--mem SIZE plans them all)"
 }
 
-// MemWithinCgroup refuses a --mem above the limit of the memory cgroup
-// the process runs in: the kernel would kill the process before the
-// budget it plans to was reached (a --mem 1GiB train under a 256 MiB
-// cgroup planned a gigabyte and was OOM-killed).
+// MemWithinCgroup is cgroup.WithinLimit as an ErrBudget.
 func MemWithinCgroup(mem int64) error {
-	if l, ok := cgroup.SelfMemoryLimit(); ok && mem > l {
-		return fmt.Errorf("%w: --mem %s exceeds the limit of the memory cgroup this process runs in (%s), which the kernel enforces first; omit --mem to plan to that limit, or give one below it",
-			ErrBudget, ibytes(mem), ibytes(l))
+	if err := cgroup.WithinLimit(mem); err != nil {
+		return fmt.Errorf("%w: %w", ErrBudget, err)
 	}
 	return nil
 }

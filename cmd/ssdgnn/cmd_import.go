@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -76,9 +75,8 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 		return nil, fmt.Errorf("--mem %s: want at least %s (%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s)",
 			bytefmt.Down(int64(f.mem)), bytefmt.Up(importer.MinMemBytes), humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))
 	}
-	if l, ok := cgroup.SelfMemoryLimit(); ok && int64(f.mem) > l {
-		return nil, fmt.Errorf("--mem %s exceeds the limit of the memory cgroup this process runs in (%s), which the kernel enforces first: omit --mem to fit that limit, or give one below it",
-			bytefmt.Down(int64(f.mem)), bytefmt.Down(l))
+	if err := cgroup.WithinLimit(int64(f.mem)); err != nil {
+		return nil, err
 	}
 	o := &importer.Options{
 		Name: f.name, Directed: !f.symmetrize, KeepSelfLoops: f.keepSelfLoops, KeepDuplicates: f.keepDupes,
@@ -105,8 +103,8 @@ func lockImportOut(src, out string) (*dirlock.Lock, error) {
 	if outpath.Same(src, out) { // the source's own files would be overwritten
 		return nil, fmt.Errorf("%w: OUT %s is the source %s; import into another directory", outpath.ErrInput, out, src)
 	}
-	if st, err := os.Stat(out); err == nil && !st.IsDir() {
-		return nil, fmt.Errorf("%w: OUT %s is a file, not a directory: name a directory (it is made if missing)", outpath.ErrInput, out)
+	if err := outpath.CheckIsDir("OUT", out); err != nil {
+		return nil, err
 	}
 	return dirlock.Acquire(out)
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 )
 
@@ -398,6 +399,19 @@ func Parent(root, procCgroup string, log *slog.Logger) (Location, error) {
 
 // Self locates this process's memory cgroup under /sys/fs/cgroup.
 func Self() (Location, error) { return Locate("/sys/fs/cgroup", "/proc/self/cgroup") }
+
+// WithinLimit refuses a whole-process budget (the value of --mem) above
+// the limit of the memory cgroup this process runs in: the kernel would
+// kill the process before the budget it plans to was reached (a --mem 1GiB
+// train under a 256 MiB cgroup planned a gigabyte and was OOM-killed; an
+// import the same).
+func WithinLimit(mem int64) error {
+	if l, ok := SelfMemoryLimit(); ok && mem > l {
+		return fmt.Errorf("--mem %s exceeds the limit of the memory cgroup this process runs in (%s), which the kernel enforces first; omit --mem to fit that limit, or give one below it",
+			bytefmt.Down(mem), bytefmt.Down(l))
+	}
+	return nil
+}
 
 // SelfMemoryLimit is the memory limit of the cgroup this process runs in;
 // ok is false when there is none or it is unlimited.

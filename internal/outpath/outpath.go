@@ -50,8 +50,8 @@ func Within(dir, path string) bool {
 // CheckDir refuses an output directory out (the value of flag) that is
 // the input directory in, lies inside it, or contains it.
 func CheckDir(flag, out, in string) error {
-	if st, err := os.Stat(out); err == nil && !st.IsDir() {
-		return fmt.Errorf("%s %s is a file, not a directory: name a directory (it is made if missing)", flag, out)
+	if err := CheckIsDir(flag, out); err != nil {
+		return err
 	}
 	switch {
 	case resolve(in) == resolve(out):
@@ -60,6 +60,15 @@ func CheckDir(flag, out, in string) error {
 		return fmt.Errorf("%w: %s %s lies inside %s; write it elsewhere", ErrInput, flag, out, in)
 	case Within(out, in):
 		return fmt.Errorf("%w: %s %s contains %s; write it elsewhere", ErrInput, flag, out, in)
+	}
+	return nil
+}
+
+// CheckIsDir refuses an output directory out (the value of flag) that
+// exists and is not a directory; one that does not exist is made later.
+func CheckIsDir(flag, out string) error {
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fmt.Errorf("%w: %s %s is a file, not a directory: name a directory (it is made if missing)", ErrInput, flag, out)
 	}
 	return nil
 }
