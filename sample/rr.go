@@ -288,13 +288,8 @@ func rrRow(ctx context.Context, d *storage.Dataset, p Partitions, so *Options, e
 	row.DynamicLoadBytes = float64(row.Lookups.LoadBytes) / ep
 	row.FeatureBytes = row.SumNeighborhood * float64(d.FeatRowBytes())
 	row.UniqueNodes = float64(unique) / ep
-	// Both per lookup, as train's "nbr hit" and "dyn hit": the dynamic
-	// cache is asked first, the global cache only on its misses, so the
-	// two add up to at most 100 %.
-	if l := row.Lookups.Lookups; l > 0 {
-		row.GlobalHitRate = float64(row.Lookups.Global.Hits) / float64(l)
-		row.DynamicHitRate = float64(row.Lookups.Dynamic.Hits) / float64(l)
-	}
+	row.GlobalHitRate = row.Lookups.Share(row.Lookups.Global)
+	row.DynamicHitRate = row.Lookups.Share(row.Lookups.Dynamic)
 	return row, nil
 }
 

@@ -238,12 +238,14 @@ type LevelStats struct {
 	Sampled int64 `json:"sampled,omitempty"`
 }
 
-// HitRate is Hits / (Hits + Misses), 0 when there were no lookups.
-func (l LevelStats) HitRate() float64 {
-	if l.Hits+l.Misses == 0 {
+// Share is the share of all lookups that level l served (its hits per
+// lookup): how rr and train report each cache's hit rate. The levels are
+// asked in turn, so the shares add up to at most 1.
+func (s LookupStats) Share(l LevelStats) float64 {
+	if s.Lookups == 0 {
 		return 0
 	}
-	return float64(l.Hits) / float64(l.Hits+l.Misses)
+	return float64(l.Hits) / float64(s.Lookups)
 }
 
 // SampledTotal is the neighbours drawn from lists at every level.

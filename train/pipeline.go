@@ -609,8 +609,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		es.FeatureBlockLoads = t.fb.loads.Load() - fbLoads
 		es.FeatureBlockLoadBytes = t.fb.loadBytes.Load() - fbBytes
 	}
-	es.NeighborHit = ratio(ls.Global.Hits, ls.Lookups)
-	es.DynamicHit = ratio(ls.Dynamic.Hits, ls.Dynamic.Hits+ls.Dynamic.Misses)
+	es.NeighborHit, es.DynamicHit = ls.Share(ls.Global), ls.Share(ls.Dynamic)
 	fc1 := t.featStats()
 	es.FeatureHit = ratio(fc1.Hits-fc0.Hits, fc1.Requests-fc0.Requests)
 	idBytes := int64(4)

@@ -319,7 +319,8 @@ type EpochStats struct {
 	// ran. 0 without gather time.
 	GatherReadsPerSec float64 `json:"gather_reads_per_s"`
 	GatherMBPerSec    float64 `json:"gather_mb_per_s"`
-	// Hit rates in [0,1] (NaN-free: 0 when nothing was asked).
+	// Hit rates in [0,1] (NaN-free: 0 when nothing was asked); the
+	// neighbour caches' are hits per lookup (sample.LookupStats.Share).
 	NeighborHit float64 `json:"neighbor_hit_rate"`
 	DynamicHit  float64 `json:"dynamic_hit_rate"`
 	FeatureHit  float64 `json:"feature_hit_rate"`
