@@ -124,7 +124,7 @@ that mmap reads need. See docs/train.md.`,
 			// may they replace the plan --plan reads.
 			if err := cliflags.CheckOutputs(dir, d.Manifest(), []cliflags.Input{{Flag: "--resume", Path: train.ResolveCheckpoint(o.Resume)}, {Flag: "--plan", Path: t.PlanFile}},
 				cliflags.Output{Flag: "--checkpoint", Path: filepath.Join(o.CheckpointDir, train.CheckpointFile), MayBeInput: true},
-				cliflags.Output{Flag: "--checkpoint (its plan.json)", Path: planOut(o.CheckpointDir, true), MayBeInput: true},
+				cliflags.Output{Flag: "--checkpoint (its plan.json)", Path: planOut(o.CheckpointDir), MayBeInput: true},
 				cliflags.Output{Flag: "--metrics", Path: t.Metrics, Appends: true}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
 				return err
 			}
@@ -176,7 +176,7 @@ that mmap reads need. See docs/train.md.`,
 			}
 			if t.Mem > 0 || t.PlanFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName, mo.Reprofile = int64(t.Mem), t.PlanFile, t.ProfileName, t.Reprofile
-				mo.PlanOut = planOut(o.CheckpointDir, true)
+				mo.PlanOut = planOut(o.CheckpointDir)
 				mp, err := train.PlanMemory(cmd.Context(), d, o, &mo)
 				if err != nil {
 					return err
@@ -385,12 +385,7 @@ func resumeCommand(ck string) string {
 	return strings.Join(args, " ")
 }
 
-// planOut is where a training with a memory plan writes it (beside the
-// checkpoint), "" without one. The outputs' check takes it whether or not
-// a plan will be made (a cgroup's limit can make one after the check).
-func planOut(checkpointDir string, planned bool) string {
-	if !planned {
-		return ""
-	}
-	return filepath.Join(checkpointDir, "plan.json")
-}
+// planOut is where a training with a memory plan writes it: beside the
+// checkpoint. The outputs' check takes it whether or not a plan will be
+// made (a cgroup's limit can make one after the check).
+func planOut(checkpointDir string) string { return filepath.Join(checkpointDir, "plan.json") }
