@@ -9,6 +9,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -54,7 +55,11 @@ give byte-identical files.`,
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
-			if note := cliflags.StreamingMem(cmd.Flags(), &mem, synth.DefaultMemBytes, 1.5, 48<<20); note != "" {
+			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, synth.DefaultMemBytes, 1.5, 48<<20, extsort.MinMemBytes)
+			if err != nil {
+				return err
+			}
+			if note != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			lk, err := dirlock.Acquire(args[0])

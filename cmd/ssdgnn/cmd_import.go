@@ -44,7 +44,8 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.numClasses, "num-classes", 0, "number of classes; labels must be below it (0: largest label + 1)")
 	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none; sizes are rounded, and when they add up to more than the labelled nodes, test (then valid) shrinks")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
-	fl.Var(&f.mem, "mem", "memory budget of the whole import (default 512MiB, or what a memory cgroup's limit leaves): the edge sort gets --mem less 32MiB and peak RSS stays within --mem")
+	fl.Var(&f.mem, "mem", fmt.Sprintf("memory budget of the whole import (default %s, or what a memory cgroup's limit leaves): the edge sort gets --mem less %s and peak RSS stays within --mem",
+		humanize.IBytes(importer.DefaultMemBytes), humanize.IBytes(importer.ReserveBytes)))
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
 	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features, and finite values beyond the stored dtype's range (float64 beyond float32's ±3.4e38, or beyond float16's ±65504) as the ±Inf they overflow to, with a warning that counts each kind, instead of failing; validate will flag the dataset")
 	fl.BoolVar(&f.force, "force", false, "replace an existing dataset in OUT (it stays whole until the new one is complete, so this needs room for both)")
@@ -60,13 +61,9 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	note := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack)
-	if note != "" && int64(f.mem) < importer.MinMemBytes {
-		// The budget the cgroup left, not one the user gave.
-		l, _ := cgroup.SelfMemoryLimit()
-		return nil, fmt.Errorf("the memory cgroup's limit (%s) leaves %s for the import beside %s of page cache, below its least budget of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
-			bytefmt.Down(l), bytefmt.Down(int64(f.mem)), humanize.IBytes(importCgroupSlack), bytefmt.Up(importer.MinMemBytes),
-			bytefmt.Up(importer.MinMemBytes+importCgroupSlack), bytefmt.Up(importer.MinMemBytes))
+	note, err := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack, importer.MinMemBytes)
+	if err != nil {
+		return nil, err
 	}
 	if note != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), note)

@@ -52,7 +52,12 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
 				return err
 			}
-			if note := cliflags.StreamingMem(cmd.Flags(), &mem, partition.DefaultRelabelMem, 1, 64<<20); note != "" {
+			// Relabel's least depends on the dataset: it refuses it later.
+			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, partition.DefaultRelabelMem, 1, 64<<20, 0)
+			if err != nil {
+				return err
+			}
+			if note != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT

@@ -23,6 +23,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 )
 
@@ -138,21 +139,28 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 // default (def) was OOM-killed under a smaller limit (relabel's 256 MiB in
 // a 128 MiB cgroup). It returns a line for the user, "" when nothing
 // changed. Training's --mem defaults to the cgroup's limit itself
-// (train.DefaultMem).
-func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def int64, factor float64, overhead int64) string {
+// (train.DefaultMem). A limit that leaves less than the command's least
+// --mem (least, 0 when it is known only later) is an error naming the
+// least limit: the user gave no --mem to blame.
+func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def int64, factor float64, overhead, least int64) (string, error) {
 	if f.Changed("mem") {
-		return ""
+		return "", nil
 	}
 	l, ok := cgroup.SelfMemoryLimit()
 	if !ok {
-		return ""
+		return "", nil
 	}
 	fit := int64(float64(l-overhead) / factor)
 	if fit >= def {
-		return ""
+		return "", nil
+	}
+	if fit < least {
+		return "", fmt.Errorf("the memory cgroup's limit (%s) leaves --mem %s (the command peaks near %.1f × --mem + %s), below its least of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
+			bytefmt.Down(l), bytefmt.Down(max(fit, 0)), factor, humanize.IBytes(uint64(overhead)), bytefmt.Up(least),
+			bytefmt.Up(int64(float64(least)*factor)+overhead), bytefmt.Up(least))
 	}
 	fit = max(fit, 1<<20) // the command refuses what is too small
 	*mem = ByteSize(fit)
 	return fmt.Sprintf("--mem %s: what the memory cgroup's limit (%s) leaves at about %.1f x --mem + %s",
-		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), factor, humanize.IBytes(uint64(overhead)))
+		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), factor, humanize.IBytes(uint64(overhead))), nil
 }
