@@ -17,7 +17,7 @@ import "math"
 //
 // Each level is feasible: k1 level-1 caps hold n because k·ceil((1+ε)·n/k)
 // ≥ n, and the k2 final caps of a first-level part hold the at most k2
-// final caps it was given. Before 2026-12 each level had the whole ε, so
+// final caps it was given. Before 2026-11-27 each level had the whole ε, so
 // the final parts reached (1+ε)² × the average (1.22× at ε = 0.1), and
 // refinement enforced that looser bound even on a one-level stream that
 // had kept the tighter one.

@@ -35,7 +35,7 @@
 // counted at their previous pass's part. The caps keep the promise of
 // Options.Epsilon for the final parts, ceil((1+ε)·n/k) nodes and
 // ceil((1+ε)·t/k) training nodes: level 1 has the slack sqrt(1+ε)−1 and
-// level 2 caps every part at the final cap (balance.go; before 2026-12
+// level 2 caps every part at the final cap (balance.go; before 2026-11-27
 // each level had the whole ε and parts reached (1+ε)² × the average).
 //
 // # Refinement
