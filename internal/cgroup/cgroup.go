@@ -19,7 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
+	"github.com/dustin/go-humanize"
+
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 )
 
@@ -408,7 +409,7 @@ func Self() (Location, error) { return Locate("/sys/fs/cgroup", "/proc/self/cgro
 func WithinLimit(mem int64) error {
 	if l, ok := SelfMemoryLimit(); ok && mem > l {
 		return fmt.Errorf("--mem %s exceeds the limit of the memory cgroup this process runs in (%s), which the kernel enforces first; omit --mem to fit that limit, or give one below it",
-			bytefmt.Down(mem), bytefmt.Down(l))
+			humanize.IBytes(uint64(mem)), humanize.IBytes(uint64(l)))
 	}
 	return nil
 }
