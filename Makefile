@@ -79,14 +79,15 @@ demo: build
 
 bench: bench-import bench-gen bench-storage
 
-# End to end under a real memory cgroup (root): a 2.2 GiB dataset generated
-# under a 512 MiB cap, and a 618 MB edge list imported under a 256 MiB cap.
+# End to end under a real memory cgroup (root): a 2.2 GiB dataset generated,
+# and a 618 MB edge list imported, each with --mem 64MiB under an 80 MiB cap
+# (--mem bounds the whole process; the rest is for the page cache).
 BENCH_DIR ?= /tmp/ssdgnn-bench
 bench-storage: build
 	@mkdir -p $(BENCH_DIR)
-	$(BIN) bench capped --limit 512MiB -- $(BIN) gen $(BENCH_DIR)/g4m --nodes 4000000 --avg-degree 20 --feat-dim 128 --mem 64MiB --seed 1 --force
+	$(BIN) bench capped --limit 80MiB -- $(BIN) gen $(BENCH_DIR)/g4m --nodes 4000000 --avg-degree 20 --feat-dim 128 --mem 64MiB --seed 1 --force
 	@[ -f $(BENCH_DIR)/edges40m.txt ] || awk 'BEGIN{srand(1); for(i=0;i<40000000;i++) printf "%d %d\n", int(rand()*4000000), int(rand()*4000000)}' > $(BENCH_DIR)/edges40m.txt
-	$(BIN) bench capped --limit 256MiB -- $(BIN) import edgelist $(BENCH_DIR)/edges40m.txt $(BENCH_DIR)/el40m --mem 64MiB --force
+	$(BIN) bench capped --limit 80MiB -- $(BIN) import edgelist $(BENCH_DIR)/edges40m.txt $(BENCH_DIR)/el40m --mem 64MiB --force
 
 bench-import:
 	$(GO) test -run '^$$' -bench 'Import' -benchtime 1x ./storage/importer/

@@ -7,6 +7,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
@@ -14,6 +16,11 @@ import (
 )
 
 func init() { extraCommands = append(extraCommands, newGenCmd) }
+
+// genCgroupSlack is what an auto-sized --mem leaves of a memory cgroup's
+// limit: the page cache of the files being written (dirty pages count
+// against the cgroup until written back), as import leaves.
+const genCgroupSlack = importCgroupSlack
 
 // genReport is the JSON shape of `ssdgnn gen --json`.
 type genReport struct {
@@ -24,6 +31,8 @@ type genReport struct {
 	SelfLoopsDropped  int64   `json:"self_loops_dropped"`
 	DuplicatesDropped int64   `json:"duplicates_dropped"`
 	BytesWritten      int64   `json:"bytes_written"`
+	Workers           int     `json:"workers"`
+	SortBytes         int64   `json:"sort_buffer_bytes"`
 	SortRuns          int64   `json:"sort_runs"`
 	SpilledBytes      int64   `json:"spilled_bytes"`
 	WallSeconds       float64 `json:"wall_seconds"`
@@ -44,10 +53,10 @@ func newGenCmd(g *globals) *cobra.Command {
 model with power-law degrees and planted communities scattered over the node
 ids, labels derived from communities, and features that are a class signal
 plus noise (so a GNN that averages neighbours beats an MLP on features alone).
-Generation streams: memory stays near 1.5 x --mem plus a few tens of MiB
-whatever the size (the Go heap is held to that); without --mem under a
-memory cgroup, --mem is what its limit leaves. The same flags and --seed
-give byte-identical files.`,
+Generation streams: peak memory stays within --mem whatever the size;
+without --mem under a memory cgroup, --mem is what its limit leaves. The
+same flags and --seed give byte-identical files (whatever --workers and
+--mem).`,
 		Example: `  ssdgnn gen data/small --nodes 100000
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
 		Args: exactArgs(1),
@@ -55,12 +64,20 @@ give byte-identical files.`,
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
-			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, synth.DefaultMemBytes, 1.5, 48<<20, extsort.MinMemBytes)
+			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, synth.DefaultMemBytes, genCgroupSlack, synth.MinMemBytes)
 			if err != nil {
 				return err
 			}
 			if note != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
+			if mem != 0 && int64(mem) < synth.MinMemBytes { // 0: not given, the default
+				return fmt.Errorf("--mem %s: want at least %s (%s for the runtime and writers, %s for one generator worker's chunks, plus the sorter's smallest buffer of %s)",
+					bytefmt.Down(int64(mem)), bytefmt.Up(synth.MinMemBytes), humanize.IBytes(synth.ReserveBytes),
+					humanize.IBytes(uint64(synth.MinMemBytes-synth.ReserveBytes-extsort.MinMemBytes)), humanize.IBytes(extsort.MinMemBytes))
+			}
+			if err := cgroup.WithinLimit(int64(mem)); err != nil {
+				return err
 			}
 			lk, err := dirlock.Acquire(args[0])
 			if err != nil {
@@ -76,7 +93,7 @@ give byte-identical files.`,
 			r := genReport{
 				Dir: args[0], Nodes: rep.Nodes, Edges: rep.Edges, Communities: rep.Config.Communities,
 				SelfLoopsDropped: rep.SelfLoopsDropped, DuplicatesDropped: rep.DuplicatesDropped,
-				BytesWritten: rep.BytesWritten, SortRuns: rep.SortRuns, SpilledBytes: rep.SpilledBytes,
+				BytesWritten: rep.BytesWritten, Workers: rep.Workers, SortBytes: rep.SortBytes, SortRuns: rep.SortRuns, SpilledBytes: rep.SpilledBytes,
 				WallSeconds: secs, PeakRSS: rep.PeakRSS,
 			}
 			if secs > 0 {
@@ -109,8 +126,9 @@ give byte-identical files.`,
 	f.Int64Var(&cfg.Seed, "seed", 1, "random seed; the same seed gives byte-identical output")
 	f.StringVar(&cfg.Name, "name", "", "dataset name (default synth-<nodes>)")
 	f.BoolVar(&force, "force", false, "replace an existing dataset in DIR (it stays whole until the new one is complete, so this needs room for both)")
-	f.Var(&mem, "mem", "edge sort buffer budget (default 256MiB); peak memory is about 1.5x this")
-	f.IntVar(&workers, "workers", 0, "generator goroutines (0: one per core)")
+	f.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole generation (default %s, or what a memory cgroup's limit leaves): %s for the runtime and writers, %s per generator worker, the rest for the edge sort; peak RSS stays within --mem",
+		humanize.IBytes(synth.DefaultMemBytes), humanize.IBytes(synth.ReserveBytes), humanize.IBytes(uint64(synth.WorkerBytes))))
+	f.IntVar(&workers, "workers", 0, "generator goroutines (0: one per core; fewer run when their chunks would take more than half of what --mem leaves beside the reserve)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

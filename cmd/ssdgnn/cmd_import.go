@@ -61,7 +61,7 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	note, err := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, 1, importCgroupSlack, importer.MinMemBytes)
+	note, err := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, importCgroupSlack, importer.MinMemBytes)
 	if err != nil {
 		return nil, err
 	}

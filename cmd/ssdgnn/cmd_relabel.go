@@ -53,7 +53,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			// Relabel's least depends on the dataset: it refuses it later.
-			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, partition.DefaultRelabelMem, 1, 64<<20, 0)
+			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, partition.DefaultRelabelMem, 64<<20, 0)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
 var (
@@ -133,5 +137,35 @@ func TestTwoGenProcesses(t *testing.T) {
 	}
 	if out, err := exec.Command(bin, "validate", dir, "--quiet").CombinedOutput(); err != nil {
 		t.Fatalf("validate: %v\n%s", err, out)
+	}
+}
+
+// gen's --mem bounds the whole process: a generation whose edges do not
+// fit spills within it, and the peak RSS the child reports stays below
+// --mem, with the workers cut to fit (before, --mem was the sort buffer
+// alone and a 48 MiB gen peaked near 91 MiB).
+func TestGenWithinMem(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	dir := filepath.Join(t.TempDir(), "g")
+	const mem = 48 << 20
+	out, err := exec.Command(bin, "gen", dir, "--nodes", "300000", "--mem", "48MiB", "--workers", "4", "--json", "--quiet").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	var r genReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if r.SortRuns == 0 {
+		t.Errorf("the sort did not spill (buffer %d bytes): the test does not test the bound", r.SortBytes)
+	}
+	if r.Workers != 1 || r.SortBytes != mem-(synth.MinMemBytes-extsort.MinMemBytes) {
+		t.Errorf("--mem 48MiB: %d workers, sort buffer %d bytes; want 1 worker and the rest of the budget", r.Workers, r.SortBytes)
+	}
+	if r.PeakRSS == 0 {
+		t.Skip("the OS reports no peak RSS")
+	}
+	if r.PeakRSS > mem {
+		t.Errorf("peak RSS %.1f MiB, beyond --mem 48MiB", float64(r.PeakRSS)/(1<<20))
 	}
 }

@@ -135,14 +135,16 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 
 // StreamingMem fits the --mem of a streaming command (gen, import,
 // relabel) to the memory cgroup the process runs in when the flag was not
-// given (f): the command peaks near factor × --mem + overhead, so its
-// default (def) was OOM-killed under a smaller limit (relabel's 256 MiB in
-// a 128 MiB cgroup). It returns a line for the user, "" when nothing
+// given (f): the command stays within --mem, and overhead is what it
+// leaves of the limit beside that (the page cache of the files it writes,
+// which the cgroup charges until written back), so its default (def) is
+// not OOM-killed under a smaller limit (relabel's 256 MiB was, in a
+// 128 MiB cgroup). It returns a line for the user, "" when nothing
 // changed. Training's --mem defaults to the cgroup's limit itself
 // (train.DefaultMem). A limit that leaves less than the command's least
 // --mem (least, 0 when it is known only later) is an error naming the
 // least limit: the user gave no --mem to blame.
-func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def int64, factor float64, overhead, least int64) (string, error) {
+func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def, overhead, least int64) (string, error) {
 	if f.Changed("mem") {
 		return "", nil
 	}
@@ -150,17 +152,17 @@ func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def int64, factor float64, ov
 	if !ok {
 		return "", nil
 	}
-	fit := int64(float64(l-overhead) / factor)
+	fit := l - overhead
 	if fit >= def {
 		return "", nil
 	}
 	if fit < least {
-		return "", fmt.Errorf("the memory cgroup's limit (%s) leaves --mem %s (the command peaks near %.1f × --mem + %s), below its least of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
-			bytefmt.Down(l), bytefmt.Down(max(fit, 0)), factor, humanize.IBytes(uint64(overhead)), bytefmt.Up(least),
-			bytefmt.Up(int64(float64(least)*factor)+overhead), bytefmt.Up(least))
+		return "", fmt.Errorf("the memory cgroup's limit (%s) leaves --mem %s (beside %s for the page cache of the files written), below its least of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
+			bytefmt.Down(l), bytefmt.Down(max(fit, 0)), humanize.IBytes(uint64(overhead)), bytefmt.Up(least),
+			bytefmt.Up(least+overhead), bytefmt.Up(least))
 	}
 	fit = max(fit, 1<<20) // the command refuses what is too small
 	*mem = ByteSize(fit)
-	return fmt.Sprintf("--mem %s: what the memory cgroup's limit (%s) leaves at about %.1f x --mem + %s",
-		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), factor, humanize.IBytes(uint64(overhead))), nil
+	return fmt.Sprintf("--mem %s: what the memory cgroup's limit (%s) leaves beside %s for the page cache of the files written",
+		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), humanize.IBytes(uint64(overhead))), nil
 }

@@ -23,7 +23,7 @@ func TestGenerateCancel(t *testing.T) {
 			defer cancel()
 			rep := &progresstest.CancelAt{Prefix: stage, Cancel: cancel}
 			cfg := Config{Nodes: 400000, FeatDim: 32, Seed: 1}
-			_, err := GenerateContext(ctx, dir, cfg, &Options{Progress: rep, MemBytes: 16 << 20})
+			_, err := GenerateContext(ctx, dir, cfg, &Options{Progress: rep, MemBytes: MinMemBytes})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want context.Canceled", err)
 			}

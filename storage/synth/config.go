@@ -32,6 +32,52 @@ const (
 	DefaultMemBytes = 256 << 20
 )
 
+// The parts of Options.MemBytes, the budget of the whole generation.
+const (
+	// ReserveBytes is the part that is neither the edge sorter's buffer
+	// nor the generator's chunks: the program and the Go runtime outside
+	// the heap (about 8 MiB of RSS), the collector's headroom under the
+	// soft limit (GoLimitSlack below MemBytes), the merge's run blocks
+	// ((MaxFanIn+1) × 64 KiB) and the writers' buffers.
+	ReserveBytes = 32 << 20
+	// WorkerBytes is what each generator worker adds: two edge batches
+	// (about 1 MiB each, edgeBatchBytes) and two feature chunks (about
+	// 1 MiB each, featChunkBytes) in flight.
+	WorkerBytes = 2*edgeBatchBytes + 2*featChunkBytes
+	// pipelineFixedBytes is the pipeline's part that does not grow with
+	// the workers: the batch the sorter is taking and the two feature
+	// chunks the writer holds.
+	pipelineFixedBytes = edgeBatchBytes + 2*featChunkBytes
+	// MinMemBytes is the smallest Options.MemBytes accepted: the reserve,
+	// one worker's pipeline and the sorter's smallest buffer.
+	MinMemBytes = ReserveBytes + pipelineFixedBytes + WorkerBytes + extsort.MinMemBytes
+	// GoLimitSlack is what generation leaves between the Go runtime's
+	// soft memory limit and MemBytes: the program's text and data and the
+	// threads' stacks, which the runtime does not manage.
+	GoLimitSlack = 12 << 20
+)
+
+// pipelineBytes is the generator's chunks in flight with w workers.
+func pipelineBytes(w int) int64 { return pipelineFixedBytes + int64(w)*WorkerBytes }
+
+// fitWorkers is the number of generator workers run under a budget of mem
+// bytes when want were asked for: all of them while their chunks take at
+// most half of what the reserve leaves (the sorter's buffer gets the
+// rest), fewer under a tighter budget, at least one. The output does not
+// depend on the workers.
+func fitWorkers(mem int64, want int) int {
+	room := max((mem-ReserveBytes)/2, pipelineBytes(1))
+	w := want
+	for w > 1 && pipelineBytes(w) > room {
+		w--
+	}
+	return w
+}
+
+// sortBytes is the edge sorter's buffer under a budget of mem bytes with
+// w workers.
+func sortBytes(mem int64, w int) int64 { return mem - ReserveBytes - pipelineBytes(w) }
+
 // Limits accepted by Validate.
 const (
 	MaxNodes    = 1 << 40
@@ -192,10 +238,15 @@ type Options struct {
 	// stays whole until the new one is complete
 	// (storage.CreateOptions.Force).
 	Force bool
-	// MemBytes is the external sorter's edge buffer budget. Default
-	// DefaultMemBytes (256 MiB); 0 means the default, otherwise at least
-	// extsort.MinMemBytes (64 KiB). Peak memory is about 1.5·MemBytes plus
-	// a few tens of MiB (see the package doc).
+	// MemBytes is the memory budget of the whole generation: peak RSS
+	// stays within it. ReserveBytes of it go to the runtime and the
+	// writers, WorkerBytes to each generator worker (fewer workers than
+	// Workers run when their chunks would take more than half of what
+	// the reserve leaves: Report.Workers), and the rest to the external
+	// sorter's edge buffer (Report.SortBytes; its peak, growth steps
+	// included). The Go runtime's soft memory limit is MemBytes less
+	// GoLimitSlack while Generate runs. Default DefaultMemBytes (256 MiB);
+	// 0 means the default, otherwise at least MinMemBytes.
 	MemBytes int64
 	// TempDir holds the sorter's run files. Default: the output directory
 	// (so they land on the same disk as the dataset, not in a RAM-backed
@@ -214,8 +265,9 @@ func (o *Options) Validate() error {
 	if o == nil {
 		return nil
 	}
-	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < extsort.MinMemBytes) {
-		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or >= %d", ErrInvalidOptions, o.MemBytes, extsort.MinMemBytes)
+	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
+		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or at least %d (ReserveBytes %d for the runtime and writers, %d for one generator worker's chunks, plus the sorter's smallest buffer of %d)",
+			ErrInvalidOptions, o.MemBytes, MinMemBytes, ReserveBytes, pipelineBytes(1), extsort.MinMemBytes)
 	}
 	if o.Workers < 0 {
 		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)

@@ -71,12 +71,16 @@
 //
 // Nothing of size O(N) or O(E) is held in memory: sampling is per node with
 // closed-form formulas, edges go through the external sorter
-// (internal/extsort) whose buffer is bounded by Options.MemBytes (peak
-// about 1.5× while it first grows), and features are produced in chunks of
-// about 1 MiB by Workers goroutines through a bounded, ordered pipeline.
-// Peak RSS is therefore about 1.5·MemBytes + O(Workers MiB), independent
-// of N; the edge and the feature stages run concurrently. The sorter's run
-// files go to Options.TempDir, by default the output directory.
+// (internal/extsort), and features are produced in chunks of about 1 MiB
+// by Workers goroutines through a bounded, ordered pipeline; the edge and
+// the feature stages run concurrently. Options.MemBytes is the budget of
+// the whole process, independent of N: ReserveBytes for the runtime and
+// the writers, WorkerBytes for each worker's chunks in flight (fewer
+// workers run when they would take more than half of what the reserve
+// leaves), the rest for the sorter's buffer, whose peak (growth steps
+// included) stays within it; the Go heap's soft limit is MemBytes less
+// GoLimitSlack. The sorter's run files go to Options.TempDir, by default
+// the output directory.
 //
 // The sorter consumes edges on one goroutine (radix sort, merge, CSR
 // write), which bounds the edge stage at a few million edges per second;

@@ -34,8 +34,14 @@ type Report struct {
 	SelfLoopsDropped, DuplicatesDropped int64
 	// BytesWritten is the size of all dataset files, manifest included.
 	BytesWritten int64
+	// Workers is the number of generator workers that ran: Options.Workers,
+	// or fewer when their chunks did not fit the budget (Options.MemBytes).
+	Workers int
+	// SortBytes is the external sorter's edge buffer: what Options.MemBytes
+	// leaves beside the reserve and the workers' chunks.
+	SortBytes int64
 	// SortRuns and SpilledBytes describe the external sort; zero when the
-	// edges fitted in Options.MemBytes.
+	// edges fitted in SortBytes.
 	SortRuns, SpilledBytes int64
 	// Wall is the elapsed time; EdgesWall and FeaturesWall the two stages,
 	// which run concurrently.
@@ -57,11 +63,6 @@ func Generate(outDir string, cfg Config, opts *Options) (Report, error) {
 // GenerateContext is Generate, stopped by ctx: within about a second of
 // its cancellation it removes its temporary files and returns an error
 // wrapping ctx.Err(), with no manifest written.
-// genOverheadBytes is the "few tens of MiB" beside 1.5·MemBytes
-// (Options.MemBytes): the feature and edge writers' buffers and the
-// runtime.
-const genOverheadBytes = 32 << 20
-
 func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Options) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
@@ -85,15 +86,16 @@ func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Optio
 		}
 	}()
 	o := opts.withDefaults(outDir)
-	// Hold the Go heap to the documented peak: at the default collector
-	// target the garbage of the sort runs and feature chunks let the heap
-	// reach twice the live data (142 MiB at MemBytes 64 MiB).
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes*3/2 + genOverheadBytes))
+	o.Workers = fitWorkers(o.MemBytes, o.Workers)
+	// Hold the Go heap within the budget: at the default collector target
+	// the garbage of the sort runs and feature chunks let the heap reach
+	// twice the live data.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
 	if _, err := extsort.CleanStale(o.TempDir); err != nil {
 		return Report{}, fmt.Errorf("synth: %w", err)
 	}
 	g := &generator{m: newModel(c), b: b, o: o}
-	rep := Report{Config: c, Nodes: c.Nodes}
+	rep := Report{Config: c, Nodes: c.Nodes, Workers: o.Workers, SortBytes: sortBytes(o.MemBytes, o.Workers)}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -220,16 +222,27 @@ type edgeBatch struct {
 }
 
 // edgeChunkNodes is the number of source nodes per generation task,
-// sized for about 64 Ki directed edges.
+// sized for about edgeBatchEdges directed edges.
 func (g *generator) edgeChunkNodes() int64 {
-	return max(1, int64(65536/max(1, g.m.cfg.AvgDegree)))
+	return max(1, int64(edgeBatchEdges/max(1, g.m.cfg.AvgDegree)))
 }
+
+// The generator's chunks, counted in WorkerBytes.
+const (
+	// edgeBatchEdges is the expected directed edges of one edge batch;
+	// edgeBatchBytes its size (a batch's buffer is kept for reuse only
+	// while it is at most twice that; one of hubs may be larger once).
+	edgeBatchEdges = 1 << 16
+	edgeBatchBytes = edgeBatchEdges * int64(unsafe.Sizeof(extsort.Edge{}))
+	// featChunkBytes is the size of one chunk of feature rows.
+	featChunkBytes = 1 << 20
+)
 
 // writeEdges samples the stubs in parallel, sorts and deduplicates them
 // externally, and streams the CSR. The returned CSRWriter is not
 // committed; on error it is nil or must be aborted by the caller.
 func (g *generator) writeEdges(ctx context.Context) (csr *storage.CSRWriter, st edgeStats, err error) {
-	s, err := extsort.New(&extsort.Options{TempDir: g.o.TempDir, MemBytes: g.o.MemBytes, Dedup: true})
+	s, err := extsort.New(&extsort.Options{TempDir: g.o.TempDir, MemBytes: sortBytes(g.o.MemBytes, g.o.Workers), Dedup: true})
 	if err != nil {
 		return nil, st, fmt.Errorf("synth: %w", err)
 	}
@@ -280,9 +293,11 @@ func (g *generator) writeEdges(ctx context.Context) (csr *storage.CSRWriter, st 
 			st.selfLoops += b.selfLoops
 			task.Add(b.nodes)
 		}
-		select {
-		case free <- b.edges:
-		default:
+		if int64(cap(b.edges))*int64(unsafe.Sizeof(extsort.Edge{})) <= 2*edgeBatchBytes {
+			select {
+			case free <- b.edges:
+			default:
+			}
 		}
 	}
 	if addErr != nil {
@@ -475,7 +490,7 @@ func (g *generator) writeFeatures(ctx context.Context, fw *storage.ArrayWriter) 
 		elem = 2
 	}
 	rowBytes := int64(m.cfg.FeatDim * elem)
-	rows := max(1, (1<<20)/rowBytes)
+	rows := max(1, featChunkBytes/rowBytes)
 	task := g.o.Progress.Start("features", n, progress.Items)
 	defer task.Done()
 

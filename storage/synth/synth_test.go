@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -61,10 +62,13 @@ func TestDeterminism(t *testing.T) {
 	}
 	// Neither the worker count nor the sort budget (spilling or not) may
 	// change a byte.
-	for _, opts := range []*Options{nil, {Workers: 3}, {Workers: 2, MemBytes: 64 << 10}} {
+	for _, opts := range []*Options{nil, {Workers: 3}, {Workers: 2, MemBytes: MinMemBytes}} {
 		d, rep := gen(t, base, opts)
 		if opts != nil && opts.MemBytes != 0 && rep.SortRuns == 0 {
 			t.Errorf("MemBytes %d: expected the sort to spill", opts.MemBytes)
+		}
+		if opts != nil && opts.MemBytes == MinMemBytes && (rep.Workers != 1 || rep.SortBytes != extsort.MinMemBytes) {
+			t.Errorf("MemBytes %d: %d workers and a sort buffer of %d, want 1 and %d", opts.MemBytes, rep.Workers, rep.SortBytes, extsort.MinMemBytes)
 		}
 		if got := checksums(t, d); !maps(got, want) {
 			t.Errorf("options %+v: checksums %v, want %v", opts, got, want)
@@ -417,11 +421,12 @@ func TestOptionsValidate(t *testing.T) {
 		{"nil", nil, true},
 		{"zero", &Options{}, true},
 		{"small-mem", &Options{MemBytes: 1024}, false},
+		{"below-least-mem", &Options{MemBytes: MinMemBytes - 1}, false},
 		{"negative-mem", &Options{MemBytes: -1}, false},
 		{"negative-workers", &Options{Workers: -1}, false},
 		{"tempdir-missing", &Options{TempDir: filepath.Join(t.TempDir(), "nope")}, false},
 		{"tempdir-file", &Options{TempDir: file}, false},
-		{"tempdir-ok", &Options{TempDir: t.TempDir(), Workers: 2, MemBytes: 1 << 20}, true},
+		{"tempdir-ok", &Options{TempDir: t.TempDir(), Workers: 2, MemBytes: MinMemBytes}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()
@@ -451,7 +456,7 @@ func TestGenerateErrors(t *testing.T) {
 		t.Errorf("second Generate without Force: %v, want storage.ErrExists", err)
 	}
 	cfg.Seed = 9
-	if _, err := Generate(dir, cfg, &Options{Force: true, MemBytes: 64 << 10}); err != nil {
+	if _, err := Generate(dir, cfg, &Options{Force: true, MemBytes: MinMemBytes}); err != nil {
 		t.Errorf("Force: %v", err)
 	}
 	m, err := storage.LoadManifest(dir)
@@ -584,7 +589,7 @@ func TestGenerateFailsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "ds")
-	_, err := Generate(dir, Config{Nodes: 20000, FeatDim: 64}, &Options{TempDir: tmp, MemBytes: 64 << 10, Progress: sabotage{tmp}})
+	_, err := Generate(dir, Config{Nodes: 20000, FeatDim: 64}, &Options{TempDir: tmp, MemBytes: MinMemBytes, Progress: sabotage{tmp}})
 	if err == nil {
 		t.Fatal("Generate succeeded without its temp dir")
 	}
@@ -609,5 +614,33 @@ func TestEdgeCases(t *testing.T) {
 			t.Errorf("%+v: storage.Validate: %v %+v", cfg, err, vr)
 		}
 		t.Logf("%+v: %d edges", cfg, rep.Edges)
+	}
+}
+
+// The budget is split as documented: every worker that runs has its
+// chunks counted, the sorter gets the rest, and the parts add up to
+// MemBytes; workers are cut only while their chunks take more than half
+// of what the reserve leaves.
+func TestFitWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		mem       int64
+		want, got int
+	}{
+		{MinMemBytes, 8, 1},
+		{MinMemBytes, 1, 1},
+		{48 << 20, 16, 1},
+		{ReserveBytes + 2*pipelineBytes(2), 16, 2},
+		{ReserveBytes + 2*pipelineBytes(2) - 1, 16, 1},
+		{256 << 20, 2, 2},
+		{256 << 20, 64, 27},
+		{1 << 30, 64, 64},
+	} {
+		w := fitWorkers(tc.mem, tc.want)
+		if w != tc.got {
+			t.Errorf("fitWorkers(%d MiB, %d) = %d, want %d", tc.mem>>20, tc.want, w, tc.got)
+		}
+		if s := sortBytes(tc.mem, w); s < extsort.MinMemBytes || s+ReserveBytes+pipelineBytes(w) != tc.mem {
+			t.Errorf("mem %d, %d workers: sort buffer %d does not complete the budget", tc.mem, w, s)
+		}
 	}
 }
