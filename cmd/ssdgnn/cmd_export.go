@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
@@ -58,6 +62,9 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 			if err := requirePositive(cmd, "mem"); err != nil { // 0 meant the default silently
 				return err
 			}
+			if err := exportMem(cmd, &mem, graphbolt.DefaultMemBytes, graphbolt.MinMemBytes); err != nil {
+				return err
+			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
@@ -82,7 +89,8 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&idType, "id-dtype", "int64", "dtype of node ids in the edge array and the seeds: int32 or int64")
 	fl.BoolVar(&noLink, "copy", false, "copy features.npy instead of hard linking it")
-	fl.Var(&mem, "mem", "memory budget of the export's buffers (default 64MiB)")
+	fl.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole export (default %s, or what a memory cgroup's limit leaves; at least %s): its chunks take a quarter, and peak RSS stays within --mem",
+		humanize.IBytes(graphbolt.DefaultMemBytes), humanize.IBytes(graphbolt.MinMemBytes)))
 	fl.BoolVar(&force, "force", false, "overwrite an existing export in OUT")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
@@ -113,6 +121,9 @@ partitioning step. The number of parts is the partitioning's: make one with
 			if err := requirePositive(cmd, "mem", "chunks"); err != nil { // 0 meant the default silently
 				return err
 			}
+			if err := exportMem(cmd, &mem, distdgl.DefaultMemBytes, distdgl.MinMemBytes); err != nil {
+				return err
+			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err
 			}
@@ -138,7 +149,8 @@ partitioning step. The number of parts is the partitioning's: make one with
 	fl.StringVar(&part, "partition", "", "partitioning under DIR/partitions/ whose part.npy is the assignment (required)")
 	fl.IntVar(&chunks, "chunks", 0, "chunks per edge and node-data file (default: the number of parts)")
 	fl.StringVar(&labelType, "label-dtype", "int64", "dtype of node data label: int64 or int32")
-	fl.Var(&mem, "mem", "memory budget of the export's buffers (default 64MiB)")
+	fl.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole export (default %s, or what a memory cgroup's limit leaves; at least %s): its chunks take a quarter, and peak RSS stays within --mem",
+		humanize.IBytes(distdgl.DefaultMemBytes), humanize.IBytes(distdgl.MinMemBytes)))
 	fl.BoolVar(&force, "force", false, "overwrite an existing export in OUT")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	_ = cmd.MarkFlagRequired("partition")
@@ -155,4 +167,22 @@ func relabelledNote(cmd *cobra.Command, dir string) {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is a partition-major copy of %s: the export's node ids are the copy's; node data orig_id maps each to the original's\n",
 		dir, cmp.Or(m.RelabelledFrom.Original, m.RelabelledFrom.Dir))
+}
+
+// exportMem fits an export's --mem, the budget of the whole process, as
+// gen's and import's: what a memory cgroup leaves when not given, refused
+// below the exporter's least (least) or above the cgroup's limit.
+func exportMem(cmd *cobra.Command, mem *byteSize, def, least int64) error {
+	note, err := cliflags.StreamingMem(cmd.Flags(), mem, def, importCgroupSlack, least)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), note)
+	}
+	if *mem != 0 && int64(*mem) < least { // 0: not given, the default
+		return fmt.Errorf("--mem %s: want at least %s (the program, the runtime and the writers' buffers beside the smallest chunks)",
+			bytefmt.Down(int64(*mem)), bytefmt.Up(least))
+	}
+	return cgroup.WithinLimit(int64(*mem))
 }

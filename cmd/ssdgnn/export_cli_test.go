@@ -17,7 +17,7 @@ func TestExportCLI(t *testing.T) {
 	if _, _, err := run(t, "gen", dir, "--nodes", "3000", "--feat-dim", "8", "--classes", "4", "--seed", "5"); err != nil {
 		t.Fatal(err)
 	}
-	if out, _, err := run(t, "export", "graphbolt", dir, gb, "--mem", "4MiB"); err != nil || !strings.Contains(out, "GraphBolt dataset") {
+	if out, _, err := run(t, "export", "graphbolt", dir, gb, "--mem", "32MiB"); err != nil || !strings.Contains(out, "GraphBolt dataset") {
 		t.Fatalf("export graphbolt: %v\n%s", err, out)
 	}
 	// No lock file is left for DGL to hash (it preprocesses again when

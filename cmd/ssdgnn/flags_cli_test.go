@@ -42,7 +42,8 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"export", "graphbolt", dir, out, "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--chunks", "0"}, "--chunks 0: want a positive value"},
-		{[]string{"export", "graphbolt", dir, out, "--mem", "1KiB"}, "1024, want at least 1048576 (1 MiB)"},
+		{[]string{"export", "graphbolt", dir, out, "--mem", "1KiB"}, "--mem 1 KiB: want at least 32 MiB"},
+		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--mem", "32MiB"}, "--mem 32 MiB: want at least 48 MiB"},
 		{[]string{"export", "graphbolt", dir, filepath.Join(dir, "dataset.json"), "--force"}, "is a file, not a directory"},
 		{[]string{"plan", dir, "--mem", "0"}, "--mem 0: want a positive budget to divide"},
 		{[]string{"partition", dir, "--parts", "0"}, "--parts 0: want a positive value (omit the flag for the default, 10000)"},
@@ -120,6 +121,9 @@ func TestInapplicableFlags(t *testing.T) {
 // the library's sentinel; other errors and words pass through.
 func TestFlagNamed(t *testing.T) {
 	dir := genSmall(t)
+	if _, _, err := run(t, "partition", dir, "--parts", "4", "--method", "random", "--name", "random"); err != nil {
+		t.Fatal(err)
+	}
 	root := newRootCmd()
 	for _, c := range []struct {
 		cmd  []string
@@ -129,7 +133,7 @@ func TestFlagNamed(t *testing.T) {
 	}{
 		{[]string{"partition"}, []string{"partition", dir, "--parts", "20", "--first-level", "3", "--name", "zz"}, "--first-level: 3 does not divide --parts=20", partition.ErrOptions},
 		{[]string{"gen"}, []string{"gen", filepath.Join(t.TempDir(), "g"), "--nodes", "10"}, "--avg-degree: 20, want < --nodes (10)", synth.ErrInvalidConfig},
-		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "zz", "--mem", "1KiB"}, "--mem 1024, want at least 1048576 (1 MiB)", distdgl.ErrInvalidOptions},
+		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "random", "--chunks", "5000"}, "--chunks 5000 exceeds the 1000 nodes", distdgl.ErrInvalidOptions},
 	} {
 		_, _, err := run(t, c.args...)
 		if err == nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -54,5 +56,43 @@ func TestExportCancel(t *testing.T) {
 				t.Errorf("%s exists after a cancelled export (%v)", tc.meta, err)
 			}
 		})
+	}
+}
+
+// liveHeap records, at every progress report, the largest heap left live
+// after a collection.
+type liveHeap struct{ most uint64 }
+
+func (c *liveHeap) Start(string, int64, progress.Unit) progress.Task { return c }
+func (c *liveHeap) Add(int64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	c.most = max(c.most, ms.HeapAlloc)
+}
+func (c *liveHeap) Describe(string) {}
+func (c *liveHeap) Done()           {}
+
+// The node data of one chunk is open at a time: an export of many chunks
+// does not keep every chunk's writer (a 1 MiB buffer each) until it ends.
+// Before, 100 chunks of 5 node data arrays kept 500 MiB of buffers live
+// (RssAnon 125 MiB at --mem 16MiB on a 1M-node graph, the buffers' pages
+// partly touched; OOM-killed in a memory cgroup of 64 MiB).
+func TestExportChunksNotHeld(t *testing.T) {
+	dir := t.TempDir()
+	const n = 400
+	g := storagetest.Graph{Adj: make([][]int64, n), FeatDim: 3, Labels: make([]int32, n), NumClasses: 2}
+	for v := range g.Adj {
+		g.Adj[v] = []int64{int64((v + 1) % n)}
+		g.Train = append(g.Train, int64(v))
+	}
+	storagetest.Write(t, dir, g)
+	partitionIt(t, dir, 4, partition.Random)
+	c := &liveHeap{}
+	if _, err := Export(dir, filepath.Join(t.TempDir(), "out"), &Options{Partition: "random", NumChunks: 100, Progress: c}); err != nil {
+		t.Fatal(err)
+	}
+	if c.most > 64<<20 {
+		t.Errorf("%d MiB live during the export: the chunks' writers are held", c.most>>20)
 	}
 }

@@ -21,7 +21,7 @@
 // # Memory
 //
 // Export streams every array with fixed buffers sized from
-// Options.MemBytes (the CSR is read with pread, not mapped), so its
+// Options.MemBytes, the budget of the whole export (the CSR is read with pread, not mapped), so its
 // resident memory does not grow with the graph. features.npy is hard
 // linked when the output is on the same file system (the export then
 // shares the inode: writing to one changes the other; ssdgnn itself only

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 	"unsafe"
 
@@ -52,6 +53,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 		return Report{}, err
 	}
 	o := opts.withDefaults()
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
 	m, err := storage.LoadManifest(dir)
 	if err != nil {
 		return Report{}, err
