@@ -186,6 +186,12 @@
 // mapped CSR, whose resident pages also count in the process RSS that
 // Stats reports. Nothing is O(E) in memory.
 //
+// Run has no budget of its own: under a memory cgroup whose limit is below
+// MinMemory (stateBytesPerNode a node, the read-ahead and runtimeBytes for
+// the FENNEL methods) it refuses before any work with ErrMemory, naming
+// the least limit, where the kernel would kill it later (a 1M-node graph
+// was OOM-killed in 64 MiB; it needs 94 MiB and runs in that).
+//
 // # Outputs
 //
 // DIR/partitions/<name>/ holds part.npy, cross.npy, members_offsets.npy,

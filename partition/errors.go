@@ -14,6 +14,9 @@ var (
 	// ErrNotFound is returned by Open for a name without a manifest,
 	// including one whose writing was interrupted.
 	ErrNotFound = errors.New("partition: no such partitioning (no manifest.json)")
+	// ErrMemory is returned by Run, before any work, when the memory
+	// cgroup's limit is below MinMemory.
+	ErrMemory = errors.New("partition: memory limit too small")
 	// ErrNoMetis is returned by the metis method when gpmetis is not on PATH.
 	ErrNoMetis = errors.New("partition: gpmetis not found on PATH (install METIS, e.g. apt-get install metis)")
 	// ErrMismatch is wrapped when a file disagrees with the manifest or the

@@ -10,6 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -59,6 +63,12 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	if n := d.NumNodes(); int64(o.Parts) > n {
 		return Stats{}, fmt.Errorf("%w: %d parts for %d nodes: at least %d parts would be empty; use at most %d",
 			ErrOptions, o.Parts, n, int64(o.Parts)-n, n)
+	}
+	if lim, ok := cgroup.SelfMemoryLimit(); ok {
+		if need := MinMemory(d, &o); need > lim {
+			return Stats{}, fmt.Errorf("%w: %s nodes need about %s (%d bytes a node for the assignment, filters and stream state, the read-ahead and %s for the runtime), more than the memory cgroup's limit of %s: raise the limit to at least %s",
+				ErrMemory, humanize.Comma(d.NumNodes()), bytefmt.Up(need), stateBytesPerNode, humanize.IBytes(runtimeBytes), bytefmt.Down(lim), bytefmt.Up(need))
+		}
 	}
 	if o.Order == OrderAuto {
 		var why string

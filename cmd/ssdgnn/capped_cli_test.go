@@ -6,8 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // bench capped passes the child's output and exit status through, prints
@@ -107,5 +111,37 @@ func TestMemAboveCgroupRefused(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "what the memory cgroup's limit (128 MiB) leaves") {
 			t.Errorf("%s under a 128 MiB cgroup without --mem: %v\n%s", args[0], err, out)
 		}
+	}
+}
+
+// TestPartitionRefusesSmallCgroup: partition has no --mem; under a memory
+// cgroup whose limit is below partition.MinMemory it refuses before any
+// work, naming the least limit, and leaves no partitioning (a 1M-node
+// graph was OOM-killed in 64 MiB); at that least it runs.
+func TestPartitionRefusesSmallCgroup(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "128MiB", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("no memory cgroup here: %s", out)
+	}
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "20000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := partition.MinMemory(d, &partition.Options{Parts: 20})
+	d.Close()
+	limit := func(b int64) string { return strconv.FormatInt(b>>20, 10) + "MiB" }
+	out, err := exec.Command(bin, "bench", "capped", "--limit", limit(need-8<<20), "--", bin, "partition", dir, "--parts", "20", "--name", "small").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "memory limit too small") || !strings.Contains(string(out), "raise the limit to at least") {
+		t.Errorf("partition under %s, below its least of %s: %v\n%s", limit(need-8<<20), limit(need), err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, partition.DirName, "small")); !os.IsNotExist(err) {
+		t.Errorf("a refused partition left %s: %v", filepath.Join(dir, partition.DirName, "small"), err)
+	}
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", limit(need+1<<20), "--", bin, "partition", dir, "--parts", "20", "--name", "fits").CombinedOutput(); err != nil {
+		t.Errorf("partition under its least limit: %v\n%s", err, out)
 	}
 }
