@@ -8,8 +8,6 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
-	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -170,19 +168,8 @@ func relabelledNote(cmd *cobra.Command, dir string) {
 }
 
 // exportMem fits an export's --mem, the budget of the whole process, as
-// gen's and import's: what a memory cgroup leaves when not given, refused
-// below the exporter's least (least) or above the cgroup's limit.
+// gen's and import's (cliflags.StreamingMem), with the exporter's least.
 func exportMem(cmd *cobra.Command, mem *byteSize, def, least int64) error {
-	note, err := cliflags.StreamingMem(cmd.Flags(), mem, def, importCgroupSlack, least)
-	if err != nil {
-		return err
-	}
-	if note != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), note)
-	}
-	if *mem != 0 && int64(*mem) < least { // 0: not given, the default
-		return fmt.Errorf("--mem %s: want at least %s (the program, the runtime and the writers' buffers beside the smallest chunks)",
-			bytefmt.Down(int64(*mem)), bytefmt.Up(least))
-	}
-	return cgroup.WithinLimit(int64(*mem))
+	return cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), mem, def, importCgroupSlack, least,
+		"the program, the runtime and the writers' buffers beside the smallest chunks")
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
-	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
@@ -64,19 +62,9 @@ same flags and --seed give byte-identical files (whatever --workers and
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
-			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, synth.DefaultMemBytes, genCgroupSlack, synth.MinMemBytes)
-			if err != nil {
-				return err
-			}
-			if note != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), note)
-			}
-			if mem != 0 && int64(mem) < synth.MinMemBytes { // 0: not given, the default
-				return fmt.Errorf("--mem %s: want at least %s (%s for the runtime and writers, %s for one generator worker's chunks, plus the sorter's smallest buffer of %s)",
-					bytefmt.Down(int64(mem)), bytefmt.Up(synth.MinMemBytes), humanize.IBytes(synth.ReserveBytes),
-					humanize.IBytes(uint64(synth.MinMemBytes-synth.ReserveBytes-extsort.MinMemBytes)), humanize.IBytes(extsort.MinMemBytes))
-			}
-			if err := cgroup.WithinLimit(int64(mem)); err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, genCgroupSlack, synth.MinMemBytes,
+				fmt.Sprintf("%s for the runtime and writers, %s for one generator worker's chunks, plus the sorter's smallest buffer of %s",
+					humanize.IBytes(synth.ReserveBytes), humanize.IBytes(uint64(synth.MinMemBytes-synth.ReserveBytes-extsort.MinMemBytes)), humanize.IBytes(extsort.MinMemBytes))); err != nil {
 				return err
 			}
 			lk, err := dirlock.Acquire(args[0])

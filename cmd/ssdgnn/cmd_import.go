@@ -8,8 +8,6 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
-	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -61,18 +59,9 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	note, err := cliflags.StreamingMem(cmd.Flags(), &f.mem, importer.DefaultMemBytes, importCgroupSlack, importer.MinMemBytes)
-	if err != nil {
-		return nil, err
-	}
-	if note != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), note)
-	}
-	if f.mem != 0 && int64(f.mem) < importer.MinMemBytes { // 0: not given, the default
-		return nil, fmt.Errorf("--mem %s: want at least %s (%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s)",
-			bytefmt.Down(int64(f.mem)), bytefmt.Up(importer.MinMemBytes), humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))
-	}
-	if err := cgroup.WithinLimit(int64(f.mem)); err != nil {
+	if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &f.mem, importer.DefaultMemBytes, importCgroupSlack, importer.MinMemBytes,
+		fmt.Sprintf("%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s",
+			humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))); err != nil {
 		return nil, err
 	}
 	o := &importer.Options{

@@ -53,12 +53,8 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			// Relabel's least depends on the dataset: it refuses it later.
-			note, err := cliflags.StreamingMem(cmd.Flags(), &mem, partition.DefaultRelabelMem, 64<<20, 0)
-			if err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, partition.DefaultRelabelMem, 64<<20, 0, ""); err != nil {
 				return err
-			}
-			if note != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
 				return err

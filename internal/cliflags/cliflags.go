@@ -16,6 +16,7 @@ package cliflags
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -134,35 +135,41 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 }
 
 // StreamingMem fits the --mem of a streaming command (gen, import,
-// relabel) to the memory cgroup the process runs in when the flag was not
-// given (f): the command stays within --mem, and overhead is what it
-// leaves of the limit beside that (the page cache of the files it writes,
-// which the cgroup charges until written back), so its default (def) is
-// not OOM-killed under a smaller limit (relabel's 256 MiB was, in a
-// 128 MiB cgroup). It returns a line for the user, "" when nothing
-// changed. Training's --mem defaults to the cgroup's limit itself
+// relabel, export), the budget of the whole process, to the memory cgroup
+// it runs in and checks it. Not given (f), it becomes what the cgroup's
+// limit leaves beside overhead (the page cache of the files written, which
+// the cgroup charges until written back) when that is below the default
+// def, so the default is not OOM-killed under a smaller limit (relabel's
+// 256 MiB was, in a 128 MiB cgroup); the line saying so goes to w.
+// Training's --mem defaults to the cgroup's limit itself
 // (train.DefaultMem). A limit that leaves less than the command's least
-// --mem (least, 0 when it is known only later) is an error naming the
-// least limit: the user gave no --mem to blame.
-func StreamingMem(f *pflag.FlagSet, mem *ByteSize, def, overhead, least int64) (string, error) {
+// (least, 0 when it is known only later) is an error naming the least
+// limit: the user gave no --mem to blame. A given --mem below least is
+// refused naming the least and what it holds (holds), and one above the
+// cgroup's limit too (cgroup.WithinLimit).
+func StreamingMem(f *pflag.FlagSet, w io.Writer, mem *ByteSize, def, overhead, least int64, holds string) error {
 	if f.Changed("mem") {
-		return "", nil
+		if int64(*mem) < least {
+			return fmt.Errorf("--mem %s: want at least %s (%s)", bytefmt.Down(int64(*mem)), bytefmt.Up(least), holds)
+		}
+		return cgroup.WithinLimit(int64(*mem))
 	}
 	l, ok := cgroup.SelfMemoryLimit()
 	if !ok {
-		return "", nil
+		return nil
 	}
 	fit := l - overhead
 	if fit >= def {
-		return "", nil
+		return nil
 	}
 	if fit < least {
-		return "", fmt.Errorf("the memory cgroup's limit (%s) leaves --mem %s (beside %s for the page cache of the files written), below its least of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
+		return fmt.Errorf("the memory cgroup's limit (%s) leaves --mem %s (beside %s for the page cache of the files written), below its least of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
 			bytefmt.Down(l), bytefmt.Down(max(fit, 0)), humanize.IBytes(uint64(overhead)), bytefmt.Up(least),
 			bytefmt.Up(least+overhead), bytefmt.Up(least))
 	}
 	fit = max(fit, 1<<20) // the command refuses what is too small
 	*mem = ByteSize(fit)
-	return fmt.Sprintf("--mem %s: what the memory cgroup's limit (%s) leaves beside %s for the page cache of the files written",
-		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), humanize.IBytes(uint64(overhead))), nil
+	fmt.Fprintf(w, "--mem %s: what the memory cgroup's limit (%s) leaves beside %s for the page cache of the files written\n",
+		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), humanize.IBytes(uint64(overhead)))
+	return nil
 }
