@@ -86,7 +86,7 @@ the original dataset writes.`,
 				return err
 			}
 			defer train.TuneGC(int64(mem))()
-			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, &train.RestoreOptions{Workers: workers, Progress: g.progress(), Logger: g.logger()})
+			tr, err := train.NewFromCheckpoint(cmd.Context(), d, ckpt, &train.RestoreOptions{Workers: workers, Progress: g.progress(), Logger: g.logger(), MemBytes: int64(mem)})
 			if err != nil {
 				return err
 			}
