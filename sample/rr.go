@@ -35,7 +35,8 @@ type RROptions struct {
 	Epochs int
 	// HistFrac is the fraction of nodes, ranked by degree, whose
 	// second-layer embeddings are reused in the third configuration
-	// (default 0.2; NoHist skips that configuration).
+	// (0: the default, DefaultHistFrac; NoHist skips that configuration,
+	// and a reuse of no node is that configuration's partition row).
 	HistFrac float64
 	NoHist   bool
 	// NeighborCacheBytes, when positive, adds a global neighbour cache of

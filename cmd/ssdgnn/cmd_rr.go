@@ -38,7 +38,7 @@ without it fennel, or the dataset's only partitioning.`,
   ssdgnn rr data/synth --partition fennel --plot rr.png`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs"); err != nil {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs", "hist-frac"); err != nil {
 				return err
 			}
 			if err := cliflags.Inapplicable(cmd.Flags(), o.NoHist, "with --no-hist", "hist-frac"); err != nil {
@@ -96,7 +96,7 @@ without it fennel, or the dataset's only partitioning.`,
 	f.IntVar(&o.BatchSize, "batch-size", 1000, cliflags.BatchSizeUsage)
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions")
-	f.Float64Var(&o.HistFrac, "hist-frac", 0.2, "fraction of nodes (top by degree) whose second-layer embeddings are reused")
+	f.Float64Var(&o.HistFrac, "hist-frac", 0.2, "fraction of nodes (top by degree) whose second-layer embeddings are reused, in (0, 1] (--no-hist skips the partition+hist configuration)")
 	f.BoolVar(&o.NoHist, "no-hist", false, "skip the partition+hist configuration")
 	f.IntVar(&o.Epochs, "epochs", 1, "epochs to average")
 	f.Var(&ncache, "neighbor-cache", "add a global neighbour cache of this size (e.g. 64MiB)")

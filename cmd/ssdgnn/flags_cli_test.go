@@ -50,6 +50,8 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"validate", dir, "--max-problems", "0"}, "--max-problems 0"},
 		{[]string{"profile", dir, "--batch-size", "0"}, "--batch-size 0"},
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
+		// 0 measured the default 0.2 (sweep 26, P1).
+		{[]string{"rr", dir, "--hist-frac", "0"}, "--hist-frac 0: want a positive value (omit the flag for the default, 0.2)"},
 		{[]string{"plan", dir, "--mem", "1GiB", "--hidden", "0"}, "--hidden 0"},
 		{[]string{"train", dir, "--mem", "8EiB"}, `for "--mem" flag`},
 		{[]string{"train", dir, "--source", "ring"}, `source "ring": want mmap, pread, direct or batch`},
