@@ -44,7 +44,7 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
   ssdgnn plan data/synth --mem 4GiB`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs"); err != nil {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs", "reuse-depth"); err != nil {
 				return err
 			}
 			var err error
