@@ -54,6 +54,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 			if o.Mode, err = sample.ParseMode(selection); err != nil {
 				return err
 			}
+			if err := cliflags.Inapplicable(cmd.Flags(), o.Mode == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"); err != nil {
+				return err
+			}
 			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
 			lk, err := dirlock.Acquire(args[0])
 			if err != nil {

@@ -102,6 +102,9 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"train", dir, "--heads", "3"}, "--heads has no effect with --model sage"},
 		{[]string{"train", dir, "--eval-fanouts", "5,5"}, "--eval-fanouts has no effect with --eval layerwise"},
 		{[]string{"train", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
+		// profile took them and made random batches (sweep 26, P12).
+		{[]string{"profile", dir, "--selection", "random", "--partition", "fennel"}, "--partition has no effect with --selection random"},
+		{[]string{"profile", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
 		{[]string{"train", dir, "--spill-chunk", "4"}, "--spill-chunk has no effect without --spill"},
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--fanouts", "5,5"}, "--fanouts has no effect with --mode layerwise"},
 		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},
