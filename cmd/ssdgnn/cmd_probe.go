@@ -32,7 +32,7 @@ sequential reads. It writes the figures to DIR/device.json
 rows may lie and still be read with one call (--coalesce-gap overrides).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "depth", "gather-depth"); err != nil {
+			if err := requirePositive(cmd, "depth", "gather-depth", "seq-read"); err != nil {
 				return err
 			}
 			if dur <= 0 {

@@ -59,6 +59,8 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"train", dir, "--source", "ring"}, `source "ring": want mmap, pread, direct or batch`},
 		{[]string{"rr", dir, "--source", "ring"}, `source "ring"`},
 		{[]string{"profile", dir, "--source", "ring"}, `source "ring"`},
+		// 0 probed 1 MiB reads while --depth 0 was refused (sweep 26, P6).
+		{[]string{"probe", dir, "--dry-run", "--seq-read", "0"}, "--seq-read 0: want a positive value (omit the flag for the default, 1.0 MiB)"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
