@@ -69,10 +69,15 @@ type Result struct {
 }
 
 // OOMKilled reports whether the kernel's OOM killer ended the child: the
-// cgroup counted an OOM kill, or the child died of SIGKILL Run did not send.
+// cgroup counted an OOM kill. Where the cgroup's counter is readable it
+// decides (v1 oom_control and v2 memory.events count kills by any OOM
+// killer, the machine's included); only without one (no cgroup, or a v1
+// kernel without the field) does a SIGKILL that Run did not send count as
+// one. Before, any such SIGKILL did, so a child killed by a person or
+// another tool was reported "OOM-killed" beside "OOM kills 0".
 func (r *Result) OOMKilled() bool {
-	if r.Cgroup != nil && r.Cgroup.OOMKills > 0 {
-		return true
+	if r.Cgroup != nil && r.Cgroup.OOMKills >= 0 {
+		return r.Cgroup.OOMKills > 0
 	}
 	return r.Signal == syscall.SIGKILL.String() && !r.KilledByUs
 }
