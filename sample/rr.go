@@ -165,6 +165,9 @@ func RRReport(ctx context.Context, d *storage.Dataset, p Partitions, opts *RROpt
 	res := &RRResult{Dataset: d.Manifest().Name, NumNodes: d.NumNodes(), NumTrain: int64(len(d.TrainIdx())),
 		Fanouts: def.Fanouts, BatchSize: def.BatchSize, PartsPerBatch: def.PartsPerBatch, Epochs: o.Epochs,
 		HistFrac: o.HistFrac, NeighborCacheBytes: o.NeighborCacheBytes}
+	if err := checkPartsPerBatch(o.PartsPerBatch, p); err != nil {
+		return nil, err
+	}
 	if p != nil {
 		res.Partitions = p.K()
 		if res.PartsPerBatch == 0 {
