@@ -84,6 +84,9 @@ func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Optio
 			b.Abort() // a replaced dataset stays as it was
 		}
 	}()
+	if err := checkSpace(outDir, c, b.Replacing()); err != nil {
+		return Report{}, err
+	}
 	o := opts.withDefaults(outDir)
 	// Hold the Go heap to the documented peak: at the default collector
 	// target the garbage of the sort runs and feature chunks let the heap
