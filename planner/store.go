@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -278,6 +279,12 @@ func loadProfile(dir, name string, want func(file string) bool) (*Profile, error
 	mp := filepath.Join(out, FileProfileJSON)
 	b, err := os.ReadFile(mp)
 	if errors.Is(err, fs.ErrNotExist) {
+		// Name the profiles that are there: with several and no
+		// "default", plan's message said only "run 'ssdgnn profile'".
+		if names, _ := ProfileNames(dir); len(names) > 0 {
+			return nil, fmt.Errorf("%w: %s (this dataset's profiles: %s; choose one by name, or run 'ssdgnn profile --name %s'): %w",
+				ErrNotFound, mp, strings.Join(names, ", "), name, err)
+		}
 		return nil, fmt.Errorf("%w: %s (run 'ssdgnn profile' first): %w", ErrNotFound, mp, err)
 	}
 	if err != nil {

@@ -200,3 +200,24 @@ func TestSaveRecoversMovedAside(t *testing.T) {
 		t.Fatalf("stranded profile not recovered: %v", err)
 	}
 }
+
+// TestLoadProfileNotFoundNames: a missing profile's error names the
+// profiles the dataset has (sweep 26, P13: plan without --profile on a
+// dataset of seven profiles, none "default", said only "run 'ssdgnn
+// profile' first").
+func TestLoadProfileNotFoundNames(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadProfile(dir, "default"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "run 'ssdgnn profile' first") {
+		t.Fatalf("no profiles: %v", err)
+	}
+	for _, name := range []string{"b", "a"} {
+		p := handProfile([]uint32{1, 0}, []uint32{0, 0}, []uint32{0, 1}, 0.5)
+		p.Meta.Name = name
+		if err := p.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := LoadProfile(dir, "default"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "this dataset's profiles: a, b") {
+		t.Fatalf("two profiles, none default: %v", err)
+	}
+}
