@@ -221,3 +221,28 @@ func TestLoadProfileNotFoundNames(t *testing.T) {
 		t.Fatalf("two profiles, none default: %v", err)
 	}
 }
+
+// TestOfPartition: a partition-batch profile matches only the assignment
+// it was profiled on; one without part_checksum (random batches, or
+// written before it) matches any, and a partitioning that is gone is a
+// mismatch (sweep 26, P14).
+func TestOfPartition(t *testing.T) {
+	part := []int32{0, 1, 1, 0}
+	m := Meta{Name: "p", Partition: "fennel", PartChecksum: PartChecksum(part)}
+	for _, c := range []struct {
+		name string
+		m    Meta
+		part []int32
+		ok   bool
+	}{
+		{"same", m, []int32{0, 1, 1, 0}, true},
+		{"reassigned", m, []int32{1, 0, 1, 0}, false},
+		{"gone", m, nil, false},
+		{"random batches", Meta{Name: "r"}, []int32{1, 0, 1, 0}, true},
+	} {
+		err := c.m.OfPartition(c.part)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrMismatch)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
