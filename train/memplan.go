@@ -680,8 +680,12 @@ func savedProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 			o.Logger.Info("profile reused", "name", name, "beta", p.Meta.Beta)
 			return p, nil
 		case errors.Is(err, planner.ErrNotFound):
-		case errors.Is(err, planner.ErrMismatch), errors.As(err, new(*planner.CorruptError)):
+		case errors.Is(err, planner.ErrMismatch):
 			o.Logger.Info("saved profile not reused", "name", name, "reason", err)
+		case errors.As(err, new(*planner.CorruptError)):
+			// Damage is no mismatch: say so without -v (before, it was
+			// an Info line and the profile was profiled over silently).
+			o.Logger.Warn("saved profile is damaged: not reused, profiling again", "name", name, "reason", err)
 		default:
 			return nil, err
 		}
