@@ -185,3 +185,25 @@ func TestOOMKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRSSRunnerFloor: a child's ru_maxrss includes the runner's own
+// peak (Go starts it sharing the runner's memory until exec), so a small
+// command's count is the runner's; Summary says "at most" instead of
+// printing it as the command's (sweep 26, P5: /bin/true "max RSS 12 MiB"
+// where /usr/bin/time measures 908 KiB).
+func TestMaxRSSRunnerFloor(t *testing.T) {
+	r, err := Run(context.Background(), Spec{Argv: []string{"/bin/true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RunnerPeakBytes <= 0 || r.MaxRSSBytes > r.RunnerPeakBytes {
+		t.Fatalf("/bin/true: max RSS %d, runner's peak %d", r.MaxRSSBytes, r.RunnerPeakBytes)
+	}
+	if s := r.Summary(); !strings.Contains(s, "max RSS at most") {
+		t.Errorf("summary %q does not say the count is a bound", s)
+	}
+	big := Result{MaxRSSBytes: 64 << 20, RunnerPeakBytes: 12 << 20}
+	if s := big.Summary(); !strings.Contains(s, "max RSS 64 MiB,") {
+		t.Errorf("a child above the runner's peak: summary %q", s)
+	}
+}
