@@ -426,6 +426,26 @@ func (m *Meta) OfDataset(d *storage.Dataset) error {
 	return nil
 }
 
+// OfPartition reports, as an ErrMismatch, a partition-batch profile whose
+// partitioning (m.Partition) now assigns the nodes otherwise than when it
+// was profiled: part is that partitioning's current assignment, nil when
+// it is gone. The profile's counts are then those of other batches (train
+// profiles again rather than reuse it, Reusable). A profile of random
+// batches, or one written before part_checksum, matches any.
+func (m *Meta) OfPartition(part []int32) error {
+	if m.PartChecksum == "" {
+		return nil
+	}
+	if part == nil {
+		return fmt.Errorf("%w: profile %s was made on partitioning %q, which is gone: run 'ssdgnn profile' again", ErrMismatch, m.Name, m.Partition)
+	}
+	if sum := PartChecksum(part); sum != m.PartChecksum {
+		return fmt.Errorf("%w: profile %s was made on partitioning %q as it was (%s); it assigns the nodes otherwise now (%s), so the profile counts other batches: run 'ssdgnn profile' again",
+			ErrMismatch, m.Name, m.Partition, m.PartChecksum, sum)
+	}
+	return nil
+}
+
 // DatasetChecksum identifies a dataset by the checksums of its files.
 func DatasetChecksum(d *storage.Dataset) string {
 	h := xxhash.New()

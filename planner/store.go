@@ -9,7 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/namedir"
 )
 
@@ -53,32 +57,175 @@ func (p *Profile) optional(name string) bool {
 
 // Save writes p to DIR/profile/<p.Meta.Name>/: the arrays as .npy
 // uint32 [N] (streamed a block at a time, no copy of an array), then
-// profile.json, each file atomically. An existing
-// profile.json is removed first, so a crash never leaves a manifest
-// describing arrays of another run, and so are the recounts saved from
-// it (SaveRemodel).
+// profile.json, each file atomically. The new profile is written whole
+// beside the old one, in DIR/profile/.NAME.new, and then put in its place
+// (swapInDir), so that a crash, a kill or a write error while saving
+// leaves the profile that was there whole. (Before, profile.json was
+// removed first and the arrays rewritten in place: a save cut short lost
+// the old profile.) The files of the old directory that are no part of a
+// profile, such as the plan.json 'ssdgnn plan' writes beside it, are
+// carried over; its saved recounts (SaveRemodel) are not, since they were
+// counted from the old profile.
 func (p *Profile) Save(dir string) error {
 	if !validName(p.Meta.Name) {
 		return fmt.Errorf("%w: profile name %q", ErrInvalidOptions, p.Meta.Name)
 	}
 	out := ProfilePath(dir, p.Meta.Name)
-	if err := prepareDir(out, FileProfileJSON); err != nil {
+	staged, old := profileSwapNames(out)
+	if err := recoverProfileSwap(out, staged, old); err != nil {
 		return err
 	}
-	// Saved recounts belong to the profile they were counted from.
-	if err := os.RemoveAll(filepath.Join(out, RemodelDir)); err != nil {
+	if err := os.MkdirAll(staged, 0o755); err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
 	m := p.Meta
-	var err error
-	m.Files, err = writeArrays(out, p.arrays(), m.NumNodes, func(e namedArray) bool { return *e.a == nil && p.optional(e.name) })
+	err := func() error {
+		var err error
+		m.Files, err = writeArrays(staged, p.arrays(), m.NumNodes, func(e namedArray) bool { return *e.a == nil && p.optional(e.name) })
+		if err != nil {
+			return err
+		}
+		if err := writeManifest(staged, FileProfileJSON, m); err != nil {
+			return err
+		}
+		if err := carryOver(out, staged); err != nil {
+			return err
+		}
+		return swapInDir(out, staged, old)
+	}()
 	if err != nil {
-		return err
-	}
-	if err := writeManifest(out, FileProfileJSON, m); err != nil {
+		_ = os.RemoveAll(staged)
 		return err
 	}
 	p.Meta.Files = m.Files
+	return nil
+}
+
+// profileSwapNames are the directories beside profile directory out that
+// saving it uses: the new profile while it is written (and, after an
+// exchange, the old one until it is removed), and the old one moved aside
+// where the file system cannot exchange two directories. The leading dot
+// keeps them out of ProfileNames.
+func profileSwapNames(out string) (staged, old string) {
+	parent, base := filepath.Split(filepath.Clean(out))
+	return filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")
+}
+
+// recoverProfileSwap resolves what an interrupted save left: a staged or
+// exchanged-out copy (.NAME.new) is removed, and an old profile moved
+// aside (.NAME.old) goes back to its name when none took it, else is
+// removed. The caller holds the dataset's lock.
+func recoverProfileSwap(out, staged, old string) error {
+	if err := os.RemoveAll(staged); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(old, FileProfileJSON)); err == nil {
+		if _, err := os.Stat(filepath.Join(out, FileProfileJSON)); errors.Is(err, fs.ErrNotExist) {
+			if err := os.RemoveAll(out); err != nil {
+				return fmt.Errorf("planner: %w", err)
+			}
+			if err := os.Rename(old, out); err != nil {
+				return fmt.Errorf("planner: %w", err)
+			}
+		}
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	return nil
+}
+
+// profileFile reports whether name is one of a profile's own files (its
+// manifest, an array, the saved recounts or a temporary file).
+func profileFile(name string) bool {
+	if name == FileProfileJSON || name == RemodelDir || atomicfile.IsTemp(name) {
+		return true
+	}
+	for _, e := range (&Profile{}).arrays() {
+		if e.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// carryOver links (or, where links fail, copies) every regular file of
+// the old profile directory out that is no part of a profile into staged.
+// The old directory keeps its own until the swap, so nothing is lost
+// whatever stops the save.
+func carryOver(out, staged string) error {
+	ents, err := os.ReadDir(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	for _, e := range ents {
+		if profileFile(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		src, dst := filepath.Join(out, e.Name()), filepath.Join(staged, e.Name())
+		if err := os.Link(src, dst); err == nil {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+		if err := atomicfile.WriteFile(dst, b); err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+	}
+	return nil
+}
+
+// exchangeDirs atomically exchanges directories a and b (renameat2
+// RENAME_EXCHANGE); tests replace it to take the fallback.
+var exchangeDirs = func(a, b string) error {
+	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+}
+
+// swapInDir puts the complete profile staged in place of out. With an
+// old profile there, one atomic exchange swaps the two directories (the
+// commit point), then the old one, now at staged, is removed; a failure
+// to remove it leaves it for the next save. Where the file system cannot
+// exchange directories, out is moved aside to old first and staged
+// renamed into place: a crash between the two renames leaves the old
+// profile at old, which the next save moves back (recoverProfileSwap).
+func swapInDir(out, staged, old string) error {
+	parent := filepath.Dir(filepath.Clean(out))
+	err := exchangeDirs(staged, out)
+	switch {
+	case err == nil:
+		_ = atomicfile.SyncDir(parent)
+		_ = os.RemoveAll(staged)
+		return nil
+	case errors.Is(err, unix.ENOENT): // no old profile
+		if err := os.Rename(staged, out); err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+		return atomicfile.SyncDir(parent)
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+	default:
+		return fmt.Errorf("planner: replacing %s: %w (the old profile is as it was)", out, err)
+	}
+	if err := os.Rename(out, old); errors.Is(err, fs.ErrNotExist) { // no old profile
+		if err := os.Rename(staged, out); err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+		return atomicfile.SyncDir(parent)
+	} else if err != nil {
+		return fmt.Errorf("planner: replacing %s: %w (the old profile is as it was)", out, err)
+	}
+	if err := os.Rename(staged, out); err != nil {
+		if berr := os.Rename(old, out); berr != nil {
+			return fmt.Errorf("planner: replacing %s: %w; moving the old profile back from %s: %v (the next save moves it back)", out, err, old, berr)
+		}
+		return fmt.Errorf("planner: replacing %s: %w (the old profile is as it was)", out, err)
+	}
+	_ = atomicfile.SyncDir(parent)
+	_ = os.RemoveAll(old)
 	return nil
 }
 
@@ -132,6 +279,12 @@ func loadProfile(dir, name string, want func(file string) bool) (*Profile, error
 	mp := filepath.Join(out, FileProfileJSON)
 	b, err := os.ReadFile(mp)
 	if errors.Is(err, fs.ErrNotExist) {
+		// Name the profiles that are there: with several and no
+		// "default", plan's message said only "run 'ssdgnn profile'".
+		if names, _ := ProfileNames(dir); len(names) > 0 {
+			return nil, fmt.Errorf("%w: %s (this dataset's profiles: %s; choose one by name, or run 'ssdgnn profile --name %s'): %w",
+				ErrNotFound, mp, strings.Join(names, ", "), name, err)
+		}
 		return nil, fmt.Errorf("%w: %s (run 'ssdgnn profile' first): %w", ErrNotFound, mp, err)
 	}
 	if err != nil {

@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
@@ -110,5 +116,133 @@ func TestParseMetaErrors(t *testing.T) {
 				t.Fatalf("err %v, want field %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestSaveKeepsOldProfile: a save that fails part way (here at the third
+// array, whose length is wrong) leaves the profile that was there whole
+// and loadable, with or without the directory exchange. Before, Save
+// removed profile.json first and rewrote the arrays in place, so the old
+// profile was lost. A save that succeeds replaces the profile, carries a
+// plan.json written beside it over, drops the old recounts and leaves no
+// staging directory.
+func TestSaveKeepsOldProfile(t *testing.T) {
+	for _, exchange := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exchange=%v", exchange), func(t *testing.T) {
+			if !exchange {
+				saved := exchangeDirs
+				exchangeDirs = func(a, b string) error { return unix.EINVAL }
+				t.Cleanup(func() { exchangeDirs = saved })
+			}
+			dir := t.TempDir()
+			p1 := handProfile([]uint32{5, 3, 1, 0}, []uint32{0, 2, 0, 0}, []uint32{1, 0, 4, 0}, 0.5)
+			if err := p1.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			out := ProfilePath(dir, p1.Meta.Name)
+			if err := os.WriteFile(filepath.Join(out, "plan.json"), []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(out, RemodelDir, "k"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			bad := handProfile([]uint32{9, 9, 9, 9}, []uint32{9, 9, 9, 9}, []uint32{9, 9, 9}, 0.25)
+			if err := bad.Save(dir); !errors.Is(err, ErrInvalidOptions) {
+				t.Fatalf("save of a bad profile: %v, want ErrInvalidOptions", err)
+			}
+			q, err := LoadProfile(dir, p1.Meta.Name)
+			if err != nil {
+				t.Fatalf("the old profile after a failed save: %v", err)
+			}
+			if !slices.Equal(q.Feat, p1.Feat) || !slices.Equal(q.HistGather, p1.HistGather) || q.Meta.Beta != p1.Meta.Beta {
+				t.Fatalf("the old profile changed: %+v", q)
+			}
+			p2 := handProfile([]uint32{1, 1, 1, 1}, []uint32{2, 2, 2, 2}, []uint32{3, 3, 3, 3}, 0.75)
+			if err := p2.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			if q, err = LoadProfile(dir, p1.Meta.Name); err != nil || !slices.Equal(q.Feat, p2.Feat) || q.Meta.Beta != 0.75 {
+				t.Fatalf("after a good save: %v, %+v", err, q)
+			}
+			if b, err := os.ReadFile(filepath.Join(out, "plan.json")); err != nil || string(b) != "{}\n" {
+				t.Errorf("plan.json not carried over: %q, %v", b, err)
+			}
+			if _, err := os.Stat(filepath.Join(out, RemodelDir)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the old profile's recounts survived the save: %v", err)
+			}
+			ents, _ := os.ReadDir(filepath.Join(dir, ProfileDir))
+			if len(ents) != 1 {
+				t.Errorf("profile directory holds %v, want only %s", ents, p1.Meta.Name)
+			}
+		})
+	}
+}
+
+// TestSaveRecoversMovedAside: an old profile moved aside by the fallback
+// swap and stranded by a crash (.NAME.old, no NAME) goes back to its name
+// at the next save, which then replaces it.
+func TestSaveRecoversMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	p1 := handProfile([]uint32{5, 3, 1, 0}, []uint32{0, 2, 0, 0}, []uint32{1, 0, 4, 0}, 0.5)
+	if err := p1.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	out := ProfilePath(dir, p1.Meta.Name)
+	_, old := profileSwapNames(out)
+	if err := os.Rename(out, old); err != nil {
+		t.Fatal(err)
+	}
+	bad := handProfile([]uint32{9, 9, 9, 9}, []uint32{9, 9, 9}, []uint32{9, 9, 9, 9}, 0.25)
+	if err := bad.Save(dir); err == nil {
+		t.Fatal("save of a bad profile succeeded")
+	}
+	if q, err := LoadProfile(dir, p1.Meta.Name); err != nil || !slices.Equal(q.Feat, p1.Feat) {
+		t.Fatalf("stranded profile not recovered: %v", err)
+	}
+}
+
+// TestLoadProfileNotFoundNames: a missing profile's error names the
+// profiles the dataset has (sweep 26, P13: plan without --profile on a
+// dataset of seven profiles, none "default", said only "run 'ssdgnn
+// profile' first").
+func TestLoadProfileNotFoundNames(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadProfile(dir, "default"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "run 'ssdgnn profile' first") {
+		t.Fatalf("no profiles: %v", err)
+	}
+	for _, name := range []string{"b", "a"} {
+		p := handProfile([]uint32{1, 0}, []uint32{0, 0}, []uint32{0, 1}, 0.5)
+		p.Meta.Name = name
+		if err := p.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := LoadProfile(dir, "default"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "this dataset's profiles: a, b") {
+		t.Fatalf("two profiles, none default: %v", err)
+	}
+}
+
+// TestOfPartition: a partition-batch profile matches only the assignment
+// it was profiled on; one without part_checksum (random batches, or
+// written before it) matches any, and a partitioning that is gone is a
+// mismatch (sweep 26, P14).
+func TestOfPartition(t *testing.T) {
+	part := []int32{0, 1, 1, 0}
+	m := Meta{Name: "p", Partition: "fennel", PartChecksum: PartChecksum(part)}
+	for _, c := range []struct {
+		name string
+		m    Meta
+		part []int32
+		ok   bool
+	}{
+		{"same", m, []int32{0, 1, 1, 0}, true},
+		{"reassigned", m, []int32{1, 0, 1, 0}, false},
+		{"gone", m, nil, false},
+		{"random batches", Meta{Name: "r"}, []int32{1, 0, 1, 0}, true},
+	} {
+		err := c.m.OfPartition(c.part)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrMismatch)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }

@@ -27,6 +27,17 @@ type Partitions interface {
 	Cross() []int32
 }
 
+// checkPartsPerBatch refuses a PartsPerBatch above parts' K: a macro
+// batch takes at most every part, so the batches would be those of K
+// while reports (rr's header, a profile's parts_per_batch) named the
+// larger number. 0 (the default) is fine.
+func checkPartsPerBatch(ppb int, parts Partitions) error {
+	if parts != nil && ppb > parts.K() {
+		return fmt.Errorf("%w: PartsPerBatch %d, want at most the partitioning's %d parts", ErrInvalidOptions, ppb, parts.K())
+	}
+	return nil
+}
+
 // PartsPerBatchFor is the partitions per macro batch that make a macro
 // batch hold about batchSize training nodes: batchSize divided by the
 // partitioning's mean training nodes per partition (empty partitions

@@ -35,7 +35,8 @@ type RROptions struct {
 	Epochs int
 	// HistFrac is the fraction of nodes, ranked by degree, whose
 	// second-layer embeddings are reused in the third configuration
-	// (default 0.2; NoHist skips that configuration).
+	// (0: the default, DefaultHistFrac; NoHist skips that configuration,
+	// and a reuse of no node is that configuration's partition row).
 	HistFrac float64
 	NoHist   bool
 	// NeighborCacheBytes, when positive, adds a global neighbour cache of
@@ -164,6 +165,9 @@ func RRReport(ctx context.Context, d *storage.Dataset, p Partitions, opts *RROpt
 	res := &RRResult{Dataset: d.Manifest().Name, NumNodes: d.NumNodes(), NumTrain: int64(len(d.TrainIdx())),
 		Fanouts: def.Fanouts, BatchSize: def.BatchSize, PartsPerBatch: def.PartsPerBatch, Epochs: o.Epochs,
 		HistFrac: o.HistFrac, NeighborCacheBytes: o.NeighborCacheBytes}
+	if err := checkPartsPerBatch(o.PartsPerBatch, p); err != nil {
+		return nil, err
+	}
 	if p != nil {
 		res.Partitions = p.K()
 		if res.PartsPerBatch == 0 {

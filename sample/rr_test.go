@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -148,5 +150,34 @@ func TestRRWithCacheAndNoPartitions(t *testing.T) {
 	}
 	if _, err := sample.RRReport(context.Background(), d, nil, &sample.RROptions{HistFrac: 2}); err == nil {
 		t.Fatal("HistFrac 2 accepted")
+	}
+}
+
+// TestPartsPerBatchAboveK: more partitions per macro batch than the
+// partitioning has is refused by the sampler and the RR report, naming K;
+// before, rr printed "2 partitions, 3 per macro batch" over the batches of
+// 2 (sweep 26, P2). K itself is fine.
+func TestPartsPerBatchAboveK(t *testing.T) {
+	adj := [][]int64{{1}, {0, 2}, {1, 3}, {2, 4}, {3, 5}, {4}}
+	d := writeDataset(t, adj, []int64{0, 2, 3, 5}, 4)
+	parts, err := sample.NewMemPartitions(d, 2, []int32{0, 0, 0, 1, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ppb int
+		ok  bool
+	}{{0, true}, {2, true}, {3, false}, {1000, false}} {
+		_, err := sample.RRReport(context.Background(), d, parts, &sample.RROptions{Fanouts: []int{-1}, BatchSize: 2, PartsPerBatch: c.ppb})
+		if (err == nil) != c.ok || (err != nil && (!errors.Is(err, sample.ErrInvalidOptions) || !strings.Contains(err.Error(), "the partitioning's 2 parts"))) {
+			t.Errorf("RRReport, PartsPerBatch %d: %v", c.ppb, err)
+		}
+		s, err := sample.New(d, parts, &sample.Options{Fanouts: []int{-1}, BatchSize: 2, Mode: sample.ModePartition, PartsPerBatch: c.ppb})
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, sample.ErrInvalidOptions)) {
+			t.Errorf("New, PartsPerBatch %d: %v", c.ppb, err)
+		}
+		if s != nil {
+			s.Close()
+		}
 	}
 }

@@ -345,8 +345,13 @@ func New(d *storage.Dataset, parts Partitions, opts *Options) (*Sampler, error) 
 	if o.Train == nil {
 		o.Train = d.TrainIdx()
 	}
-	if o.Mode == ModePartition && o.PartsPerBatch == 0 {
-		o.PartsPerBatch = PartsPerBatchFor(parts, o.BatchSize)
+	if o.Mode == ModePartition {
+		if err := checkPartsPerBatch(o.PartsPerBatch, parts); err != nil {
+			return nil, err
+		}
+		if o.PartsPerBatch == 0 {
+			o.PartsPerBatch = PartsPerBatchFor(parts, o.BatchSize)
+		}
 	}
 	s := &Sampler{d: d, parts: parts, o: o, stage: d.Accounting().Stage(storage.StageSample), wide: d.Indices32() == nil}
 	if o.Source == SourceBatch {

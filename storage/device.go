@@ -224,7 +224,8 @@ const (
 
 // ProbeDevice measures random single-row reads (at o.Depth and at
 // o.GatherDepth) and sequential reads of d's features file for
-// o.Duration each. The counts go to a private
+// o.Duration each, and at least one batch of reads per phase however
+// short o.Duration is. The counts go to a private
 // stage, not to the dataset's accounting.
 func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProfile, error) {
 	var opt ProbeOptions
@@ -279,7 +280,11 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(opt.Seed, uint64(w)))
 				buf := make([]byte, max(opt.SeqReadBytes, r.rowBytes))
-				for pctx.Err() == nil {
+				// At least one read each, however short the phase: a
+				// phase that ended before its first read measured a rate
+				// of 0, refused as "random_reads_per_s 0" (probe
+				// --duration 1ns).
+				for first := true; ctx.Err() == nil && (first || pctx.Err() == nil); first = false {
 					b, err := read(rng, buf)
 					if err != nil {
 						errs[w] = err

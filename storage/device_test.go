@@ -160,3 +160,22 @@ func TestDeviceProfileOrDefault(t *testing.T) {
 		t.Errorf("probed for 1-byte rows, read for 512: %v, want ErrCorrupt naming row_bytes and the remedy", err)
 	}
 }
+
+// TestProbeShortDuration: a phase shorter than one batch of reads still
+// measures that batch, so the profile is valid; before, --duration 1ns
+// measured no read and failed with "random_reads_per_s 0" (sweep 26, P7).
+func TestProbeShortDuration(t *testing.T) {
+	d := scatterDataset(t, 2000, 128)
+	p, err := d.ProbeDevice(context.Background(), &storage.ProbeOptions{Duration: time.Nanosecond, Depth: 2, SeqReadBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Validate(); err != nil || p.RandomReads == 0 || !(p.GatherReadsPerSec > 0) || p.SeqBytes == 0 {
+		t.Fatalf("1 ns phases: %v, %+v", err, p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.ProbeDevice(ctx, &storage.ProbeOptions{Duration: time.Nanosecond}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v, want context.Canceled", err)
+	}
+}

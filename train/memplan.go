@@ -224,30 +224,116 @@ func minimumBudget(d *storage.Dataset, opts *Options, given int64, profiling boo
 	n := d.NumNodes()
 	hist := histOn(&o)
 	fixed := FixedState(d, &o, &planner.Profile{}).Bytes
-	workers := samplingWorkers(o.Workers)
 	whole := fanoutRows(batchTargets(&o), o.Fanouts, n)
 	// Beside both phases: each sampling worker's batch under
 	// construction and, in partition selection, the macro-batch caches
 	// the workers hold at their bound from the partitioning.
-	wholeBytes := sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source)
-	sampler := int64(workers) * wholeBytes
-	if o.Selection == sample.ModePartition {
-		sampler += int64(sample.MacroCachesHeld(workers)) * macroBound(&o)
-	}
+	sampler := samplersBytes(d, &o)
 	rows := fanoutRows(microTargets(&o), o.Fanouts, n)
 	stream, gather := stageBytes(d, &o, rows)
 	ws := int64(o.InFlight)*(batchBytes(d, &o, rows)+whole*idBytesPerRow(&o)) + stream + gather
-	profGather := featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
 	// The profile planned here samples one epoch (profileOptions leaves
 	// PresampleEpochs at its default, 1).
-	histLog := planner.HistLogBytes(d.Indptr(), d.TrainIdx(), 1)
-	prof := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges()))
+	prof := profilingBytes(d, &o, whole, 1, profiling)
+	return withReserve(fixed + sampler + max(ws+max(planner.TableBytes(n, hist), given), prof))
+}
+
+// profilingBytes is the memory of a profiling epoch beside the sampling
+// workers' own (o has its defaults, whole is the most rows of one of its
+// batches): the counters and its working set and, when it samples
+// (profiling; not when a saved profile is read back), the appearance log
+// over epochs profiled epochs and its gather scratch.
+func profilingBytes(d *storage.Dataset, o *Options, whole int64, epochs int, profiling bool) int64 {
+	n := d.NumNodes()
+	prof := planner.ProfileMemBytes(n) + planner.ProfileWorkingBytes(whole, d.FeatRowBytes(), sample.BatchBytesBound(batchTargets(o), o.Fanouts, n, d.NumEdges()))
 	if profiling {
-		prof += histLog + profGather
+		prof += planner.HistLogBytes(d.Indptr(), d.TrainIdx(), int64(epochs)) +
+			featurecache.GatherCallBytes(d, planner.ProfileGatherRows(whole, d.FeatRowBytes()), o.featureOptions())
 	}
-	need := fixed + sampler + max(ws+max(planner.TableBytes(n, hist), given), prof)
-	// Solve need + RuntimeReserve(mem) <= mem.
-	return max(need+reserveFloor, (need*8+6)/7)
+	return prof
+}
+
+// ProfileMinimumBudget is the least memory in which a profiling epoch
+// alone (ssdgnn profile) runs with opts over epochs pre-sampled epochs:
+// the runtime reserve, the sampling workers' batches under construction
+// and macro-batch caches, and the profiling epoch's own memory, each as
+// MinimumBudget counts it; no model, caches or training batches.
+func ProfileMinimumBudget(d *storage.Dataset, opts *Options, epochs int) int64 {
+	o := withFanoutsOf(opts.withDefaults(), d)
+	whole := fanoutRows(batchTargets(&o), o.Fanouts, d.NumNodes())
+	return withReserve(samplersBytes(d, &o) + profilingBytes(d, &o, whole, max(epochs, 1), true))
+}
+
+// SamplingMinimumBudget is the least memory in which sampling alone (ssdgnn
+// rr) runs with opts: the runtime reserve and the sampling workers'
+// batches under construction and macro-batch caches, as MinimumBudget
+// counts them.
+func SamplingMinimumBudget(d *storage.Dataset, opts *Options) int64 {
+	o := withFanoutsOf(opts.withDefaults(), d)
+	return withReserve(samplersBytes(d, &o))
+}
+
+// samplersBytes is what o's sampling workers hold (o has its defaults):
+// each one's batch under construction and, in partition selection, the
+// macro-batch caches they hold at the partitioning's bound.
+func samplersBytes(d *storage.Dataset, o *Options) int64 {
+	workers := samplingWorkers(o.Workers)
+	b := int64(workers) * sample.WorkerBytesBound(batchTargets(o), o.Fanouts, d.NumNodes(), d.NumEdges(), o.Source)
+	if o.Selection == sample.ModePartition {
+		b += int64(sample.MacroCachesHeld(workers)) * macroBound(o)
+	}
+	return b
+}
+
+// withReserve solves need + RuntimeReserve(mem) <= mem for the least mem,
+// as MinimumBudget does.
+func withReserve(need int64) int64 { return max(need+reserveFloor, (need*8+6)/7) }
+
+// ProfileFit fits a profiling epoch alone (ssdgnn profile) with opts
+// over epochs pre-sampled epochs to the memory cgroup the process runs in,
+// as PlanMemory fits training: without a limit, or within it, it changes
+// nothing (workers 0, note ""). Over it, with opts.Workers at its default,
+// it returns the most sampling workers, fewer than one per core, that fit
+// and a note saying so; when even one does not fit (or Workers was given),
+// an ErrBudget naming the limit and the least it needs, so that the epoch
+// is refused before it starts instead of OOM-killed part way.
+func ProfileFit(d *storage.Dataset, opts *Options, epochs int) (workers int, note string, err error) {
+	return fitCgroup(d, opts, "a profiling epoch", "sampling workers, per-node counters and the validity model's log", " or --presample-epochs",
+		func(o *Options) int64 { return ProfileMinimumBudget(d, o, epochs) })
+}
+
+// SamplingFit is ProfileFit for sampling alone (ssdgnn rr):
+// SamplingMinimumBudget against the memory cgroup's limit.
+func SamplingFit(d *storage.Dataset, opts *Options) (workers int, note string, err error) {
+	return fitCgroup(d, opts, "sampling", "sampling workers' batches and macro-batch caches", "",
+		func(o *Options) int64 { return SamplingMinimumBudget(d, o) })
+}
+
+// fitCgroup is ProfileFit's and SamplingFit's fit of least (what what,
+// made of terms, needs) to the memory cgroup's limit; more names the
+// flags beside --batch-size, --fanouts and --workers that lower it.
+func fitCgroup(d *storage.Dataset, opts *Options, what, terms, more string, least func(*Options) int64) (workers int, note string, err error) {
+	l, ok := cgroup.SelfMemoryLimit()
+	if !ok {
+		return 0, "", nil
+	}
+	need := least(opts)
+	if l >= need {
+		return 0, "", nil
+	}
+	if opts.Workers == 0 {
+		o := *opts
+		for w := samplingWorkers(0) - 1; w >= 1; w-- {
+			o.Workers = w
+			if least(&o) <= l {
+				return w, fmt.Sprintf("%d sampling workers (not %d): what the memory cgroup's limit (%s) leaves %s", w, samplingWorkers(0), ibytes(l), what), nil
+			}
+		}
+		o.Workers = 1
+		need = least(&o)
+	}
+	return 0, "", fmt.Errorf("%w: the memory cgroup this process runs in is limited to %s, below the %s %s of %s needs (runtime reserve, %s): raise the limit, or lower --batch-size, --fanouts, --workers%s",
+		ErrBudget, ibytes(l), ibytes(need), what, d.Dir(), terms, more)
 }
 
 // workersToFit is the most sampling workers, fewer than the default (one
@@ -594,8 +680,12 @@ func savedProfile(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 			o.Logger.Info("profile reused", "name", name, "beta", p.Meta.Beta)
 			return p, nil
 		case errors.Is(err, planner.ErrNotFound):
-		case errors.Is(err, planner.ErrMismatch), errors.As(err, new(*planner.CorruptError)):
+		case errors.Is(err, planner.ErrMismatch):
 			o.Logger.Info("saved profile not reused", "name", name, "reason", err)
+		case errors.As(err, new(*planner.CorruptError)):
+			// Damage is no mismatch: say so without -v (before, it was
+			// an Info line and the profile was profiled over silently).
+			o.Logger.Warn("saved profile is damaged: not reused, profiling again", "name", name, "reason", err)
 		default:
 			return nil, err
 		}

@@ -672,3 +672,22 @@ func TestPlanComparisonResumed(t *testing.T) {
 		t.Errorf("comparison %+v, want epochs 2 and 3 compared and the partial epoch 1 left out", c)
 	}
 }
+
+// TestProfileMinimumBudget: a profiling epoch alone never needs more than
+// the training that profiles first (MinimumBudget counts the same epoch
+// beside the model and fixed state), fewer sampling workers need less and
+// more profiled epochs more (the appearance log), and the reserve floor
+// stays (sweep 26, P8: ssdgnn profile was OOM-killed where train refused).
+func TestProfileMinimumBudget(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	one, two := *o, *o
+	one.Workers, two.Workers = 1, 2
+	p1, p2 := ProfileMinimumBudget(d, &one, 1), ProfileMinimumBudget(d, &two, 1)
+	if !(p1 < p2) || p2 > MinimumBudget(d, &two) || p1 < reserveFloor {
+		t.Errorf("profile minimum %d (1 worker), %d (2 workers), training's %d, floor %d", p1, p2, MinimumBudget(d, &two), reserveFloor)
+	}
+	if p3 := ProfileMinimumBudget(d, &two, 3); !(p3 > p2) {
+		t.Errorf("3 profiled epochs need %d, 1 needs %d", p3, p2)
+	}
+}

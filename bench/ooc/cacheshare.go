@@ -3,6 +3,8 @@ package ooc
 import (
 	"fmt"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -50,7 +52,14 @@ func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("ooc: %w", err)
 	}
-	return train.CacheShare(d, to, p, o.MemLimit)
+	cb, err := train.CacheShare(d, to, p, o.MemLimit)
+	if err != nil {
+		// The child's --mem is --mem-limit: say so, and which of bench
+		// ooc's flags change it (the message names train's --mem).
+		return 0, fmt.Errorf("ooc: --mem-limit %s cannot train the ssdgnn configuration (its children get --mem %[1]s; raise --mem-limit, or lower --batch-size or --fanouts): %w",
+			humanize.IBytes(uint64(o.MemLimit)), err)
+	}
+	return cb, nil
 }
 
 // shareArgs is the ssdgnn child's argument list on ds after "train",

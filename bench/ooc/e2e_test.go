@@ -219,6 +219,13 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("%s: the child's budget lines lack %q:\n%s", name, want, b)
 		}
 	}
+	// A limit train cannot use is named as bench ooc's own flag, with the
+	// flags that change it; before, the error quoted only train's --mem
+	// (sweep 26, P10).
+	o.Configs, o.OutDir, o.MemLimit = []string{"ssdgnn"}, filepath.Join(tmp, "out3"), 24<<20
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--mem-limit 24 MiB cannot train the ssdgnn configuration") {
+		t.Errorf("--mem-limit 24 MiB: %v, want it named", err)
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -174,3 +174,48 @@ func TestInferReadModesUnderCgroup(t *testing.T) {
 		t.Errorf("infer under a memory cgroup does not say it reads feature rows with O_DIRECT:\n%s", out)
 	}
 }
+
+// TestProfileUnderSmallCgroup: under a memory cgroup too small for a
+// profiling epoch, profile refuses before it starts, naming the limit and
+// the least it needs, as train does; before, the OOM killer ended it part
+// way with no message (sweep 26, P8: 50,000 nodes under 48 MiB).
+func TestProfileUnderSmallCgroup(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "128MiB", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("no memory cgroup here: %s", out)
+	}
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "50000", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "50"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "bench", "capped", "--limit", "48MiB", "--", bin, "profile", dir, "-q").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "below the") || !strings.Contains(string(out), "a profiling epoch of") ||
+		strings.Contains(string(out), "OOM-killed") {
+		t.Errorf("profile under 48 MiB: %v, want a refusal naming the least limit\n%s", err, out)
+	}
+}
+
+// TestRRUnderSmallCgroup: rr under a memory cgroup too small for its
+// samplers refuses before sampling, naming the least limit; before, the
+// OOM killer ended it (sweep 26, P8: 500,000 nodes, random parts, 48 MiB).
+func TestRRUnderSmallCgroup(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "128MiB", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("no memory cgroup here: %s", out)
+	}
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "500000", "--feat-dim", "4", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "500", "--method", "random"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "bench", "capped", "--limit", "48MiB", "--", bin, "rr", dir, "-q").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "below the") || !strings.Contains(string(out), "sampling of") ||
+		strings.Contains(string(out), "OOM-killed") {
+		t.Errorf("rr under 48 MiB: %v, want a refusal naming the least limit\n%s", err, out)
+	}
+}

@@ -54,7 +54,8 @@ plus noise (so a GNN that averages neighbours beats an MLP on features alone).
 Generation streams: peak memory stays within --mem whatever the size;
 without --mem under a memory cgroup, --mem is what its limit leaves. The
 same flags and --seed give byte-identical files (whatever --workers and
---mem).`,
+--mem). It refuses before writing when the file system cannot hold the
+features, labels and indptr.npy (sizes the flags fix).`,
 		Example: `  ssdgnn gen data/small --nodes 100000
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
 		Args: exactArgs(1),

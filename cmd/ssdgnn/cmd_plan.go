@@ -86,13 +86,24 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: profile %q: %s; its predictions are those of the older model (ssdgnn profile makes a new one)\n", name, why)
 			}
 			o.Indptr = d.Indptr()
-			if p.Meta.Partition != "" && !o.Decoupled {
+			if p.Meta.Partition != "" {
+				// A profile of a partitioning since replaced counts other
+				// batches: say so (train profiles again rather than reuse it).
 				pt, err := partition.Open(args[0], p.Meta.Partition)
-				if err != nil {
+				switch {
+				case err == nil:
+					defer pt.Close()
+					if err := p.Meta.OfPartition(pt.Part()); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", err)
+					}
+					if !o.Decoupled {
+						o.Cross = pt.Cross()
+					}
+				case errors.Is(err, partition.ErrNotFound) && o.Decoupled:
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", p.Meta.OfPartition(nil))
+				default:
 					return err
 				}
-				defer pt.Close()
-				o.Cross = pt.Cross()
 			}
 			res, err := planner.Plan(p, &o)
 			if err != nil {

@@ -32,7 +32,7 @@ sequential reads. It writes the figures to DIR/device.json
 rows may lie and still be read with one call (--coalesce-gap overrides).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "depth", "gather-depth"); err != nil {
+			if err := requirePositive(cmd, "depth", "gather-depth", "seq-read"); err != nil {
 				return err
 			}
 			if dur <= 0 {
@@ -89,7 +89,7 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 	f.BoolVar(&asJSON, "json", false, "print the profile as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "measure and print, but do not write device.json")
 	f.BoolVar(&buffered, "buffered", false, "read through the page cache (measures the cache, not the disk)")
-	f.DurationVar(&dur, "duration", time.Second, "length of each phase (random, random at --gather-depth, sequential)")
+	f.DurationVar(&dur, "duration", time.Second, "length of each phase (random, random at --gather-depth, sequential; at least one batch of reads each)")
 	f.IntVar(&depth, "depth", storage.DefaultScatterDepth, "random reads in flight (prices the merge gap)")
 	f.IntVar(&gatherDepth, "gather-depth", storage.DefaultGatherDepth, "random reads in flight of the second random phase: the feature gather's depth, which bench ooc prices the device limit at")
 	seqBytes = 1 << 20

@@ -38,13 +38,16 @@ at DIR/device.json's costs (ssdgnn probe), so the plan values a row read on
 its own above one that rides in a merged read.
 With --presample-epochs K the counts are summed over K epochs (GNNLab
 PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
-'ssdgnn plan'.`,
+'ssdgnn plan'. Inside a memory cgroup the epoch must fit its limit: with
+fewer sampling workers when one per core does not (and --workers is not
+given), else it is refused before it starts, naming the least limit (the
+bound train's minimum counts for its own profiling epoch).`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn profile data/synth --partition fennel --neighbor-cache 64MiB
   ssdgnn plan data/synth --mem 4GiB`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs"); err != nil {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs", "reuse-depth"); err != nil {
 				return err
 			}
 			var err error
@@ -52,6 +55,9 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				return err
 			}
 			if o.Mode, err = sample.ParseMode(selection); err != nil {
+				return err
+			}
+			if err := cliflags.Inapplicable(cmd.Flags(), o.Mode == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"); err != nil {
 				return err
 			}
 			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
@@ -106,6 +112,17 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 				defer pf.Close()
 				pt := pf.Partitioning()
 				parts, o.Part, o.Partition, cross = pf, pt.Part(), partName, pt.Cross()
+			}
+			// Under a memory cgroup too small for the epoch, refuse now
+			// rather than be OOM-killed part way (train refuses the same).
+			w, note, err := train.ProfileFit(d, &train.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Selection: o.Mode,
+				PartsPerBatch: o.PartsPerBatch, Workers: o.Workers, Source: o.Source, Partitions: parts}, o.PresampleEpochs)
+			if err != nil {
+				return err
+			}
+			if w > 0 {
+				o.Workers = w
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			if ncache > 0 {
 				no := &neighborcache.Options{Budget: int64(ncache), Policy: neighborcache.PolicyDegree, Progress: o.Progress}

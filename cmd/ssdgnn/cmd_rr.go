@@ -33,12 +33,15 @@ bytes an epoch requests and the unique nodes it touches, for:
   partition+hist   partition batches, with the second-layer embeddings of the
                    top --hist-frac nodes by degree reused (not expanded below)
 It needs a partitioning (run 'ssdgnn partition DIR' first): --partition, or
-without it fennel, or the dataset's only partitioning.`,
+without it fennel, or the dataset's only partitioning. Inside a memory cgroup
+the samplers must fit its limit: with fewer workers when one per core does
+not (and --workers is not given), else rr is refused before it samples,
+naming the least limit.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn rr data/synth --partition fennel --plot rr.png`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs"); err != nil {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "epochs", "hist-frac"); err != nil {
 				return err
 			}
 			if err := cliflags.Inapplicable(cmd.Flags(), o.NoHist, "with --no-hist", "hist-frac"); err != nil {
@@ -63,6 +66,12 @@ without it fennel, or the dataset's only partitioning.`,
 			if err := cliflags.CheckOutputs(args[0], d.Manifest(), nil, cliflags.Output{Flag: "--plot", Path: plot}); err != nil {
 				return err
 			}
+			// Under a memory cgroup the collector keeps to its limit, as
+			// profile's and train's do: untuned, garbage doubled the heap
+			// and a 500,000-node rr was OOM-killed under 64 MiB.
+			var mem int64
+			train.DefaultMem(false, &mem, false, 0)
+			defer train.TuneGC(mem)()
 			if o.Source, err = source.Resolve(d, 0, g.logger()); err != nil {
 				return err
 			}
@@ -76,6 +85,17 @@ without it fennel, or the dataset's only partitioning.`,
 				return err
 			}
 			defer parts.Close()
+			// Under a memory cgroup too small for the samplers, refuse
+			// now rather than be OOM-killed part way.
+			w, note, err := train.SamplingFit(d, &train.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Selection: sample.ModePartition,
+				PartsPerBatch: o.PartsPerBatch, Workers: o.Workers, Source: o.Source, Partitions: parts})
+			if err != nil {
+				return err
+			}
+			if w > 0 {
+				o.Workers = w
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
 			res, err := sample.RRReport(cmd.Context(), d, parts, &o)
 			if err != nil {
 				return err
@@ -96,7 +116,7 @@ without it fennel, or the dataset's only partitioning.`,
 	f.IntVar(&o.BatchSize, "batch-size", 1000, cliflags.BatchSizeUsage)
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.StringVar(&partName, "partition", string(partition.Fennel), "name of the partitioning under DIR/partitions")
-	f.Float64Var(&o.HistFrac, "hist-frac", 0.2, "fraction of nodes (top by degree) whose second-layer embeddings are reused")
+	f.Float64Var(&o.HistFrac, "hist-frac", 0.2, "fraction of nodes (top by degree) whose second-layer embeddings are reused, in (0, 1] (--no-hist skips the partition+hist configuration)")
 	f.BoolVar(&o.NoHist, "no-hist", false, "skip the partition+hist configuration")
 	f.IntVar(&o.Epochs, "epochs", 1, "epochs to average")
 	f.Var(&ncache, "neighbor-cache", "add a global neighbour cache of this size (e.g. 64MiB)")

@@ -50,12 +50,18 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"partition", dir, "--parts", "-3"}, "--parts -3"},
 		{[]string{"validate", dir, "--max-problems", "0"}, "--max-problems 0"},
 		{[]string{"profile", dir, "--batch-size", "0"}, "--batch-size 0"},
+		// 0 profiled at the planner's depth 1, not the flag's 2 (sweep 26, P11).
+		{[]string{"profile", dir, "--reuse-depth", "0"}, "--reuse-depth 0: want a positive value (omit the flag for the default, 2)"},
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
+		// 0 measured the default 0.2 (sweep 26, P1).
+		{[]string{"rr", dir, "--hist-frac", "0"}, "--hist-frac 0: want a positive value (omit the flag for the default, 0.2)"},
 		{[]string{"plan", dir, "--mem", "1GiB", "--hidden", "0"}, "--hidden 0"},
 		{[]string{"train", dir, "--mem", "8EiB"}, `for "--mem" flag`},
 		{[]string{"train", dir, "--source", "ring"}, `source "ring": want mmap, pread, direct or batch`},
 		{[]string{"rr", dir, "--source", "ring"}, `source "ring"`},
 		{[]string{"profile", dir, "--source", "ring"}, `source "ring"`},
+		// 0 probed 1 MiB reads while --depth 0 was refused (sweep 26, P6).
+		{[]string{"probe", dir, "--dry-run", "--seq-read", "0"}, "--seq-read 0: want a positive value (omit the flag for the default, 1.0 MiB)"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -99,6 +105,9 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"train", dir, "--heads", "3"}, "--heads has no effect with --model sage"},
 		{[]string{"train", dir, "--eval-fanouts", "5,5"}, "--eval-fanouts has no effect with --eval layerwise"},
 		{[]string{"train", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
+		// profile took them and made random batches (sweep 26, P12).
+		{[]string{"profile", dir, "--selection", "random", "--partition", "fennel"}, "--partition has no effect with --selection random"},
+		{[]string{"profile", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
 		{[]string{"train", dir, "--spill-chunk", "4"}, "--spill-chunk has no effect without --spill"},
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--fanouts", "5,5"}, "--fanouts has no effect with --mode layerwise"},
 		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},

@@ -120,3 +120,27 @@ func TestPlanOnlyProfile(t *testing.T) {
 		t.Errorf("plan --profile default, only train there: %v", err)
 	}
 }
+
+// TestPlanWarnsReplacedPartitioning: plan from a profile whose
+// partitioning has been replaced since (partition --force) warns that the
+// profile counts other batches; before, it planned silently, while train
+// would not reuse that profile (sweep 26, P14).
+func TestPlanWarnsReplacedPartitioning(t *testing.T) {
+	dir := genSmall(t)
+	if _, _, err := run(t, "partition", dir, "--parts", "8", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "profile", dir, "--fanouts", "4,4", "--batch-size", "64"); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run(t, "plan", dir, "--mem", "8MiB"); err != nil || strings.Contains(stderr, "warning") {
+		t.Fatalf("plan on the profiled partitioning: %v, stderr %q", err, stderr)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "8", "--seed", "2", "--force"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run(t, "plan", dir, "--mem", "8MiB")
+	if err != nil || !strings.Contains(stderr, `was made on partitioning "fennel" as it was`) {
+		t.Errorf("plan after partition --force: %v, stderr %q", err, stderr)
+	}
+}

@@ -528,3 +528,27 @@ func TestInterruptedBeforeAnEpoch(t *testing.T) {
 		t.Errorf("interrupted before an epoch: %v\n%s", err, out.String())
 	}
 }
+
+// TestTrainWarnsDamagedProfile: a saved profile that is damaged (not one
+// of other batches) is named on stderr without -v when train --mem
+// profiles again; before, only an Info line under -v said so (sweep 26,
+// P15).
+func TestTrainWarnsDamagedProfile(t *testing.T) {
+	dir := genSmall(t)
+	if _, _, err := run(t, "profile", dir, "--fanouts", "4,4", "--batch-size", "64"); err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(dir, "profile", "default", "profile.json")
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mp, b[:100], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run(t, "train", dir, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4",
+		"--mem", "32MiB", "--checkpoint", t.TempDir())
+	if err != nil || !strings.Contains(stderr, "saved profile is damaged") || !strings.Contains(stderr, mp) {
+		t.Errorf("train over a damaged profile: %v, stderr %q", err, stderr)
+	}
+}

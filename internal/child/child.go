@@ -17,6 +17,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 )
 
 // ErrStart reports that the child could not be started.
@@ -58,9 +59,17 @@ type Result struct {
 	// faults and readahead included. -1 when unavailable.
 	ReadBytes int64 `json:"read_bytes"`
 	// InblockBytes is the rusage block-input count × 512, a cross-check.
-	InblockBytes int64         `json:"inblock_bytes"`
-	MaxRSSBytes  int64         `json:"max_rss_bytes"`
-	Cgroup       *cgroup.Stats `json:"cgroup,omitempty"`
+	InblockBytes int64 `json:"inblock_bytes"`
+	// MaxRSSBytes is the child's rusage ru_maxrss. Go starts a child
+	// sharing the runner's memory until it execs (CLONE_VM|CLONE_VFORK),
+	// and the kernel keeps that memory's high-water mark in the child's
+	// count: MaxRSSBytes is never below RunnerPeakBytes, the runner's own
+	// peak RSS read once the child had exec'd. At or below it, the
+	// child's own peak is unknown, only at most MaxRSSBytes (Summary says
+	// so); above it, it is the child's.
+	MaxRSSBytes     int64         `json:"max_rss_bytes"`
+	RunnerPeakBytes int64         `json:"runner_peak_rss_bytes,omitempty"`
+	Cgroup          *cgroup.Stats `json:"cgroup,omitempty"`
 	// CgroupLimit is the limit of the cgroup the child ran in (0: none).
 	CgroupLimit int64  `json:"cgroup_limit_bytes,omitempty"`
 	Stdout      string `json:"stdout_file,omitempty"`
@@ -69,10 +78,15 @@ type Result struct {
 }
 
 // OOMKilled reports whether the kernel's OOM killer ended the child: the
-// cgroup counted an OOM kill, or the child died of SIGKILL Run did not send.
+// cgroup counted an OOM kill. Where the cgroup's counter is readable it
+// decides (v1 oom_control and v2 memory.events count kills by any OOM
+// killer, the machine's included); only without one (no cgroup, or a v1
+// kernel without the field) does a SIGKILL that Run did not send count as
+// one. Before, any such SIGKILL did, so a child killed by a person or
+// another tool was reported "OOM-killed" beside "OOM kills 0".
 func (r *Result) OOMKilled() bool {
-	if r.Cgroup != nil && r.Cgroup.OOMKills > 0 {
-		return true
+	if r.Cgroup != nil && r.Cgroup.OOMKills >= 0 {
+		return r.Cgroup.OOMKills > 0
 	}
 	return r.Signal == syscall.SIGKILL.String() && !r.KilledByUs
 }
@@ -106,8 +120,14 @@ func (r *Result) Summary() string {
 	} else {
 		b.WriteString("uncapped; ")
 	}
+	rss := humanize.IBytes(uint64(max(r.MaxRSSBytes, 0)))
+	if r.MaxRSSBytes > 0 && r.MaxRSSBytes <= r.RunnerPeakBytes {
+		// Before, the runner's own peak was printed as the command's
+		// (12 MiB for /bin/true).
+		rss = "at most " + rss + " (the runner's own peak, which the count includes)"
+	}
 	fmt.Fprintf(&b, "wall %.1f s, user %.1f s, sys %.1f s, max RSS %s, read %s; ",
-		r.WallSec, r.UserSec, r.SysSec, humanize.IBytes(uint64(max(r.MaxRSSBytes, 0))), sizeOrUnknown(r.ReadBytes))
+		r.WallSec, r.UserSec, r.SysSec, rss, sizeOrUnknown(r.ReadBytes))
 	switch {
 	case r.Signal != "" && r.KilledByUs:
 		fmt.Fprintf(&b, "killed (%s) by the runner", r.Signal)
@@ -178,6 +198,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrStart, spec.Name, err)
 	}
 	pid := cmd.Process.Pid
+	// Start returns once the child has exec'd: the runner's peak now
+	// bounds what the shared memory left in the child's ru_maxrss.
+	res.RunnerPeakBytes = memstat.PeakRSS()
 	exited := make(chan struct{})
 	go func() { // owner: Run, which waits on exited before returning
 		defer close(exited)

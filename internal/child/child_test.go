@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,5 +155,55 @@ func TestCapped(t *testing.T) {
 		if strings.HasPrefix(e.Name(), cgroup.Prefix) && strings.Contains(e.Name(), "-test-") {
 			t.Fatalf("cgroup %s left behind", e.Name())
 		}
+	}
+}
+
+// TestOOMKilled: a readable OOM-kill counter decides; a foreign SIGKILL
+// counts as an OOM kill only where there is none (sweep 26, P4: `bench
+// capped -- sh -c 'kill -9 $$'` said "OOM kills 0; ... OOM-killed").
+func TestOOMKilled(t *testing.T) {
+	kill := syscall.SIGKILL.String()
+	for _, c := range []struct {
+		name string
+		r    Result
+		want bool
+	}{
+		{"counted", Result{Signal: kill, Cgroup: &cgroup.Stats{OOMKills: 1}}, true},
+		{"counted, exit status", Result{ExitCode: 1, Cgroup: &cgroup.Stats{OOMKills: 1}}, true},
+		{"foreign SIGKILL, counter 0", Result{ExitCode: -1, Signal: kill, Cgroup: &cgroup.Stats{OOMKills: 0}}, false},
+		{"foreign SIGKILL, no counter", Result{ExitCode: -1, Signal: kill, Cgroup: &cgroup.Stats{OOMKills: -1}}, true},
+		{"foreign SIGKILL, uncapped", Result{ExitCode: -1, Signal: kill}, true},
+		{"our SIGKILL, no counter", Result{ExitCode: -1, Signal: kill, KilledByUs: true, Cgroup: &cgroup.Stats{OOMKills: -1}}, false},
+		{"SIGTERM, uncapped", Result{ExitCode: -1, Signal: syscall.SIGTERM.String()}, false},
+		{"exit 0", Result{Cgroup: &cgroup.Stats{}}, false},
+	} {
+		if got := c.r.OOMKilled(); got != c.want {
+			t.Errorf("%s: OOMKilled() = %v, want %v", c.name, got, c.want)
+		}
+		if sum := c.r.Summary(); strings.Contains(sum, "OOM-killed") != c.want {
+			t.Errorf("%s: summary %q", c.name, sum)
+		}
+	}
+}
+
+// TestMaxRSSRunnerFloor: a child's ru_maxrss includes the runner's own
+// peak (Go starts it sharing the runner's memory until exec), so a small
+// command's count is the runner's; Summary says "at most" instead of
+// printing it as the command's (sweep 26, P5: /bin/true "max RSS 12 MiB"
+// where /usr/bin/time measures 908 KiB).
+func TestMaxRSSRunnerFloor(t *testing.T) {
+	r, err := Run(context.Background(), Spec{Argv: []string{"/bin/true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RunnerPeakBytes <= 0 || r.MaxRSSBytes > r.RunnerPeakBytes {
+		t.Fatalf("/bin/true: max RSS %d, runner's peak %d", r.MaxRSSBytes, r.RunnerPeakBytes)
+	}
+	if s := r.Summary(); !strings.Contains(s, "max RSS at most") {
+		t.Errorf("summary %q does not say the count is a bound", s)
+	}
+	big := Result{MaxRSSBytes: 64 << 20, RunnerPeakBytes: 12 << 20}
+	if s := big.Summary(); !strings.Contains(s, "max RSS 64 MiB,") {
+		t.Errorf("a child above the runner's peak: summary %q", s)
 	}
 }

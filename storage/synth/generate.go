@@ -85,6 +85,9 @@ func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Optio
 			b.Abort() // a replaced dataset stays as it was
 		}
 	}()
+	if err := checkSpace(outDir, c, b.Replacing()); err != nil {
+		return Report{}, err
+	}
 	o := opts.withDefaults(outDir)
 	o.Workers = fitWorkers(o.MemBytes, o.Workers)
 	// Hold the Go heap within the budget: at the default collector target
