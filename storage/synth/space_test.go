@@ -24,7 +24,7 @@ func TestGenerateChecksSpace(t *testing.T) {
 	}{{sure - 1, false}, {sure, true}, {1 << 40, true}} {
 		freeBytes = func(string) (int64, error) { return c.free, nil }
 		dir := filepath.Join(t.TempDir(), "g")
-		_, err := Generate(dir, Config{Nodes: 1000, FeatDim: 8, Classes: 2, AvgDegree: 4}, &Options{MemBytes: 1 << 20})
+		_, err := Generate(dir, Config{Nodes: 1000, FeatDim: 8, Classes: 2, AvgDegree: 4}, &Options{MemBytes: MinMemBytes})
 		if c.ok != (err == nil) {
 			t.Errorf("%d bytes free: %v", c.free, err)
 			continue
