@@ -311,6 +311,16 @@ func parseCheckpoint(b []byte, name string) (*checkpoint, error) {
 			if err := json.Unmarshal(body, &ck.meta); err != nil {
 				return nil, bad(bodyOff, "META: %v", err)
 			}
+			// The position indexes the epoch's batches and steps the
+			// optimiser: a negative one panicked in the pipeline.
+			for _, f := range []struct {
+				name string
+				v    int64
+			}{{"epoch", int64(ck.meta.Epoch)}, {"batch_done", int64(ck.meta.BatchDone)}, {"step", ck.meta.Step}} {
+				if f.v < 0 {
+					return nil, bad(bodyOff, "META: %s %d is negative", f.name, f.v)
+				}
+			}
 		case secParm:
 			ck.parm, ck.parmOff = body, bodyOff
 		case secAdam:

@@ -1,11 +1,14 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -141,6 +144,49 @@ func TestResume(t *testing.T) {
 	var ce *CheckpointError
 	if !errors.As(err, &ce) || !errors.Is(err, ErrCheckpoint) {
 		t.Fatalf("damaged checkpoint: %v", err)
+	}
+}
+
+// TestResumePastEpochEnd: a mid-epoch checkpoint resumed with batches
+// that make its epoch shorter than the batches it already trained is
+// refused before training, naming both counts; it used to skip every
+// batch and report the epoch with loss 0 and train accuracy 0.
+func TestResumePastEpochEnd(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.BatchSize, o.CheckpointDir, o.NoHist = 1, 20, dir, true
+	run(t, d, o)
+	// Rewrite the checkpoint as if cut after batch 6 of epoch 0.
+	p := filepath.Join(dir, CheckpointFile)
+	ck, err := readCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.meta.Epoch, ck.meta.BatchDone, ck.meta.EpochStats = 0, 6, nil
+	meta, err := json.Marshal(ck.meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := encodeCheckpoint([]section{{secMeta, meta}, {secParm, bytes.Clone(ck.parm)}, {secAdam, bytes.Clone(ck.adam)}, {secEnd, nil}})
+	ck.close()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 20 make more than 6 batches; batches of 1000 one.
+	o = synthOpts()
+	o.Epochs, o.BatchSize, o.NoHist, o.Resume = 2, 1000, true, dir
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if rep, err := tr.Run(context.Background()); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "after batch 6, and this run's epoch has 1 batches") {
+		var first EpochStats
+		if rep != nil && len(rep.Epochs) > 0 {
+			first = rep.Epochs[0]
+		}
+		t.Fatalf("resumed past the epoch's end: error %v, first epoch %d batches, loss %v; want ErrMismatch naming batch 6 and 1 batch", err, first.Batches, first.Loss)
 	}
 }
 
