@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -364,6 +366,76 @@ func TestCancelMidEpochReleases(t *testing.T) {
 				if left := after.Bytes[p] - base.Bytes[p]; left != 0 {
 					t.Errorf("%s: %d bytes still counted after Close", p, left)
 				}
+			}
+		})
+	}
+}
+
+// cancelAtStart is a progress.Reporter that calls fn with the
+// description of every task started (an epoch, a layer-wise layer).
+type cancelAtStart struct{ fn func(desc string) }
+
+func (c cancelAtStart) Start(desc string, _ int64, _ progress.Unit) progress.Task {
+	c.fn(desc)
+	return progress.Discard.Start(desc, 0, progress.Items)
+}
+
+// TestCancelDuringEval: a run interrupted while it evaluates a trained
+// epoch keeps that epoch (the checkpoint counts it as trained), and the
+// resuming run evaluates and reports it first, so the rows, the metrics
+// lines (OnEpoch) and the accuracies equal an uninterrupted run's. The
+// epoch was dropped, and after the last epoch the resume trained and
+// evaluated nothing ("final valid 0.00%").
+func TestCancelDuringEval(t *testing.T) {
+	d := smallSynth(t)
+	opts := func() *Options {
+		o := synthOpts()
+		o.Epochs, o.NoHist = 2, true
+		return o
+	}
+	full := run(t, d, opts())
+	for _, cut := range []int{1, 2} { // the first epoch's evaluation, the last one's
+		t.Run(fmt.Sprintf("evaluation %d", cut), func(t *testing.T) {
+			dir := t.TempDir()
+			o := opts()
+			o.CheckpointDir = dir
+			var reported []EpochStats
+			o.OnEpoch = func(e EpochStats) { reported = append(reported, e) }
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			evals := 0
+			o.Progress = cancelAtStart{fn: func(desc string) {
+				if strings.HasPrefix(desc, "layer 1/") {
+					if evals++; evals == cut {
+						cancel()
+					}
+				}
+			}}
+			tr, err := New(ctx, d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := tr.Run(ctx)
+			tr.Close()
+			if err != nil || !rep.Interrupted {
+				t.Fatalf("interrupted run: %v, report %+v", err, rep)
+			}
+			if len(reported) != cut-1 || len(rep.Epochs) != cut || !rep.Epochs[cut-1].EvalPending {
+				t.Fatalf("interrupted in epoch %d's evaluation: %d rows reported, report epochs %+v; want %d reported and epoch %d kept, pending", cut-1, len(reported), rep.Epochs, cut-1, cut-1)
+			}
+			if cut == 1 {
+				if s := Summary(rep); !strings.Contains(s, "not evaluated: interrupted during epoch 0's evaluation") {
+					t.Errorf("summary %q", s)
+				}
+			}
+			o.Resume, o.Progress = dir, nil
+			resumed := run(t, d, o)
+			if len(reported) != 2 || reported[cut-1].Epoch != cut-1 || !reported[cut-1].Evaluated {
+				t.Errorf("rows reported over both runs: %+v, want epochs 0 and 1, evaluated", reported)
+			}
+			sameCurves(t, curves(full), curves(resumed), "uninterrupted vs resumed after an interrupted evaluation")
+			if resumed.FinalValid != full.FinalValid || resumed.FinalTest != full.FinalTest {
+				t.Errorf("final valid/test %v/%v, uninterrupted %v/%v", resumed.FinalValid, resumed.FinalTest, full.FinalValid, full.FinalTest)
 			}
 		})
 	}

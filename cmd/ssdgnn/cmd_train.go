@@ -269,16 +269,7 @@ that mmap reads need. See docs/train.md.`,
 					return err
 				}
 			} else {
-				if len(rep.Epochs) == 0 {
-					// Interrupted in the first epoch, or resumed from a
-					// checkpoint that already holds --epochs: no accuracy
-					// to report (it printed "final valid 0.00%").
-					fmt.Fprintf(out, "model %s, %d layers, %d parameters; no epoch completed (--epochs %d); %.1fs\n",
-						rep.Model.Kind, rep.Model.Layers, rep.Params, rep.Options.Epochs, rep.ElapsedSec)
-				} else {
-					fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
-						rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
-				}
+				fmt.Fprintln(out, train.Summary(rep))
 				if rep.TargetValid > 0 {
 					if rep.ReachedValid {
 						fmt.Fprintf(out, "valid %.2f%% reached after %d epochs, %.1fs\n", 100*rep.TargetValid, rep.EpochsToTarget, rep.SecondsToTarget)
