@@ -36,6 +36,10 @@ const (
 	CheckpointVersion = 1
 	// CheckpointFile is the file name written into Options.CheckpointDir.
 	CheckpointFile = "checkpoint.ssdc"
+	// PrevCheckpointFile is where a run that did not resume the
+	// checkpoint already in Options.CheckpointDir keeps it when it writes
+	// its own (one generation: an older one is replaced).
+	PrevCheckpointFile = "checkpoint.prev.ssdc"
 )
 
 // Section tags.
@@ -177,10 +181,53 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	if err := w.Flush(); err != nil {
 		return "", err
 	}
+	if t.keepPrev {
+		// Another run's checkpoint: kept by a second link, so the
+		// directory always holds a whole checkpoint.ssdc.
+		prev := filepath.Join(dir, PrevCheckpointFile)
+		if err := os.Remove(prev); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if err := os.Link(path, prev); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("train: keep the checkpoint this run replaces: %w", err)
+		}
+	}
 	if err := f.Commit(); err != nil {
 		return "", err
 	}
+	t.keepPrev = false
 	return path, nil
+}
+
+// othersCheckpoint reports whether Options.CheckpointDir holds a
+// checkpoint this run did not resume, which its first checkpoint would
+// replace: it says so, and SaveCheckpoint keeps it as PrevCheckpointFile
+// (a one-epoch test run in the default directory silently replaced a
+// long run's checkpoint).
+func (t *Trainer) othersCheckpoint() bool {
+	if t.o.CheckpointDir == "" {
+		return false
+	}
+	path := filepath.Join(t.o.CheckpointDir, CheckpointFile)
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	if t.o.Resume != "" {
+		if rs, err := os.Stat(ResolveCheckpoint(t.o.Resume)); err == nil && os.SameFile(st, rs) {
+			return false // resumed: this run continues it
+		}
+	}
+	what := "an unreadable checkpoint"
+	if info, err := ReadCheckpointInfo(path); err == nil {
+		what = fmt.Sprintf("%s, %d epochs", info.Model.Kind, info.Epoch)
+		if info.BatchDone > 0 {
+			what += fmt.Sprintf(" and %d batches", info.BatchDone)
+		}
+	}
+	t.o.Logger.Warn("the checkpoint directory holds a checkpoint this run does not resume: it is kept as "+PrevCheckpointFile+" when this run writes its own (--resume it to continue it, or give --checkpoint another directory)",
+		"checkpoint", path, "holds", what)
+	return true
 }
 
 // downloadParams concatenates one tensor of every parameter as float32 LE.

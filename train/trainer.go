@@ -84,6 +84,9 @@ type Trainer struct {
 	// firstEpochStat is the first entry of epochStats trained by this
 	// process (earlier ones come from a checkpoint).
 	firstEpochStat int
+	// keepPrev: CheckpointDir held a checkpoint this run did not resume;
+	// the first SaveCheckpoint keeps it as PrevCheckpointFile.
+	keepPrev bool
 
 	// Progress through training (checkpointed).
 	step       int64 // Adam steps done; also the history iteration of the next batch
@@ -205,6 +208,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 			return nil, err
 		}
 	}
+	t.keepPrev = t.othersCheckpoint()
 	return t, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -438,5 +439,47 @@ func TestCancelDuringEval(t *testing.T) {
 				t.Errorf("final valid/test %v/%v, uninterrupted %v/%v", resumed.FinalValid, resumed.FinalTest, full.FinalValid, full.FinalTest)
 			}
 		})
+	}
+}
+
+// TestCheckpointKeepsOthers: a run that does not resume the checkpoint in
+// its checkpoint directory keeps it as PrevCheckpointFile when it writes
+// its own, and says so; a run that resumes it replaces it. A one-epoch
+// GCN run in the default directory silently replaced a five-epoch SAGE
+// checkpoint.
+func TestCheckpointKeepsOthers(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	ck, prev := filepath.Join(dir, CheckpointFile), filepath.Join(dir, PrevCheckpointFile)
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir, o.NoHist = 2, dir, true
+	run(t, d, o)
+	if _, err := os.Stat(prev); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("first run into an empty directory: %s: %v, want none", prev, err)
+	}
+	var logged bytes.Buffer
+	o = synthOpts()
+	o.Model, o.Epochs, o.CheckpointDir, o.NoHist = ModelGCN, 1, dir, true
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	run(t, d, o)
+	kept, err := ReadCheckpointInfo(prev)
+	if err != nil || kept.Model.Kind != ModelSAGE || kept.Epoch != 2 {
+		t.Fatalf("kept checkpoint %+v, %v; want the SAGE run's, 2 epochs", kept, err)
+	}
+	if now, err := ReadCheckpointInfo(ck); err != nil || now.Model.Kind != ModelGCN {
+		t.Fatalf("new checkpoint %+v, %v; want the GCN run's", now, err)
+	}
+	if !strings.Contains(logged.String(), "kept as "+PrevCheckpointFile) || !strings.Contains(logged.String(), "holds=\"sage, 2 epochs\"") {
+		t.Errorf("log %q: want the warning naming what the checkpoint holds", logged.String())
+	}
+	// Resuming it continues it: nothing more is kept.
+	if err := os.Remove(prev); err != nil {
+		t.Fatal(err)
+	}
+	logged.Reset()
+	o.Epochs, o.Resume = 2, dir
+	run(t, d, o)
+	if _, err := os.Stat(prev); !errors.Is(err, os.ErrNotExist) || strings.Contains(logged.String(), PrevCheckpointFile) {
+		t.Errorf("resumed run: %s: %v, log %q; want nothing kept or said", prev, err, logged.String())
 	}
 }

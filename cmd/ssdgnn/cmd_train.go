@@ -38,7 +38,8 @@ overlap (sum / wall), rows and bytes read from storage, /proc read_bytes and
 cache hit rates.
 
 Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
---checkpoint-every epochs and at the end; Ctrl-C (or SIGTERM, SIGHUP) during
+--checkpoint-every epochs and at the end (a checkpoint there that this run
+does not resume is kept as checkpoint.prev.ssdc); Ctrl-C (or SIGTERM, SIGHUP) during
 training writes one and exits 0, and prints the command that resumes it.
 Interrupted earlier (during the profiling epoch that --mem may run) there
 is nothing to keep: it exits 1, saving nothing. --resume continues from a
