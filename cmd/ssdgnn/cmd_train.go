@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -210,7 +211,7 @@ that mmap reads need. See docs/train.md.`,
 			if t.Metrics != "" {
 				// Appended to, as --help says: a resumed run adds its
 				// epochs after the first run's.
-				if mf, err = os.OpenFile(t.Metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666); err != nil {
+				if mf, err = openMetrics(t.Metrics); err != nil {
 					return err
 				}
 				defer mf.Close()
@@ -329,12 +330,33 @@ that mmap reads need. See docs/train.md.`,
 	return cmd
 }
 
+// openMetrics opens the --metrics file for appending. A FIFO (or another
+// file that is not a regular one, such as /dev/stdout on a pipe) is opened
+// without blocking: open(2) of a FIFO without a reader waited forever,
+// deaf to Ctrl-C and SIGTERM, which only cancel a context.
+func openMetrics(path string) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		flags |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(path, flags, 0o666)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("--metrics %s: a FIFO that no process reads: start its reader first", path)
+	}
+	return f, err
+}
+
 // appendLine writes v as one JSON line at the end of f, or, when the write
 // fails, cuts f back to where it ended (a short write leaves no partial
-// line).
+// line). A FIFO or device is written to as it is: it cannot seek, and
+// refused every line ("illegal seek").
 func appendLine(f *os.File, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		_, err := f.Write(append(b, '\n'))
 		return err
 	}
 	end, err := f.Seek(0, io.SeekEnd)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
@@ -526,5 +529,55 @@ func TestInterruptedBeforeAnEpoch(t *testing.T) {
 	err := root.ExecuteContext(ctx)
 	if err != nil || strings.Contains(out.String(), "final valid 0.00%") || !strings.Contains(out.String(), "no epoch completed (--epochs 2)") {
 		t.Errorf("interrupted before an epoch: %v\n%s", err, out.String())
+	}
+}
+
+// TestMetricsFIFO: --metrics naming a FIFO writes one JSON line per epoch
+// to its reader, and without a reader fails at once: open(2) waited
+// forever, deaf to Ctrl-C and SIGTERM, and with a reader every line
+// failed ("seek: illegal seek").
+func TestMetricsFIFO(t *testing.T) {
+	dir := genSmall(t)
+	fifo := filepath.Join(t.TempDir(), "m.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	args := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--fanouts", "3,3", "--metrics", fifo, "--checkpoint", filepath.Join(t.TempDir(), "ck")}
+	done := make(chan error, 1)
+	go func() { _, _, err := run(t, args...); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no process reads") {
+			t.Errorf("no reader: %v, want an error saying the FIFO has no reader", err)
+		}
+	case <-time.After(30 * time.Second):
+		// Unblock the open so the goroutine ends, then fail.
+		if f, err := os.OpenFile(fifo, os.O_RDONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("train --metrics FIFO without a reader still blocks after 30 s")
+	}
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, err := run(t, args...); err != nil {
+		t.Fatalf("with a reader: %v", err)
+	}
+	// Two lines fit the pipe's buffer; train has closed its end.
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) != 2 {
+		t.Fatalf("%d lines through the FIFO, want 2: %q", len(lines), lines)
+	}
+	for i, l := range lines {
+		var e struct{ Epoch int }
+		if err := json.Unmarshal(l, &e); err != nil || e.Epoch != i {
+			t.Errorf("line %d: %q (%v)", i, l, err)
+		}
 	}
 }

@@ -97,7 +97,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
 	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")
 	f.BoolVar(&t.JSON, "json", false, "print the final report as JSON instead of the table")
-	f.StringVar(&t.Metrics, "metrics", "", "append one JSON line per epoch to this file")
+	f.StringVar(&t.Metrics, "metrics", "", "append one JSON line per epoch to this file (or FIFO, read already)")
 	f.StringVar(&t.Plot, "plot", "", "plot loss and accuracy against time to this PNG")
 }
 
