@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -470,6 +471,13 @@ func (t *Trainer) restore(ck *checkpoint) error {
 		t.o.Logger.Warn("the checkpoint's batches came from another partitioning: training goes on, but not as the interrupted run would have",
 			"checkpoint", ck.file, "then", cmp.Or(was, "random batches"), "now", cmp.Or(now, "random batches"), "mid_epoch", ck.meta.BatchDone > 0)
 	}
+	if changed := changedOptions(&ck.meta.Options, &t.o, t.hc != nil); len(changed) > 0 {
+		// Resuming is still training, but not the run the checkpoint
+		// was cut from; changed options used to be taken silently
+		// (--normalize-features took valid accuracy from 60 % to 7 %).
+		t.o.Logger.Warn("resuming with other training options than the checkpoint's: training goes on, but not as the interrupted run would have",
+			"checkpoint", ck.file, "changed", strings.Join(changed, "; "))
+	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
 	if useHist {
 		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
@@ -521,6 +529,50 @@ func (t *Trainer) restoreParams(ck *checkpoint) error {
 		o += k
 	}
 	return t.be.Err()
+}
+
+// changedOptions lists, as "--flag now (checkpoint: was)", the options
+// that change what training computes from here and differ between the
+// checkpoint's (was) and this run's (now), both with defaults resolved;
+// the model (ModelConfig) must match and the partitioning is compared
+// apart. hist: this run keeps historical embeddings, which make the
+// history options count.
+func changedOptions(was, now *Options, hist bool) []string {
+	var out []string
+	diff := func(flag string, w, n any) {
+		if ws, ns := fmt.Sprint(w), fmt.Sprint(n); ws != ns {
+			out = append(out, fmt.Sprintf("%s %s (checkpoint: %s)", flag, ns, ws))
+		}
+	}
+	diff("--seed", was.Seed, now.Seed)
+	diff("--lr", was.LR, now.LR)
+	diff("--weight-decay", was.WeightDecay, now.WeightDecay)
+	diff("--batch-size", was.BatchSize, now.BatchSize)
+	diff("--fanouts", ints(was.Fanouts), ints(now.Fanouts))
+	diff("--selection", was.Selection, now.Selection)
+	diff("--parts-per-batch", was.PartsPerBatch, now.PartsPerBatch)
+	diff("--normalize-features", was.NormalizeFeatures, now.NormalizeFeatures)
+	diff("--eval", cmp.Or(was.EvalMode, EvalLayerwise), cmp.Or(now.EvalMode, EvalLayerwise))
+	if now.EvalMode == EvalSampled && was.EvalMode == EvalSampled {
+		diff("--eval-fanouts", ints(was.EvalFanouts), ints(now.EvalFanouts))
+	}
+	if hist && !was.NoHist {
+		diff("--hist-policy", was.HistPolicy, now.HistPolicy)
+		if now.HistPolicy == histcache.PolicyGrad {
+			diff("--pgrad", was.PGrad, now.PGrad)
+		}
+		diff("--staleness", was.Staleness, now.Staleness)
+	}
+	return out
+}
+
+// ints formats a fanout list as its flag is written: "10,10".
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // partitioningOf names the partitioning o's batches come from, for the

@@ -17,6 +17,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -481,5 +482,74 @@ func TestCheckpointKeepsOthers(t *testing.T) {
 	run(t, d, o)
 	if _, err := os.Stat(prev); !errors.Is(err, os.ErrNotExist) || strings.Contains(logged.String(), PrevCheckpointFile) {
 		t.Errorf("resumed run: %s: %v, log %q; want nothing kept or said", prev, err, logged.String())
+	}
+}
+
+// TestChangedOptions: the options that change what a resumed run
+// computes are named with both values; the rest (workers, in-flight
+// batches, epochs) and the history options of a run without history are
+// not.
+func TestChangedOptions(t *testing.T) {
+	base := Options{Seed: 1, LR: 0.01, WeightDecay: 5e-4, BatchSize: 1000, Fanouts: []int{10, 10}, Selection: sample.ModePartition,
+		EvalMode: EvalLayerwise, Staleness: 7, PGrad: 0.9, Workers: 2, InFlight: 2, Epochs: 3}
+	for _, tc := range []struct {
+		name string
+		edit func(o *Options)
+		hist bool
+		want string
+	}{
+		{"same", func(*Options) {}, true, ""},
+		{"process only", func(o *Options) { o.Workers, o.InFlight, o.Epochs = 8, 1, 100 }, true, ""},
+		{"seed", func(o *Options) { o.Seed = 7 }, false, "--seed 7 (checkpoint: 1)"},
+		{"lr", func(o *Options) { o.LR = 0.1 }, false, "--lr 0.1 (checkpoint: 0.01)"},
+		{"batch size", func(o *Options) { o.BatchSize = 500 }, false, "--batch-size 500 (checkpoint: 1000)"},
+		{"fanouts", func(o *Options) { o.Fanouts = []int{5, 5} }, false, "--fanouts 5,5 (checkpoint: 10,10)"},
+		{"selection", func(o *Options) { o.Selection = sample.ModeRandom }, false, "--selection random (checkpoint: partition)"},
+		{"normalize", func(o *Options) { o.NormalizeFeatures = true }, false, "--normalize-features true (checkpoint: false)"},
+		{"eval", func(o *Options) { o.EvalMode = EvalSampled }, false, "--eval sampled (checkpoint: layerwise)"},
+		{"staleness, history on", func(o *Options) { o.Staleness = 2 }, true, "--staleness 2 (checkpoint: 7)"},
+		{"staleness, history off", func(o *Options) { o.Staleness = 2 }, false, ""},
+		{"pgrad under staleness", func(o *Options) { o.PGrad = 0.5 }, true, ""},
+		{"policy", func(o *Options) { o.HistPolicy = histcache.PolicyGrad; o.PGrad = 0.5 }, true, "--hist-policy grad (checkpoint: staleness); --pgrad 0.5 (checkpoint: 0.9)"},
+	} {
+		was, now := base, base
+		tc.edit(&now)
+		if got := strings.Join(changedOptions(&was, &now, tc.hist), "; "); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestResumeChangedOptionsSaid: resuming with another seed and learning
+// rate trains on, and says so with both values; resuming with the same
+// options says nothing.
+func TestResumeChangedOptionsSaid(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	for _, tc := range []struct {
+		name string
+		edit func(o *Options)
+		want string
+	}{
+		{"same", func(*Options) {}, ""},
+		{"seed and lr", func(o *Options) { o.Seed, o.LR = o.Seed+1, 0.05 }, fmt.Sprintf("--seed %d (checkpoint: %d); --lr 0.05 (checkpoint: 0.01)", *seedFlag+1, *seedFlag)},
+	} {
+		var logged bytes.Buffer
+		o := synthOpts()
+		o.Epochs, o.Resume = 2, filepath.Join(dir, CheckpointFile)
+		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+		tc.edit(o)
+		tr, err := New(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+		said := strings.Contains(logged.String(), "resuming with other training options")
+		if tc.want == "" && said || tc.want != "" && (!said || !strings.Contains(logged.String(), tc.want)) {
+			t.Errorf("%s: log %q, want %q", tc.name, logged.String(), tc.want)
+		}
 	}
 }
