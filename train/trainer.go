@@ -442,6 +442,10 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 			return rep, nil
 		}
 	}
+	if t.reachedBefore(rep) {
+		t.finish(rep)
+		return rep, nil
+	}
 	for t.epoch < o.Epochs {
 		es, err := t.trainEpoch(ctx)
 		if err != nil {
