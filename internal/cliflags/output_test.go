@@ -1,0 +1,44 @@
+package cliflags
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckOutputsDirectory: an output that names an existing directory
+// is refused before the command's work, for a replaced file (--plot,
+// --out) and an appended one (--metrics) alike. train --plot DIR trained
+// to the end and failed at the rename; --metrics DIR was refused as a
+// file with 2 hard links.
+func TestCheckOutputsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "m.jsonl")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		out  Output
+		want string // "" for accepted
+	}{
+		{"plot directory", Output{Flag: "--plot", Path: sub}, "--plot " + sub + " is a directory: name a file"},
+		{"metrics directory", Output{Flag: "--metrics", Path: sub, Appends: true}, "--metrics " + sub + " is a directory: name a file"},
+		{"new plot", Output{Flag: "--plot", Path: filepath.Join(sub, "p.png")}, ""},
+		{"existing metrics", Output{Flag: "--metrics", Path: file, Appends: true}, ""},
+		{"missing parent", Output{Flag: "--plot", Path: filepath.Join(dir, "none", "p.png")}, "does not exist"},
+	} {
+		err := CheckOutputs(t.TempDir(), nil, nil, tc.out)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
