@@ -57,6 +57,9 @@ the original dataset writes.`,
 			if err := requirePositive(cmd, "mem"); err != nil {
 				return err
 			}
+			if err := cliflags.Inapplicable(cmd.Flags(), mode == train.EvalSampled, "with --mode sampled (it bounds layer-wise chunks)", "eval-mem"); err != nil {
+				return err
+			}
 			if err := cliflags.Inapplicable(cmd.Flags(), mode != train.EvalSampled, "with --mode "+mode+" (exact, full neighbourhoods)", "fanouts"); err != nil {
 				return err
 			}

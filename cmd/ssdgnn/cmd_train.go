@@ -19,6 +19,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -137,6 +138,9 @@ that mmap reads need. See docs/train.md.`,
 			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
 				return err
 			}
+			if err := cliflags.Inapplicable(cmd.Flags(), t.Mem == 0 && t.PlanFile == "", "without --mem (no budget: nothing is planned, so no profile is read or taken)", "reprofile", "profile-name"); err != nil {
+				return err
+			}
 			if o.FeatPolicy == featurecache.PolicyProfiled && t.Mem == 0 && t.PlanFile == "" {
 				// Its counts come from the profile a budget plans with.
 				return fmt.Errorf("--feat-policy profiled needs a profile: give --mem (or --plan), or another --feat-policy")
@@ -162,6 +166,9 @@ that mmap reads need. See docs/train.md.`,
 			defer res.Close()
 			if res.SelectionNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.SelectionNote)
+			}
+			if err := cliflags.Inapplicable(cmd.Flags(), o.Selection == sample.ModeRandom, "with random batches (no partitioning to build batches from)", "parts-per-batch"); err != nil {
+				return err
 			}
 			for _, note := range []string{res.FeatReadNote, res.SourceNote} {
 				if note != "" {

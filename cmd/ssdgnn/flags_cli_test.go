@@ -103,6 +103,13 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},
 		{[]string{"partition", dir, "--no-lambda", "--lambda", "5"}, "--lambda has no effect with --no-lambda"},
 		{[]string{"train", dir, "--feat-policy", "profiled"}, "--feat-policy profiled needs a profile: give --mem"},
+		// Taken and ignored before (a hostile sweep, 2026-11-27): no
+		// budget plans nothing; a dataset without a partitioning trains
+		// random batches.
+		{[]string{"train", dir, "--reprofile"}, "--reprofile has no effect without --mem"},
+		{[]string{"train", dir, "--parts-per-batch", "5"}, "--parts-per-batch has no effect with random batches"},
+		{[]string{"train", dir, "--pgrad", "0.5"}, "--pgrad has no effect with --hist-policy staleness"},
+		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--mode", "sampled", "--eval-mem", "1MiB"}, "--eval-mem has no effect with --mode sampled"},
 	} {
 		if _, _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

@@ -174,6 +174,9 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	if err := conflicts(f, o); err != nil {
 		return nil, err
 	}
+	if err := Inapplicable(f, t.PlanFile != "", "with --plan (the plan sizes the caches: no profile is read or taken)", "reprofile", "profile-name"); err != nil {
+		return nil, err
+	}
 	if o.CheckpointDir == "" {
 		o.CheckpointDir = filepath.Join(dir, "checkpoints")
 	}
@@ -188,6 +191,11 @@ func conflicts(f *pflag.FlagSet, o *train.Options) error {
 		Inapplicable(f, o.EvalMode != train.EvalSampled, "with --eval "+cmp.Or(o.EvalMode, train.EvalLayerwise)+" (exact, full neighbourhoods)", "eval-fanouts"),
 		Inapplicable(f, o.Selection == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"),
 		Inapplicable(f, !o.Spill, "without --spill", "spill-chunk", "spill-ahead", "spill-dir"),
+		// These were taken and ignored (a hostile sweep, 2026-11-27).
+		Inapplicable(f, !o.NoHist && o.HistPolicy != histcache.PolicyGrad, "with --hist-policy "+o.HistPolicy.String()+" (it is grad's admitted fraction)", "pgrad"),
+		Inapplicable(f, !o.NoHist && o.Layers == 1, "with --layers 1 (no hidden layer, so no historical embeddings)", "hist-cache", "hist-policy", "staleness"),
+		Inapplicable(f, o.EvalMode == train.EvalSampled, "with --eval sampled (it bounds layer-wise chunks)", "eval-mem"),
+		Inapplicable(f, o.StreamInput == train.StreamInputOff, "with --stream-input off", "scan-batches"),
 	)
 }
 
