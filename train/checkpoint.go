@@ -480,7 +480,14 @@ func (t *Trainer) restore(ck *checkpoint) error {
 	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
 	if useHist {
-		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
+		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); errors.Is(err, histcache.ErrOtherSize) && t.OtherData() == "" {
+			// Another budget sized this run's cache (--mem, --hist-cache,
+			// a plan): the history is a cache, so it starts empty, as
+			// for a checkpoint without one (ReadFrom left it
+			// unchanged). It was refused, after the profiling epoch.
+			t.o.Logger.Warn("the checkpoint's history cache has another size than this run's (another --mem, --hist-cache or plan): the history cache starts empty; the model's weights and Adam's state carry over",
+				"checkpoint", ck.file, "sizes", strings.TrimPrefix(err.Error(), histcache.ErrOtherSize.Error()+": "))
+		} else if err != nil {
 			var he *histcache.CorruptError
 			if errors.As(err, &he) {
 				// The snapshot's offsets are the section's; the

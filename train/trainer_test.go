@@ -553,3 +553,35 @@ func TestResumeChangedOptionsSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeOtherHistorySize: a checkpoint whose history cache another
+// budget sized resumes with an empty history cache and says so (the
+// weights and Adam's state carry over); it was refused ("snapshot does
+// not match this cache"), after the profiling epoch of a new --mem, so a
+// run could not move to a machine with another budget.
+func TestResumeOtherHistorySize(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	var logged bytes.Buffer
+	o = synthOpts()
+	o.Epochs, o.Resume, o.HistCacheBytes = 2, dir, 16<<10
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatalf("resume with another history size: %v", err)
+	}
+	defer tr.Close()
+	if s := tr.hc.Stats(); s.Valid != 0 {
+		t.Errorf("history cache holds %d valid entries, want an empty one", s.Valid)
+	}
+	rep, err := tr.Run(context.Background())
+	if err != nil || len(rep.Epochs) != 2 {
+		t.Fatalf("resumed run: %v, %d epochs", err, len(rep.Epochs))
+	}
+	if !strings.Contains(logged.String(), "history cache starts empty") || !strings.Contains(logged.String(), "slots=") {
+		t.Errorf("log %q: want the warning with both sizes", logged.String())
+	}
+}
