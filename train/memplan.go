@@ -1751,6 +1751,12 @@ func zeroCopyRowBytes(mode string, in int64) int64 {
 	return zcSplitRowBytes
 }
 
+// NoMemWithPlan replaces DefaultMem's note when there is no budget but a
+// plan gives one (PlanMemory: the plan's caches plus the working set,
+// fixed state and reserve); DefaultMem's "no memory budget; feature and
+// neighbour caches off" was false there.
+const NoMemWithPlan = "no --mem and no memory cgroup limit: the budget is --plan's caches plus the working set, fixed state and runtime reserve"
+
 // DefaultMem resolves --mem: set says whether it was given (then *mem
 // stands); else the deprecated --mem-limit when given; else the limit of
 // the memory cgroup this process runs in. Without any of them there is no

@@ -132,6 +132,9 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))
+			if memNote != "" && t.Mem == 0 && t.PlanFile != "" {
+				memNote = train.NoMemWithPlan
+			}
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
@@ -205,8 +208,12 @@ that mmap reads need. See docs/train.md.`,
 				if mp.Warning != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", mp.Warning)
 				}
+				hist := ibytes(mp.Plan.History.Bytes())
+				if o.NoHist {
+					hist = "off (--no-hist)" // a plan's history cache is not built
+				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", cmp.Or(mp.PlanPath, "not saved"), how,
-					ibytes(mp.Plan.Feature.Bytes()), ibytes(mp.Plan.History.Bytes()), ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
+					ibytes(mp.Plan.Feature.Bytes()), hist, ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
 				if mp.Budget != nil {
 					if err := train.WriteBudget(cmd.ErrOrStderr(), mp.Budget); err != nil {
 						return err

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func TestTrainInfer(t *testing.T) {
@@ -579,5 +581,28 @@ func TestMetricsFIFO(t *testing.T) {
 		if err := json.Unmarshal(l, &e); err != nil || e.Epoch != i {
 			t.Errorf("line %d: %q (%v)", i, l, err)
 		}
+	}
+}
+
+// TestTrainPlanWithoutMem: --plan without --mem (and no cgroup limit) has
+// a budget, the plan's: the first line no longer says "no memory budget;
+// feature and neighbour caches off", and under --no-hist the plan's
+// history cache, which is not built, is said to be off.
+func TestTrainPlanWithoutMem(t *testing.T) {
+	if _, ok := cgroup.SelfMemoryLimit(); ok {
+		t.Skip("a memory cgroup limit is a budget")
+	}
+	dir := genSmall(t)
+	ck := t.TempDir()
+	common := []string{"train", dir, "--epochs", "1", "--hidden", "8", "--fanouts", "3,3"}
+	if _, _, err := run(t, append(common, "--mem", "256MiB", "--checkpoint", ck)...); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run(t, append(common, "--plan", filepath.Join(ck, "plan.json"), "--no-hist", "--checkpoint", t.TempDir())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr, "caches off") || !strings.Contains(stderr, train.NoMemWithPlan) || !strings.Contains(stderr, "history off (--no-hist)") {
+		t.Errorf("stderr %q: want the plan's budget named and its history off", stderr)
 	}
 }
