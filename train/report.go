@@ -118,7 +118,9 @@ func Plot(rep *Report, path string) error {
 			args = append(args, s.name, s.xy)
 		}
 	}
-	if err := plotutil.AddLines(p, args...); err != nil {
+	// Lines with their points: a series of one point (one epoch, or one
+	// evaluation under --eval-every) drew nothing.
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
 	p.Legend.Top = true

@@ -1,6 +1,9 @@
 package train
 
 import (
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,5 +34,40 @@ func TestSummary(t *testing.T) {
 		if !strings.Contains(got, tc.want) || !strings.HasPrefix(got, "model sage, 2 layers, 10 parameters; ") {
 			t.Errorf("%s: %q, want it to contain %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestPlotDrawsSinglePoints: a series of one point (a one-epoch run, or
+// one evaluation under --eval-every) is drawn; lines alone drew nothing,
+// and a one-epoch --plot was an empty chart with its legend.
+func TestPlotDrawsSinglePoints(t *testing.T) {
+	rep := &Report{Model: ModelConfig{Kind: ModelSAGE}, Epochs: []EpochStats{{Epoch: 0, Loss: 2, TrainAcc: 0.2, Evaluated: true, ValidAcc: 0.5, TestAcc: 0.55, ElapsedSec: 0.4}}}
+	path := filepath.Join(t.TempDir(), "p.png")
+	if err := Plot(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Coloured pixels left of the legend (top right): only data is
+	// coloured; axes and text are grey.
+	b := img.Bounds()
+	colored := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Min.X+b.Dx()*4/5; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r != g || g != bl {
+				colored++
+			}
+		}
+	}
+	if colored == 0 {
+		t.Error("one epoch's points are not drawn")
 	}
 }
