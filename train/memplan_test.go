@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -670,5 +671,27 @@ func TestPlanComparisonResumed(t *testing.T) {
 	c := rep.PlanComparison
 	if c == nil || c.Epochs != 2 || !strings.Contains(c.Note, fmt.Sprintf("epoch 1 left out: resumed at batch %d", rep.Epochs[1].ResumedAt)) {
 		t.Errorf("comparison %+v, want epochs 2 and 3 compared and the partial epoch 1 left out", c)
+	}
+}
+
+// TestMemAboveMachine: a budget above the machine's memory is said, with
+// both sizes; one within it, or unknown sizes, are not.
+func TestMemAboveMachine(t *testing.T) {
+	for _, tc := range []struct {
+		mem, total int64
+		want       string
+	}{
+		{100 << 30, 23 << 30, "--mem 100 GiB exceeds this machine's memory (23 GiB)"},
+		{23 << 30, 23 << 30, ""},
+		{1 << 30, 23 << 30, ""},
+		{0, 23 << 30, ""},
+		{100 << 30, 0, ""},
+	} {
+		if got := memAboveMachine(tc.mem, tc.total); tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("mem %d, total %d: %q, want %q", tc.mem, tc.total, got, tc.want)
+		}
+	}
+	if got := MemAboveMachine(1 << 60); memstat.Total() > 0 && got == "" {
+		t.Error("--mem 1 EiB not said to exceed this machine's memory")
 	}
 }

@@ -141,6 +141,9 @@ that mmap reads need. See docs/train.md.`,
 			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
 				return err
 			}
+			if w := train.MemAboveMachine(int64(t.Mem)); w != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			}
 			if err := cliflags.Inapplicable(cmd.Flags(), t.Mem == 0 && t.PlanFile == "", "without --mem (no budget: nothing is planned, so no profile is read or taken)", "reprofile", "profile-name"); err != nil {
 				return err
 			}
