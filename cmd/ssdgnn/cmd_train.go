@@ -100,6 +100,9 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			o.Progress, o.Logger = g.progress(), g.logger()
+			if err := cliflags.CheckOutputDir("--checkpoint", o.CheckpointDir); err != nil {
+				return err
+			}
 			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory
 			if errors.Is(err, dirlock.ErrNotWritable) {
 				return fmt.Errorf("checkpoint directory: %w; --checkpoint DIR names another", err)

@@ -81,6 +81,19 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 	return nil
 }
 
+// CheckOutputDir refuses an output directory (the value of flag, such as
+// train's --checkpoint) that is a dataset's directory: its files would
+// land among the dataset's, and its lock is the dataset's writer lock
+// (`train --checkpoint d/cora` on another dataset held cora's lock, and
+// `partition d/cora` was refused as in use).
+func CheckOutputDir(flag, dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, storage.ManifestName)); err == nil {
+		return fmt.Errorf("%w: %s %s is a dataset directory: name another (a checkpoint directory such as %s)",
+			outpath.ErrInput, flag, dir, filepath.Join(dir, "checkpoints"))
+	}
+	return nil
+}
+
 // writable refuses, before any work, an output that names a directory or
 // that cannot be written: a file replaced atomically needs a temporary
 // file beside it, so its directory must take one; a file appended to must

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TestCheckOutputsDirectory: an output that names an existing directory
@@ -39,6 +41,23 @@ func TestCheckOutputsDirectory(t *testing.T) {
 			t.Errorf("%s: %v, want accepted", tc.name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCheckOutputDir: a dataset's directory is no output directory; a
+// directory inside it (DIR/checkpoints) or elsewhere is.
+func TestCheckOutputDir(t *testing.T) {
+	ds := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ds, storage.ManifestName), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOutputDir("--checkpoint", ds); err == nil || !strings.Contains(err.Error(), "is a dataset directory") {
+		t.Errorf("dataset directory: %v", err)
+	}
+	for _, ok := range []string{filepath.Join(ds, "checkpoints"), t.TempDir()} {
+		if err := CheckOutputDir("--checkpoint", ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
 		}
 	}
 }
