@@ -147,7 +147,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 		return nil, err
 	}
 	o.FeatRead, o.FeatIO, o.FeatCoalesceGap, o.FeatMaxReadAmp = ro.Mode, ro.IO, ro.CoalesceGap, ro.MaxReadAmplification
-	if o.Dropout < 0 || o.Dropout >= 1 {
+	if !(o.Dropout >= 0) || o.Dropout >= 1 { // NaN too
 		return nil, fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)
 	}
 	if o.Dropout == 0 {

@@ -59,6 +59,7 @@ func TestParseTrain(t *testing.T) {
 		{name: "zero epochs", args: strings.Fields("d --epochs 0"), err: "--epochs 0"},
 		{name: "bad fanouts", args: strings.Fields("d --fanouts 10,x"), err: "--fanouts"},
 		{name: "bad dropout", args: strings.Fields("d --dropout 1"), err: "--dropout"},
+		{name: "NaN dropout", args: strings.Fields("d --dropout NaN"), err: "--dropout NaN: want a probability in [0, 1)"},
 		{name: "NaN lr", args: strings.Fields("d --lr NaN"), err: "--lr NaN"},
 		{name: "infinite lr", args: strings.Fields("d --lr Inf"), err: "--lr +Inf"},
 		{name: "negative weight decay", args: strings.Fields("d --weight-decay -1"), err: "--weight-decay -1"},
