@@ -435,6 +435,18 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 // trainer with the same model, dataset and history setting.
 func (t *Trainer) loadCheckpoint(path string) error {
 	ck, err := readCheckpoint(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Said as what it is ("open X: no such file or directory" named
+		// no checkpoint), with the usual place when path is a dataset's
+		// directory holding one.
+		hint := ""
+		if usual := filepath.Join(path, "checkpoints", CheckpointFile); usual != ResolveCheckpoint(path) {
+			if _, serr := os.Stat(usual); serr == nil {
+				hint = "; " + usual + " is one"
+			}
+		}
+		return fmt.Errorf("train: no checkpoint to resume at %s%s: %w", ResolveCheckpoint(path), hint, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -585,3 +585,25 @@ func TestResumeOtherHistorySize(t *testing.T) {
 		t.Errorf("log %q: want the warning with both sizes", logged.String())
 	}
 }
+
+// TestResumeMissing: a --resume with no checkpoint says so, and points at
+// DIR/checkpoints when given the directory above it; it said only "open
+// X: no such file or directory".
+func TestResumeMissing(t *testing.T) {
+	d := smallSynth(t)
+	top := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, filepath.Join(top, "checkpoints")
+	run(t, d, o)
+	for _, tc := range []struct{ resume, want string }{
+		{filepath.Join(top, "none.ssdc"), "train: no checkpoint to resume at " + filepath.Join(top, "none.ssdc")},
+		{top, filepath.Join(top, "checkpoints", CheckpointFile) + " is one"},
+	} {
+		o := synthOpts()
+		o.Resume = tc.resume
+		_, err := New(context.Background(), d, o)
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--resume %s: %v, want %q", tc.resume, err, tc.want)
+		}
+	}
+}
