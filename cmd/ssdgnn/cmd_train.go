@@ -412,7 +412,11 @@ func resumeCommand(ck string) string {
 	}
 	args = append(args, "--resume", ck)
 	for i, a := range args {
-		if strings.ContainsAny(a, " \t'\"$\\") {
+		// Quoted unless every character is one a shell takes as is
+		// (a path with ';', '&', '*' or '(' was printed bare).
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r))
+		}) {
 			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 	}

@@ -77,6 +77,8 @@ func TestResumeCommand(t *testing.T) {
 		{[]string{"bin/ssdgnn", "train", "d", "--mem", "1GiB"}, "ssdgnn train d --mem 1GiB --resume ck/x.ssdc"},
 		{[]string{"ssdgnn", "train", "d", "--resume", "old", "--epochs", "5"}, "ssdgnn train d --epochs 5 --resume ck/x.ssdc"},
 		{[]string{"ssdgnn", "train", "my data", "--resume=old"}, "ssdgnn train 'my data' --resume ck/x.ssdc"},
+		// Every shell metacharacter is quoted, not only blanks and quotes.
+		{[]string{"ssdgnn", "train", "d", "--metrics", "a;b&c", "--plot", "p*(1).png", "--checkpoint", "it's"}, `ssdgnn train d --metrics 'a;b&c' --plot 'p*(1).png' --checkpoint 'it'\''s' --resume ck/x.ssdc`},
 	} {
 		os.Args = c.args
 		if got := resumeCommand("ck/x.ssdc"); got != c.want {
