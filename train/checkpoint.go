@@ -742,6 +742,13 @@ func (t *Trainer) EpochsDone() int {
 }
 
 // Options returns the trainer's options with defaults filled in.
+// EvalPending reports whether the last epoch restored from a checkpoint
+// was interrupted in its evaluation, which Run then runs first.
+func (t *Trainer) EvalPending() bool {
+	n := len(t.epochStats)
+	return n > 0 && t.epochStats[n-1].EvalPending
+}
+
 func (t *Trainer) Options() Options { return t.o }
 
 // idSpace names d's node numbering: "" for a dataset's own ids, and for a

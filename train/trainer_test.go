@@ -431,6 +431,16 @@ func TestCancelDuringEval(t *testing.T) {
 				}
 			}
 			o.Resume, o.Progress = dir, nil
+			if cut == 2 {
+				pending, err := New(context.Background(), d, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !pending.EvalPending() || pending.EpochsDone() != 2 {
+					t.Errorf("restored: EvalPending %v, %d epochs done; want true, 2", pending.EvalPending(), pending.EpochsDone())
+				}
+				pending.Close()
+			}
 			resumed := run(t, d, o)
 			if len(reported) != 2 || reported[cut-1].Epoch != cut-1 || !reported[cut-1].Evaluated {
 				t.Errorf("rows reported over both runs: %+v, want epochs 0 and 1, evaluated", reported)
