@@ -112,6 +112,7 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"train", dir, "--parts-per-batch", "5"}, "--parts-per-batch has no effect with random batches"},
 		{[]string{"train", dir, "--pgrad", "0.5"}, "--pgrad has no effect with --hist-policy staleness"},
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--mode", "sampled", "--eval-mem", "1MiB"}, "--eval-mem has no effect with --mode sampled"},
+		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--eval-mem", "0"}, "--eval-mem 0: want a positive value"},
 	} {
 		if _, _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

@@ -111,7 +111,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	// 0 means nothing for these: refuse it rather than take the default
 	// silently (--epochs 0 used to train 100 epochs).
 	if err := RequirePositive(f, "epochs", "hidden", "heads", "layers", "batch-size", "in-flight", "staleness",
-		"eval-every", "spill-chunk", "spill-ahead", "scan-batches", "mem", "pgrad"); err != nil {
+		"eval-every", "spill-chunk", "spill-ahead", "scan-batches", "mem", "mem-limit", "eval-mem", "pgrad"); err != nil {
 		return nil, err
 	}
 	var err error

@@ -59,6 +59,8 @@ func TestParseTrain(t *testing.T) {
 		{name: "zero epochs", args: strings.Fields("d --epochs 0"), err: "--epochs 0"},
 		// histcache reads PGrad 0 as its default, 0.9: --pgrad 0
 		// admitted 90 %.
+		{name: "zero eval-mem", args: strings.Fields("d --eval-mem 0"), err: "--eval-mem 0: want a positive value"},
+		{name: "zero mem-limit", args: strings.Fields("d --mem-limit 0"), err: "--mem-limit 0: want a positive value"},
 		{name: "zero pgrad", args: strings.Fields("d --hist-policy grad --pgrad 0"), err: "--pgrad 0: want a positive value (omit the flag for the default, 0.9)"},
 		{name: "bad fanouts", args: strings.Fields("d --fanouts 10,x"), err: "--fanouts"},
 		{name: "bad dropout", args: strings.Fields("d --dropout 1"), err: "--dropout"},
