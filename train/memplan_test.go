@@ -695,3 +695,26 @@ func TestMemAboveMachine(t *testing.T) {
 		t.Error("--mem 1 EiB not said to exceed this machine's memory")
 	}
 }
+
+// TestPlanComparisonNoHist: a plan with a history cache compared with a
+// training that has history off says so, instead of listing the history's
+// predictions against nothing as if they were misses.
+func TestPlanComparisonNoHist(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	mem := MinimumBudget(d, o) + 8*d.NumNodes() + 200*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes + FixedState(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "nohisttest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.Plan.History.Entries == 0 {
+		t.Skip("the plan has no history cache")
+	}
+	o = synthOpts()
+	o.Epochs, o.NoHist = 2, true
+	mp.Apply(o, &MemPlanOptions{MemBytes: mem})
+	rep := run(t, d, o)
+	if c := rep.PlanComparison; c == nil || !strings.Contains(c.Note, "history off") || strings.Contains(c.Note, "history cache starts empty") {
+		t.Errorf("comparison %+v: want the note to say history is off, not that it starts empty", c)
+	}
+}

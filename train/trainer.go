@@ -509,7 +509,12 @@ func (t *Trainer) finish(rep *Report) {
 		// empty one, so it is compared only when it is all there is.
 		es := t.epochStats[t.firstEpochStat:]
 		note := ""
-		if t.o.Plan.History.Entries > 0 && len(es) > 0 && es[0].Epoch == 0 {
+		if t.o.Plan.History.Entries > 0 && t.hc == nil {
+			// --no-hist with a plan that has a history cache: compared
+			// without a word, its history rows read as misses.
+			note = "history off: the plan's history cache was not built, so its history savings (and the reads they remove) are not measured"
+		}
+		if t.o.Plan.History.Entries > 0 && t.hc != nil && len(es) > 0 && es[0].Epoch == 0 {
 			if len(es) > 1 {
 				es, note = es[1:], "epoch 0 left out: the history cache starts empty there, and the plan models it warm"
 			} else {
