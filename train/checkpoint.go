@@ -189,8 +189,12 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 		if err := os.Remove(prev); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", err
 		}
-		if err := os.Link(path, prev); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("train: keep the checkpoint this run replaces: %w", err)
+		if err := linkFile(path, prev); err != nil && !errors.Is(err, os.ErrNotExist) {
+			// A file system without hard links: move it aside (until
+			// the commit below the directory holds only the kept one).
+			if rerr := os.Rename(path, prev); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				return "", fmt.Errorf("train: keep the checkpoint this run replaces: %w", errors.Join(err, rerr))
+			}
 		}
 	}
 	if err := f.Commit(); err != nil {
@@ -199,6 +203,10 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	t.keepPrev = false
 	return path, nil
 }
+
+// linkFile is os.Link; tests replace it to act as a file system without
+// hard links.
+var linkFile = os.Link
 
 // othersCheckpoint reports whether Options.CheckpointDir holds a
 // checkpoint this run did not resume, which its first checkpoint would

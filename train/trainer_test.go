@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -483,12 +484,26 @@ func TestCheckpointKeepsOthers(t *testing.T) {
 	if !strings.Contains(logged.String(), "kept as "+PrevCheckpointFile) || !strings.Contains(logged.String(), "holds=\"sage, 2 epochs\"") {
 		t.Errorf("log %q: want the warning naming what the checkpoint holds", logged.String())
 	}
+	// On a file system without hard links the old checkpoint is moved
+	// aside instead: training goes on (it failed at its first checkpoint).
+	defer func(f func(string, string) error) { linkFile = f }(linkFile)
+	linkFile = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
+	o = synthOpts()
+	o.Epochs, o.CheckpointDir, o.NoHist = 1, dir, true
+	run(t, d, o)
+	if kept, err := ReadCheckpointInfo(prev); err != nil || kept.Model.Kind != ModelGCN {
+		t.Fatalf("without hard links: kept %+v, %v; want the GCN run's", kept, err)
+	}
+	if now, err := ReadCheckpointInfo(ck); err != nil || now.Model.Kind != ModelSAGE {
+		t.Fatalf("without hard links: new checkpoint %+v, %v; want this SAGE run's", now, err)
+	}
 	// Resuming it continues it: nothing more is kept.
 	if err := os.Remove(prev); err != nil {
 		t.Fatal(err)
 	}
 	logged.Reset()
 	o.Epochs, o.Resume = 2, dir
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	run(t, d, o)
 	if _, err := os.Stat(prev); !errors.Is(err, os.ErrNotExist) || strings.Contains(logged.String(), PrevCheckpointFile) {
 		t.Errorf("resumed run: %s: %v, log %q; want nothing kept or said", prev, err, logged.String())
