@@ -584,6 +584,14 @@ func changedOptions(was, now *Options, hist bool) []string {
 		diff("--eval-fanouts", ints(was.EvalFanouts), ints(now.EvalFanouts))
 	}
 	if hist && !was.NoHist {
+		// With history the spill buffering sets the reuse depth, and
+		// with it the default staleness: name the cause, not only the
+		// staleness it moved.
+		diff("--spill", was.Spill, now.Spill)
+		if was.Spill && now.Spill {
+			diff("--spill-chunk", was.SpillChunk, now.SpillChunk)
+			diff("--spill-ahead", was.SpillAhead, now.SpillAhead)
+		}
 		diff("--hist-policy", was.HistPolicy, now.HistPolicy)
 		if now.HistPolicy == histcache.PolicyGrad {
 			diff("--pgrad", was.PGrad, now.PGrad)

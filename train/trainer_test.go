@@ -534,6 +534,8 @@ func TestChangedOptions(t *testing.T) {
 		{"eval", func(o *Options) { o.EvalMode = EvalSampled }, false, "--eval sampled (checkpoint: layerwise)"},
 		{"staleness, history on", func(o *Options) { o.Staleness = 2 }, true, "--staleness 2 (checkpoint: 7)"},
 		{"staleness, history off", func(o *Options) { o.Staleness = 2 }, false, ""},
+		{"spill, history on", func(o *Options) { o.Spill, o.Staleness = true, 43 }, true, "--spill true (checkpoint: false); --staleness 43 (checkpoint: 7)"},
+		{"spill, history off", func(o *Options) { o.Spill = true }, false, ""},
 		{"pgrad under staleness", func(o *Options) { o.PGrad = 0.5 }, true, ""},
 		{"policy", func(o *Options) { o.HistPolicy = histcache.PolicyGrad; o.PGrad = 0.5 }, true, "--hist-policy grad (checkpoint: staleness); --pgrad 0.5 (checkpoint: 0.9)"},
 	} {
