@@ -33,6 +33,10 @@ var (
 	ErrIteration = errors.New("histcache: iteration goes backwards")
 	// ErrMismatch reports a well-formed snapshot of a different cache.
 	ErrMismatch = errors.New("histcache: snapshot does not match this cache")
+	// ErrOtherSize reports a snapshot of a cache over the same nodes and
+	// width with another number of slots (another budget sized it); it
+	// also wraps ErrMismatch.
+	ErrOtherSize = fmt.Errorf("%w: a cache of another size", ErrMismatch)
 	// ErrCorrupt is wrapped by *CorruptError.
 	ErrCorrupt = errors.New("histcache: corrupt snapshot")
 )

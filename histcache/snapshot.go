@@ -205,8 +205,12 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 		return s.off, s.corrupt(d)
 	}
 	if int64(hidden) != int64(c.hidden) || numNodes != c.numNodes || slots != int64(len(c.nodes)) {
+		why := ErrMismatch
+		if int64(hidden) == int64(c.hidden) && numNodes == c.numNodes {
+			why = ErrOtherSize
+		}
 		return s.off, fmt.Errorf("%w: snapshot has N=%d H=%d slots=%d, cache N=%d H=%d slots=%d",
-			ErrMismatch, numNodes, hidden, slots, c.numNodes, c.hidden, len(c.nodes))
+			why, numNodes, hidden, slots, c.numNodes, c.hidden, len(c.nodes))
 	}
 	h := c.hidden
 	state := make([]State, len(c.nodes))

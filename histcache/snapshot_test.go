@@ -98,6 +98,9 @@ func TestSnapshotDamage(t *testing.T) {
 		{"bad state", flip(48 + 8), nil, histcache.ErrCorrupt, -1},
 		{"other width", good, func() *histcache.Cache { return newCache(t, 20, []int64{2, 5, 9, 11, 14}, 4, nil) }, histcache.ErrMismatch, -1},
 		{"other candidates", good, func() *histcache.Cache { return newCache(t, 20, []int64{1, 5, 9, 11, 14}, 3, nil) }, histcache.ErrMismatch, -1},
+		// Another budget: told apart, so that a resumed trainer can
+		// start its history empty instead of refusing.
+		{"other size", good, func() *histcache.Cache { return newCache(t, 20, []int64{2, 5, 9, 11, 14, 17}, 3, nil) }, histcache.ErrOtherSize, -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +113,9 @@ func TestSnapshotDamage(t *testing.T) {
 			_, err := d.ReadFrom(bytes.NewReader(tc.data))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if errors.Is(err, histcache.ErrOtherSize) != (tc.want == histcache.ErrOtherSize) {
+				t.Fatalf("err %v: ErrOtherSize %v, want %v", err, errors.Is(err, histcache.ErrOtherSize), tc.want == histcache.ErrOtherSize)
 			}
 			var ce *histcache.CorruptError
 			if tc.offset >= 0 && errors.As(err, &ce) && ce.Offset != tc.offset {

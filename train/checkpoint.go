@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -36,6 +37,10 @@ const (
 	CheckpointVersion = 1
 	// CheckpointFile is the file name written into Options.CheckpointDir.
 	CheckpointFile = "checkpoint.ssdc"
+	// PrevCheckpointFile is where a run that did not resume the
+	// checkpoint already in Options.CheckpointDir keeps it when it writes
+	// its own (one generation: an older one is replaced).
+	PrevCheckpointFile = "checkpoint.prev.ssdc"
 )
 
 // Section tags.
@@ -177,10 +182,61 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	if err := w.Flush(); err != nil {
 		return "", err
 	}
+	if t.keepPrev {
+		// Another run's checkpoint: kept by a second link, so the
+		// directory always holds a whole checkpoint.ssdc.
+		prev := filepath.Join(dir, PrevCheckpointFile)
+		if err := os.Remove(prev); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if err := linkFile(path, prev); err != nil && !errors.Is(err, os.ErrNotExist) {
+			// A file system without hard links: move it aside (until
+			// the commit below the directory holds only the kept one).
+			if rerr := os.Rename(path, prev); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				return "", fmt.Errorf("train: keep the checkpoint this run replaces: %w", errors.Join(err, rerr))
+			}
+		}
+	}
 	if err := f.Commit(); err != nil {
 		return "", err
 	}
+	t.keepPrev = false
 	return path, nil
+}
+
+// linkFile is os.Link; tests replace it to act as a file system without
+// hard links.
+var linkFile = os.Link
+
+// othersCheckpoint reports whether Options.CheckpointDir holds a
+// checkpoint this run did not resume, which its first checkpoint would
+// replace: it says so, and SaveCheckpoint keeps it as PrevCheckpointFile
+// (a one-epoch test run in the default directory silently replaced a
+// long run's checkpoint).
+func (t *Trainer) othersCheckpoint() bool {
+	if t.o.CheckpointDir == "" {
+		return false
+	}
+	path := filepath.Join(t.o.CheckpointDir, CheckpointFile)
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	if t.o.Resume != "" {
+		if rs, err := os.Stat(ResolveCheckpoint(t.o.Resume)); err == nil && os.SameFile(st, rs) {
+			return false // resumed: this run continues it
+		}
+	}
+	what := "an unreadable checkpoint"
+	if info, err := ReadCheckpointInfo(path); err == nil {
+		what = fmt.Sprintf("%s, %d epochs", info.Model.Kind, info.Epoch)
+		if info.BatchDone > 0 {
+			what += fmt.Sprintf(" and %d batches", info.BatchDone)
+		}
+	}
+	t.o.Logger.Warn("the checkpoint directory holds a checkpoint this run does not resume: it is kept as "+PrevCheckpointFile+" when this run writes its own (--resume it to continue it, or give --checkpoint another directory)",
+		"checkpoint", path, "holds", what)
+	return true
 }
 
 // downloadParams concatenates one tensor of every parameter as float32 LE.
@@ -311,6 +367,16 @@ func parseCheckpoint(b []byte, name string) (*checkpoint, error) {
 			if err := json.Unmarshal(body, &ck.meta); err != nil {
 				return nil, bad(bodyOff, "META: %v", err)
 			}
+			// The position indexes the epoch's batches and steps the
+			// optimiser: a negative one panicked in the pipeline.
+			for _, f := range []struct {
+				name string
+				v    int64
+			}{{"epoch", int64(ck.meta.Epoch)}, {"batch_done", int64(ck.meta.BatchDone)}, {"step", ck.meta.Step}} {
+				if f.v < 0 {
+					return nil, bad(bodyOff, "META: %s %d is negative", f.name, f.v)
+				}
+			}
 		case secParm:
 			ck.parm, ck.parmOff = body, bodyOff
 		case secAdam:
@@ -377,6 +443,18 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 // trainer with the same model, dataset and history setting.
 func (t *Trainer) loadCheckpoint(path string) error {
 	ck, err := readCheckpoint(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Said as what it is ("open X: no such file or directory" named
+		// no checkpoint), with the usual place when path is a dataset's
+		// directory holding one.
+		hint := ""
+		if usual := filepath.Join(path, "checkpoints", CheckpointFile); usual != ResolveCheckpoint(path) {
+			if _, serr := os.Stat(usual); serr == nil {
+				hint = "; " + usual + " is one"
+			}
+		}
+		return fmt.Errorf("train: no checkpoint to resume at %s%s: %w", ResolveCheckpoint(path), hint, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -413,9 +491,23 @@ func (t *Trainer) restore(ck *checkpoint) error {
 		t.o.Logger.Warn("the checkpoint's batches came from another partitioning: training goes on, but not as the interrupted run would have",
 			"checkpoint", ck.file, "then", cmp.Or(was, "random batches"), "now", cmp.Or(now, "random batches"), "mid_epoch", ck.meta.BatchDone > 0)
 	}
+	if changed := changedOptions(&ck.meta.Options, &t.o, t.hc != nil); len(changed) > 0 {
+		// Resuming is still training, but not the run the checkpoint
+		// was cut from; changed options used to be taken silently
+		// (--normalize-features took valid accuracy from 60 % to 7 %).
+		t.o.Logger.Warn("resuming with other training options than the checkpoint's: training goes on, but not as the interrupted run would have",
+			"checkpoint", ck.file, "changed", strings.Join(changed, "; "))
+	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
 	if useHist {
-		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); err != nil {
+		if _, err := t.hc.ReadFrom(bytes.NewReader(ck.hist)); errors.Is(err, histcache.ErrOtherSize) && t.OtherData() == "" {
+			// Another budget sized this run's cache (--mem, --hist-cache,
+			// a plan): the history is a cache, so it starts empty, as
+			// for a checkpoint without one (ReadFrom left it
+			// unchanged). It was refused, after the profiling epoch.
+			t.o.Logger.Warn("the checkpoint's history cache has another size than this run's (another --mem, --hist-cache or plan): the history cache starts empty; the model's weights and Adam's state carry over",
+				"checkpoint", ck.file, "sizes", strings.TrimPrefix(err.Error(), histcache.ErrOtherSize.Error()+": "))
+		} else if err != nil {
 			var he *histcache.CorruptError
 			if errors.As(err, &he) {
 				// The snapshot's offsets are the section's; the
@@ -464,6 +556,58 @@ func (t *Trainer) restoreParams(ck *checkpoint) error {
 		o += k
 	}
 	return t.be.Err()
+}
+
+// changedOptions lists, as "--flag now (checkpoint: was)", the options
+// that change what training computes from here and differ between the
+// checkpoint's (was) and this run's (now), both with defaults resolved;
+// the model (ModelConfig) must match and the partitioning is compared
+// apart. hist: this run keeps historical embeddings, which make the
+// history options count.
+func changedOptions(was, now *Options, hist bool) []string {
+	var out []string
+	diff := func(flag string, w, n any) {
+		if ws, ns := fmt.Sprint(w), fmt.Sprint(n); ws != ns {
+			out = append(out, fmt.Sprintf("%s %s (checkpoint: %s)", flag, ns, ws))
+		}
+	}
+	diff("--seed", was.Seed, now.Seed)
+	diff("--lr", was.LR, now.LR)
+	diff("--weight-decay", was.WeightDecay, now.WeightDecay)
+	diff("--batch-size", was.BatchSize, now.BatchSize)
+	diff("--fanouts", ints(was.Fanouts), ints(now.Fanouts))
+	diff("--selection", was.Selection, now.Selection)
+	diff("--parts-per-batch", was.PartsPerBatch, now.PartsPerBatch)
+	diff("--normalize-features", was.NormalizeFeatures, now.NormalizeFeatures)
+	diff("--eval", cmp.Or(was.EvalMode, EvalLayerwise), cmp.Or(now.EvalMode, EvalLayerwise))
+	if now.EvalMode == EvalSampled && was.EvalMode == EvalSampled {
+		diff("--eval-fanouts", ints(was.EvalFanouts), ints(now.EvalFanouts))
+	}
+	if hist && !was.NoHist {
+		// With history the spill buffering sets the reuse depth, and
+		// with it the default staleness: name the cause, not only the
+		// staleness it moved.
+		diff("--spill", was.Spill, now.Spill)
+		if was.Spill && now.Spill {
+			diff("--spill-chunk", was.SpillChunk, now.SpillChunk)
+			diff("--spill-ahead", was.SpillAhead, now.SpillAhead)
+		}
+		diff("--hist-policy", was.HistPolicy, now.HistPolicy)
+		if now.HistPolicy == histcache.PolicyGrad {
+			diff("--pgrad", was.PGrad, now.PGrad)
+		}
+		diff("--staleness", was.Staleness, now.Staleness)
+	}
+	return out
+}
+
+// ints formats a fanout list as its flag is written: "10,10".
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // partitioningOf names the partitioning o's batches come from, for the
@@ -631,6 +775,13 @@ func (t *Trainer) EpochsDone() int {
 }
 
 // Options returns the trainer's options with defaults filled in.
+// EvalPending reports whether the last epoch restored from a checkpoint
+// was interrupted in its evaluation, which Run then runs first.
+func (t *Trainer) EvalPending() bool {
+	n := len(t.epochStats)
+	return n > 0 && t.epochStats[n-1].EvalPending
+}
+
 func (t *Trainer) Options() Options { return t.o }
 
 // idSpace names d's node numbering: "" for a dataset's own ids, and for a

@@ -56,6 +56,9 @@ func TestParseCheckpointErrors(t *testing.T) {
 	flipped := bytes.Clone(good)
 	flipped[30] ^= 1
 	noHist := encodeCheckpoint([]section{{secMeta, []byte(`{"history":true}`)}, {secParm, nil}, {secAdam, nil}, {secEnd, nil}})
+	withMeta := func(meta string) []byte {
+		return encodeCheckpoint([]section{{secMeta, []byte(meta)}, {secParm, nil}, {secAdam, nil}, {secEnd, nil}})
+	}
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -68,6 +71,11 @@ func TestParseCheckpointErrors(t *testing.T) {
 		{"checksum", flipped, "section \"META\" checksum"},
 		{"trailing", append(bytes.Clone(good), 0), "1 bytes after the end section"},
 		{"missing history", noHist, "missing section \"HIST\""},
+		// A position that indexes batches or steps Adam: batch_done -1
+		// panicked in the pipeline (index out of range [-1]).
+		{"negative epoch", withMeta(`{"epoch":-3}`), "at offset 24: META: epoch -3 is negative"},
+		{"negative batch_done", withMeta(`{"epoch":1,"batch_done":-1}`), "META: batch_done -1 is negative"},
+		{"negative step", withMeta(`{"step":-100}`), "META: step -100 is negative"},
 	} {
 		_, err := parseCheckpoint(tc.b, "c")
 		var ce *CheckpointError

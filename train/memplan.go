@@ -26,6 +26,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -1841,6 +1842,12 @@ func zeroCopyRowBytes(mode string, in int64) int64 {
 	return zcSplitRowBytes
 }
 
+// NoMemWithPlan replaces DefaultMem's note when there is no budget but a
+// plan gives one (PlanMemory: the plan's caches plus the working set,
+// fixed state and reserve); DefaultMem's "no memory budget; feature and
+// neighbour caches off" was false there.
+const NoMemWithPlan = "no --mem and no memory cgroup limit: the budget is --plan's caches plus the working set, fixed state and runtime reserve"
+
 // DefaultMem resolves --mem: set says whether it was given (then *mem
 // stands); else the deprecated --mem-limit when given; else the limit of
 // the memory cgroup this process runs in. Without any of them there is no
@@ -1868,6 +1875,21 @@ func MemWithinCgroup(mem int64) error {
 		return fmt.Errorf("%w: %w", ErrBudget, err)
 	}
 	return nil
+}
+
+// MemAboveMachine is a warning line when mem, the whole process's budget,
+// exceeds the machine's memory (memstat.Total), "" otherwise: the planner
+// would size caches the machine cannot hold (--mem 100GiB on a 23 GiB
+// machine planned 87 GiB of caches without a word). Only a memory
+// cgroup's limit is refused (MemWithinCgroup): swap may make more usable.
+func MemAboveMachine(mem int64) string { return memAboveMachine(mem, memstat.Total()) }
+
+func memAboveMachine(mem, total int64) string {
+	if mem <= 0 || total <= 0 || mem <= total {
+		return ""
+	}
+	return fmt.Sprintf("--mem %s exceeds this machine's memory (%s): the caches are planned for memory it does not have; give at most %s",
+		ibytes(mem), ibytes(total), ibytes(total))
 }
 
 // LessBackend takes the backend's own host memory (kernels.HostFootprint:

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
+	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -689,5 +690,50 @@ func TestProfileMinimumBudget(t *testing.T) {
 	}
 	if p3 := ProfileMinimumBudget(d, &two, 3); !(p3 > p2) {
 		t.Errorf("3 profiled epochs need %d, 1 needs %d", p3, p2)
+	}
+}
+
+// TestMemAboveMachine: a budget above the machine's memory is said, with
+// both sizes; one within it, or unknown sizes, are not.
+func TestMemAboveMachine(t *testing.T) {
+	for _, tc := range []struct {
+		mem, total int64
+		want       string
+	}{
+		{100 << 30, 23 << 30, "--mem 100 GiB exceeds this machine's memory (23 GiB)"},
+		{23 << 30, 23 << 30, ""},
+		{1 << 30, 23 << 30, ""},
+		{0, 23 << 30, ""},
+		{100 << 30, 0, ""},
+	} {
+		if got := memAboveMachine(tc.mem, tc.total); tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("mem %d, total %d: %q, want %q", tc.mem, tc.total, got, tc.want)
+		}
+	}
+	if got := MemAboveMachine(1 << 60); memstat.Total() > 0 && got == "" {
+		t.Error("--mem 1 EiB not said to exceed this machine's memory")
+	}
+}
+
+// TestPlanComparisonNoHist: a plan with a history cache compared with a
+// training that has history off says so, instead of listing the history's
+// predictions against nothing as if they were misses.
+func TestPlanComparisonNoHist(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	mem := MinimumBudget(d, o) + 8*d.NumNodes() + 200*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes + FixedState(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "nohisttest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.Plan.History.Entries == 0 {
+		t.Skip("the plan has no history cache")
+	}
+	o = synthOpts()
+	o.Epochs, o.NoHist = 2, true
+	mp.Apply(o, &MemPlanOptions{MemBytes: mem})
+	rep := run(t, d, o)
+	if c := rep.PlanComparison; c == nil || !strings.Contains(c.Note, "history off") || strings.Contains(c.Note, "history cache starts empty") {
+		t.Errorf("comparison %+v: want the note to say history is off, not that it starts empty", c)
 	}
 }

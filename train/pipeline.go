@@ -179,6 +179,20 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	var sa, ga, tr, co stageClock
 	skip, step0 := t.batchDone, t.step
 	es.ResumedAt = skip
+	if skip > 0 {
+		// A mid-epoch checkpoint resumed with other batches (another
+		// --batch-size, --parts-per-batch or partitioning) may have
+		// trained more of its epoch than this run's epoch holds: that
+		// skipped every batch and reported an epoch of none.
+		pl, err := t.sampler.Plan(t.epoch)
+		if err != nil {
+			return es, err
+		}
+		if n := len(pl.Batches); skip > n {
+			return es, fmt.Errorf("%w: it stopped epoch %d after batch %d, and this run's epoch has %d batches: resume with the batch options it was trained with (--batch-size, --parts-per-batch, the partitioning)",
+				ErrMismatch, t.epoch, skip, n)
+		}
+	}
 	var er *epochReuse
 	if t.hc != nil {
 		pl, err := t.sampler.Plan(t.epoch)

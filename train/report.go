@@ -63,9 +63,34 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
-		rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
+	_, err := fmt.Fprintln(w, Summary(rep))
 	return err
+}
+
+// Summary is the line that ends the table: the model, the final and best
+// accuracies, and the elapsed time. Accuracies are printed only when an
+// epoch was evaluated (an interrupted run printed "final valid 0.00%").
+func Summary(rep *Report) string {
+	head := fmt.Sprintf("model %s, %d layers, %d parameters", rep.Model.Kind, rep.Model.Layers, rep.Params)
+	evaluated := false
+	for _, e := range rep.Epochs {
+		evaluated = evaluated || e.Evaluated
+	}
+	switch {
+	case len(rep.Epochs) == 0:
+		// Interrupted in the first epoch, or resumed from a checkpoint
+		// that already holds --epochs.
+		return fmt.Sprintf("%s; no epoch completed (--epochs %d); %.1fs", head, rep.Options.Epochs, rep.ElapsedSec)
+	case !evaluated:
+		last := rep.Epochs[len(rep.Epochs)-1]
+		why := fmt.Sprintf("no evaluation yet (--eval-every %d)", rep.Options.EvalEvery)
+		if last.EvalPending {
+			why = fmt.Sprintf("interrupted during epoch %d's evaluation, which --resume runs first", last.Epoch)
+		}
+		return fmt.Sprintf("%s; %d epochs trained, not evaluated: %s; %.1fs", head, len(rep.Epochs), why, rep.ElapsedSec)
+	}
+	return fmt.Sprintf("%s; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs",
+		head, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
 }
 
 // Plot draws loss and train/valid/test accuracy against elapsed time into
@@ -93,7 +118,9 @@ func Plot(rep *Report, path string) error {
 			args = append(args, s.name, s.xy)
 		}
 	}
-	if err := plotutil.AddLines(p, args...); err != nil {
+	// Lines with their points: a series of one point (one epoch, or one
+	// evaluation under --eval-every) drew nothing.
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
 	p.Legend.Top = true

@@ -84,6 +84,9 @@ type Trainer struct {
 	// firstEpochStat is the first entry of epochStats trained by this
 	// process (earlier ones come from a checkpoint).
 	firstEpochStat int
+	// keepPrev: CheckpointDir held a checkpoint this run did not resume;
+	// the first SaveCheckpoint keeps it as PrevCheckpointFile.
+	keepPrev bool
 
 	// Progress through training (checkpointed).
 	step       int64 // Adam steps done; also the history iteration of the next batch
@@ -205,6 +208,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 			return nil, err
 		}
 	}
+	t.keepPrev = t.othersCheckpoint()
 	return t, nil
 }
 
@@ -299,8 +303,12 @@ type EpochStats struct {
 	Loss         float64 `json:"loss"`
 	TrainAcc     float64 `json:"train_acc"`
 	Evaluated    bool    `json:"evaluated"`
-	ValidAcc     float64 `json:"valid_acc"`
-	TestAcc      float64 `json:"test_acc"`
+	// EvalPending marks an epoch whose evaluation was interrupted: it is
+	// trained (the checkpoint counts it) and its row not yet reported
+	// (OnEpoch); the resuming run evaluates it first, then reports it.
+	EvalPending bool    `json:"eval_pending,omitempty"`
+	ValidAcc    float64 `json:"valid_acc"`
+	TestAcc     float64 `json:"test_acc"`
 	// WallSec is the training wall time of the epoch (evaluation excluded);
 	// Overlap = Stages.Sum() / WallSec.
 	WallSec    float64    `json:"wall_s"`
@@ -401,6 +409,43 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	o := &t.o
 	rep := &Report{Model: t.model.cfg, Params: t.model.NumParams(), Options: *o}
 	memacct.ResetPeak()
+	if n := len(t.epochStats); n > 0 && t.epochStats[n-1].EvalPending {
+		// Interrupted during this epoch's evaluation: the epoch is
+		// trained, so evaluate it and report it before going on (it
+		// was lost, and after the last epoch never evaluated).
+		es := &t.epochStats[n-1]
+		t0 := time.Now()
+		va, te, err := t.evalValidTest(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return t.interrupted(rep)
+			}
+			return nil, err
+		}
+		es.ValidAcc, es.TestAcc, es.Evaluated, es.EvalPending = va, te, true, false
+		es.EvalSec = time.Since(t0).Seconds()
+		if o.OnEpoch != nil {
+			o.OnEpoch(*es)
+		}
+		if o.CheckpointDir != "" {
+			// The checkpoint keeps the evaluated row, even when no
+			// epoch is left to train.
+			if _, err := t.SaveCheckpoint(o.CheckpointDir); err != nil {
+				return nil, err
+			}
+			rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
+		}
+		if stop, err := t.untilReached(rep, *es); err != nil {
+			return nil, err
+		} else if stop {
+			t.finish(rep)
+			return rep, nil
+		}
+	}
+	if t.reachedBefore(rep) {
+		t.finish(rep)
+		return rep, nil
+	}
 	for t.epoch < o.Epochs {
 		es, err := t.trainEpoch(ctx)
 		if err != nil {
@@ -414,6 +459,11 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 			es.ValidAcc, es.TestAcc, err = t.evalValidTest(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
+					// The epoch is trained: keep it, for the
+					// resuming run to evaluate and report.
+					es.EvalPending = true
+					es.ElapsedSec = t.elapsed + time.Since(t.start).Seconds()
+					t.epochStats = append(t.epochStats, es)
 					t.epoch++
 					t.batchDone = 0
 					return t.interrupted(rep)
@@ -459,7 +509,12 @@ func (t *Trainer) finish(rep *Report) {
 		// empty one, so it is compared only when it is all there is.
 		es := t.epochStats[t.firstEpochStat:]
 		note := ""
-		if t.o.Plan.History.Entries > 0 && len(es) > 0 && es[0].Epoch == 0 {
+		if t.o.Plan.History.Entries > 0 && t.hc == nil {
+			// --no-hist with a plan that has a history cache: compared
+			// without a word, its history rows read as misses.
+			note = "history off: the plan's history cache was not built, so its history savings (and the reads they remove) are not measured"
+		}
+		if t.o.Plan.History.Entries > 0 && t.hc != nil && len(es) > 0 && es[0].Epoch == 0 {
 			if len(es) > 1 {
 				es, note = es[1:], "epoch 0 left out: the history cache starts empty there, and the plan models it warm"
 			} else {

@@ -1,16 +1,24 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
 
@@ -141,6 +149,49 @@ func TestResume(t *testing.T) {
 	var ce *CheckpointError
 	if !errors.As(err, &ce) || !errors.Is(err, ErrCheckpoint) {
 		t.Fatalf("damaged checkpoint: %v", err)
+	}
+}
+
+// TestResumePastEpochEnd: a mid-epoch checkpoint resumed with batches
+// that make its epoch shorter than the batches it already trained is
+// refused before training, naming both counts; it used to skip every
+// batch and report the epoch with loss 0 and train accuracy 0.
+func TestResumePastEpochEnd(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.BatchSize, o.CheckpointDir, o.NoHist = 1, 20, dir, true
+	run(t, d, o)
+	// Rewrite the checkpoint as if cut after batch 6 of epoch 0.
+	p := filepath.Join(dir, CheckpointFile)
+	ck, err := readCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.meta.Epoch, ck.meta.BatchDone, ck.meta.EpochStats = 0, 6, nil
+	meta, err := json.Marshal(ck.meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := encodeCheckpoint([]section{{secMeta, meta}, {secParm, bytes.Clone(ck.parm)}, {secAdam, bytes.Clone(ck.adam)}, {secEnd, nil}})
+	ck.close()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 20 make more than 6 batches; batches of 1000 one.
+	o = synthOpts()
+	o.Epochs, o.BatchSize, o.NoHist, o.Resume = 2, 1000, true, dir
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if rep, err := tr.Run(context.Background()); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "after batch 6, and this run's epoch has 1 batches") {
+		var first EpochStats
+		if rep != nil && len(rep.Epochs) > 0 {
+			first = rep.Epochs[0]
+		}
+		t.Fatalf("resumed past the epoch's end: error %v, first epoch %d batches, loss %v; want ErrMismatch naming batch 6 and 1 batch", err, first.Batches, first.Loss)
 	}
 }
 
@@ -320,5 +371,266 @@ func TestCancelMidEpochReleases(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cancelAtStart is a progress.Reporter that calls fn with the
+// description of every task started (an epoch, a layer-wise layer).
+type cancelAtStart struct{ fn func(desc string) }
+
+func (c cancelAtStart) Start(desc string, _ int64, _ progress.Unit) progress.Task {
+	c.fn(desc)
+	return progress.Discard.Start(desc, 0, progress.Items)
+}
+
+// TestCancelDuringEval: a run interrupted while it evaluates a trained
+// epoch keeps that epoch (the checkpoint counts it as trained), and the
+// resuming run evaluates and reports it first, so the rows, the metrics
+// lines (OnEpoch) and the accuracies equal an uninterrupted run's. The
+// epoch was dropped, and after the last epoch the resume trained and
+// evaluated nothing ("final valid 0.00%").
+func TestCancelDuringEval(t *testing.T) {
+	d := smallSynth(t)
+	opts := func() *Options {
+		o := synthOpts()
+		o.Epochs, o.NoHist = 2, true
+		return o
+	}
+	full := run(t, d, opts())
+	for _, cut := range []int{1, 2} { // the first epoch's evaluation, the last one's
+		t.Run(fmt.Sprintf("evaluation %d", cut), func(t *testing.T) {
+			dir := t.TempDir()
+			o := opts()
+			o.CheckpointDir = dir
+			var reported []EpochStats
+			o.OnEpoch = func(e EpochStats) { reported = append(reported, e) }
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			evals := 0
+			o.Progress = cancelAtStart{fn: func(desc string) {
+				if strings.HasPrefix(desc, "layer 1/") {
+					if evals++; evals == cut {
+						cancel()
+					}
+				}
+			}}
+			tr, err := New(ctx, d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := tr.Run(ctx)
+			tr.Close()
+			if err != nil || !rep.Interrupted {
+				t.Fatalf("interrupted run: %v, report %+v", err, rep)
+			}
+			if len(reported) != cut-1 || len(rep.Epochs) != cut || !rep.Epochs[cut-1].EvalPending {
+				t.Fatalf("interrupted in epoch %d's evaluation: %d rows reported, report epochs %+v; want %d reported and epoch %d kept, pending", cut-1, len(reported), rep.Epochs, cut-1, cut-1)
+			}
+			if cut == 1 {
+				if s := Summary(rep); !strings.Contains(s, "not evaluated: interrupted during epoch 0's evaluation") {
+					t.Errorf("summary %q", s)
+				}
+			}
+			o.Resume, o.Progress = dir, nil
+			if cut == 2 {
+				pending, err := New(context.Background(), d, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !pending.EvalPending() || pending.EpochsDone() != 2 {
+					t.Errorf("restored: EvalPending %v, %d epochs done; want true, 2", pending.EvalPending(), pending.EpochsDone())
+				}
+				pending.Close()
+			}
+			resumed := run(t, d, o)
+			if len(reported) != 2 || reported[cut-1].Epoch != cut-1 || !reported[cut-1].Evaluated {
+				t.Errorf("rows reported over both runs: %+v, want epochs 0 and 1, evaluated", reported)
+			}
+			sameCurves(t, curves(full), curves(resumed), "uninterrupted vs resumed after an interrupted evaluation")
+			if resumed.FinalValid != full.FinalValid || resumed.FinalTest != full.FinalTest {
+				t.Errorf("final valid/test %v/%v, uninterrupted %v/%v", resumed.FinalValid, resumed.FinalTest, full.FinalValid, full.FinalTest)
+			}
+		})
+	}
+}
+
+// TestCheckpointKeepsOthers: a run that does not resume the checkpoint in
+// its checkpoint directory keeps it as PrevCheckpointFile when it writes
+// its own, and says so; a run that resumes it replaces it. A one-epoch
+// GCN run in the default directory silently replaced a five-epoch SAGE
+// checkpoint.
+func TestCheckpointKeepsOthers(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	ck, prev := filepath.Join(dir, CheckpointFile), filepath.Join(dir, PrevCheckpointFile)
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir, o.NoHist = 2, dir, true
+	run(t, d, o)
+	if _, err := os.Stat(prev); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("first run into an empty directory: %s: %v, want none", prev, err)
+	}
+	var logged bytes.Buffer
+	o = synthOpts()
+	o.Model, o.Epochs, o.CheckpointDir, o.NoHist = ModelGCN, 1, dir, true
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	run(t, d, o)
+	kept, err := ReadCheckpointInfo(prev)
+	if err != nil || kept.Model.Kind != ModelSAGE || kept.Epoch != 2 {
+		t.Fatalf("kept checkpoint %+v, %v; want the SAGE run's, 2 epochs", kept, err)
+	}
+	if now, err := ReadCheckpointInfo(ck); err != nil || now.Model.Kind != ModelGCN {
+		t.Fatalf("new checkpoint %+v, %v; want the GCN run's", now, err)
+	}
+	if !strings.Contains(logged.String(), "kept as "+PrevCheckpointFile) || !strings.Contains(logged.String(), "holds=\"sage, 2 epochs\"") {
+		t.Errorf("log %q: want the warning naming what the checkpoint holds", logged.String())
+	}
+	// On a file system without hard links the old checkpoint is moved
+	// aside instead: training goes on (it failed at its first checkpoint).
+	defer func(f func(string, string) error) { linkFile = f }(linkFile)
+	linkFile = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
+	o = synthOpts()
+	o.Epochs, o.CheckpointDir, o.NoHist = 1, dir, true
+	run(t, d, o)
+	if kept, err := ReadCheckpointInfo(prev); err != nil || kept.Model.Kind != ModelGCN {
+		t.Fatalf("without hard links: kept %+v, %v; want the GCN run's", kept, err)
+	}
+	if now, err := ReadCheckpointInfo(ck); err != nil || now.Model.Kind != ModelSAGE {
+		t.Fatalf("without hard links: new checkpoint %+v, %v; want this SAGE run's", now, err)
+	}
+	// Resuming it continues it: nothing more is kept.
+	if err := os.Remove(prev); err != nil {
+		t.Fatal(err)
+	}
+	logged.Reset()
+	o.Epochs, o.Resume = 2, dir
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	run(t, d, o)
+	if _, err := os.Stat(prev); !errors.Is(err, os.ErrNotExist) || strings.Contains(logged.String(), PrevCheckpointFile) {
+		t.Errorf("resumed run: %s: %v, log %q; want nothing kept or said", prev, err, logged.String())
+	}
+}
+
+// TestChangedOptions: the options that change what a resumed run
+// computes are named with both values; the rest (workers, in-flight
+// batches, epochs) and the history options of a run without history are
+// not.
+func TestChangedOptions(t *testing.T) {
+	base := Options{Seed: 1, LR: 0.01, WeightDecay: 5e-4, BatchSize: 1000, Fanouts: []int{10, 10}, Selection: sample.ModePartition,
+		EvalMode: EvalLayerwise, Staleness: 7, PGrad: 0.9, Workers: 2, InFlight: 2, Epochs: 3}
+	for _, tc := range []struct {
+		name string
+		edit func(o *Options)
+		hist bool
+		want string
+	}{
+		{"same", func(*Options) {}, true, ""},
+		{"process only", func(o *Options) { o.Workers, o.InFlight, o.Epochs = 8, 1, 100 }, true, ""},
+		{"seed", func(o *Options) { o.Seed = 7 }, false, "--seed 7 (checkpoint: 1)"},
+		{"lr", func(o *Options) { o.LR = 0.1 }, false, "--lr 0.1 (checkpoint: 0.01)"},
+		{"batch size", func(o *Options) { o.BatchSize = 500 }, false, "--batch-size 500 (checkpoint: 1000)"},
+		{"fanouts", func(o *Options) { o.Fanouts = []int{5, 5} }, false, "--fanouts 5,5 (checkpoint: 10,10)"},
+		{"selection", func(o *Options) { o.Selection = sample.ModeRandom }, false, "--selection random (checkpoint: partition)"},
+		{"normalize", func(o *Options) { o.NormalizeFeatures = true }, false, "--normalize-features true (checkpoint: false)"},
+		{"eval", func(o *Options) { o.EvalMode = EvalSampled }, false, "--eval sampled (checkpoint: layerwise)"},
+		{"staleness, history on", func(o *Options) { o.Staleness = 2 }, true, "--staleness 2 (checkpoint: 7)"},
+		{"staleness, history off", func(o *Options) { o.Staleness = 2 }, false, ""},
+		{"spill, history on", func(o *Options) { o.Spill, o.Staleness = true, 43 }, true, "--spill true (checkpoint: false); --staleness 43 (checkpoint: 7)"},
+		{"spill, history off", func(o *Options) { o.Spill = true }, false, ""},
+		{"pgrad under staleness", func(o *Options) { o.PGrad = 0.5 }, true, ""},
+		{"policy", func(o *Options) { o.HistPolicy = histcache.PolicyGrad; o.PGrad = 0.5 }, true, "--hist-policy grad (checkpoint: staleness); --pgrad 0.5 (checkpoint: 0.9)"},
+	} {
+		was, now := base, base
+		tc.edit(&now)
+		if got := strings.Join(changedOptions(&was, &now, tc.hist), "; "); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestResumeChangedOptionsSaid: resuming with another seed and learning
+// rate trains on, and says so with both values; resuming with the same
+// options says nothing.
+func TestResumeChangedOptionsSaid(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	for _, tc := range []struct {
+		name string
+		edit func(o *Options)
+		want string
+	}{
+		{"same", func(*Options) {}, ""},
+		{"seed and lr", func(o *Options) { o.Seed, o.LR = o.Seed+1, 0.05 }, fmt.Sprintf("--seed %d (checkpoint: %d); --lr 0.05 (checkpoint: 0.01)", *seedFlag+1, *seedFlag)},
+	} {
+		var logged bytes.Buffer
+		o := synthOpts()
+		o.Epochs, o.Resume = 2, filepath.Join(dir, CheckpointFile)
+		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+		tc.edit(o)
+		tr, err := New(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+		said := strings.Contains(logged.String(), "resuming with other training options")
+		if tc.want == "" && said || tc.want != "" && (!said || !strings.Contains(logged.String(), tc.want)) {
+			t.Errorf("%s: log %q, want %q", tc.name, logged.String(), tc.want)
+		}
+	}
+}
+
+// TestResumeOtherHistorySize: a checkpoint whose history cache another
+// budget sized resumes with an empty history cache and says so (the
+// weights and Adam's state carry over); it was refused ("snapshot does
+// not match this cache"), after the profiling epoch of a new --mem, so a
+// run could not move to a machine with another budget.
+func TestResumeOtherHistorySize(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	var logged bytes.Buffer
+	o = synthOpts()
+	o.Epochs, o.Resume, o.HistCacheBytes = 2, dir, 16<<10
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatalf("resume with another history size: %v", err)
+	}
+	defer tr.Close()
+	if s := tr.hc.Stats(); s.Valid != 0 {
+		t.Errorf("history cache holds %d valid entries, want an empty one", s.Valid)
+	}
+	rep, err := tr.Run(context.Background())
+	if err != nil || len(rep.Epochs) != 2 {
+		t.Fatalf("resumed run: %v, %d epochs", err, len(rep.Epochs))
+	}
+	if !strings.Contains(logged.String(), "history cache starts empty") || !strings.Contains(logged.String(), "slots=") {
+		t.Errorf("log %q: want the warning with both sizes", logged.String())
+	}
+}
+
+// TestResumeMissing: a --resume with no checkpoint says so, and points at
+// DIR/checkpoints when given the directory above it; it said only "open
+// X: no such file or directory".
+func TestResumeMissing(t *testing.T) {
+	d := smallSynth(t)
+	top := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, filepath.Join(top, "checkpoints")
+	run(t, d, o)
+	for _, tc := range []struct{ resume, want string }{
+		{filepath.Join(top, "none.ssdc"), "train: no checkpoint to resume at " + filepath.Join(top, "none.ssdc")},
+		{top, filepath.Join(top, "checkpoints", CheckpointFile) + " is one"},
+	} {
+		o := synthOpts()
+		o.Resume = tc.resume
+		_, err := New(context.Background(), d, o)
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--resume %s: %v, want %q", tc.resume, err, tc.want)
+		}
 	}
 }

@@ -33,3 +33,22 @@ func (t *Trainer) untilReached(rep *Report, es EpochStats) (bool, error) {
 	}
 	return true, nil
 }
+
+// reachedBefore records in rep the first epoch of a resumed checkpoint
+// whose evaluation already reached Options.UntilValid, and reports
+// whether there was one: training has then nothing left to do (a resumed
+// run trained on and reported the target reached at its own first epoch).
+func (t *Trainer) reachedBefore(rep *Report) bool {
+	o := &t.o
+	if o.UntilValid <= 0 {
+		return false
+	}
+	for _, es := range t.epochStats {
+		if es.Evaluated && es.ValidAcc >= o.UntilValid {
+			rep.TargetValid = o.UntilValid
+			rep.ReachedValid, rep.EpochsToTarget, rep.SecondsToTarget = true, es.Epoch+1, es.ElapsedSec
+			return true
+		}
+	}
+	return false
+}

@@ -49,3 +49,26 @@ func TestUntilValid(t *testing.T) {
 		t.Error("EvalMode exact accepted")
 	}
 }
+
+// TestUntilValidResumed: resuming, with --until-valid, a checkpoint whose
+// evaluations already reached the target trains nothing more and
+// reports the checkpoint's epoch; it trained another epoch and reported
+// the target reached there.
+func TestUntilValidResumed(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 3, dir
+	first := run(t, d, o)
+	target := first.Epochs[0].ValidAcc // reached at epoch 0
+	if target <= 0 {
+		t.Fatalf("epoch 0's valid accuracy %v", target)
+	}
+	o = synthOpts()
+	o.Epochs, o.Resume, o.UntilValid = 6, dir, target
+	rep := run(t, d, o)
+	if !rep.ReachedValid || rep.EpochsToTarget != 1 || rep.SecondsToTarget != first.Epochs[0].ElapsedSec || len(rep.Epochs) != 3 {
+		t.Errorf("resumed with a target its checkpoint reached at epoch 0: %+v, %d epochs; want reached after 1 epoch, %v s, nothing trained",
+			rep.UntilReport, len(rep.Epochs), first.Epochs[0].ElapsedSec)
+	}
+}

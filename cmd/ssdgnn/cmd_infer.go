@@ -54,7 +54,10 @@ the original dataset writes.`,
 			if ckpt == "" || outPath == "" {
 				return fmt.Errorf("--checkpoint and --out are required")
 			}
-			if err := requirePositive(cmd, "mem"); err != nil {
+			if err := requirePositive(cmd, "mem", "eval-mem"); err != nil {
+				return err
+			}
+			if err := cliflags.Inapplicable(cmd.Flags(), mode == train.EvalSampled, "with --mode sampled (it bounds layer-wise chunks)", "eval-mem"); err != nil {
 				return err
 			}
 			if err := cliflags.Inapplicable(cmd.Flags(), mode != train.EvalSampled, "with --mode "+mode+" (exact, full neighbourhoods)", "fanouts"); err != nil {

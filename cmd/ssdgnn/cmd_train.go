@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -18,6 +19,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
+	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -38,7 +40,8 @@ overlap (sum / wall), rows and bytes read from storage, /proc read_bytes and
 cache hit rates.
 
 Checkpoints go to --checkpoint DIR (default DIR/checkpoints) every
---checkpoint-every epochs and at the end; Ctrl-C (or SIGTERM, SIGHUP) during
+--checkpoint-every epochs and at the end (a checkpoint there that this run
+does not resume is kept as checkpoint.prev.ssdc); Ctrl-C (or SIGTERM, SIGHUP) during
 training writes one and exits 0, and prints the command that resumes it.
 Interrupted earlier (during the profiling epoch that --mem may run) there
 is nothing to keep: it exits 1, saving nothing. --resume continues from a
@@ -97,6 +100,9 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			o.Progress, o.Logger = g.progress(), g.logger()
+			if err := cliflags.CheckOutputDir("--checkpoint", o.CheckpointDir); err != nil {
+				return err
+			}
 			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory
 			if errors.Is(err, dirlock.ErrNotWritable) {
 				return fmt.Errorf("checkpoint directory: %w; --checkpoint DIR names another", err)
@@ -129,10 +135,19 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))
+			if memNote != "" && t.Mem == 0 && t.PlanFile != "" {
+				memNote = train.NoMemWithPlan
+			}
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
 			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
+				return err
+			}
+			if w := train.MemAboveMachine(int64(t.Mem)); w != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			}
+			if err := cliflags.Inapplicable(cmd.Flags(), t.Mem == 0 && t.PlanFile == "", "without --mem (no budget: nothing is planned, so no profile is read or taken)", "reprofile", "profile-name"); err != nil {
 				return err
 			}
 			if o.FeatPolicy == featurecache.PolicyProfiled && t.Mem == 0 && t.PlanFile == "" {
@@ -160,6 +175,9 @@ that mmap reads need. See docs/train.md.`,
 			defer res.Close()
 			if res.SelectionNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.SelectionNote)
+			}
+			if err := cliflags.Inapplicable(cmd.Flags(), o.Selection == sample.ModeRandom, "with random batches (no partitioning to build batches from)", "parts-per-batch"); err != nil {
+				return err
 			}
 			for _, note := range []string{res.FeatReadNote, res.SourceNote} {
 				if note != "" {
@@ -196,8 +214,12 @@ that mmap reads need. See docs/train.md.`,
 				if mp.Warning != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", mp.Warning)
 				}
+				hist := ibytes(mp.Plan.History.Bytes())
+				if o.NoHist {
+					hist = "off (--no-hist)" // a plan's history cache is not built
+				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "memory plan %s (%s): feature %s, history %s, neighbour %s of %s\n", cmp.Or(mp.PlanPath, "not saved"), how,
-					ibytes(mp.Plan.Feature.Bytes()), ibytes(mp.Plan.History.Bytes()), ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
+					ibytes(mp.Plan.Feature.Bytes()), hist, ibytes(mp.Plan.Neighbor.Bytes()), ibytes(mp.MemBytes))
 				if mp.Budget != nil {
 					if err := train.WriteBudget(cmd.ErrOrStderr(), mp.Budget); err != nil {
 						return err
@@ -209,7 +231,7 @@ that mmap reads need. See docs/train.md.`,
 			if t.Metrics != "" {
 				// Appended to, as --help says: a resumed run adds its
 				// epochs after the first run's.
-				if mf, err = os.OpenFile(t.Metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666); err != nil {
+				if mf, err = openMetrics(t.Metrics); err != nil {
 					return err
 				}
 				defer mf.Close()
@@ -241,8 +263,12 @@ that mmap reads need. See docs/train.md.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: --resume %s: %s\n", train.ResolveCheckpoint(o.Resume), other)
 			}
 			if n := tr.EpochsDone(); o.Resume != "" && n >= o.Epochs {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it\n",
-					train.ResolveCheckpoint(o.Resume), n, o.Epochs)
+				then := ""
+				if tr.EvalPending() {
+					then = "; its last epoch's evaluation was interrupted: it runs now"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it%s\n",
+					train.ResolveCheckpoint(o.Resume), n, o.Epochs, then)
 			}
 			// The header once New has accepted the options and the
 			// checkpoint: a refusal is not printed under it.
@@ -269,16 +295,7 @@ that mmap reads need. See docs/train.md.`,
 					return err
 				}
 			} else {
-				if len(rep.Epochs) == 0 {
-					// Interrupted in the first epoch, or resumed from a
-					// checkpoint that already holds --epochs: no accuracy
-					// to report (it printed "final valid 0.00%").
-					fmt.Fprintf(out, "model %s, %d layers, %d parameters; no epoch completed (--epochs %d); %.1fs\n",
-						rep.Model.Kind, rep.Model.Layers, rep.Params, rep.Options.Epochs, rep.ElapsedSec)
-				} else {
-					fmt.Fprintf(out, "model %s, %d layers, %d parameters; final valid %.2f%% test %.2f%%; best valid %.2f%% (test %.2f%%); %.1fs\n",
-						rep.Model.Kind, rep.Model.Layers, rep.Params, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
-				}
+				fmt.Fprintln(out, train.Summary(rep))
 				if rep.TargetValid > 0 {
 					if rep.ReachedValid {
 						fmt.Fprintf(out, "valid %.2f%% reached after %d epochs, %.1fs\n", 100*rep.TargetValid, rep.EpochsToTarget, rep.SecondsToTarget)
@@ -337,12 +354,33 @@ that mmap reads need. See docs/train.md.`,
 	return cmd
 }
 
+// openMetrics opens the --metrics file for appending. A FIFO (or another
+// file that is not a regular one, such as /dev/stdout on a pipe) is opened
+// without blocking: open(2) of a FIFO without a reader waited forever,
+// deaf to Ctrl-C and SIGTERM, which only cancel a context.
+func openMetrics(path string) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		flags |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(path, flags, 0o666)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("--metrics %s: a FIFO that no process reads: start its reader first", path)
+	}
+	return f, err
+}
+
 // appendLine writes v as one JSON line at the end of f, or, when the write
 // fails, cuts f back to where it ended (a short write leaves no partial
-// line).
+// line). A FIFO or device is written to as it is: it cannot seek, and
+// refused every line ("illegal seek").
 func appendLine(f *os.File, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		_, err := f.Write(append(b, '\n'))
 		return err
 	}
 	end, err := f.Seek(0, io.SeekEnd)
@@ -378,7 +416,11 @@ func resumeCommand(ck string) string {
 	}
 	args = append(args, "--resume", ck)
 	for i, a := range args {
-		if strings.ContainsAny(a, " \t'\"$\\") {
+		// Quoted unless every character is one a shell takes as is
+		// (a path with ';', '&', '*' or '(' was printed bare).
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r))
+		}) {
 			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 	}

@@ -84,6 +84,8 @@ func TestResumeCommand(t *testing.T) {
 		{[]string{"bin/ssdgnn", "train", "d", "--mem", "1GiB"}, "ssdgnn train d --mem 1GiB --resume ck/x.ssdc"},
 		{[]string{"ssdgnn", "train", "d", "--resume", "old", "--epochs", "5"}, "ssdgnn train d --epochs 5 --resume ck/x.ssdc"},
 		{[]string{"ssdgnn", "train", "my data", "--resume=old"}, "ssdgnn train 'my data' --resume ck/x.ssdc"},
+		// Every shell metacharacter is quoted, not only blanks and quotes.
+		{[]string{"ssdgnn", "train", "d", "--metrics", "a;b&c", "--plot", "p*(1).png", "--checkpoint", "it's"}, `ssdgnn train d --metrics 'a;b&c' --plot 'p*(1).png' --checkpoint 'it'\''s' --resume ck/x.ssdc`},
 	} {
 		os.Args = c.args
 		if got := resumeCommand("ck/x.ssdc"); got != c.want {
@@ -113,6 +115,14 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},
 		{[]string{"partition", dir, "--no-lambda", "--lambda", "5"}, "--lambda has no effect with --no-lambda"},
 		{[]string{"train", dir, "--feat-policy", "profiled"}, "--feat-policy profiled needs a profile: give --mem"},
+		// Taken and ignored before (a hostile sweep, 2026-11-27): no
+		// budget plans nothing; a dataset without a partitioning trains
+		// random batches.
+		{[]string{"train", dir, "--reprofile"}, "--reprofile has no effect without --mem"},
+		{[]string{"train", dir, "--parts-per-batch", "5"}, "--parts-per-batch has no effect with random batches"},
+		{[]string{"train", dir, "--pgrad", "0.5"}, "--pgrad has no effect with --hist-policy staleness"},
+		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--mode", "sampled", "--eval-mem", "1MiB"}, "--eval-mem has no effect with --mode sampled"},
+		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--eval-mem", "0"}, "--eval-mem 0: want a positive value"},
 	} {
 		if _, _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/train"
 )
 
 func TestTrainInfer(t *testing.T) {
@@ -550,5 +555,78 @@ func TestTrainWarnsDamagedProfile(t *testing.T) {
 		"--mem", "32MiB", "--checkpoint", t.TempDir())
 	if err != nil || !strings.Contains(stderr, "saved profile is damaged") || !strings.Contains(stderr, mp) {
 		t.Errorf("train over a damaged profile: %v, stderr %q", err, stderr)
+	}
+}
+
+// TestMetricsFIFO: --metrics naming a FIFO writes one JSON line per epoch
+// to its reader, and without a reader fails at once: open(2) waited
+// forever, deaf to Ctrl-C and SIGTERM, and with a reader every line
+// failed ("seek: illegal seek").
+func TestMetricsFIFO(t *testing.T) {
+	dir := genSmall(t)
+	fifo := filepath.Join(t.TempDir(), "m.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	args := []string{"train", dir, "--epochs", "2", "--hidden", "8", "--fanouts", "3,3", "--metrics", fifo, "--checkpoint", filepath.Join(t.TempDir(), "ck")}
+	done := make(chan error, 1)
+	go func() { _, _, err := run(t, args...); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no process reads") {
+			t.Errorf("no reader: %v, want an error saying the FIFO has no reader", err)
+		}
+	case <-time.After(30 * time.Second):
+		// Unblock the open so the goroutine ends, then fail.
+		if f, err := os.OpenFile(fifo, os.O_RDONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("train --metrics FIFO without a reader still blocks after 30 s")
+	}
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, err := run(t, args...); err != nil {
+		t.Fatalf("with a reader: %v", err)
+	}
+	// Two lines fit the pipe's buffer; train has closed its end.
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) != 2 {
+		t.Fatalf("%d lines through the FIFO, want 2: %q", len(lines), lines)
+	}
+	for i, l := range lines {
+		var e struct{ Epoch int }
+		if err := json.Unmarshal(l, &e); err != nil || e.Epoch != i {
+			t.Errorf("line %d: %q (%v)", i, l, err)
+		}
+	}
+}
+
+// TestTrainPlanWithoutMem: --plan without --mem (and no cgroup limit) has
+// a budget, the plan's: the first line no longer says "no memory budget;
+// feature and neighbour caches off", and under --no-hist the plan's
+// history cache, which is not built, is said to be off.
+func TestTrainPlanWithoutMem(t *testing.T) {
+	if _, ok := cgroup.SelfMemoryLimit(); ok {
+		t.Skip("a memory cgroup limit is a budget")
+	}
+	dir := genSmall(t)
+	ck := t.TempDir()
+	common := []string{"train", dir, "--epochs", "1", "--hidden", "8", "--fanouts", "3,3"}
+	if _, _, err := run(t, append(common, "--mem", "256MiB", "--checkpoint", ck)...); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run(t, append(common, "--plan", filepath.Join(ck, "plan.json"), "--no-hist", "--checkpoint", t.TempDir())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr, "caches off") || !strings.Contains(stderr, train.NoMemWithPlan) || !strings.Contains(stderr, "history off (--no-hist)") {
+		t.Errorf("stderr %q: want the plan's budget named and its history off", stderr)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -43,6 +45,9 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 		if err := outpath.CheckParent(o.Flag, o.Path); err != nil {
 			return err
 		}
+		if err := writable(o); err != nil {
+			return err
+		}
 		if err := storage.CheckOutput(dir, m, o.Flag, o.Path); err != nil {
 			return err
 		}
@@ -72,6 +77,40 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 				return fmt.Errorf("%s and %s both name %s: give each its own file", p.Flag, o.Flag, o.Path)
 			}
 		}
+	}
+	return nil
+}
+
+// CheckOutputDir refuses an output directory (the value of flag, such as
+// train's --checkpoint) that is a dataset's directory: its files would
+// land among the dataset's, and its lock is the dataset's writer lock
+// (`train --checkpoint d/cora` on another dataset held cora's lock, and
+// `partition d/cora` was refused as in use).
+func CheckOutputDir(flag, dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, storage.ManifestName)); err == nil {
+		return fmt.Errorf("%w: %s %s is a dataset directory: name another (a checkpoint directory such as %s)",
+			outpath.ErrInput, flag, dir, filepath.Join(dir, "checkpoints"))
+	}
+	return nil
+}
+
+// writable refuses, before any work, an output that names a directory or
+// that cannot be written: a file replaced atomically needs a temporary
+// file beside it, so its directory must take one; a file appended to must
+// itself be writable. `train --plot DIR` trained to the end and then
+// failed ("rename plot.tmp-N plot: file exists"), and a --metrics
+// directory was refused as a file with hard links.
+func writable(o Output) error {
+	st, err := os.Stat(o.Path)
+	if err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s is a directory: name a file", o.Flag, o.Path)
+	}
+	target := filepath.Dir(o.Path)
+	if o.Appends && err == nil {
+		target = o.Path
+	}
+	if err := unix.Access(target, unix.W_OK); err != nil {
+		return fmt.Errorf("%s %s: %s is not writable: %w", o.Flag, o.Path, target, err)
 	}
 	return nil
 }

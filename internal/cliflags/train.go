@@ -97,7 +97,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
 	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")
 	f.BoolVar(&t.JSON, "json", false, "print the final report as JSON instead of the table")
-	f.StringVar(&t.Metrics, "metrics", "", "append one JSON line per epoch to this file")
+	f.StringVar(&t.Metrics, "metrics", "", "append one JSON line per epoch to this file (or FIFO, read already)")
 	f.StringVar(&t.Plot, "plot", "", "plot loss and accuracy against time to this PNG")
 }
 
@@ -111,7 +111,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	// 0 means nothing for these: refuse it rather than take the default
 	// silently (--epochs 0 used to train 100 epochs).
 	if err := RequirePositive(f, "epochs", "hidden", "heads", "layers", "batch-size", "in-flight", "staleness",
-		"eval-every", "spill-chunk", "spill-ahead", "scan-batches", "mem"); err != nil {
+		"eval-every", "spill-chunk", "spill-ahead", "scan-batches", "mem", "mem-limit", "eval-mem", "pgrad"); err != nil {
 		return nil, err
 	}
 	var err error
@@ -147,7 +147,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 		return nil, err
 	}
 	o.FeatRead, o.FeatIO, o.FeatCoalesceGap, o.FeatMaxReadAmp = ro.Mode, ro.IO, ro.CoalesceGap, ro.MaxReadAmplification
-	if o.Dropout < 0 || o.Dropout >= 1 {
+	if !(o.Dropout >= 0) || o.Dropout >= 1 { // NaN too
 		return nil, fmt.Errorf("--dropout %v: want a probability in [0, 1)", o.Dropout)
 	}
 	if o.Dropout == 0 {
@@ -174,6 +174,9 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	if err := conflicts(f, o); err != nil {
 		return nil, err
 	}
+	if err := Inapplicable(f, t.PlanFile != "", "with --plan (the plan sizes the caches: no profile is read or taken)", "reprofile", "profile-name"); err != nil {
+		return nil, err
+	}
 	if o.CheckpointDir == "" {
 		o.CheckpointDir = filepath.Join(dir, "checkpoints")
 	}
@@ -188,6 +191,11 @@ func conflicts(f *pflag.FlagSet, o *train.Options) error {
 		Inapplicable(f, o.EvalMode != train.EvalSampled, "with --eval "+cmp.Or(o.EvalMode, train.EvalLayerwise)+" (exact, full neighbourhoods)", "eval-fanouts"),
 		Inapplicable(f, o.Selection == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"),
 		Inapplicable(f, !o.Spill, "without --spill", "spill-chunk", "spill-ahead", "spill-dir"),
+		// These were taken and ignored (a hostile sweep, 2026-11-27).
+		Inapplicable(f, !o.NoHist && o.HistPolicy != histcache.PolicyGrad, "with --hist-policy "+o.HistPolicy.String()+" (it is grad's admitted fraction)", "pgrad"),
+		Inapplicable(f, !o.NoHist && o.Layers == 1, "with --layers 1 (no hidden layer, so no historical embeddings)", "hist-cache", "hist-policy", "staleness"),
+		Inapplicable(f, o.EvalMode == train.EvalSampled, "with --eval sampled (it bounds layer-wise chunks)", "eval-mem"),
+		Inapplicable(f, o.StreamInput == train.StreamInputOff, "with --stream-input off", "scan-batches"),
 	)
 }
 

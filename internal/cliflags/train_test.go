@@ -57,14 +57,29 @@ func TestParseTrain(t *testing.T) {
 			}
 		}},
 		{name: "zero epochs", args: strings.Fields("d --epochs 0"), err: "--epochs 0"},
+		// histcache reads PGrad 0 as its default, 0.9: --pgrad 0
+		// admitted 90 %.
+		{name: "zero eval-mem", args: strings.Fields("d --eval-mem 0"), err: "--eval-mem 0: want a positive value"},
+		{name: "zero mem-limit", args: strings.Fields("d --mem-limit 0"), err: "--mem-limit 0: want a positive value"},
+		{name: "zero pgrad", args: strings.Fields("d --hist-policy grad --pgrad 0"), err: "--pgrad 0: want a positive value (omit the flag for the default, 0.9)"},
 		{name: "bad fanouts", args: strings.Fields("d --fanouts 10,x"), err: "--fanouts"},
 		{name: "bad dropout", args: strings.Fields("d --dropout 1"), err: "--dropout"},
+		{name: "NaN dropout", args: strings.Fields("d --dropout NaN"), err: "--dropout NaN: want a probability in [0, 1)"},
 		{name: "NaN lr", args: strings.Fields("d --lr NaN"), err: "--lr NaN"},
 		{name: "infinite lr", args: strings.Fields("d --lr Inf"), err: "--lr +Inf"},
 		{name: "negative weight decay", args: strings.Fields("d --weight-decay -1"), err: "--weight-decay -1"},
 		{name: "NaN weight decay", args: strings.Fields("d --weight-decay NaN"), err: "--weight-decay NaN"},
 		{name: "bad source", args: strings.Fields("d --source nope"), err: "nope"},
 		{name: "bad size", args: strings.Fields("d --mem 2EiB"), err: "beyond the largest"},
+		// Flags another flag makes meaningless, once taken and ignored.
+		{name: "pgrad under staleness", args: strings.Fields("d --pgrad 0.5"), err: "--pgrad has no effect with --hist-policy staleness"},
+		{name: "history flags, one layer", args: strings.Fields("d --layers 1 --staleness 5"), err: "--staleness has no effect with --layers 1"},
+		{name: "eval-mem, sampled", args: strings.Fields("d --eval sampled --eval-mem 10MiB"), err: "--eval-mem has no effect with --eval sampled"},
+		{name: "scan-batches, not streamed", args: strings.Fields("d --stream-input off --scan-batches 1"), err: "--scan-batches has no effect with --stream-input off"},
+		{name: "reprofile with a plan", args: strings.Fields("d --plan p.json --reprofile"), err: "--reprofile has no effect with --plan"},
+		{name: "profile-name with a plan", args: strings.Fields("d --plan p.json --profile-name x"), err: "--profile-name has no effect with --plan"},
+		{name: "where they apply", args: strings.Fields("d --hist-policy grad --pgrad 0.5 --layers 3 --staleness 5 --eval-mem 10MiB --stream-input on --scan-batches 1 --mem 1GiB --reprofile"),
+			check: func(t *testing.T, tf *Train, o *train.Options) {}},
 		{name: "no dir", args: strings.Fields("--epochs 1"), err: "want one DIR"},
 		{name: "unknown flag", args: strings.Fields("d --no-such-flag"), err: "no-such-flag"},
 	} {

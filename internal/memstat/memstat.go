@@ -30,6 +30,10 @@ func AnonRSS() int64 { return field("RssAnon:") }
 // when unknown.
 func Available() int64 { return fieldOf("/proc/meminfo", "MemAvailable:") }
 
+// Total is the machine's memory (/proc/meminfo MemTotal), in bytes; 0 when
+// unknown.
+func Total() int64 { return fieldOf("/proc/meminfo", "MemTotal:") }
+
 // ResetPeak resets VmHWM to the current RSS (Linux ≥ 4.0), so a later
 // PeakRSS measures one phase. It reports whether the reset worked.
 func ResetPeak() bool {

@@ -1,0 +1,63 @@
+package cliflags
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+)
+
+// TestCheckOutputsDirectory: an output that names an existing directory
+// is refused before the command's work, for a replaced file (--plot,
+// --out) and an appended one (--metrics) alike. train --plot DIR trained
+// to the end and failed at the rename; --metrics DIR was refused as a
+// file with 2 hard links.
+func TestCheckOutputsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "m.jsonl")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		out  Output
+		want string // "" for accepted
+	}{
+		{"plot directory", Output{Flag: "--plot", Path: sub}, "--plot " + sub + " is a directory: name a file"},
+		{"metrics directory", Output{Flag: "--metrics", Path: sub, Appends: true}, "--metrics " + sub + " is a directory: name a file"},
+		{"new plot", Output{Flag: "--plot", Path: filepath.Join(sub, "p.png")}, ""},
+		{"existing metrics", Output{Flag: "--metrics", Path: file, Appends: true}, ""},
+		{"missing parent", Output{Flag: "--plot", Path: filepath.Join(dir, "none", "p.png")}, "does not exist"},
+	} {
+		err := CheckOutputs(t.TempDir(), nil, nil, tc.out)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCheckOutputDir: a dataset's directory is no output directory; a
+// directory inside it (DIR/checkpoints) or elsewhere is.
+func TestCheckOutputDir(t *testing.T) {
+	ds := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ds, storage.ManifestName), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOutputDir("--checkpoint", ds); err == nil || !strings.Contains(err.Error(), "is a dataset directory") {
+		t.Errorf("dataset directory: %v", err)
+	}
+	for _, ok := range []string{filepath.Join(ds, "checkpoints"), t.TempDir()} {
+		if err := CheckOutputDir("--checkpoint", ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
