@@ -125,7 +125,8 @@
 // sample.Sampler.SpillEpoch: a writer goroutine samples the epoch in batch
 // order into a spill file under SpillDir (default DATASET/spill) in chunks
 // of c = SpillChunk batches, announcing each chunk once it is flushed, and
-// pauses while A = SpillAhead announced chunks wait unread; the pipeline's
+// pauses while A = SpillAhead announced chunks wait unread (with history,
+// while the chunks of D+P batches wait: below); the pipeline's
 // sample goroutine reads the batches back in order. The file is deleted
 // when the epoch ends or is cancelled. Batches are bit-identical to those
 // of the in-memory path (each is a function of seed, epoch, index and its
@@ -139,29 +140,30 @@
 //     chunk is written, and every batch of the chunk needs its reuse
 //     decision first. When compute waits for batch k it has decided every
 //     batch < k+D, and k's chunk ends at most at k+c−1.
-//   - Upper bound, D ≤ (A+1)·c + P + m + 4. When compute waits for batch
-//     i's request (after computing i−D) and the reader is blocked handing
-//     batch r on, the pipeline between them is full: the reader's batch,
-//     toGather's, gather's and at least m past gather (gather waits for one
-//     of InFlight ring buffers, which the CPU backend holds until compute
-//     frees the batch, or for room in toTransfer; with a copying backend
-//     toTransfer, transfer and toCompute are then all full), so
-//     r = i−D+3+m.
-//     The reader has been announced chunks up to some a ≥ r+1, A more wait
-//     in the channel and the writer has written one more chunk before it
-//     blocks; the sampler's dispatcher hands out P batches beyond that, so
-//     batches up to a+(A+1)·c+P reach a worker and batch i's request
-//     arrives only if i ≤ that.
+//   - No upper bound: the reuse protocol itself keeps the writer within
+//     D + P batches of compute (the sampler waits at batch i for compute
+//     of batch i−D; its dispatcher hands out P batches beyond), and with
+//     history the writer may have that many batches announced and unread
+//     (Trainer.spillAhead: max(A, ⌈(D+P)/c⌉+1) chunks), so it never pauses
+//     short of the batch whose request compute waits for. Before
+//     2026-11-27 it paused at A chunks, which put an upper bound
+//     D ≤ (A+1)·c + P + m + 4 on the reuse depth, derived by counting the
+//     pipeline between the reader and compute in batches (the reader's,
+//     toGather's, gather's and m past gather). With micro-batches those
+//     stages hold parts of one or two batches, the reader can stand one
+//     batch past compute, and the default D deadlocked: a 1M-node graph
+//     under --mem 200MiB --spill stopped after 14 of 100 batches
+//     (TestSpillMicroBatches).
 //
-// ReuseDepth takes D = (A+1)·c + 4 + m, the upper bound less P (≥ 1), so
-// the sampler may run about as far ahead as the spill buffering allows.
-// Both ends of the range finish (TestSpillDepthRange); one past the upper
-// end deadlocked in every configuration tried. The defaults (c 16, A 1,
-// InFlight 2) give D = 38, which the default Staleness (one epoch of
-// batches past D, histcache.EpochStaleness) always exceeds; a decision
-// after compute of batch i−38 is staler than one after i−2, and the first
-// D batches of an epoch are decided against the cache the previous epoch
-// left, so fewer embeddings are reused than without spill.
+// ReuseDepth takes D = (A+1)·c + 4 + m, the old upper bound less P, so the
+// sampler runs about as far ahead as the spill buffering allowed and
+// results equal those of before the change. Both ends of the old range
+// finish (TestSpillDepthRange). The defaults (c 16, A 1, InFlight 2) give
+// D = 38, which the default Staleness (one epoch of batches past D,
+// histcache.EpochStaleness) always exceeds; a decision after compute of
+// batch i−38 is staler than one after i−2, and the first D batches of an
+// epoch are decided against the cache the previous epoch left, so fewer
+// embeddings are reused than without spill.
 //
 // # Checkpoints
 //

@@ -132,11 +132,37 @@ func (t *Trainer) epochBatches(ctx context.Context) (batchSource, int64, error) 
 		return nil, 0, err
 	}
 	si, err := t.sampler.SpillEpoch(ctx, t.epoch, &sample.SpillOptions{Dir: t.o.SpillDir,
-		ChunkBatches: t.o.SpillChunk, AheadChunks: t.o.SpillAhead, Logger: t.o.Logger})
+		ChunkBatches: t.o.SpillChunk, AheadChunks: t.spillAhead(), Logger: t.o.Logger})
 	if err != nil {
 		return nil, 0, err
 	}
 	return si, int64(len(pl.Batches)), nil
+}
+
+// spillAhead is how many announced chunks the spill writer may have
+// waiting: SpillAhead, or with history enough for the writer to reach
+// every batch whose reuse request compute can wait for. The reuse
+// protocol bounds the writer's lead itself (the sampler waits at batch i
+// for compute of batch i−D; its dispatcher runs Prefetch = InFlight
+// batches further), so the announcements need not bound it, and must not
+// bound it tighter: D's upper bound (package doc, "Decoupled sample
+// stage") counts the pipeline between the reader and compute in batches,
+// but with micro-batches its stages hold parts of one or two batches, and
+// a writer paused at SpillAhead chunks never reached the batch compute
+// waited for (a deadlock).
+func (t *Trainer) spillAhead() int {
+	a := t.o.SpillAhead
+	if a == 0 {
+		a = sample.DefaultSpillAhead
+	}
+	if t.hc == nil {
+		return a
+	}
+	c := t.o.SpillChunk
+	if c == 0 {
+		c = sample.DefaultSpillChunk
+	}
+	return max(a, (t.depth+t.o.InFlight+c-1)/c+1)
 }
 
 // stageClock accumulates busy nanoseconds.

@@ -71,7 +71,8 @@ saves).
 
 --spill decouples the sample stage (OUTRE §4.1, Ginex): each epoch's batches
 are sampled ahead into a file under --spill-dir (default DIR/spill) in chunks
-of --spill-chunk batches, at most --spill-ahead chunks waiting, and read back
+of --spill-chunk batches, at most --spill-ahead chunks waiting (with history,
+the chunks of D + in-flight batches), and read back
 by the gather stage; the file is deleted after the epoch. With history on,
 batch i's reuse set is then decided after compute of batch i−D with
 D = chunk·(ahead+1) + 4 + min(in-flight, 3) instead of i−2, so --staleness

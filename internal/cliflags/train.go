@@ -88,7 +88,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.IntVar(&o.InFlight, "in-flight", 0, "batches whose input features may be in memory at once (default 2; with --mem, 1 when two would cut batches into more micro-batches; 1: no gather/compute overlap)")
 	f.BoolVar(&o.Spill, "spill", false, "decouple the sample stage: sample batches ahead into a spill file and read them back (OUTRE §4.1)")
 	f.IntVar(&o.SpillChunk, "spill-chunk", train.DefaultSpillChunk, "batches per spill chunk (--spill)")
-	f.IntVar(&o.SpillAhead, "spill-ahead", train.DefaultSpillAhead, "written chunks that may wait unread (--spill)")
+	f.IntVar(&o.SpillAhead, "spill-ahead", train.DefaultSpillAhead, "written chunks that may wait unread (--spill; with history, at least the chunks of the reuse depth)")
 	f.StringVar(&o.SpillDir, "spill-dir", "", "directory of the spill file (--spill; default DIR/spill)")
 	f.StringVar(&t.PlanFile, "plan", "", "size the caches from this plan.json (from 'ssdgnn plan') instead of profiling")
 	f.StringVar(&t.ProfileName, "profile-name", "", "name of the profile --mem plans from under DIR/profile (reused when it matches this training, else profiled and written; default: "+train.DefaultProfileName+", or the one `ssdgnn profile` saved when it matches and "+train.DefaultProfileName+" does not)")
