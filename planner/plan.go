@@ -191,7 +191,12 @@ type CurvePoint struct {
 
 // PlanResult is a memory split.
 type PlanResult struct {
-	Profile      string  `json:"profile"`
+	Profile string `json:"profile"`
+	// ProfileID is the profile's Profile.ID when the plan was made: a
+	// profile saved again under the name since (another training's
+	// --mem re-profiles into "train") no longer matches it. Empty in plans
+	// written before 2026-11-27.
+	ProfileID    string  `json:"profile_id,omitempty"`
 	Dataset      string  `json:"dataset"`
 	NumNodes     int64   `json:"num_nodes"`
 	FeatRowBytes int64   `json:"feat_row_bytes"`
@@ -594,7 +599,7 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 			ErrBudget, o.MemBytes, tables, 4*n, n)
 	}
 
-	res := &PlanResult{Profile: p.Meta.Name, Dataset: p.Meta.Dataset, NumNodes: n, FeatRowBytes: o.FeatRowBytes,
+	res := &PlanResult{Profile: p.Meta.Name, ProfileID: p.ID(), Dataset: p.Meta.Dataset, NumNodes: n, FeatRowBytes: o.FeatRowBytes,
 		Hidden: max(o.Hidden, 0), Decoupled: o.Decoupled, Beta: beta, Step: o.Step, Alpha: best.alpha,
 		NeighborFrac: best.gamma, Feature: best.feat, History: best.hist, Neighbor: best.nbr, Curve: bestCurve}
 	if o.Decoupled && nm != nil {

@@ -330,9 +330,11 @@ func memParts(t testing.TB, d *storage.Dataset, k int) *sample.MemPartitions {
 	return mp
 }
 
-// stripTiming zeroes the fields that depend on timing.
+// stripTiming drops what differs between two runs of one profile: the
+// timings (and Beta, which the timings give), the files Save fills in and
+// the run's id.
 func stripTiming(m Meta) Meta {
-	m.SampleSeconds, m.GatherSeconds, m.Beta, m.Files = 0, 0, 0, nil
+	m.SampleSeconds, m.GatherSeconds, m.Beta, m.Files, m.RunID = 0, 0, 0, nil, ""
 	return m
 }
 

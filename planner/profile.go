@@ -2,6 +2,8 @@ package planner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math"
@@ -183,6 +185,11 @@ type Meta struct {
 	// by (0 in profiles written before it was recorded).
 	SamplePlan int    `json:"sample_plan,omitempty"`
 	Name       string `json:"name"`
+	// RunID names the profiling run that made the profile (random, drawn
+	// when it starts; empty in profiles written before 2026-11-27): a
+	// plan records it (PlanResult.ProfileID), so a profile saved again
+	// under the name since is told apart (ID).
+	RunID string `json:"run_id,omitempty"`
 
 	// The dataset profiled.
 	Dataset         string `json:"dataset"`
@@ -513,7 +520,7 @@ func RunProfile(ctx context.Context, d *storage.Dataset, parts sample.Partitions
 		DatasetChecksum: DatasetChecksum(d), NumNodes: n, NumEdges: d.NumEdges(), FeatDim: d.FeatDim(),
 		FeatRowBytes: d.FeatRowBytes(), IDBytes: idBytes, Mode: string(eff.Mode), Fanouts: eff.Fanouts,
 		BatchSize: eff.BatchSize, PartsPerBatch: eff.PartsPerBatch, Partition: o.Partition, Seed: eff.Seed,
-		PresampleEpochs: o.PresampleEpochs}
+		PresampleEpochs: o.PresampleEpochs, RunID: newRunID()}
 	if eff.Mode != sample.ModePartition {
 		m.PartsPerBatch = 0
 		m.Partition = ""
@@ -692,4 +699,20 @@ func sum(a []uint32) uint64 {
 		s += uint64(x)
 	}
 	return s
+}
+
+// ID names the run that made p (Meta.RunID): two profiles saved under one
+// name by different runs differ, the same profile read back does not. ""
+// for a profile that predates it.
+func (p *Profile) ID() string { return p.Meta.RunID }
+
+// newRunID is a fresh profiling run's RunID: 64 random bits in hex. It
+// identifies the run and feeds no computation, so profiles stay a
+// function of their seed.
+func newRunID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -514,7 +514,8 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
-		mp.Warning = profileMismatch(mp.Plan.Profile, full, &o, reads)
+		mp.Warning = strings.TrimPrefix(mp.Warning+"; "+profileMismatch(mp.Plan.Profile, full, &o, reads), "; ")
+		mp.Warning = strings.TrimSuffix(mp.Warning, "; ")
 		if w := cfg.HistWidth(); mp.Plan.Hidden > 0 && w > 0 && mp.Plan.Hidden != w && !o.NoHist {
 			mp.Warning = strings.TrimPrefix(mp.Warning+"; ", "; ") + fmt.Sprintf(
 				"plan %s divided the budget for history embeddings of width %d, this training's are %d wide ('ssdgnn plan --hidden %d' divides it for them)",
@@ -1254,6 +1255,13 @@ func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...an
 	p, err := planner.LoadProfile(d.Dir(), res.Profile)
 	switch {
 	case err == nil && p.Meta.NumNodes == d.NumNodes():
+		if res.ProfileID != "" && p.ID() != res.ProfileID {
+			// Saved again under the name since (another training's --mem
+			// re-profiles into "train"): its counts rank the caches the
+			// plan sized for the old one's.
+			mp.Warning = fmt.Sprintf("profile %q has been saved again since %s was made from it (profile %s, the plan's %s): the plan's cache sizes were divided for the old counts; run 'ssdgnn plan' again, or train with --mem",
+				res.Profile, path, p.ID(), res.ProfileID)
+		}
 		return mp, p, nil
 	case err == nil, errors.Is(err, planner.ErrNotFound):
 		log.Info("plan's profile not usable; caches select by degree", "profile", res.Profile)

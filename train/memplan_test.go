@@ -737,3 +737,46 @@ func TestPlanComparisonNoHist(t *testing.T) {
 		t.Errorf("comparison %+v: want the note to say history is off, not that it starts empty", c)
 	}
 }
+
+// TestPlanProfileSavedAgain: a plan records the run that made its profile;
+// read with the profile saved again under the name since (another
+// training's --mem re-profiles into "train"), training warns that the
+// plan was divided for other counts, and not when it is the same profile
+// (sweep 26, T17: the old plan was read with the new counts silently).
+func TestPlanProfileSavedAgain(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	mem := MinimumBudget(d, o) + 8*d.NumNodes() + 200*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes + FixedState(d, o, nil).Bytes
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.Plan.ProfileID == "" {
+		t.Fatal("the plan records no profile id")
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := mp.Plan.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	warning := func() string {
+		mp, err := PlanMemory(context.Background(), d, synthOpts(), &MemPlanOptions{PlanFile: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mp.Warning
+	}
+	if w := warning(); strings.Contains(w, "saved again") {
+		t.Errorf("the plan's own profile: %q", w)
+	}
+	p, err := planner.LoadProfile(d.Dir(), "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Meta.RunID = "0123456789abcdef"
+	if err := p.Save(d.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if w := warning(); !strings.Contains(w, `profile "again" has been saved again`) {
+		t.Errorf("profile saved again: warning %q", w)
+	}
+}
