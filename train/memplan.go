@@ -258,20 +258,23 @@ func profilingBytes(d *storage.Dataset, o *Options, whole int64, epochs int, pro
 // alone (ssdgnn profile) runs with opts over epochs pre-sampled epochs:
 // the runtime reserve, the sampling workers' batches under construction
 // and macro-batch caches, and the profiling epoch's own memory, each as
-// MinimumBudget counts it; no model, caches or training batches.
+// MinimumBudget counts it, and the global neighbour cache of
+// opts.NeighborCacheBytes (profile --neighbor-cache); no model, feature or
+// history cache, or training batches.
 func ProfileMinimumBudget(d *storage.Dataset, opts *Options, epochs int) int64 {
 	o := withFanoutsOf(opts.withDefaults(), d)
 	whole := fanoutRows(batchTargets(&o), o.Fanouts, d.NumNodes())
-	return withReserve(samplersBytes(d, &o) + profilingBytes(d, &o, whole, max(epochs, 1), true))
+	return withReserve(samplersBytes(d, &o) + profilingBytes(d, &o, whole, max(epochs, 1), true) + max(o.NeighborCacheBytes, 0))
 }
 
 // SamplingMinimumBudget is the least memory in which sampling alone (ssdgnn
 // rr) runs with opts: the runtime reserve and the sampling workers'
 // batches under construction and macro-batch caches, as MinimumBudget
-// counts them.
+// counts them, and the global neighbour cache of opts.NeighborCacheBytes
+// (rr --neighbor-cache).
 func SamplingMinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	o := withFanoutsOf(opts.withDefaults(), d)
-	return withReserve(samplersBytes(d, &o))
+	return withReserve(samplersBytes(d, &o) + max(o.NeighborCacheBytes, 0))
 }
 
 // samplersBytes is what o's sampling workers hold (o has its defaults):
@@ -299,14 +302,14 @@ func withReserve(need int64) int64 { return max(need+reserveFloor, (need*8+6)/7)
 // an ErrBudget naming the limit and the least it needs, so that the epoch
 // is refused before it starts instead of OOM-killed part way.
 func ProfileFit(d *storage.Dataset, opts *Options, epochs int) (workers int, note string, err error) {
-	return fitCgroup(d, opts, "a profiling epoch", "sampling workers, per-node counters and the validity model's log", " or --presample-epochs",
+	return fitCgroup(d, opts, "a profiling epoch", "sampling workers, per-node counters and the validity model's log, the neighbour cache", ", --presample-epochs or --neighbor-cache",
 		func(o *Options) int64 { return ProfileMinimumBudget(d, o, epochs) })
 }
 
 // SamplingFit is ProfileFit for sampling alone (ssdgnn rr):
 // SamplingMinimumBudget against the memory cgroup's limit.
 func SamplingFit(d *storage.Dataset, opts *Options) (workers int, note string, err error) {
-	return fitCgroup(d, opts, "sampling", "sampling workers' batches and macro-batch caches", "",
+	return fitCgroup(d, opts, "sampling", "sampling workers' batches and macro-batch caches, the neighbour cache", " or --neighbor-cache",
 		func(o *Options) int64 { return SamplingMinimumBudget(d, o) })
 }
 

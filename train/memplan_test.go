@@ -780,3 +780,20 @@ func TestPlanProfileSavedAgain(t *testing.T) {
 		t.Errorf("profile saved again: warning %q", w)
 	}
 }
+
+// TestSamplingMinimumCountsNeighborCache: rr's and profile's least memory
+// holds the global neighbour cache they build (--neighbor-cache); without
+// it, rr --neighbor-cache 512MiB passed the fit in a 64 MiB cgroup and was
+// OOM-killed (review 26, R6).
+func TestSamplingMinimumCountsNeighborCache(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	nc := *o
+	nc.NeighborCacheBytes = 64 << 20
+	if got, base := SamplingMinimumBudget(d, &nc), SamplingMinimumBudget(d, o); got < base+nc.NeighborCacheBytes {
+		t.Errorf("sampling least %d with a 64 MiB neighbour cache, %d without", got, base)
+	}
+	if got, base := ProfileMinimumBudget(d, &nc, 1), ProfileMinimumBudget(d, o, 1); got < base+nc.NeighborCacheBytes {
+		t.Errorf("profile least %d with a 64 MiB neighbour cache, %d without", got, base)
+	}
+}

@@ -116,7 +116,7 @@ bound train's minimum counts for its own profiling epoch).`,
 			// Under a memory cgroup too small for the epoch, refuse now
 			// rather than be OOM-killed part way (train refuses the same).
 			w, note, err := train.ProfileFit(d, &train.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Selection: o.Mode,
-				PartsPerBatch: o.PartsPerBatch, Workers: o.Workers, Source: o.Source, Partitions: parts}, o.PresampleEpochs)
+				PartsPerBatch: o.PartsPerBatch, Workers: o.Workers, Source: o.Source, Partitions: parts, NeighborCacheBytes: int64(ncache)}, o.PresampleEpochs)
 			if err != nil {
 				return err
 			}

@@ -88,7 +88,7 @@ naming the least limit.`,
 			// Under a memory cgroup too small for the samplers, refuse
 			// now rather than be OOM-killed part way.
 			w, note, err := train.SamplingFit(d, &train.Options{Fanouts: o.Fanouts, BatchSize: o.BatchSize, Selection: sample.ModePartition,
-				PartsPerBatch: o.PartsPerBatch, Workers: o.Workers, Source: o.Source, Partitions: parts})
+				PartsPerBatch: o.PartsPerBatch, Workers: o.Workers, Source: o.Source, Partitions: parts, NeighborCacheBytes: int64(ncache)})
 			if err != nil {
 				return err
 			}
