@@ -32,7 +32,8 @@ const runtimeBytes = 28 << 20
 // random, an 8-byte order and a 4-byte assignment a node beside
 // runtimeBytes. Metis runs gpmetis, whose memory is its own: 0. Measured
 // against it: 1,000,000 nodes, 100 parts, fennel, peak RssAnon 85 MiB
-// against a MinMemory of 87.4 MiB.
+// against a MinMemory of 94 MiB (the read-ahead is 12.5 MiB there; it
+// ran in a cgroup of 94 MiB).
 func MinMemory(d *storage.Dataset, o *Options) int64 {
 	c := o.withDefaults()
 	n := d.NumNodes()

@@ -66,8 +66,12 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	}
 	if lim, ok := cgroup.SelfMemoryLimit(); ok {
 		if need := MinMemory(d, &o); need > lim {
-			return Stats{}, fmt.Errorf("%w: %s nodes need about %s (%d bytes a node for the assignment, filters and stream state, the read-ahead and %s for the runtime), more than the memory cgroup's limit of %s: raise the limit to at least %s",
-				ErrMemory, humanize.Comma(d.NumNodes()), bytefmt.Up(need), stateBytesPerNode, humanize.IBytes(runtimeBytes), bytefmt.Down(lim), bytefmt.Up(need))
+			terms := fmt.Sprintf("%d bytes a node for the assignment, filters and stream state, the read-ahead", stateBytesPerNode)
+			if o.Method == Random {
+				terms = "12 bytes a node for the order and the assignment"
+			}
+			return Stats{}, fmt.Errorf("%w: %s nodes need about %s (%s and %s for the runtime), more than the memory cgroup's limit of %s: raise the limit to at least %s",
+				ErrMemory, humanize.Comma(d.NumNodes()), bytefmt.Up(need), terms, humanize.IBytes(runtimeBytes), bytefmt.Down(lim), bytefmt.Up(need))
 		}
 	}
 	if o.Order == OrderAuto {

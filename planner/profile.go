@@ -102,7 +102,7 @@ func (o *ProfileOptions) Validate() error {
 }
 
 func validName(s string) bool {
-	if s == "" || s == "." || s == ".." {
+	if s == "" || s[0] == '.' { // ".", "..", and the swap's ".NAME.new"/".NAME.old"
 		return false
 	}
 	for _, r := range s {

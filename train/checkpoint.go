@@ -774,7 +774,6 @@ func (t *Trainer) EpochsDone() int {
 	return t.epoch
 }
 
-// Options returns the trainer's options with defaults filled in.
 // EvalPending reports whether the last epoch restored from a checkpoint
 // was interrupted in its evaluation, which Run then runs first.
 func (t *Trainer) EvalPending() bool {
@@ -782,6 +781,7 @@ func (t *Trainer) EvalPending() bool {
 	return n > 0 && t.epochStats[n-1].EvalPending
 }
 
+// Options returns the trainer's options with defaults filled in.
 func (t *Trainer) Options() Options { return t.o }
 
 // idSpace names d's node numbering: "" for a dataset's own ids, and for a

@@ -132,8 +132,8 @@
 // of the in-memory path (each is a function of seed, epoch, index and its
 // reuse set), so without history a spilled run equals an unspilled one.
 //
-// With history, D must lie in a range, because the reuse protocol ties the
-// sampler to compute in both directions. Write P for the sampler's
+// With history, D must be at least a chunk, because the reuse protocol ties
+// the sampler to compute in both directions. Write P for the sampler's
 // Prefetch (= InFlight) and m = min(InFlight, 3).
 //
 //   - Lower bound, D ≥ c. A batch reaches the reader only when its whole

@@ -218,7 +218,9 @@ type Options struct {
 	// Spill decouples the sample stage (OUTRE §4.1): each epoch's batches
 	// are sampled ahead into a spill file (sample.Sampler.SpillEpoch) in
 	// chunks of SpillChunk batches (default 16), at most SpillAhead written
-	// chunks (default 1) waiting unread, and the pipeline reads them back.
+	// chunks (default 1) waiting unread (with history, at least the chunks
+	// of ReuseDepth + InFlight batches: Trainer.spillAhead), and the
+	// pipeline reads them back.
 	// SpillDir holds the file (default DATASET/spill); it is deleted at the
 	// end of the epoch and on cancellation. With history on, the reuse
 	// depth grows to ReuseDepth (see the package doc): reuse then only
@@ -529,10 +531,11 @@ func scanBatches(o *Options) int {
 // ReuseDepth is D, the distance between the batch whose compute precedes a
 // reuse decision and the batch decided: batch i's reuse set is decided
 // after compute of batch i−D. Without Spill it is PipelineDepth. With
-// Spill it is SpillChunk·(SpillAhead+1) + 4 + min(InFlight, 3): the
-// batches the spill file may hold ahead of the reader plus those that can
-// stand between the reader and compute (see "Decoupled sample stage" in the
-// package doc for the derivation and the range of D that cannot deadlock).
+// Spill it is SpillChunk·(SpillAhead+1) + 4 + min(InFlight, 3), the upper
+// end of the range a writer paused at SpillAhead chunks allowed (see
+// "Decoupled sample stage" in the package doc: with history the writer
+// now keeps enough chunks announced, so any D of at least a chunk is
+// deadlock-free; this one keeps the results of before).
 // Defaults are applied first; o must be valid.
 func ReuseDepth(o *Options) int {
 	w := o.withDefaults()
@@ -542,9 +545,9 @@ func ReuseDepth(o *Options) int {
 	return w.SpillChunk*(w.SpillAhead+1) + pipelineSlack(w.InFlight)
 }
 
-// pipelineSlack is the depth beyond the spill buffering: the fewest
-// batches between the spill reader and compute when the reader is blocked
-// handing a batch on while compute waits for a reuse request (the reader's,
-// toGather's, gather's and min(inFlight, 3) past gather), plus one: the
-// chunks announced to the reader end at least one batch past its own.
+// pipelineSlack is ReuseDepth's depth beyond the spill buffering: what the
+// old derivation counted as the fewest batches between the spill reader
+// and compute (the reader's, toGather's, gather's and min(inFlight, 3)
+// past gather) plus one. With micro-batches those stages hold parts of a
+// batch, so it is not a bound (package doc), only the depth kept.
 func pipelineSlack(inFlight int) int { return 4 + min(inFlight, 3) }

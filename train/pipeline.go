@@ -150,19 +150,13 @@ func (t *Trainer) epochBatches(ctx context.Context) (batchSource, int64, error) 
 // but with micro-batches its stages hold parts of one or two batches, and
 // a writer paused at SpillAhead chunks never reached the batch compute
 // waited for (a deadlock).
+// t.o has its defaults.
 func (t *Trainer) spillAhead() int {
-	a := t.o.SpillAhead
-	if a == 0 {
-		a = sample.DefaultSpillAhead
-	}
 	if t.hc == nil {
-		return a
+		return t.o.SpillAhead
 	}
 	c := t.o.SpillChunk
-	if c == 0 {
-		c = sample.DefaultSpillChunk
-	}
-	return max(a, (t.depth+t.o.InFlight+c-1)/c+1)
+	return max(t.o.SpillAhead, (t.depth+t.o.InFlight+c-1)/c+1)
 }
 
 // stageClock accumulates busy nanoseconds.

@@ -245,15 +245,16 @@ func TestSpillStalenessWarning(t *testing.T) {
 	}
 }
 
-// TestSpillDepthRange: the ends of the documented deadlock-free range of
-// D, c and (A+1)·c + P + min(InFlight, 3) + 4, both finish (the guard
-// timeout catches a deadlock). One past the upper end deadlocks (found by
-// experiment; not asserted, as that would take a timeout).
+// TestSpillDepthRange: depths c (the lower bound), the old upper bound
+// (A+1)·c + P + min(InFlight, 3) + 4, and beyond it finish (the guard
+// timeout catches a deadlock). Past the old upper bound the writer, paused
+// at SpillAhead chunks, deadlocked; with history it now keeps the chunks
+// of D + InFlight batches announced (Trainer.spillAhead).
 func TestSpillDepthRange(t *testing.T) {
 	d := smallSynth(t)
 	for _, cfg := range []struct{ chunk, ahead, inFlight int }{{3, 1, 2}, {4, 2, 1}} {
 		c, a, p := cfg.chunk, cfg.ahead, cfg.inFlight
-		for _, depth := range []int{c, (a+1)*c + p + min(p, 3) + 4} {
+		for _, depth := range []int{c, (a+1)*c + p + min(p, 3) + 4, (a+1)*c + p + min(p, 3) + 5, (a+1)*c + p + min(p, 3) + 30} {
 			name := fmt.Sprintf("c%d A%d P%d D%d", c, a, p, depth)
 			t.Run(name, func(t *testing.T) {
 				o := synthOpts()

@@ -100,7 +100,9 @@ I/O saved per epoch and why; plan.json goes to --out.`,
 						o.Cross = pt.Cross()
 					}
 				case errors.Is(err, partition.ErrNotFound) && o.Decoupled:
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", p.Meta.OfPartition(nil))
+					if w := p.Meta.OfPartition(nil); w != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", w)
+					}
 				default:
 					return err
 				}

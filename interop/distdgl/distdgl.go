@@ -127,7 +127,7 @@ func (o *Options) Validate() error {
 	case o.LabelDType != npy.Invalid && o.LabelDType != npy.Int32 && o.LabelDType != npy.Int64:
 		return bad("LabelDType %v, want int32 or int64", o.LabelDType)
 	case o.MemBytes != 0 && o.MemBytes < MinMemBytes:
-		return bad("MemBytes %d, want at least %d (48 MiB)", o.MemBytes, MinMemBytes)
+		return bad("MemBytes %d, want at least %d (%d MiB)", o.MemBytes, MinMemBytes, MinMemBytes>>20)
 	}
 	return nil
 }

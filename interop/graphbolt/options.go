@@ -66,7 +66,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: IDDType %v, want int32 or int64", ErrInvalidOptions, o.IDDType)
 	}
 	if o.MemBytes != 0 && o.MemBytes < MinMemBytes {
-		return fmt.Errorf("%w: MemBytes %d, want at least %d (32 MiB)", ErrInvalidOptions, o.MemBytes, MinMemBytes)
+		return fmt.Errorf("%w: MemBytes %d, want at least %d (%d MiB)", ErrInvalidOptions, o.MemBytes, MinMemBytes, MinMemBytes>>20)
 	}
 	return nil
 }
