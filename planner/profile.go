@@ -436,18 +436,22 @@ func (m *Meta) OfDataset(d *storage.Dataset) error {
 // OfPartition reports, as an ErrMismatch, a partition-batch profile whose
 // partitioning (m.Partition) now assigns the nodes otherwise than when it
 // was profiled: part is that partitioning's current assignment, nil when
-// it is gone. The profile's counts are then those of other batches (train
-// profiles again rather than reuse it, Reusable). A profile of random
-// batches, or one written before part_checksum, matches any.
+// it is gone. The profile's counts are then those of other batches. A
+// partition-batch profile written before part_checksum was recorded
+// cannot be checked and is a mismatch too. A profile of random batches
+// matches any. Reusable (train) and plan both judge by it.
 func (m *Meta) OfPartition(part []int32) error {
-	if m.PartChecksum == "" {
+	if m.Partition == "" {
 		return nil
+	}
+	if m.PartChecksum == "" {
+		return fmt.Errorf("%w: profile %s was made on partitioning %q before its assignment was recorded, so it cannot be matched: run 'ssdgnn profile' again", ErrMismatch, m.Name, m.Partition)
 	}
 	if part == nil {
 		return fmt.Errorf("%w: profile %s was made on partitioning %q, which is gone: run 'ssdgnn profile' again", ErrMismatch, m.Name, m.Partition)
 	}
 	if sum := PartChecksum(part); sum != m.PartChecksum {
-		return fmt.Errorf("%w: profile %s was made on partitioning %q as it was (%s); it assigns the nodes otherwise now (%s), so the profile counts other batches: run 'ssdgnn profile' again",
+		return fmt.Errorf("%w: profile %s was made on partitioning %q as it was (assignment %s); its assignment is %s now, so the profile counts other batches: run 'ssdgnn profile' again",
 			ErrMismatch, m.Name, m.Partition, m.PartChecksum, sum)
 	}
 	return nil

@@ -127,8 +127,8 @@ func (p *Profile) Reusable(ctx context.Context, d *storage.Dataset, parts sample
 		if err != nil {
 			return err
 		}
-		if m.PartChecksum == "" || m.PartChecksum != PartChecksum(part) {
-			return differ("partition assignment %q differs (or was not recorded)", m.PartChecksum)
+		if err := m.OfPartition(part); err != nil {
+			return err
 		}
 	}
 	stale := o.Staleness

@@ -223,9 +223,9 @@ func TestLoadProfileNotFoundNames(t *testing.T) {
 }
 
 // TestOfPartition: a partition-batch profile matches only the assignment
-// it was profiled on; one without part_checksum (random batches, or
-// written before it) matches any, and a partitioning that is gone is a
-// mismatch (sweep 26, P14).
+// it was profiled on; one of random batches matches any; a partitioning
+// that is gone, or a partition-batch profile written before part_checksum,
+// is a mismatch, as train's Reusable judges it (sweep 26, P14; review R11).
 func TestOfPartition(t *testing.T) {
 	part := []int32{0, 1, 1, 0}
 	m := Meta{Name: "p", Partition: "fennel", PartChecksum: PartChecksum(part)}
@@ -239,6 +239,7 @@ func TestOfPartition(t *testing.T) {
 		{"reassigned", m, []int32{1, 0, 1, 0}, false},
 		{"gone", m, nil, false},
 		{"random batches", Meta{Name: "r"}, []int32{1, 0, 1, 0}, true},
+		{"not recorded", Meta{Name: "o", Partition: "fennel"}, []int32{0, 1, 1, 0}, false},
 	} {
 		err := c.m.OfPartition(c.part)
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrMismatch)) {

@@ -326,13 +326,10 @@ func fitCgroup(d *storage.Dataset, opts *Options, what, terms, more string, leas
 		return 0, "", nil
 	}
 	if opts.Workers == 0 {
-		o := *opts
-		for w := samplingWorkers(0) - 1; w >= 1; w-- {
-			o.Workers = w
-			if least(&o) <= l {
-				return w, fmt.Sprintf("%d sampling workers (not %d): what the memory cgroup's limit (%s) leaves %s", w, samplingWorkers(0), ibytes(l), what), nil
-			}
+		if w := workersToFit(opts, l, least); w > 0 {
+			return w, fmt.Sprintf("%d sampling workers (not %d): what the memory cgroup's limit (%s) leaves %s", w, samplingWorkers(0), ibytes(l), what), nil
 		}
+		o := *opts
 		o.Workers = 1
 		need = least(&o)
 	}
@@ -341,13 +338,13 @@ func fitCgroup(d *storage.Dataset, opts *Options, what, terms, more string, leas
 }
 
 // workersToFit is the most sampling workers, fewer than the default (one
-// per core), with which MinimumBudget(d, o) is at most mem; 0 when even
+// per core), with which least(o with them) is at most mem; 0 when even
 // one worker does not fit.
-func workersToFit(d *storage.Dataset, o *Options, mem int64, profiling bool) int {
+func workersToFit(o *Options, mem int64, least func(*Options) int64) int {
 	l := *o
 	for w := samplingWorkers(0) - 1; w >= 1; w-- {
 		l.Workers = w
-		if minimumBudgetWith(d, &l, 0, profiling) <= mem {
+		if least(&l) <= mem {
 			return w
 		}
 	}
@@ -470,7 +467,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		// Each sampling worker holds a batch under construction (and
 		// macro-batch caches): on many cores the workers alone can pass
 		// the budget. Left to the budget, take fewer of them.
-		w := workersToFit(d, &least, mo.MemBytes, profiling)
+		w := workersToFit(&least, mo.MemBytes, func(o *Options) int64 { return minimumBudgetWith(d, o, 0, profiling) })
 		if w > 0 {
 			o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
 				"minimum_with_all", ibytes(minMem))

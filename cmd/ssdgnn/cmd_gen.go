@@ -9,7 +9,6 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
-	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -63,9 +62,7 @@ features, labels and indptr.npy (sizes the flags fix).`,
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
-			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, genCgroupSlack, synth.MinMemBytes,
-				fmt.Sprintf("%s for the runtime and writers, %s for one generator worker's chunks, plus the sorter's smallest buffer of %s",
-					humanize.IBytes(synth.ReserveBytes), humanize.IBytes(uint64(synth.MinMemBytes-synth.ReserveBytes-extsort.MinMemBytes)), humanize.IBytes(extsort.MinMemBytes))); err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, genCgroupSlack, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
 				return err
 			}
 			lk, err := dirlock.Acquire(args[0])

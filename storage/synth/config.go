@@ -57,6 +57,13 @@ const (
 	GoLimitSlack = 12 << 20
 )
 
+// MinMemHolds says what MinMemBytes holds, for messages that name it.
+func MinMemHolds() string {
+	ib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	return fmt.Sprintf("%s for the runtime and writers, %s for one generator worker's chunks, plus the sorter's smallest buffer of %d KiB",
+		ib(ReserveBytes), ib(pipelineBytes(1)), extsort.MinMemBytes>>10)
+}
+
 // pipelineBytes is the generator's chunks in flight with w workers.
 func pipelineBytes(w int) int64 { return pipelineFixedBytes + int64(w)*WorkerBytes }
 
@@ -266,8 +273,7 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
-		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or at least %d (ReserveBytes %d for the runtime and writers, %d for one generator worker's chunks, plus the sorter's smallest buffer of %d)",
-			ErrInvalidOptions, o.MemBytes, MinMemBytes, ReserveBytes, pipelineBytes(1), extsort.MinMemBytes)
+		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or at least %d (%s)", ErrInvalidOptions, o.MemBytes, MinMemBytes, MinMemHolds())
 	}
 	if o.Workers < 0 {
 		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)
