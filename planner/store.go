@@ -282,7 +282,7 @@ func loadProfile(dir, name string, want func(file string) bool) (*Profile, error
 		// Name the profiles that are there: with several and no
 		// "default", plan's message said only "run 'ssdgnn profile'".
 		if names, _ := ProfileNames(dir); len(names) > 0 {
-			return nil, fmt.Errorf("%w: %s (this dataset's profiles: %s; choose one by name, or run 'ssdgnn profile --name %s'): %w",
+			return nil, fmt.Errorf("%w: %s (this dataset's profiles: %s; choose one by name (plan --profile NAME, train --profile-name NAME), or run 'ssdgnn profile --name %s'): %w",
 				ErrNotFound, mp, strings.Join(names, ", "), name, err)
 		}
 		return nil, fmt.Errorf("%w: %s (run 'ssdgnn profile' first): %w", ErrNotFound, mp, err)

@@ -101,7 +101,7 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			o.Progress, o.Logger = g.progress(), g.logger()
-			if err := cliflags.CheckOutputDir("--checkpoint", o.CheckpointDir); err != nil {
+			if err := cliflags.CheckOutputDir("--checkpoint", o.CheckpointDir, dir); err != nil {
 				return err
 			}
 			ckLock, err := dirlock.Acquire(o.CheckpointDir) // one trainer per checkpoint directory

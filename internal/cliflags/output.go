@@ -85,11 +85,12 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 // train's --checkpoint) that is a dataset's directory: its files would
 // land among the dataset's, and its lock is the dataset's writer lock
 // (`train --checkpoint d/cora` on another dataset held cora's lock, and
-// `partition d/cora` was refused as in use).
-func CheckOutputDir(flag, dir string) error {
+// `partition d/cora` was refused as in use). home is the dataset the
+// command works on: the message suggests a directory under it.
+func CheckOutputDir(flag, dir, home string) error {
 	if _, err := os.Stat(filepath.Join(dir, storage.ManifestName)); err == nil {
-		return fmt.Errorf("%w: %s %s is a dataset directory: name another (a checkpoint directory such as %s)",
-			outpath.ErrInput, flag, dir, filepath.Join(dir, "checkpoints"))
+		return fmt.Errorf("%w: %s %s is a dataset directory: name another (the default is %s)",
+			outpath.ErrInput, flag, dir, filepath.Join(home, "checkpoints"))
 	}
 	return nil
 }

@@ -52,11 +52,11 @@ func TestCheckOutputDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ds, storage.ManifestName), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckOutputDir("--checkpoint", ds); err == nil || !strings.Contains(err.Error(), "is a dataset directory") {
+	if err := CheckOutputDir("--checkpoint", ds, "d/other"); err == nil || !strings.Contains(err.Error(), "is a dataset directory") || !strings.Contains(err.Error(), filepath.Join("d/other", "checkpoints")) {
 		t.Errorf("dataset directory: %v", err)
 	}
 	for _, ok := range []string{filepath.Join(ds, "checkpoints"), t.TempDir()} {
-		if err := CheckOutputDir("--checkpoint", ok); err != nil {
+		if err := CheckOutputDir("--checkpoint", ok, "d/other"); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
