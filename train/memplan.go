@@ -131,6 +131,13 @@ type Budget struct {
 	// micro-batches the estimate's largest batch needs at least (1:
 	// whole).
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
+	// MaxBatchDst, with the streamed input layer, is the most input-layer
+	// destinations a (micro-)batch of MaxBatchRows rows may have when the
+	// plan leaves part of the caches' share unused (a small graph's caches
+	// hold it all): the estimate (batchDst) raised to what that room holds
+	// in every batch in flight (setMaxBatchDst); 0: the estimate. A batch
+	// with more destinations than its bound is cut (trainBound).
+	MaxBatchDst  int64 `json:"max_batch_dst,omitempty"`
 	MicroBatches int   `json:"micro_batches"`
 	BatchSize    int   `json:"batch_size"`
 	// NoFeatureBlock is set when a partition-major dataset's feature
@@ -385,6 +392,7 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	o.Plan, o.Profile, o.MemBytes = mp.Plan, mp.Profile, mp.MemBytes
 	if mp.Budget != nil && o.MaxBatchRows == 0 {
 		o.MaxBatchRows = mp.Budget.MaxBatchRows
+		o.MaxBatchDst = mp.Budget.MaxBatchDst
 	}
 	if mp.Budget != nil && o.InFlight == 0 {
 		o.InFlight = mp.Budget.WorkingSet.InFlight
@@ -548,6 +556,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			}
 			mp.Budget = b
 			o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
+			b.setMaxBatchDst(d, &o, planCacheBytes(mp.Plan))
 			remodeled, err := remodelReads(ctx, d, &o, mo, full, b)
 			if err != nil {
 				return nil, err
@@ -623,6 +632,21 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		Staleness: o.Staleness})
 	if err != nil {
 		return nil, err
+	}
+	if b.setMaxBatchDst(d, &o, planCacheBytes(res)+given) {
+		// The room the caches leave lets batches keep more destinations:
+		// predict the reads of the cut training will make.
+		remodeled, err := remodelReads(ctx, d, &o, mo, p, b)
+		if err != nil {
+			return nil, err
+		}
+		if remodeled {
+			rp := &MemPlan{Plan: res}
+			if err := repredict(d, &o, mo, rp, p); err != nil {
+				return nil, err
+			}
+			res = rp.Plan
+		}
 	}
 	path := mo.PlanOut
 	if path != "" {
@@ -873,6 +897,7 @@ var binaryChecksum = sync.OnceValues(func() (uint64, error) {
 func asTrained(o *Options, b *Budget) *Options {
 	w := *o
 	w.InFlight = b.WorkingSet.InFlight
+	w.MaxBatchDst = b.MaxBatchDst
 	w.StreamInput = StreamInputOff
 	if b.StreamInput {
 		w.StreamInput = StreamInputOn
@@ -1414,8 +1439,13 @@ func idBytesPerRow(o *Options) int64 {
 // batchBytes is the peak memory of one batch (or micro-batch) of rows input
 // rows: see WorkingSetEstimate.BatchBytes. o has its defaults.
 func batchBytes(d *storage.Dataset, o *Options, rows int64) int64 {
+	return batchBytesDst(d, o, rows, batchDst(o, rows))
+}
+
+// batchBytesDst is batchBytes for a (micro-)batch of dst input-layer
+// destinations.
+func batchBytesDst(d *storage.Dataset, o *Options, rows, dst int64) int64 {
 	in := int64(d.FeatDim())
-	dst := batchDst(o, rows)
 	if streamOn(o) {
 		// No input rows: a chunk at a time (WorkingSetEstimate.StreamBytes),
 		// folded into the destinations' aggregate and own rows (the 2·in
@@ -1523,9 +1553,41 @@ func sameBatches(o *Options, p *planner.Profile) bool {
 func trainBound(o *Options, rows int64) splitBound {
 	b := splitBound{rows: int(rows)}
 	if rows > 0 {
-		b.dst = int(batchDst(o, rows))
+		b.dst = int(max(batchDst(o, rows), o.MaxBatchDst))
 	}
 	return b
+}
+
+// testNoDstRoom, set by tests, keeps setMaxBatchDst from raising the
+// bound, for tests of the cut the estimate makes.
+var testNoDstRoom bool
+
+// setMaxBatchDst sets b.MaxBatchDst for training with o (its defaults
+// applied) when the plan's caches take planned of b.Caches: with the
+// streamed input layer, the share they leave unused (caches are planned
+// no larger than what they hold) goes to the batches in flight as room for
+// more input-layer destinations than the estimate, so that a batch is not
+// cut into micro-batches when nothing needs the memory. It reports
+// whether the bound changed (the caller then counts the reads of the new
+// cut). Before, under --mem 2GiB on a 50,000-node graph every batch was
+// cut in two (the estimate 2·rows/(1+fanout₀) undershot its
+// destinations), and training differed from the unbudgeted run.
+func (b *Budget) setMaxBatchDst(d *storage.Dataset, o *Options, planned int64) bool {
+	old := b.MaxBatchDst
+	b.MaxBatchDst = 0
+	left := b.Caches - planned
+	if b.StreamInput && b.MaxBatchRows > 0 && left > 0 && !testNoDstRoom {
+		w := asTrained(o, b)
+		rows := b.MaxBatchRows
+		base := batchDst(w, rows)
+		const step = 1024
+		if per := (batchBytesDst(d, w, rows, base+step) - batchBytesDst(d, w, rows, base) + step - 1) / step; per > 0 {
+			if dst := min(rows, base+left/int64(max(b.WorkingSet.InFlight, 1))/per); dst > base {
+				b.MaxBatchDst = dst
+			}
+		}
+	}
+	return b.MaxBatchDst != old
 }
 
 // evalBound is the cut sampled evaluation, which gathers whole input
@@ -1987,12 +2049,16 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	if b.Fixed.DegreeBytes > 0 {
 		degrees = ", GCN's graph degrees " + ibytes(b.Fixed.DegreeBytes)
 	}
+	caches := "room for the feature, history and neighbour caches, tables included; the plan may use less"
+	if b.MaxBatchDst > 0 {
+		caches += fmt.Sprintf(", and what it leaves lets a batch have up to %d input-layer destinations", b.MaxBatchDst)
+	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
   fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s%s)
   working set       %10s  (%d in flight × %s; %s; %s)
-  caches            %10s  (room for the feature, history and neighbour caches, tables included; the plan may use less)
+  caches            %10s  (%s)
 `, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes), degrees,
-		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches))
+		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches), caches)
 	return err
 }

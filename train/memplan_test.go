@@ -16,6 +16,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
 // TestHistSkipsSampling: with history on, reused nodes are not expanded by
@@ -795,5 +796,47 @@ func TestSamplingMinimumCountsNeighborCache(t *testing.T) {
 	}
 	if got, base := ProfileMinimumBudget(d, &nc, 1), ProfileMinimumBudget(d, o, 1); got < base+nc.NeighborCacheBytes {
 		t.Errorf("profile least %d with a 64 MiB neighbour cache, %d without", got, base)
+	}
+}
+
+// TestStreamedBatchesWholeWithRoom: with the streamed input layer, a
+// budget whose caches leave part of their share unused keeps batches whole
+// where the destination estimate would cut them (Budget.MaxBatchDst), and
+// the plan's read model predicts the reads of that cut exactly (no cache,
+// no history). Before, under --mem 2GiB on this 50,000-node graph every
+// batch was cut in two, and training differed from the unbudgeted run
+// (sweep 26, T16).
+func TestStreamedBatchesWholeWithRoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and trains a 50,000-node graph")
+	}
+	d := dataset(t, "room50k", func(dir string) error {
+		_, err := synth.Generate(dir, synth.Config{Nodes: 50000, Seed: 1}, nil)
+		return err
+	})
+	train := func(noRoom bool) (*MemPlan, EpochStats) {
+		testNoDstRoom = noRoom
+		defer func() { testNoDstRoom = false }()
+		opts := func() *Options {
+			return &Options{Model: ModelSAGE, Epochs: 1, Seed: 5, NoHist: true, StreamInput: StreamInputOn, Workers: 2,
+				Selection: sample.ModeRandom, FeatCacheBytes: -1, NeighborCacheBytes: -1, EvalEvery: 100}
+		}
+		mp, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: 2 << 30, ProfileName: fmt.Sprintf("room%v", noRoom)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opts()
+		mp.Apply(o, nil)
+		return mp, run(t, d, o).Epochs[0]
+	}
+	if _, e := train(true); e.MicroBatches == 0 {
+		t.Error("the destination estimate holds on this graph: the test shows nothing")
+	}
+	mp, e := train(false)
+	if mp.Budget.MaxBatchDst == 0 || e.MicroBatches != 0 {
+		t.Errorf("room for %d destinations: %d micro-batches, want whole batches", mp.Budget.MaxBatchDst, e.MicroBatches)
+	}
+	if r := mp.Plan.Reads; r == nil || float64(r.Reads) != e.Measured.GatherReads || float64(r.BytesRead) != e.Measured.GatherBytesRead {
+		t.Errorf("read model %+v, training %.0f reads, %.0f bytes", r, e.Measured.GatherReads, e.Measured.GatherBytesRead)
 	}
 }

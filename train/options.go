@@ -215,6 +215,11 @@ type Options struct {
 	// may have: batches with more are cut into the fewest micro-batches
 	// that fit (PlanMemory sets it from MemBytes).
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
+	// MaxBatchDst, when positive, raises the input-layer destinations a
+	// streamed (micro-)batch may have above the estimate for MaxBatchRows
+	// rows (MemPlan.Apply sets it from the room the plan's caches leave:
+	// Budget.MaxBatchDst).
+	MaxBatchDst int64 `json:"max_batch_dst,omitempty"`
 	// Spill decouples the sample stage (OUTRE §4.1): each epoch's batches
 	// are sampled ahead into a spill file (sample.Sampler.SpillEpoch) in
 	// chunks of SpillChunk batches (default 16), at most SpillAhead written
