@@ -556,7 +556,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			}
 			mp.Budget = b
 			o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
-			b.setMaxBatchDst(d, &o, planCacheBytes(mp.Plan))
+			b.setMaxBatchDst(d, &o, planCacheBytes(mp.Plan)+given) // hand-sized caches replace the plan's: counted twice, the room is not overstated
 			remodeled, err := remodelReads(ctx, d, &o, mo, full, b)
 			if err != nil {
 				return nil, err
