@@ -373,27 +373,13 @@ func TestStalenessDefault(t *testing.T) {
 // protocol bounds the writer's lead itself, so the announcements no
 // longer do with history on.
 func TestSpillMicroBatches(t *testing.T) {
-	d := smallSynth(t)
 	for _, cfg := range []struct{ chunk, ahead, inFlight, micro int }{{3, 1, 2, 4}, {4, 1, 1, 8}, {16, 1, 2, 4}} {
 		t.Run(fmt.Sprintf("c%d A%d P%d k%d", cfg.chunk, cfg.ahead, cfg.inFlight, cfg.micro), func(t *testing.T) {
 			o := synthOpts()
 			o.Epochs, o.Staleness, o.BatchSize = 1, 200, 8
 			o.Spill, o.SpillChunk, o.SpillAhead, o.InFlight, o.SpillDir = true, cfg.chunk, cfg.ahead, cfg.inFlight, t.TempDir()
 			o.MicroBatches = cfg.micro
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			tr, err := New(ctx, d, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
-			rep, err := tr.Run(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Interrupted {
-				t.Fatalf("reuse depth %d did not finish within the guard timeout (deadlock)", tr.depth)
-			}
+			runGuarded(t, o) // fails the test on a deadlock
 		})
 	}
 }

@@ -170,6 +170,6 @@ func relabelledNote(cmd *cobra.Command, dir string) {
 // exportMem fits an export's --mem, the budget of the whole process, as
 // gen's and import's (cliflags.StreamingMem), with the exporter's least.
 func exportMem(cmd *cobra.Command, mem *byteSize, def, least int64) error {
-	return cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), mem, def, importCgroupSlack, least,
+	return cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), mem, def, cliflags.WriteSlack, least,
 		"the program, the runtime and the writers' buffers beside the smallest chunks")
 }

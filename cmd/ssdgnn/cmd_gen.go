@@ -14,11 +14,6 @@ import (
 
 func init() { extraCommands = append(extraCommands, newGenCmd) }
 
-// genCgroupSlack is what an auto-sized --mem leaves of a memory cgroup's
-// limit: the page cache of the files being written (dirty pages count
-// against the cgroup until written back), as import leaves.
-const genCgroupSlack = importCgroupSlack
-
 // genReport is the JSON shape of `ssdgnn gen --json`.
 type genReport struct {
 	Dir               string  `json:"dir"`
@@ -62,7 +57,7 @@ features, labels and indptr.npy (sizes the flags fix).`,
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
-			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, genCgroupSlack, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, cliflags.WriteSlack, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
 				return err
 			}
 			lk, err := dirlock.Acquire(args[0])

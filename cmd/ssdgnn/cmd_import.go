@@ -50,16 +50,11 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 
-// importCgroupSlack is what an auto-sized --mem leaves of a memory
-// cgroup's limit: the page cache of the files being written (dirty pages
-// count against the cgroup until written back).
-const importCgroupSlack = 16 << 20
-
 func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options, error) {
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &f.mem, importer.DefaultMemBytes, importCgroupSlack, importer.MinMemBytes,
+	if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &f.mem, importer.DefaultMemBytes, cliflags.WriteSlack, importer.MinMemBytes,
 		fmt.Sprintf("%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s",
 			humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))); err != nil {
 		return nil, err

@@ -134,6 +134,12 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 	return nil
 }
 
+// WriteSlack is what an auto-sized --mem of a command that writes a
+// dataset (gen, import, export) leaves of a memory cgroup's limit: the
+// page cache of the files being written, whose dirty pages count against
+// the cgroup until written back.
+const WriteSlack = 16 << 20
+
 // StreamingMem fits the --mem of a streaming command (gen, import,
 // relabel, export), the budget of the whole process, to the memory cgroup
 // it runs in and checks it. Not given (f), it becomes what the cgroup's
