@@ -38,9 +38,11 @@ new_ids.npy (old -> new) are stored, and the partitioning is carried over
 under the same name, so 'ssdgnn rr' and 'ssdgnn train' work on OUT at
 once. 'ssdgnn infer' on OUT takes and writes original ids.
 
-Memory stays within --mem: the old -> new id map (4 bytes a node) must
-fit, and for --order degree or heat the sort keys (4 bytes a node) and
-the largest part's members and adjacency; everything else streams.
+--mem is the whole process's budget (in a memory cgroup of --mem it is
+not OOM-killed): 24 MiB of it is left to the runtime and the page cache
+of the files read and written, the old -> new id map (4 bytes a node)
+must fit, and for --order degree or heat the sort keys (4 bytes a node)
+and the largest part's members and adjacency; everything else streams.
 (--heat-profile's file is read before the budget starts, 4 bytes a node
 for a moment.) Files are written atomically and dataset.json last, so an
 interrupted run leaves no dataset in OUT. See docs/format.md.`,
@@ -53,7 +55,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			// Relabel's least depends on the dataset: it refuses it later.
-			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, partition.DefaultRelabelMem, 64<<20, 0, ""); err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, partition.DefaultRelabelMem, cliflags.WriteSlack, 0, ""); err != nil {
 				return err
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT
@@ -107,7 +109,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 	f.StringVar(&name, "partition", string(partition.Fennel), "partitioning of DIR whose parts become id ranges (not given: fennel, else DIR's only one)")
 	f.StringVar(&order, "order", string(partition.DefaultRelabelOrder), fmt.Sprintf("order of the nodes within each part: one of %v", partition.RelabelOrders))
 	f.StringVar(&heatProfile, "heat-profile", "", "profile of DIR whose feature counts order each part (--order heat)")
-	f.Var(&mem, "mem", "memory budget (the id map needs 4 bytes a node plus 17 MiB; --order degree or heat 4 more a node and the largest part)")
+	f.Var(&mem, "mem", "the whole process's memory budget (the id map needs 4 bytes a node plus 41 MiB; --order degree or heat 4 more a node and the largest part)")
 	f.BoolVar(&force, "force", false, "replace a dataset in OUT (it stays whole until the new copy is complete, so this needs room for both)")
 	f.BoolVar(&asJSON, "json", false, "print the stats as JSON")
 	return cmd
