@@ -90,13 +90,16 @@ func (t *terminal) Start(desc string, total int64, unit Unit) Task {
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionThrottle(100 * time.Millisecond),
 		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetPredictTime(true),
 	}
 	if unit == Bytes {
+		// The byte rate only: with OptionShowIts too the bar printed the
+		// same rate again as a bare count ("595 MB/s, 594632206 it/s").
 		opts = append(opts, progressbar.OptionShowBytes(true))
+	} else {
+		opts = append(opts, progressbar.OptionShowIts())
 	}
 	return &bar{t: t, b: progressbar.NewOptions64(total, opts...)}
 }

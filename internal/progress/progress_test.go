@@ -3,7 +3,9 @@ package progress
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestOrAndDiscard(t *testing.T) {
@@ -56,4 +58,30 @@ func TestTerminalBarConcurrent(t *testing.T) {
 	}
 	task.Describe("finished")
 	task.Done()
+}
+
+// TestTerminalBarRates: a bytes bar shows its rate once, in bytes a
+// second; an items bar shows items a second. Before, a bytes bar printed
+// the rate twice, the second time as a bare count ("(62/601 MB, 595 MB/s,
+// 594632206 it/s)").
+func TestTerminalBarRates(t *testing.T) {
+	for _, tc := range []struct {
+		unit      Unit
+		want, not string
+	}{
+		{Bytes, "B/s", "it/s"},
+		{Items, "it/s", "B/s"},
+	} {
+		var buf bytes.Buffer
+		task := (&terminal{w: &buf}).Start("work", 100<<20, tc.unit)
+		for range 5 {
+			time.Sleep(120 * time.Millisecond) // past the bar's 100 ms throttle
+			task.Add(1 << 20)
+		}
+		out := buf.String()
+		task.Done()
+		if !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) {
+			t.Errorf("unit %d: bar %q, want %q and no %q", tc.unit, out, tc.want, tc.not)
+		}
+	}
 }
