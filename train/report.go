@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/ssdgnn/ssdgnn/internal/plotfile"
 )
@@ -93,39 +94,77 @@ func Summary(rep *Report) string {
 		head, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
 }
 
-// Plot draws loss and train/valid/test accuracy against elapsed time into
-// path (the format follows the extension: .png, .svg, .pdf).
+// Plot draws two panels into path (PNG whatever the extension): the
+// training loss against elapsed time, and train/valid/test accuracy in
+// percent (0–100) against elapsed time, the epoch of best valid accuracy
+// ringed. Loss and accuracy have scales of their own; on one axis the
+// accuracies were a flat line near the bottom.
 func Plot(rep *Report, path string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s training", rep.Model.Kind)
-	p.X.Label.Text = "time (s)"
-	p.Y.Label.Text = "loss / accuracy"
+	lp, ap, err := curvePanels(rep)
+	if err != nil {
+		return err
+	}
+	if err := plotfile.SaveGridPNG([][]*plot.Plot{{lp, ap}}, 11*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+// curvePanels builds Plot's two panels: loss, and accuracy in percent.
+func curvePanels(rep *Report) (lp, ap *plot.Plot, err error) {
+	lp = plot.New()
+	lp.Title.Text = fmt.Sprintf("%s training loss", rep.Model.Kind)
+	lp.X.Label.Text = "time (s)"
+	lp.Y.Label.Text = "loss"
+	ap = plot.New()
+	ap.Title.Text = "accuracy"
+	ap.X.Label.Text = "time (s)"
+	ap.Y.Label.Text = "accuracy (%)"
 	var loss, tr, va, te plotter.XYs
+	var best plotter.XYs
 	for _, e := range rep.Epochs {
 		loss = append(loss, plotter.XY{X: e.ElapsedSec, Y: e.Loss})
-		tr = append(tr, plotter.XY{X: e.ElapsedSec, Y: e.TrainAcc})
+		tr = append(tr, plotter.XY{X: e.ElapsedSec, Y: 100 * e.TrainAcc})
 		if e.Evaluated {
-			va = append(va, plotter.XY{X: e.ElapsedSec, Y: e.ValidAcc})
-			te = append(te, plotter.XY{X: e.ElapsedSec, Y: e.TestAcc})
+			va = append(va, plotter.XY{X: e.ElapsedSec, Y: 100 * e.ValidAcc})
+			te = append(te, plotter.XY{X: e.ElapsedSec, Y: 100 * e.TestAcc})
+			if len(best) == 0 || 100*e.ValidAcc > best[0].Y {
+				best = plotter.XYs{{X: e.ElapsedSec, Y: 100 * e.ValidAcc}}
+			}
+		}
+	}
+	// Lines with their points: a series of one point (one epoch, or one
+	// evaluation under --eval-every) drew nothing.
+	if len(loss) > 0 {
+		if err := plotutil.AddLinePoints(lp, "loss", loss); err != nil {
+			return nil, nil, err
 		}
 	}
 	var args []any
 	for _, s := range []struct {
 		name string
 		xy   plotter.XYs
-	}{{"loss", loss}, {"train acc", tr}, {"valid acc", va}, {"test acc", te}} {
+	}{{"train", tr}, {"valid", va}, {"test", te}} {
 		if len(s.xy) > 0 {
 			args = append(args, s.name, s.xy)
 		}
 	}
-	// Lines with their points: a series of one point (one epoch, or one
-	// evaluation under --eval-every) drew nothing.
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return err
+	if err := plotutil.AddLinePoints(ap, args...); err != nil {
+		return nil, nil, err
 	}
-	p.Legend.Top = true
-	if err := plotfile.SavePNG(p, 8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("train: %w", err)
+	if len(best) > 0 {
+		ring, err := plotter.NewScatter(best)
+		if err != nil {
+			return nil, nil, err
+		}
+		ring.GlyphStyle.Shape = draw.RingGlyph{}
+		ring.GlyphStyle.Radius = vg.Points(7)
+		ap.Add(ring)
+		ap.Legend.Add(fmt.Sprintf("best valid %.2f%%", best[0].Y), ring)
 	}
-	return nil
+	lp.Y.Min = 0
+	ap.Y.Min, ap.Y.Max = 0, 100
+	lp.Legend.Top = true  // the loss falls away from the top right
+	ap.Legend.Top = false // accuracies rise towards the top right
+	return lp, ap, nil
 }

@@ -71,3 +71,27 @@ func TestPlotDrawsSinglePoints(t *testing.T) {
 		t.Error("one epoch's points are not drawn")
 	}
 }
+
+// TestPlotAccuracyInPercent: loss and accuracy have panels of their own,
+// accuracy in percent on 0–100. On one shared axis (before) a loss of 4.5
+// flattened the accuracies, fractions below 1, to the bottom.
+func TestPlotAccuracyInPercent(t *testing.T) {
+	rep := &Report{Model: ModelConfig{Kind: ModelSAGE}}
+	for i, l := range []float64{4.5, 3.1, 2.2} {
+		rep.Epochs = append(rep.Epochs, EpochStats{Epoch: i, Loss: l, TrainAcc: 0.1 * float64(i+1), Evaluated: true,
+			ValidAcc: 0.3 * float64(i+1), TestAcc: 0.29 * float64(i+1), ElapsedSec: float64(i + 1)})
+	}
+	lp, ap, err := curvePanels(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap.Y.Min != 0 || ap.Y.Max != 100 || ap.Y.Label.Text != "accuracy (%)" {
+		t.Errorf("accuracy panel spans [%g, %g] labelled %q, want [0, 100] in percent", ap.Y.Min, ap.Y.Max, ap.Y.Label.Text)
+	}
+	if lp.Y.Max < 4.5 || lp.Y.Max > 6 {
+		t.Errorf("loss panel's top %g: want the losses (up to 4.5) to fill it", lp.Y.Max)
+	}
+	if err := Plot(rep, filepath.Join(t.TempDir(), "p.png")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,7 @@ package plotfile
 
 import (
 	"bytes"
+	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,5 +31,33 @@ func TestSavePNG(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("directory holds %d entries, want the one plot", len(ents))
+	}
+}
+
+// TestSaveGridPNG: panels in rows make one PNG of the size asked; ragged
+// rows and no panels are errors that leave no file.
+func TestSaveGridPNG(t *testing.T) {
+	dir := t.TempDir()
+	a, b := plot.New(), plot.New()
+	path := filepath.Join(dir, "grid.png")
+	if err := SaveGridPNG([][]*plot.Plot{{a, b}}, 4*vg.Inch, 2*vg.Inch, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil || cfg.Width != 2*cfg.Height {
+		t.Fatalf("grid image: %v, %d x %d, want twice as wide as high", err, cfg.Width, cfg.Height)
+	}
+	for _, bad := range [][][]*plot.Plot{nil, {{a, b}, {a}}} {
+		if err := SaveGridPNG(bad, 4*vg.Inch, 2*vg.Inch, filepath.Join(dir, "bad.png")); err == nil {
+			t.Errorf("%d rows accepted", len(bad))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.png")); !os.IsNotExist(err) {
+		t.Errorf("a refused grid left a file: %v", err)
 	}
 }
