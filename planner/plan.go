@@ -719,15 +719,21 @@ func Plan(p *Profile, opts *PlanOptions) (*PlanResult, error) {
 	return res, nil
 }
 
+// benefitUnit is the unit of Eq. 5's benefit: gathered feature rows per
+// epoch, or with the read model device time in mean storage rows' times.
+func benefitUnit(costed bool) string {
+	if costed {
+		return "mean-row device times/epoch"
+	}
+	return "gathered rows/epoch"
+}
+
 // reason says why the split won: the benefit and its parts (feature,
 // history and neighbour caches, which add up to it), in the benefit's
 // unit, and the predicted counts behind them.
 func reason(r *PlanResult, curve []CurvePoint, parts [3]float64, costed bool) string {
 	first, last := curve[0], curve[len(curve)-1]
-	unit := "gathered rows/epoch"
-	if costed {
-		unit = "mean-row device times/epoch"
-	}
+	unit := benefitUnit(costed)
 	pr := &r.Predicted
 	s := fmt.Sprintf("α=%.2f maximises Eq. 5 over %d steps: benefit %.0f %s = feature cache %.0f + history cache %.0f + neighbour cache %.0f (predicted: %.0f feature-cache hits; %.0f gather rows and %.0f sampled neighbours saved by the history at β=%.3g)",
 		r.Alpha, len(curve), pr.Benefit, unit, parts[0], parts[1], parts[2], pr.FeatRows, pr.HistGatherRows, pr.HistSampledNeighbors, r.Beta)

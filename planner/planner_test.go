@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/testseed"
@@ -433,6 +434,15 @@ func TestProfileSummaryAndPlot(t *testing.T) {
 	}
 	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
 		t.Fatalf("plot: %v", err)
+	}
+	// The axis names the benefit's unit as the why line does; it said
+	// "feature rows saved / epoch" when the plan's unit was device time.
+	pp, err := planPlot(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unit := benefitUnit(res.Reads != nil); !strings.Contains(pp.Y.Label.Text, unit) || !strings.Contains(res.Reason, unit) {
+		t.Errorf("plot axis %q and why line %q do not both name the unit %q", pp.Y.Label.Text, res.Reason, unit)
 	}
 	// The plan of TestPlanHand predicts 8 feature rows.
 	c := Compare(res, Measured{FeatRows: 7, FeatureBytesSaved: 70}, Measured{FeatRows: 9, FeatureBytesSaved: 90})
