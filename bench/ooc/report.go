@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"os"
@@ -17,6 +18,10 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/plotfile"
 )
 
 // Report is the outcome of Run; report.json is its JSON encoding.
@@ -405,14 +410,14 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := r.WriteMarkdown(&md); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String())); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n')); err != nil {
 		return err
 	}
 	if err := r.PlotStages(filepath.Join(dir, "stages.png")); err != nil {
@@ -430,13 +435,15 @@ func (r *Report) names() []string {
 }
 
 // PlotStages draws the mean stage seconds per epoch, stacked, per
-// configuration.
+// configuration, each bar's total written above it.
 func (r *Report) PlotStages(path string) error {
 	p := plot.New()
 	p.Title.Text = "busy seconds per epoch by stage"
 	p.Y.Label.Text = "seconds"
+	p.Y.Tick.Marker = plotfile.NiceTicks{}
 	w := vg.Points(30)
 	var prev *plotter.BarChart
+	totals := make([]float64, len(r.Configs))
 	for i, st := range []struct {
 		name string
 		get  func(*ConfigResult) float64
@@ -449,6 +456,7 @@ func (r *Report) PlotStages(path string) error {
 		vals := make(plotter.Values, len(r.Configs))
 		for j := range r.Configs {
 			vals[j] = st.get(&r.Configs[j])
+			totals[j] += vals[j]
 		}
 		bc, err := plotter.NewBarChart(vals, w)
 		if err != nil {
@@ -463,19 +471,46 @@ func (r *Report) PlotStages(path string) error {
 		p.Legend.Add(st.name, bc)
 		prev = bc
 	}
+	if err := barLabels(p, totals, func(v float64) string { return fmt.Sprintf("%.0f s", v) }); err != nil {
+		return err
+	}
+	// The stages overlap (a pipeline), so the busy seconds add up to
+	// more than the epoch's wall time, marked on each bar.
+	walls := make(plotter.XYs, len(r.Configs))
+	for j, c := range r.Configs {
+		walls[j] = plotter.XY{X: float64(j), Y: c.EpochSec}
+	}
+	mark, err := plotter.NewScatter(walls)
+	if err != nil {
+		return err
+	}
+	mark.GlyphStyle = draw.GlyphStyle{Shape: dashGlyph{}, Radius: w/2 + vg.Points(4), Color: color.Black}
+	p.Add(mark)
+	thumb := *mark // the legend's dash fits the thumbnail
+	thumb.GlyphStyle.Radius = vg.Points(5)
+	p.Legend.Add("epoch wall", &thumb)
 	p.Legend.Top = true
 	p.NominalX(r.names()...)
-	return p.Save(vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
+	return plotfile.SavePNG(p, vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
 }
 
-// PlotBytes draws the storage bytes read per epoch per configuration.
+// PlotBytes draws the storage bytes read per epoch per configuration, in
+// GiB from 1 GiB (the report's 77 GB read as "75000.00 MiB"), each bar's
+// value written above it.
 func (r *Report) PlotBytes(path string) error {
 	p := plot.New()
 	p.Title.Text = "storage bytes read per epoch"
-	p.Y.Label.Text = "MiB"
+	p.Y.Tick.Marker = plotfile.NiceTicks{}
+	unit, div := "MiB", float64(1<<20)
+	for _, c := range r.Configs {
+		if c.IOReadPerEpoch >= 1<<30 {
+			unit, div = "GiB", 1<<30
+		}
+	}
+	p.Y.Label.Text = unit
 	vals := make(plotter.Values, len(r.Configs))
 	for j, c := range r.Configs {
-		vals[j] = max(0, c.IOReadPerEpoch) / (1 << 20)
+		vals[j] = max(0, c.IOReadPerEpoch) / div
 	}
 	bc, err := plotter.NewBarChart(vals, vg.Points(30))
 	if err != nil {
@@ -483,8 +518,40 @@ func (r *Report) PlotBytes(path string) error {
 	}
 	bc.Color = plotutil.Color(0)
 	p.Add(bc)
+	if err := barLabels(p, vals, func(v float64) string { return fmt.Sprintf("%.3g %s", v, unit) }); err != nil {
+		return err
+	}
 	p.NominalX(r.names()...)
-	return p.Save(vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
+	return plotfile.SavePNG(p, vg.Length(max(6, 1.6*float64(len(r.Configs))))*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// dashGlyph is a horizontal line as wide as twice the glyph's radius.
+type dashGlyph struct{}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (dashGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.StrokeLine2(draw.LineStyle{Color: sty.Color, Width: vg.Points(2)}, pt.X-sty.Radius, pt.Y, pt.X+sty.Radius, pt.Y)
+}
+
+// barLabels writes text(v) above bar i (at x = i) of height v.
+func barLabels(p *plot.Plot, vals []float64, text func(float64) string) error {
+	xys := make(plotter.XYs, len(vals))
+	labels := make([]string, len(vals))
+	for i, v := range vals {
+		xys[i] = plotter.XY{X: float64(i), Y: v}
+		labels[i] = text(v)
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign = draw.XCenter
+		l.TextStyle[i].YAlign = draw.YBottom
+	}
+	l.Offset = vg.Point{Y: vg.Points(2)}
+	p.Add(l)
+	return nil
 }
 
 // deviceProfile is the dataset's device profile, nil without one.

@@ -140,6 +140,10 @@ func TestWriteFiles(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
+	// Written atomically: nothing else, no temporary file, is left.
+	if ents, _ := os.ReadDir(dir); len(ents) != 4 {
+		t.Errorf("report directory holds %d entries, want 4", len(ents))
+	}
 	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
 	var back Report
 	if err := json.Unmarshal(b, &back); err != nil {

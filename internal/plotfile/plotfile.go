@@ -8,6 +8,8 @@ package plotfile
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -56,4 +58,41 @@ func SaveGridPNG(plots [][]*plot.Plot, w, h vg.Length, path string) error {
 		return fmt.Errorf("plot: %w", err)
 	}
 	return atomicfile.WriteFile(path, buf.Bytes())
+}
+
+// NiceTicks is a plot.Ticker whose labelled ticks are 1, 2 or 5 times a
+// power of ten apart, about Major of them (default 5), labelled in the
+// shortest form ("250", "0.5"); gonum's default labelled only 0 and 250
+// on a 0–290 axis, as "0.00" and "250.00".
+type NiceTicks struct{ Major int }
+
+// Ticks implements plot.Ticker.
+func (n NiceTicks) Ticks(lo, hi float64) []plot.Tick {
+	want := n.Major
+	if want <= 0 {
+		want = 5
+	}
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', -1, 64)}}
+	}
+	raw := (hi - lo) / float64(want)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{2, 5, 10} { // the nice step nearest raw's
+		if math.Abs(math.Log(m*mag/raw)) < math.Abs(math.Log(step/raw)) {
+			step = m * mag
+		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi*(1+1e-12); i++ {
+		v := i * step
+		// Round off the float error of i*step at the step's precision.
+		prec := max(0, -int(math.Floor(math.Log10(step))))
+		v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'f', prec, 64), 64)
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		if mid := v + step/2; mid < hi {
+			ticks = append(ticks, plot.Tick{Value: mid}) // unlabelled minor tick
+		}
+	}
+	return ticks
 }

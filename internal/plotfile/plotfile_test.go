@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
@@ -59,5 +60,32 @@ func TestSaveGridPNG(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.png")); !os.IsNotExist(err) {
 		t.Errorf("a refused grid left a file: %v", err)
+	}
+}
+
+// TestNiceTicks: labelled ticks 1, 2 or 5 times a power of ten apart,
+// within the range, labelled in the shortest form.
+func TestNiceTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0, 290, []string{"0", "50", "100", "150", "200", "250"}},
+		{0, 1, []string{"0", "0.2", "0.4", "0.6", "0.8", "1"}},
+		{0, 75000, []string{"0", "20000", "40000", "60000"}},
+		{3, 3, []string{"3"}},
+	} {
+		var got []string
+		for _, tk := range (NiceTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+			if tk.Value < tc.lo || tk.Value > tc.hi {
+				t.Errorf("[%g, %g]: tick %g outside", tc.lo, tc.hi, tk.Value)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
 	}
 }
