@@ -11,6 +11,7 @@ package progress
 import (
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,52 +78,93 @@ func Terminal(w io.Writer, quiet bool) Reporter {
 }
 
 type terminal struct {
-	w  io.Writer
-	mu sync.Mutex // one bar draws at a time
+	w      io.Writer
+	mu     sync.Mutex // one bar draws at a time
+	active []*bar     // started, not done, in start order; the first draws
 }
 
+// Start begins a task. Tasks that run at once (gen's edges and features)
+// share one line: the earliest started draws, the others count silently
+// and draw from where they are when their turn comes. Two bars drawing
+// by turns on one line flickered between their descriptions.
 func (t *terminal) Start(desc string, total int64, unit Unit) Task {
 	if total <= 0 {
 		total = -1
 	}
+	b := &bar{t: t, desc: desc, total: total, unit: unit}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.active = append(t.active, b)
+	if len(t.active) == 1 {
+		b.show()
+	}
+	return b
+}
+
+type bar struct {
+	t     *terminal
+	desc  string
+	total int64
+	unit  Unit
+	count int64
+	b     *progressbar.ProgressBar // nil until the bar's turn to draw
+}
+
+// show starts drawing b from its count so far; t.mu is held.
+func (b *bar) show() {
 	opts := []progressbar.Option{
-		progressbar.OptionSetWriter(t.w),
-		progressbar.OptionSetDescription(desc),
+		progressbar.OptionSetWriter(b.t.w),
+		progressbar.OptionSetDescription(b.desc),
 		progressbar.OptionThrottle(100 * time.Millisecond),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetPredictTime(true),
 	}
-	if unit == Bytes {
+	if b.unit == Bytes {
 		// The byte rate only: with OptionShowIts too the bar printed the
 		// same rate again as a bare count ("595 MB/s, 594632206 it/s").
 		opts = append(opts, progressbar.OptionShowBytes(true))
 	} else {
 		opts = append(opts, progressbar.OptionShowIts())
 	}
-	return &bar{t: t, b: progressbar.NewOptions64(total, opts...)}
-}
-
-type bar struct {
-	t *terminal
-	b *progressbar.ProgressBar
+	b.b = progressbar.NewOptions64(b.total, opts...)
+	if b.count > 0 {
+		b.b.Add64(b.count)
+	}
 }
 
 func (b *bar) Add(n int64) {
 	b.t.mu.Lock()
-	b.b.Add64(n)
+	b.count += n
+	if b.b != nil {
+		b.b.Add64(n)
+	}
 	b.t.mu.Unlock()
 }
 
 func (b *bar) Describe(d string) {
 	b.t.mu.Lock()
-	b.b.Describe(d)
+	b.desc = d
+	if b.b != nil {
+		b.b.Describe(d)
+	}
 	b.t.mu.Unlock()
 }
 
 func (b *bar) Done() {
-	b.t.mu.Lock()
-	b.b.Finish()
-	b.t.mu.Unlock()
+	t := b.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := slices.Index(t.active, b)
+	if i < 0 {
+		return // Done twice
+	}
+	if b.b != nil {
+		b.b.Finish()
+	}
+	t.active = slices.Delete(t.active, i, i+1)
+	if len(t.active) > 0 && t.active[0].b == nil {
+		t.active[0].show()
+	}
 }

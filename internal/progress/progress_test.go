@@ -85,3 +85,37 @@ func TestTerminalBarRates(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalOneBarAtATime: tasks running at once share the line: the
+// first started draws, the second counts silently and draws from its
+// count once the first is done. Before, gen's "edges" and "features"
+// bars drew by turns on one line, flickering between the two.
+func TestTerminalOneBarAtATime(t *testing.T) {
+	var buf bytes.Buffer
+	r := &terminal{w: &buf}
+	a := r.Start("first-task", 10, Items)
+	b := r.Start("second-task", 10, Items)
+	for range 3 {
+		time.Sleep(120 * time.Millisecond) // past the bar's 100 ms throttle
+		a.Add(1)
+		b.Add(2)
+	}
+	r.mu.Lock()
+	before := buf.String()
+	r.mu.Unlock()
+	if !strings.Contains(before, "first-task") || strings.Contains(before, "second-task") {
+		t.Fatalf("while both run: %q, want the first task's bar only", before)
+	}
+	a.Done()
+	time.Sleep(120 * time.Millisecond)
+	b.Add(1)
+	after := buf.String()[len(before):]
+	if !strings.Contains(after, "second-task") || !strings.Contains(after, "7/10") {
+		t.Errorf("after the first is done: %q, want the second's bar from its count (7/10)", after)
+	}
+	b.Done()
+	b.Done() // twice is harmless
+	if len(r.active) != 0 {
+		t.Errorf("%d tasks still active", len(r.active))
+	}
+}
