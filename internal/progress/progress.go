@@ -120,6 +120,10 @@ func (b *bar) show() {
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetPredictTime(true),
+		// Drawn empty at once, so that the first count drawn comes a
+		// throttle interval later: drawn at the first Add, microseconds
+		// in, its rate read "142726441 it/s".
+		progressbar.OptionSetRenderBlankState(true),
 	}
 	if b.unit == Bytes {
 		// The byte rate only: with OptionShowIts too the bar printed the
