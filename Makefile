@@ -22,7 +22,7 @@ vet:
 
 test: fmt-check vet
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
+	$(GO) test -count=1 -race -tags invariants -timeout 30m $(RACE_PKGS)
 	@$(MAKE) --no-print-directory test-peers
 	@$(MAKE) --no-print-directory test-scripts
 
