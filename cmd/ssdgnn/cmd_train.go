@@ -142,7 +142,7 @@ that mmap reads need. See docs/train.md.`,
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
-			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
+			if err := train.MemWithinCgroup("train", int64(t.Mem)); err != nil {
 				return err
 			}
 			if w := train.MemAboveMachine(int64(t.Mem)); w != "" {
