@@ -19,7 +19,6 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
-	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -139,6 +138,9 @@ that mmap reads need. See docs/train.md.`,
 			if memNote != "" && t.Mem == 0 && t.PlanFile != "" {
 				memNote = train.NoMemWithPlan
 			}
+			if err := t.NoProfile(cmd.Flags(), int64(t.Mem)); err != nil { // before the note: no budget is a refusal here
+				return err
+			}
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
@@ -147,9 +149,6 @@ that mmap reads need. See docs/train.md.`,
 			}
 			if w := train.MemAboveMachine(int64(t.Mem)); w != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-			}
-			if err := cliflags.Inapplicable(cmd.Flags(), t.Mem == 0 && t.PlanFile == "", "without --mem (no budget: nothing is planned, so no profile is read or taken)", "reprofile", "profile-name"); err != nil {
-				return err
 			}
 			if o.FeatPolicy == featurecache.PolicyProfiled && t.Mem == 0 && t.PlanFile == "" {
 				// Its counts come from the profile a budget plans with.
@@ -174,11 +173,11 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer res.Close()
+			if err := cliflags.RandomBatches(cmd.Flags(), o.Selection); err != nil { // auto resolved
+				return err
+			}
 			if res.SelectionNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.SelectionNote)
-			}
-			if err := cliflags.Inapplicable(cmd.Flags(), o.Selection == sample.ModeRandom, "with random batches (no partitioning to build batches from)", "parts-per-batch"); err != nil {
-				return err
 			}
 			for _, note := range []string{res.FeatReadNote, res.SourceNote} {
 				if note != "" {
