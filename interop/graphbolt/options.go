@@ -31,6 +31,10 @@ const (
 	// GoLimitSlack is what an export leaves between the Go runtime's soft
 	// memory limit and MemBytes: the program's text and the threads'
 	// stacks, which the runtime does not manage.
+	//
+	// The exports' differs from import's and gen's for the reasons
+	// storage/importer's GoLimitSlack gives; docs/dgl.md's cgroup table was
+	// measured with it.
 	GoLimitSlack = 8 << 20
 )
 
