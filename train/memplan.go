@@ -27,6 +27,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -433,7 +434,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, err
 	}
 	if mo == nil || mo.MemBytes < 0 || (mo.MemBytes == 0 && mo.PlanFile == "") {
-		return nil, fmt.Errorf("%w: PlanMemory needs MemBytes > 0 or a PlanFile", ErrInvalidOptions)
+		return nil, opterr.Errorf(ErrInvalidOptions, "PlanMemory needs %s > 0 or a PlanFile", opterr.Field("MemBytes"))
 	}
 	o := withFanoutsOf(opts.withDefaults(), d)
 	if err := streamOnGraph(&o, opts, d); err != nil {

@@ -157,6 +157,10 @@ func TestFlagNamed(t *testing.T) {
 		{[]string{"partition"}, []string{"partition", dir, "--parts", "20", "--first-level", "3", "--name", "zz"}, "--first-level: 3 does not divide --parts=20", partition.ErrOptions},
 		{[]string{"gen"}, []string{"gen", filepath.Join(t.TempDir(), "g"), "--nodes", "10"}, "--avg-degree: 20, want < --nodes (10)", synth.ErrInvalidConfig},
 		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "random", "--chunks", "5000"}, "--chunks 5000 exceeds the 1000 nodes", distdgl.ErrInvalidOptions},
+		// A value is the user's, not an option to rename: the words of the
+		// message are not parsed (it said ".--parts").
+		{[]string{"partition"}, []string{"partition", dir, "--parts", "4", "--name", ".Parts"}, `--name: ".Parts" is not a plain directory name`, partition.ErrOptions},
+		{[]string{"import", "ogb"}, []string{"import", "ogb", filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "o"), "--split", "Parts"}, `--split "Parts": `, nil},
 	} {
 		_, _, err := run(t, c.args...)
 		if err == nil {

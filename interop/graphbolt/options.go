@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -70,7 +71,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: IDDType %v, want int32 or int64", ErrInvalidOptions, o.IDDType)
 	}
 	if o.MemBytes != 0 && o.MemBytes < MinMemBytes {
-		return fmt.Errorf("%w: MemBytes %d, want at least %d (%d MiB)", ErrInvalidOptions, o.MemBytes, MinMemBytes, MinMemBytes>>20)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want at least %d (%d MiB)", opterr.Field("MemBytes"), o.MemBytes, MinMemBytes, MinMemBytes>>20)
 	}
 	return nil
 }
