@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -145,7 +146,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: IODepth %d, want >= 0", ErrInvalidOptions, o.IODepth)
 	}
 	if o.CoalesceGap < PerRowReads {
-		return fmt.Errorf("%w: CoalesceGap %d, want >= %d", ErrInvalidOptions, o.CoalesceGap, PerRowReads)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want >= %d", opterr.Field("CoalesceGap"), o.CoalesceGap, PerRowReads)
 	}
 	if o.MaxReadBytes < 0 {
 		return fmt.Errorf("%w: MaxReadBytes %d, want >= 0", ErrInvalidOptions, o.MaxReadBytes)
@@ -157,7 +158,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: IO %d", ErrInvalidOptions, int(o.IO))
 	}
 	if o.Mode != storage.ReadBuffered && o.Mode != storage.ReadDirect && o.Mode != storage.ReadAuto {
-		return fmt.Errorf("%w: Mode %d", ErrInvalidOptions, int(o.Mode))
+		return opterr.Errorf(ErrInvalidOptions, "%s %d", opterr.Field("Mode"), int(o.Mode))
 	}
 	return nil
 }

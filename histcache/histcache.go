@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 )
 
@@ -149,7 +150,7 @@ func (o *Options) Validate() error {
 	}
 	switch {
 	case o.Staleness < 0:
-		return fmt.Errorf("%w: Staleness %d, want >= 1 (0: default)", ErrInvalidOptions, o.Staleness)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want >= 1 (0: default)", opterr.Field("Staleness"), o.Staleness)
 	case o.Policy > PolicyGrad:
 		return fmt.Errorf("%w: Policy %d", ErrInvalidOptions, o.Policy)
 	case math.IsNaN(o.PGrad) || o.PGrad < 0 || o.PGrad > 1:
@@ -251,7 +252,7 @@ func New(cfg Config, opts *Options) (*Cache, error) {
 	n := int64(len(cfg.Scores))
 	switch {
 	case cfg.Hidden < 1:
-		return nil, fmt.Errorf("%w: Hidden %d, want >= 1", ErrInvalidConfig, cfg.Hidden)
+		return nil, opterr.Errorf(ErrInvalidConfig, "%s %d, want >= 1", opterr.Field("Hidden"), cfg.Hidden)
 	case cfg.BudgetBytes < 4*n:
 		return nil, fmt.Errorf("%w: %d bytes cannot hold the %d-byte slot table of %d nodes", ErrBudget, cfg.BudgetBytes, 4*n, n)
 	}

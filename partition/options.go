@@ -2,11 +2,11 @@ package partition
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"runtime"
 
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -219,17 +219,17 @@ func (o *Options) Validate() error {
 }
 
 func (c *Options) validate() error {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrOptions, field, fmt.Sprintf(format, args...))
+	bad := func(field opterr.Field, format string, args ...any) error {
+		return opterr.Errorf(ErrOptions, "%s: "+format, append([]any{field}, args...)...)
 	}
 	if c.Parts < 1 || c.Parts > math.MaxInt32 {
 		return bad("Parts", "%d not in [1, 2^31)", c.Parts)
 	}
 	if c.FirstLevel < 1 || c.FirstLevel > c.Parts {
-		return bad("FirstLevel", "%d not in [1, Parts=%d]", c.FirstLevel, c.Parts)
+		return bad("FirstLevel", "%d not in [1, %s=%d]", c.FirstLevel, opterr.Field("Parts"), c.Parts)
 	}
 	if c.Parts%c.FirstLevel != 0 {
-		return bad("FirstLevel", "%d does not divide Parts=%d (the final count is FirstLevel x Parts/FirstLevel)", c.FirstLevel, c.Parts)
+		return bad("FirstLevel", "%d does not divide %s=%d (the final count is %s x %s/%s)", c.FirstLevel, opterr.Field("Parts"), c.Parts, opterr.Field("FirstLevel"), opterr.Field("Parts"), opterr.Field("FirstLevel"))
 	}
 	switch c.Method {
 	case Fennel, FennelExact, Random, Metis:

@@ -23,6 +23,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -121,7 +122,7 @@ func (o *RelabelOptions) Validate() error {
 	}
 	switch {
 	case o.MemBytes < 0:
-		return fmt.Errorf("%w: relabel: MemBytes %d, want >= 0 (0: the default)", ErrOptions, o.MemBytes)
+		return opterr.Errorf(ErrOptions, "relabel: %s %d, want >= 0 (0: the default)", opterr.Field("MemBytes"), o.MemBytes)
 	case !slices.Contains(RelabelOrders, order):
 		return fmt.Errorf("%w: relabel: unknown order %q (want one of %v)", ErrOptions, o.Order, RelabelOrders)
 	case (order == RelabelByHeat) != (o.Heat != nil):

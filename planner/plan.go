@@ -10,6 +10,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/radix"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 )
@@ -70,22 +71,22 @@ type PlanOptions struct {
 
 // Validate reports whether o is usable.
 func (o *PlanOptions) Validate() error {
-	bad := func(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(f, a...)) }
+	bad := func(f string, a ...any) error { return opterr.Errorf(ErrInvalidOptions, f, a...) }
 	switch {
 	case o == nil:
-		return bad("nil PlanOptions: MemBytes is required")
+		return bad("nil PlanOptions: %s is required", opterr.Field("MemBytes"))
 	case o.MemBytes <= 0:
-		return bad("MemBytes %d, want > 0", o.MemBytes)
+		return bad("%s %d, want > 0", opterr.Field("MemBytes"), o.MemBytes)
 	case o.FeatRowBytes < 0 || o.NumNodes < 0:
-		return bad("negative FeatRowBytes or NumNodes")
+		return bad("negative FeatRowBytes or %s", opterr.Field("NumNodes"))
 	case o.Step < 0 || o.Step > 1 || o.NbrStep < 0 || o.NbrStep > 1:
 		return bad("Step %g / NbrStep %g, want in (0, 1]", o.Step, o.NbrStep)
 	case o.Beta < 0 || math.IsNaN(o.Beta):
 		return bad("Beta %g, want >= 0", o.Beta)
 	case o.Staleness < 0:
-		return bad("Staleness %d, want >= 1 (0: the profile's)", o.Staleness)
+		return bad("%s %d, want >= 1 (0: the profile's)", opterr.Field("Staleness"), o.Staleness)
 	case !o.Decoupled && o.Indptr == nil:
-		return bad("Indptr is required unless Decoupled (the neighbour cache is sized from degrees)")
+		return bad("Indptr is required unless %s (the neighbour cache is sized from degrees)", opterr.Field("Decoupled"))
 	case o.Keep != nil && (o.Keep.Memory.MemBytes != o.MemBytes || o.Keep.Decoupled != o.Decoupled):
 		return bad("Keep is a plan for %d bytes (decoupled %v), not %d (%v)", o.Keep.Memory.MemBytes, o.Keep.Decoupled, o.MemBytes, o.Decoupled)
 	}

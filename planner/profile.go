@@ -15,6 +15,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -86,13 +87,13 @@ func (o *ProfileOptions) Validate() error {
 		return nil
 	}
 	if o.Staleness < 0 || o.ReuseDepth < 0 {
-		return fmt.Errorf("%w: Staleness %d / ReuseDepth %d, want >= 1 (0: default)", ErrInvalidOptions, o.Staleness, o.ReuseDepth)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d / %s %d, want >= 1 (0: default)", opterr.Field("Staleness"), o.Staleness, opterr.Field("ReuseDepth"), o.ReuseDepth)
 	}
 	if o.PresampleEpochs < 0 {
-		return fmt.Errorf("%w: PresampleEpochs %d, want >= 1", ErrInvalidOptions, o.PresampleEpochs)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want >= 1", opterr.Field("PresampleEpochs"), o.PresampleEpochs)
 	}
 	if o.Name != "" && !validName(o.Name) {
-		return fmt.Errorf("%w: Name %q: want letters, digits, '-', '_' or '.'", ErrInvalidOptions, o.Name)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q: want letters, digits, '-', '_' or '.'", opterr.Field("Name"), o.Name)
 	}
 	so := o.samplerOptions()
 	if err := so.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -239,35 +240,35 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+		return opterr.Errorf(ErrInvalidOptions, format, args...)
 	}
 	for i, f := range o.Fanouts {
 		if f == 0 || f < -1 || f > MaxFanout {
-			return bad("Fanouts[%d] = %d, want 1 to %d, or -1 for every neighbour", i, f, MaxFanout)
+			return bad("%s[%d] = %d, want 1 to %d, or -1 for every neighbour", opterr.Field("Fanouts"), i, f, MaxFanout)
 		}
 	}
 	switch {
 	case o.BatchSize < 0:
-		return bad("BatchSize %d, want > 0", o.BatchSize)
+		return bad("%s %d, want > 0", opterr.Field("BatchSize"), o.BatchSize)
 	case o.PartsPerBatch < 0:
-		return bad("PartsPerBatch %d, want > 0", o.PartsPerBatch)
+		return bad("%s %d, want > 0", opterr.Field("PartsPerBatch"), o.PartsPerBatch)
 	case o.Workers < 0 || o.Workers > MaxWorkers():
-		return bad("Workers %d, want 0 (one per core) to %d (four per core)", o.Workers, MaxWorkers())
+		return bad("%s %d, want 0 (one per core) to %d (four per core)", opterr.Field("Workers"), o.Workers, MaxWorkers())
 	case o.Prefetch < 0:
 		return bad("Prefetch %d, want >= 0", o.Prefetch)
 	case o.Source < SourceMmap || o.Source > SourceBatch:
-		return bad("Source %d unknown", o.Source)
+		return bad("%s %d unknown", opterr.Field("Source"), o.Source)
 	case o.ReadGapBytes < PerListReads:
 		return bad("ReadGapBytes %d, want >= %d", o.ReadGapBytes, PerListReads)
 	case o.MaxReadAmp != UncappedReads && o.MaxReadAmp != 0 && !(o.MaxReadAmp >= 1) || math.IsInf(o.MaxReadAmp, 0):
-		return bad("MaxReadAmp %v, want %d (no cap), 0 (the default) or a finite ratio >= 1", o.MaxReadAmp, UncappedReads)
+		return bad("%s %v, want %d (no cap), 0 (the default) or a finite ratio >= 1", opterr.Field("MaxReadAmp"), o.MaxReadAmp, UncappedReads)
 	case o.IO < storage.IOAuto || o.IO > storage.IOUring:
 		return bad("IO %d unknown", o.IO)
 	}
 	switch o.Mode {
 	case "", ModeRandom, ModePartition:
 	default:
-		return bad("Mode %q, want random or partition", o.Mode)
+		return bad("%s %q, want random or partition", opterr.Field("Mode"), o.Mode)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/topk"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -33,7 +34,7 @@ type Partitions interface {
 // larger number. 0 (the default) is fine.
 func checkPartsPerBatch(ppb int, parts Partitions) error {
 	if parts != nil && ppb > parts.K() {
-		return fmt.Errorf("%w: PartsPerBatch %d, want at most the partitioning's %d parts", ErrInvalidOptions, ppb, parts.K())
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want at most the partitioning's %d parts", opterr.Field("PartsPerBatch"), ppb, parts.K())
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/plotfile"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -61,9 +62,9 @@ func (o *RROptions) Validate() error {
 	}
 	switch {
 	case o.Epochs < 0:
-		return fmt.Errorf("%w: Epochs %d, want > 0", ErrInvalidOptions, o.Epochs)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want > 0", opterr.Field("Epochs"), o.Epochs)
 	case o.HistFrac < 0 || o.HistFrac > 1 || o.HistFrac != o.HistFrac:
-		return fmt.Errorf("%w: HistFrac %v, want in [0, 1]", ErrInvalidOptions, o.HistFrac)
+		return opterr.Errorf(ErrInvalidOptions, "%s %v, want in [0, 1]", opterr.Field("HistFrac"), o.HistFrac)
 	case o.NeighborCacheBytes < 0:
 		return fmt.Errorf("%w: NeighborCacheBytes %d, want >= 0", ErrInvalidOptions, o.NeighborCacheBytes)
 	}

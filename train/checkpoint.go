@@ -439,9 +439,40 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 	return nil
 }
 
+// CheckResume reads and verifies the checkpoint o.Resume names (nil when
+// it names none) and checks it against dataset d and the model o
+// describes, as New does before it restores it. Train calls it before it
+// prints anything about the run, so that a missing, corrupt or
+// mismatched checkpoint is the first thing said (its "selection:" line
+// came before, review C4).
+func CheckResume(d *storage.Dataset, o *Options) error {
+	if o.Resume == "" {
+		return nil
+	}
+	ck, err := openResume(o.Resume)
+	if err != nil {
+		return err
+	}
+	defer ck.close()
+	wd := o.withDataset(d, o.Profile) // as New completes it
+	cfg := modelConfig(d, &wd)
+	return ck.match(d, &cfg)
+}
+
 // loadCheckpoint restores the trainer's state from a checkpoint written by a
 // trainer with the same model, dataset and history setting.
 func (t *Trainer) loadCheckpoint(path string) error {
+	ck, err := openResume(path)
+	if err != nil {
+		return err
+	}
+	defer ck.close()
+	return t.restore(ck)
+}
+
+// openResume is readCheckpoint for --resume: a missing file is said as
+// what it is.
+func openResume(path string) (*checkpoint, error) {
 	ck, err := readCheckpoint(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// Said as what it is ("open X: no such file or directory" named
@@ -453,13 +484,9 @@ func (t *Trainer) loadCheckpoint(path string) error {
 				hint = "; " + usual + " is one"
 			}
 		}
-		return fmt.Errorf("train: no checkpoint to resume at %s%s: %w", ResolveCheckpoint(path), hint, err)
+		return nil, fmt.Errorf("train: no checkpoint to resume at %s%s: %w", ResolveCheckpoint(path), hint, err)
 	}
-	if err != nil {
-		return err
-	}
-	defer ck.close()
-	return t.restore(ck)
+	return ck, err
 }
 
 // restore is loadCheckpoint's second half: ck, parsed, into the trainer.

@@ -73,8 +73,8 @@ func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
 	used := RuntimeReserve(o.MemBytes) + rest
 	left := (o.MemBytes - used) * 3 / 4
 	if left < minEvalMemBytes {
-		return 0, fmt.Errorf("%w: --mem %s: the runtime reserve, the model, %d nodes' outputs and the pass's per-node state take %s, leaving %s for layer-wise chunks (at least %s); --mem %s is the least",
-			ErrBudget, ibytes(o.MemBytes), nodes, ibytes(used), ibytes(max(left, 0)), ibytes(minEvalMemBytes), ibytesUp(inferLeast(rest)))
+		return 0, budgetErrorf("infer", "--mem %s: the runtime reserve, the model, %d nodes' outputs and the pass's per-node state take %s, leaving %s for layer-wise chunks (at least %s); --mem %s is the least",
+			ibytes(o.MemBytes), nodes, ibytes(used), ibytes(max(left, 0)), ibytes(minEvalMemBytes), ibytesUp(inferLeast(rest)))
 	}
 	return left, nil
 }
@@ -141,8 +141,8 @@ func (t *Trainer) sampledInferBound(nodes int, fanouts []int, mem int64) (splitB
 	fits := func(r int64) bool { need, _ := t.sampledInferNeed(nodes, fanouts, r); return need <= mem }
 	if !fits(least) {
 		need, what := t.sampledInferNeed(nodes, fanouts, least)
-		return splitBound{}, fmt.Errorf("%w: --mem %s: sampled inference needs about %s even in micro-batches of %d input rows (%s): raise --mem to %s, or infer layer-wise (the default), which fits a budget by its chunks",
-			ErrBudget, ibytes(mem), ibytes(need), least, what, ibytesUp(need))
+		return splitBound{}, budgetErrorf("infer", "--mem %s: sampled inference needs about %s even in micro-batches of %d input rows (%s): raise --mem to %s, or infer layer-wise (the default), which fits a budget by its chunks",
+			ibytes(mem), ibytes(need), least, what, ibytesUp(need))
 	}
 	return splitBound{rows: int(largestFitting(least, whole, fits))}, nil
 }

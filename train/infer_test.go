@@ -100,8 +100,8 @@ func TestInferBudget(t *testing.T) {
 	}
 	small := filepath.Join(dir, "small.npy")
 	_, err = tr.Infer(context.Background(), nodes, &InferOptions{PredPath: small, MemBytes: 1 << 20})
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "is the least") {
-		t.Fatalf("--mem 1 MiB: %v, want ErrBudget naming the least --mem", err)
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "is the least") || !strings.HasPrefix(err.Error(), "infer: memory budget too small: ") {
+		t.Fatalf("--mem 1 MiB: %v, want infer's ErrBudget naming the least --mem", err)
 	}
 	if _, err := os.Stat(small); !os.IsNotExist(err) {
 		t.Errorf("a refused inference left %s (%v)", small, err)
@@ -182,7 +182,8 @@ func TestSampledInferMem(t *testing.T) {
 	if least >= whole {
 		t.Fatalf("the finest cut needs %d, the evaluation cut %d", least, whole)
 	}
-	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: least - 1}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "even in micro-batches") {
+	if _, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled, MemBytes: least - 1}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "even in micro-batches") ||
+		!strings.HasPrefix(err.Error(), "infer: memory budget too small: ") {
 		t.Errorf("--mem %d: %v, want ErrBudget naming the finest cut's need", least-1, err)
 	}
 	free, err := tr.Infer(context.Background(), nodes, &InferOptions{Mode: EvalSampled})

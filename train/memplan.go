@@ -27,6 +27,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -309,21 +310,22 @@ func withReserve(need int64) int64 { return max(need+reserveFloor, (need*8+6)/7)
 // an ErrBudget naming the limit and the least it needs, so that the epoch
 // is refused before it starts instead of OOM-killed part way.
 func ProfileFit(d *storage.Dataset, opts *Options, epochs int) (workers int, note string, err error) {
-	return fitCgroup(d, opts, "a profiling epoch", "sampling workers, per-node counters and the validity model's log, the neighbour cache", ", --presample-epochs or --neighbor-cache",
+	return fitCgroup(d, opts, "profile", "a profiling epoch", "sampling workers, per-node counters and the validity model's log, the neighbour cache", ", --presample-epochs or --neighbor-cache",
 		func(o *Options) int64 { return ProfileMinimumBudget(d, o, epochs) })
 }
 
 // SamplingFit is ProfileFit for sampling alone (ssdgnn rr):
 // SamplingMinimumBudget against the memory cgroup's limit.
 func SamplingFit(d *storage.Dataset, opts *Options) (workers int, note string, err error) {
-	return fitCgroup(d, opts, "sampling", "sampling workers' batches and macro-batch caches, the neighbour cache", " or --neighbor-cache",
+	return fitCgroup(d, opts, "rr", "sampling", "sampling workers' batches and macro-batch caches, the neighbour cache", " or --neighbor-cache",
 		func(o *Options) int64 { return SamplingMinimumBudget(d, o) })
 }
 
 // fitCgroup is ProfileFit's and SamplingFit's fit of least (what what,
 // made of terms, needs) to the memory cgroup's limit; more names the
-// flags beside --batch-size, --fanouts and --workers that lower it.
-func fitCgroup(d *storage.Dataset, opts *Options, what, terms, more string, least func(*Options) int64) (workers int, note string, err error) {
+// flags beside --batch-size, --fanouts and --workers that lower it, and
+// the refusal is command cmd's (BudgetError).
+func fitCgroup(d *storage.Dataset, opts *Options, cmd, what, terms, more string, least func(*Options) int64) (workers int, note string, err error) {
 	l, ok := cgroup.SelfMemoryLimit()
 	if !ok {
 		return 0, "", nil
@@ -340,8 +342,8 @@ func fitCgroup(d *storage.Dataset, opts *Options, what, terms, more string, leas
 		o.Workers = 1
 		need = least(&o)
 	}
-	return 0, "", fmt.Errorf("%w: the memory cgroup this process runs in is limited to %s, below the %s %s of %s needs (runtime reserve, %s): raise the limit, or lower --batch-size, --fanouts, --workers%s",
-		ErrBudget, ibytes(l), ibytes(need), what, d.Dir(), terms, more)
+	return 0, "", budgetErrorf(cmd, "the memory cgroup this process runs in is limited to %s, below the %s %s of %s needs (runtime reserve, %s): raise the limit, or lower --batch-size, --fanouts, --workers%s",
+		ibytes(l), ibytes(need), what, d.Dir(), terms, more)
 }
 
 // workersToFit is the most sampling workers, fewer than the default (one
@@ -432,7 +434,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		return nil, err
 	}
 	if mo == nil || mo.MemBytes < 0 || (mo.MemBytes == 0 && mo.PlanFile == "") {
-		return nil, fmt.Errorf("%w: PlanMemory needs MemBytes > 0 or a PlanFile", ErrInvalidOptions)
+		return nil, opterr.Errorf(ErrInvalidOptions, "PlanMemory needs %s > 0 or a PlanFile", opterr.Field("MemBytes"))
 	}
 	o := withFanoutsOf(opts.withDefaults(), d)
 	if err := streamOnGraph(&o, opts, d); err != nil {
@@ -1939,10 +1941,11 @@ func DefaultMem(set bool, mem *int64, limitSet bool, limit int64) (note string) 
 	return "no --mem and no memory cgroup limit: no memory budget; feature and neighbour caches off unless sized by hand, the history cache at its default (--mem SIZE plans them all)"
 }
 
-// MemWithinCgroup is cgroup.WithinLimit as an ErrBudget.
-func MemWithinCgroup(mem int64) error {
+// MemWithinCgroup is cgroup.WithinLimit as command cmd's refusal ("train",
+// "infer"): a *BudgetError, which matches ErrBudget.
+func MemWithinCgroup(cmd string, mem int64) error {
 	if err := cgroup.WithinLimit(mem); err != nil {
-		return fmt.Errorf("%w: %w", ErrBudget, err)
+		return &BudgetError{Cmd: cmd, Err: err}
 	}
 	return nil
 }

@@ -26,7 +26,10 @@ var (
 	// ErrPlanMismatch reports a plan (--plan) made for another dataset.
 	ErrPlanMismatch = errors.New("train: plan does not match the dataset")
 	// ErrBudget reports caches (tables included) that do not fit
-	// Options.MemBytes; New returns it before building anything.
+	// Options.MemBytes; New returns it before building anything. The
+	// refusals of the commands this package also serves (profile, rr,
+	// infer) are *BudgetError, which names the command and matches
+	// ErrBudget under errors.Is.
 	ErrBudget = errors.New("train: memory budget too small")
 	// ErrNonFinite reports a NaN or infinite loss: training stops before
 	// the update that would spread it into the weights.
@@ -35,6 +38,26 @@ var (
 	// (Trainable).
 	ErrNotTrainable = errors.New("train: dataset cannot be trained on")
 )
+
+// BudgetError is ErrBudget as the refusal of command Cmd ("profile", "rr",
+// "infer"): its message reads as that command's own ("rr: memory budget
+// too small: ..."), not train's, and errors.Is(err, ErrBudget) holds, as
+// it does for Err's own chain.
+type BudgetError struct {
+	Cmd string // the command refused
+	Err error  // what does not fit, and how to fix it
+}
+
+func (e *BudgetError) Error() string { return e.Cmd + ": memory budget too small: " + e.Err.Error() }
+
+// Unwrap is ErrBudget and Err.
+func (e *BudgetError) Unwrap() []error { return []error{ErrBudget, e.Err} }
+
+// budgetErrorf is a *BudgetError of cmd whose Err is fmt.Errorf(format,
+// args...).
+func budgetErrorf(cmd, format string, args ...any) error {
+	return &BudgetError{Cmd: cmd, Err: fmt.Errorf(format, args...)}
+}
 
 // Trainable reports, as an error wrapping ErrNotTrainable, what d lacks
 // for training: features, classes with labels, or training nodes. Without

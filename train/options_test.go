@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -82,5 +83,23 @@ func TestFanoutsBeyondTheGraph(t *testing.T) {
 	}
 	if w := withFanoutsOf((&Options{Fanouts: []int{md - 1, 5}}).withDefaults(), d); !slices.Equal(w.Fanouts, []int{md - 1, 5}) {
 		t.Errorf("a fanout below the longest list changed: %v", w.Fanouts)
+	}
+}
+
+// TestBudgetError: a command's refusal reads as its own and still matches
+// ErrBudget, and what it wraps (review R7: rr's and profile's said
+// "train: memory budget too small").
+func TestBudgetError(t *testing.T) {
+	inner := errors.New("inner")
+	err := error(&BudgetError{Cmd: "rr", Err: fmt.Errorf("limit 20 MiB: %w", inner)})
+	if got, want := err.Error(), "rr: memory budget too small: limit 20 MiB: inner"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrBudget) || !errors.Is(err, inner) {
+		t.Errorf("errors.Is(ErrBudget) %v, errors.Is(inner) %v, want both", errors.Is(err, ErrBudget), errors.Is(err, inner))
+	}
+	var be *BudgetError
+	if !errors.As(fmt.Errorf("wrapped: %w", err), &be) || be.Cmd != "rr" {
+		t.Errorf("errors.As through a wrap: %v", be)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 )
 
 // Sentinel errors. Every error the package returns for these conditions
@@ -232,15 +233,15 @@ func (o *Options) withDefaults() Options {
 // fields are valid (they select defaults).
 func (o *Options) Validate() error {
 	if o == nil {
-		return fmt.Errorf("%w: Bin, Dir and OutDir are required", ErrOptions)
+		return opterr.Errorf(ErrOptions, "%s, %s and OutDir are required", opterr.Field("Bin"), opterr.Field("Dir"))
 	}
 	r := o.withDefaults()
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrOptions}, a...)...)
+		return opterr.Errorf(ErrOptions, format, a...)
 	}
 	switch {
 	case r.Bin == "" || r.Dir == "" || r.OutDir == "":
-		return bad("Bin, Dir and OutDir are required")
+		return bad("%s, %s and OutDir are required", opterr.Field("Bin"), opterr.Field("Dir"))
 	case r.DataSize < 0 || r.MemLimit < 0 || r.CacheBudget < 0:
 		return bad("negative size (data %d, mem limit %d, cache budget %d)", r.DataSize, r.MemLimit, r.CacheBudget)
 	case r.CacheBudget >= r.MemLimit:
@@ -248,25 +249,25 @@ func (o *Options) Validate() error {
 	case !(r.CacheFrac >= 0 && r.CacheFrac < 1) || !(r.NeighborFrac > 0 && r.NeighborFrac < 1):
 		return bad("CacheFrac %g must be in [0,1) and NeighborFrac %g in (0,1)", r.CacheFrac, r.NeighborFrac)
 	case !(r.TrainFrac > 0 && r.TrainFrac < 0.9):
-		return bad("TrainFrac %g must be in (0,0.9)", r.TrainFrac)
+		return bad("%s %g must be in (0,0.9)", opterr.Field("TrainFrac"), r.TrainFrac)
 	case !(r.AvgDegree >= 0) || math.IsInf(r.AvgDegree, 0):
-		return bad("AvgDegree %g, want a finite degree", r.AvgDegree)
+		return bad("%s %g, want a finite degree", opterr.Field("AvgDegree"), r.AvgDegree)
 	case r.FeatDim < 0 || r.TrainPerPart < 0 || r.Epochs < 0 || r.Layers < 0 || r.Hidden < 0 || r.BatchSize < 0 || r.ResumeEpochs < 0:
 		return bad("negative count")
 	case r.ResumeEpochs < 2 && r.CheckResume:
-		return bad("ResumeEpochs %d: the resume check needs at least 2", r.ResumeEpochs)
+		return bad("%s %d: the resume check needs at least 2", opterr.Field("ResumeEpochs"), r.ResumeEpochs)
 	case !(r.LR >= 0) || math.IsInf(r.LR, 0) || !(r.Dropout >= 0 && r.Dropout < 1) || !(r.TargetFactor >= 0) || math.IsInf(r.TargetFactor, 0):
-		return bad("LR %g, Dropout %g (want [0,1)), TargetFactor %g", r.LR, r.Dropout, r.TargetFactor)
+		return bad("LR %g, %s %g (want [0,1)), TargetFactor %g", r.LR, opterr.Field("Dropout"), r.Dropout, r.TargetFactor)
 	case r.ChildTimeout < 0:
-		return bad("negative ChildTimeout")
+		return bad("negative %s", opterr.Field("ChildTimeout"))
 	case r.DiskCheckDuration < 0:
 		return bad("negative DiskCheckDuration")
 	case r.InFlight < 0:
-		return bad("negative InFlight")
+		return bad("negative %s", opterr.Field("InFlight"))
 	case r.Eval != "" && r.Eval != "layerwise" && r.Eval != "sampled":
-		return bad("Eval %q, want layerwise or sampled", r.Eval)
+		return bad("%s %q, want layerwise or sampled", opterr.Field("Eval"), r.Eval)
 	case r.Device != "" && r.Device != "cpu" && r.Device != "cuda":
-		return bad("Device %q, want cpu or cuda", r.Device)
+		return bad("%s %q, want cpu or cuda", opterr.Field("Device"), r.Device)
 	}
 	for _, c := range r.Configs {
 		if !knownConfig(c) {

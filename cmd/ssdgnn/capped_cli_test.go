@@ -89,12 +89,13 @@ func TestMemAboveCgroupRefused(t *testing.T) {
 	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
 		t.Fatal(err)
 	}
+	// Each command's refusal reads as its own (infer's said "train: ...").
 	for _, args := range [][]string{
 		{"train", dir, "--epochs", "1", "--mem", "1GiB", "--checkpoint", filepath.Join(t.TempDir(), "ck")},
 		{"infer", dir, "--checkpoint", filepath.Join(t.TempDir(), "none"), "--out", filepath.Join(t.TempDir(), "p.npy"), "--mem", "1GiB"},
 	} {
 		out, err := exec.Command(bin, append([]string{"bench", "capped", "--limit", "128MiB", "--", bin}, args...)...).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "--mem 1.0 GiB exceeds the limit of the memory cgroup") {
+		if err == nil || !strings.Contains(string(out), "ssdgnn: "+args[0]+": memory budget too small: --mem 1.0 GiB exceeds the limit of the memory cgroup") {
 			t.Errorf("%s --mem 1GiB under a 128 MiB cgroup: %v\n%s", args[0], err, out)
 		}
 	}
@@ -192,7 +193,8 @@ func TestProfileUnderSmallCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "bench", "capped", "--limit", "48MiB", "--", bin, "profile", dir, "-q").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "below the") || !strings.Contains(string(out), "a profiling epoch of") ||
+	// The refusal is profile's own, not train's (review R7).
+	if err == nil || !strings.Contains(string(out), "ssdgnn: profile: memory budget too small: ") || !strings.Contains(string(out), "below the") || !strings.Contains(string(out), "a profiling epoch of") ||
 		strings.Contains(string(out), "OOM-killed") {
 		t.Errorf("profile under 48 MiB: %v, want a refusal naming the least limit\n%s", err, out)
 	}
@@ -214,7 +216,8 @@ func TestRRUnderSmallCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "bench", "capped", "--limit", "48MiB", "--", bin, "rr", dir, "-q").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "below the") || !strings.Contains(string(out), "sampling of") ||
+	// The refusal is rr's own, not train's (review R7).
+	if err == nil || !strings.Contains(string(out), "ssdgnn: rr: memory budget too small: ") || !strings.Contains(string(out), "below the") || !strings.Contains(string(out), "sampling of") ||
 		strings.Contains(string(out), "OOM-killed") {
 		t.Errorf("rr under 48 MiB: %v, want a refusal naming the least limit\n%s", err, out)
 	}

@@ -85,7 +85,7 @@ the original dataset writes.`,
 			if note := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), false, 0); note != "" && mem > 0 && !g.quiet {
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
-			if err := train.MemWithinCgroup(int64(mem)); err != nil {
+			if err := train.MemWithinCgroup("infer", int64(mem)); err != nil {
 				return err
 			}
 			defer train.TuneGC(int64(mem))()

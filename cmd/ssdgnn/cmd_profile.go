@@ -57,7 +57,7 @@ bound train's minimum counts for its own profiling epoch).`,
 			if o.Mode, err = sample.ParseMode(selection); err != nil {
 				return err
 			}
-			if err := cliflags.Inapplicable(cmd.Flags(), o.Mode == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"); err != nil {
+			if err := cliflags.RandomBatches(cmd.Flags(), o.Mode); err != nil {
 				return err
 			}
 			o.Seed, o.Progress, o.Logger = uint64(seed), g.progress(), g.logger()
@@ -78,6 +78,9 @@ bound train's minimum counts for its own profiling epoch).`,
 			if o.Mode == sample.ModeAuto {
 				var note string
 				o.Mode, partName, note = train.AutoSelection(args[0], partName, cmd.Flags().Changed("partition"))
+				if err := cliflags.RandomBatches(cmd.Flags(), o.Mode); err != nil { // before the note, as train's
+					return err
+				}
 				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			} else if o.Mode == sample.ModePartition {
 				partName, _, _, _ = train.PartitionFor(args[0], partName, cmd.Flags().Changed("partition"))

@@ -19,7 +19,6 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/planner"
-	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -135,21 +134,26 @@ that mmap reads need. See docs/train.md.`,
 				cliflags.Output{Flag: "--metrics", Path: t.Metrics, Appends: true}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
 				return err
 			}
+			// The checkpoint to resume is read and checked before anything
+			// is said about the run (review C4).
+			if err := train.CheckResume(d, o); err != nil {
+				return err
+			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))
 			if memNote != "" && t.Mem == 0 && t.PlanFile != "" {
 				memNote = train.NoMemWithPlan
 			}
+			if err := t.NoProfile(cmd.Flags(), int64(t.Mem)); err != nil { // before the note: no budget is a refusal here
+				return err
+			}
 			if memNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), memNote)
 			}
-			if err := train.MemWithinCgroup(int64(t.Mem)); err != nil {
+			if err := train.MemWithinCgroup("train", int64(t.Mem)); err != nil {
 				return err
 			}
 			if w := train.MemAboveMachine(int64(t.Mem)); w != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-			}
-			if err := cliflags.Inapplicable(cmd.Flags(), t.Mem == 0 && t.PlanFile == "", "without --mem (no budget: nothing is planned, so no profile is read or taken)", "reprofile", "profile-name"); err != nil {
-				return err
 			}
 			if o.FeatPolicy == featurecache.PolicyProfiled && t.Mem == 0 && t.PlanFile == "" {
 				// Its counts come from the profile a budget plans with.
@@ -174,11 +178,11 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer res.Close()
+			if err := cliflags.RandomBatches(cmd.Flags(), o.Selection); err != nil { // auto resolved
+				return err
+			}
 			if res.SelectionNote != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.SelectionNote)
-			}
-			if err := cliflags.Inapplicable(cmd.Flags(), o.Selection == sample.ModeRandom, "with random batches (no partitioning to build batches from)", "parts-per-batch"); err != nil {
-				return err
 			}
 			for _, note := range []string{res.FeatReadNote, res.SourceNote} {
 				if note != "" {

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"regexp"
+	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 )
 
 // defaultFanouts is the --fanouts default of train, profile and rr
@@ -21,30 +22,33 @@ func requirePositive(cmd *cobra.Command, names ...string) error {
 
 // optionAliases are option fields whose flag is not their kebab-case
 // name.
-var optionAliases = map[string]string{"MemBytes": "mem", "NumChunks": "chunks", "NumClasses": "num-classes"}
+var optionAliases = map[opterr.Field]string{"MemBytes": "mem", "NumChunks": "chunks", "NumClasses": "num-classes"}
 
-var camelWord = regexp.MustCompile(`\b[A-Z][a-z]+(?:[A-Z][a-z0-9]*)*\b`)
-
-// flagNamed rewrites, in an option error of the command that ran, the
-// libraries' option names (Go fields: "FirstLevel", "AvgDegree",
-// "MemBytes") into the flags the user typed ("--first-level",
-// "--avg-degree", "--mem"): a field that is not one of cmd's flags is
-// left as it is. Other errors pass through; errors.Is sees the original.
+// flagNamed names, in an option error (*opterr.Error) of the command that
+// ran, the options it names (Go fields: "FirstLevel", "AvgDegree",
+// "MemBytes") as the flags the user typed ("--first-level",
+// "--avg-degree", "--mem"); a field that is not one of cmd's flags keeps
+// its name. The fields come from the error's data, not from its words:
+// the option error's own message is replaced by its rendering with the
+// flags, and what wraps it is kept. Other errors pass through; errors.Is
+// and errors.As see the original.
 func flagNamed(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	if cmd == nil || !(strings.Contains(msg, "invalid options") || strings.Contains(msg, "invalid config")) {
+	var oe *opterr.Error
+	if cmd == nil || !errors.As(err, &oe) {
 		return err
 	}
-	out := camelWord.ReplaceAllStringFunc(msg, func(w string) string {
-		name, ok := optionAliases[w]
+	flag := func(f opterr.Field) string {
+		name, ok := optionAliases[f]
 		if !ok {
-			name = kebab(w)
+			name = kebab(string(f))
 		}
 		if cmd.Flags().Lookup(name) != nil {
 			return "--" + name
 		}
-		return w
-	})
+		return string(f)
+	}
+	msg := err.Error()
+	out := strings.Replace(msg, oe.Error(), oe.Named(flag), 1)
 	if out == msg {
 		return err
 	}

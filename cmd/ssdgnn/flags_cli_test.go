@@ -106,10 +106,10 @@ func TestInapplicableFlags(t *testing.T) {
 		{[]string{"train", dir, "--no-hist", "--hist-policy", "grad"}, "--hist-policy has no effect with --no-hist"},
 		{[]string{"train", dir, "--heads", "3"}, "--heads has no effect with --model sage"},
 		{[]string{"train", dir, "--eval-fanouts", "5,5"}, "--eval-fanouts has no effect with --eval layerwise"},
-		{[]string{"train", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
+		{[]string{"train", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with random batches (--selection random, or auto on a dataset without a partitioning)"},
 		// profile took them and made random batches (sweep 26, P12).
-		{[]string{"profile", dir, "--selection", "random", "--partition", "fennel"}, "--partition has no effect with --selection random"},
-		{[]string{"profile", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with --selection random"},
+		{[]string{"profile", dir, "--selection", "random", "--partition", "fennel"}, "--partition has no effect with random batches (--selection random, or auto on a dataset without a partitioning)"},
+		{[]string{"profile", dir, "--selection", "random", "--parts-per-batch", "3"}, "--parts-per-batch has no effect with random batches (--selection random, or auto on a dataset without a partitioning)"},
 		{[]string{"train", dir, "--spill-chunk", "4"}, "--spill-chunk has no effect without --spill"},
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--fanouts", "5,5"}, "--fanouts has no effect with --mode layerwise"},
 		{[]string{"rr", dir, "--no-hist", "--hist-frac", "0.5"}, "--hist-frac has no effect with --no-hist"},
@@ -118,8 +118,12 @@ func TestInapplicableFlags(t *testing.T) {
 		// Taken and ignored before (a hostile sweep, 2026-11-27): no
 		// budget plans nothing; a dataset without a partitioning trains
 		// random batches.
-		{[]string{"train", dir, "--reprofile"}, "--reprofile has no effect without --mem"},
-		{[]string{"train", dir, "--parts-per-batch", "5"}, "--parts-per-batch has no effect with random batches"},
+		// One refusal, one wording, whether the flags or what they
+		// resolved to make them meaningless (review R10).
+		{[]string{"train", dir, "--reprofile"}, "--reprofile has no effect with --plan or without --mem (no profile is read or taken: a plan sizes the caches itself, and no budget plans nothing)"},
+		{[]string{"train", dir, "--plan", "p.json", "--profile-name", "x"}, "--profile-name has no effect with --plan or without --mem (no profile is read or taken: a plan sizes the caches itself, and no budget plans nothing)"},
+		{[]string{"train", dir, "--parts-per-batch", "5"}, "--parts-per-batch has no effect with random batches (--selection random, or auto on a dataset without a partitioning)"},
+		{[]string{"profile", dir, "--parts-per-batch", "5"}, "--parts-per-batch has no effect with random batches (--selection random, or auto on a dataset without a partitioning)"},
 		{[]string{"train", dir, "--pgrad", "0.5"}, "--pgrad has no effect with --hist-policy staleness"},
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--mode", "sampled", "--eval-mem", "1MiB"}, "--eval-mem has no effect with --mode sampled"},
 		{[]string{"infer", dir, "--checkpoint", "x", "--out", "y", "--eval-mem", "0"}, "--eval-mem 0: want a positive value"},
@@ -153,6 +157,10 @@ func TestFlagNamed(t *testing.T) {
 		{[]string{"partition"}, []string{"partition", dir, "--parts", "20", "--first-level", "3", "--name", "zz"}, "--first-level: 3 does not divide --parts=20", partition.ErrOptions},
 		{[]string{"gen"}, []string{"gen", filepath.Join(t.TempDir(), "g"), "--nodes", "10"}, "--avg-degree: 20, want < --nodes (10)", synth.ErrInvalidConfig},
 		{[]string{"export", "distdgl"}, []string{"export", "distdgl", dir, filepath.Join(t.TempDir(), "d"), "--partition", "random", "--chunks", "5000"}, "--chunks 5000 exceeds the 1000 nodes", distdgl.ErrInvalidOptions},
+		// A value is the user's, not an option to rename: the words of the
+		// message are not parsed (it said ".--parts").
+		{[]string{"partition"}, []string{"partition", dir, "--parts", "4", "--name", ".Parts"}, `--name: ".Parts" is not a plain directory name`, partition.ErrOptions},
+		{[]string{"import", "ogb"}, []string{"import", "ogb", filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "o"), "--split", "Parts"}, `--split "Parts": `, nil},
 	} {
 		_, _, err := run(t, c.args...)
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -628,5 +629,43 @@ func TestTrainPlanWithoutMem(t *testing.T) {
 	}
 	if strings.Contains(stderr, "caches off") || !strings.Contains(stderr, train.NoMemWithPlan) || !strings.Contains(stderr, "history off (--no-hist)") {
 		t.Errorf("stderr %q: want the plan's budget named and its history off", stderr)
+	}
+}
+
+// TestResumeCheckedFirst: a corrupt, or another model's, checkpoint given
+// with --resume is refused before train prints anything about the run;
+// its "selection:" line came first (review C4).
+func TestResumeCheckedFirst(t *testing.T) {
+	dir := genSmall(t)
+	if _, _, err := run(t, "partition", dir, "--parts", "4"); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(t.TempDir(), "ck")
+	common := []string{"train", dir, "--epochs", "1", "--hidden", "8", "--batch-size", "64", "--fanouts", "4,4", "--workers", "2"}
+	if _, stderr, err := run(t, append(common, "--checkpoint", ck)...); err != nil || !strings.Contains(stderr, "selection:") {
+		t.Fatalf("train: %v, stderr %q (want its selection line)", err, stderr)
+	}
+	file := filepath.Join(ck, train.CheckpointFile)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.ssdc")
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want error
+	}{
+		{"corrupt", append(common, "--epochs", "2", "--checkpoint", t.TempDir(), "--resume", bad), train.ErrCheckpoint},
+		{"another model", append(common, "--epochs", "2", "--hidden", "16", "--checkpoint", t.TempDir(), "--resume", file), train.ErrMismatch},
+	} {
+		_, stderr, err := run(t, c.args...)
+		if !errors.Is(err, c.want) || stderr != "" {
+			t.Errorf("%s: %v (want %v), stderr %q (want nothing before the refusal)", c.name, err, c.want, stderr)
+		}
 	}
 }

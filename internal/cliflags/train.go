@@ -174,13 +174,35 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	if err := conflicts(f, o); err != nil {
 		return nil, err
 	}
-	if err := Inapplicable(f, t.PlanFile != "", "with --plan (the plan sizes the caches: no profile is read or taken)", "reprofile", "profile-name"); err != nil {
-		return nil, err
+	if t.PlanFile != "" { // before the budget is known: --plan alone makes them meaningless
+		if err := t.NoProfile(f, 0); err != nil {
+			return nil, err
+		}
 	}
 	if o.CheckpointDir == "" {
 		o.CheckpointDir = filepath.Join(dir, "checkpoints")
 	}
 	return o, nil
+}
+
+// RandomBatches refuses --partition and --parts-per-batch when batches are
+// random: selection is sample.ModeRandom, given (--selection random) or
+// resolved from auto on a dataset without a partitioning. Train and
+// profile call it when they parse their flags and again once auto is
+// resolved, so both situations are refused in one wording.
+func RandomBatches(f *pflag.FlagSet, selection sample.Mode) error {
+	return Inapplicable(f, selection == sample.ModeRandom,
+		"with random batches (--selection random, or auto on a dataset without a partitioning)", "partition", "parts-per-batch")
+}
+
+// NoProfile refuses --reprofile and --profile-name when train reads and
+// takes no profile: with --plan (the plan sizes the caches) or without a
+// budget (mem, --mem as train.DefaultMem resolved it, is 0: nothing is
+// planned). Parse calls it for --plan, train again once --mem is
+// resolved; one wording for both.
+func (t *Train) NoProfile(f *pflag.FlagSet, mem int64) error {
+	return Inapplicable(f, t.PlanFile != "" || mem == 0,
+		"with --plan or without --mem (no profile is read or taken: a plan sizes the caches itself, and no budget plans nothing)", "reprofile", "profile-name")
 }
 
 // conflicts refuses flags that other flags make meaningless for train.
@@ -189,7 +211,7 @@ func conflicts(f *pflag.FlagSet, o *train.Options) error {
 		Inapplicable(f, o.NoHist, "with --no-hist", "hist-cache", "hist-policy", "pgrad", "staleness"),
 		Inapplicable(f, o.Model != train.ModelGAT, "with --model "+o.Model, "heads"),
 		Inapplicable(f, o.EvalMode != train.EvalSampled, "with --eval "+cmp.Or(o.EvalMode, train.EvalLayerwise)+" (exact, full neighbourhoods)", "eval-fanouts"),
-		Inapplicable(f, o.Selection == sample.ModeRandom, "with --selection random", "partition", "parts-per-batch"),
+		RandomBatches(f, o.Selection),
 		Inapplicable(f, !o.Spill, "without --spill", "spill-chunk", "spill-ahead", "spill-dir"),
 		// These were taken and ignored (a hostile sweep, 2026-11-27).
 		Inapplicable(f, !o.NoHist && o.HistPolicy != histcache.PolicyGrad, "with --hist-policy "+o.HistPolicy.String()+" (it is grad's admitted fraction)", "pgrad"),

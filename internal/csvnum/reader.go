@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 )
 
 // Defaults and limits of Options.
@@ -46,13 +48,13 @@ func (o *Options) Validate() error {
 	case d == 0, d == ' ', d == '\t':
 	case d <= ' ' || d >= 0x7f, d >= '0' && d <= '9', d >= 'a' && d <= 'z', d >= 'A' && d <= 'Z',
 		d == '+', d == '-', d == '.', d == '_':
-		return fmt.Errorf("%w: Delim %q, want a printable ASCII byte that cannot occur in a number, '\\t' or ' '", ErrInvalidOptions, d)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q, want a printable ASCII byte that cannot occur in a number, '\\t' or ' '", opterr.Field("Delim"), d)
 	}
 	if strings.ContainsAny(o.Comment, "\r\n") {
-		return fmt.Errorf("%w: Comment %q contains a line terminator", ErrInvalidOptions, o.Comment)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q contains a line terminator", opterr.Field("Comment"), o.Comment)
 	}
 	if o.Comment != "" && (o.Comment[0] == ' ' || o.Comment[0] == '\t') {
-		return fmt.Errorf("%w: Comment %q starts with a blank", ErrInvalidOptions, o.Comment)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q starts with a blank", opterr.Field("Comment"), o.Comment)
 	}
 	if o.MaxLine < 0 {
 		return fmt.Errorf("%w: MaxLine %d, want 0 (default) or > 0", ErrInvalidOptions, o.MaxLine)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 )
 
 // Defaults and limits of Options.
@@ -71,7 +73,7 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
-		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or >= %d", ErrInvalidOptions, o.MemBytes, MinMemBytes)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want 0 (default) or >= %d", opterr.Field("MemBytes"), o.MemBytes, MinMemBytes)
 	}
 	if o.ByRow && o.Dedup {
 		return fmt.Errorf("%w: ByRow and Dedup: a stable by-row sort keeps every edge in input order, Dedup drops some", ErrInvalidOptions)

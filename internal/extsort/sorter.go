@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/radix"
 )
 
@@ -65,10 +66,10 @@ func New(opts *Options) (*Sorter, error) {
 	o := opts.withDefaults()
 	fi, err := os.Stat(o.TempDir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: TempDir: %w", ErrInvalidOptions, err)
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s: %w", opterr.Field("TempDir"), err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: TempDir %s is not a directory", ErrInvalidOptions, o.TempDir)
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s %s is not a directory", opterr.Field("TempDir"), o.TempDir)
 	}
 	return &Sorter{
 		opts:    o,

@@ -39,6 +39,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/interop/internal/csrstream"
 	"github.com/ssdgnn/ssdgnn/interop/internal/exportdir"
@@ -84,6 +85,10 @@ const (
 	// GoLimitSlack is what an export leaves between the Go runtime's soft
 	// memory limit and MemBytes: the program's text and the threads'
 	// stacks, which the runtime does not manage.
+	//
+	// The exports' differs from import's and gen's for the reasons
+	// storage/importer's GoLimitSlack gives; docs/dgl.md's cgroup table was
+	// measured with it.
 	GoLimitSlack = 8 << 20
 )
 
@@ -117,17 +122,17 @@ type Options struct {
 // is required.
 func (o *Options) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+		return opterr.Errorf(ErrInvalidOptions, format, args...)
 	}
 	switch {
 	case o == nil || o.Partition == "":
-		return bad("Partition is required (the name of a partitioning made by 'ssdgnn partition')")
+		return bad("%s is required (the name of a partitioning made by 'ssdgnn partition')", opterr.Field("Partition"))
 	case o.NumChunks < 0:
-		return bad("NumChunks %d is negative", o.NumChunks)
+		return bad("%s %d is negative", opterr.Field("NumChunks"), o.NumChunks)
 	case o.LabelDType != npy.Invalid && o.LabelDType != npy.Int32 && o.LabelDType != npy.Int64:
 		return bad("LabelDType %v, want int32 or int64", o.LabelDType)
 	case o.MemBytes != 0 && o.MemBytes < MinMemBytes:
-		return bad("MemBytes %d, want at least %d (%d MiB)", o.MemBytes, MinMemBytes, MinMemBytes>>20)
+		return bad("%s %d, want at least %d (%d MiB)", opterr.Field("MemBytes"), o.MemBytes, MinMemBytes, MinMemBytes>>20)
 	}
 	return nil
 }
@@ -252,7 +257,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 		o.NumChunks = int(max(1, min(int64(pman.K), m.NumNodes)))
 	}
 	if int64(o.NumChunks) > max(1, m.NumNodes) {
-		return Report{}, fmt.Errorf("%w: NumChunks %d exceeds the %d nodes", ErrInvalidOptions, o.NumChunks, m.NumNodes)
+		return Report{}, opterr.Errorf(ErrInvalidOptions, "%s %d exceeds the %d nodes", opterr.Field("NumChunks"), o.NumChunks, m.NumNodes)
 	}
 	if err := exportdir.Prepare(dir, out, MetadataName, owned, o.Force); err != nil {
 		return Report{}, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -31,6 +32,10 @@ const (
 	// GoLimitSlack is what an export leaves between the Go runtime's soft
 	// memory limit and MemBytes: the program's text and the threads'
 	// stacks, which the runtime does not manage.
+	//
+	// The exports' differs from import's and gen's for the reasons
+	// storage/importer's GoLimitSlack gives; docs/dgl.md's cgroup table was
+	// measured with it.
 	GoLimitSlack = 8 << 20
 )
 
@@ -66,7 +71,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: IDDType %v, want int32 or int64", ErrInvalidOptions, o.IDDType)
 	}
 	if o.MemBytes != 0 && o.MemBytes < MinMemBytes {
-		return fmt.Errorf("%w: MemBytes %d, want at least %d (%d MiB)", ErrInvalidOptions, o.MemBytes, MinMemBytes, MinMemBytes>>20)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want at least %d (%d MiB)", opterr.Field("MemBytes"), o.MemBytes, MinMemBytes, MinMemBytes>>20)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 )
 
 // ImportOGB imports an OGB node-property dataset from its raw layout in
@@ -250,7 +252,7 @@ func chooseSplit(srcDir string, opts *Options) (name, dir string, err error) {
 	if err != nil {
 		if os.IsNotExist(err) {
 			if want != "" {
-				return "", "", fmt.Errorf("%w: Split %q: %s has no split directory", ErrInvalidOptions, want, srcDir)
+				return "", "", opterr.Errorf(ErrInvalidOptions, "%s %q: %s has no split directory", opterr.Field("Split"), want, srcDir)
 			}
 			return "", "", nil
 		}
@@ -266,7 +268,7 @@ func chooseSplit(srcDir string, opts *Options) (name, dir string, err error) {
 	switch {
 	case want != "":
 		if !slices.Contains(names, want) {
-			return "", "", fmt.Errorf("%w: Split %q not found in %s; choices: %s", ErrInvalidOptions, want, root, strings.Join(names, ", "))
+			return "", "", opterr.Errorf(ErrInvalidOptions, "%s %q not found in %s; choices: %s", opterr.Field("Split"), want, root, strings.Join(names, ", "))
 		}
 		return want, filepath.Join(root, want), nil
 	case len(names) == 0:
@@ -274,7 +276,7 @@ func chooseSplit(srcDir string, opts *Options) (name, dir string, err error) {
 	case len(names) == 1:
 		return names[0], filepath.Join(root, names[0]), nil
 	}
-	return "", "", fmt.Errorf("%w: %s holds several splits; choose one with Split: %s", ErrInvalidOptions, root, strings.Join(names, ", "))
+	return "", "", opterr.Errorf(ErrInvalidOptions, "%s holds several splits; choose one with %s: %s", root, opterr.Field("Split"), strings.Join(names, ", "))
 }
 
 // findText returns dir/base.csv.gz, or dir/base.csv when only that exists.

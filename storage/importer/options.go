@@ -12,6 +12,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/csvnum"
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -229,7 +230,7 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+		return opterr.Errorf(ErrInvalidOptions, format, args...)
 	}
 	switch o.FeatDType {
 	case "", "float32", "float16":
@@ -237,52 +238,51 @@ func (o *Options) Validate() error {
 		return bad("FeatDType %q, want float32 or float16", o.FeatDType)
 	}
 	if o.NumClasses < 0 || o.NumClasses > math.MaxInt32 {
-		return bad("NumClasses %d, want 0 (infer) or in [1, 2^31)", o.NumClasses)
+		return bad("%s %d, want 0 (infer) or in [1, 2^31)", opterr.Field("NumClasses"), o.NumClasses)
 	}
 	sum := 0.0
 	for i, f := range o.SplitFrac {
 		if !(f >= 0 && f <= 1) {
-			return bad("SplitFrac[%d] = %v, want a fraction in [0, 1]", i, f)
+			return bad("%s[%d] = %v, want a fraction in [0, 1]", opterr.Field("SplitFrac"), i, f)
 		}
 		sum += f
 	}
 	if sum > 1+1e-9 {
-		return bad("SplitFrac %v sums to %v, want at most 1", o.SplitFrac, sum)
+		return bad("%s %v sums to %v, want at most 1", opterr.Field("SplitFrac"), o.SplitFrac, sum)
 	}
 	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
-		return bad("MemBytes %d, want 0 (default) or at least %d (ReserveBytes %d for the runtime and fixed buffers, plus %d of sort buffer)",
-			o.MemBytes, MinMemBytes, ReserveBytes, extsort.MinMemBytes)
+		return bad("%s %d, want 0 (default) or at least %d (ReserveBytes %d for the runtime and fixed buffers, plus %d of sort buffer)", opterr.Field("MemBytes"), o.MemBytes, MinMemBytes, ReserveBytes, extsort.MinMemBytes)
 	}
 	if o.NumNodes < 0 {
-		return bad("NumNodes %d is negative", o.NumNodes)
+		return bad("%s %d is negative", opterr.Field("NumNodes"), o.NumNodes)
 	}
 	for role, s := range o.Raw {
 		switch role {
 		case RoleFeat, RoleLabel, RoleEdges:
 		default:
-			return bad("Raw: unknown role %q, want %s, %s or %s", role, RoleFeat, RoleLabel, RoleEdges)
+			return bad("%s: unknown role %q, want %s, %s or %s", opterr.Field("Raw"), role, RoleFeat, RoleLabel, RoleEdges)
 		}
 		if s.DType == npy.Invalid || s.DType.Size() == 0 {
-			return bad("Raw[%q]: no dtype", role)
+			return bad("%s[%q]: no dtype", opterr.Field("Raw"), role)
 		}
 		if len(s.Shape) == 0 {
-			return bad("Raw[%q]: no shape", role)
+			return bad("%s[%q]: no shape", opterr.Field("Raw"), role)
 		}
 		h := npy.Header{DType: s.DType, Shape: s.Shape}
 		for _, d := range s.Shape {
 			if d < 0 {
-				return bad("Raw[%q]: negative dimension in shape %v", role, s.Shape)
+				return bad("%s[%q]: negative dimension in shape %v", opterr.Field("Raw"), role, s.Shape)
 			}
 		}
 		if h.DataBytes() < 0 {
-			return bad("Raw[%q]: shape %v overflows", role, s.Shape)
+			return bad("%s[%q]: shape %v overflows", opterr.Field("Raw"), role, s.Shape)
 		}
 	}
 	if err := (&csvnum.Options{Delim: o.Delim, Comment: o.Comment}).Validate(); err != nil {
-		return bad("%v", err)
+		return bad("%w", err)
 	}
 	if comment := cmp.Or(o.Comment, "#"); o.Delim != 0 && o.Delim != ' ' && comment[0] == o.Delim {
-		return bad("Delim %q starts Comment %q: a line that starts with a delimiter would be a comment; choose another Comment", o.Delim, comment)
+		return bad("%s %q starts %s %q: a line that starts with a delimiter would be a comment; choose another %s", opterr.Field("Delim"), o.Delim, opterr.Field("Comment"), comment, opterr.Field("Comment"))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
 
@@ -54,6 +55,11 @@ const (
 	// GoLimitSlack is what generation leaves between the Go runtime's
 	// soft memory limit and MemBytes: the program's text and data and the
 	// threads' stacks, which the runtime does not manage.
+	//
+	// gen's differs from import's and the exports' for the reasons
+	// storage/importer's GoLimitSlack gives; with it, 1 M nodes at --mem
+	// 64MiB in a 64 MiB cgroup peaked at 56-59 MiB RSS (2026-11-27;
+	// TestGenWithinMem pins the budget).
 	GoLimitSlack = 12 << 20
 )
 
@@ -152,8 +158,8 @@ type Config struct {
 // defaults. Errors wrap ErrInvalidConfig.
 func (c *Config) Validate() error {
 	d := c.withDefaults()
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	bad := func(field opterr.Field, format string, args ...any) error {
+		return opterr.Errorf(ErrInvalidConfig, "%s: "+format, append([]any{field}, args...)...)
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
@@ -164,15 +170,15 @@ func (c *Config) Validate() error {
 	case !finite(c.AvgDegree) || c.AvgDegree < 0:
 		return bad("AvgDegree", "%v, want > 0", c.AvgDegree)
 	case d.AvgDegree >= float64(c.Nodes):
-		return bad("AvgDegree", "%v, want < Nodes (%d)", d.AvgDegree, c.Nodes)
+		return bad("AvgDegree", "%v, want < %s (%d)", d.AvgDegree, opterr.Field("Nodes"), c.Nodes)
 	case c.Classes < 0 || c.Classes == 1 || c.Classes > MaxClasses:
 		return bad("Classes", "%d, want 0 (default) or in [2, %d]", c.Classes, MaxClasses)
 	case c.Communities < 0:
 		return bad("Communities", "%d, want >= 0", c.Communities)
 	case d.Communities < d.Classes:
-		return bad("Communities", "%d, want >= Classes (%d)", d.Communities, d.Classes)
+		return bad("Communities", "%d, want >= %s (%d)", d.Communities, opterr.Field("Classes"), d.Classes)
 	case int64(d.Communities) > c.Nodes:
-		return bad("Communities", "%d communities for %d nodes; lower Classes or Communities", d.Communities, c.Nodes)
+		return bad("Communities", "%d communities for %d nodes; lower %s or %s", d.Communities, c.Nodes, opterr.Field("Classes"), opterr.Field("Communities"))
 	case c.FeatDim < 0 || c.FeatDim > MaxFeatDim:
 		return bad("FeatDim", "%d, want 0 (default) or in [1, %d]", c.FeatDim, MaxFeatDim)
 	case !finite(c.Homophily) || c.Homophily < 0 || c.Homophily > 1:
@@ -189,11 +195,11 @@ func (c *Config) Validate() error {
 		v    float64
 	}{{"TrainFrac", c.TrainFrac}, {"ValidFrac", c.ValidFrac}, {"TestFrac", c.TestFrac}} {
 		if !finite(f.v) || f.v < 0 || f.v > 1 {
-			return bad(f.name, "%v, want in [0, 1]", f.v)
+			return bad(opterr.Field(f.name), "%v, want in [0, 1]", f.v)
 		}
 	}
 	if s := d.TrainFrac + d.ValidFrac + d.TestFrac; s > 1+1e-12 {
-		return bad("TrainFrac+ValidFrac+TestFrac", "%v, want <= 1", s)
+		return opterr.Errorf(ErrInvalidConfig, "%s+%s+%s: %v, want <= 1", opterr.Field("TrainFrac"), opterr.Field("ValidFrac"), opterr.Field("TestFrac"), s)
 	}
 	return nil
 }
@@ -273,18 +279,18 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	if o.MemBytes < 0 || (o.MemBytes > 0 && o.MemBytes < MinMemBytes) {
-		return fmt.Errorf("%w: MemBytes %d, want 0 (default) or at least %d (%s)", ErrInvalidOptions, o.MemBytes, MinMemBytes, MinMemHolds())
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want 0 (default) or at least %d (%s)", opterr.Field("MemBytes"), o.MemBytes, MinMemBytes, MinMemHolds())
 	}
 	if o.Workers < 0 {
-		return fmt.Errorf("%w: Workers %d, want >= 0", ErrInvalidOptions, o.Workers)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d, want >= 0", opterr.Field("Workers"), o.Workers)
 	}
 	if o.TempDir != "" {
 		fi, err := os.Stat(o.TempDir)
 		if err != nil {
-			return fmt.Errorf("%w: TempDir: %w", ErrInvalidOptions, err)
+			return opterr.Errorf(ErrInvalidOptions, "%s: %w", opterr.Field("TempDir"), err)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%w: TempDir %s is not a directory", ErrInvalidOptions, o.TempDir)
+			return opterr.Errorf(ErrInvalidOptions, "%s %s is not a directory", opterr.Field("TempDir"), o.TempDir)
 		}
 	}
 	return nil
