@@ -275,7 +275,11 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	r.task = progress.Or(opt.Progress).Start("relabel", total, progress.Bytes)
 	defer r.task.Done()
 	if err := r.run(); err != nil {
-		return nil, err
+		if errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		// A replaced source reads as damaged files: say what happened.
+		return nil, cmp.Or(p.Unchanged(), datasetUnchanged(d), err)
 	}
 	m := *d.Manifest()
 	m.Files = nil
@@ -287,6 +291,16 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		m.RelabelledFrom.OriginalChecksum = cmp.Or(from.OriginalChecksum, from.ManifestChecksum)
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The source's files were opened again by path as the run went on
+	// (the adjacency, cross counts, features, labels, splits): a
+	// partitioning or dataset replaced meanwhile gave some of them, which
+	// no check of the copy would catch. Refuse rather than commit it.
+	if err := p.Unchanged(); err != nil {
+		return nil, err
+	}
+	if err := datasetUnchanged(d); err != nil {
 		return nil, err
 	}
 	// The copy lies beside its source, on the same device as a rule: the
@@ -310,6 +324,22 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	r.st.WallSeconds = time.Since(start).Seconds()
 	r.st.PeakRSSBytes = memstat.PeakRSS()
 	return r.st, nil
+}
+
+// datasetUnchanged checks that d's directory still holds the dataset
+// Open read (the same dataset.json bytes), as Partitioning.Unchanged
+// does for a partitioning.
+func datasetUnchanged(d *storage.Dataset) error {
+	b, err := os.ReadFile(filepath.Join(d.Dir(), storage.ManifestName))
+	if err == nil && storage.FormatChecksum(xxhash.Sum64(b)) == d.ManifestChecksum() {
+		return nil
+	}
+	why := "it has another dataset.json"
+	if err != nil {
+		why = err.Error()
+	}
+	return fmt.Errorf("%w: relabel: the dataset in %s was replaced while it was read (%s; another gen, import or relabel --force?): run again",
+		ErrMismatch, d.Dir(), why)
 }
 
 type relabeler struct {

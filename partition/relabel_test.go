@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
@@ -493,5 +494,52 @@ func TestRelabelWithinMem(t *testing.T) {
 	if limit := uint64(mem - RelabelGoSlack); peak.Load() > limit {
 		t.Errorf("the Go runtime's memory reached %d bytes, above %d: it leaves the page cache less than RelabelGoSlack (%d) of MemBytes %d",
 			peak.Load(), limit, RelabelGoSlack, mem)
+	}
+}
+
+// onFirstAdd is a progress.Reporter whose tasks run fn once, at the first
+// Add: a hook into a running Relabel.
+type onFirstAdd struct{ fn func() }
+
+func (r *onFirstAdd) Start(string, int64, progress.Unit) progress.Task { return r }
+func (r *onFirstAdd) Add(int64) {
+	if f := r.fn; f != nil {
+		r.fn = nil
+		f()
+	}
+}
+func (r *onFirstAdd) Describe(string) {}
+func (r *onFirstAdd) Done()           {}
+
+// TestRelabelPartitioningReplaced: a 'partition --force' that replaces
+// the partitioning while relabel runs (here once the id map is written,
+// before the adjacency is read again by path) must make relabel fail,
+// leaving no dataset, never a copy whose CSR comes from the other
+// partitioning's adjacency (the same sizes, so no size check catches it,
+// and validate finds nothing wrong in such a copy).
+func TestRelabelPartitioningReplaced(t *testing.T) {
+	for _, order := range []RelabelOrder{RelabelByDegree, RelabelByID} {
+		t.Run(string(order), func(t *testing.T) {
+			dir := t.TempDir()
+			d := relabelSource(t, filepath.Join(dir, "src"), 400, 5, "float32", true, 1)
+			p, err := Open(d.Dir(), string(Fennel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			replace := func() {
+				if _, err := Run(d, &Options{Method: Random, Parts: 12, Seed: 7, Workers: 2, Name: string(Fennel), Force: true}); err != nil {
+					t.Error(err)
+				}
+			}
+			out := filepath.Join(dir, "out")
+			_, err = Relabel(context.Background(), d, p, out, &RelabelOptions{Order: order, Progress: &onFirstAdd{fn: replace}})
+			if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "replaced while it was read") {
+				t.Fatalf("relabel with its partitioning replaced: %v, want ErrMismatch saying it was replaced", err)
+			}
+			if _, err := storage.Open(out, nil); !errors.Is(err, storage.ErrNotDataset) {
+				t.Fatalf("open after a refused relabel: %v, want ErrNotDataset", err)
+			}
+		})
 	}
 }
