@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
@@ -497,20 +497,6 @@ func TestRelabelWithinMem(t *testing.T) {
 	}
 }
 
-// onFirstAdd is a progress.Reporter whose tasks run fn once, at the first
-// Add: a hook into a running Relabel.
-type onFirstAdd struct{ fn func() }
-
-func (r *onFirstAdd) Start(string, int64, progress.Unit) progress.Task { return r }
-func (r *onFirstAdd) Add(int64) {
-	if f := r.fn; f != nil {
-		r.fn = nil
-		f()
-	}
-}
-func (r *onFirstAdd) Describe(string) {}
-func (r *onFirstAdd) Done()           {}
-
 // TestRelabelPartitioningReplaced: a 'partition --force' that replaces
 // the partitioning while relabel runs (here once the id map is written,
 // before the adjacency is read again by path) must make relabel fail,
@@ -533,7 +519,7 @@ func TestRelabelPartitioningReplaced(t *testing.T) {
 				}
 			}
 			out := filepath.Join(dir, "out")
-			_, err = Relabel(context.Background(), d, p, out, &RelabelOptions{Order: order, Progress: &onFirstAdd{fn: replace}})
+			_, err = Relabel(context.Background(), d, p, out, &RelabelOptions{Order: order, Progress: &progresstest.OnFirstAdd{Fn: replace}})
 			if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "replaced while it was read") {
 				t.Fatalf("relabel with its partitioning replaced: %v, want ErrMismatch saying it was replaced", err)
 			}

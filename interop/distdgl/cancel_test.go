@@ -96,3 +96,27 @@ func TestExportChunksNotHeld(t *testing.T) {
 		t.Errorf("%d MiB live during the export: the chunks' writers are held", c.most>>20)
 	}
 }
+
+// TestExportPartitioningReplaced: a 'partition --force' that replaces the
+// partitioning (another K) while the export runs must fail the export,
+// with no metadata written, never an export whose partition_meta.json
+// gives the old K beside the new partitioning's assignment in _N.txt.
+func TestExportPartitioningReplaced(t *testing.T) {
+	dir := t.TempDir()
+	g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
+	for v := range g.Adj {
+		g.Adj[v] = []int64{int64((v + 1) % 400), int64((v + 7) % 400)}
+		g.Train = append(g.Train, int64(v))
+	}
+	storagetest.Write(t, dir, g)
+	partitionIt(t, dir, 8, partition.Random)
+	out := filepath.Join(t.TempDir(), "out")
+	rep := &progresstest.OnFirstAdd{Fn: func() { partitionIt(t, dir, 4, partition.Random) }}
+	_, err := ExportContext(context.Background(), dir, out, &Options{Partition: "random", NumChunks: 2, MemBytes: MinMemBytes, Progress: rep})
+	if !errors.Is(err, partition.ErrMismatch) {
+		t.Fatalf("export with its partitioning replaced: %v, want partition.ErrMismatch", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, MetadataName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused export wrote %s (%v)", MetadataName, err)
+	}
+}

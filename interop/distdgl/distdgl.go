@@ -26,6 +26,7 @@
 package distdgl
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,6 +290,12 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	meta.NodeData[NodeType] = nd
 	_ = os.Remove(filepath.Join(out, "node_data")) // none: no litter (fails when not empty)
 	if err := x.assignment(pdir, &partEntry, pman); err != nil {
+		return Report{}, cmp.Or(pt.Unchanged(), err)
+	}
+	// part.npy was read by path, long after Open: a partitioning
+	// replaced meanwhile gave another assignment than the K and method
+	// partition_meta.json states.
+	if err := pt.Unchanged(); err != nil {
 		return Report{}, err
 	}
 	js, err := json.MarshalIndent(&meta, "", "  ")
