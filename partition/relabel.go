@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	bits64 "math/bits"
 	"os"
@@ -262,13 +263,30 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err != nil {
 		return nil, err
 	}
-	finished := false
+	finished, wroteDevice := false, false
+	var r *relabeler
 	defer func() {
-		if !finished {
+		if finished {
+			return
+		}
+		if b.Replacing() {
 			b.Abort() // a replaced copy stays as it was
+			return
+		}
+		// A new OUT: what this run committed goes, so an interrupted
+		// or failed relabel leaves no arrays (hundreds of MiB) behind.
+		for _, name := range b.Committed() {
+			_ = os.Remove(filepath.Join(out, name))
+		}
+		if wroteDevice {
+			_ = os.Remove(filepath.Join(out, storage.FileDevice))
+		}
+		if r != nil && r.madePartDir {
+			_ = os.RemoveAll(Dir(out, p.man.Name))
+			_ = os.Remove(filepath.Join(out, DirName)) // only when empty
 		}
 	}()
-	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt, src: d.IDMap(),
+	r = &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt, src: d.IDMap(),
 		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K, Order: string(opt.Order),
 			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n), KeyBytes: keyBytes(d, p, opt.Order)}}
 	total := 16*n + 8*(n+1) + d.NumEdges()*int64(storage.IndicesDType(n).Size()) + n*d.FeatRowBytes()
@@ -311,6 +329,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		if err := storage.WriteDeviceProfile(b.Dir(), dp); err != nil {
 			return nil, err
 		}
+		wroteDevice = true
 	}
 	if err := b.Finish(m); err != nil {
 		return nil, err
@@ -351,6 +370,10 @@ type relabeler struct {
 	opt  *RelabelOptions
 	st   *RelabelStats
 	task progress.Task
+
+	// madePartDir says partitioning() created the carried-over
+	// partitioning's directory (removed when the run fails).
+	madePartDir bool
 
 	// src is the source's own map when the source is itself relabelled
 	// (nil otherwise): the maps written are composed with it.
@@ -1146,6 +1169,9 @@ func (r *relabeler) partitioning(numTrain int64) error {
 	}
 	name := r.p.man.Name
 	dir := Dir(r.b.Dir(), name)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		r.madePartDir = true
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}

@@ -314,10 +314,29 @@ func TestRelabelCancelLeavesNoDataset(t *testing.T) {
 	}
 	defer p.Close()
 	out := filepath.Join(dir, "out")
-	for _, after := range []int{0, 1, 2, 4, 8} {
+	// Every number of checks up to the first that completes: each phase
+	// is cancelled somewhere.
+	for after := 0; ; after++ {
 		_, err := Relabel(&cancelAfter{Context: context.Background(), n: after}, d, p, out, nil)
+		if err == nil {
+			if after < 8 {
+				t.Fatalf("relabel completed after only %d cancellation checks", after)
+			}
+			if err := os.RemoveAll(out); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancel after %d checks: %v, want context.Canceled", after, err)
+		}
+		// Nothing it committed stays: no arrays, no partitioning.
+		if left, _ := os.ReadDir(out); len(left) > 0 {
+			var names []string
+			for _, e := range left {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("cancel after %d checks left %v in OUT", after, names)
 		}
 		if _, err := os.Stat(filepath.Join(out, storage.ManifestName)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("cancel after %d checks left a manifest (%v)", after, err)
