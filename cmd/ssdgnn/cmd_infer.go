@@ -47,7 +47,10 @@ sized are not built: each feature row is read once.
 On a relabelled dataset ('ssdgnn relabel') node ids are the original
 dataset's: a --nodes file holds original ids, and test, valid and all are
 listed in ascending original id, so the output rows are those that infer on
-the original dataset writes.`,
+the original dataset writes, and layer-wise they hold the same values.
+--mode sampled draws neighbours by their place in lists the copy orders by
+its own ids, so its predictions differ from the original's in a few rows
+(Cora, SAGE: 23 of 1,000), as two seeds would.`,
 		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
