@@ -346,19 +346,9 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 }
 
 // datasetUnchanged checks that d's directory still holds the dataset
-// Open read (the same dataset.json bytes), as Partitioning.Unchanged
-// does for a partitioning.
+// Open read, as Partitioning.Unchanged does for a partitioning.
 func datasetUnchanged(d *storage.Dataset) error {
-	b, err := os.ReadFile(filepath.Join(d.Dir(), storage.ManifestName))
-	if err == nil && storage.FormatChecksum(xxhash.Sum64(b)) == d.ManifestChecksum() {
-		return nil
-	}
-	why := "it has another dataset.json"
-	if err != nil {
-		why = err.Error()
-	}
-	return fmt.Errorf("%w: relabel: the dataset in %s was replaced while it was read (%s; another gen, import or relabel --force?): run again",
-		ErrMismatch, d.Dir(), why)
+	return storage.ManifestUnchanged(d.Dir(), d.ManifestChecksum())
 }
 
 type relabeler struct {

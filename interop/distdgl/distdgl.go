@@ -237,7 +237,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	}
 	o := opts.withDefaults()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
-	m, err := storage.LoadManifest(dir)
+	m, msum, err := storage.LoadManifestChecksum(dir)
 	if err != nil {
 		return Report{}, err
 	}
@@ -290,12 +290,14 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	meta.NodeData[NodeType] = nd
 	_ = os.Remove(filepath.Join(out, "node_data")) // none: no litter (fails when not empty)
 	if err := x.assignment(pdir, &partEntry, pman); err != nil {
-		return Report{}, cmp.Or(pt.Unchanged(), err)
+		return Report{}, cmp.Or(storage.ManifestUnchanged(dir, msum), pt.Unchanged(), err)
 	}
-	// part.npy was read by path, long after Open: a partitioning
-	// replaced meanwhile gave another assignment than the K and method
+	// The dataset's files and part.npy were read by path, long after
+	// they were opened: a dataset replaced meanwhile (which takes its
+	// partitionings along) gave some of them, a partitioning replaced
+	// meanwhile another assignment than the K and method
 	// partition_meta.json states.
-	if err := pt.Unchanged(); err != nil {
+	if err := cmp.Or(storage.ManifestUnchanged(dir, msum), pt.Unchanged()); err != nil {
 		return Report{}, err
 	}
 	js, err := json.MarshalIndent(&meta, "", "  ")
