@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -546,5 +547,43 @@ func TestRelabelPartitioningReplaced(t *testing.T) {
 				t.Fatalf("open after a refused relabel: %v, want ErrNotDataset", err)
 			}
 		})
+	}
+}
+
+// TestRelabelOpenChecksMaps: two entries swapped in both id maps (still
+// inverse permutations, so no lookup notices) are refused at Open by
+// their checksums, naming orig_ids.npy; before, infer on such a copy gave
+// the two nodes' predictions to each other's original ids.
+func TestRelabelOpenChecksMaps(t *testing.T) {
+	dir := t.TempDir()
+	d := relabelSource(t, filepath.Join(dir, "src"), 300, 3, "float32", true, 1)
+	out := relabel(t, d, filepath.Join(dir, "out"), nil).Dir()
+	// Entries i of orig_ids.npy and new_ids.npy as stored, and a setter
+	// that rewrites one in place.
+	get := func(name string, i int64) int64 {
+		_, b := storagetest.ReadNPY(t, filepath.Join(out, name))
+		return int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	set := func(name string, i, v int64) {
+		h, _ := storagetest.ReadNPY(t, filepath.Join(out, name))
+		f, err := os.OpenFile(filepath.Join(out, name), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var x [8]byte
+		binary.LittleEndian.PutUint64(x[:], uint64(v))
+		if _, err := f.WriteAt(x[:], h.DataOffset+8*i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := get(storage.FileOrigIDs, 0), get(storage.FileOrigIDs, 1)
+	set(storage.FileOrigIDs, 0, b)
+	set(storage.FileOrigIDs, 1, a)
+	set(storage.FileNewIDs, a, 1)
+	set(storage.FileNewIDs, b, 0)
+	_, err := storage.Open(out, nil)
+	if !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), storage.FileOrigIDs) {
+		t.Fatalf("open with swapped id map entries: %v, want a corrupt %s", err, storage.FileOrigIDs)
 	}
 }
