@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/ssdgnn/ssdgnn/internal/namedir"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -34,6 +36,9 @@ type Partitioning struct {
 	adj64          []int64
 	adjFile        *storage.FileEntry
 	statsJSON      []byte
+	// manSum is the xxhash64 of the manifest.json bytes Open read: a
+	// partitioning replaced since ('partition --force') has another.
+	manSum uint64
 }
 
 // expected dtype and shape (-1 = any) of each array, given the manifest.
@@ -165,7 +170,7 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 		return nil, fmt.Errorf("%w: %s: made for %d nodes / %d edges, dataset has %d / %d (stale partitioning?)",
 			ErrMismatch, mpath, m.NumNodes, m.NumEdges, dm.NumNodes, dm.NumEdges)
 	}
-	p := &Partitioning{dir: dir, man: m, arrays: map[string]*storage.Array{}}
+	p := &Partitioning{dir: dir, man: m, arrays: map[string]*storage.Array{}, manSum: xxhash.Sum64(b)}
 	for name := range m.expect() {
 		a, err := storage.MapArray(dir, m.File(name))
 		if err != nil {
@@ -211,6 +216,29 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 		}
 	}
 	return p, nil
+}
+
+// Unchanged checks that the partitioning's directory still holds the
+// partitioning Open read: the same manifest.json bytes, so the same
+// files. A reader that opens its files again by path while it runs
+// (relabel's streamed reads, an export's pread of part.npy) calls it
+// before it commits what it wrote: a 'partition --force' that replaced
+// the partitioning meanwhile would have handed it some files of the new
+// one beside the old mapping, a mix no check of either catches. It errs
+// (ErrMismatch) when the manifest differs or is gone. It works after
+// Close.
+func (p *Partitioning) Unchanged() error {
+	mpath := filepath.Join(p.dir, ManifestName)
+	b, err := os.ReadFile(mpath)
+	if err == nil && xxhash.Sum64(b) == p.manSum {
+		return nil
+	}
+	why := "it has another manifest.json"
+	if err != nil {
+		why = err.Error()
+	}
+	return fmt.Errorf("%w: %s: partitioning %q was replaced while it was read (%s; another 'ssdgnn partition --force'?): run again",
+		ErrMismatch, p.dir, p.man.Name, why)
 }
 
 // data is the data section of file name, or nil.

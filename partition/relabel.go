@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	bits64 "math/bits"
 	"os"
@@ -263,20 +264,41 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err != nil {
 		return nil, err
 	}
-	finished := false
+	finished, wroteDevice := false, false
+	var r *relabeler
 	defer func() {
-		if !finished {
+		if finished {
+			return
+		}
+		if b.Replacing() {
 			b.Abort() // a replaced copy stays as it was
+			return
+		}
+		// A new OUT: what this run committed goes, so an interrupted
+		// or failed relabel leaves no arrays (hundreds of MiB) behind.
+		for _, name := range b.Committed() {
+			_ = os.Remove(filepath.Join(out, name))
+		}
+		if wroteDevice {
+			_ = os.Remove(filepath.Join(out, storage.FileDevice))
+		}
+		if r != nil && r.madePartDir {
+			_ = os.RemoveAll(Dir(out, p.man.Name))
+			_ = os.Remove(filepath.Join(out, DirName)) // only when empty
 		}
 	}()
-	r := &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt, src: d.IDMap(),
+	r = &relabeler{ctx: ctx, d: d, p: p, b: b, n: n, opt: &opt, src: d.IDMap(),
 		st: &RelabelStats{Source: d.Dir(), Out: out, Partitioning: p.man.Name, K: p.man.K, Order: string(opt.Order),
 			NumNodes: n, NumEdges: d.NumEdges(), MemBytes: opt.MemBytes, MapBytes: mapBytes(n), KeyBytes: keyBytes(d, p, opt.Order)}}
 	total := 16*n + 8*(n+1) + d.NumEdges()*int64(storage.IndicesDType(n).Size()) + n*d.FeatRowBytes()
 	r.task = progress.Or(opt.Progress).Start("relabel", total, progress.Bytes)
 	defer r.task.Done()
 	if err := r.run(); err != nil {
-		return nil, err
+		if errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		// A replaced source reads as damaged files: say what happened.
+		return nil, cmp.Or(p.Unchanged(), datasetUnchanged(d), err)
 	}
 	m := *d.Manifest()
 	m.Files = nil
@@ -290,6 +312,16 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The source's files were opened again by path as the run went on
+	// (the adjacency, cross counts, features, labels, splits): a
+	// partitioning or dataset replaced meanwhile gave some of them, which
+	// no check of the copy would catch. Refuse rather than commit it.
+	if err := p.Unchanged(); err != nil {
+		return nil, err
+	}
+	if err := datasetUnchanged(d); err != nil {
+		return nil, err
+	}
 	// The copy lies beside its source, on the same device as a rule: the
 	// probe's read costs (device.json) carry over, so that training on
 	// the copy prices its reads as on the source. A damaged one is
@@ -298,6 +330,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		if err := storage.WriteDeviceProfile(b.Dir(), dp); err != nil {
 			return nil, err
 		}
+		wroteDevice = true
 	}
 	if err := b.Finish(m); err != nil {
 		return nil, err
@@ -313,6 +346,12 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	return r.st, nil
 }
 
+// datasetUnchanged checks that d's directory still holds the dataset
+// Open read, as Partitioning.Unchanged does for a partitioning.
+func datasetUnchanged(d *storage.Dataset) error {
+	return storage.ManifestUnchanged(d.Dir(), d.ManifestChecksum())
+}
+
 type relabeler struct {
 	ctx  context.Context
 	d    *storage.Dataset
@@ -322,6 +361,10 @@ type relabeler struct {
 	opt  *RelabelOptions
 	st   *RelabelStats
 	task progress.Task
+
+	// madePartDir says partitioning() created the carried-over
+	// partitioning's directory (removed when the run fails).
+	madePartDir bool
 
 	// src is the source's own map when the source is itself relabelled
 	// (nil otherwise): the maps written are composed with it.
@@ -1117,6 +1160,9 @@ func (r *relabeler) partitioning(numTrain int64) error {
 	}
 	name := r.p.man.Name
 	dir := Dir(r.b.Dir(), name)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		r.madePartDir = true
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}

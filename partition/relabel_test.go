@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
@@ -313,10 +315,29 @@ func TestRelabelCancelLeavesNoDataset(t *testing.T) {
 	}
 	defer p.Close()
 	out := filepath.Join(dir, "out")
-	for _, after := range []int{0, 1, 2, 4, 8} {
+	// Every number of checks up to the first that completes: each phase
+	// is cancelled somewhere.
+	for after := 0; ; after++ {
 		_, err := Relabel(&cancelAfter{Context: context.Background(), n: after}, d, p, out, nil)
+		if err == nil {
+			if after < 8 {
+				t.Fatalf("relabel completed after only %d cancellation checks", after)
+			}
+			if err := os.RemoveAll(out); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancel after %d checks: %v, want context.Canceled", after, err)
+		}
+		// Nothing it committed stays: no arrays, no partitioning.
+		if left, _ := os.ReadDir(out); len(left) > 0 {
+			var names []string
+			for _, e := range left {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("cancel after %d checks left %v in OUT", after, names)
 		}
 		if _, err := os.Stat(filepath.Join(out, storage.ManifestName)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("cancel after %d checks left a manifest (%v)", after, err)
@@ -410,7 +431,12 @@ func TestRelabelBrokenMap(t *testing.T) {
 	if rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), "not inverse permutations") {
 		t.Fatalf("validate missed the broken map: %v", rep.Problems)
 	}
-	od, err := storage.Open(out.Dir(), nil)
+	// Open refuses it by the checksum; opened without the scan (as info
+	// does), the lookup through the swapped entry still fails.
+	if _, err := storage.Open(out.Dir(), nil); !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), storage.FileNewIDs) {
+		t.Fatalf("open with a broken map: %v, want a corrupt %s", err, storage.FileNewIDs)
+	}
+	od, err := storage.Open(out.Dir(), &storage.OpenOptions{SkipChecks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,5 +519,76 @@ func TestRelabelWithinMem(t *testing.T) {
 	if limit := uint64(mem - RelabelGoSlack); peak.Load() > limit {
 		t.Errorf("the Go runtime's memory reached %d bytes, above %d: it leaves the page cache less than RelabelGoSlack (%d) of MemBytes %d",
 			peak.Load(), limit, RelabelGoSlack, mem)
+	}
+}
+
+// TestRelabelPartitioningReplaced: a 'partition --force' that replaces
+// the partitioning while relabel runs (here once the id map is written,
+// before the adjacency is read again by path) must make relabel fail,
+// leaving no dataset, never a copy whose CSR comes from the other
+// partitioning's adjacency (the same sizes, so no size check catches it,
+// and validate finds nothing wrong in such a copy).
+func TestRelabelPartitioningReplaced(t *testing.T) {
+	for _, order := range []RelabelOrder{RelabelByDegree, RelabelByID} {
+		t.Run(string(order), func(t *testing.T) {
+			dir := t.TempDir()
+			d := relabelSource(t, filepath.Join(dir, "src"), 400, 5, "float32", true, 1)
+			p, err := Open(d.Dir(), string(Fennel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			replace := func() {
+				if _, err := Run(d, &Options{Method: Random, Parts: 12, Seed: 7, Workers: 2, Name: string(Fennel), Force: true}); err != nil {
+					t.Error(err)
+				}
+			}
+			out := filepath.Join(dir, "out")
+			_, err = Relabel(context.Background(), d, p, out, &RelabelOptions{Order: order, Progress: &progresstest.OnFirstAdd{Fn: replace}})
+			if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "replaced while it was read") {
+				t.Fatalf("relabel with its partitioning replaced: %v, want ErrMismatch saying it was replaced", err)
+			}
+			if _, err := storage.Open(out, nil); !errors.Is(err, storage.ErrNotDataset) {
+				t.Fatalf("open after a refused relabel: %v, want ErrNotDataset", err)
+			}
+		})
+	}
+}
+
+// TestRelabelOpenChecksMaps: two entries swapped in both id maps (still
+// inverse permutations, so no lookup notices) are refused at Open by
+// their checksums, naming orig_ids.npy; before, infer on such a copy gave
+// the two nodes' predictions to each other's original ids.
+func TestRelabelOpenChecksMaps(t *testing.T) {
+	dir := t.TempDir()
+	d := relabelSource(t, filepath.Join(dir, "src"), 300, 3, "float32", true, 1)
+	out := relabel(t, d, filepath.Join(dir, "out"), nil).Dir()
+	// Entries i of orig_ids.npy and new_ids.npy as stored, and a setter
+	// that rewrites one in place.
+	get := func(name string, i int64) int64 {
+		_, b := storagetest.ReadNPY(t, filepath.Join(out, name))
+		return int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	set := func(name string, i, v int64) {
+		h, _ := storagetest.ReadNPY(t, filepath.Join(out, name))
+		f, err := os.OpenFile(filepath.Join(out, name), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var x [8]byte
+		binary.LittleEndian.PutUint64(x[:], uint64(v))
+		if _, err := f.WriteAt(x[:], h.DataOffset+8*i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := get(storage.FileOrigIDs, 0), get(storage.FileOrigIDs, 1)
+	set(storage.FileOrigIDs, 0, b)
+	set(storage.FileOrigIDs, 1, a)
+	set(storage.FileNewIDs, a, 1)
+	set(storage.FileNewIDs, b, 0)
+	_, err := storage.Open(out, nil)
+	if !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), storage.FileOrigIDs) {
+		t.Fatalf("open with swapped id map entries: %v, want a corrupt %s", err, storage.FileOrigIDs)
 	}
 }

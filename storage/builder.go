@@ -121,6 +121,20 @@ func (b *Builder) Abort() {
 	}
 }
 
+// Committed lists the arrays committed so far (by file name), for the
+// caller of a failed build that is not a replacement, which removes them
+// itself (Abort does not).
+func (b *Builder) Committed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	names := make([]string, 0, len(b.mu.files))
+	for name := range b.mu.files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Dir is where the dataset's files are written until Finish: the dataset
 // directory, or the staging directory inside it when replacing a dataset.
 // Writers of derived files (partitions/) before Finish write under Dir;

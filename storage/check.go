@@ -157,6 +157,26 @@ func (d *Dataset) check() error {
 			return err
 		}
 	}
+	// A relabelled copy's id maps: IDMap checks each lookup against the
+	// other map, but two entries swapped in both (still inverse
+	// permutations) would give infer's predictions to the wrong
+	// original nodes; only the checksums tell.
+	for _, name := range []string{FileOrigIDs, FileNewIDs} {
+		a := d.arrays[name]
+		if a == nil {
+			continue
+		}
+		field := name[:len(name)-len(".npy")]
+		err := a.Scan(8, true, func(first int64, b []byte) error {
+			if i := FirstOutOfRange64(npy.AsInt64(b), n); i >= 0 {
+				return corruptAt(a.path, field, first+int64(i), "node id %d out of range [0,%d)", npy.AsInt64(b)[i], n)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	for _, name := range []string{FileTrain, FileValid, FileTest} {
 		a := d.arrays[name]
 		if a == nil {

@@ -29,8 +29,9 @@
 // and fails with a *CorruptError (file, element, value) at the first
 // violation: indptr starts at 0, never decreases and ends at num_edges;
 // indices are in [0, N); labels are -1 or in [0, num_classes); splits are
-// in range and strictly ascending; and the checksums of all these arrays
-// match the manifest. A manifest with classes and no labels.npy is
+// in range and strictly ascending; a relabelled copy's orig_ids.npy and
+// new_ids.npy are in [0, N); and the checksums of all these arrays match
+// the manifest. A manifest with classes and no labels.npy is
 // refused. After a successful Open, Neighbors, Degree and FeatureBytes of
 // any node in [0, N), and any id read from the views, are in bounds; no
 // reader needs to check again. features.npy is neither read nor

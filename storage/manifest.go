@@ -228,6 +228,29 @@ func LoadManifest(dir string) (*Manifest, error) {
 	return m, err
 }
 
+// LoadManifestChecksum is LoadManifest with the checksum of the file's
+// bytes ("xxhash64:…", Dataset.ManifestChecksum's spelling), for a reader
+// that opens the dataset's files by path as it goes and checks with
+// ManifestUnchanged, before it commits what it made of them, that no
+// replacement (gen, import or relabel --force) came in between.
+func LoadManifestChecksum(dir string) (*Manifest, string, error) { return loadManifest(dir) }
+
+// ManifestUnchanged checks that dir's dataset.json still has checksum sum
+// (from LoadManifestChecksum or Dataset.ManifestChecksum): ErrMismatch,
+// naming the directory, when it differs or is gone.
+func ManifestUnchanged(dir, sum string) error {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err == nil && FormatChecksum(xxhash.Sum64(b)) == sum {
+		return nil
+	}
+	why := "it has another " + ManifestName
+	if err != nil {
+		why = err.Error()
+	}
+	return fmt.Errorf("%w: the dataset in %s was replaced while it was read (%s; a gen, import or relabel --force into it?): run again",
+		ErrMismatch, dir, why)
+}
+
 // loadManifest is LoadManifest with the checksum of the file's bytes
 // ("xxhash64:…", as Relabelling.ManifestChecksum records a source's).
 func loadManifest(dir string) (*Manifest, string, error) {

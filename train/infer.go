@@ -44,9 +44,11 @@ type InferOptions struct {
 	ChunkBytes int64
 }
 
-// inferArrayBytes is Infer's memory per requested node: the sort order,
-// the sorted ids, the predictions and their encoded copy.
-const inferArrayBytes = 8 + 8 + 4 + 4
+// inferArrayBytes is Infer's memory per requested node: the ids it is
+// given (the caller's, held for the whole pass: ssdgnn infer's --nodes
+// list), the sort order, the sorted ids, the predictions and their
+// encoded copy.
+const inferArrayBytes = 8 + 8 + 8 + 4 + 4
 
 // lwFixedBytes bounds a layer-wise pass's per-node state on a graph of n
 // nodes and L layers: the receptive-field sets, the chunk scratch set and

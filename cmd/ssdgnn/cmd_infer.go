@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -47,7 +50,10 @@ sized are not built: each feature row is read once.
 On a relabelled dataset ('ssdgnn relabel') node ids are the original
 dataset's: a --nodes file holds original ids, and test, valid and all are
 listed in ascending original id, so the output rows are those that infer on
-the original dataset writes.`,
+the original dataset writes, and layer-wise they hold the same values.
+--mode sampled draws neighbours by their place in lists the copy orders by
+its own ids, so its predictions differ from the original's in a few rows
+(Cora, SAGE: 23 of 1,000), as two seeds would.`,
 		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,10 +82,6 @@ the original dataset writes.`,
 				cliflags.Output{Flag: "--out", Path: outPath}, cliflags.Output{Flag: "--logits", Path: logitsPath}); err != nil {
 				return err
 			}
-			nodes, err := inferNodes(d, nodesArg)
-			if err != nil {
-				return err
-			}
 			// Only the cgroup's note: train's "no --mem" note speaks of
 			// caches, which inference does not build.
 			if note := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&mem), false, 0); note != "" && mem > 0 && !g.quiet {
@@ -99,6 +101,12 @@ the original dataset writes.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", train.ResolveCheckpoint(ckpt), other)
 			}
 			defer tr.Close()
+			// Read under the tuned collector: a --nodes file can hold
+			// millions of ids.
+			nodes, err := inferNodes(d, nodesArg)
+			if err != nil {
+				return err
+			}
 			io := &train.InferOptions{Mode: mode, PredPath: outPath, LogitsPath: logitsPath, MemBytes: int64(mem), ChunkBytes: int64(evalMem)}
 			if fanouts != "" {
 				if io.Fanouts, err = cliflags.ParseInts("fanouts", fanouts); err != nil {
@@ -135,32 +143,51 @@ the original dataset writes.`,
 	return cmd
 }
 
-// readIDs reads a 1-D int64 or int32 .npy of node ids.
+// readIDs reads a 1-D int64 or int32 .npy of node ids. It streams the
+// file into the returned slice (8 bytes an id, no copy of the file
+// beside it): a list of millions of ids is most of a small --mem.
 func readIDs(path string) ([]int64, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	h, err := npy.ParseHeader(b)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory, want a .npy of node ids", path)
+	}
+	br := bufio.NewReaderSize(f, 1<<16)
+	h, err := npy.ReadHeader(br)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(h.Shape) != 1 || int64(len(b)) < h.DataOffset+h.DataBytes() {
+	if len(h.Shape) != 1 || st.Size() < h.DataOffset+h.DataBytes() {
 		return nil, fmt.Errorf("%s: want a complete 1-D array, shape %v", path, h.Shape)
 	}
-	data := b[h.DataOffset : h.DataOffset+h.DataBytes()]
-	switch h.DType {
-	case npy.Int64:
-		return append([]int64(nil), npy.AsInt64(data)...), nil
-	case npy.Int32:
-		v := npy.AsInt32(data)
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out, nil
+	if h.DType != npy.Int64 && h.DType != npy.Int32 {
+		return nil, fmt.Errorf("%s: dtype %v, want int64 or int32", path, h.DType)
 	}
-	return nil, fmt.Errorf("%s: dtype %v, want int64 or int32", path, h.DType)
+	out := make([]int64, h.Shape[0])
+	sz := h.DType.Size()
+	buf := make([]byte, 1<<16)
+	for i := 0; i < len(out); {
+		k := min(len(out)-i, len(buf)/sz)
+		if _, err := io.ReadFull(br, buf[:k*sz]); err != nil {
+			return nil, fmt.Errorf("%s: reading ids from element %d: %w", path, i, err)
+		}
+		for e := range k {
+			if sz == 8 {
+				out[i+e] = int64(binary.LittleEndian.Uint64(buf[e*8:]))
+			} else {
+				out[i+e] = int64(int32(binary.LittleEndian.Uint32(buf[e*4:])))
+			}
+		}
+		i += k
+	}
+	return out, nil
 }
 
 // inferNodes resolves --nodes to the dataset's ids, in the order of the
@@ -201,7 +228,14 @@ func inferNodes(d *storage.Dataset, arg string) ([]int64, error) {
 		}
 	}
 	if idm != nil {
-		return idm.ToNew(nodes)
+		// In place: a second list of the ids would double their memory.
+		for i, u := range nodes {
+			v, err := idm.New(u)
+			if err != nil {
+				return nil, err
+			}
+			nodes[i] = v
+		}
 	}
 	return nodes, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
 	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
@@ -94,5 +95,71 @@ func TestExportChunksNotHeld(t *testing.T) {
 	}
 	if c.most > 64<<20 {
 		t.Errorf("%d MiB live during the export: the chunks' writers are held", c.most>>20)
+	}
+}
+
+// TestExportPartitioningReplaced: a 'partition --force' that replaces the
+// partitioning (another K) while the export runs must fail the export,
+// with no metadata written, never an export whose partition_meta.json
+// gives the old K beside the new partitioning's assignment in _N.txt.
+func TestExportPartitioningReplaced(t *testing.T) {
+	dir := t.TempDir()
+	g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
+	for v := range g.Adj {
+		g.Adj[v] = []int64{int64((v + 1) % 400), int64((v + 7) % 400)}
+		g.Train = append(g.Train, int64(v))
+	}
+	storagetest.Write(t, dir, g)
+	partitionIt(t, dir, 8, partition.Random)
+	out := filepath.Join(t.TempDir(), "out")
+	rep := &progresstest.OnFirstAdd{Fn: func() { partitionIt(t, dir, 4, partition.Random) }}
+	_, err := ExportContext(context.Background(), dir, out, &Options{Partition: "random", NumChunks: 2, MemBytes: MinMemBytes, Progress: rep})
+	if !errors.Is(err, partition.ErrMismatch) {
+		t.Fatalf("export with its partitioning replaced: %v, want partition.ErrMismatch", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, MetadataName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused export wrote %s (%v)", MetadataName, err)
+	}
+}
+
+// TestExportDatasetReplaced: both exporters, with the dataset replaced
+// (same shapes, other contents, as a gen or relabel --force does) when
+// they first report progress, fail with storage.ErrMismatch and write no
+// metadata, never an export whose files come from two datasets.
+func TestExportDatasetReplaced(t *testing.T) {
+	graph := func(shift int) storagetest.Graph {
+		g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
+		for v := range g.Adj {
+			g.Adj[v] = []int64{int64((v + 1 + shift) % 400), int64((v + 7) % 400)}
+			g.Train = append(g.Train, int64(v))
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		name, meta string
+		export     func(dir, out string, rep progress.Reporter) error
+	}{
+		{"distdgl", MetadataName, func(dir, out string, rep progress.Reporter) error {
+			_, err := ExportContext(context.Background(), dir, out, &Options{Partition: "random", NumChunks: 2, MemBytes: MinMemBytes, Progress: rep})
+			return err
+		}},
+		{"graphbolt", graphbolt.MetadataName, func(dir, out string, rep progress.Reporter) error {
+			_, err := graphbolt.ExportContext(context.Background(), dir, out, &graphbolt.Options{Progress: rep})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			storagetest.Write(t, dir, graph(0)).Close()
+			partitionIt(t, dir, 4, partition.Random)
+			out := filepath.Join(t.TempDir(), "out")
+			rep := &progresstest.OnFirstAdd{Fn: func() { storagetest.Write(t, dir, graph(5)).Close() }}
+			if err := tc.export(dir, out, rep); !errors.Is(err, storage.ErrMismatch) {
+				t.Fatalf("export with its dataset replaced: %v, want storage.ErrMismatch", err)
+			}
+			if _, err := os.Stat(filepath.Join(out, tc.meta)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a refused export wrote %s (%v)", tc.meta, err)
+			}
+		})
 	}
 }

@@ -26,6 +26,7 @@
 package distdgl
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -241,7 +242,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	}
 	o := opts.withDefaults()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
-	m, err := storage.LoadManifest(dir)
+	m, msum, err := storage.LoadManifestChecksum(dir)
 	if err != nil {
 		return Report{}, err
 	}
@@ -294,6 +295,14 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	meta.NodeData[NodeType] = nd
 	_ = os.Remove(filepath.Join(out, "node_data")) // none: no litter (fails when not empty)
 	if err := x.assignment(pdir, &partEntry, pman); err != nil {
+		return Report{}, cmp.Or(storage.ManifestUnchanged(dir, msum), pt.Unchanged(), err)
+	}
+	// The dataset's files and part.npy were read by path, long after
+	// they were opened: a dataset replaced meanwhile (which takes its
+	// partitionings along) gave some of them, a partitioning replaced
+	// meanwhile another assignment than the K and method
+	// partition_meta.json states.
+	if err := cmp.Or(storage.ManifestUnchanged(dir, msum), pt.Unchanged()); err != nil {
 		return Report{}, err
 	}
 	js, err := json.MarshalIndent(&meta, "", "  ")

@@ -54,7 +54,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	}
 	o := opts.withDefaults()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
-	m, err := storage.LoadManifest(dir)
+	m, msum, err := storage.LoadManifestChecksum(dir)
 	if err != nil {
 		return Report{}, err
 	}
@@ -136,6 +136,11 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	// litter.
 	for _, d := range []string{"node_data", setDir} {
 		_ = os.Remove(filepath.Join(out, d)) // fails, harmlessly, when not empty
+	}
+	// The dataset's files were opened by path one after another (and
+	// features linked): a dataset replaced meanwhile gave some of them.
+	if err := storage.ManifestUnchanged(dir, msum); err != nil {
+		return Report{}, err
 	}
 	yml, err := meta.Marshal()
 	if err != nil {

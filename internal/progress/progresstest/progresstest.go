@@ -111,3 +111,23 @@ func (t *Recorded) Done() {
 	t.done = true
 	t.mu.Unlock()
 }
+
+// OnFirstAdd is a progress.Reporter that calls Fn once, synchronously,
+// at the first Add of any task: a hook into a running pass, for tests
+// that change its inputs under it.
+type OnFirstAdd struct {
+	Fn   func()
+	once sync.Once
+}
+
+// Start implements progress.Reporter.
+func (r *OnFirstAdd) Start(string, int64, progress.Unit) progress.Task { return r }
+
+// Add implements progress.Task.
+func (r *OnFirstAdd) Add(int64) { r.once.Do(r.Fn) }
+
+// Describe implements progress.Task.
+func (r *OnFirstAdd) Describe(string) {}
+
+// Done implements progress.Task.
+func (r *OnFirstAdd) Done() {}

@@ -22,19 +22,28 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // ErrExists is wrapped when the output holds a complete export (its
 // metadata file exists) or foreign files, and force is not set.
 var ErrExists = errors.New("export: output directory exists (use --force to overwrite)")
 
+// ErrDataset is wrapped when the output directory is an ssdgnn dataset
+// (it has dataset.json): an export never writes into one, even with
+// force, whose owned entries may be the dataset's own (a DistDGL
+// export's partitions/ is where a dataset keeps its partitionings).
+var ErrDataset = errors.New("export: output directory is an ssdgnn dataset")
+
 // Prepare makes out ready for an export whose metadata file is meta and
 // whose other entries (files or directories, relative to out) are owned.
 // A complete export (meta present) is refused unless force is set; with
 // force its metadata is removed first, then every owned entry. A directory
 // holding entries that are neither owned nor temporary files is refused
-// unless force is set (those entries are then left alone). An interrupted
-// export (owned entries, no metadata) is cleaned without force.
+// unless force is set (those entries are then left alone); a dataset
+// directory (dataset.json) is refused even with force (ErrDataset). An
+// interrupted export (owned entries, no metadata) is cleaned without
+// force.
 //
 // out may be neither the dataset directory src, nor inside it, nor contain
 // it (outpath.CheckDir): force would remove the dataset's own files.
@@ -48,6 +57,12 @@ func Prepare(src, out, meta string, owned []string, force bool) error {
 		return os.MkdirAll(out, 0o755)
 	case err != nil:
 		return fmt.Errorf("export: %w", err)
+	}
+	for _, e := range ents {
+		if e.Name() == storage.ManifestName {
+			return fmt.Errorf("%w: %s has %s; an export never writes into a dataset, even with --force (it would remove the dataset's entries of the same names): give OUT a directory of its own",
+				ErrDataset, out, storage.ManifestName)
+		}
 	}
 	own := map[string]bool{meta: true}
 	for _, o := range owned {

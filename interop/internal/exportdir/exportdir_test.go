@@ -83,3 +83,29 @@ func TestLinkOrCopy(t *testing.T) {
 		t.Error("b should be a hard link of a, c a copy")
 	}
 }
+
+// TestPrepareRefusesDataset: an OUT that is an ssdgnn dataset is refused
+// even with force, and keeps the entries an export owns by the same
+// names (a DistDGL export's partitions/ removed the dataset's
+// partitionings).
+func TestPrepareRefusesDataset(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	out := t.TempDir()
+	for _, f := range []string{"dataset.json", "partitions/fennel/manifest.json"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(out, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, f), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, force := range []bool{false, true} {
+		err := Prepare(src, out, "metadata.json", []string{"edges", "partitions"}, force)
+		if !errors.Is(err, ErrDataset) {
+			t.Errorf("Prepare into a dataset (force %v): %v, want ErrDataset", force, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "partitions/fennel/manifest.json")); err != nil {
+		t.Errorf("the dataset's partitioning is gone: %v", err)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// TestReadIDsStreams: a --nodes file is read into the returned slice
+// alone, 8 bytes an id, not into a copy of the file and then the slice
+// (16 bytes an id): a list of 4 M ids was OOM-killed in a 64 MiB memory
+// cgroup before infer could refuse the budget. int64 and int32 files give
+// the same ids.
+func TestReadIDsStreams(t *testing.T) {
+	const n = 1 << 20
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i*7919%n) - 3 // a few negative ones: readIDs does not judge them
+	}
+	dir := t.TempDir()
+	write := func(name string, d npy.DType) string {
+		b := make([]byte, n*d.Size())
+		for i, v := range ids {
+			if d == npy.Int64 {
+				binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+			} else {
+				binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(v)))
+			}
+		}
+		p := filepath.Join(dir, name)
+		if _, err := npy.WriteFile(p, d, []int64{n}, b); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, p := range []string{write("ids64.npy", npy.Int64), write("ids32.npy", npy.Int32)} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got, err := readIDs(p)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, ids) {
+			t.Fatalf("%s: the ids read differ from those written", filepath.Base(p))
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*n+1<<20 {
+			t.Errorf("%s: reading %d ids allocated %d bytes, want at most %d (the slice and a buffer)", filepath.Base(p), n, alloc, 8*n+1<<20)
+		}
+	}
+	// A file cut short in its data is an error naming the file.
+	p := filepath.Join(dir, "ids64.npy")
+	st, _ := os.Stat(p)
+	if err := os.Truncate(p, st.Size()-4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readIDs(p); err == nil {
+		t.Fatal("a truncated file of ids was read")
+	}
+}
