@@ -172,9 +172,10 @@
 // pure function of (Seed, epoch, batch), so there is no generator state to
 // save. Resuming from an epoch boundary reproduces an uninterrupted run
 // exactly; resuming from a mid-epoch (interrupted) checkpoint skips the
-// batches already trained and is exact too except that, with history on,
-// the reuse sets of the first D batches are decided against the
-// checkpointed cache.
+// batches already trained and is exact too (the epoch's loss and
+// train-accuracy sums so far travel in the checkpoint, so its row is the
+// whole epoch's) except that, with history on, the reuse sets of the
+// first D batches are decided against the checkpointed cache.
 //
 // # Memory plan
 //

@@ -89,9 +89,13 @@ type Trainer struct {
 	keepPrev bool
 
 	// Progress through training (checkpointed).
-	step       int64 // Adam steps done; also the history iteration of the next batch
-	epoch      int   // current epoch
-	batchDone  int   // batches of epoch already done (non-zero only after an interrupted epoch)
+	step      int64 // Adam steps done; also the history iteration of the next batch
+	epoch     int   // current epoch
+	batchDone int   // batches of epoch already done (non-zero only after an interrupted epoch)
+	// partial is the epoch's loss and accuracy sums over its first
+	// batchDone batches, so that an epoch resumed mid-way reports the
+	// whole epoch's loss and train accuracy (checkpointMeta.Partial).
+	partial    epochPartial
 	epochStats []EpochStats
 	start      time.Time
 	elapsed    float64 // seconds of training before a resume

@@ -152,6 +152,59 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// cancelIn is a progress.Reporter that calls fn once the task described
+// desc has reached at items (an epoch's batches).
+type cancelIn struct {
+	desc string
+	at   int64
+	fn   func()
+}
+
+func (c cancelIn) Start(desc string, _ int64, _ progress.Unit) progress.Task {
+	if desc != c.desc {
+		return progress.Discard.Start(desc, 0, progress.Items)
+	}
+	return &cancelTask{fn: func(n int64) {
+		if n >= c.at {
+			c.fn()
+		}
+	}}
+}
+
+// TestResumeMidEpochExact: without history, a run interrupted in the
+// middle of an epoch and resumed gives the uninterrupted run's rows bit
+// for bit, the interrupted epoch's loss and train accuracy included. That
+// row used to report the batches after the resume only (loss 1.5086
+// instead of 1.6314 on this graph), though the weights were the same.
+func TestResumeMidEpochExact(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	o.NoHist = true
+	full := run(t, d, o)
+	dir := t.TempDir()
+	o = synthOpts()
+	o.NoHist, o.CheckpointDir = true, dir
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	tr, err := New(ctx, d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Run(ctx)
+	tr.Close()
+	if err != nil || !rep.Interrupted {
+		t.Fatalf("first run: %v, interrupted %v", err, rep != nil && rep.Interrupted)
+	}
+	o = synthOpts()
+	o.NoHist, o.Resume = true, dir
+	resumed := run(t, d, o)
+	if len(resumed.Epochs) < 2 || resumed.Epochs[1].ResumedAt == 0 {
+		t.Fatalf("epoch 1 was not resumed mid-way: %+v", resumed.Epochs)
+	}
+	sameCurves(t, curves(full), curves(resumed), "uninterrupted vs resumed mid-epoch")
+}
+
 // TestResumePastEpochEnd: a mid-epoch checkpoint resumed with batches
 // that make its epoch shorter than the batches it already trained is
 // refused before training, naming both counts; it used to skip every
