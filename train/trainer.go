@@ -193,7 +193,11 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		t.bound, t.evalBound = trainBound(&o, o.MaxBatchRows), evalBound(d, &o, o.MaxBatchRows)
 	}
 	if t.hc != nil && o.Staleness <= int64(t.depth) {
-		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
+		// Decisions within an epoch see pushes at least D batches old;
+		// only an epoch's first batches, decided against the cache the
+		// previous epoch left (pushes from one batch before on), can
+		// reuse: batch k of the epoch while k+1 < staleness.
+		o.Logger.Warn("history reuse needs staleness > reuse depth: only the first staleness-1 batches of each epoch after the first can reuse embeddings (decided against the cache the previous epoch left); 1 reuses none",
 			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)
 	}
 	if per := histcache.EpochBatches(int64(len(d.TrainIdx())), o.BatchSize); t.hc != nil && o.Staleness > per+int64(t.depth) {
