@@ -549,13 +549,18 @@ func (t *Trainer) finish(rep *Report) {
 		rep.PlanComparison = &c
 	}
 	rep.ElapsedSec = t.elapsed + time.Since(t.start).Seconds()
+	rep.BestValid, rep.TestAtBest = 0, 0
+	best := false
 	for _, e := range t.epochStats {
 		if !e.Evaluated {
 			continue
 		}
 		rep.FinalValid, rep.FinalTest = e.ValidAcc, e.TestAcc
-		if e.ValidAcc > rep.BestValid {
-			rep.BestValid, rep.TestAtBest = e.ValidAcc, e.TestAcc
+		// The first evaluated epoch is the best so far whatever its
+		// valid accuracy: starting from 0 reported "test 0.00%" at the
+		// best when every valid accuracy was 0 (an empty valid split).
+		if !best || e.ValidAcc > rep.BestValid {
+			rep.BestValid, rep.TestAtBest, best = e.ValidAcc, e.TestAcc, true
 		}
 	}
 }
