@@ -129,6 +129,70 @@ func TestStalenessAtDepth(t *testing.T) {
 	}
 }
 
+// TestReuseAges: every embedding the trainer reuses is at most
+// Staleness−1 iterations old at the batch that uses it (OUTRE's bound,
+// histcache's i − t < Staleness; the ages come from the pushes the
+// trainer made, not from the cache's own rule), at least one iteration
+// old, and at least D old except in an epoch's first D batches (decided
+// against the cache the previous epoch left). With Staleness = D+1 the
+// boundary is reached: reuse within an epoch happens at age exactly D =
+// Staleness−1, never at Staleness.
+func TestReuseAges(t *testing.T) {
+	d := smallSynth(t)
+	const D = PipelineDepth
+	for _, s := range []int64{D + 1, 6} {
+		o := synthOpts()
+		o.Staleness, o.BatchSize, o.Epochs = s, 20, 3
+		type use struct{ iter, age int64 }
+		var uses []use
+		last := map[int64]int64{} // node -> iteration of its last push
+		testReuse = func(iter int64, nodes []int64, pushed bool) {
+			for _, v := range nodes {
+				if pushed {
+					last[v] = iter
+					continue
+				}
+				t0, ok := last[v]
+				if !ok {
+					t.Errorf("iteration %d reused node %d, never pushed", iter, v)
+					continue
+				}
+				uses = append(uses, use{iter, iter - t0})
+			}
+		}
+		rep := run(t, d, o)
+		testReuse = nil
+		start := map[int64]int64{} // iteration -> position in its epoch
+		var it int64
+		for _, e := range rep.Epochs {
+			for k := 0; k < e.Batches; k++ {
+				start[it] = int64(k)
+				it++
+			}
+		}
+		atBoundary, early := 0, 0
+		for _, u := range uses {
+			k := start[u.iter]
+			if u.age < 1 || u.age >= s {
+				t.Fatalf("staleness %d: iteration %d reused an embedding %d iterations old", s, u.iter, u.age)
+			}
+			if k >= D && u.age < D {
+				t.Fatalf("staleness %d: batch %d of its epoch (iteration %d) reused an embedding %d old, younger than D = %d", s, k, u.iter, u.age, D)
+			}
+			if k < D {
+				early++
+			}
+			if u.age == s-1 {
+				atBoundary++
+			}
+		}
+		if len(uses) == 0 || atBoundary == 0 {
+			t.Fatalf("staleness %d: %d reuses, %d at age %d: the boundary was not exercised", s, len(uses), atBoundary, s-1)
+		}
+		t.Logf("staleness %d: %d reuses, %d at age %d, %d in an epoch's first %d batches", s, len(uses), atBoundary, s-1, early, D)
+	}
+}
+
 // TestReproducible: the same seed gives the same results with a pipelined
 // sampler of two workers, history on (reuse decisions are made at fixed
 // pipeline points), for every model.
