@@ -110,6 +110,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := usable(d); err != nil {
 		return nil, err
 	}
+	if err := untilValidUsable(d, opts); err != nil {
+		return nil, err
+	}
 	o := opts.withDataset(d, opts.Profile)
 	if err := streamOnGraph(&o, opts, d); err != nil {
 		return nil, err
