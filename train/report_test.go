@@ -71,27 +71,3 @@ func TestPlotDrawsSinglePoints(t *testing.T) {
 		t.Error("one epoch's points are not drawn")
 	}
 }
-
-// TestBestValidFirstEpoch: the test accuracy at the best valid accuracy
-// is an evaluated epoch's, the earliest on ties, also when every valid
-// accuracy is 0 (an empty valid split): it was 0 then whatever the test
-// accuracy (`import edgelist --split-frac 0.6,0,0.4`, 3 epochs: "best
-// valid 0.00% (test 0.00%)" beside "final ... test 31.25%").
-func TestBestValidFirstEpoch(t *testing.T) {
-	for _, tc := range []struct {
-		name            string
-		epochs          []EpochStats
-		bestValid, test float64
-	}{
-		{"all valid 0", []EpochStats{{Epoch: 0, Evaluated: true, TestAcc: 0.3125}, {Epoch: 1, Evaluated: true, TestAcc: 0.25}}, 0, 0.3125},
-		{"not evaluated first", []EpochStats{{Epoch: 0, TestAcc: 0.9}, {Epoch: 1, Evaluated: true, ValidAcc: 0.1, TestAcc: 0.2}, {Epoch: 2, Evaluated: true, ValidAcc: 0.1, TestAcc: 0.3}}, 0.1, 0.2},
-		{"rises", []EpochStats{{Epoch: 0, Evaluated: true, ValidAcc: 0.2, TestAcc: 0.1}, {Epoch: 1, Evaluated: true, ValidAcc: 0.5, TestAcc: 0.4}, {Epoch: 2, Evaluated: true, ValidAcc: 0.3, TestAcc: 0.6}}, 0.5, 0.4},
-	} {
-		tr := &Trainer{epochStats: tc.epochs}
-		rep := &Report{}
-		tr.finish(rep)
-		if rep.BestValid != tc.bestValid || rep.TestAtBest != tc.test {
-			t.Errorf("%s: best valid %v (test %v), want %v (test %v)", tc.name, rep.BestValid, rep.TestAtBest, tc.bestValid, tc.test)
-		}
-	}
-}
