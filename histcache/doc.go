@@ -79,7 +79,7 @@
 // WriteTo writes, all integers little-endian:
 //
 //	magic     8 bytes  "SSDHIST\x00"
-//	version   uint32   1
+//	version   uint32   2 (1: no threshold trailer; read too)
 //	hidden    uint32   H
 //	numNodes  int64    N
 //	slots     int64    C (number of candidates)
@@ -90,9 +90,16 @@
 //	  state uint8      Valid or MustRefresh (InBatchCompute is written as Valid)
 //	  iter  int64      iteration of the last push
 //	  emb   H float32  the embedding (the last pushed one, also for MustRefresh)
+//	thresholdSet uint8    version 2 only: 1 when a PolicyGrad Push set the threshold
+//	threshold    float32  version 2 only: EvictUnstable's threshold (Threshold)
 //	checksum  uint64   xxhash64 of every preceding byte, magic included
 //
-// Empty candidates are not written. ReadFrom restores into a cache built
+// Empty candidates are not written. The threshold is written so that a
+// restored cache evicts as the running one would until the next Push
+// with candidates sets it: version 1 dropped it, and a resumed
+// --hist-policy grad run then skipped EvictUnstable after a push
+// without candidates (TestSnapshotKeepsThreshold). A version-1
+// snapshot restores without a threshold. ReadFrom restores into a cache built
 // with the same N, H and candidate set (same Scores and budget); it reads
 // and verifies the whole snapshot before changing anything, decoding it
 // with internal/decbuf a bounded chunk at a time, and reports damage as a

@@ -55,7 +55,10 @@ const (
 // Cache does not. It is one epoch of batches, ⌈trainNodes/batchSize⌉,
 // past the reuse depth: a batch's reuse is decided against the cache as it
 // stood depth batches earlier, so the bound depth + one epoch makes the
-// usable ages [depth, depth + epoch) a window of one epoch of batches. The
+// usable ages [depth, depth + epoch) a window of one epoch of batches
+// (counted from the decision, so a batch at an epoch's start can reuse a
+// push from the end of the epoch two back; and an epoch of partition
+// batches need not have ⌈trainNodes/batchSize⌉ of them). The
 // result is at most DefaultStaleness, unless depth leaves no window under
 // it (then depth + 1).
 //

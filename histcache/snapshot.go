@@ -16,8 +16,11 @@ import (
 // Snapshot format constants (see the package doc).
 const (
 	snapMagic   = "SSDHIST\x00"
-	snapVersion = 1
+	snapVersion = 2
 	headerBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8
+	// trailerBytes is version 2's PolicyGrad threshold after the
+	// records: a flag byte (1: set) and the float32.
+	trailerBytes = 1 + 4
 )
 
 // CorruptError reports a damaged snapshot: the file when ReadFrom's reader
@@ -49,7 +52,7 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 func (c *Cache) SnapshotBytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return headerBytes + c.entriesLocked()*int64(17+4*c.hidden) + 8
+	return headerBytes + c.entriesLocked()*int64(17+4*c.hidden) + trailerBytes + 8
 }
 
 // entriesLocked is the entries a snapshot holds (slots not Empty); c.mu
@@ -109,6 +112,16 @@ func (c *Cache) WriteTo(w io.Writer) (int64, error) {
 		if err := put(rec); err != nil {
 			return n, fmt.Errorf("histcache: write snapshot: %w", err)
 		}
+	}
+	// The threshold EvictUnstable compares with until the next Push
+	// sets one: a resumed cache must evict as the running one would.
+	tr := []byte{0}
+	if c.mu.hasThreshold {
+		tr[0] = 1
+	}
+	tr = binary.LittleEndian.AppendUint32(tr, math.Float32bits(c.mu.threshold))
+	if err := put(tr); err != nil {
+		return n, fmt.Errorf("histcache: write snapshot: %w", err)
 	}
 	sum := binary.LittleEndian.AppendUint64(nil, d.Sum64())
 	k, err := bw.Write(sum)
@@ -188,8 +201,9 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 	if magic := d.Field("magic").Bytes(len(snapMagic)); d.Err() == nil && string(magic) != snapMagic {
 		d.Fail(errors.New("not a histcache snapshot"))
 	}
-	if version := d.Field("version").U32(); d.Err() == nil && version != snapVersion {
-		d.Fail(fmt.Errorf("version %d, want %d", version, snapVersion))
+	version := d.Field("version").U32()
+	if d.Err() == nil && (version < 1 || version > snapVersion) {
+		d.Fail(fmt.Errorf("version %d, want 1 or %d", version, snapVersion))
 	}
 	hidden := d.Field("hidden").U32()
 	numNodes := d.Field("numNodes").I64()
@@ -262,6 +276,21 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 			}
 		}
 	}
+	hasThreshold, threshold := false, float32(0)
+	if version >= 2 {
+		if d, err = s.next(trailerBytes); err != nil {
+			return s.off, err
+		}
+		flag := d.Field("threshold").U8()
+		if d.Err() == nil && flag > 1 {
+			d.Fail(fmt.Errorf("flag %d, want 0 or 1", flag))
+		}
+		bits := d.Field("threshold").U32()
+		if d.Err() != nil {
+			return s.off, s.corrupt(d)
+		}
+		hasThreshold, threshold = flag == 1, math.Float32frombits(bits)
+	}
 	want := s.sum.Sum64()
 	if d, err = s.next(8); err != nil {
 		return s.off, err
@@ -277,6 +306,7 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.state, c.mu.iters, c.mu.emb = state, iters, emb
+	c.mu.hasThreshold, c.mu.threshold = hasThreshold, threshold
 	c.mu.marked = c.mu.marked[:0]
 	c.mu.stats.Valid = 0
 	for _, st := range state {

@@ -2,12 +2,15 @@ package histcache_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 )
@@ -36,7 +39,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err != nil || n != int64(buf.Len()) {
 		t.Fatalf("WriteTo %d, %v (buffer %d)", n, err, buf.Len())
 	}
-	if want := int64(48 + 2*(8+1+8+4*3) + 8); n != want {
+	if want := int64(48 + 2*(8+1+8+4*3) + 5 + 8); n != want { // header, records, threshold, checksum
 		t.Fatalf("snapshot is %d bytes, want %d", n, want)
 	}
 	d := newCache(t, 20, []int64{2, 5, 9, 11, 14}, 3, nil)
@@ -185,7 +188,7 @@ func TestSnapshotErrorFields(t *testing.T) {
 	}{
 		{"empty", nil, "magic", 0, "truncated: 8 bytes wanted at byte 0, 0 left"},
 		{"bad magic", set(0, 'X'), "magic", 0, "not a histcache snapshot"},
-		{"bad version", set(8, 2), "version", 8, "version 2, want 1"},
+		{"bad version", set(8, 3), "version", 8, "version 3, want 1 or 2"},
 		{"truncated slots", good[:30], "slots", 30, "truncated: 8 bytes wanted at byte 24, 6 left"},
 		{"zero staleness", set(32, 0), "staleness", 32, "0, want >= 1"},
 		{"too many entries", set(40, 9), "entries", 40, "9 entries for 5 slots"},
@@ -248,5 +251,58 @@ func TestSnapshotChunks(t *testing.T) {
 	var ce *histcache.CorruptError
 	if _, err := d.ReadFrom(bytes.NewReader(buf.Bytes()[:cut])); !errors.As(err, &ce) || ce.Field != "embedding" || ce.Offset != cut {
 		t.Fatalf("truncated fourth record: %v", err)
+	}
+}
+
+// TestSnapshotKeepsThreshold: under PolicyGrad the threshold the last
+// Push set survives a snapshot, so that after a push with no candidates
+// (which keeps the threshold) the restored cache evicts an unstable
+// pulled entry as the original does. Version 1 dropped it: the original
+// evicted node 1 (norm 5 > threshold 2), the restored cache kept it.
+// Version-1 snapshots still restore, without a threshold.
+func TestSnapshotKeepsThreshold(t *testing.T) {
+	const h = 2
+	o := &histcache.Options{Staleness: 10, Policy: histcache.PolicyGrad, PGrad: 0.5}
+	nodes := []int64{1, 2, 3, 4}
+	a := newCache(t, 10, nodes, h, o)
+	if _, err := a.Push(0, nodes, rows(nodes, h, 1), []float32{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := a.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if int64(buf.Len()) != a.SnapshotBytes() {
+		t.Fatalf("snapshot %d bytes, SnapshotBytes %d", buf.Len(), a.SnapshotBytes())
+	}
+	snap := bytes.Clone(buf.Bytes())
+	b := newCache(t, 10, nodes, h, o)
+	if _, err := b.ReadFrom(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	ta, oka := a.Threshold()
+	tb, okb := b.Threshold()
+	if ta != tb || oka != okb || !oka {
+		t.Fatalf("threshold %v (set %v), restored %v (set %v)", ta, oka, tb, okb)
+	}
+	for name, c := range map[string]*histcache.Cache{"original": a, "restored": b} {
+		if _, err := c.Push(1, []int64{7}, rows([]int64{7}, h, 2), []float32{0.5}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.EvictUnstable([]int64{1}, []float32{5}); err != nil || n != 1 || c.State(1) != histcache.MustRefresh {
+			t.Errorf("%s: evicted %d (%v), state %v; want node 1 evicted", name, n, err, c.State(1))
+		}
+	}
+	// Version 1: the same records without the trailer, version field 1,
+	// its own checksum.
+	v1 := bytes.Clone(snap[:len(snap)-8-5])
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	v1 = binary.LittleEndian.AppendUint64(v1, xxhash.Sum64(v1))
+	c := newCache(t, 10, nodes, h, o)
+	if _, err := c.ReadFrom(bytes.NewReader(v1)); err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+	if _, ok := c.Threshold(); ok || c.State(1) != histcache.Valid {
+		t.Errorf("version 1 restored a threshold, or not node 1: state %v", c.State(1))
 	}
 }

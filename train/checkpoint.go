@@ -93,6 +93,11 @@ type checkpointMeta struct {
 	Step      int64       `json:"step"`       // Adam steps done
 	Elapsed   float64     `json:"elapsed_s"`
 	History   bool        `json:"history"`
+	// Partial holds the loss and train-accuracy sums of Epoch's first
+	// BatchDone batches (absent when BatchDone is 0, and in checkpoints
+	// written before the field existed: the resumed epoch then reports
+	// its remaining batches only).
+	Partial *epochPartial `json:"partial,omitempty"`
 	// Partitioning names the partitioning the batches came from
 	// (partitioningOf): "" for random batches, and in checkpoints
 	// written before the field existed.
@@ -111,6 +116,10 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	meta := checkpointMeta{Dataset: t.d.Manifest().Name, NumNodes: t.d.NumNodes(), DatasetSums: datasetSums(t.d), IDSpace: idSpace(t.d), Model: t.model.cfg, Options: t.o,
 		Epoch: t.epoch, BatchDone: t.batchDone, Step: t.step, Elapsed: t.elapsed + time.Since(t.start).Seconds(),
 		History: t.hc != nil, Partitioning: partitioningOf(&t.o), EpochStats: t.epochStats, Written: time.Now().UTC()}
+	if t.batchDone > 0 {
+		p := t.partial
+		meta.Partial = &p
+	}
 	mj, err := json.Marshal(meta)
 	if err != nil {
 		return "", err
@@ -555,6 +564,10 @@ func (t *Trainer) restore(ck *checkpoint) error {
 		}
 	}
 	t.epoch, t.batchDone, t.step = ck.meta.Epoch, ck.meta.BatchDone, ck.meta.Step
+	t.partial = epochPartial{}
+	if ck.meta.Partial != nil && t.batchDone > 0 {
+		t.partial = *ck.meta.Partial
+	}
 	t.elapsed, t.epochStats = ck.meta.Elapsed, ck.meta.EpochStats
 	return nil
 }

@@ -113,7 +113,11 @@
 // An entry pushed at iteration t is usable at iteration i only while
 // i−t < Staleness, and the decision for batch i sees only pushes of
 // batches ≤ i−D, so reuse needs Staleness > D; New logs a warning when
-// Staleness ≤ D (nothing will be reused).
+// Staleness ≤ D. The exception is an epoch's first D batches, decided
+// against the cache the previous epoch left, whose newest pushes are one
+// batch old: with Staleness ≤ D its batches k < Staleness−1 still reuse
+// (TestStalenessAtDepth), so reused ages run from 1 there, from D
+// elsewhere.
 // Rows computed in a batch are pushed with the batch's iteration number and,
 // under histcache.PolicyGrad, the L2 norms of their gradients; pulled rows
 // whose gradient norm exceeds the admission threshold are evicted. With
@@ -172,9 +176,10 @@
 // pure function of (Seed, epoch, batch), so there is no generator state to
 // save. Resuming from an epoch boundary reproduces an uninterrupted run
 // exactly; resuming from a mid-epoch (interrupted) checkpoint skips the
-// batches already trained and is exact too except that, with history on,
-// the reuse sets of the first D batches are decided against the
-// checkpointed cache.
+// batches already trained and is exact too (the epoch's loss and
+// train-accuracy sums so far travel in the checkpoint, so its row is the
+// whole epoch's) except that, with history on, the reuse sets of the
+// first D batches are decided against the checkpointed cache.
 //
 // # Memory plan
 //

@@ -1019,7 +1019,14 @@ func CacheShare(d *storage.Dataset, opts *Options, p *planner.Profile, mem int64
 // budget as the batches in flight, so where the workers the cores (or
 // MinimumBudget) allow cut batches into micro-batches, or leave room for
 // one batch in flight only, fewer workers are taken: the most workers with
-// the fewest micro-batches, then the most batches in flight.
+// the fewest micro-batches, then the most batches in flight, then, when
+// batches are cut, the largest micro-batches (MaxBatchRows). The last
+// makes the cut, which changes results (each micro-batch draws its own
+// dropout masks), a single core's: fewer workers leave more room, so it
+// picks the count one core would (TestWorkersCutIndependentOfCores).
+// What else the budget sizes from the room the workers leave (the
+// history cache, the streamed input layer's destination bound) still
+// follows the worker count: docs/train.md, "Sampling workers".
 // On a 16-core machine, 1.5 GiB of data under --mem 1GiB: five workers cut
 // each batch into at least 21 micro-batches, two keep batches whole (the
 // development machine's plan, with its two cores). Sampling was 8 % of
@@ -1040,7 +1047,9 @@ func budgetWorkers(d *storage.Dataset, o *Options, p *planner.Profile, mem int64
 			continue
 		}
 		if bestErr != nil || bw.MicroBatches < best.MicroBatches ||
-			(bw.MicroBatches == best.MicroBatches && bw.WorkingSet.InFlight > best.WorkingSet.InFlight) {
+			(bw.MicroBatches == best.MicroBatches && bw.WorkingSet.InFlight > best.WorkingSet.InFlight) ||
+			(bw.MicroBatches == best.MicroBatches && bw.WorkingSet.InFlight == best.WorkingSet.InFlight &&
+				best.MicroBatches > 1 && bw.MaxBatchRows > best.MaxBatchRows) {
 			best, bestErr, bestO, bestW = bw, nil, ow, w
 		}
 	}

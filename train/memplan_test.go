@@ -840,3 +840,62 @@ func TestStreamedBatchesWholeWithRoom(t *testing.T) {
 		t.Errorf("read model %+v, training %.0f reads, %.0f bytes", r, e.Measured.GatherReads, e.Measured.GatherBytesRead)
 	}
 }
+
+// TestWorkersCutIndependentOfCores: where every worker count cuts batches
+// into micro-batches, the cut (the rows a micro-batch may hold) is the one
+// a single core's plan makes, so the results, which depend on the cut
+// through the micro-batches' dropout masks, do not depend on the cores.
+// Four cores used to keep four workers when the estimate's micro-batch
+// count tied with one worker's, and cut each batch of the 50,000-node
+// test graph under --mem 64MiB into 8 micro-batches instead of 4
+// (a different loss and accuracy than with GOMAXPROCS=1).
+func TestWorkersCutIndependentOfCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	d := smallSynth(t)
+	defer func(f int64) { reserveFloor = f }(reserveFloor)
+	reserveFloor = 1 << 20
+	opts := func() *Options {
+		o := synthOpts()
+		o.BatchSize, o.Epochs, o.StreamInput, o.Workers = 400, 1, StreamInputOff, 0
+		return o
+	}
+	const name = "workers-cut"
+	roomy := 4 * (MinimumBudget(d, opts()) + 8*d.NumNodes() + 4000*d.FeatRowBytes() + 2*WorkingSet(d, opts(), nil).Bytes + FixedState(d, opts(), nil).Bytes)
+	if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: roomy, ProfileName: name, Reprofile: true}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := planner.LoadProfile(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(cores int, m int64) (*Budget, int) {
+		runtime.GOMAXPROCS(cores)
+		o := opts().withDataset(d, p)
+		o.FeatIODepth = GatherDepth(m)
+		b, err := budgetWorkers(d, &o, p, m, true, 0, true)
+		if err != nil {
+			return nil, 0
+		}
+		return b, o.Workers
+	}
+	cut := 0
+	for m := int64(1 << 20); m < roomy; m += 32 << 10 {
+		b4, w4 := plan(4, m)
+		if b4 == nil || b4.MicroBatches <= 1 {
+			continue
+		}
+		b1, _ := plan(1, m)
+		if b1 == nil {
+			t.Fatalf("%d bytes: four cores plan %d workers, one core none", m, w4)
+		}
+		cut++
+		if b4.MaxBatchRows != b1.MaxBatchRows || b4.MicroBatches != b1.MicroBatches {
+			t.Errorf("%d bytes: four cores: %d workers, ≥%d micro-batches of ≤%d rows; one core: ≥%d of ≤%d",
+				m, w4, b4.MicroBatches, b4.MaxBatchRows, b1.MicroBatches, b1.MaxBatchRows)
+		}
+	}
+	if cut == 0 {
+		t.Fatal("no budget cut batches: nothing checked")
+	}
+	t.Logf("%d budgets that cut batches checked", cut)
+}

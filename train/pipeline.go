@@ -557,6 +557,12 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}
 	var lossSum float64
 	var lossN, correct, seen int
+	if skip > 0 {
+		// Resumed mid-epoch: the batches trained before the checkpoint
+		// count towards the epoch's loss and train accuracy.
+		p := t.partial
+		lossSum, lossN, correct, seen = p.LossSum, p.LossN, p.Correct, p.Seen
+	}
 	for j := range toCompute {
 		if ctx.Err() != nil {
 			t.freeJob(j)
@@ -593,6 +599,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		}
 		t.step++
 		t.batchDone = j.idx + 1
+		t.partial = epochPartial{LossSum: lossSum, LossN: lossN, Correct: correct, Seen: seen}
 		es.Batches++
 		task.Add(1)
 		if o.Logger.Enabled(ctx, slog.LevelDebug) { // blockDsts allocates: not on every batch when not asked for
@@ -664,6 +671,16 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		es.HistHit = ratio(hc1.Hits-hc0.Hits, hc1.Lookups-hc0.Lookups)
 	}
 	return es, nil
+}
+
+// epochPartial is an epoch's loss and train-accuracy sums so far: the
+// loss summed over labelled targets (LossSum/LossN is the epoch's loss)
+// and the targets predicted correctly of those seen.
+type epochPartial struct {
+	LossSum float64 `json:"loss_sum"`
+	LossN   int     `json:"loss_n"`
+	Correct int     `json:"correct"`
+	Seen    int     `json:"seen"`
 }
 
 func ratio(a, b int64) float64 {

@@ -106,12 +106,21 @@ func (t *Trainer) histLookup(r histReq) histResp {
 			nodes = append(nodes, r.nodes[i])
 		}
 	}
+	if testReuse != nil {
+		testReuse(r.iter, nodes, false)
+	}
 	resp.pulled = make([]float32, n*t.hc.Hidden())
 	if err := t.hc.Pull(r.iter, nodes, resp.pulled); err != nil {
 		return histResp{err: err}
 	}
 	return resp
 }
+
+// testReuse, when set (tests), sees every reuse decision (the batch's
+// history iteration and the nodes it reuses) and every push (pushed
+// true: the iteration and the nodes offered), in the compute goroutine's
+// order.
+var testReuse func(iter int64, nodes []int64, pushed bool)
 
 // histPush offers the batch's computed layer-(L−1) embeddings to the cache
 // (with their gradient norms under the gradient policy) and, under that
@@ -141,6 +150,9 @@ func (t *Trainer) histPush(j *job) error {
 	}
 	if _, err := t.hc.Push(j.iter, nodes, emb, norms); err != nil {
 		return err
+	}
+	if testReuse != nil {
+		testReuse(j.iter, nodes, true)
 	}
 	if hs.wantGrad && len(hs.reused) > 0 {
 		rn := make([]int64, len(hs.reused))

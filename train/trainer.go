@@ -89,9 +89,13 @@ type Trainer struct {
 	keepPrev bool
 
 	// Progress through training (checkpointed).
-	step       int64 // Adam steps done; also the history iteration of the next batch
-	epoch      int   // current epoch
-	batchDone  int   // batches of epoch already done (non-zero only after an interrupted epoch)
+	step      int64 // Adam steps done; also the history iteration of the next batch
+	epoch     int   // current epoch
+	batchDone int   // batches of epoch already done (non-zero only after an interrupted epoch)
+	// partial is the epoch's loss and accuracy sums over its first
+	// batchDone batches, so that an epoch resumed mid-way reports the
+	// whole epoch's loss and train accuracy (checkpointMeta.Partial).
+	partial    epochPartial
 	epochStats []EpochStats
 	start      time.Time
 	elapsed    float64 // seconds of training before a resume
@@ -104,6 +108,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		return nil, err
 	}
 	if err := usable(d); err != nil {
+		return nil, err
+	}
+	if err := untilValidUsable(d, opts); err != nil {
 		return nil, err
 	}
 	o := opts.withDataset(d, opts.Profile)
@@ -189,7 +196,11 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		t.bound, t.evalBound = trainBound(&o, o.MaxBatchRows), evalBound(d, &o, o.MaxBatchRows)
 	}
 	if t.hc != nil && o.Staleness <= int64(t.depth) {
-		o.Logger.Warn("history reuse needs staleness > reuse depth: no embedding will be reused",
+		// Decisions within an epoch see pushes at least D batches old;
+		// only an epoch's first batches, decided against the cache the
+		// previous epoch left (pushes from one batch before on), can
+		// reuse: batch k of the epoch while k+1 < staleness.
+		o.Logger.Warn("history reuse needs staleness > reuse depth: only the first staleness-1 batches of each epoch after the first can reuse embeddings (decided against the cache the previous epoch left); 1 reuses none",
 			"staleness", o.Staleness, "depth", t.depth, "spill", o.Spill)
 	}
 	if per := histcache.EpochBatches(int64(len(d.TrainIdx())), o.BatchSize); t.hc != nil && o.Staleness > per+int64(t.depth) {
@@ -541,13 +552,18 @@ func (t *Trainer) finish(rep *Report) {
 		rep.PlanComparison = &c
 	}
 	rep.ElapsedSec = t.elapsed + time.Since(t.start).Seconds()
+	rep.BestValid, rep.TestAtBest = 0, 0
+	best := false
 	for _, e := range t.epochStats {
 		if !e.Evaluated {
 			continue
 		}
 		rep.FinalValid, rep.FinalTest = e.ValidAcc, e.TestAcc
-		if e.ValidAcc > rep.BestValid {
-			rep.BestValid, rep.TestAtBest = e.ValidAcc, e.TestAcc
+		// The first evaluated epoch is the best so far whatever its
+		// valid accuracy: starting from 0 reported "test 0.00%" at the
+		// best when every valid accuracy was 0 (an empty valid split).
+		if !best || e.ValidAcc > rep.BestValid {
+			rep.BestValid, rep.TestAtBest, best = e.ValidAcc, e.TestAcc, true
 		}
 	}
 }

@@ -1,6 +1,11 @@
 package train
 
-import "path/filepath"
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/ssdgnn/ssdgnn/storage"
+)
 
 // UntilReport says whether training reached Options.UntilValid and when.
 type UntilReport struct {
@@ -51,4 +56,22 @@ func (t *Trainer) reachedBefore(rep *Report) bool {
 		}
 	}
 	return false
+}
+
+// untilValidUsable refuses Options.UntilValid on a dataset whose valid
+// split holds no labelled node: its valid accuracy is reported as 0 at
+// every evaluation, so the target could never be reached and training
+// ran every epoch as if it had not been asked to stop.
+func untilValidUsable(d *storage.Dataset, o *Options) error {
+	if o.UntilValid <= 0 {
+		return nil
+	}
+	labels := d.Labels()
+	for _, v := range d.ValidIdx() {
+		if labels[v] >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: --until-valid %v: dataset %s has no labelled validation node (%s holds %d nodes), so its valid accuracy can never reach the target",
+		ErrInvalidOptions, o.UntilValid, d.Dir(), storage.FileValid, len(d.ValidIdx()))
 }

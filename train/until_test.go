@@ -2,7 +2,14 @@ package train
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/storage/importer"
 )
 
 // TestUntilValid checks that Run stops after the first evaluation whose
@@ -70,5 +77,68 @@ func TestUntilValidResumed(t *testing.T) {
 	if !rep.ReachedValid || rep.EpochsToTarget != 1 || rep.SecondsToTarget != first.Epochs[0].ElapsedSec || len(rep.Epochs) != 3 {
 		t.Errorf("resumed with a target its checkpoint reached at epoch 0: %+v, %d epochs; want reached after 1 epoch, %v s, nothing trained",
 			rep.UntilReport, len(rep.Epochs), first.Epochs[0].ElapsedSec)
+	}
+}
+
+// TestUntilValidWithoutValidNodes: --until-valid on a dataset whose valid
+// split is empty is refused before training, naming the split. Its valid
+// accuracy is 0 at every evaluation, so the target was silently never
+// reached and every epoch ran.
+func TestUntilValidWithoutValidNodes(t *testing.T) {
+	d := dataset(t, "novalid", func(dir string) error {
+		src := t.TempDir()
+		var edges, feats, labels strings.Builder
+		for v := range 60 {
+			fmt.Fprintf(&edges, "%d %d\n", v, (v*7+1)%60)
+			fmt.Fprintf(&feats, "%d,%d\n", v%3, v%5)
+			fmt.Fprintf(&labels, "%d\n", v%3)
+		}
+		for name, b := range map[string]string{"e.txt": edges.String(), "f.csv": feats.String(), "l.txt": labels.String()} {
+			if err := os.WriteFile(filepath.Join(src, name), []byte(b), 0o644); err != nil {
+				return err
+			}
+		}
+		_, err := importer.ImportEdgeList(filepath.Join(src, "e.txt"), dir, &importer.Options{
+			FeatFile: filepath.Join(src, "f.csv"), LabelFile: filepath.Join(src, "l.txt"), SplitFrac: [3]float64{0.6, 0, 0.4}, Seed: 1})
+		return err
+	})
+	if n := len(d.ValidIdx()); n != 0 {
+		t.Fatalf("valid split of %d nodes, want none", n)
+	}
+	o := &Options{Model: ModelSAGE, Hidden: 4, Epochs: 3, BatchSize: 8, Fanouts: []int{2, 2}, Seed: 1, UntilValid: 0.5}
+	_, err := New(context.Background(), d, o)
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "valid_idx.npy") {
+		t.Fatalf("New: %v, want ErrInvalidOptions naming valid_idx.npy", err)
+	}
+	// Without the target it trains, and reports the test accuracy of
+	// an epoch at the best (every valid accuracy is 0).
+	o.UntilValid = 0
+	rep := run(t, d, o)
+	if rep.BestValid != 0 || rep.TestAtBest != rep.Epochs[0].TestAcc {
+		t.Errorf("best valid %v (test %v), epoch 0 test %v", rep.BestValid, rep.TestAtBest, rep.Epochs[0].TestAcc)
+	}
+}
+
+// TestBestValidFirstEpoch: the test accuracy at the best valid accuracy
+// is an evaluated epoch's, the earliest on ties, also when every valid
+// accuracy is 0 (an empty valid split): it was 0 then whatever the test
+// accuracy (`import edgelist --split-frac 0.6,0,0.4`, 3 epochs: "best
+// valid 0.00% (test 0.00%)" beside "final ... test 31.25%").
+func TestBestValidFirstEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		epochs          []EpochStats
+		bestValid, test float64
+	}{
+		{"all valid 0", []EpochStats{{Epoch: 0, Evaluated: true, TestAcc: 0.3125}, {Epoch: 1, Evaluated: true, TestAcc: 0.25}}, 0, 0.3125},
+		{"not evaluated first", []EpochStats{{Epoch: 0, TestAcc: 0.9}, {Epoch: 1, Evaluated: true, ValidAcc: 0.1, TestAcc: 0.2}, {Epoch: 2, Evaluated: true, ValidAcc: 0.1, TestAcc: 0.3}}, 0.1, 0.2},
+		{"rises", []EpochStats{{Epoch: 0, Evaluated: true, ValidAcc: 0.2, TestAcc: 0.1}, {Epoch: 1, Evaluated: true, ValidAcc: 0.5, TestAcc: 0.4}, {Epoch: 2, Evaluated: true, ValidAcc: 0.3, TestAcc: 0.6}}, 0.5, 0.4},
+	} {
+		tr := &Trainer{epochStats: tc.epochs}
+		rep := &Report{}
+		tr.finish(rep)
+		if rep.BestValid != tc.bestValid || rep.TestAtBest != tc.test {
+			t.Errorf("%s: best valid %v (test %v), want %v (test %v)", tc.name, rep.BestValid, rep.TestAtBest, tc.bestValid, tc.test)
+		}
 	}
 }

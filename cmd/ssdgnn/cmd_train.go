@@ -75,7 +75,7 @@ the chunks of D + in-flight batches), and read back
 by the gather stage; the file is deleted after the epoch. With history on,
 batch i's reuse set is then decided after compute of batch i−D with
 D = chunk·(ahead+1) + 4 + min(in-flight, 3) instead of i−2, so --staleness
-must exceed D for any reuse (train warns otherwise). See docs/train.md.
+must exceed D for reuse past each epoch's first batches (train warns otherwise). See docs/train.md.
 
 --mem M is the memory the whole process may use (default: the limit of
 the memory cgroup train runs in, when there is one; --mem-limit is a

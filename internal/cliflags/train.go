@@ -65,7 +65,7 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.StringVar(&t.Partition, "partition", string(partition.Fennel), "partitioning name under DIR/partitions (partition selection)")
 	f.IntVar(&o.PartsPerBatch, "parts-per-batch", 0, "partitions per macro batch (0: --batch-size / the partitioning's mean training nodes per partition)")
 	f.Int64Var(&t.Seed, "seed", 1, "random seed (same seed, same result)")
-	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core)")
+	f.IntVar(&o.Workers, "workers", 0, "sampler goroutines (0: one per core; with --mem, fewer where the budget needs the room, and then results can depend on the core count: give it for runs reproducible across machines)")
 	f.StringVar(&t.Device, "device", "cpu", "compute backend: cpu, or cuda (bin/ssdgnn-cuda, built with make build-cuda)")
 	t.Source.Register(f)
 	f.BoolVar(&o.NoFeatureBlock, "no-feature-block", false, "on a partition-major dataset ('ssdgnn relabel'), do not load each macro batch's feature rows with sequential reads")
