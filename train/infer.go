@@ -81,6 +81,25 @@ func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
 	return left, nil
 }
 
+// CheckNodeList refuses, before a caller reads a list of n requested
+// nodes into memory (ssdgnn infer's --nodes file), a budget of mem bytes
+// (0: none) that the list's per-node arrays cannot fit beside the runtime
+// reserve and what is counted now (the model): Infer's own refusal comes
+// after the list is read, and a list larger than the budget was
+// OOM-killed in its memory cgroup before it. What it names is a lower
+// bound; Infer's refusal names the least for the mode.
+func (t *Trainer) CheckNodeList(n, mem int64) error {
+	if mem <= 0 {
+		return nil
+	}
+	need := memacct.Read().Total + inferArrayBytes*n + (1 << 20)
+	if least := need + RuntimeReserve(need+need/7); least > mem {
+		return budgetErrorf("infer", "--mem %s: the runtime reserve, the model and the per-node arrays of %d requested nodes take at least %s: give --mem %s or more, or fewer nodes",
+			ibytes(mem), n, ibytesUp(least), ibytesUp(least))
+	}
+	return nil
+}
+
 // inferRest is what layer-wise inference of nodes needs besides the
 // runtime reserve and its chunks: the memory counted now (the model), the
 // per-node output arrays, the logits writer's buffer, and the pass's

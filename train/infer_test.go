@@ -154,6 +154,35 @@ func TestInferBudget(t *testing.T) {
 	}
 }
 
+// TestCheckNodeList: the check made before a --nodes list is read
+// refuses a budget the list's per-node arrays cannot fit (ErrBudget,
+// infer's wording), and never a budget Infer accepts: it is a lower bound
+// of the least Infer names. Without it a 12 M-id list under --mem 64MiB
+// was OOM-killed in a 64 MiB cgroup while being read.
+func TestCheckNodeList(t *testing.T) {
+	d := smallSynth(t)
+	tr, err := New(context.Background(), d, &Options{Layers: 2, Hidden: 16, Seed: *seedFlag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, n := range []int{len(d.TestIdx()), 1 << 26} {
+		err := tr.CheckNodeList(int64(n), 64<<20)
+		if refused := n == 1<<26; refused != (err != nil) {
+			t.Errorf("%d nodes under 64 MiB: %v, refused %v", n, err, refused)
+		}
+		if err != nil && (!errors.Is(err, ErrBudget) || !strings.HasPrefix(err.Error(), "infer: memory budget too small: ")) {
+			t.Errorf("%d nodes: %v, want infer's ErrBudget", n, err)
+		}
+		if least := inferLeast(tr.inferRest(n)); tr.CheckNodeList(int64(n), least) != nil {
+			t.Errorf("%d nodes: refuses --mem %d, which Infer accepts", n, least)
+		}
+		if err := tr.CheckNodeList(int64(n), 0); err != nil {
+			t.Errorf("%d nodes without a budget: %v", n, err)
+		}
+	}
+}
+
 // TestSampledInferMem: sampled inference fits --mem: with room it keeps
 // the evaluation cut, below that it cuts finer (the same predictions),
 // and below the finest cut's need it refuses, naming it; within the

@@ -103,7 +103,7 @@ its own ids, so its predictions differ from the original's in a few rows
 			defer tr.Close()
 			// Read under the tuned collector: a --nodes file can hold
 			// millions of ids.
-			nodes, err := inferNodes(d, nodesArg)
+			nodes, err := inferNodes(d, nodesArg, func(n int64) error { return tr.CheckNodeList(n, int64(mem)) })
 			if err != nil {
 				return err
 			}
@@ -145,8 +145,10 @@ its own ids, so its predictions differ from the original's in a few rows
 
 // readIDs reads a 1-D int64 or int32 .npy of node ids. It streams the
 // file into the returned slice (8 bytes an id, no copy of the file
-// beside it): a list of millions of ids is most of a small --mem.
-func readIDs(path string) ([]int64, error) {
+// beside it): a list of millions of ids is most of a small --mem. fit
+// (nil: none) is asked about the id count before the slice is made, so
+// that a list larger than the budget is refused, not OOM-killed.
+func readIDs(path string, fit func(n int64) error) ([]int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -170,6 +172,11 @@ func readIDs(path string) ([]int64, error) {
 	if h.DType != npy.Int64 && h.DType != npy.Int32 {
 		return nil, fmt.Errorf("%s: dtype %v, want int64 or int32", path, h.DType)
 	}
+	if fit != nil {
+		if err := fit(h.Shape[0]); err != nil {
+			return nil, fmt.Errorf("--nodes %s: %d ids: %w", path, h.Shape[0], err)
+		}
+	}
 	out := make([]int64, h.Shape[0])
 	sz := h.DType.Size()
 	buf := make([]byte, 1<<16)
@@ -192,8 +199,9 @@ func readIDs(path string) ([]int64, error) {
 
 // inferNodes resolves --nodes to the dataset's ids, in the order of the
 // output rows. On a relabelled dataset the ids the user gives and the
-// row order are the original dataset's.
-func inferNodes(d *storage.Dataset, arg string) ([]int64, error) {
+// row order are the original dataset's. fit (nil: none) is asked about
+// a --nodes file's id count before it is read (readIDs).
+func inferNodes(d *storage.Dataset, arg string, fit func(n int64) error) ([]int64, error) {
 	idm := d.IDMap()
 	switch arg {
 	case "test", "valid":
@@ -215,7 +223,7 @@ func inferNodes(d *storage.Dataset, arg string) ([]int64, error) {
 		}
 		return nodes, nil
 	}
-	nodes, err := readIDs(arg)
+	nodes, err := readIDs(arg, fit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("--nodes %q: not test, valid or all, and no such file of ids: %w", arg, err)
 	}

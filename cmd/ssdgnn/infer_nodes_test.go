@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -42,7 +44,7 @@ func TestReadIDsStreams(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		got, err := readIDs(p)
+		got, err := readIDs(p, nil)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)
@@ -54,13 +56,31 @@ func TestReadIDsStreams(t *testing.T) {
 			t.Errorf("%s: reading %d ids allocated %d bytes, want at most %d (the slice and a buffer)", filepath.Base(p), n, alloc, 8*n+1<<20)
 		}
 	}
+	// A list the budget refuses (fit) is refused before its slice is
+	// made: a 12 M-id list under --mem 64MiB was OOM-killed while read.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := readIDs(filepath.Join(dir, "ids64.npy"), func(got int64) error {
+		if got != n {
+			t.Errorf("fit asked about %d ids, want %d", got, n)
+		}
+		return errors.New("too many")
+	})
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "too many") {
+		t.Errorf("a list fit refuses: %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("a refused list allocated %d bytes", alloc)
+	}
 	// A file cut short in its data is an error naming the file.
 	p := filepath.Join(dir, "ids64.npy")
 	st, _ := os.Stat(p)
 	if err := os.Truncate(p, st.Size()-4); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readIDs(p); err == nil {
+	if _, err := readIDs(p, nil); err == nil {
 		t.Fatal("a truncated file of ids was read")
 	}
 }
