@@ -16,17 +16,24 @@ import (
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
+// ringGraph is the exporters' test graph: 400 nodes, all training, each
+// with edges to v+1+shift and v+7 (mod 400); shift gives a dataset of the
+// same shapes with other edges.
+func ringGraph(shift int) storagetest.Graph {
+	g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
+	for v := range g.Adj {
+		g.Adj[v] = []int64{int64((v + 1 + shift) % 400), int64((v + 7) % 400)}
+		g.Train = append(g.Train, int64(v))
+	}
+	return g
+}
+
 // TestExportCancel: both exporters, cancelled when their first task
 // reports progress, return context.Canceled and leave no metadata file,
 // so nothing looks like a complete export.
 func TestExportCancel(t *testing.T) {
 	dir := t.TempDir()
-	g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
-	for v := range g.Adj {
-		g.Adj[v] = []int64{int64((v + 1) % 400), int64((v + 7) % 400)}
-		g.Train = append(g.Train, int64(v))
-	}
-	storagetest.Write(t, dir, g)
+	storagetest.Write(t, dir, ringGraph(0))
 	partitionIt(t, dir, 4, partition.Random)
 	for _, tc := range []struct {
 		name, meta string
@@ -104,12 +111,7 @@ func TestExportChunksNotHeld(t *testing.T) {
 // gives the old K beside the new partitioning's assignment in _N.txt.
 func TestExportPartitioningReplaced(t *testing.T) {
 	dir := t.TempDir()
-	g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
-	for v := range g.Adj {
-		g.Adj[v] = []int64{int64((v + 1) % 400), int64((v + 7) % 400)}
-		g.Train = append(g.Train, int64(v))
-	}
-	storagetest.Write(t, dir, g)
+	storagetest.Write(t, dir, ringGraph(0))
 	partitionIt(t, dir, 8, partition.Random)
 	out := filepath.Join(t.TempDir(), "out")
 	rep := &progresstest.OnFirstAdd{Fn: func() { partitionIt(t, dir, 4, partition.Random) }}
@@ -127,14 +129,6 @@ func TestExportPartitioningReplaced(t *testing.T) {
 // they first report progress, fail with storage.ErrMismatch and write no
 // metadata, never an export whose files come from two datasets.
 func TestExportDatasetReplaced(t *testing.T) {
-	graph := func(shift int) storagetest.Graph {
-		g := storagetest.Graph{Adj: make([][]int64, 400), FeatDim: 3, Labels: make([]int32, 400), NumClasses: 2}
-		for v := range g.Adj {
-			g.Adj[v] = []int64{int64((v + 1 + shift) % 400), int64((v + 7) % 400)}
-			g.Train = append(g.Train, int64(v))
-		}
-		return g
-	}
 	for _, tc := range []struct {
 		name, meta string
 		export     func(dir, out string, rep progress.Reporter) error
@@ -150,10 +144,10 @@ func TestExportDatasetReplaced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			storagetest.Write(t, dir, graph(0)).Close()
+			storagetest.Write(t, dir, ringGraph(0)).Close()
 			partitionIt(t, dir, 4, partition.Random)
 			out := filepath.Join(t.TempDir(), "out")
-			rep := &progresstest.OnFirstAdd{Fn: func() { storagetest.Write(t, dir, graph(5)).Close() }}
+			rep := &progresstest.OnFirstAdd{Fn: func() { storagetest.Write(t, dir, ringGraph(5)).Close() }}
 			if err := tc.export(dir, out, rep); !errors.Is(err, storage.ErrMismatch) {
 				t.Fatalf("export with its dataset replaced: %v, want storage.ErrMismatch", err)
 			}
