@@ -110,7 +110,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := usable(d); err != nil {
 		return nil, err
 	}
-	if err := untilValidUsable(d, opts); err != nil {
+	if err := CheckUntilValid(d, opts); err != nil {
 		return nil, err
 	}
 	o := opts.withDataset(d, opts.Profile)

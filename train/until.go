@@ -58,11 +58,13 @@ func (t *Trainer) reachedBefore(rep *Report) bool {
 	return false
 }
 
-// untilValidUsable refuses Options.UntilValid on a dataset whose valid
+// CheckUntilValid refuses Options.UntilValid on a dataset whose valid
 // split holds no labelled node: its valid accuracy is reported as 0 at
 // every evaluation, so the target could never be reached and training
-// ran every epoch as if it had not been asked to stop.
-func untilValidUsable(d *storage.Dataset, o *Options) error {
+// ran every epoch as if it had not been asked to stop. New checks it;
+// train calls it too before it prints anything about the run, as
+// CheckResume.
+func CheckUntilValid(d *storage.Dataset, o *Options) error {
 	if o.UntilValid <= 0 {
 		return nil
 	}

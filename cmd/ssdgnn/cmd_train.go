@@ -134,9 +134,9 @@ that mmap reads need. See docs/train.md.`,
 				cliflags.Output{Flag: "--metrics", Path: t.Metrics, Appends: true}, cliflags.Output{Flag: "--plot", Path: t.Plot}); err != nil {
 				return err
 			}
-			// The checkpoint to resume is read and checked before anything
-			// is said about the run (review C4).
-			if err := train.CheckResume(d, o); err != nil {
+			// The checkpoint to resume, and --until-valid's valid split, are
+			// checked before anything is said about the run (review C4).
+			if err := cmp.Or(train.CheckResume(d, o), train.CheckUntilValid(d, o)); err != nil {
 				return err
 			}
 			memNote := train.DefaultMem(cmd.Flags().Changed("mem"), (*int64)(&t.Mem), cmd.Flags().Changed("mem-limit"), int64(t.MemLimit))

@@ -669,3 +669,19 @@ func TestResumeCheckedFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestUntilValidCheckedFirst: --until-valid on a dataset without labelled
+// validation nodes is refused before train prints anything about the run,
+// as a bad --resume is (review C4); its budget note and "selection:" line
+// came first.
+func TestUntilValidCheckedFirst(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "500", "--feat-dim", "8", "--classes", "3", "--seed", "5",
+		"--train-frac", "0.5", "--valid-frac", "0", "--test-frac", "0.2"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run(t, "train", dir, "--until-valid", "0.5", "--epochs", "1")
+	if !errors.Is(err, train.ErrInvalidOptions) || !strings.Contains(err.Error(), "no labelled validation node") || stderr != "" {
+		t.Errorf("%v (want the refusal), stderr %q (want nothing before it)", err, stderr)
+	}
+}
