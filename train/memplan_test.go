@@ -16,6 +16,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
 
@@ -567,23 +568,7 @@ func TestLessBackend(t *testing.T) {
 // whole with two in flight; given workers are kept.
 func TestWorkersChosenByBudget(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
-	d := smallSynth(t)
-	defer func(f int64) { reserveFloor = f }(reserveFloor)
-	reserveFloor = 1 << 20
-	opts := func() *Options {
-		o := synthOpts()
-		o.BatchSize, o.Epochs, o.StreamInput, o.Workers = 400, 1, StreamInputOff, 0
-		return o
-	}
-	const name = "workers-budget"
-	roomy := 4 * (MinimumBudget(d, opts()) + 8*d.NumNodes() + 4000*d.FeatRowBytes() + 2*WorkingSet(d, opts(), nil).Bytes + FixedState(d, opts(), nil).Bytes)
-	if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: roomy, ProfileName: name, Reprofile: true}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := planner.LoadProfile(d.Dir(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, opts, roomy, p := workersFixture(t, "workers-budget")
 	at := func(workers int, m int64) (*Budget, *Options) {
 		o := opts().withDataset(d, p)
 		o.Workers, o.FeatIODepth = workers, GatherDepth(m)
@@ -851,23 +836,7 @@ func TestStreamedBatchesWholeWithRoom(t *testing.T) {
 // (a different loss and accuracy than with GOMAXPROCS=1).
 func TestWorkersCutIndependentOfCores(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	d := smallSynth(t)
-	defer func(f int64) { reserveFloor = f }(reserveFloor)
-	reserveFloor = 1 << 20
-	opts := func() *Options {
-		o := synthOpts()
-		o.BatchSize, o.Epochs, o.StreamInput, o.Workers = 400, 1, StreamInputOff, 0
-		return o
-	}
-	const name = "workers-cut"
-	roomy := 4 * (MinimumBudget(d, opts()) + 8*d.NumNodes() + 4000*d.FeatRowBytes() + 2*WorkingSet(d, opts(), nil).Bytes + FixedState(d, opts(), nil).Bytes)
-	if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: roomy, ProfileName: name, Reprofile: true}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := planner.LoadProfile(d.Dir(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, opts, roomy, p := workersFixture(t, "workers-cut")
 	plan := func(cores int, m int64) (*Budget, int) {
 		runtime.GOMAXPROCS(cores)
 		o := opts().withDataset(d, p)
@@ -898,4 +867,31 @@ func TestWorkersCutIndependentOfCores(t *testing.T) {
 		t.Fatal("no budget cut batches: nothing checked")
 	}
 	t.Logf("%d budgets that cut batches checked", cut)
+}
+
+// workersFixture is the set-up of the worker-count tests: the small
+// graph, RuntimeReserve's floor lowered to 1 MiB for the test, options of
+// 400-target batches without streamed input or --workers, a budget roomy
+// enough for whole batches, and the profile PlanMemory takes under it
+// (saved as name).
+func workersFixture(t *testing.T, name string) (d *storage.Dataset, opts func() *Options, roomy int64, p *planner.Profile) {
+	t.Helper()
+	d = smallSynth(t)
+	floor := reserveFloor
+	t.Cleanup(func() { reserveFloor = floor })
+	reserveFloor = 1 << 20
+	opts = func() *Options {
+		o := synthOpts()
+		o.BatchSize, o.Epochs, o.StreamInput, o.Workers = 400, 1, StreamInputOff, 0
+		return o
+	}
+	roomy = 4 * (MinimumBudget(d, opts()) + 8*d.NumNodes() + 4000*d.FeatRowBytes() + 2*WorkingSet(d, opts(), nil).Bytes + FixedState(d, opts(), nil).Bytes)
+	if _, err := PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: roomy, ProfileName: name, Reprofile: true}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := planner.LoadProfile(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, opts, roomy, p
 }
