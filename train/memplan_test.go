@@ -637,15 +637,7 @@ func TestPlanComparisonResumed(t *testing.T) {
 			cancel() // epoch 1, after a few batches
 		}
 	}}
-	tr, err := New(ctx, d, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := tr.Run(ctx)
-	tr.Close()
-	if err != nil || !rep.Interrupted {
-		t.Fatalf("first run: %v, interrupted %v", err, rep != nil && rep.Interrupted)
-	}
+	rep := runInterrupted(t, ctx, d, o)
 	o.Resume, o.Progress, o.OnEpoch = dir, nil, nil
 	rep = run(t, d, o)
 	// The report lists the checkpoint's epochs too: epoch 0, then the

@@ -250,6 +250,23 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// runInterrupted trains on d with o under ctx, which a hook in o cancels,
+// and fails the test unless the run returns no error and reports itself
+// interrupted (its checkpoint written).
+func runInterrupted(t *testing.T, ctx context.Context, d *storage.Dataset, o *Options) *Report {
+	t.Helper()
+	tr, err := New(ctx, d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Run(ctx)
+	tr.Close()
+	if err != nil || !rep.Interrupted {
+		t.Fatalf("interrupted run: %v, interrupted %v", err, rep != nil && rep.Interrupted)
+	}
+	return rep
+}
+
 // cancelIn is a progress.Reporter that calls fn once the task described
 // desc has reached at items (an epoch's batches).
 type cancelIn struct {
@@ -285,15 +302,7 @@ func TestResumeMidEpochExact(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
-	tr, err := New(ctx, d, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := tr.Run(ctx)
-	tr.Close()
-	if err != nil || !rep.Interrupted {
-		t.Fatalf("first run: %v, interrupted %v", err, rep != nil && rep.Interrupted)
-	}
+	runInterrupted(t, ctx, d, o)
 	o = synthOpts()
 	o.NoHist, o.Resume = true, dir
 	resumed := run(t, d, o)
@@ -565,15 +574,7 @@ func TestCancelDuringEval(t *testing.T) {
 					}
 				}
 			}}
-			tr, err := New(ctx, d, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := tr.Run(ctx)
-			tr.Close()
-			if err != nil || !rep.Interrupted {
-				t.Fatalf("interrupted run: %v, report %+v", err, rep)
-			}
+			rep := runInterrupted(t, ctx, d, o)
 			if len(reported) != cut-1 || len(rep.Epochs) != cut || !rep.Epochs[cut-1].EvalPending {
 				t.Fatalf("interrupted in epoch %d's evaluation: %d rows reported, report epochs %+v; want %d reported and epoch %d kept, pending", cut-1, len(reported), rep.Epochs, cut-1, cut-1)
 			}
