@@ -97,6 +97,9 @@ func Open(dir string, opts *OpenOptions) (*Dataset, error) {
 		if st := PendingReplacement(dir); st != "" {
 			return nil, fmt.Errorf("%w (a replacement with --force was interrupted while swapping in the complete new dataset from %s: the next gen, import or relabel into %s finishes it, or says why it cannot)", err, st, dir)
 		}
+		if what := foreignLayout(dir); what != "" {
+			return nil, fmt.Errorf("%w: it holds %s", err, what)
+		}
 	}
 	if err != nil {
 		return nil, err

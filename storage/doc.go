@@ -10,7 +10,9 @@
 // ArrayWriter (or a CSRWriter for the graph) to a temporary name, fsynced
 // and renamed on Commit; Finish writes dataset.json last. A directory
 // without dataset.json is not a dataset, so a crash at any point leaves
-// nothing that Open accepts. Overwriting needs CreateOptions.Force, which
+// nothing that Open accepts (ErrNotDataset; when the directory holds
+// another tool's layout, an export or an OGB or IGB download, the error
+// says which and how to import it). Overwriting needs CreateOptions.Force, which
 // removes the old manifest before anything else.
 //
 // # Reading
