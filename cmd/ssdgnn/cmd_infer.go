@@ -169,6 +169,10 @@ func readIDs(path string, fit func(n int64) error) ([]int64, error) {
 	if len(h.Shape) != 1 || st.Size() < h.DataOffset+h.DataBytes() {
 		return nil, fmt.Errorf("%s: want a complete 1-D array, shape %v", path, h.Shape)
 	}
+	if extra := st.Size() - h.DataOffset - h.DataBytes(); extra > 0 {
+		// np.save writes none: a file edited or appended to by hand.
+		return nil, fmt.Errorf("%s: %d bytes after the %d ids its header declares: want exactly the array (a file appended to?)", path, extra, h.Shape[0])
+	}
 	if h.DType != npy.Int64 && h.DType != npy.Int32 {
 		return nil, fmt.Errorf("%s: dtype %v, want int64 or int32", path, h.DType)
 	}

@@ -74,9 +74,26 @@ func TestReadIDsStreams(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 		t.Errorf("a refused list allocated %d bytes", alloc)
 	}
-	// A file cut short in its data is an error naming the file.
+	// Bytes after the data the header declares are an error naming them
+	// (they were read as nothing, silently).
 	p := filepath.Join(dir, "ids64.npy")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := readIDs(p, nil); err == nil || !strings.Contains(err.Error(), "16 bytes after") {
+		t.Errorf("a file with 16 bytes after its ids: %v", err)
+	}
+	// A file cut short in its data is an error naming the file.
 	st, _ := os.Stat(p)
+	if err := os.Truncate(p, st.Size()-16); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = os.Stat(p)
 	if err := os.Truncate(p, st.Size()-4); err != nil {
 		t.Fatal(err)
 	}
