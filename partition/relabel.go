@@ -49,7 +49,7 @@ const RelabelReserve = 24 << 20
 // the files it reads and writes, which a memory cgroup charges to the
 // process. With the limit at MemBytes itself, `relabel --mem 64MiB` of a
 // 1M-node graph reached 55 MiB of anonymous memory and was OOM-killed in
-// one of three cold runs in a 64 MiB cgroup (sweep 27).
+// two of three cold runs in a 64 MiB cgroup (sweep 27).
 const RelabelGoSlack = 16 << 20
 
 // relabelChunk is the size of each sequential read.

@@ -481,7 +481,7 @@ func TestRelabelCorruptMembers(t *testing.T) {
 // total less released) stays at least RelabelGoSlack below it, leaving
 // the page cache its room (measured 35 MiB of 64; 53 before). Before, the soft limit was MemBytes itself and the
 // runtime's memory reached it: `relabel --mem 64MiB` of a 1M-node graph
-// was OOM-killed in one of three cold runs in a 64 MiB cgroup. The
+// was OOM-killed in two of three cold runs in a 64 MiB cgroup. The
 // features (60 MiB) exceed the gather window, so the window takes all the
 // budget leaves.
 func TestRelabelWithinMem(t *testing.T) {
