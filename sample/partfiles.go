@@ -65,6 +65,13 @@ func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*Partitio
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
 	}
+	// adj_indices.npy is opened by path after p mapped the rest: a
+	// partitioning replaced in between (partition --force) would pair
+	// the new lists with p's offsets, unnoticed (sweep 27, I1's race).
+	if err := p.Unchanged(); err != nil {
+		f.Close()
+		return nil, err
+	}
 	pf := &PartitionFiles{p: p, f: f, wide: d.Indices32() == nil, stage: d.Accounting().Stage(storage.StageLoad)}
 	if r := d.Manifest().RelabelledFrom; r != nil && r.Partitioning == p.Manifest().Name {
 		pf.contiguous = p.Contiguous() == nil

@@ -203,3 +203,34 @@ func mapped(t *testing.T, dir string) int {
 	}
 	return strings.Count(string(b), dir+"/")
 }
+
+// TestPartitionFilesReplaced: a partitioning replaced after it was opened
+// (partition --force with the same name) is refused when its adjacency
+// file is opened by path, instead of pairing the new lists with the old
+// offsets.
+func TestPartitionFilesReplaced(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 15))
+	adj, _, train := communityGraph(r, 4, 20, 6, 2, 2)
+	d := writeDataset(t, adj, train, 0)
+	name := string(partition.FennelExact)
+	if _, err := partition.Run(d, &partition.Options{Parts: 4, FirstLevel: 4, Method: partition.FennelExact, Seed: 1, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.Open(d.Dir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := partition.Run(d, &partition.Options{Parts: 4, FirstLevel: 4, Method: partition.Random, Name: name, Seed: 2, Force: true, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := sample.NewPartitionFiles(d, p)
+	if err == nil {
+		pf.Close()
+		t.Fatal("a partitioning replaced after it was opened was accepted")
+	}
+	if !errors.Is(err, partition.ErrMismatch) || !strings.Contains(err.Error(), "was replaced while it was read") {
+		t.Errorf("replaced partitioning: %v", err)
+	}
+}
