@@ -126,6 +126,13 @@ func (d *Dataset) OpenRowReader(name string, mode ReadMode, stage *StageCounters
 		}
 		return nil, fmt.Errorf("storage: %w", err)
 	}
+	// The file is opened by path after Open mapped the dataset: one
+	// replaced in between (gen, import or relabel --force) would be read
+	// with the old manifest's shapes, unnoticed.
+	if err := ManifestUnchanged(d.dir, d.manSum); err != nil {
+		f.Close()
+		return nil, err
+	}
 	var rowBytes int64
 	switch name {
 	case FileFeatures:
