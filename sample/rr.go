@@ -359,12 +359,9 @@ func PlotRR(res *RRResult, path string) error {
 	p.Y.Label.Text = "RR = Σ|Ñ_b| / Σ|N_b|"
 	vals := make(plotter.Values, len(res.Rows))
 	names := make([]string, len(res.Rows))
-	labels := plotter.XYLabels{}
 	for i, r := range res.Rows {
 		vals[i] = r.RR
 		names[i] = r.Selection
-		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: r.RR})
-		labels.Labels = append(labels.Labels, fmt.Sprintf("%.1f", r.RR))
 	}
 	bars, err := plotter.NewBarChart(vals, vg.Points(50))
 	if err != nil {
@@ -372,12 +369,9 @@ func PlotRR(res *RRResult, path string) error {
 	}
 	bars.Color = plotter.DefaultLineStyle.Color
 	p.Add(bars)
-	lab, err := plotter.NewLabels(labels)
-	if err != nil {
-		return fmt.Errorf("sample: plot: %w", err)
+	if err := plotfile.BarLabels(p, vals, func(v float64) string { return fmt.Sprintf("%.1f", v) }); err != nil {
+		return fmt.Errorf("sample: %w", err)
 	}
-	lab.Offset = vg.Point{X: -vg.Points(8), Y: vg.Points(4)}
-	p.Add(lab)
 	p.NominalX(names...)
 	p.Y.Min = 0
 	if err := plotfile.SavePNG(p, 6*vg.Inch, 4*vg.Inch, path); err != nil {

@@ -471,7 +471,7 @@ func (r *Report) PlotStages(path string) error {
 		p.Legend.Add(st.name, bc)
 		prev = bc
 	}
-	if err := barLabels(p, totals, func(v float64) string { return fmt.Sprintf("%.0f s", v) }); err != nil {
+	if err := plotfile.BarLabels(p, totals, func(v float64) string { return fmt.Sprintf("%.0f s", v) }); err != nil {
 		return err
 	}
 	// The stages overlap (a pipeline), so the busy seconds add up to
@@ -518,7 +518,7 @@ func (r *Report) PlotBytes(path string) error {
 	}
 	bc.Color = plotutil.Color(0)
 	p.Add(bc)
-	if err := barLabels(p, vals, func(v float64) string { return fmt.Sprintf("%.3g %s", v, unit) }); err != nil {
+	if err := plotfile.BarLabels(p, vals, func(v float64) string { return fmt.Sprintf("%.3g %s", v, unit) }); err != nil {
 		return err
 	}
 	p.NominalX(r.names()...)
@@ -531,27 +531,6 @@ type dashGlyph struct{}
 // DrawGlyph implements draw.GlyphDrawer.
 func (dashGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 	c.StrokeLine2(draw.LineStyle{Color: sty.Color, Width: vg.Points(2)}, pt.X-sty.Radius, pt.Y, pt.X+sty.Radius, pt.Y)
-}
-
-// barLabels writes text(v) above bar i (at x = i) of height v.
-func barLabels(p *plot.Plot, vals []float64, text func(float64) string) error {
-	xys := make(plotter.XYs, len(vals))
-	labels := make([]string, len(vals))
-	for i, v := range vals {
-		xys[i] = plotter.XY{X: float64(i), Y: v}
-		labels[i] = text(v)
-	}
-	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-	if err != nil {
-		return err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].XAlign = draw.XCenter
-		l.TextStyle[i].YAlign = draw.YBottom
-	}
-	l.Offset = vg.Point{Y: vg.Points(2)}
-	p.Add(l)
-	return nil
 }
 
 // deviceProfile is the dataset's device profile, nil without one.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -95,4 +96,26 @@ func (n NiceTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// BarLabels writes text(v) centred above bar i (at x = i) of height v,
+// for bar charts on NominalX axes.
+func BarLabels(p *plot.Plot, vals []float64, text func(float64) string) error {
+	xys := make(plotter.XYs, len(vals))
+	labels := make([]string, len(vals))
+	for i, v := range vals {
+		xys[i] = plotter.XY{X: float64(i), Y: v}
+		labels[i] = text(v)
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign = draw.XCenter
+		l.TextStyle[i].YAlign = draw.YBottom
+	}
+	l.Offset = vg.Point{Y: vg.Points(2)}
+	p.Add(l)
+	return nil
 }
