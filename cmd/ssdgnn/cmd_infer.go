@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -189,11 +188,11 @@ func readIDs(path string, fit func(n int64) error) ([]int64, error) {
 		if _, err := io.ReadFull(br, buf[:k*sz]); err != nil {
 			return nil, fmt.Errorf("%s: reading ids from element %d: %w", path, i, err)
 		}
-		for e := range k {
-			if sz == 8 {
-				out[i+e] = int64(binary.LittleEndian.Uint64(buf[e*8:]))
-			} else {
-				out[i+e] = int64(int32(binary.LittleEndian.Uint32(buf[e*4:])))
+		if sz == 8 { // buf is 8-aligned, as npy's views want
+			copy(out[i:i+k], npy.AsInt64(buf[:k*8]))
+		} else {
+			for e, x := range npy.AsInt32(buf[:k*4]) {
+				out[i+e] = int64(x)
 			}
 		}
 		i += k
