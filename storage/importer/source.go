@@ -13,8 +13,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/x448/float16"
-
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
@@ -168,45 +166,11 @@ func (s *npyStream) int64s(dst []int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	le := binary.LittleEndian
-	switch s.h.DType {
-	case npy.Int64:
-		for i := range n {
-			dst[i] = int64(le.Uint64(b[8*i:]))
-		}
-	case npy.Uint64:
-		for i := range n {
-			u := le.Uint64(b[8*i:])
-			if u > math.MaxInt64 {
-				return 0, elemErr(s.name, start+int64(i), "value %d does not fit in int64", u)
-			}
-			dst[i] = int64(u)
-		}
-	case npy.Int32:
-		for i := range n {
-			dst[i] = int64(int32(le.Uint32(b[4*i:])))
-		}
-	case npy.Uint32:
-		for i := range n {
-			dst[i] = int64(le.Uint32(b[4*i:]))
-		}
-	case npy.Int16:
-		for i := range n {
-			dst[i] = int64(int16(le.Uint16(b[2*i:])))
-		}
-	case npy.Uint16:
-		for i := range n {
-			dst[i] = int64(le.Uint16(b[2*i:]))
-		}
-	case npy.Int8:
-		for i := range n {
-			dst[i] = int64(int8(b[i]))
-		}
-	case npy.Uint8, npy.Bool:
-		for i := range n {
-			dst[i] = int64(b[i])
-		}
-	default:
+	var ve *npy.ValueError
+	switch err := npy.DecodeInt64(dst[:n], b, s.h.DType); {
+	case errors.As(err, &ve):
+		return 0, elemErr(s.name, start+int64(ve.Index), "value %d does not fit in int64", ve.Value)
+	case err != nil:
 		return 0, fileErr(s.name, "dtype %s, want an integer dtype", s.h.DType)
 	}
 	return n, nil
@@ -222,25 +186,7 @@ func (s *npyStream) float32s(dst []float32) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	le := binary.LittleEndian
-	switch s.h.DType {
-	case npy.Float32:
-		for i := range n {
-			dst[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-	case npy.Float16:
-		for i := range n {
-			dst[i] = float16.Frombits(le.Uint16(b[2*i:])).Float32()
-		}
-	case npy.Float64:
-		for i := range n {
-			dst[i] = float32(math.Float64frombits(le.Uint64(b[8*i:])))
-		}
-	case npy.Uint8, npy.Bool:
-		for i := range n {
-			dst[i] = float32(b[i])
-		}
-	default:
+	if err := npy.DecodeFloat32(dst[:n], b, s.h.DType); err != nil {
 		return 0, fileErr(s.name, "dtype %s, want float16, float32, float64 or uint8 features", s.h.DType)
 	}
 	return n, nil
