@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
-	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/train"
 )
@@ -74,7 +68,7 @@ its own ids, so its predictions differ from the original's in a few rows
 			}
 			defer d.Close()
 			inputs := []cliflags.Input{{Flag: "--checkpoint", Path: train.ResolveCheckpoint(ckpt)}}
-			if !slices.Contains([]string{"test", "valid", "all"}, nodesArg) {
+			if !slices.Contains([]string{train.NodesTest, train.NodesValid, train.NodesAll}, nodesArg) {
 				inputs = append(inputs, cliflags.Input{Flag: "--nodes", Path: nodesArg})
 			}
 			if err := cliflags.CheckOutputs(d.Dir(), d.Manifest(), inputs,
@@ -102,7 +96,7 @@ its own ids, so its predictions differ from the original's in a few rows
 			defer tr.Close()
 			// Read under the tuned collector: a --nodes file can hold
 			// millions of ids.
-			nodes, err := inferNodes(d, nodesArg, func(n int64) error { return tr.CheckNodeList(n, int64(mem)) })
+			nodes, err := tr.InferNodes(nodesArg, int64(mem))
 			if err != nil {
 				return err
 			}
@@ -132,7 +126,7 @@ its own ids, so its predictions differ from the original's in a few rows
 	f.StringVar(&ckpt, "checkpoint", "", "checkpoint file or directory (required)")
 	f.StringVar(&outPath, "out", "", "predictions .npy (int32 per node; required)")
 	f.StringVar(&logitsPath, "logits", "", "also write log-softmax rows (float32 [n, classes]) to this .npy")
-	f.StringVar(&nodesArg, "nodes", "test", "nodes to predict: test, valid, all, or an int64/int32 .npy of ids")
+	f.StringVar(&nodesArg, "nodes", train.NodesTest, "nodes to predict: test, valid, all, or a .npy of ids (any integer dtype)")
 	f.Var(&mem, "mem", "the whole process's memory budget (default: the memory cgroup's limit, else none)")
 	f.Var(&evalMem, "eval-mem", "bound on a layer-wise chunk (default: three quarters of what --mem leaves)")
 	f.StringVar(&mode, "mode", train.EvalLayerwise, "inference: layerwise (exact, full neighbourhoods, one layer at a time) or sampled (--fanouts)")
@@ -140,113 +134,4 @@ its own ids, so its predictions differ from the original's in a few rows
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.IntVar(&workers, "workers", 0, "sampler goroutines (0: one per core)")
 	return cmd
-}
-
-// readIDs reads a 1-D int64 or int32 .npy of node ids. It streams the
-// file into the returned slice (8 bytes an id, no copy of the file
-// beside it): a list of millions of ids is most of a small --mem. fit
-// (nil: none) is asked about the id count before the slice is made, so
-// that a list larger than the budget is refused, not OOM-killed.
-func readIDs(path string, fit func(n int64) error) ([]int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory, want a .npy of node ids", path)
-	}
-	br := bufio.NewReaderSize(f, 1<<16)
-	h, err := npy.ReadHeader(br)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(h.Shape) != 1 || st.Size() < h.DataOffset+h.DataBytes() {
-		return nil, fmt.Errorf("%s: want a complete 1-D array, shape %v", path, h.Shape)
-	}
-	if extra := st.Size() - h.DataOffset - h.DataBytes(); extra > 0 {
-		// np.save writes none: a file edited or appended to by hand.
-		return nil, fmt.Errorf("%s: %d bytes after the %d ids its header declares: want exactly the array (a file appended to?)", path, extra, h.Shape[0])
-	}
-	if h.DType != npy.Int64 && h.DType != npy.Int32 {
-		return nil, fmt.Errorf("%s: dtype %v, want int64 or int32", path, h.DType)
-	}
-	if fit != nil {
-		if err := fit(h.Shape[0]); err != nil {
-			return nil, fmt.Errorf("--nodes %s: %d ids: %w", path, h.Shape[0], err)
-		}
-	}
-	out := make([]int64, h.Shape[0])
-	sz := h.DType.Size()
-	buf := make([]byte, 1<<16)
-	for i := 0; i < len(out); {
-		k := min(len(out)-i, len(buf)/sz)
-		if _, err := io.ReadFull(br, buf[:k*sz]); err != nil {
-			return nil, fmt.Errorf("%s: reading ids from element %d: %w", path, i, err)
-		}
-		if sz == 8 { // buf is 8-aligned, as npy's views want
-			copy(out[i:i+k], npy.AsInt64(buf[:k*8]))
-		} else {
-			for e, x := range npy.AsInt32(buf[:k*4]) {
-				out[i+e] = int64(x)
-			}
-		}
-		i += k
-	}
-	return out, nil
-}
-
-// inferNodes resolves --nodes to the dataset's ids, in the order of the
-// output rows. On a relabelled dataset the ids the user gives and the
-// row order are the original dataset's. fit (nil: none) is asked about
-// a --nodes file's id count before it is read (readIDs).
-func inferNodes(d *storage.Dataset, arg string, fit func(n int64) error) ([]int64, error) {
-	idm := d.IDMap()
-	switch arg {
-	case "test", "valid":
-		nodes := d.TestIdx()
-		if arg == "valid" {
-			nodes = d.ValidIdx()
-		}
-		if idm != nil {
-			return idm.InOrigOrder(nodes)
-		}
-		return nodes, nil
-	case "all":
-		if idm != nil {
-			return idm.AllInOrigOrder()
-		}
-		nodes := make([]int64, d.NumNodes())
-		for i := range nodes {
-			nodes[i] = int64(i)
-		}
-		return nodes, nil
-	}
-	nodes, err := readIDs(arg, fit)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("--nodes %q: not test, valid or all, and no such file of ids: %w", arg, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	for i, v := range nodes {
-		if v < 0 || v >= d.NumNodes() {
-			return nil, fmt.Errorf("%s: element %d: node %d out of range [0,%d)", arg, i, v, d.NumNodes())
-		}
-	}
-	if idm != nil {
-		// In place: a second list of the ids would double their memory.
-		for i, u := range nodes {
-			v, err := idm.New(u)
-			if err != nil {
-				return nil, err
-			}
-			nodes[i] = v
-		}
-	}
-	return nodes, nil
 }
