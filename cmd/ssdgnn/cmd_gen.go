@@ -87,7 +87,7 @@ features, labels and indptr.npy (sizes the flags fix).`,
 			fmt.Fprintf(cmd.OutOrStdout(), "generated %s: %s nodes, %s edges, %d communities, %s in %s (%s edges/s, %.0f MB/s, peak RSS %s)\n",
 				args[0], humanize.Comma(rep.Nodes), humanize.Comma(rep.Edges), rep.Config.Communities,
 				humanize.IBytes(uint64(rep.BytesWritten)), rep.Wall.Round(time.Millisecond),
-				humanize.SIWithDigits(r.EdgesPerSecond, 1, ""), r.MBPerSecond, humanize.IBytes(uint64(rep.PeakRSS)))
+				perSecond(r.EdgesPerSecond), r.MBPerSecond, humanize.IBytes(uint64(rep.PeakRSS)))
 			return nil
 		},
 	}

@@ -87,7 +87,7 @@ atomically with a manifest; see docs/format.md.`,
 			fmt.Fprintf(tw, "nodes per part\tmax %d, avg %.1f (%d empty parts)\n", st.MaxNodes, st.AvgNodes, st.EmptyParts)
 			fmt.Fprintf(tw, "train per part\tmax %d, avg %.1f\n", st.MaxTrain, st.AvgTrain)
 			fmt.Fprintf(tw, "time\t%.2fs (assignment %.2fs, %s edges/s)\n", st.WallSeconds, st.AssignSeconds,
-				humanize.SIWithDigits(float64(st.NumEdges*int64(max(st.Passes, 1)))/max(st.AssignSeconds, 1e-9), 1, ""))
+				perSecond(float64(st.NumEdges*int64(max(st.Passes, 1)))/max(st.AssignSeconds, 1e-9)))
 			if st.Level1Seconds > 0 {
 				fmt.Fprintf(tw, "phases\torder %.2fs, level 1 %.2fs, level 2 %.2fs, refinement %.2fs, cut count and files %.2fs\n",
 					st.OrderSeconds, st.Level1Seconds, st.Level2Seconds, st.RefineSeconds, st.WriteSeconds)

@@ -152,3 +152,18 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		t.Errorf("plan --out its default place: %v", err)
 	}
 }
+
+// TestPerSecond: gen's and partition's rates read "N unit" with one
+// space, also under 1,000 (gen of 100 nodes printed "235.6  edges/s").
+func TestPerSecond(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{
+		{235.6, "235.6"}, {0, "0"}, {11700, "11.7 k"}, {1.94e6, "1.9 M"},
+	} {
+		if got := perSecond(tc.x); got != tc.want {
+			t.Errorf("perSecond(%v) = %q, want %q", tc.x, got, tc.want)
+		}
+	}
+}

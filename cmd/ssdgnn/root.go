@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
@@ -115,3 +116,11 @@ func writeJSON(w io.Writer, v any) error {
 
 // byteSize is the size flag type (cliflags.ByteSize).
 type byteSize = cliflags.ByteSize
+
+// perSecond is a rate with one decimal and an SI prefix, for a unit
+// written after it: "235.6 edges/s", "11.7 k edges/s". humanize's SI form
+// ends in the prefix, so a rate under 1,000 left a trailing space
+// ("235.6  edges/s").
+func perSecond(x float64) string {
+	return strings.TrimSpace(humanize.SIWithDigits(x, 1, ""))
+}
