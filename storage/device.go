@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/readplan"
 )
 
@@ -245,10 +246,12 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 		opt.SeqReadBytes = 1 << 20
 	}
 	switch {
-	case opt.Depth > MaxIODepth || opt.GatherDepth > MaxIODepth:
-		return nil, fmt.Errorf("%w: probe depth %d and gather depth %d: want at most %d reads in flight", ErrInvalidOptions, opt.Depth, opt.GatherDepth, MaxIODepth)
+	case opt.Depth > MaxIODepth:
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s %d: want at most %d reads in flight", opterr.Field("Depth"), opt.Depth, MaxIODepth)
+	case opt.GatherDepth > MaxIODepth:
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s %d: want at most %d reads in flight", opterr.Field("GatherDepth"), opt.GatherDepth, MaxIODepth)
 	case opt.SeqReadBytes < minSeqReadBytes || opt.SeqReadBytes > maxSeqReadBytes:
-		return nil, fmt.Errorf("%w: sequential read of %d bytes: want %d (a block) to %d", ErrInvalidOptions, opt.SeqReadBytes, minSeqReadBytes, maxSeqReadBytes)
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s %d bytes: want %d (a block) to %d bytes", opterr.Field("SeqReadBytes"), opt.SeqReadBytes, minSeqReadBytes, maxSeqReadBytes)
 	}
 	mode := ReadAuto
 	if opt.Buffered {

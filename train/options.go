@@ -8,6 +8,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -344,7 +345,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: FeatMaxReadAmp: %w", ErrInvalidOptions, err)
 	}
 	if w.FeatIODepth < 0 || w.FeatIODepth > storage.MaxIODepth {
-		return fmt.Errorf("%w: io depth %d, want 0 (the default) to %d", ErrInvalidOptions, w.FeatIODepth, storage.MaxIODepth)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d: want 0 (the default) to %d", opterr.Field("FeatIODepth"), w.FeatIODepth, storage.MaxIODepth)
 	}
 	if err := (ModelConfig{Kind: w.Model, InDim: 1, Hidden: w.Hidden, Classes: 1, Layers: w.Layers, Heads: w.Heads, Dropout: float32(w.Dropout)}).validate(); err != nil {
 		return err
@@ -359,15 +360,15 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: epochs %d, batch size %d, eval every %d, checkpoint every %d", ErrInvalidOptions, w.Epochs, w.BatchSize, w.EvalEvery, w.CheckpointEvery)
 	}
 	for _, fo := range []struct {
-		name string
+		name opterr.Field
 		f    []int
-	}{{"fanouts", w.Fanouts}, {"eval fanouts", w.EvalFanouts}} {
+	}{{"Fanouts", w.Fanouts}, {"EvalFanouts", w.EvalFanouts}} {
 		if len(fo.f) != w.Layers {
-			return fmt.Errorf("%w: %s has %d entries, want one per layer (%d)", ErrInvalidOptions, fo.name, len(fo.f), w.Layers)
+			return opterr.Errorf(ErrInvalidOptions, "%s has %d entries, want one per layer (%s %d)", fo.name, len(fo.f), opterr.Field("Layers"), w.Layers)
 		}
 		for i, x := range fo.f {
 			if x == 0 || x < -1 || x > sample.MaxFanout {
-				return fmt.Errorf("%w: %s entry %d is %d (want 1 to %d, or -1 for every neighbour)", ErrInvalidOptions, fo.name, i, x, sample.MaxFanout)
+				return opterr.Errorf(ErrInvalidOptions, "%s entry %d is %d (want 1 to %d, or -1 for every neighbour)", fo.name, i, x, sample.MaxFanout)
 			}
 		}
 	}
@@ -381,13 +382,13 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: micro-batches %d (want 0..%d)", ErrInvalidOptions, w.MicroBatches, MaxMicroBatches)
 	}
 	if w.Workers < 0 || w.Workers > sample.MaxWorkers() {
-		return fmt.Errorf("%w: sampling workers %d (want 0, one per core, to %d, four per core)", ErrInvalidOptions, w.Workers, sample.MaxWorkers())
+		return opterr.Errorf(ErrInvalidOptions, "%s %d: sampling workers, want 0 (one per core) to %d (four per core)", opterr.Field("Workers"), w.Workers, sample.MaxWorkers())
 	}
 	if w.InFlight < 1 || w.InFlight > MaxInFlight {
-		return fmt.Errorf("%w: in-flight batches %d (want 1 to %d)", ErrInvalidOptions, w.InFlight, MaxInFlight)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d: batches in flight, want 1 to %d", opterr.Field("InFlight"), w.InFlight, MaxInFlight)
 	}
 	if d := ReuseDepth(&w); w.ScanBatches < 0 || w.ScanBatches > d || o.InFlight > 0 && w.ScanBatches > o.InFlight {
-		return fmt.Errorf("%w: scan-batches %d (want 0 for the default, or 1 to the lesser of in-flight, %d, and the reuse depth, %d)", ErrInvalidOptions, w.ScanBatches, w.InFlight, d)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d: want 0 for the default, or 1 to the lesser of %s, %d, and the reuse depth, %d", opterr.Field("ScanBatches"), w.ScanBatches, opterr.Field("InFlight"), w.InFlight, d)
 	}
 	if w.SpillChunk < 1 || w.SpillAhead < 1 {
 		return fmt.Errorf("%w: spill chunk %d, spill ahead %d (want >= 1)", ErrInvalidOptions, w.SpillChunk, w.SpillAhead)
@@ -395,16 +396,16 @@ func (o *Options) Validate() error {
 	switch w.ZeroCopy {
 	case ZeroCopyAuto, ZeroCopyOn, ZeroCopyOff:
 	default:
-		return fmt.Errorf("%w: zero-copy %q (want auto, on or off)", ErrInvalidOptions, w.ZeroCopy)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q: want auto, on or off", opterr.Field("ZeroCopy"), w.ZeroCopy)
 	}
 	switch w.StreamInput {
 	case StreamInputAuto, StreamInputOff:
 	case StreamInputOn:
 		if ok, why := streamQualifies(&w); !ok {
-			return fmt.Errorf("%w: stream-input on: %s", ErrInvalidOptions, why)
+			return opterr.Errorf(ErrInvalidOptions, "%s on: %s", opterr.Field("StreamInput"), why)
 		}
 	default:
-		return fmt.Errorf("%w: stream-input %q (want auto, on or off)", ErrInvalidOptions, w.StreamInput)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q: want auto, on or off", opterr.Field("StreamInput"), w.StreamInput)
 	}
 	if w.Staleness < 0 || w.MemBytes < 0 {
 		return fmt.Errorf("%w: staleness %d (want >= 1; 0: one epoch of batches), mem %d (want >= 0)", ErrInvalidOptions, w.Staleness, w.MemBytes)

@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-// run executes the CLI in-process and returns stdout, stderr and the error.
+// run executes the CLI in-process and returns stdout, stderr and the
+// error as main prints it (option fields named as the flags).
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	root := newRootCmd()
@@ -18,7 +19,10 @@ func run(t *testing.T, args ...string) (string, string, error) {
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	root.SetArgs(append([]string{"--quiet"}, args...))
-	err := root.Execute()
+	ran, err := root.ExecuteC()
+	if err != nil {
+		err = flagNamed(ran, err)
+	}
 	return out.String(), errb.String(), err
 }
 

@@ -43,12 +43,12 @@ func TestProbe(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"probe", dir, "--dry-run", "--depth", "100000"}, "want at most 1024 reads in flight"},
-		{[]string{"probe", dir, "--dry-run", "--gather-depth", "100000"}, "want at most 1024 reads in flight"},
-		{[]string{"probe", dir, "--dry-run", "--seq-read", "1TiB"}, "want 4096 (a block) to 67108864"},
+		{[]string{"probe", dir, "--dry-run", "--depth", "100000"}, "--depth 100000: want at most 1024 reads in flight"},
+		{[]string{"probe", dir, "--dry-run", "--gather-depth", "100000"}, "--gather-depth 100000: want at most 1024 reads in flight"},
+		{[]string{"probe", dir, "--dry-run", "--seq-read", "1TiB"}, "--seq-read 1099511627776 bytes: want 4096 (a block) to 67108864"},
 		{[]string{"probe", dir, "--dry-run", "--seq-read", "1"}, "want 4096 (a block)"},
 		{[]string{"probe", dir, "--dry-run", "--duration", "-1s"}, "--duration -1s: want a positive length"},
-		{[]string{"train", dir, "--epochs", "1", "--io-depth", "100000"}, "io depth 100000, want 0 (the default) to 1024"},
+		{[]string{"train", dir, "--epochs", "1", "--io-depth", "100000"}, "--io-depth 100000: want 0 (the default) to 1024"},
 	} {
 		if _, _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
