@@ -235,7 +235,7 @@ func Export(dir, out string, opts *Options) (Report, error) {
 // ExportContext is Export, stopped by ctx within a chunk: it then returns
 // ctx's error and leaves no metadata.json (the export does not look
 // complete).
-func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report, error) {
+func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Report, err error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
 		return Report{}, err
@@ -263,6 +263,11 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (Report,
 	if err := exportdir.Prepare(dir, out, MetadataName, owned, o.Force); err != nil {
 		return Report{}, err
 	}
+	defer func() {
+		if err != nil { // nothing of a failed export is left behind
+			exportdir.Abandon(out, owned)
+		}
+	}()
 	for _, d := range owned {
 		if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
 			return Report{}, fmt.Errorf("distdgl: %w", err)

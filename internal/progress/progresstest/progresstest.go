@@ -20,11 +20,15 @@ import (
 const CancelBound = 3 * time.Second
 
 // CancelAt is a progress.Reporter that calls Cancel when a task whose
-// name starts with Prefix first reports progress.
+// name starts with Prefix first reports progress, or, with After set,
+// once such tasks have reported more than After units in all.
 type CancelAt struct {
 	Prefix string
 	Cancel context.CancelFunc
+	After  int64
 	once   sync.Once
+	mu     sync.Mutex
+	done   int64
 	at     time.Time
 }
 
@@ -41,8 +45,15 @@ type cancelTask struct {
 	hit bool
 }
 
-func (t *cancelTask) Add(int64) {
-	if t.hit {
+func (t *cancelTask) Add(n int64) {
+	if !t.hit {
+		return
+	}
+	t.c.mu.Lock()
+	t.c.done += n
+	past := t.c.done > t.c.After
+	t.c.mu.Unlock()
+	if past || t.c.After == 0 {
 		t.c.once.Do(func() { t.c.at = time.Now(); t.c.Cancel() })
 	}
 }

@@ -101,6 +101,19 @@ func Prepare(src, out, meta string, owned []string, force bool) error {
 	return err
 }
 
+// Abandon removes what a failed or interrupted export wrote into out
+// after Prepare: every owned entry and temporary file. Prepare left none
+// of either, so they are this run's; the metadata file is written last,
+// so a failed export never has one. out itself is left (its lock's
+// release removes it when the command made it and it is empty). Errors
+// are ignored: the export's own error is the one to report.
+func Abandon(out string, owned []string) {
+	for _, o := range owned {
+		_ = os.RemoveAll(filepath.Join(out, o))
+	}
+	_, _ = atomicfile.CleanTemps(out)
+}
+
 // LinkOrCopy makes dst a file with the content of src: a hard link when
 // src and dst share a file system (linked is true), else a streaming copy.
 // Either way dst appears atomically (temporary name, fsync, rename).
