@@ -26,6 +26,41 @@ func run(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
+// TestGenEmptySplits: an explicit 0 for a split's fraction is an empty
+// split. The flags defaulted to 0 and synth reads three zeros as "the
+// defaults", so --valid-frac 0 --test-frac 0 gave 5 % and 5 %.
+func TestGenEmptySplits(t *testing.T) {
+	for _, tc := range []struct {
+		args               []string
+		train, valid, test bool // non-empty
+	}{
+		{nil, true, true, true},
+		{[]string{"--valid-frac", "0", "--test-frac", "0"}, true, false, false},
+		{[]string{"--train-frac", "0"}, false, true, true},
+		{[]string{"--test-frac", "0"}, true, true, false},
+	} {
+		dir := filepath.Join(t.TempDir(), "g")
+		if _, _, err := run(t, append([]string{"gen", dir, "--nodes", "2000", "--feat-dim", "4", "--classes", "2"}, tc.args...)...); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		out, _, err := run(t, "info", dir, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := struct {
+			Train int64 `json:"num_train"`
+			Valid int64 `json:"num_valid"`
+			Test  int64 `json:"num_test"`
+		}{-1, -1, -1}
+		if err := json.Unmarshal([]byte(out), &n); err != nil || n.Train < 0 || n.Valid < 0 || n.Test < 0 {
+			t.Fatalf("info --json: %v\n%s", err, out)
+		}
+		if (n.Train > 0) != tc.train || (n.Valid > 0) != tc.valid || (n.Test > 0) != tc.test {
+			t.Errorf("gen %v: train %d, valid %d, test %d; want non-empty %v/%v/%v", tc.args, n.Train, n.Valid, n.Test, tc.train, tc.valid, tc.test)
+		}
+	}
+}
+
 func TestGenInfoValidate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "g")
 	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "4", "--seed", "3"); err != nil {

@@ -57,6 +57,13 @@ features, labels and indptr.npy (sizes the flags fix).`,
 			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
 				return err
 			}
+			// The flags default to the splits' defaults, so an explicit 0
+			// means an empty split; all three empty would be read by
+			// synth as "the defaults" (--valid-frac 0 --test-frac 0 with
+			// the flags' old 0 defaults gave 5 % and 5 %).
+			if cfg.TrainFrac == 0 && cfg.ValidFrac == 0 && cfg.TestFrac == 0 {
+				return fmt.Errorf("--train-frac, --valid-frac and --test-frac are all 0: no node would be in any split; omit them for %g/%g/%g", synth.DefaultTrainFrac, synth.DefaultValidFrac, synth.DefaultTestFrac)
+			}
 			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, cliflags.WriteSlack, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
 				return err
 			}
@@ -97,9 +104,9 @@ features, labels and indptr.npy (sizes the flags fix).`,
 	f.IntVar(&cfg.Communities, "communities", 0, "planted communities (0: about one per 1000 nodes, a multiple of --classes)")
 	f.IntVar(&cfg.FeatDim, "feat-dim", synth.DefaultFeatDim, "feature dimension")
 	f.IntVar(&cfg.Classes, "classes", synth.DefaultClasses, "number of classes")
-	f.Float64Var(&cfg.TrainFrac, "train-frac", 0, "fraction of nodes in the training split (0 with --valid-frac and --test-frac 0: 0.1/0.05/0.05)")
-	f.Float64Var(&cfg.ValidFrac, "valid-frac", 0, "fraction of nodes in the validation split")
-	f.Float64Var(&cfg.TestFrac, "test-frac", 0, "fraction of nodes in the test split")
+	f.Float64Var(&cfg.TrainFrac, "train-frac", synth.DefaultTrainFrac, "fraction of nodes in the training split (0: none)")
+	f.Float64Var(&cfg.ValidFrac, "valid-frac", synth.DefaultValidFrac, "fraction of nodes in the validation split (0: none)")
+	f.Float64Var(&cfg.TestFrac, "test-frac", synth.DefaultTestFrac, "fraction of nodes in the test split (0: none)")
 	f.Float64Var(&cfg.Homophily, "homophily", synth.DefaultHomophily, "fraction of edges inside a node's community")
 	f.Float64Var(&cfg.DegreeExp, "degree-exp", synth.DefaultDegreeExp, "power-law exponent of the degrees (> 2)")
 	f.Float64Var(&cfg.FeatNoise, "feat-noise", 0, "feature noise relative to the class signal (0: 0.75*sqrt(feat-dim))")
