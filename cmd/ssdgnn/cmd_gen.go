@@ -54,7 +54,7 @@ features, labels and indptr.npy (sizes the flags fix).`,
   ssdgnn gen data/big --nodes 20000000 --avg-degree 20 --feat-dim 128 --classes 32 --seed 7`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "mem"); err != nil {
+			if err := requirePositive(cmd, "nodes", "avg-degree", "feat-dim", "classes", "homophily", "degree-exp", "feat-noise", "mem"); err != nil {
 				return err
 			}
 			// The flags default to the splits' defaults, so an explicit 0

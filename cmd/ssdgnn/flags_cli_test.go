@@ -30,6 +30,7 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"gen", out, "--feat-dim", "0"}, "--feat-dim 0: want a positive value (omit the flag for the default, 128)"},
 		{[]string{"gen", out, "--avg-degree", "0"}, "--avg-degree 0"},
 		{[]string{"gen", out, "--classes", "0"}, "--classes 0"},
+		{[]string{"gen", out, "--feat-noise", "0"}, "--feat-noise 0: want a positive value (omit the flag for the default)"},
 		{[]string{"gen", out, "--train-frac", "0", "--valid-frac", "0", "--test-frac", "0"}, "are all 0: no node would be in any split"},
 		{[]string{"import", "edgelist", "e.txt", out, "--num-nodes", "0"}, "--num-nodes 0"},
 		{[]string{"import", "edgelist", "e.txt", out, "--mem", "0"}, "--mem 0"},
