@@ -106,11 +106,13 @@ bench-ooc: build
 	$(BIN) bench ooc --check-resume --check-small-limit $(OOC_FLAGS)
 
 # GFLOP/s of the CPU backend's GEMM kernels on the models' shapes, its
-# aggregation, and the row adds of layer-wise inference's push
-# (docs/benchmarks.md, "CPU GEMM kernels" and "Row adds").
+# aggregation, the row adds of layer-wise inference's push,
+# and one GAT layer (docs/benchmarks.md, "CPU GEMM kernels", "Row adds",
+# "GAT on the CPU").
 bench-kernels:
 	$(GO) test -run '^$$' -bench 'GEMM' -benchtime 20x ./kernels/cpu/
 	$(GO) test -run '^$$' -bench 'Aggregate' -benchtime 300ms ./kernels/cpu/
+	$(GO) test -run '^$$' -bench 'GAT' -benchtime 20x ./kernels/cpu/
 	$(GO) test -run '^$$' -bench 'AddRows' ./internal/f32/
 
 bench-partition:
