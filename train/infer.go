@@ -14,6 +14,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/iostat"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -219,6 +220,8 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 	}
 	if opt.Fanouts == nil {
 		opt.Fanouts = t.o.EvalFanouts
+	} else if len(opt.Fanouts) != t.o.Layers {
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s has %d entries, want one per layer (the checkpoint's model has %d)", opterr.Field("Fanouts"), len(opt.Fanouts), t.o.Layers)
 	}
 	n := t.d.NumNodes()
 	for _, v := range nodes {

@@ -100,6 +100,12 @@ func TestTrainInfer(t *testing.T) {
 	if out, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", preds, "--mode", "sampled", "--nodes", "valid", "--json"); err != nil || !strings.Contains(out, `"mode": "sampled"`) {
 		t.Errorf("infer --mode sampled --json: %v\n%s", err, out)
 	}
+	// Fanouts of another depth than the checkpoint's model name the flag
+	// (they read "train: invalid options: 1 fanouts for 2 layers").
+	if _, _, err := run(t, "infer", dir, "--checkpoint", ck, "--out", preds, "--mode", "sampled", "--fanouts", "5,5,5"); err == nil ||
+		!strings.Contains(err.Error(), "--fanouts has 3 entries, want one per layer (the checkpoint's model has") {
+		t.Errorf("infer --fanouts of three layers: %v", err)
+	}
 	// A checkpoint of another dataset of the same shapes predicts, with a
 	// warning naming both.
 	twin := filepath.Join(t.TempDir(), "twin")
