@@ -22,6 +22,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
@@ -37,20 +38,6 @@ const DefaultRelabelMem = 256 << 20
 // buffers of up to five open array writers, the sequential read chunks
 // and the per-part counters' slack.
 const relabelFixed = 16 << 20
-
-// RelabelReserve is the part of RelabelOptions.MemBytes that Relabel
-// leaves to the process beside what it allocates: the Go runtime's own
-// memory (goroutine stacks, GC metadata, the heap's headroom; about
-// 8 MiB) and RelabelGoSlack.
-const RelabelReserve = 24 << 20
-
-// RelabelGoSlack is what Relabel keeps between the Go runtime's soft
-// memory limit and RelabelOptions.MemBytes: room for the page cache of
-// the files it reads and writes, which a memory cgroup charges to the
-// process. With the limit at MemBytes itself, `relabel --mem 64MiB` of a
-// 1M-node graph reached 55 MiB of anonymous memory and was OOM-killed in
-// two of three cold runs in a 64 MiB cgroup (sweep 27).
-const RelabelGoSlack = 16 << 20
 
 // relabelChunk is the size of each sequential read.
 const relabelChunk = 1 << 20
@@ -97,10 +84,14 @@ type RelabelOptions struct {
 	// larger number comes first within its part. The caller's slice
 	// counts against MemBytes.
 	Heat []uint32
-	// MemBytes is the whole process's memory budget (default 256 MiB):
-	// RelabelReserve of it is left to the runtime and the page cache, the
-	// Go soft memory limit is MemBytes less RelabelGoSlack while Relabel
-	// runs, and what Relabel allocates fits in the rest. The old→new id
+	// MemBytes is the whole process's memory budget (default 256 MiB),
+	// split by internal/membudget: membudget.ReserveBytes of it is left
+	// to the runtime and the page cache, the Go soft memory limit is
+	// MemBytes less membudget.PageCacheBytes while Relabel runs, and what
+	// Relabel allocates fits in the rest (Fit.Alloc). With the limit at
+	// MemBytes itself, `relabel --mem 64MiB` of a 1M-node graph reached
+	// 55 MiB of anonymous memory and was OOM-killed in two of three cold
+	// runs in a 64 MiB cgroup (sweep 27). The old→new id
 	// map (4 bytes a node, 8 from 2^31 nodes) must fit in it beside
 	// 16 MiB of buffers; RelabelMinMem says how much that is. The rest
 	// sizes the feature gather window.
@@ -161,7 +152,7 @@ type RelabelStats struct {
 // RelabelMinMem is the least RelabelOptions.MemBytes Relabel accepts for
 // a dataset of n nodes in RelabelByID; the other orders need
 // RelabelMinMemFor's.
-func RelabelMinMem(n int64) int64 { return RelabelReserve + relabelFixed + mapBytes(n) + 1<<20 }
+func RelabelMinMem(n int64) int64 { return membudget.Least(relabelFixed + mapBytes(n) + 1<<20) }
 
 // RelabelMinMemFor is the least RelabelOptions.MemBytes Relabel accepts
 // for dataset d, partitioning p and within-part order o (empty: the
@@ -259,7 +250,7 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 	// Hold the Go heap to the budget less the page cache's room: the
 	// windows are garbage between phases, and the default GC target would
 	// let the heap reach twice the live data.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(opt.MemBytes - RelabelGoSlack))
+	defer membudget.Of(opt.MemBytes).Hold()()
 	b, err := storage.Create(out, &storage.CreateOptions{Force: opt.Force})
 	if err != nil {
 		return nil, err
@@ -950,12 +941,12 @@ func (r *relabeler) windowRows(rowBytes int64) int64 {
 	return w
 }
 
-// gatherFree is what the feature gather may use: the budget less the
-// reserve, the fixed buffers, the id map and the caller's heat values
+// gatherFree is what the feature gather may use: what the budget's fit
+// lets Relabel allocate less the fixed buffers, the id map and the caller's heat values
 // (the sort keys Relabel computed itself are garbage by then;
 // RelabelMinMemFor leaves at least 1 MiB).
 func (r *relabeler) gatherFree() int64 {
-	return max(r.opt.MemBytes-RelabelReserve-relabelFixed-mapBytes(r.n)-4*int64(len(r.opt.Heat)), 1<<20)
+	return max(membudget.Of(r.opt.MemBytes).Alloc()-relabelFixed-mapBytes(r.n)-4*int64(len(r.opt.Heat)), 1<<20)
 }
 
 // testWindowRows, when positive, overrides windowRows so that tests of

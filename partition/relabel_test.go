@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/importer"
@@ -477,9 +478,10 @@ func TestRelabelCorruptMembers(t *testing.T) {
 }
 
 // TestRelabelWithinMem: MemBytes is the whole process's budget, so the Go
-// runtime's memory (what its soft limit governs: runtime/metrics'
-// total less released) stays at least RelabelGoSlack below it, leaving
-// the page cache its room (measured 35 MiB of 64; 53 before). Before, the soft limit was MemBytes itself and the
+// runtime's memory (what its soft limit governs: runtime/metrics' total
+// less released) stays at least membudget.PageCacheBytes below it,
+// leaving the page cache its room (measured 35 MiB of 64; 53 before).
+// Before, the soft limit was MemBytes itself and the
 // runtime's memory reached it: `relabel --mem 64MiB` of a 1M-node graph
 // was OOM-killed in two of three cold runs in a 64 MiB cgroup. The
 // features (60 MiB) exceed the gather window, so the window takes all the
@@ -516,9 +518,9 @@ func TestRelabelWithinMem(t *testing.T) {
 	<-done
 	out.Close()
 	t.Logf("Go runtime's memory peaked at %.1f MiB for MemBytes %d MiB", float64(peak.Load())/(1<<20), mem>>20)
-	if limit := uint64(mem - RelabelGoSlack); peak.Load() > limit {
-		t.Errorf("the Go runtime's memory reached %d bytes, above %d: it leaves the page cache less than RelabelGoSlack (%d) of MemBytes %d",
-			peak.Load(), limit, RelabelGoSlack, mem)
+	if limit := uint64(membudget.Of(mem).GoLimit()); peak.Load() > limit {
+		t.Errorf("the Go runtime's memory reached %d bytes, above %d: it leaves the page cache less than membudget.PageCacheBytes (%d) of MemBytes %d",
+			peak.Load(), limit, membudget.PageCacheBytes, mem)
 	}
 }
 

@@ -109,7 +109,7 @@ func TestMemAboveCgroupRefused(t *testing.T) {
 		{"relabel", dir, filepath.Join(t.TempDir(), "pm")},
 	} {
 		out, err := exec.Command(bin, append([]string{"bench", "capped", "--limit", "128MiB", "--", bin}, args...)...).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "what the memory cgroup's limit (128 MiB) leaves") {
+		if err != nil || !strings.Contains(string(out), "--mem 128 MiB: the memory cgroup's limit") {
 			t.Errorf("%s under a 128 MiB cgroup without --mem: %v\n%s", args[0], err, out)
 		}
 	}

@@ -87,7 +87,7 @@ func newExportGraphBoltCmd(g *globals) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&idType, "id-dtype", "int64", "dtype of node ids in the edge array and the seeds: int32 or int64")
 	fl.BoolVar(&noLink, "copy", false, "copy features.npy instead of hard linking it")
-	fl.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole export (default %s, or what a memory cgroup's limit leaves; at least %s): its chunks take a quarter, and the process's memory stays within --mem (RSS also counts the pages of the CSR read through its mapping: page cache, which a memory cgroup reclaims)",
+	fl.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole export (default %s, or a memory cgroup's limit when that is lower; at least %s): its chunks take a quarter, and the process's memory stays within --mem (RSS also counts the pages of the CSR read through its mapping: page cache, which a memory cgroup reclaims)",
 		humanize.IBytes(graphbolt.DefaultMemBytes), humanize.IBytes(graphbolt.MinMemBytes)))
 	fl.BoolVar(&force, "force", false, "overwrite an existing export in OUT")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -147,7 +147,7 @@ partitioning step. The number of parts is the partitioning's: make one with
 	fl.StringVar(&part, "partition", "", "partitioning under DIR/partitions/ whose part.npy is the assignment (required)")
 	fl.IntVar(&chunks, "chunks", 0, "chunks per edge and node-data file (default: the number of parts)")
 	fl.StringVar(&labelType, "label-dtype", "int64", "dtype of node data label: int64 or int32")
-	fl.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole export (default %s, or what a memory cgroup's limit leaves; at least %s): its chunks take a quarter, and the process's memory stays within --mem (RSS also counts the pages of the CSR read through its mapping: page cache, which a memory cgroup reclaims)",
+	fl.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole export (default %s, or a memory cgroup's limit when that is lower; at least %s): its chunks take a quarter, and the process's memory stays within --mem (RSS also counts the pages of the CSR read through its mapping: page cache, which a memory cgroup reclaims)",
 		humanize.IBytes(distdgl.DefaultMemBytes), humanize.IBytes(distdgl.MinMemBytes)))
 	fl.BoolVar(&force, "force", false, "overwrite an existing export in OUT")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -170,6 +170,6 @@ func relabelledNote(cmd *cobra.Command, dir string) {
 // exportMem fits an export's --mem, the budget of the whole process, as
 // gen's and import's (cliflags.StreamingMem), with the exporter's least.
 func exportMem(cmd *cobra.Command, mem *byteSize, def, least int64) error {
-	return cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), mem, def, cliflags.WriteSlack, least,
+	return cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), mem, def, least,
 		"the program, the runtime and the writers' buffers beside the smallest chunks")
 }

@@ -46,7 +46,7 @@ model with power-law degrees and planted communities scattered over the node
 ids, labels derived from communities, and features that are a class signal
 plus noise (so a GNN that averages neighbours beats an MLP on features alone).
 Generation streams: peak memory stays within --mem whatever the size;
-without --mem under a memory cgroup, --mem is what its limit leaves. The
+without --mem under a memory cgroup, --mem is its limit (when lower). The
 same flags and --seed give byte-identical files (whatever --workers and
 --mem). It refuses before writing when the file system cannot hold the
 features, labels and indptr.npy (sizes the flags fix).`,
@@ -64,7 +64,7 @@ features, labels and indptr.npy (sizes the flags fix).`,
 			if cfg.TrainFrac == 0 && cfg.ValidFrac == 0 && cfg.TestFrac == 0 {
 				return fmt.Errorf("--train-frac, --valid-frac and --test-frac are all 0: no node would be in any split; omit them for %g/%g/%g", synth.DefaultTrainFrac, synth.DefaultValidFrac, synth.DefaultTestFrac)
 			}
-			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, cliflags.WriteSlack, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
 				return err
 			}
 			lk, err := dirlock.Acquire(args[0])
@@ -114,7 +114,7 @@ features, labels and indptr.npy (sizes the flags fix).`,
 	f.Int64Var(&cfg.Seed, "seed", 1, "random seed; the same seed gives byte-identical output")
 	f.StringVar(&cfg.Name, "name", "", "dataset name (default synth-<nodes>)")
 	f.BoolVar(&force, "force", false, "replace an existing dataset in DIR (it stays whole until the new one is complete, so this needs room for both)")
-	f.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole generation (default %s, or what a memory cgroup's limit leaves): %s for the runtime and writers, %s per generator worker, the rest for the edge sort; peak RSS stays within --mem",
+	f.Var(&mem, "mem", fmt.Sprintf("memory budget of the whole generation (default %s, or a memory cgroup's limit when that is lower): %s for the runtime and writers, %s per generator worker, the rest for the edge sort; peak RSS stays within --mem",
 		humanize.IBytes(synth.DefaultMemBytes), humanize.IBytes(synth.ReserveBytes), humanize.IBytes(uint64(synth.WorkerBytes))))
 	f.IntVar(&workers, "workers", 0, "generator goroutines (0: one per core; fewer run when their chunks would take more than half of what --mem leaves beside the reserve)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -42,7 +42,7 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.numClasses, "num-classes", 0, "number of classes; labels must be below it (0: largest label + 1)")
 	fl.StringVar(&f.splitFrac, "split-frac", "0.6,0.2,0.2", "train,valid,test fractions of labelled nodes for a seeded random split, used when the source has none; sizes are rounded, and when they add up to more than the labelled nodes, test (then valid) shrinks")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random split")
-	fl.Var(&f.mem, "mem", fmt.Sprintf("memory budget of the whole import (default %s, or what a memory cgroup's limit leaves): the edge sort gets --mem less %s and peak RSS stays within --mem",
+	fl.Var(&f.mem, "mem", fmt.Sprintf("memory budget of the whole import (default %s, or a memory cgroup's limit when that is lower): the edge sort gets --mem less %s and peak RSS stays within --mem",
 		humanize.IBytes(importer.DefaultMemBytes), humanize.IBytes(importer.ReserveBytes)))
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where sorted runs are spilled (default: inside the output directory)")
 	fl.BoolVar(&f.allowNonFinite, "allow-nonfinite", false, "store NaN/Inf features, and finite values beyond the stored dtype's range (float64 beyond float32's ±3.4e38, or beyond float16's ±65504) as the ±Inf they overflow to, with a warning that counts each kind, instead of failing; validate will flag the dataset")
@@ -54,7 +54,7 @@ func (f *importFlags) options(cmd *cobra.Command, g *globals) (*importer.Options
 	if err := requirePositive(cmd, "mem", "num-nodes"); err != nil {
 		return nil, err
 	}
-	if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &f.mem, importer.DefaultMemBytes, cliflags.WriteSlack, importer.MinMemBytes,
+	if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &f.mem, importer.DefaultMemBytes, importer.MinMemBytes,
 		fmt.Sprintf("%s for the runtime and fixed buffers, plus the sorter's smallest buffer of %s",
 			humanize.IBytes(importer.ReserveBytes), humanize.IBytes(importer.MinMemBytes-importer.ReserveBytes))); err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ interrupted run leaves no dataset in OUT. See docs/format.md.`,
 				return err
 			}
 			// Relabel's least depends on the dataset: it refuses it later.
-			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, partition.DefaultRelabelMem, cliflags.WriteSlack, 0, ""); err != nil {
+			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, partition.DefaultRelabelMem, 0, ""); err != nil {
 				return err
 			}
 			if err := outpath.CheckDir("OUT", args[1], args[0]); err != nil { // before the lock makes OUT

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 )
 
 // DefaultFanouts is the --fanouts default of train, profile and rr: the
@@ -134,26 +135,19 @@ func RequirePositive(f *pflag.FlagSet, names ...string) error {
 	return nil
 }
 
-// WriteSlack is what an auto-sized --mem of a command that writes a
-// dataset (gen, import, export) leaves of a memory cgroup's limit: the
-// page cache of the files being written, whose dirty pages count against
-// the cgroup until written back.
-const WriteSlack = 16 << 20
-
 // StreamingMem fits the --mem of a streaming command (gen, import,
 // relabel, export), the budget of the whole process, to the memory cgroup
-// it runs in and checks it. Not given (f), it becomes what the cgroup's
-// limit leaves beside overhead (the page cache of the files written, which
-// the cgroup charges until written back) when that is below the default
-// def, so the default is not OOM-killed under a smaller limit (relabel's
-// 256 MiB was, in a 128 MiB cgroup); the line saying so goes to w.
-// Training's --mem defaults to the cgroup's limit itself
-// (train.DefaultMem). A limit that leaves less than the command's least
-// (least, 0 when it is known only later) is an error naming the least
-// limit: the user gave no --mem to blame. A given --mem below least is
-// refused naming the least and what it holds (holds), and one above the
-// cgroup's limit too (cgroup.WithinLimit).
-func StreamingMem(f *pflag.FlagSet, w io.Writer, mem *ByteSize, def, overhead, least int64, holds string) error {
+// it runs in and checks it. Not given (f), it becomes the cgroup's limit
+// (membudget.CgroupBudget: the budget already leaves the page cache of
+// the files written its room) when that is below the default def, so the
+// default is not OOM-killed under a smaller limit (relabel's 256 MiB was,
+// in a 128 MiB cgroup); the line saying so goes to w. Training's --mem
+// defaults to the cgroup's limit too (train.DefaultMem). A limit below
+// the command's least (least, 0 when it is known only later) is an error
+// naming the least limit: the user gave no --mem to blame. A given --mem
+// below least is refused naming the least and what it holds (holds), and
+// one above the cgroup's limit too (cgroup.WithinLimit).
+func StreamingMem(f *pflag.FlagSet, w io.Writer, mem *ByteSize, def, least int64, holds string) error {
 	if f.Changed("mem") {
 		if int64(*mem) < least {
 			return fmt.Errorf("--mem %s: want at least %s (%s)", bytefmt.Down(int64(*mem)), bytefmt.Up(least), holds)
@@ -164,18 +158,17 @@ func StreamingMem(f *pflag.FlagSet, w io.Writer, mem *ByteSize, def, overhead, l
 	if !ok {
 		return nil
 	}
-	fit := l - overhead
+	fit := membudget.CgroupBudget(l)
 	if fit >= def {
 		return nil
 	}
 	if fit < least {
-		return fmt.Errorf("the memory cgroup's limit (%s) leaves --mem %s (beside %s for the page cache of the files written), below its least of %s: raise the limit to at least %s, or give --mem (at least %s) to use more of it",
-			bytefmt.Down(l), bytefmt.Down(max(fit, 0)), humanize.IBytes(uint64(overhead)), bytefmt.Up(least),
-			bytefmt.Up(least+overhead), bytefmt.Up(least))
+		return fmt.Errorf("the memory cgroup's limit (%s) is below this command's least --mem of %s: raise the limit to at least %s",
+			bytefmt.Down(l), bytefmt.Up(least), bytefmt.Up(least))
 	}
 	fit = max(fit, 1<<20) // the command refuses what is too small
 	*mem = ByteSize(fit)
-	fmt.Fprintf(w, "--mem %s: what the memory cgroup's limit (%s) leaves beside %s for the page cache of the files written\n",
-		humanize.IBytes(uint64(fit)), humanize.IBytes(uint64(l)), humanize.IBytes(uint64(overhead)))
+	fmt.Fprintf(w, "--mem %s: the memory cgroup's limit (the page cache of the files written has its room inside it)\n",
+		humanize.IBytes(uint64(fit)))
 	return nil
 }

@@ -34,11 +34,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
@@ -76,21 +76,16 @@ var (
 // Defaults of Options.
 const (
 	DefaultMemBytes = 64 << 20
-	// MinMemBytes is the smallest accepted MemBytes: the program, the Go
-	// runtime and one chunk's writers (a 1 MiB buffer for each node data
-	// array) beside the smallest chunks, and room for the page cache the
-	// reads and writes go through. Measured on a 1M-node, 670 MiB dataset
-	// in a memory cgroup of MemBytes, cold cache: 16 MiB killed, 32 MiB
-	// 48 s, 40 MiB 19 s, 48 MiB 9.8 s, 64 MiB 6.6 s (7.1 s uncapped).
-	MinMemBytes = 48 << 20
-	// GoLimitSlack is what an export leaves between the Go runtime's soft
-	// memory limit and MemBytes: the program's text and the threads'
-	// stacks, which the runtime does not manage.
-	//
-	// The exports' differs from import's and gen's for the reasons
-	// storage/importer's GoLimitSlack gives; docs/dgl.md's cgroup table was
-	// measured with it.
-	GoLimitSlack = 8 << 20
+	// MinMemBytes is the smallest accepted MemBytes: the whole
+	// process's reserve (internal/membudget: the runtime and the page
+	// cache of the files written) beside 24 MiB: the smallest chunks (a
+	// quarter of the budget), one chunk's writers (a 1 MiB buffer for each
+	// node data array) and room for the clean page cache the reads go
+	// through. Measured on a 1M-node, 670 MiB dataset in a memory cgroup
+	// of MemBytes, cold cache: 16 MiB killed, 32 MiB 48 s, 40 MiB 19 s,
+	// 48 MiB 9.8 s, 64 MiB 6.6 s (7.1 s uncapped): below 48 MiB the reads
+	// and writes thrash in the page cache left.
+	MinMemBytes = membudget.ReserveBytes + 24<<20
 )
 
 // Options configures Export. The zero value of every field selects its
@@ -107,8 +102,9 @@ type Options struct {
 	// what PyTorch's losses want) or npy.Int32.
 	LabelDType npy.DType
 	// MemBytes is the memory budget of the whole export: its chunks take
-	// a quarter of it, and the Go runtime's soft memory limit is MemBytes
-	// less GoLimitSlack while the export runs. Default DefaultMemBytes; at
+	// a quarter of it, and the Go runtime's soft memory limit is
+	// membudget's (MemBytes less membudget.PageCacheBytes) while the
+	// export runs. Default DefaultMemBytes; at
 	// least MinMemBytes.
 	MemBytes int64
 	// Force overwrites an existing export.
@@ -241,7 +237,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Repor
 		return Report{}, err
 	}
 	o := opts.withDefaults()
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
+	defer membudget.Of(o.MemBytes).Hold()()
 	m, msum, err := storage.LoadManifestChecksum(dir)
 	if err != nil {
 		return Report{}, err

@@ -6,11 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 	"unsafe"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/interop/internal/csrstream"
@@ -53,7 +53,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Repor
 		return Report{}, err
 	}
 	o := opts.withDefaults()
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
+	defer membudget.Of(o.MemBytes).Hold()()
 	m, msum, err := storage.LoadManifestChecksum(dir)
 	if err != nil {
 		return Report{}, err

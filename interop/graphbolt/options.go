@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
@@ -23,20 +24,13 @@ var (
 // Defaults of Options.
 const (
 	DefaultMemBytes = 64 << 20
-	// MinMemBytes is the smallest accepted MemBytes: the program, the Go
-	// runtime and the writers' fixed 1 MiB buffers beside the smallest
-	// chunks, and room for the page cache. Measured on a 1M-node, 670 MiB
-	// dataset (--copy) in a memory cgroup of MemBytes, cold cache:
-	// 32 MiB 3.9 s, 64 MiB 2.3 s.
-	MinMemBytes = 32 << 20
-	// GoLimitSlack is what an export leaves between the Go runtime's soft
-	// memory limit and MemBytes: the program's text and the threads'
-	// stacks, which the runtime does not manage.
-	//
-	// The exports' differs from import's and gen's for the reasons
-	// storage/importer's GoLimitSlack gives; docs/dgl.md's cgroup table was
-	// measured with it.
-	GoLimitSlack = 8 << 20
+	// MinMemBytes is the smallest accepted MemBytes: the whole
+	// process's reserve (internal/membudget: the runtime and the page
+	// cache of the files written) beside 8 MiB, the smallest chunks (a
+	// quarter of the budget) and the writers' 1 MiB buffers. Measured on a
+	// 1M-node, 670 MiB dataset (--copy) in a memory cgroup of MemBytes,
+	// cold cache: 32 MiB 3.9 s, 64 MiB 2.3 s.
+	MinMemBytes = membudget.ReserveBytes + 8<<20
 )
 
 // Options configures Export. The zero value of every field selects its
@@ -48,8 +42,9 @@ type Options struct {
 	// NoLink copies features.npy instead of hard linking it.
 	NoLink bool
 	// MemBytes is the memory budget of the whole export: its chunks take
-	// a quarter of it, and the Go runtime's soft memory limit is MemBytes
-	// less GoLimitSlack while the export runs. Default DefaultMemBytes; at
+	// a quarter of it, and the Go runtime's soft memory limit is
+	// membudget's (MemBytes less membudget.PageCacheBytes) while the
+	// export runs. Default DefaultMemBytes; at
 	// least MinMemBytes.
 	MemBytes int64
 	// Force overwrites an existing export.

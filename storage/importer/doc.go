@@ -68,10 +68,11 @@
 //
 // Options.MemBytes bounds the whole import. The edge sorter's buffer gets
 // MemBytes − ReserveBytes and never exceeds it, growth steps included
-// (package extsort); the reserve stands for the runtime and the program,
-// the merge's run blocks, one text line (at most MaxTextLine) and the
-// fixed read buffers. The Go runtime's soft memory limit is set to
-// MemBytes − GoLimitSlack for the import, so that garbage does not take
+// (package extsort); the reserve is the whole process's
+// (internal/membudget: the runtime and the page cache) beside the merge's
+// run blocks, one text line (at most MaxTextLine) and the fixed read
+// buffers. The Go runtime's soft memory limit is membudget's, MemBytes −
+// membudget.PageCacheBytes, for the import, so that garbage does not take
 // RSS past the budget (it did: 2× the sort budget, I8). Nothing
 // proportional to the number of edges is held beyond the buffer. O(N)
 // memory is used after the sort, in the buffer's place: one bit per node

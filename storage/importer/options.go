@@ -11,6 +11,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/csvnum"
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
@@ -111,12 +112,15 @@ const (
 	// DefaultMemBytes is the default Options.MemBytes.
 	DefaultMemBytes = 512 << 20
 	// ReserveBytes is the part of Options.MemBytes that is not the edge
-	// sorter's buffer: the Go runtime and the program itself (15 MiB of
-	// RSS for a 3-edge import), the merge's run blocks ((MaxFanIn+1) ×
-	// 64 KiB), a text line of up to MaxTextLine bytes (1.5× that while
-	// its buffer grows), and the fixed chunk buffers of the edge, feature
-	// and label readers.
-	ReserveBytes = 40 << 20
+	// sorter's buffer: the whole process's reserve (membudget.ReserveBytes,
+	// the runtime and the page cache) and fixedBytes.
+	ReserveBytes = membudget.ReserveBytes + fixedBytes
+	// fixedBytes is what the import allocates beside the sorter's buffer
+	// whatever the input: the merge's run blocks ((MaxFanIn+1) × 64 KiB),
+	// a text line of up to MaxTextLine bytes (1.5× that while its buffer
+	// grows), and the fixed chunk buffers of the edge, feature and label
+	// readers.
+	fixedBytes = 16 << 20
 	// MinMemBytes is the smallest Options.MemBytes accepted: the reserve
 	// plus the sorter's smallest buffer.
 	MinMemBytes = ReserveBytes + extsort.MinMemBytes
@@ -167,8 +171,8 @@ type Options struct {
 	// MemBytes is the memory budget of the whole import. The edge
 	// sorter's buffer gets MemBytes − ReserveBytes (its peak, growth
 	// steps included: package extsort); the Go runtime's soft memory
-	// limit is set to MemBytes less GoLimitSlack for the import, so that
-	// garbage does not take RSS past the budget. After the sort the
+	// limit is membudget's (MemBytes less membudget.PageCacheBytes) for
+	// the import, so that garbage does not take RSS past the budget. After the sort the
 	// buffer is gone, and the per-node tables (3 bits per node; refused
 	// when they exceed the sorter's share) and the ids of one source
 	// split while it is sorted (8 bytes each) take its place. Default

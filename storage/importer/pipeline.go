@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -105,23 +105,6 @@ func begin(outDir, name, source string, opts *Options, byRow bool) (*job, error)
 
 // sortMem is the edge sorter's budget: MemBytes less the reserve.
 func (j *job) sortMem() int64 { return j.o.MemBytes - ReserveBytes }
-
-// GoLimitSlack is what the import leaves between the Go runtime's soft
-// memory limit and Options.MemBytes: memory the runtime does not manage
-// (the program's text and data, thread stacks of the OS).
-//
-// The commands that write a dataset set different slacks (import 24 MiB,
-// gen 12 MiB, both exports 8 MiB): each was chosen with its own command's
-// reserve when that command's --mem became the whole process's budget
-// (import f712023, gen 9e0471f, exports 47a3e21). No run measured the
-// slack alone, and the peaks each command's tests and docs state were
-// measured with its own value (README's table; at --mem 64MiB in a 64 MiB
-// cgroup, igb/m6's 12 M edges and 200 k nodes peaked at 47-48 MiB RSS,
-// 2026-11-27). One value for all would move the soft limit, and so the
-// collector's pace and the peak, of at least two of them: measure their
-// peaks again under a memory cgroup, at their least and default --mem,
-// before changing any.
-const GoLimitSlack = 24 << 20
 
 // checkTableMem refuses N whose per-node tables (one bit a node for the
 // labelled set, two for split membership) would not fit in the sorter's
@@ -951,7 +934,7 @@ func run(ctx context.Context, outDir, name, source string, opts *Options, byRow 
 	// Hold the Go heap to the budget: at the default collector target
 	// the garbage of the sorter's growth steps and of the read chunks let
 	// RSS reach about 2 × the sort buffer (I8: 149 MB at a 64 MiB budget).
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(j.o.MemBytes - GoLimitSlack))
+	defer membudget.Of(j.o.MemBytes).Hold()()
 	j.ctx = ctx
 	err = body(j)
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 )
@@ -36,11 +37,14 @@ const (
 // The parts of Options.MemBytes, the budget of the whole generation.
 const (
 	// ReserveBytes is the part that is neither the edge sorter's buffer
-	// nor the generator's chunks: the program and the Go runtime outside
-	// the heap (about 8 MiB of RSS), the collector's headroom under the
-	// soft limit (GoLimitSlack below MemBytes), the merge's run blocks
+	// nor the generator's chunks: the whole process's reserve
+	// (membudget.ReserveBytes: the runtime and the page cache) and
+	// fixedBytes.
+	ReserveBytes = membudget.ReserveBytes + fixedBytes
+	// fixedBytes is what generation allocates beside the sorter's buffer
+	// and the workers' chunks whatever the graph: the merge's run blocks
 	// ((MaxFanIn+1) × 64 KiB) and the writers' buffers.
-	ReserveBytes = 32 << 20
+	fixedBytes = 8 << 20
 	// WorkerBytes is what each generator worker adds: two edge batches
 	// (about 1 MiB each, edgeBatchBytes) and two feature chunks (about
 	// 1 MiB each, featChunkBytes) in flight.
@@ -52,15 +56,6 @@ const (
 	// MinMemBytes is the smallest Options.MemBytes accepted: the reserve,
 	// one worker's pipeline and the sorter's smallest buffer.
 	MinMemBytes = ReserveBytes + pipelineFixedBytes + WorkerBytes + extsort.MinMemBytes
-	// GoLimitSlack is what generation leaves between the Go runtime's
-	// soft memory limit and MemBytes: the program's text and data and the
-	// threads' stacks, which the runtime does not manage.
-	//
-	// gen's differs from import's and the exports' for the reasons
-	// storage/importer's GoLimitSlack gives; with it, 1 M nodes at --mem
-	// 64MiB in a 64 MiB cgroup peaked at 56-59 MiB RSS (2026-11-27;
-	// TestGenWithinMem pins the budget).
-	GoLimitSlack = 12 << 20
 )
 
 // MinMemHolds says what MinMemBytes holds, for messages that name it.
@@ -257,8 +252,8 @@ type Options struct {
 	// Workers run when their chunks would take more than half of what
 	// the reserve leaves: Report.Workers), and the rest to the external
 	// sorter's edge buffer (Report.SortBytes; its peak, growth steps
-	// included). The Go runtime's soft memory limit is MemBytes less
-	// GoLimitSlack while Generate runs. Default DefaultMemBytes (256 MiB);
+	// included). The Go runtime's soft memory limit is membudget's
+	// (MemBytes less membudget.PageCacheBytes) while Generate runs. Default DefaultMemBytes (256 MiB);
 	// 0 means the default, otherwise at least MinMemBytes.
 	MemBytes int64
 	// TempDir holds the sorter's run files. Default: the output directory

@@ -79,7 +79,7 @@
 // workers run when they would take more than half of what the reserve
 // leaves), the rest for the sorter's buffer, whose peak (growth steps
 // included) stays within it; the Go heap's soft limit is MemBytes less
-// GoLimitSlack. The sorter's run files go to Options.TempDir, by default
+// membudget.PageCacheBytes (internal/membudget). The sorter's run files go to Options.TempDir, by default
 // the output directory.
 //
 // The sorter consumes edges on one goroutine (radix sort, merge, CSR

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/x448/float16"
 
 	"github.com/ssdgnn/ssdgnn/internal/extsort"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
@@ -93,7 +93,7 @@ func GenerateContext(ctx context.Context, outDir string, cfg Config, opts *Optio
 	// Hold the Go heap within the budget: at the default collector target
 	// the garbage of the sort runs and feature chunks let the heap reach
 	// twice the live data.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.MemBytes - GoLimitSlack))
+	defer membudget.Of(o.MemBytes).Hold()()
 	if _, err := extsort.CleanStale(o.TempDir); err != nil {
 		return Report{}, fmt.Errorf("synth: %w", err)
 	}
