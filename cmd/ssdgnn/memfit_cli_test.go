@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,40 @@ func TestWritersLeastMem(t *testing.T) {
 		at := filepath.Join(tmp, fmt.Sprintf("at%d", n))
 		if _, _, err := run(t, append(tc.args(at), "--mem", fmt.Sprint(tc.least))...); err != nil {
 			t.Errorf("%s --mem %d (its least): %v", tc.name, tc.least, err)
+		}
+	}
+}
+
+// TestWritersFitSmallCgroup: without --mem, a writing command under a
+// memory cgroup takes the whole limit as its budget (the budget already
+// leaves the page cache its room), so it runs wherever the same --mem
+// given explicitly does. Before, --mem was the limit less 16 MiB: gen
+// was refused under 48 MiB ("raise the limit to at least 55.1 MiB") and
+// export distdgl under 56 MiB (64 MiB), though --mem 48MiB ran in both.
+func TestWritersFitSmallCgroup(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "64MiB", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("no memory cgroup here: %s", out)
+	}
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "4", "--name", "p4"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		limit string
+		args  []string
+	}{
+		{"48MiB", []string{"gen", filepath.Join(tmp, "g2"), "--nodes", "2000", "--feat-dim", "8"}},
+		{"56MiB", []string{"export", "distdgl", dir, filepath.Join(tmp, "dd"), "--partition", "p4"}},
+	} {
+		out, err := exec.Command(bin, append([]string{"bench", "capped", "--limit", tc.limit, "--", bin}, tc.args...)...).CombinedOutput()
+		want := fmt.Sprintf("--mem %s: the memory cgroup's limit", strings.Replace(tc.limit, "MiB", " MiB", 1))
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("%s under a %s cgroup without --mem: %v, want it to run with %q\n%s", tc.args[0], tc.limit, err, want, out)
 		}
 	}
 }
