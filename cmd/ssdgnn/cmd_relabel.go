@@ -9,6 +9,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/dirlock"
+	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/planner"
@@ -39,7 +40,7 @@ under the same name, so 'ssdgnn rr' and 'ssdgnn train' work on OUT at
 once. 'ssdgnn infer' on OUT takes and writes original ids.
 
 --mem is the whole process's budget (in a memory cgroup of --mem it is
-not OOM-killed): 24 MiB of it is left to the runtime and the page cache
+not OOM-killed): ` + humanize.IBytes(membudget.ReserveBytes) + ` of it is left to the runtime and the page cache
 of the files read and written, the old -> new id map (4 bytes a node)
 must fit, and for --order degree or heat the sort keys (4 bytes a node)
 and the largest part's members and adjacency; everything else streams.
