@@ -213,7 +213,8 @@
 // Open, Members, TrainMembers and AdjacencyOf of any q in [0, K) are in
 // bounds and hold valid node ids. Verify returns that verdict without
 // reading again. The checks against the dataset (degrees, cross counts at
-// most the degree) are in sample.NewPartitionFiles, which has both.
+// most the degree, train_members exactly the dataset's training nodes) are
+// in sample.NewPartitionFiles, which has both.
 //
 // # Partition-major layout
 //

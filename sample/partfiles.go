@@ -52,8 +52,10 @@ func (pf *PartitionFiles) Partitioning() *partition.Partitioning { return pf.p }
 // NewPartitionFiles wraps p, a partitioning of d. The caller still owns p
 // and must Close both (this first). It checks what ties the two together,
 // in O(N): every member's stored degree in adj_indptr.npy equals its
-// degree in the dataset, and every cross count is at most that degree. A
-// violation is a *partition.CorruptError naming the file and element.
+// degree in the dataset, and every cross count is at most that degree (a
+// violation is a *partition.CorruptError naming the file and element);
+// and in O(T log T) that train_members.npy lists exactly the dataset's
+// training nodes (else partition.ErrMismatch, naming the element).
 func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*PartitionFiles, error) {
 	if int64(len(p.Part())) != d.NumNodes() {
 		return nil, fmt.Errorf("%w: partitioning covers %d nodes, dataset has %d", ErrInvalidOptions, len(p.Part()), d.NumNodes())
@@ -199,6 +201,38 @@ func checkAgainst(d *storage.Dataset, p *partition.Partitioning) error {
 	for v, c := range p.Cross() {
 		if deg := d.Degree(int64(v)); int64(c) > deg {
 			return bad(partition.FileCross, int64(v), "count %d exceeds the node's degree %d", c, deg)
+		}
+	}
+	return checkTrain(d, p)
+}
+
+// checkTrain checks that p's training members are d's training nodes:
+// partition batches take their targets from train_members.npy, so a
+// partitioning made for the same graph with another split (same N and E,
+// which is all partition.Open compares) would train on the other split's
+// nodes, validation and test nodes among them. A member is looked up in
+// the sorted train_idx.npy (O(T log T), no memory); with the counts equal
+// and every member found, the sets are equal, since a node is in one part
+// only and ascending within it (partition.Open).
+func checkTrain(d *storage.Dataset, p *partition.Partitioning) error {
+	train := d.TrainIdx()
+	file := filepath.Join(p.Dir(), partition.FileTrainMembers)
+	m := p.Manifest()
+	redo := fmt.Sprintf("the partitioning was made for another training split; partition the dataset again (ssdgnn partition %s --method %s --parts %d --name %s --force)", d.Dir(), m.Method, m.K, m.Name)
+	var n int64
+	for q := range p.K() {
+		n += int64(len(p.TrainMembers(q)))
+	}
+	if n != int64(len(train)) {
+		return fmt.Errorf("%w: %s lists %d training nodes, the dataset's %s %d: %s", partition.ErrMismatch, file, n, storage.FileTrain, len(train), redo)
+	}
+	i := int64(0)
+	for q := range p.K() {
+		for _, v := range p.TrainMembers(q) {
+			if _, ok := slices.BinarySearch(train, v); !ok {
+				return fmt.Errorf("%w: %s: element %d: node %d is not a training node in the dataset's %s: %s", partition.ErrMismatch, file, i, v, storage.FileTrain, redo)
+			}
+			i++
 		}
 	}
 	return nil
