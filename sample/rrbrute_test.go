@@ -1,0 +1,112 @@
+package sample_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/sample"
+)
+
+// closure returns |{targets} ∪ nodes within hops of them| over adj.
+func closure(adj [][]int64, targets []int64, hops int) int {
+	seen := map[int64]bool{}
+	front := []int64{}
+	for _, v := range targets {
+		if !seen[v] {
+			seen[v] = true
+			front = append(front, v)
+		}
+	}
+	for range hops {
+		var next []int64
+		for _, v := range front {
+			for _, u := range adj[v] {
+				if !seen[u] {
+					seen[u] = true
+					next = append(next, u)
+				}
+			}
+		}
+		front = next
+	}
+	return len(seen)
+}
+
+// TestRRBruteForce checks RRReport's RR against an independent count: with
+// every neighbour sampled (fanout -1), a batch's sampled L-hop
+// neighbourhood Ñ_b is the targets plus every node within L hops of them,
+// so RR = Σ_b |closure_L(N_b)| / Σ_b |N_b| over the plan's batches, computed
+// here by breadth-first search on a random graph with self loops,
+// duplicate edges, isolated nodes and an uneven partitioning.
+func TestRRBruteForce(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 28))
+	const n = 300
+	adj := make([][]int64, n)
+	for v := range 250 { // 250..299 stay isolated
+		for range r.IntN(4) {
+			u := int64(r.IntN(250))
+			adj[v] = append(adj[v], u)
+			adj[u] = append(adj[u], int64(v))
+		}
+	}
+	adj[3] = append(adj[3], 3, 3)    // self loops
+	adj[4] = append(adj[4], 5, 5, 5) // duplicates
+	adj[5] = append(adj[5], 4, 4, 4)
+	var train []int64
+	for v := range n {
+		if r.IntN(3) == 0 {
+			train = append(train, int64(v))
+		}
+	}
+	part := make([]int32, n)
+	const k = 7
+	for v := range part {
+		part[v] = int32(r.IntN(k))
+	}
+	d := writeDataset(t, adj, train, 2)
+	parts, err := sample.NewMemPartitions(d, k, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, layers := range []int{1, 2, 3} {
+		fan := make([]int, layers)
+		for i := range fan {
+			fan[i] = -1
+		}
+		const bs, ppb, epochs = 9, 2, 2
+		res, err := sample.RRReport(context.Background(), d, parts, &sample.RROptions{
+			Fanouts: fan, BatchSize: bs, PartsPerBatch: ppb, Seed: seed, Epochs: epochs, NoHist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, mode := range []sample.Mode{sample.ModeRandom, sample.ModePartition} {
+			s, err := sample.New(d, parts, &sample.Options{Mode: mode, Fanouts: fan, BatchSize: bs, PartsPerBatch: ppb, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum, tn int
+			for e := range epochs {
+				pl, err := s.Plan(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range pl.Batches {
+					sum += closure(adj, b, layers)
+					tn += len(b)
+				}
+			}
+			s.Close()
+			if tn != epochs*len(train) {
+				t.Fatalf("%s: %d targets over %d epochs, want %d", mode, tn, epochs, epochs*len(train))
+			}
+			want := float64(sum) / float64(tn)
+			row := res.Rows[i]
+			if row.RR != want || row.SumNeighborhood != float64(sum)/epochs || row.TrainNodes != float64(len(train)) {
+				t.Errorf("L=%d %s: RR %v (Σ|Ñ_b| %v, train %v), brute force %v (Σ %v, train %d)",
+					layers, mode, row.RR, row.SumNeighborhood, row.TrainNodes, want, float64(sum)/epochs, len(train))
+			}
+		}
+	}
+}
