@@ -142,6 +142,8 @@ type Options struct {
 	Logger *slog.Logger
 
 	ctx context.Context // set by RunContext; nil means context.Background()
+	// autoWhy is why Run resolved OrderAuto as it did (Stats.OrderWhy).
+	autoWhy string
 	// perPart runs OrderID's second level part by part instead of in one
 	// sweep (level2Sweep); tests compare the two.
 	perPart bool

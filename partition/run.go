@@ -75,9 +75,8 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		}
 	}
 	if o.Order == OrderAuto {
-		var why string
-		o.Order, why = AutoOrder(d, &o)
-		o.Logger.Info("partition: stream order "+o.Order, "why", why)
+		o.Order, o.autoWhy = AutoOrder(d, &o)
+		o.Logger.Info("partition: stream order "+o.Order, "why", o.autoWhy)
 	}
 	// The phases hint the CSR mappings for how they read them
 	// (adviseCSR); afterwards they are back at the dataset's default.
