@@ -118,9 +118,19 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	return s
 }
 
-// partCap is a part's cap for n items over k parts: ceil((1+ε)·n/k).
+// partCap is a part's cap for n items over k parts: ceil((1+ε)·n/k) of
+// the decimal ε the caller wrote. float64 cannot hold 0.1, so (1+ε)·n/k
+// can land just above an integer the decimal product equals (1.1·50000/100
+// is 550.0000000000001), and its ceiling was one more than promised; a
+// product within a relative 1e-12 above an integer is that integer. The
+// cap never falls below ceil(n/k), so k parts always hold n.
 func partCap(n int64, k int, eps float64) int64 {
-	return min(n, int64(math.Ceil((1+eps)*float64(n)/float64(k))))
+	x := (1 + eps) * float64(n) / float64(k)
+	c := math.Ceil(x)
+	if r := math.Round(x); r < c && x-r <= 1e-12*x {
+		c = r
+	}
+	return min(n, max(int64(c), (n+int64(k)-1)/int64(k)))
 }
 
 // hashes is how many hash locations a neighbour carries: the filters' h
