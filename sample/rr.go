@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -383,6 +384,23 @@ func WriteRRTable(w io.Writer, res *RRResult) error {
 // PlotRR writes a PNG bar chart of the RR of each configuration to path
 // (atomically).
 func PlotRR(res *RRResult, path string) error {
+	p, err := rrPlot(res)
+	if err != nil {
+		return err
+	}
+	if err := plotfile.SavePNG(p, 6*vg.Inch, 4*vg.Inch, path); err != nil {
+		return fmt.Errorf("sample: %w", err)
+	}
+	return nil
+}
+
+// rrLabelRoom is the headroom above the tallest bar, as a fraction of it,
+// for the value printed above each bar: with the axis ending at the
+// tallest bar, its label was drawn into the title (rr --plot, sweep 28).
+const rrLabelRoom = 0.12
+
+// rrPlot is PlotRR's chart.
+func rrPlot(res *RRResult) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Redundancy ratio, %s (fanouts %v, batch %d)", res.Dataset, res.Fanouts, res.BatchSize)
 	p.Y.Label.Text = "RR = Σ|Ñ_b| / Σ|N_b|"
@@ -394,17 +412,15 @@ func PlotRR(res *RRResult, path string) error {
 	}
 	bars, err := plotter.NewBarChart(vals, vg.Points(50))
 	if err != nil {
-		return fmt.Errorf("sample: plot: %w", err)
+		return nil, fmt.Errorf("sample: plot: %w", err)
 	}
 	bars.Color = plotter.DefaultLineStyle.Color
 	p.Add(bars)
 	if err := plotfile.BarLabels(p, vals, func(v float64) string { return fmt.Sprintf("%.1f", v) }); err != nil {
-		return fmt.Errorf("sample: %w", err)
+		return nil, fmt.Errorf("sample: %w", err)
 	}
 	p.NominalX(names...)
 	p.Y.Min = 0
-	if err := plotfile.SavePNG(p, 6*vg.Inch, 4*vg.Inch, path); err != nil {
-		return fmt.Errorf("sample: %w", err)
-	}
-	return nil
+	p.Y.Max = max(p.Y.Max, (1+rrLabelRoom)*slices.Max(append([]float64{0}, vals...)))
+	return p, nil
 }
