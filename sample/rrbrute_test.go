@@ -110,3 +110,31 @@ func TestRRBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleMultigraph: sampling draws distinct positions of a neighbour
+// list, so a neighbour listed three times (duplicate edges kept by an
+// import's --keep-duplicates) is sampled three times with fanout -1, and
+// a fanout of 2 draws two entries, which may name one node twice. The
+// package doc promised "distinct sampled neighbours" (sweep 28).
+func TestSampleMultigraph(t *testing.T) {
+	adj := [][]int64{{1, 1, 1, 2}, {0, 0, 0}, {0}}
+	d := writeDataset(t, adj, []int64{0}, 2)
+	for _, c := range []struct{ fan, want int }{{-1, 4}, {2, 2}, {9, 4}} {
+		s, err := sample.New(d, nil, &sample.Options{Fanouts: []int{c.fan}, BatchSize: 1, Seed: testSeed(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, _ := collect(t, s, 1)
+		blk := bs[0].Blocks[0]
+		var ones int
+		for _, id := range blk.Indices[blk.Indptr[0]:blk.Indptr[1]] {
+			if blk.Src[id] == 1 {
+				ones++
+			}
+		}
+		if n := int(blk.Indptr[1] - blk.Indptr[0]); n != c.want || c.fan == -1 && ones != 3 {
+			t.Errorf("fanout %d: %d sampled edges (%d to node 1), want %d", c.fan, n, ones, c.want)
+		}
+		s.Close()
+	}
+}
