@@ -1,8 +1,10 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +45,35 @@ func TestExtremePenalties(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWorkersBounded: --workers is at most four per core, and MinMemory
+// counts the second-level workers' scratch. Before, --workers 100000 was
+// taken, ran min(100000, k1) = 100 workers at once and was OOM-killed in a
+// 100 MiB memory cgroup that MinMemory (94 MiB, 1M nodes, k 10,000) had
+// passed; the default workers finished there.
+func TestWorkersBounded(t *testing.T) {
+	g, _ := planted(2000, 20, 6, 0.9, 0.1, testSeed(t))
+	d := g.write(t, t.TempDir())
+	defer d.Close()
+	_, err := Run(d, &Options{Parts: 100, Workers: 100000, Name: "w"})
+	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "four per core") {
+		t.Fatalf("Workers 100000: %v", err)
+	}
+	if _, err := Run(d, &Options{Parts: 100, Workers: MaxWorkers(), Name: "w"}); err != nil {
+		t.Fatalf("Workers %d (MaxWorkers): %v", MaxWorkers(), err)
+	}
+	base := MinMemory(d, &Options{Parts: 10000, Workers: 2})
+	for _, w := range []int{3, 8} {
+		// 10,000 parts are refused for 2,000 nodes, but the estimate
+		// only reads the options: k1 = 100 workers' worth may run.
+		got := MinMemory(d, &Options{Parts: 10000, Workers: w})
+		if want := base + int64(w-2)*workerBytes(d.NumNodes(), 100); got != want {
+			t.Errorf("MinMemory with %d workers = %d, want %d (+%d a worker beyond 2)", w, got, want, workerBytes(d.NumNodes(), 100))
+		}
+	}
+	if got := MinMemory(d, &Options{Parts: 10000, FirstLevel: 2, Workers: 8}); got != base {
+		t.Errorf("MinMemory with 8 workers and k1 = 2 = %d, want the 2-worker %d (at most k1 run)", got, base)
 	}
 }

@@ -67,6 +67,9 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	if lim, ok := cgroup.SelfMemoryLimit(); ok {
 		if need := MinMemory(d, &o); need > lim {
 			terms := fmt.Sprintf("%d bytes a node for the assignment, filters and stream state, the read-ahead", stateBytesPerNode)
+			if x := extraWorkersBytes(d.NumNodes(), &o); x > 0 && o.Method != Random {
+				terms += fmt.Sprintf(", %s for --workers %d (second-level scratch beyond %d workers; fewer workers need less)", bytefmt.Up(x), o.Workers, measuredWorkers)
+			}
 			if o.Method == Random {
 				terms = "12 bytes a node for the order and the assignment"
 			}

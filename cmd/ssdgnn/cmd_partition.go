@@ -119,7 +119,7 @@ atomically with a manifest; see docs/format.md.`,
 	f.IntVar(&o.Refine, "refine", 0, "fennel methods: greedy refinement rounds after the streaming passes (0: default, -1: none)")
 	f.StringVar(&o.Order, "order", "", "fennel methods: stream order: auto (bfs when the CSR fits in memory, else id, read in storage order), bfs, id or random (seeded)")
 	f.Int64Var(&o.Seed, "seed", 1, "random seed; the same seed and stream order give the same partition (--order auto picks by the memory it finds, and the report names its pick)")
-	f.IntVar(&o.Workers, "workers", 0, "worker goroutines (0: one per core)")
+	f.IntVar(&o.Workers, "workers", 0, "worker goroutines (0: one per core; at most four per core, at least 8)")
 	f.BoolVar(&o.Force, "force", false, "overwrite an existing partitioning of the same name")
 	f.BoolVar(&asJSON, "json", false, "print the stats as JSON")
 	return cmd
