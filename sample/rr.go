@@ -40,7 +40,8 @@ type RROptions struct {
 	// HistFrac is the fraction of nodes, ranked by degree, whose
 	// second-layer embeddings are reused in the third configuration
 	// (0: the default, DefaultHistFrac; NoHist skips that configuration,
-	// and a reuse of no node is that configuration's partition row).
+	// and a reuse of no node is that configuration's partition row). With
+	// one layer nothing is reused, and the configuration is skipped.
 	HistFrac float64
 	NoHist   bool
 	// NeighborCacheBytes, when positive, adds a global neighbour cache of
@@ -166,6 +167,12 @@ func RRReport(ctx context.Context, d *storage.Dataset, p Partitions, opts *RROpt
 	o.Progress = progress.Or(o.Progress)
 	def := o.samplerOptions(ModeRandom, nil, nil)
 	def = def.withDefaults()
+	if len(def.Fanouts) < 2 {
+		// One layer reuses nothing (a reused node is left unexpanded
+		// only in blocks 0..L-2): partition+hist would be the
+		// partition row again, labelled as reuse.
+		o.NoHist = true
+	}
 	res := &RRResult{Dataset: d.Manifest().Name, NumNodes: d.NumNodes(), NumTrain: int64(len(d.TrainIdx())),
 		Fanouts: def.Fanouts, BatchSize: def.BatchSize, PartsPerBatch: def.PartsPerBatch, Epochs: o.Epochs,
 		HistFrac: o.HistFrac, NeighborCacheBytes: o.NeighborCacheBytes}
