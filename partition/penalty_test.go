@@ -1,9 +1,13 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,5 +79,49 @@ func TestWorkersBounded(t *testing.T) {
 	}
 	if got := MinMemory(d, &Options{Parts: 10000, FirstLevel: 2, Workers: 8}); got != base {
 		t.Errorf("MinMemory with 8 workers and k1 = 2 = %d, want the 2-worker %d (at most k1 run)", got, base)
+	}
+}
+
+// TestRelabelOtherSplit: a partitioning of the same graph made for another
+// training split (same count, other ids) is refused by Relabel before it
+// writes anything. Before, relabel reported success and committed a copy
+// whose partitioning validate and rr refused ("train_members.npy: element
+// 322: node 550 listed in part 0, but part.npy puts it in 1"), and with
+// another count it failed only after writing the whole copy.
+func TestRelabelOtherSplit(t *testing.T) {
+	g, _ := planted(600, 6, 6, 0.9, 0.2, testSeed(t))
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	src := g.write(t, srcDir)
+	defer src.Close()
+	if _, err := Run(src, &Options{Parts: 6, Method: FennelExact, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	other := *g
+	other.train = nil
+	for _, v := range g.train {
+		if v+1 < 600 && !slices.Contains(g.train, v+1) && !slices.Contains(other.train, v+1) {
+			other.train = append(other.train, v+1)
+		} else {
+			other.train = append(other.train, v)
+		}
+	}
+	slices.Sort(other.train)
+	d := other.write(t, dstDir)
+	defer d.Close()
+	if err := os.CopyFS(Dir(dstDir, string(FennelExact)), os.DirFS(Dir(srcDir, string(FennelExact)))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(dstDir, string(FennelExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = Relabel(context.Background(), d, p, out, nil)
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "another training split") {
+		t.Fatalf("relabel with a partitioning of another split: %v", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("relabel refused but left %s (%v)", out, err)
 	}
 }

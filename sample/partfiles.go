@@ -203,37 +203,5 @@ func checkAgainst(d *storage.Dataset, p *partition.Partitioning) error {
 			return bad(partition.FileCross, int64(v), "count %d exceeds the node's degree %d", c, deg)
 		}
 	}
-	return checkTrain(d, p)
-}
-
-// checkTrain checks that p's training members are d's training nodes:
-// partition batches take their targets from train_members.npy, so a
-// partitioning made for the same graph with another split (same N and E,
-// which is all partition.Open compares) would train on the other split's
-// nodes, validation and test nodes among them. A member is looked up in
-// the sorted train_idx.npy (O(T log T), no memory); with the counts equal
-// and every member found, the sets are equal, since a node is in one part
-// only and ascending within it (partition.Open).
-func checkTrain(d *storage.Dataset, p *partition.Partitioning) error {
-	train := d.TrainIdx()
-	file := filepath.Join(p.Dir(), partition.FileTrainMembers)
-	m := p.Manifest()
-	redo := fmt.Sprintf("the partitioning was made for another training split; partition the dataset again (ssdgnn partition %s --method %s --parts %d --name %s --force)", d.Dir(), m.Method, m.K, m.Name)
-	var n int64
-	for q := range p.K() {
-		n += int64(len(p.TrainMembers(q)))
-	}
-	if n != int64(len(train)) {
-		return fmt.Errorf("%w: %s lists %d training nodes, the dataset's %s %d: %s", partition.ErrMismatch, file, n, storage.FileTrain, len(train), redo)
-	}
-	i := int64(0)
-	for q := range p.K() {
-		for _, v := range p.TrainMembers(q) {
-			if _, ok := slices.BinarySearch(train, v); !ok {
-				return fmt.Errorf("%w: %s: element %d: node %d is not a training node in the dataset's %s: %s", partition.ErrMismatch, file, i, v, storage.FileTrain, redo)
-			}
-			i++
-		}
-	}
-	return nil
+	return p.CheckTrain(d)
 }
