@@ -125,3 +125,28 @@ func TestRelabelOtherSplit(t *testing.T) {
 		t.Errorf("relabel refused but left %s (%v)", out, err)
 	}
 }
+
+// TestFitWorkers: default workers (one per core) shrink to what a memory
+// limit holds, never below the 2 the per-node figure was measured with,
+// since MinMemory now counts each worker's scratch (on a 16-core machine
+// the default would otherwise be refused where 2 workers fit).
+func TestFitWorkers(t *testing.T) {
+	g, _ := planted(2000, 20, 6, 0.9, 0.1, testSeed(t))
+	d := g.write(t, t.TempDir())
+	defer d.Close()
+	o := (&Options{Parts: 10000, Workers: 16}).withDefaults()
+	at := func(w int) int64 { c := o; c.Workers = w; return MinMemory(d, &c) }
+	for _, c := range []struct {
+		lim  int64
+		want int
+	}{{at(16), 16}, {at(16) + 1, 16}, {at(16) - 1, 15}, {at(5), 5}, {at(5) - 1, 4}, {at(2), 2}, {at(2) - 1, 2}, {1, 2}} {
+		if got := fitWorkers(d, &o, c.lim); got != c.want {
+			t.Errorf("fitWorkers(limit %d) = %d, want %d", c.lim, got, c.want)
+		}
+	}
+	one := o
+	one.Workers = 1
+	if got := fitWorkers(d, &one, 1); got != 1 {
+		t.Errorf("fitWorkers with 1 worker = %d", got)
+	}
+}
