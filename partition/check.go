@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -133,4 +134,39 @@ func (p *Partitioning) corruptFrom(err error) error {
 		return &CorruptError{File: se.File, Index: se.Index, Offset: se.Offset, Msg: se.Msg}
 	}
 	return err
+}
+
+// CheckTrain reports whether train_members.npy lists exactly d's training
+// nodes. Partition batches take their targets from it, and Open compares
+// only N and E with a dataset, so a partitioning of the same graph made
+// for another split (copied from a dataset generated or imported with
+// other split fractions or seed) would train on that split's nodes,
+// validation and test nodes among them, and Relabel would carry it into a
+// copy whose partitioning no reader accepts. A member is looked up in the
+// sorted train_idx (O(T log T), no memory); with the counts equal and
+// every member found the sets are equal, since a node is in one part only
+// and ascending within it (checked at Open). A mismatch is ErrMismatch
+// naming the file and the count or element.
+func (p *Partitioning) CheckTrain(d *storage.Dataset) error {
+	train := d.TrainIdx()
+	file := filepath.Join(p.dir, FileTrainMembers)
+	redo := fmt.Sprintf("the partitioning was made for another training split; partition the dataset again (ssdgnn partition %s --method %s --parts %d --name %s --force)",
+		d.Dir(), p.man.Method, p.man.K, p.man.Name)
+	var n int64
+	for q := range p.K() {
+		n += int64(len(p.TrainMembers(q)))
+	}
+	if n != int64(len(train)) {
+		return fmt.Errorf("%w: %s lists %d training nodes, the dataset's %s %d: %s", ErrMismatch, file, n, storage.FileTrain, len(train), redo)
+	}
+	i := int64(0)
+	for q := range p.K() {
+		for _, v := range p.TrainMembers(q) {
+			if _, ok := slices.BinarySearch(train, v); !ok {
+				return fmt.Errorf("%w: %s: element %d: node %d is not a training node in the dataset's %s: %s", ErrMismatch, file, i, v, storage.FileTrain, redo)
+			}
+			i++
+		}
+	}
+	return nil
 }

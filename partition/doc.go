@@ -69,6 +69,10 @@
 // every pass re-reads it from the disk (at 20 M nodes under 2 GiB, before
 // indptr was advised random: 178 GiB read and 2.3× the linear time; the
 // random-advice run was not repeated; docs/benchmarks.md).
+// The pick depends on the machine, so one seed can give two partitions
+// (1M nodes, k 1,000: bfs without a limit, id in a 96 MiB cgroup);
+// Stats.OrderWhy records why and the CLI prints it with the order that
+// reproduces the partition anywhere.
 // With OrderID every pass is one sweep in storage order, level 2 included:
 // the k1 second-level streams run at once, node v going to its part's
 // streamer as one ascending sweep reaches it (level2Sweep), which assigns
@@ -213,7 +217,8 @@
 // Open, Members, TrainMembers and AdjacencyOf of any q in [0, K) are in
 // bounds and hold valid node ids. Verify returns that verdict without
 // reading again. The checks against the dataset (degrees, cross counts at
-// most the degree) are in sample.NewPartitionFiles, which has both.
+// most the degree, train_members exactly the dataset's training nodes) are
+// in sample.NewPartitionFiles, which has both.
 //
 // # Partition-major layout
 //

@@ -87,6 +87,11 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	k := spec.k
 	n := float64(max(spec.n, 1))
 	s.alpha = o.AlphaScale * math.Pow(float64(k), o.Gamma-1) * max(spec.m, 1) / math.Pow(n, o.Gamma)
+	if !(s.alpha > 0 && s.alpha <= math.MaxFloat64) {
+		// k^(γ−1) or n^γ overflowed (a large Gamma): the same α from
+		// logarithms, which at worst underflows to 0.
+		s.alpha = o.AlphaScale * math.Exp((o.Gamma-1)*math.Log(float64(k))+math.Log(max(spec.m, 1))-o.Gamma*math.Log(n))
+	}
 	s.capN, s.capT = spec.capN, spec.capT
 	if s.capN == 0 {
 		s.capN = partCap(spec.n, k, o.Epsilon)
@@ -118,9 +123,19 @@ func newStreamer(d *storage.Dataset, o *Options, spec levelSpec, isTrain func(in
 	return s
 }
 
-// partCap is a part's cap for n items over k parts: ceil((1+ε)·n/k).
+// partCap is a part's cap for n items over k parts: ceil((1+ε)·n/k) of
+// the decimal ε the caller wrote. float64 cannot hold 0.1, so (1+ε)·n/k
+// can land just above an integer the decimal product equals (1.1·50000/100
+// is 550.0000000000001), and its ceiling was one more than promised; a
+// product within a relative 1e-12 above an integer is that integer. The
+// cap never falls below ceil(n/k), so k parts always hold n.
 func partCap(n int64, k int, eps float64) int64 {
-	return min(n, int64(math.Ceil((1+eps)*float64(n)/float64(k))))
+	x := (1 + eps) * float64(n) / float64(k)
+	c := math.Ceil(x)
+	if r := math.Round(x); r < c && x-r <= 1e-12*x {
+		c = r
+	}
+	return min(n, max(int64(c), (n+int64(k)-1)/int64(k)))
 }
 
 // hashes is how many hash locations a neighbour carries: the filters' h
@@ -167,7 +182,15 @@ func (s *streamer) penalty(p int) float64 {
 	} else {
 		g = math.Pow(sz, s.gamma-1)
 	}
-	return s.alpha*s.gamma*g + s.lambda*float64(s.trainLoad[p])/s.avgT
+	pen := s.alpha*s.gamma*g + s.lambda*float64(s.trainLoad[p])/s.avgT
+	if !(pen <= math.MaxFloat64) {
+		// Overflowed (+Inf) or 0·Inf (NaN), from a large Gamma or Lambda:
+		// the largest finite penalty, since the tournaments read +Inf as
+		// "full" and NaN compares false (before, --lambda 1e308 ended in
+		// ErrInfeasible and --gamma 1e10 left parts empty).
+		pen = math.MaxFloat64
+	}
+	return pen
 }
 
 func (s *streamer) fullN(p int) bool { return s.size[p] >= s.capN }

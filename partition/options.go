@@ -127,8 +127,9 @@ type Options struct {
 	// method, gpmetis).
 	Seed int64
 	// Workers bounds the second-level worker pool and the parallel
-	// frontier scoring (default GOMAXPROCS); above 1, level 1 also
-	// gathers on a second goroutine (see the package doc, Read-ahead).
+	// frontier scoring (default GOMAXPROCS, at most MaxWorkers); above 1,
+	// level 1 also gathers on a second goroutine (see the package doc,
+	// Read-ahead). MinMemory counts each second-level worker's scratch.
 	Workers int
 	// ParallelDegree is the degree from which one node's neighbour list is
 	// scored by Workers goroutines in parallel (default 4096; -1 disables).
@@ -142,6 +143,8 @@ type Options struct {
 	Logger *slog.Logger
 
 	ctx context.Context // set by RunContext; nil means context.Background()
+	// autoWhy is why Run resolved OrderAuto as it did (Stats.OrderWhy).
+	autoWhy string
 	// perPart runs OrderID's second level part by part instead of in one
 	// sweep (level2Sweep); tests compare the two.
 	perPart bool
@@ -263,8 +266,8 @@ func (c *Options) validate() error {
 	if c.Order != OrderID && c.Order != OrderRandom && c.Order != OrderBFS && c.Order != OrderAuto {
 		return bad("Order", "%q (want %q, %q, %q or %q)", c.Order, OrderAuto, OrderID, OrderRandom, OrderBFS)
 	}
-	if c.Workers < 1 {
-		return bad("Workers", "%d must be >= 1", c.Workers)
+	if c.Workers < 1 || c.Workers > MaxWorkers() {
+		return bad("Workers", "%d, want 0 (one per core) to %d (four per core, at least 8): each second-level worker holds scratch of its own", c.Workers, MaxWorkers())
 	}
 	if c.ParallelDegree < -1 {
 		return bad("ParallelDegree", "%d must be >= 1 or -1", c.ParallelDegree)
@@ -292,3 +295,10 @@ func defaultFirstLevel(k int) int {
 	}
 	return best
 }
+
+// MaxWorkers is the most workers Options accepts: four per core (at least
+// 8), as sample.MaxWorkers. The work is CPU-bound, and every second-level worker
+// holds its own scratch (workerBytes): before the bound, --workers 100000
+// ran min(100000, k1) = 100 of them at once and was OOM-killed in a memory
+// cgroup that MinMemory had passed (1M nodes, k 10,000, 100 MiB).
+func MaxWorkers() int { return max(8, 4*runtime.GOMAXPROCS(0)) }

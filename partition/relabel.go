@@ -240,6 +240,11 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		return nil, fmt.Errorf("%w: partitioning %s is for %d nodes / %d edges, dataset has %d / %d",
 			ErrMismatch, p.dir, p.man.NumNodes, p.man.NumEdges, n, d.NumEdges())
 	}
+	// Before any work: a partitioning of another split would be carried
+	// into a copy whose partitioning no reader accepts (sweep 28, P1).
+	if err := p.CheckTrain(d); err != nil {
+		return nil, err
+	}
 	if need := RelabelMinMemFor(d, p, opt.Order); opt.MemBytes < need {
 		return nil, fmt.Errorf("%w: %d nodes in order %q need at least %d bytes (%d MiB) for the id map, sort keys and buffers, given %d",
 			ErrRelabelMem, n, opt.Order, need, (need+1<<20-1)>>20, opt.MemBytes)

@@ -65,8 +65,17 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 			ErrOptions, o.Parts, n, int64(o.Parts)-n, n)
 	}
 	if lim, ok := cgroup.SelfMemoryLimit(); ok {
+		if opts == nil || opts.Workers == 0 {
+			if w := fitWorkers(d, &o, lim); w < o.Workers {
+				o.Logger.Info("partition: fewer workers to fit the memory cgroup's limit", "workers", w, "default", o.Workers, "limit", lim)
+				o.Workers = w
+			}
+		}
 		if need := MinMemory(d, &o); need > lim {
 			terms := fmt.Sprintf("%d bytes a node for the assignment, filters and stream state, the read-ahead", stateBytesPerNode)
+			if x := extraWorkersBytes(d.NumNodes(), &o); x > 0 && o.Method != Random {
+				terms += fmt.Sprintf(", %s for --workers %d (second-level scratch beyond %d workers; fewer workers need less)", bytefmt.Up(x), o.Workers, measuredWorkers)
+			}
 			if o.Method == Random {
 				terms = "12 bytes a node for the order and the assignment"
 			}
@@ -75,9 +84,8 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		}
 	}
 	if o.Order == OrderAuto {
-		var why string
-		o.Order, why = AutoOrder(d, &o)
-		o.Logger.Info("partition: stream order "+o.Order, "why", why)
+		o.Order, o.autoWhy = AutoOrder(d, &o)
+		o.Logger.Info("partition: stream order "+o.Order, "why", o.autoWhy)
 	}
 	// The phases hint the CSR mappings for how they read them
 	// (adviseCSR); afterwards they are back at the dataset's default.
@@ -109,6 +117,19 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 		}
 	}
 	return st, nil
+}
+
+// fitWorkers is the most workers, at most o.Workers and at least
+// measuredWorkers (or o.Workers when fewer), whose MinMemory fits lim.
+// Workers left at the default (one per core) shrink to it: the partition
+// does not depend on them, and each second-level worker holds its own
+// scratch (workerBytes).
+func fitWorkers(d *storage.Dataset, o *Options, lim int64) int {
+	c := *o
+	for c.Workers > measuredWorkers && MinMemory(d, &c) > lim {
+		c.Workers--
+	}
+	return c.Workers
 }
 
 // run computes the assignment and writes it into dir, prepared.

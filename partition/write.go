@@ -110,6 +110,13 @@ type Stats struct {
 	WriteSeconds  float64 `json:"write_seconds"`
 	Seed          int64   `json:"seed"`
 	Order         string  `json:"order"`
+	// OrderWhy is why OrderAuto (the default) resolved to Order: the
+	// memory it found. It depends on the machine (cgroup limit,
+	// MemAvailable), so the same seed on another machine, or with other
+	// memory free, may stream in the other order and give another
+	// partition; passing Order itself gives this one anywhere. Empty when
+	// the order was given.
+	OrderWhy      string  `json:"order_why,omitempty"`
 	Gamma         float64 `json:"gamma"`
 	Epsilon       float64 `json:"epsilon"`
 	Lambda        float64 `json:"lambda"`
@@ -317,7 +324,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		Name: o.Name, Method: o.Method, K: k, K1: res.k1, K2: res.k2,
 		NumNodes: n, NumEdges: d.NumEdges(), NumTrain: int64(len(train)),
 		AssignSeconds: assignSecs, FilterBytes: res.filterBytes,
-		Passes: o.Passes, Seed: o.Seed, Order: o.Order, Gamma: o.Gamma, Epsilon: o.Epsilon,
+		Passes: o.Passes, Seed: o.Seed, Order: o.Order, OrderWhy: o.autoWhy, Gamma: o.Gamma, Epsilon: o.Epsilon,
 		Lambda: o.Lambda, FalsePositive: o.FalsePositive, Workers: o.Workers,
 		ExternalSeconds: res.extSeconds, ExternalPeakRSSBytes: res.extRSS,
 		Refine: res.refine, RefineMoves: res.refineMoves, RefineSeconds: res.refineSecs,
@@ -328,7 +335,7 @@ func write(d *storage.Dataset, dir string, o *Options, res result, start time.Ti
 		st.FalsePositive = 0
 	}
 	if !o.Method.Streams() {
-		st.Passes, st.Order, st.Gamma, st.Epsilon, st.Lambda = 0, "", 0, 0, 0
+		st.Passes, st.Order, st.OrderWhy, st.Gamma, st.Epsilon, st.Lambda = 0, "", "", 0, 0, 0
 	}
 	part := res.part
 	for v, p := range part {

@@ -44,9 +44,13 @@
 //   - Indptr (NumDst+1 entries, int64) and Indices (int32 source-local
 //     ids) hold the sampled edges in CSR by destination: destination i
 //     aggregates Src[Indices[Indptr[i]:Indptr[i+1]]];
-//   - each destination has exactly min(Fanouts[l], degree) distinct
-//     sampled neighbours (all of them for fanout -1), each a real edge,
-//     except reused nodes (below), which have none.
+//   - each destination has exactly min(Fanouts[l], degree) sampled
+//     edges (all of them for fanout -1), each a real edge, except reused
+//     nodes (below), which have none. They are distinct positions of its
+//     neighbour list, so distinct neighbours unless the list repeats one
+//     (duplicate edges kept by an import's --keep-duplicates): then the
+//     neighbour comes as often as its entries are drawn, as DGL samples
+//     edges of a multigraph.
 //
 // Sampling is uniform without replacement (Floyd's algorithm) with a PCG
 // generator seeded from (Seed, epoch, batch index), so batches do not

@@ -52,8 +52,10 @@ func (pf *PartitionFiles) Partitioning() *partition.Partitioning { return pf.p }
 // NewPartitionFiles wraps p, a partitioning of d. The caller still owns p
 // and must Close both (this first). It checks what ties the two together,
 // in O(N): every member's stored degree in adj_indptr.npy equals its
-// degree in the dataset, and every cross count is at most that degree. A
-// violation is a *partition.CorruptError naming the file and element.
+// degree in the dataset, and every cross count is at most that degree (a
+// violation is a *partition.CorruptError naming the file and element);
+// and in O(T log T) that train_members.npy lists exactly the dataset's
+// training nodes (else partition.ErrMismatch, naming the element).
 func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*PartitionFiles, error) {
 	if int64(len(p.Part())) != d.NumNodes() {
 		return nil, fmt.Errorf("%w: partitioning covers %d nodes, dataset has %d", ErrInvalidOptions, len(p.Part()), d.NumNodes())
@@ -201,5 +203,5 @@ func checkAgainst(d *storage.Dataset, p *partition.Partitioning) error {
 			return bad(partition.FileCross, int64(v), "count %d exceeds the node's degree %d", c, deg)
 		}
 	}
-	return nil
+	return p.CheckTrain(d)
 }

@@ -234,3 +234,51 @@ func TestPartitionFilesReplaced(t *testing.T) {
 		t.Errorf("replaced partitioning: %v", err)
 	}
 }
+
+// TestPartitionFilesOtherSplit: a partitioning made for the same graph with
+// another training split (copied from a dataset generated or imported with
+// other split fractions or seed; N and E agree, so partition.Open takes it)
+// is refused: partition batches take their targets from train_members.npy,
+// so before this check rr and train silently used the other split's
+// training nodes, validation and test nodes among them.
+func TestPartitionFilesOtherSplit(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 16))
+	adj, _, train := communityGraph(r, 4, 20, 6, 2, 2) // even ids
+	src := writeDataset(t, adj, train, 0)
+	if _, err := partition.Run(src, &partition.Options{Parts: 4, Method: partition.FennelExact, Seed: 1, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	odd := make([]int64, len(train)) // as many training nodes, other ids
+	for i, v := range train {
+		odd[i] = v + 1
+	}
+	for _, tc := range []struct {
+		name  string
+		train []int64
+		want  string
+	}{
+		{"same count", odd, "train_members.npy: element "},
+		{"fewer", train[:len(train)-3], "training nodes"},
+		{"more", append(slices.Clone(train), 1), "training nodes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := writeDataset(t, adj, tc.train, 0)
+			if err := os.CopyFS(partition.Dir(d.Dir(), string(partition.FennelExact)), os.DirFS(partition.Dir(src.Dir(), string(partition.FennelExact)))); err != nil {
+				t.Fatal(err)
+			}
+			pf, err := sample.OpenPartitionFiles(d, d.Dir(), string(partition.FennelExact))
+			if err == nil {
+				defer pf.Close()
+				var n int
+				for q := range pf.K() {
+					n += len(pf.TrainMembers(q))
+				}
+				t.Fatalf("a partitioning of another split was accepted: its batches would train on %d nodes, the dataset has %d training nodes", n, len(tc.train))
+			}
+			if !errors.Is(err, partition.ErrMismatch) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "train_idx.npy") {
+				t.Errorf("partitioning of another split: %v", err)
+			}
+		})
+	}
+}

@@ -186,3 +186,18 @@ func TestPartitionBatchesEven(t *testing.T) {
 		}
 	}
 }
+
+// TestRRPlotLabelRoom: the y axis of rr's chart leaves room above the
+// tallest bar for its value label; it ended at the bar, and the label
+// "33.6" of the 50k-node graph's random row was drawn into the title.
+func TestRRPlotLabelRoom(t *testing.T) {
+	res := &RRResult{Dataset: "g", Fanouts: []int{10, 10}, BatchSize: 1000,
+		Rows: []RRRow{{Selection: SelRandom, RR: 33.6}, {Selection: SelPartition, RR: 29.5}}}
+	p, err := rrPlot(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Max < 1.1*33.6 {
+		t.Errorf("y axis ends at %v, no room above the tallest bar (33.6) for its label", p.Y.Max)
+	}
+}

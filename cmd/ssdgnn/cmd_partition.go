@@ -83,6 +83,12 @@ atomically with a manifest; see docs/format.md.`,
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "partitioning\t%s (%s), k = %d = %d x %d\n", st.Name, st.Method, st.K, st.K1, st.K2)
+			switch {
+			case st.OrderWhy != "":
+				fmt.Fprintf(tw, "stream order\t%s (auto: %s; --order %s gives this partition whatever the memory)\n", st.Order, st.OrderWhy, st.Order)
+			case st.Order != "":
+				fmt.Fprintf(tw, "stream order\t%s\n", st.Order)
+			}
 			fmt.Fprintf(tw, "edge cut\t%.4f (%s of %s directed edges)\n", st.EdgeCut, humanize.Comma(st.CutEdges), humanize.Comma(st.NumEdges))
 			fmt.Fprintf(tw, "nodes per part\tmax %d, avg %.1f (%d empty parts)\n", st.MaxNodes, st.AvgNodes, st.EmptyParts)
 			fmt.Fprintf(tw, "train per part\tmax %d, avg %.1f\n", st.MaxTrain, st.AvgTrain)
@@ -112,8 +118,8 @@ atomically with a manifest; see docs/format.md.`,
 	f.IntVar(&o.Passes, "passes", 0, "fennel methods: streaming passes; later passes restream with the previous assignment (0: default)")
 	f.IntVar(&o.Refine, "refine", 0, "fennel methods: greedy refinement rounds after the streaming passes (0: default, -1: none)")
 	f.StringVar(&o.Order, "order", "", "fennel methods: stream order: auto (bfs when the CSR fits in memory, else id, read in storage order), bfs, id or random (seeded)")
-	f.Int64Var(&o.Seed, "seed", 1, "random seed; the same seed gives the same partition")
-	f.IntVar(&o.Workers, "workers", 0, "worker goroutines (0: one per core)")
+	f.Int64Var(&o.Seed, "seed", 1, "random seed; the same seed and stream order give the same partition (--order auto picks by the memory it finds, and the report names its pick)")
+	f.IntVar(&o.Workers, "workers", 0, "worker goroutines (0: one per core; at most four per core, at least 8)")
 	f.BoolVar(&o.Force, "force", false, "overwrite an existing partitioning of the same name")
 	f.BoolVar(&asJSON, "json", false, "print the stats as JSON")
 	return cmd

@@ -51,6 +51,11 @@ naming the least limit.`,
 			if o.Fanouts, err = cliflags.ParseInts("fanouts", fanouts); err != nil {
 				return err
 			}
+			// One layer reuses no embedding: the partition+hist row is
+			// left out, and its flags mean nothing.
+			if err := cliflags.Inapplicable(cmd.Flags(), len(o.Fanouts) == 1, "with one layer (--fanouts "+fanouts+"; the partition+hist row needs two)", "hist-frac", "no-hist"); err != nil {
+				return err
+			}
 			if err := source.Check(); err != nil {
 				return err
 			}

@@ -57,6 +57,9 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
 		// 0 measured the default 0.2 (sweep 26, P1).
 		{[]string{"rr", dir, "--hist-frac", "0"}, "--hist-frac 0: want a positive value (omit the flag for the default, 0.2)"},
+		// One layer reuses nothing: the row was the partition row again (sweep 28, P11).
+		{[]string{"rr", dir, "--fanouts", "10", "--hist-frac", "0.5"}, "--hist-frac has no effect with one layer (--fanouts 10; the partition+hist row needs two)"},
+		{[]string{"rr", dir, "--fanouts", "10", "--no-hist"}, "--no-hist has no effect with one layer"},
 		{[]string{"plan", dir, "--mem", "1GiB", "--hidden", "0"}, "--hidden 0"},
 		{[]string{"train", dir, "--mem", "8EiB"}, `for "--mem" flag`},
 		{[]string{"train", dir, "--source", "ring"}, `source "ring": want mmap, pread, direct or batch`},

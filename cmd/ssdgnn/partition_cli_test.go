@@ -137,3 +137,46 @@ func TestPartitionHelpMethods(t *testing.T) {
 		t.Errorf("partition --help:\n%s", out)
 	}
 }
+
+// TestPartitionNamesAutoOrder: the default --order auto picks bfs or id by
+// the memory it finds (cgroup limit, MemAvailable), so the same seed can
+// give another partition on another machine or under another limit
+// (measured: 1M nodes, fennel-exact, k 1000, seed 1: bfs without a limit,
+// id in a 96 MiB cgroup, other part.npy). The report names the order and
+// why, and how to get the same partition anywhere; an order given is
+// printed without the note.
+func TestPartitionNamesAutoOrder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "500", "--feat-dim", "4", "--classes", "3", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "partition", dir, "--parts", "10", "--method", "fennel-exact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "stream order    bfs (auto: the CSR") || !strings.Contains(out, "--order bfs gives this partition whatever the memory") {
+		t.Errorf("partition with --order auto:\n%s", out)
+	}
+	js, _, err := run(t, "partition", dir, "--parts", "10", "--method", "fennel-exact", "--name", "j", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st partition.Stats
+	if err := json.Unmarshal([]byte(js), &st); err != nil || st.Order != partition.OrderBFS || !strings.Contains(st.OrderWhy, "fit in") {
+		t.Errorf("--json: %v order %q why %q", err, st.Order, st.OrderWhy)
+	}
+	out, _, err = run(t, "partition", dir, "--parts", "10", "--method", "fennel-exact", "--order", "id", "--name", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "stream order    id\n") {
+		t.Errorf("partition --order id:\n%s", out)
+	}
+	out, _, err = run(t, "partition", dir, "--parts", "10", "--method", "random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "stream order") {
+		t.Errorf("partition --method random names a stream order:\n%s", out)
+	}
+}
