@@ -266,3 +266,76 @@ func TestResumeOtherPartitioning(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFileProfileOfOtherData: train --plan reads its plan's profile
+// to rank the caches and recount the reads. A profile made on another
+// dataset (its dataset_checksum) is refused, as 'ssdgnn plan' refuses it;
+// one made on a partitioning replaced since (partition --force) is
+// warned about, as 'ssdgnn plan' warns. Before, both were taken without
+// a word (the sweep's run: a 50,000-node graph's profile copied into
+// another 50,000-node graph trained with its caches ranked by the other
+// graph's counts).
+func TestPlanFileProfileOfOtherData(t *testing.T) {
+	d := ownSynth(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	parts := func(k int) (sample.Partitions, *partition.Partitioning) {
+		t.Helper()
+		if _, err := partition.Run(d, &partition.Options{Parts: k, Seed: 1, Name: "p", Force: true, Logger: quiet}); err != nil {
+			t.Fatal(err)
+		}
+		pt, err := partition.Open(d.Dir(), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pt.Close() })
+		pf, err := sample.NewPartitionFiles(d, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pf.Close() })
+		return pf, pt
+	}
+	opts := func(pf sample.Partitions, pt *partition.Partitioning) (*Options, *MemPlanOptions) {
+		o := synthOpts()
+		o.Selection, o.Partitions, o.Logger = sample.ModePartition, pf, quiet
+		return o, &MemPlanOptions{MemBytes: roomyBudget(d), Part: pt.Part(), Partition: "p", Cross: pt.Cross(), ProfileName: "x"}
+	}
+	o, mo := opts(parts(20))
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same partitioning (written again, the same assignment): no
+	// warning.
+	o, mo = opts(parts(20))
+	mo.PlanFile, mo.ProfileName = mp.PlanPath, ""
+	same, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(same.Warning, "partitioning") {
+		t.Errorf("the same partitioning: warning %q", same.Warning)
+	}
+	// Replaced by another assignment: a warning naming it.
+	o, mo = opts(parts(10))
+	mo.PlanFile, mo.ProfileName = mp.PlanPath, ""
+	re, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(re.Warning, `partitioning "p"`) || !strings.Contains(re.Warning, "assignment") {
+		t.Errorf("a partitioning replaced since the profile: warning %q", re.Warning)
+	}
+	// The plan and its profile in another dataset of as many nodes.
+	other := storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 8}, nil)
+	if err := os.CopyFS(filepath.Join(other.Dir(), "profile"), os.DirFS(filepath.Join(d.Dir(), "profile"))); err != nil {
+		t.Fatal(err)
+	}
+	r := synthOpts()
+	r.Logger = quiet
+	_, err = PlanMemory(context.Background(), other, r, &MemPlanOptions{MemBytes: roomyBudget(other), PlanFile: mp.PlanPath})
+	if !errors.Is(err, ErrPlanMismatch) || !errors.Is(err, planner.ErrMismatch) || !strings.Contains(err.Error(), "made on dataset") ||
+		!strings.Contains(err.Error(), mp.PlanPath) {
+		t.Errorf("a plan whose profile was made on another dataset: %v", err)
+	}
+}

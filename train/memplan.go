@@ -525,6 +525,20 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		mp.Warning = strings.TrimPrefix(mp.Warning+"; "+profileMismatch(mp.Plan.Profile, full, &o, reads), "; ")
+		if full != nil && full.Meta.Partition != "" && o.Selection == sample.ModePartition {
+			// A profile of a partitioning replaced since counts other
+			// batches, as 'ssdgnn plan' warns (and a bare --mem profiles
+			// again rather than reuse it).
+			w := ""
+			if mo.Partition != "" && mo.Partition != full.Meta.Partition {
+				w = fmt.Sprintf("profile %q was made on partitioning %q, training uses %q: its counts are those of other batches", full.Meta.Name, full.Meta.Partition, mo.Partition)
+			} else if err := full.Meta.OfPartition(mo.Part); err != nil && mo.Part != nil {
+				w = strings.TrimPrefix(err.Error(), "planner: ")
+			}
+			if w != "" {
+				mp.Warning = strings.TrimPrefix(mp.Warning+"; "+w, "; ")
+			}
+		}
 		mp.Warning = strings.TrimSuffix(mp.Warning, "; ")
 		if w := cfg.HistWidth(); mp.Plan.Hidden > 0 && w > 0 && mp.Plan.Hidden != w && !o.NoHist {
 			mp.Warning = strings.TrimPrefix(mp.Warning+"; ", "; ") + fmt.Sprintf(
@@ -1298,6 +1312,13 @@ func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...an
 	p, err := planner.LoadProfile(d.Dir(), res.Profile)
 	switch {
 	case err == nil && p.Meta.NumNodes == d.NumNodes():
+		// Its counts rank the caches and are recounted for training's
+		// batches: those of another dataset (a profile directory copied
+		// over, a dataset replaced since) are refused, as 'ssdgnn plan'
+		// refuses them.
+		if err := p.Meta.OfDataset(d); err != nil {
+			return nil, nil, fmt.Errorf("%w: plan %s: %w", ErrPlanMismatch, path, err)
+		}
 		if res.ProfileID != "" && p.ID() != res.ProfileID {
 			// Saved again under the name since (another training's --mem
 			// re-profiles into "train"): its counts rank the caches the
