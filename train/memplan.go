@@ -192,6 +192,12 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	return minimumBudgetWith(d, opts, 0, true)
 }
 
+// PlanFileMinimumBudget is MinimumBudget for training with a plan file
+// (train --plan): no profiling epoch, the saved profile read back.
+func PlanFileMinimumBudget(d *storage.Dataset, opts *Options) int64 {
+	return minimumBudgetWith(d, opts, 0, false)
+}
+
 // minimumBudgetWith is MinimumBudget with caches sized by hand that take
 // given bytes (tables included) beside training: a lower bound, since
 // their address tables may be the plan's too. Without profiling (a plan

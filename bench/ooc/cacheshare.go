@@ -3,8 +3,7 @@ package ooc
 import (
 	"fmt"
 
-	"github.com/dustin/go-humanize"
-
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -54,12 +53,47 @@ func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 	}
 	cb, err := train.CacheShare(d, to, p, o.MemLimit)
 	if err != nil {
-		// The child's --mem is --mem-limit: say so, and which of bench
-		// ooc's flags change it (the message names train's --mem).
-		return 0, fmt.Errorf("ooc: --mem-limit %s cannot train the ssdgnn configuration (its children get --mem %[1]s; raise --mem-limit, or lower --batch-size or --fanouts): %w",
-			humanize.IBytes(uint64(o.MemLimit)), err)
+		// The child's --mem is --mem-limit: say so, the least that
+		// trains, and which of bench ooc's flags change it (the message
+		// names train's --mem).
+		raise := "raise --mem-limit"
+		if least := leastShareLimit(d, to, p); least > o.MemLimit {
+			raise = "raise --mem-limit to at least " + bytefmt.Up(least)
+		}
+		return 0, fmt.Errorf("ooc: --mem-limit %s cannot train the ssdgnn configuration (its children get --mem %[1]s; %s, or lower --batch-size or --fanouts): %w",
+			bytefmt.Down(o.MemLimit), raise, err)
 	}
 	return cb, nil
+}
+
+// leastShareLimit is the least --mem-limit under which the ssdgnn
+// configuration trains on d: at least what train --plan accepts
+// (train.PlanFileMinimumBudget), and enough for train.CacheShare; 0 when
+// none up to 1 EiB is.
+func leastShareLimit(d *storage.Dataset, to *train.Options, p *planner.Profile) int64 {
+	fits := func(m int64) bool {
+		_, err := train.CacheShare(d, to, p, m)
+		return err == nil
+	}
+	lo := train.PlanFileMinimumBudget(d, to)
+	if fits(lo) {
+		return lo
+	}
+	hi := lo
+	for !fits(hi) {
+		if hi > 1<<60 {
+			return 0
+		}
+		hi *= 2
+	}
+	for hi-lo > 1 { // fits(hi), !fits(lo)
+		if mid := lo + (hi-lo)/2; fits(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // shareArgs is the ssdgnn child's argument list on ds after "train",
