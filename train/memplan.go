@@ -192,10 +192,50 @@ func MinimumBudget(d *storage.Dataset, opts *Options) int64 {
 	return minimumBudgetWith(d, opts, 0, true)
 }
 
-// PlanFileMinimumBudget is MinimumBudget for training with a plan file
-// (train --plan): no profiling epoch, the saved profile read back.
-func PlanFileMinimumBudget(d *storage.Dataset, opts *Options) int64 {
-	return minimumBudgetWith(d, opts, 0, false)
+// PlanFileMinimumBudget is the least --mem that PlanMemory with a plan
+// file (train --plan) accepts for training d with opts when asked for mem,
+// judged as PlanMemory judges it: no profiling epoch, the saved profile
+// read back, one batch in flight when opts leaves it to the budget, and
+// fewer sampling workers when opts leaves them to the budget and mem is
+// below the minimum with one per core (so the answer can depend on mem,
+// through the workers and the read depth).
+func PlanFileMinimumBudget(d *storage.Dataset, opts *Options, mem int64) (int64, error) {
+	if err := opts.Validate(); err != nil {
+		return 0, err
+	}
+	o := withFanoutsOf(opts.withDefaults(), d)
+	if err := streamOnGraph(&o, opts, d); err != nil {
+		return 0, err
+	}
+	if opts.FeatIODepth == 0 {
+		o.FeatIODepth = GatherDepth(mem)
+	}
+	least := o
+	if opts.InFlight == 0 && !opts.Spill {
+		least.InFlight = 1
+	}
+	m, _, _ := acceptedMinimum(d, opts, &least, mem, false)
+	return m, nil
+}
+
+// acceptedMinimum is the least budget PlanMemory accepts for least (o with
+// one batch in flight where the budget chooses it) under mem: with every
+// core's sampling worker, or, where opts leaves the workers to the budget
+// and mem is below that, with the fewest that fit (w, 0 when none does:
+// then least.Workers is one and the minimum named is one worker's).
+// withAll is the minimum with every core's worker.
+func acceptedMinimum(d *storage.Dataset, opts, least *Options, mem int64, profiling bool) (minMem, withAll int64, w int) {
+	withAll = minimumBudgetWith(d, least, 0, profiling)
+	if opts.Workers != 0 || mem <= 0 || mem >= withAll {
+		return withAll, withAll, 0
+	}
+	// Each sampling worker holds a batch under construction (and
+	// macro-batch caches): on many cores the workers alone can pass the
+	// budget. Left to the budget, take fewer of them.
+	w = workersToFit(least, mem, func(o *Options) int64 { return minimumBudgetWith(d, o, 0, profiling) })
+	// Too small even for one: the minimum to name is one worker's.
+	least.Workers = max(w, 1)
+	return minimumBudgetWith(d, least, 0, profiling), withAll, w
 }
 
 // minimumBudgetWith is MinimumBudget with caches sized by hand that take
@@ -478,20 +518,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		}
 		profiling = saved == nil
 	}
-	minMem := minimumBudgetWith(d, &least, 0, profiling)
-	if opts.Workers == 0 && mo.MemBytes > 0 && mo.MemBytes < minMem {
-		// Each sampling worker holds a batch under construction (and
-		// macro-batch caches): on many cores the workers alone can pass
-		// the budget. Left to the budget, take fewer of them.
-		w := workersToFit(&least, mo.MemBytes, func(o *Options) int64 { return minimumBudgetWith(d, o, 0, profiling) })
-		if w > 0 {
-			o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
-				"minimum_with_all", ibytes(minMem))
-			o.Workers = w
-		}
-		// Too small even for one: the minimum to name is one worker's.
-		least.Workers = max(w, 1)
-		minMem = minimumBudgetWith(d, &least, 0, profiling)
+	minMem, withAll, w := acceptedMinimum(d, opts, &least, mo.MemBytes, profiling)
+	if w > 0 {
+		o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
+			"minimum_with_all", ibytes(withAll))
+		o.Workers = w
 	}
 	m := d.Manifest()
 	cfg := ModelConfig{Kind: o.Model, InDim: d.FeatDim(), Hidden: o.Hidden, Classes: int(m.NumClasses), Layers: o.Layers, Heads: o.Heads}
