@@ -618,6 +618,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
 					return nil, err
 				}
+				mp.Plan.Recounted = remodeled // divided from the recounted profile
 			} else if remodeled {
 				if err := repredict(d, &o, mo, mp, full); err != nil {
 					return nil, err
@@ -1010,6 +1011,7 @@ func repredict(d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, 
 	}
 	o.Logger.Info("plan re-predicted for the batches training gathers", "plan", mp.PlanPath, "micro_batch_rows", p.Meta.Reads.MicroBatchRows,
 		"gather_reads", res.Predicted.GatherReads, "whole_batch_gather_reads", old.Predicted.GatherReads)
+	res.Recounted = true
 	mp.Plan, mp.Remodeled = res, true
 	return nil
 }
@@ -1366,6 +1368,12 @@ func readPlan(d *storage.Dataset, path string, log interface{ Info(string, ...an
 		return mp, p, nil
 	case err == nil, errors.Is(err, planner.ErrNotFound):
 		log.Info("plan's profile not usable; caches select by degree", "profile", res.Profile)
+		why := "is not in " + d.Dir()
+		if err == nil {
+			why = fmt.Sprintf("in %s is of %d nodes", d.Dir(), p.Meta.NumNodes)
+		}
+		mp.Warning = fmt.Sprintf("plan %s's profile %q %s: the caches take the plan's sizes but select by degree, not by the profile's counts, and its predictions are those of the profile's batches, not recounted for training's",
+			path, res.Profile, why)
 		return mp, nil, nil
 	}
 	return nil, nil, err
