@@ -52,6 +52,9 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"profile", dir, "--batch-size", "0"}, "--batch-size 0"},
 		// 0 profiled at the planner's depth 1, not the flag's 2 (sweep 26, P11).
 		{[]string{"profile", dir, "--reuse-depth", "0"}, "--reuse-depth 0: want a positive value (omit the flag for the default, 2)"},
+		// 0 profiled at the default staleness without a word, where
+		// train's --staleness 0 is refused (sweep 28, P8).
+		{[]string{"profile", dir, "--staleness", "0"}, "--staleness 0: want a positive value (omit the flag for the default)"},
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
 		// 0 measured the default 0.2 (sweep 26, P1).
 		{[]string{"rr", dir, "--hist-frac", "0"}, "--hist-frac 0: want a positive value (omit the flag for the default, 0.2)"},
