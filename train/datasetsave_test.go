@@ -394,3 +394,45 @@ func TestPlanFileWithoutItsProfile(t *testing.T) {
 		t.Errorf("a plan recounted for the cut: comparison %+v", rep.PlanComparison)
 	}
 }
+
+// TestEveryCacheGivenNoPlanTables: with every cache sized by hand (the
+// feature and neighbour caches off, the history cache given), nothing is
+// left to the plan, so its address tables are not reserved beside them:
+// a history cache that fills the caches' room trains. Before, it was
+// refused ("the plan needs 391 KiB of address tables beside them": train
+// syn --mem 80MiB --feat-cache 0 --neighbor-cache 0 --hist-cache
+// 3700000; sweep 28, P12).
+func TestEveryCacheGivenNoPlanTables(t *testing.T) {
+	d := ownSynth(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	o := synthOpts()
+	o.Logger, o.Hidden = quiet, 64 // a history cache wider than the caches' room
+	mem := MinimumBudget(d, o) + 64<<10
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := mp.Budget.Caches
+	o = synthOpts()
+	o.Logger, o.Epochs, o.Hidden = quiet, 1, 64
+	o.FeatCacheBytes, o.NeighborCacheBytes = -1, -1
+	o.HistCacheBytes = room - 1024
+	w := o.withDefaults()
+	given := givenCacheBytes(d, &w, ModelConfig{Kind: w.Model, InDim: d.FeatDim(), Hidden: w.Hidden, Layers: w.Layers}.HistWidth())
+	if tables := planner.TableBytes(d.NumNodes(), true); given+tables <= room || given > room {
+		t.Fatalf("room %d: a history cache of %d (%d counted) and the tables (%d): the case is not tested", room, o.HistCacheBytes, given, tables)
+	}
+	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "all"}
+	gp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatalf("every cache given, the history's %d of the caches' room %d: %v", o.HistCacheBytes, room, err)
+	}
+	gp.Apply(o, mo)
+	rep := run(t, d, o)
+	if rep.Memory.HistoryBytes <= 0 || rep.Memory.FeatureBytes != 0 || rep.Memory.NeighborBytes != 0 {
+		t.Errorf("caches built: %+v", rep.Memory)
+	}
+	if tot := rep.Memory.FeatureBytes + rep.Memory.HistoryBytes + rep.Memory.NeighborBytes; tot > room {
+		t.Errorf("caches %d bytes above their room %d", tot, room)
+	}
+}

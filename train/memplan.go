@@ -661,9 +661,19 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	// take their room first; the plan divides the rest, so that what it
 	// gives the others and what was given fit together.
 	planBytes := b.Caches
+	// Whether any cache is left to the plan to size (0: the plan's; a
+	// negative size is off).
+	planned := o.FeatCacheBytes == 0 || o.NeighborCacheBytes == 0 || (hidden > 0 && o.HistCacheBytes == 0)
 	if given > 0 {
-		// The plan needs its address tables beside what was given.
+		// The plan needs its address tables beside what was given, when
+		// it sizes a cache. With every cache given it sizes none (it is
+		// made only for its predictions, and builds nothing), so nothing
+		// is reserved for it: before, a history cache given all the
+		// caches' room was refused for the plan's 391 KiB of tables.
 		tables := planner.TableBytes(d.NumNodes(), hidden > 0)
+		if !planned {
+			tables = 0
+		}
 		if given+tables > b.Caches {
 			raise := "raise --mem"
 			if m := memForCaches(d, opts, &o, p, autoInFlight, given+tables, mo.MemBytes); m > 0 {
@@ -673,6 +683,9 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
 		}
 		planBytes = b.Caches - given
+		if !planned {
+			planBytes = max(planBytes, planner.TableBytes(d.NumNodes(), hidden > 0))
+		}
 		o.Logger.Info("caches sized by hand take their room before the plan", "given_bytes", given, "plan_bytes", planBytes)
 	}
 	// The division is made on the profile's own counts (whole batches),
@@ -697,7 +710,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	// off; and the plan is predicted again from them with its division
 	// kept. In memory only: the profile on disk stays as profiled (whole
 	// batches), for other budgets and for the next run to reuse.
-	b.setMaxBatchDst(d, &o, planCacheBytes(res)+given)
+	caches := planCacheBytes(res) + given
+	if !planned {
+		caches = given // the plan's caches are not built
+	}
+	b.setMaxBatchDst(d, &o, caches)
 	remodeled, err := remodelReads(ctx, d, &o, mo, p, b)
 	if err != nil {
 		return nil, err
