@@ -222,6 +222,11 @@ type PlanResult struct {
 	// Curve is Eq. 5 for every α step at the chosen NeighborFrac.
 	Curve  []CurvePoint `json:"curve"`
 	Reason string       `json:"reason"`
+	// Recounted says the predictions were made from the profile's reads
+	// recounted for the batches training gathers (Profile.RemodelReads:
+	// micro-batches, scans, chunks), not the profile's own batches. Set
+	// by the trainer's planning; not saved.
+	Recounted bool `json:"-"`
 }
 
 // topSum is prefix sums p at k: the sum over the first k nodes of their

@@ -491,3 +491,30 @@ func TestBenefitPartsAddUp(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePlanSaysWhereTheRestWent: with a budget above what the caches
+// can use, α is only where Eq. 5's search started (the history cache's
+// leftover goes to the feature cache) and not the feature cache's share:
+// the line says every cache holds all its candidates and how much is
+// unused (before: "α 0.00 (feature cache share ...)" above a feature
+// cache of 24.6 MiB and a history cache of 3.0 MiB; sweep 28, P11). A
+// budget the caches use says nothing more.
+func TestWritePlanSaysWhereTheRestWent(t *testing.T) {
+	p := handProfile([]uint32{5, 3, 1, 0}, []uint32{0, 2, 0, 0}, []uint32{1, 0, 4, 0}, 0.5)
+	for _, c := range []struct {
+		mem    int64
+		unused bool
+	}{{1 << 20, true}, {81, false}} {
+		res, err := Plan(p, &PlanOptions{MemBytes: c.mem, Hidden: 1, Decoupled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WritePlan(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "every cache holds all its candidates"); got != c.unused {
+			t.Errorf("budget %d (caches use %d): said every cache is full %v, want %v:\n%s", c.mem, res.Memory.GatherPhaseBytes, got, c.unused, b.String())
+		}
+	}
+}

@@ -70,7 +70,19 @@ func WritePlan(w io.Writer, r *PlanResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "plan\tprofile %s of %s, budget %s, hidden %d, β %.4g, decoupled %v\n",
 		r.Profile, r.Dataset, fmtBytes(float64(r.Memory.MemBytes)), r.Hidden, r.Beta, r.Decoupled)
-	fmt.Fprintf(tw, "α\t%.2f (feature cache share of the memory after tables; history 1−α)\n", r.Alpha)
+	// A budget above what the caches can use: α is then only where the
+	// search started (the history cache's leftover goes to the feature
+	// cache, and what neither can use stays unused), so say so rather
+	// than let α read as the feature cache's share (α 0.00 above a
+	// feature cache of 24.6 MiB and a history cache of 3.0 MiB).
+	split := ""
+	// Room for one more feature row left over: the feature cache holds
+	// all its candidates, and (the smallest α of equal benefit winning)
+	// the history cache all those worth anything.
+	if unused := r.Memory.MemBytes - r.Memory.GatherPhaseBytes; r.FeatRowBytes > 0 && unused >= r.FeatRowBytes {
+		split = fmt.Sprintf("; every cache holds all its candidates, %s of the budget unused", fmtBytes(float64(unused)))
+	}
+	fmt.Fprintf(tw, "α\t%.2f (feature cache share of the memory after tables; history 1−α%s)\n", r.Alpha, split)
 	fmt.Fprintf(tw, "feature cache\t%s budget, %d rows\n", fmtBytes(float64(r.Feature.BudgetBytes)), r.Feature.Entries)
 	fmt.Fprintf(tw, "history cache\t%s budget, %d embeddings\n", fmtBytes(float64(r.History.BudgetBytes)), r.History.Entries)
 	nb := "while sampling"

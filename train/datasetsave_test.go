@@ -266,3 +266,173 @@ func TestResumeOtherPartitioning(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFileProfileOfOtherData: train --plan reads its plan's profile
+// to rank the caches and recount the reads. A profile made on another
+// dataset (its dataset_checksum) is refused, as 'ssdgnn plan' refuses it;
+// one made on a partitioning replaced since (partition --force) is
+// warned about, as 'ssdgnn plan' warns. Before, both were taken without
+// a word (the sweep's run: a 50,000-node graph's profile copied into
+// another 50,000-node graph trained with its caches ranked by the other
+// graph's counts).
+func TestPlanFileProfileOfOtherData(t *testing.T) {
+	d := ownSynth(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	parts := func(k int) (sample.Partitions, *partition.Partitioning) {
+		t.Helper()
+		if _, err := partition.Run(d, &partition.Options{Parts: k, Seed: 1, Name: "p", Force: true, Logger: quiet}); err != nil {
+			t.Fatal(err)
+		}
+		pt, err := partition.Open(d.Dir(), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pt.Close() })
+		pf, err := sample.NewPartitionFiles(d, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pf.Close() })
+		return pf, pt
+	}
+	opts := func(pf sample.Partitions, pt *partition.Partitioning) (*Options, *MemPlanOptions) {
+		o := synthOpts()
+		o.Selection, o.Partitions, o.Logger = sample.ModePartition, pf, quiet
+		return o, &MemPlanOptions{MemBytes: roomyBudget(d), Part: pt.Part(), Partition: "p", Cross: pt.Cross(), ProfileName: "x"}
+	}
+	o, mo := opts(parts(20))
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same partitioning (written again, the same assignment): no
+	// warning.
+	o, mo = opts(parts(20))
+	mo.PlanFile, mo.ProfileName = mp.PlanPath, ""
+	same, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(same.Warning, "partitioning") {
+		t.Errorf("the same partitioning: warning %q", same.Warning)
+	}
+	// Replaced by another assignment: a warning naming it.
+	o, mo = opts(parts(10))
+	mo.PlanFile, mo.ProfileName = mp.PlanPath, ""
+	re, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(re.Warning, `partitioning "p"`) || !strings.Contains(re.Warning, "assignment") {
+		t.Errorf("a partitioning replaced since the profile: warning %q", re.Warning)
+	}
+	// The plan and its profile in another dataset of as many nodes.
+	other := storagetest.Generate(t, synth.Config{Nodes: 3000, FeatDim: 16, Classes: 4, Seed: 8}, nil)
+	if err := os.CopyFS(filepath.Join(other.Dir(), "profile"), os.DirFS(filepath.Join(d.Dir(), "profile"))); err != nil {
+		t.Fatal(err)
+	}
+	r := synthOpts()
+	r.Logger = quiet
+	_, err = PlanMemory(context.Background(), other, r, &MemPlanOptions{MemBytes: roomyBudget(other), PlanFile: mp.PlanPath})
+	if !errors.Is(err, ErrPlanMismatch) || !errors.Is(err, planner.ErrMismatch) || !strings.Contains(err.Error(), "made on dataset") ||
+		!strings.Contains(err.Error(), mp.PlanPath) {
+		t.Errorf("a plan whose profile was made on another dataset: %v", err)
+	}
+}
+
+// TestPlanFileWithoutItsProfile: a plan whose profile is not in the
+// dataset (a relabelled copy, a plan carried to another directory)
+// trains with its cache sizes, the caches selected by degree, and its
+// predictions left those of whole batches. Both are said: the warning
+// names the missing profile, and where training cuts batches the
+// comparison's note says its rows and reads are not comparable. Before,
+// only an info log line said it, and the table printed negative
+// measured rows and bytes (−194,751 rows not gathered, −73 MB of
+// feature bytes saved: 'ssdgnn relabel syn synpm', then train synpm
+// --plan of syn's profile).
+func TestPlanFileWithoutItsProfile(t *testing.T) {
+	d := ownSynth(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	o := synthOpts()
+	o.Logger = quiet
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: roomyBudget(d), ProfileName: "gone", PlanOut: filepath.Join(t.TempDir(), "plan.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(d.Dir(), "profile", "gone")); err != nil {
+		t.Fatal(err)
+	}
+	o = synthOpts()
+	o.Logger, o.Epochs, o.MaxBatchRows, o.ScanBatches = quiet, 2, 120, 1
+	mo := &MemPlanOptions{MemBytes: roomyBudget(d), PlanFile: mp.PlanPath}
+	re, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(re.Warning, `profile "gone"`) || !strings.Contains(re.Warning, "degree") {
+		t.Errorf("a plan whose profile is gone: warning %q", re.Warning)
+	}
+	re.Apply(o, mo)
+	rep := run(t, d, o)
+	if rep.PlanComparison == nil {
+		t.Fatal("no comparison")
+	}
+	if !strings.Contains(rep.PlanComparison.Note, "whole batches") {
+		t.Errorf("micro-batches against a whole-batch prediction: note %q", rep.PlanComparison.Note)
+	}
+	// The same cut planned from a profile that is there: recounted, no
+	// such note.
+	o = synthOpts()
+	o.Logger, o.Epochs, o.MaxBatchRows, o.ScanBatches = quiet, 2, 120, 1
+	mo = &MemPlanOptions{MemBytes: roomyBudget(d), ProfileName: "here"}
+	here, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	here.Apply(o, mo)
+	if rep := run(t, d, o); rep.PlanComparison == nil || strings.Contains(rep.PlanComparison.Note, "whole batches") {
+		t.Errorf("a plan recounted for the cut: comparison %+v", rep.PlanComparison)
+	}
+}
+
+// TestEveryCacheGivenNoPlanTables: with every cache sized by hand (the
+// feature and neighbour caches off, the history cache given), nothing is
+// left to the plan, so its address tables are not reserved beside them:
+// a history cache that fills the caches' room trains. Before, it was
+// refused ("the plan needs 391 KiB of address tables beside them": train
+// syn --mem 80MiB --feat-cache 0 --neighbor-cache 0 --hist-cache
+// 3700000; sweep 28, P12).
+func TestEveryCacheGivenNoPlanTables(t *testing.T) {
+	d := ownSynth(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	o := synthOpts()
+	o.Logger, o.Hidden = quiet, 64 // a history cache wider than the caches' room
+	mem := MinimumBudget(d, o) + 64<<10
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := mp.Budget.Caches
+	o = synthOpts()
+	o.Logger, o.Epochs, o.Hidden = quiet, 1, 64
+	o.FeatCacheBytes, o.NeighborCacheBytes = -1, -1
+	o.HistCacheBytes = room - 1024
+	w := o.withDefaults()
+	given := givenCacheBytes(d, &w, ModelConfig{Kind: w.Model, InDim: d.FeatDim(), Hidden: w.Hidden, Layers: w.Layers}.HistWidth())
+	if tables := planner.TableBytes(d.NumNodes(), true); given+tables <= room || given > room {
+		t.Fatalf("room %d: a history cache of %d (%d counted) and the tables (%d): the case is not tested", room, o.HistCacheBytes, given, tables)
+	}
+	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "all"}
+	gp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatalf("every cache given, the history's %d of the caches' room %d: %v", o.HistCacheBytes, room, err)
+	}
+	gp.Apply(o, mo)
+	rep := run(t, d, o)
+	if rep.Memory.HistoryBytes <= 0 || rep.Memory.FeatureBytes != 0 || rep.Memory.NeighborBytes != 0 {
+		t.Errorf("caches built: %+v", rep.Memory)
+	}
+	if tot := rep.Memory.FeatureBytes + rep.Memory.HistoryBytes + rep.Memory.NeighborBytes; tot > room {
+		t.Errorf("caches %d bytes above their room %d", tot, room)
+	}
+}

@@ -544,8 +544,18 @@ func (t *Trainer) finish(rep *Report) {
 			note = strings.TrimPrefix(note+"; "+part, "; ")
 		}
 		var ms []planner.Measured
+		cut := false
 		for _, e := range es {
 			ms = append(ms, e.Measured)
+			cut = cut || e.MicroBatches > 0
+		}
+		if cut && !t.o.Plan.Recounted {
+			// The plan was not recounted for the cut (its profile was
+			// not there, or was of other batches): micro-batches read
+			// the rows they share again, so their rows and reads are not
+			// the whole batches' it predicted, and the rows not gathered
+			// measured against them came out negative.
+			note = strings.TrimPrefix(note+"; the plan's rows asked, rows not gathered, bytes saved and reads are of whole batches, and training cut them into micro-batches: those rows are not comparable", "; ")
 		}
 		c := planner.Compare(t.o.Plan, ms...)
 		c.Note = note

@@ -69,6 +69,13 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 		}
 		rep.Configs = append(rep.Configs, h.runConfig(ctx, name, ds))
 	}
+	if ctx.Err() != nil {
+		// Interrupted during the last configuration: its child was asked
+		// to stop, so its result is not one, and a report written now
+		// would present the run as complete (as after an interrupt
+		// during an earlier configuration, nothing is written).
+		return nil, ctx.Err()
+	}
 	if rep.Disk != nil {
 		rep.Disk.After = h.probeDisk(ctx, "after")
 		for i := range rep.Configs {
@@ -87,6 +94,9 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 	}
 	if h.o.CheckSmallLimit {
 		rep.SmallLimit = h.checkSmallLimit(ctx, ds)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // interrupted during the robustness checks
 	}
 	rep.Targets = evaluateTargets(rep)
 	if err := rep.WriteFiles(h.o.OutDir); err != nil {
@@ -346,6 +356,11 @@ func (h *harness) runConfig(ctx context.Context, name string, ds *Dataset) Confi
 	if b, err := os.ReadFile(res.Stdout); err == nil && res.OK() {
 		if tr, err := ParseTrainReport(b); err == nil {
 			cr.Epochs, cr.FinalValid, cr.FinalTest = tr.Epochs, tr.FinalValid, tr.FinalTest
+			if tr.Interrupted {
+				// Stopped by a signal (train checkpoints and exits 0):
+				// not the run asked for.
+				cr.Error = fmt.Sprintf("interrupted after %d of %d epochs (checkpoint %s)", len(tr.Epochs), h.o.Epochs, tr.Checkpoint)
+			}
 		} else {
 			cr.Error = err.Error()
 		}

@@ -3,8 +3,7 @@ package ooc
 import (
 	"fmt"
 
-	"github.com/dustin/go-humanize"
-
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -53,13 +52,67 @@ func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 		return 0, fmt.Errorf("ooc: %w", err)
 	}
 	cb, err := train.CacheShare(d, to, p, o.MemLimit)
+	if err == nil {
+		// The share can fit where the child, which judges --mem by
+		// train's minimum, refuses it (a 450 MiB dataset under 150 MiB:
+		// 11 MiB of caches here, "below the minimum of 196.8 MiB" in the
+		// child, after the other configurations had run).
+		var least int64
+		if least, err = train.PlanFileMinimumBudget(d, to, o.MemLimit); err == nil && o.MemLimit < least {
+			err = fmt.Errorf("%w: --mem %s is below the minimum of %s that train --plan accepts for this dataset and model",
+				train.ErrBudget, bytefmt.Down(o.MemLimit), bytefmt.Up(least))
+		}
+	}
 	if err != nil {
-		// The child's --mem is --mem-limit: say so, and which of bench
-		// ooc's flags change it (the message names train's --mem).
-		return 0, fmt.Errorf("ooc: --mem-limit %s cannot train the ssdgnn configuration (its children get --mem %[1]s; raise --mem-limit, or lower --batch-size or --fanouts): %w",
-			humanize.IBytes(uint64(o.MemLimit)), err)
+		// The child's --mem is --mem-limit: say so, the least that
+		// trains, and which of bench ooc's flags change it (the message
+		// names train's --mem).
+		raise := "raise --mem-limit"
+		if least := leastShareLimit(d, to, p); least > o.MemLimit {
+			raise = "raise --mem-limit to at least " + bytefmt.Up(least)
+		}
+		return 0, fmt.Errorf("ooc: --mem-limit %s cannot train the ssdgnn configuration (its children get --mem %[1]s; %s, or lower --batch-size or --fanouts): %w",
+			bytefmt.Down(o.MemLimit), raise, err)
 	}
 	return cb, nil
+}
+
+// leastShareLimit is the least --mem-limit under which the ssdgnn
+// configuration trains on d: one that train --plan accepts
+// (train.PlanFileMinimumBudget, which depends on the budget through the
+// sampling workers and the read depth it gets) and under which
+// train.CacheShare fits; 0 when none up to 1 EiB is.
+func leastShareLimit(d *storage.Dataset, to *train.Options, p *planner.Profile) int64 {
+	fits := func(m int64) bool {
+		least, err := train.PlanFileMinimumBudget(d, to, m)
+		if err != nil || m < least {
+			return false
+		}
+		_, err = train.CacheShare(d, to, p, m)
+		return err == nil
+	}
+	// Below the minimum with one worker and the least read depth (that
+	// of a tiny budget) nothing is accepted.
+	lo, err := train.PlanFileMinimumBudget(d, to, 1)
+	if err != nil {
+		return 0
+	}
+	lo--
+	hi := max(lo+1, 1)
+	for !fits(hi) {
+		if hi > 1<<60 {
+			return 0
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 { // fits(hi), !fits(lo)
+		if mid := lo + (hi-lo)/2; fits(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // shareArgs is the ssdgnn child's argument list on ds after "train",

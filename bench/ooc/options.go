@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
+	"github.com/ssdgnn/ssdgnn/sample"
 )
 
 // Sentinel errors. Every error the package returns for these conditions
@@ -269,13 +272,49 @@ func (o *Options) Validate() error {
 	case r.Device != "" && r.Device != "cpu" && r.Device != "cuda":
 		return bad("%s %q, want cpu or cuda", opterr.Field("Device"), r.Device)
 	}
-	for _, c := range r.Configs {
+	for i, c := range r.Configs {
 		if !knownConfig(c) {
 			return bad("unknown configuration %q (want one of %v)", c, ConfigNames)
+		}
+		if slices.Contains(r.Configs[:i], c) {
+			// Its second run would remove the first's directory
+			// (runs/NAME) and the report would hold two rows of it.
+			return bad("configuration %q given twice", c)
 		}
 	}
 	if _, err := NodesFor(r.DataSize, r.FeatDim, r.AvgDegree); err != nil {
 		return err
+	}
+	return r.validateChildren()
+}
+
+// validateChildren parses and checks every configuration's training
+// flags as the child's `ssdgnn train` will (cliflags.ParseTrain, then
+// train.Options.Validate), so that a bad --fanouts, an --in-flight out of
+// range or fanouts for another layer count are refused before the dataset
+// is generated, partitioned and profiled, not in the first child after
+// that. r has its defaults.
+func (r *Options) validateChildren() error {
+	h := &harness{o: *r}
+	ds := &Dataset{Dir: r.Dir, PlanFile: "plan.json", Plan: new(Plan)}
+	names := r.Configs
+	if len(names) == 0 {
+		names = ConfigNames
+	}
+	for _, name := range names {
+		_, flags := h.configFlags(name, ds)
+		args := append(h.trainArgs(r.Dir, r.Epochs, "metrics.jsonl", "checkpoints")[1:], flags...)
+		t, _, err := cliflags.ParseTrain(args)
+		if err == nil {
+			// The partitioning is the dataset's, not there yet: the
+			// rest is checked without it.
+			o := t.Options
+			o.Selection = sample.ModeRandom
+			err = o.Validate()
+		}
+		if err != nil {
+			return fmt.Errorf("%w: configuration %s: its training flags: %w", ErrOptions, name, err)
+		}
 	}
 	return nil
 }

@@ -41,6 +41,14 @@ func TestOptionsValidate(t *testing.T) {
 		{"infinite lr", func(o *Options) { o.LR = math.Inf(1) }, false},
 		{"NaN dropout", func(o *Options) { o.Dropout = math.NaN() }, false},
 		{"NaN target factor", func(o *Options) { o.TargetFactor = math.NaN() }, false},
+		// The training children's flags, refused before the dataset is
+		// generated (before: after gen, partition and profile of 6 GiB,
+		// in the first child; sweep 28, P9).
+		{"bad fanouts", func(o *Options) { o.Fanouts = "10,x" }, false},
+		{"fanouts for other layers", func(o *Options) { o.Layers = 2 }, false},
+		{"fanouts for the layers", func(o *Options) { o.Layers, o.Fanouts = 2, "10,10" }, true},
+		{"in-flight 99", func(o *Options) { o.InFlight = 99 }, false},
+		{"config twice", func(o *Options) { o.Configs = []string{"ssdgnn", "dual-cache", "ssdgnn"} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok()

@@ -46,6 +46,12 @@ runs; without them every result is marked uncapped. See docs/ooc.md.`,
   ssdgnn bench ooc --check-resume --check-small-limit --configs ssdgnn`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// An explicit 0 would select the default: refused, as train's
+			// (sweep 28, P9: --epochs 0 ran 2 epochs).
+			if err := requirePositive(cmd, "data-size", "mem-limit", "cache-budget", "dual-neighbor-frac", "feat-dim", "avg-degree",
+				"train-frac", "train-per-part", "epochs", "layers", "hidden", "batch-size", "resume-epochs"); err != nil {
+				return err
+			}
 			o.DataSize, o.MemLimit, o.CacheBudget = int64(dataSize), int64(memLimit), int64(cacheBudget)
 			o.ChildTimeout = timeout
 			if configs != "" {

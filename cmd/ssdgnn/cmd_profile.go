@@ -47,7 +47,7 @@ bound train's minimum counts for its own profiling epoch).`,
   ssdgnn plan data/synth --mem 4GiB`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs", "reuse-depth"); err != nil {
+			if err := requirePositive(cmd, "batch-size", "parts-per-batch", "presample-epochs", "reuse-depth", "staleness"); err != nil {
 				return err
 			}
 			var err error

@@ -54,6 +54,16 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"profile", dir, "--batch-size", "0"}, "--batch-size 0"},
 		// 0 profiled at the planner's depth 1, not the flag's 2 (sweep 26, P11).
 		{[]string{"profile", dir, "--reuse-depth", "0"}, "--reuse-depth 0: want a positive value (omit the flag for the default, 2)"},
+		// 0 profiled at the default staleness without a word, where
+		// train's --staleness 0 is refused (sweep 28, P8).
+		// bench ooc: 0 selected the default (--epochs 0 ran 2 epochs), and
+		// the children's flags failed only after the dataset was made
+		// (sweep 28, P9).
+		{[]string{"bench", "ooc", "--dir", out, "--epochs", "0"}, "--epochs 0: want a positive value (omit the flag for the default, 2)"},
+		{[]string{"bench", "ooc", "--dir", out, "--mem-limit", "0"}, "--mem-limit 0: want a positive value"},
+		{[]string{"bench", "ooc", "--dir", out, "--fanouts", "10,x"}, `configuration mmap-baseline: its training flags: --fanouts "10,x"`},
+		{[]string{"bench", "ooc", "--dir", out, "--in-flight", "99"}, "in-flight batches 99 (want 1 to 16)"},
+		{[]string{"profile", dir, "--staleness", "0"}, "--staleness 0: want a positive value (omit the flag for the default)"},
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
 		// 0 measured the default 0.2 (sweep 26, P1).
 		{[]string{"rr", dir, "--hist-frac", "0"}, "--hist-frac 0: want a positive value (omit the flag for the default, 0.2)"},
