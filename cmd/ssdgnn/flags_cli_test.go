@@ -62,7 +62,7 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"bench", "ooc", "--dir", out, "--epochs", "0"}, "--epochs 0: want a positive value (omit the flag for the default, 2)"},
 		{[]string{"bench", "ooc", "--dir", out, "--mem-limit", "0"}, "--mem-limit 0: want a positive value"},
 		{[]string{"bench", "ooc", "--dir", out, "--fanouts", "10,x"}, `configuration mmap-baseline: its training flags: --fanouts "10,x"`},
-		{[]string{"bench", "ooc", "--dir", out, "--in-flight", "99"}, "in-flight batches 99 (want 1 to 16)"},
+		{[]string{"bench", "ooc", "--dir", out, "--in-flight", "99"}, "--in-flight 99: batches in flight, want 1 to 16"},
 		{[]string{"profile", dir, "--staleness", "0"}, "--staleness 0: want a positive value (omit the flag for the default)"},
 		{[]string{"rr", dir, "--epochs", "0"}, "--epochs 0"},
 		// 0 measured the default 0.2 (sweep 26, P1).
