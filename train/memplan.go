@@ -609,17 +609,27 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			}
 			mp.Budget = b
 			o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
+			// A plan whose caches do not fit the room is re-divided first,
+			// on the profile's own counts (whole batches), as a bare
+			// --mem divides: re-divided after the recount below, the
+			// feature cache's hits were those of the micro-batches (each
+			// reads the rows it shares with the others again) and the
+			// history's those of whole batches, and the division leaned
+			// to the feature cache (α 1.00 against 'ssdgnn plan''s 0.73
+			// for the same room, TestReplanDividesAsPlan).
+			if need := planCacheBytes(mp.Plan); need > b.Caches {
+				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
+					return nil, err
+				}
+			}
 			b.setMaxBatchDst(d, &o, planCacheBytes(mp.Plan)+given) // hand-sized caches replace the plan's: counted twice, the room is not overstated
 			remodeled, err := remodelReads(ctx, d, &o, mo, full, b)
 			if err != nil {
 				return nil, err
 			}
-			if need := planCacheBytes(mp.Plan); need > b.Caches {
-				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
-					return nil, err
-				}
-				mp.Plan.Recounted = remodeled // divided from the recounted profile
-			} else if remodeled {
+			if remodeled {
+				// The division kept, its predictions recounted for the
+				// batches training gathers.
 				if err := repredict(d, &o, mo, mp, full); err != nil {
 					return nil, err
 				}
