@@ -690,7 +690,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				raise = "raise --mem to " + ibytesUp(m)
 			}
 			return nil, fmt.Errorf("%w: %s take %s, tables included, and the plan needs %s of address tables beside them, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the caches not given off (an explicit 0), or %s",
-				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
+				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytesDown(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
 		}
 		planBytes = b.Caches - given
 		if !planned {
@@ -1341,7 +1341,7 @@ func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemP
 	old, caches := planCacheBytes(mp.Plan), mp.Budget.Caches
 	if p == nil {
 		return fmt.Errorf("%w: plan %s's caches take %s but --mem %s leaves them %s, and its profile %q is not there to re-plan from: give --mem %s or more, or plan again with --mem %s",
-			ErrBudget, mp.PlanPath, ibytes(old), ibytes(mp.MemBytes), ibytes(caches), mp.Plan.Profile, ibytes(mp.MemBytes+old-caches), ibytes(caches))
+			ErrBudget, mp.PlanPath, ibytes(old), ibytesDown(mp.MemBytes), ibytes(caches), mp.Plan.Profile, ibytesUp(mp.MemBytes+old-caches), ibytesDown(caches))
 	}
 	hidden := cfg.HistWidth()
 	if !hist {
