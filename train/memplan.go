@@ -95,7 +95,8 @@ type MemPlan struct {
 	// profile counted (micro-batches of whole batches, or no feature
 	// block where it had one), so its reads were counted again for them
 	// (planner.Profile.RemodelReads) and the plan re-predicted from them
-	// with its division kept.
+	// with its division kept. Both can be set: re-divided, then
+	// re-predicted.
 	Remodeled bool
 	// Warning says how the plan's profile differs from this training
 	// (fanouts, batch size, selection), so its predictions will not hold;
