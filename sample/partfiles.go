@@ -54,7 +54,7 @@ func (pf *PartitionFiles) Partitioning() *partition.Partitioning { return pf.p }
 // in O(N): every member's stored degree in adj_indptr.npy equals its
 // degree in the dataset, and every cross count is at most that degree (a
 // violation is a *partition.CorruptError naming the file and element);
-// and in O(T log T) that train_members.npy lists exactly the dataset's
+// and in O(T) that train_members.npy lists exactly the dataset's
 // training nodes (else partition.ErrMismatch, naming the element).
 func NewPartitionFiles(d *storage.Dataset, p *partition.Partitioning) (*PartitionFiles, error) {
 	if int64(len(p.Part())) != d.NumNodes() {

@@ -436,3 +436,36 @@ func TestEveryCacheGivenNoPlanTables(t *testing.T) {
 		t.Errorf("caches %d bytes above their room %d", tot, room)
 	}
 }
+
+// TestGivenCachesRefusalNamesMoreMem: refused for caches given beside the
+// plan's tables, the error's "raise --mem to M" names more than the
+// --mem it says was given. Both were rounded to the nearest MiB before,
+// so a budget of 28.6 MiB read "--mem 29 MiB leaves ... raise --mem to
+// 29 MiB".
+func TestGivenCachesRefusalNamesMoreMem(t *testing.T) {
+	d := ownSynth(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	o := synthOpts()
+	o.Logger, o.Hidden = quiet, 64
+	mem := MinimumBudget(d, o) + 64<<10
+	mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = synthOpts()
+	o.Logger, o.Hidden = quiet, 64
+	o.NeighborCacheBytes = -1 // the feature cache left to the plan: its tables are reserved
+	o.HistCacheBytes = mp.Budget.Caches - 1024
+	_, err = PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: mem, ProfileName: "all"})
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("history cache of the caches' whole room beside the plan's tables: %v, want ErrBudget", err)
+	}
+	m := regexp.MustCompile(`but --mem (\S+ \S+) leaves .* raise --mem to (\S+ \S+)$`).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("refusal %q names no --mem to raise to", err)
+	}
+	t.Logf("--mem %s given, %s to give", m[1], m[2])
+	if m[1] == m[2] {
+		t.Errorf("refusal says --mem %s was given and to raise it to %s: %q", m[1], m[2], err)
+	}
+}

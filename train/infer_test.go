@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"os"
@@ -283,5 +284,48 @@ func TestRestoreOptions(t *testing.T) {
 		if !strings.Contains(log.String(), line) {
 			t.Errorf("log lacks %q:\n%s", line, log.String())
 		}
+	}
+}
+
+// TestInferNodesErrNodeList: every refusal of an infer --nodes list wraps
+// ErrNodeList (a list the budget cannot hold: ErrBudget, as infer words
+// it), as the package's other errors wrap a sentinel: a missing file, a
+// float array, a truncated one, an id out of range. Before, InferNodes
+// (moved from cmd/ssdgnn) returned bare fmt errors.
+func TestInferNodesErrNodeList(t *testing.T) {
+	d := smallSynth(t)
+	tr, err := New(context.Background(), d, &Options{Layers: 2, Hidden: 16, Seed: *seedFlag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	dir := t.TempDir()
+	write := func(name string, dt npy.DType, shape []int64, b []byte) string {
+		p := filepath.Join(dir, name)
+		if _, err := npy.WriteFile(p, dt, shape, b); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	out := make([]byte, 8)
+	binary.LittleEndian.PutUint64(out, uint64(d.NumNodes()))
+	trunc := write("trunc.npy", npy.Int64, []int64{2}, make([]byte, 16))
+	if err := os.Truncate(trunc, 128+8); err != nil { // one id of two
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, spec, want string }{
+		{"missing", filepath.Join(dir, "none.npy"), "no such file"},
+		{"float", write("f.npy", npy.Float32, []int64{1}, make([]byte, 4)), "dtype"},
+		{"truncated", trunc, "complete"},
+		{"out of range", write("out.npy", npy.Int64, []int64{1}, out), "out of range"},
+	} {
+		_, err := tr.InferNodes(c.spec, 0)
+		if !errors.Is(err, ErrNodeList) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrNodeList saying %q", c.name, err, c.want)
+		}
+	}
+	big := write("big.npy", npy.Int64, []int64{1 << 20}, make([]byte, 8<<20))
+	if _, err := tr.InferNodes(big, 1<<20); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "infer: memory budget too small") {
+		t.Errorf("a list --mem cannot hold: %v, want infer's ErrBudget", err)
 	}
 }

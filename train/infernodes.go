@@ -24,7 +24,8 @@ const (
 // ids a user gives, and the row order, are the original dataset's; the
 // ids returned are the copy's. A file's id count is checked against mem
 // (CheckNodeList; 0: none) from its header, before its ids are read.
-// Errors name the file and the element.
+// Errors wrap ErrNodeList (a list --mem cannot hold: ErrBudget) and name
+// the file and the element.
 func (t *Trainer) InferNodes(spec string, mem int64) ([]int64, error) {
 	d := t.d
 	idm := d.IDMap()
@@ -50,14 +51,17 @@ func (t *Trainer) InferNodes(spec string, mem int64) ([]int64, error) {
 	}
 	nodes, err := readNodeList(spec, func(n int64) error { return t.CheckNodeList(n, mem) })
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("--nodes %q: not %s, %s or %s, and no such file of ids: %w", spec, NodesTest, NodesValid, NodesAll, err)
+		return nil, fmt.Errorf("%w: --nodes %q: not %s, %s or %s, and no such file of ids: %w", ErrNodeList, spec, NodesTest, NodesValid, NodesAll, err)
+	}
+	if err != nil && !errors.Is(err, ErrBudget) { // a budget refusal is infer's, as worded
+		err = fmt.Errorf("%w: %w", ErrNodeList, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	for i, v := range nodes {
 		if v < 0 || v >= d.NumNodes() {
-			return nil, fmt.Errorf("%s: element %d: node %d out of range [0,%d)", spec, i, v, d.NumNodes())
+			return nil, fmt.Errorf("%w: %s: element %d: node %d out of range [0,%d)", ErrNodeList, spec, i, v, d.NumNodes())
 		}
 	}
 	if idm != nil {

@@ -95,7 +95,8 @@ type MemPlan struct {
 	// profile counted (micro-batches of whole batches, or no feature
 	// block where it had one), so its reads were counted again for them
 	// (planner.Profile.RemodelReads) and the plan re-predicted from them
-	// with its division kept.
+	// with its division kept. Both can be set: re-divided, then
+	// re-predicted.
 	Remodeled bool
 	// Warning says how the plan's profile differs from this training
 	// (fanouts, batch size, selection), so its predictions will not hold;
@@ -609,17 +610,27 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 			}
 			mp.Budget = b
 			o.NoFeatureBlock = o.NoFeatureBlock || b.NoFeatureBlock
+			// A plan whose caches do not fit the room is re-divided first,
+			// on the profile's own counts (whole batches), as a bare
+			// --mem divides: re-divided after the recount below, the
+			// feature cache's hits were those of the micro-batches (each
+			// reads the rows it shares with the others again) and the
+			// history's those of whole batches, and the division leaned
+			// to the feature cache (α 1.00 against 'ssdgnn plan''s 0.73
+			// for the same room, TestReplanDividesAsPlan).
+			if need := planCacheBytes(mp.Plan); need > b.Caches {
+				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
+					return nil, err
+				}
+			}
 			b.setMaxBatchDst(d, &o, planCacheBytes(mp.Plan)+given) // hand-sized caches replace the plan's: counted twice, the room is not overstated
 			remodeled, err := remodelReads(ctx, d, &o, mo, full, b)
 			if err != nil {
 				return nil, err
 			}
-			if need := planCacheBytes(mp.Plan); need > b.Caches {
-				if err := replan(d, &o, cfg, hist, mo, mp, full); err != nil {
-					return nil, err
-				}
-				mp.Plan.Recounted = remodeled // divided from the recounted profile
-			} else if remodeled {
+			if remodeled {
+				// The division kept, its predictions recounted for the
+				// batches training gathers.
 				if err := repredict(d, &o, mo, mp, full); err != nil {
 					return nil, err
 				}
@@ -680,7 +691,7 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 				raise = "raise --mem to " + ibytesUp(m)
 			}
 			return nil, fmt.Errorf("%w: %s take %s, tables included, and the plan needs %s of address tables beside them, but --mem %s leaves %s for caches beside the working set (%s), fixed state (%s) and runtime reserve (%s): lower them, turn the caches not given off (an explicit 0), or %s",
-				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytes(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
+				ErrBudget, givenFlags(&o), ibytes(given), ibytes(tables), ibytesDown(mo.MemBytes), ibytes(b.Caches), ibytes(ws.Bytes), ibytes(fs.Bytes), ibytes(b.Reserve), raise)
 		}
 		planBytes = b.Caches - given
 		if !planned {
@@ -1331,7 +1342,7 @@ func replan(d *storage.Dataset, o *Options, cfg ModelConfig, hist bool, mo *MemP
 	old, caches := planCacheBytes(mp.Plan), mp.Budget.Caches
 	if p == nil {
 		return fmt.Errorf("%w: plan %s's caches take %s but --mem %s leaves them %s, and its profile %q is not there to re-plan from: give --mem %s or more, or plan again with --mem %s",
-			ErrBudget, mp.PlanPath, ibytes(old), ibytes(mp.MemBytes), ibytes(caches), mp.Plan.Profile, ibytes(mp.MemBytes+old-caches), ibytes(caches))
+			ErrBudget, mp.PlanPath, ibytes(old), ibytesDown(mp.MemBytes), ibytes(caches), mp.Plan.Profile, ibytesUp(mp.MemBytes+old-caches), ibytesDown(caches))
 	}
 	hidden := cfg.HistWidth()
 	if !hist {

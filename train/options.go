@@ -38,6 +38,9 @@ var (
 	// ErrNotTrainable reports a dataset without what training needs
 	// (Trainable).
 	ErrNotTrainable = errors.New("train: dataset cannot be trained on")
+	// ErrNodeList reports an infer --nodes list (Trainer.InferNodes)
+	// that cannot be read or names a node the dataset does not have.
+	ErrNodeList = errors.New("train: bad node list")
 )
 
 // BudgetError is ErrBudget as the refusal of command Cmd ("profile", "rr",

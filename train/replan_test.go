@@ -303,3 +303,71 @@ func TestBareMemDividesAsPlanFile(t *testing.T) {
 		}
 	}
 }
+
+// TestReplanDividesAsPlan: a plan file whose caches do not fit what --mem
+// leaves them is re-divided (replan) on its profile's own counts, whole
+// batches, as a bare --mem divides (TestBareMemDividesAsPlanFile) and as
+// 'ssdgnn plan' would for that room; the recount for training's
+// micro-batches then re-predicts the division it made. Re-dividing the
+// profile after its feature reads were recounted for the cut leaned the
+// division to the feature cache (the bias 0f8c426 removed from the bare
+// path).
+func TestReplanDividesAsPlan(t *testing.T) {
+	d := smallSynth(t)
+	for _, c := range []struct {
+		layers int
+		cut    int64 // input rows per micro-batch
+	}{{2, 300}, {2, 120}} {
+		opts := func() *Options {
+			o := synthOpts()
+			o.Layers, o.Fanouts, o.BatchSize = c.layers, []int{5, 5, 5}[:c.layers], 100
+			o.MaxBatchRows, o.ScanBatches = c.cut, 1
+			return o
+		}
+		o := opts()
+		name := fmt.Sprintf("replandiv%d-%d", c.layers, c.cut)
+		big := MinimumBudget(d, o) + 64*d.NumNodes() + 400*d.FeatRowBytes() + WorkingSet(d, o, nil).Bytes
+		mp, err := PlanMemory(context.Background(), d, o, &MemPlanOptions{MemBytes: big, ProfileName: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Room for half the plan's caches (the room at a budget depends
+		// on the cut batches' working set: asked for, then taken).
+		planned := planCacheBytes(mp.Plan)
+		small := big
+		var re *MemPlan
+		for range 4 {
+			if re, err = PlanMemory(context.Background(), d, opts(), &MemPlanOptions{MemBytes: small, PlanFile: mp.PlanPath}); err != nil {
+				t.Fatal(err)
+			}
+			if re.Replanned {
+				break
+			}
+			small -= re.Budget.Caches - planned/2
+		}
+		if !re.Replanned {
+			t.Fatalf("%+v: not re-divided (caches %d of room %d)", c, planCacheBytes(re.Plan), re.Budget.Caches)
+		}
+		p, err := planner.LoadProfile(d.Dir(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := planner.Plan(p, &planner.PlanOptions{MemBytes: re.Plan.Memory.MemBytes, Hidden: re.Plan.Hidden,
+			Indptr: d.Indptr(), Staleness: o.Staleness, Decoupled: mp.Plan.Decoupled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := re.Plan, ref
+		t.Logf("%+v: re-divided α %.2f γ %.2f, the profile's plan α %.2f γ %.2f (reads of micro-batches of %d rows, recounted %v)",
+			c, got.Alpha, got.NeighborFrac, want.Alpha, want.NeighborFrac, got.Reads.MicroBatchRows, got.Recounted)
+		if got.Alpha != want.Alpha || got.NeighborFrac != want.NeighborFrac || got.Feature.BudgetBytes != want.Feature.BudgetBytes ||
+			got.History.BudgetBytes != want.History.BudgetBytes || got.Neighbor.BudgetBytes != want.Neighbor.BudgetBytes {
+			t.Errorf("%+v: re-divided α %.2f γ %.2f (feature %d, history %d, neighbour %d bytes), the profile's plan α %.2f γ %.2f (%d, %d, %d)",
+				c, got.Alpha, got.NeighborFrac, got.Feature.BudgetBytes, got.History.BudgetBytes, got.Neighbor.BudgetBytes,
+				want.Alpha, want.NeighborFrac, want.Feature.BudgetBytes, want.History.BudgetBytes, want.Neighbor.BudgetBytes)
+		}
+		if got.Reads.MicroBatchRows > 0 && !got.Recounted {
+			t.Errorf("%+v: batches cut to %d rows, the plan's predictions not recounted for them", c, got.Reads.MicroBatchRows)
+		}
+	}
+}

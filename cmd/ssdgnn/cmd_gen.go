@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -63,6 +64,21 @@ features, labels and indptr.npy (sizes the flags fix).`,
 			// the flags' old 0 defaults gave 5 % and 5 %).
 			if cfg.TrainFrac == 0 && cfg.ValidFrac == 0 && cfg.TestFrac == 0 {
 				return fmt.Errorf("--train-frac, --valid-frac and --test-frac are all 0: no node would be in any split; omit them for %g/%g/%g", synth.DefaultTrainFrac, synth.DefaultValidFrac, synth.DefaultTestFrac)
+			}
+			// A split left to its default adds to the ones given:
+			// --train-frac 0.9 --valid-frac 0.1 sums to 1.05 with the
+			// test split's 0.05, which synth's refusal does not say.
+			if sum := cfg.TrainFrac + cfg.ValidFrac + cfg.TestFrac; sum > 1+1e-12 { // synth's tolerance
+				var left []string
+				for _, fl := range []string{"train-frac", "valid-frac", "test-frac"} {
+					if !cmd.Flags().Changed(fl) {
+						left = append(left, fmt.Sprintf("--%s %s", fl, cmd.Flags().Lookup(fl).DefValue))
+					}
+				}
+				if len(left) > 0 && len(left) < 3 {
+					return fmt.Errorf("--train-frac + --valid-frac + --test-frac is %g, want at most 1: the defaults %s count beside the fractions given; give them too (0 for an empty split)",
+						sum, strings.Join(left, " and "))
+				}
 			}
 			if err := cliflags.StreamingMem(cmd.Flags(), cmd.ErrOrStderr(), &mem, synth.DefaultMemBytes, synth.MinMemBytes, synth.MinMemHolds()); err != nil {
 				return err

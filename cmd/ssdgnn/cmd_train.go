@@ -211,6 +211,8 @@ that mmap reads need. See docs/train.md.`,
 					how = "written from the saved profile, which matches this training; --reprofile profiles again"
 				case mp.Created:
 					how = "profiled and written"
+				case mp.Replanned && mp.Remodeled:
+					how = "read; its caches exceeded what --mem leaves them, so re-divided from its profile, then re-predicted for the batches --mem lets training gather"
 				case mp.Replanned:
 					how = "read; its caches exceeded what --mem leaves them, so re-divided from its profile"
 				case mp.Remodeled:

@@ -32,6 +32,9 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"gen", out, "--classes", "0"}, "--classes 0"},
 		{[]string{"gen", out, "--feat-noise", "0"}, "--feat-noise 0: want a positive value (omit the flag for the default)"},
 		{[]string{"gen", out, "--train-frac", "0", "--valid-frac", "0", "--test-frac", "0"}, "are all 0: no node would be in any split"},
+		// The test split's default 0.05 counts beside those given: the
+		// refusal named only the sum ("1.05, want <= 1").
+		{[]string{"gen", out, "--train-frac", "0.9", "--valid-frac", "0.1"}, "is 1.05, want at most 1: the defaults --test-frac 0.05 count beside the fractions given"},
 		{[]string{"import", "edgelist", "e.txt", out, "--num-nodes", "0"}, "--num-nodes 0"},
 		{[]string{"import", "edgelist", "e.txt", out, "--mem", "0"}, "--mem 0"},
 		{[]string{"import", "edgelist", "e.txt", out, "--mem", "1"}, "--mem 1 B: want at least 40.1 MiB (40 MiB for the runtime and fixed buffers, plus the sorter's smallest buffer of 64 KiB)"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/partition"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // TestValidateSkipsSwapLeftovers: what an interrupted 'partition --force'
@@ -178,5 +180,48 @@ func TestPartitionNamesAutoOrder(t *testing.T) {
 	}
 	if strings.Contains(out, "stream order") {
 		t.Errorf("partition --method random names a stream order:\n%s", out)
+	}
+}
+
+// TestPartitionDefaultWorkersFitCgroup: with --workers left to the
+// default (one per core) on more cores than a memory cgroup's limit holds
+// second-level workers for, partition shrinks them and runs; --workers
+// given is refused there, naming the workers. 7472883's TestFitWorkers
+// checks only the search: partition kept passing it with the shrink
+// taken out, and refused the default run ("needs ... for --workers 16").
+func TestPartitionDefaultWorkersFitCgroup(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	if out, err := exec.Command(bin, "bench", "capped", "--limit", "64MiB", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("no memory cgroup here: %s", out)
+	}
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(w int) int64 { return partition.MinMemory(d, &partition.Options{Parts: 400, Workers: w}) }
+	two, sixteen := at(2), at(16)
+	d.Close()
+	if sixteen <= two {
+		t.Fatalf("MinMemory with 16 workers %d, with 2 %d: the case is not tested", sixteen, two)
+	}
+	limit := fmt.Sprint(two + (sixteen-two)/2) // holds 2 workers' scratch, not 16's
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--name", "auto"}, true},
+		{[]string{"--name", "given", "--workers", "16"}, false},
+	} {
+		cmd := exec.Command(bin, append([]string{"bench", "capped", "--limit", limit, "--", bin, "partition", dir, "--parts", "400"}, tc.args...)...)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=16")
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != tc.ok {
+			t.Errorf("partition %v on 16 cores under a %s-byte cgroup (2 workers need %d, 16 need %d): %v, want ok %v\n%s",
+				tc.args, limit, two, sixteen, err, tc.ok, out)
+		}
 	}
 }

@@ -261,7 +261,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Repor
 	}
 	defer func() {
 		if err != nil { // nothing of a failed export is left behind
-			exportdir.Abandon(out, owned)
+			exportdir.Abandon(out, MetadataName, owned)
 		}
 	}()
 	for _, d := range owned {

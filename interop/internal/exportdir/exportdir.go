@@ -102,12 +102,16 @@ func Prepare(src, out, meta string, owned []string, force bool) error {
 }
 
 // Abandon removes what a failed or interrupted export wrote into out
-// after Prepare: every owned entry and temporary file. Prepare left none
-// of either, so they are this run's; the metadata file is written last,
-// so a failed export never has one. out itself is left (its lock's
-// release removes it when the command made it and it is empty). Errors
-// are ignored: the export's own error is the one to report.
-func Abandon(out string, owned []string) {
+// after Prepare: its metadata file meta, every owned entry and temporary
+// file. Prepare left none of them, so they are this run's. The metadata
+// goes first: an export fails with its metadata in place when the
+// directory's fsync after the metadata's rename fails (atomicfile), and
+// removing the entries it names beside it would leave a complete-looking
+// export without its files. out itself is left (its lock's release
+// removes it when the command made it and it is empty). Errors are
+// ignored: the export's own error is the one to report.
+func Abandon(out, meta string, owned []string) {
+	_ = os.Remove(filepath.Join(out, meta))
 	for _, o := range owned {
 		_ = os.RemoveAll(filepath.Join(out, o))
 	}

@@ -109,3 +109,45 @@ func TestPrepareRefusesDataset(t *testing.T) {
 		t.Errorf("the dataset's partitioning is gone: %v", err)
 	}
 }
+
+// TestAbandon: Abandon removes what a failed export wrote after Prepare,
+// its metadata file included (an export fails with it in place when the
+// directory's fsync after its rename fails), and leaves the files an
+// export does not write (kept by a forced Prepare) and out itself.
+// Before, the metadata stayed beside the removed entries: a
+// complete-looking export without its files.
+func TestAbandon(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	out := filepath.Join(t.TempDir(), "out")
+	owned := []string{"edges", "node_data"}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "mine.txt"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prepare(src, out, "meta", owned, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"edges/e-0.txt", "node_data/feat.npy", "meta"} {
+		p := filepath.Join(out, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Abandon(out, "meta", owned)
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "mine.txt" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("after Abandon, out holds %v, want only the foreign mine.txt", names)
+	}
+}
