@@ -21,13 +21,7 @@ import (
 // least (internal/membudget's reserve beside what the command allocates).
 func TestWritersLeastMem(t *testing.T) {
 	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "g")
-	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := run(t, "partition", dir, "--parts", "4", "--name", "p4"); err != nil {
-		t.Fatal(err)
-	}
+	dir := writerTestData(t, tmp)
 	edges := filepath.Join(tmp, "e.txt")
 	if err := os.WriteFile(edges, []byte("0 1\n1 2\n2 0\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,13 +79,7 @@ func TestWritersFitSmallCgroup(t *testing.T) {
 		t.Skipf("no memory cgroup here: %s", out)
 	}
 	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "g")
-	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := run(t, "partition", dir, "--parts", "4", "--name", "p4"); err != nil {
-		t.Fatal(err)
-	}
+	dir := writerTestData(t, tmp)
 	for _, tc := range []struct {
 		limit string
 		args  []string
@@ -105,4 +93,18 @@ func TestWritersFitSmallCgroup(t *testing.T) {
 			t.Errorf("%s under a %s cgroup without --mem: %v, want it to run with %q\n%s", tc.args[0], tc.limit, err, want, out)
 		}
 	}
+}
+
+// writerTestData generates the writers' test dataset under tmp (2,000
+// nodes) with a partitioning "p4" of 4 parts, and returns its directory.
+func writerTestData(t *testing.T, tmp string) string {
+	t.Helper()
+	dir := filepath.Join(tmp, "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "2000", "--feat-dim", "8", "--classes", "3", "--seed", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "partition", dir, "--parts", "4", "--name", "p4"); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
