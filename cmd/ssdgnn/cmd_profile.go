@@ -41,7 +41,10 @@ PreSC#K). Output: DIR/profile/NAME/ (see docs/planner.md); then run
 'ssdgnn plan'. Inside a memory cgroup the epoch must fit its limit: with
 fewer sampling workers when one per core does not (and --workers is not
 given), else it is refused before it starts, naming the least limit (the
-bound train's minimum counts for its own profiling epoch).`,
+bound train's minimum counts for its own profiling epoch). train reuses the
+profile only with the same read mode: --feat-read auto resolves in each
+process (direct inside a memory cgroup), so run profile where train will
+run, or give both the same --feat-read.`,
 		Example: `  ssdgnn partition data/synth --parts 1000
   ssdgnn profile data/synth --partition fennel --neighbor-cache 64MiB
   ssdgnn plan data/synth --mem 4GiB`,
