@@ -623,17 +623,10 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 					return nil, err
 				}
 			}
-			b.setMaxBatchDst(d, &o, planCacheBytes(mp.Plan)+given) // hand-sized caches replace the plan's: counted twice, the room is not overstated
-			remodeled, err := remodelReads(ctx, d, &o, mo, full, b)
-			if err != nil {
+			// Hand-sized caches replace the plan's: counted twice, the
+			// room is not overstated.
+			if err := recountForTraining(ctx, d, &o, mo, mp, full, b, planCacheBytes(mp.Plan)+given); err != nil {
 				return nil, err
-			}
-			if remodeled {
-				// The division kept, its predictions recounted for the
-				// batches training gathers.
-				if err := repredict(d, &o, mo, mp, full); err != nil {
-					return nil, err
-				}
 			}
 		}
 		// Only now, with the plan settled, is the profile cut to what
@@ -725,18 +718,11 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 	if !planned {
 		caches = given // the plan's caches are not built
 	}
-	b.setMaxBatchDst(d, &o, caches)
-	remodeled, err := remodelReads(ctx, d, &o, mo, p, b)
-	if err != nil {
+	rp := &MemPlan{Plan: res}
+	if err := recountForTraining(ctx, d, &o, mo, rp, p, b, caches); err != nil {
 		return nil, err
 	}
-	if remodeled {
-		rp := &MemPlan{Plan: res}
-		if err := repredict(d, &o, mo, rp, p); err != nil {
-			return nil, err
-		}
-		res = rp.Plan
-	}
+	res = rp.Plan
 	path := mo.PlanOut
 	if path != "" {
 		if err := res.Save(path); err != nil {
@@ -858,6 +844,21 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 		Part: mo.Part, Partition: mo.Partition, Staleness: o.Staleness, ReuseDepth: int64(ReuseDepth(o)),
 		Gather: o.buildOptions(0).Feature, NoFeatureBlock: partRanges(o) == nil,
 		Progress: o.Progress, Logger: o.Logger}
+}
+
+// recountForTraining fits the batches' destinations to the room that
+// caches bytes of caches leave, counts p's reads again for the batches training
+// gathers (remodelReads), and, when they differ from the profile's,
+// re-predicts mp's plan from them with its division kept (repredict). The
+// division itself is made before, on the profile's whole batches, for
+// both a bare --mem and a plan file.
+func recountForTraining(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, p *planner.Profile, b *Budget, caches int64) error {
+	b.setMaxBatchDst(d, o, caches)
+	remodeled, err := remodelReads(ctx, d, o, mo, p, b)
+	if err != nil || !remodeled {
+		return err
+	}
+	return repredict(d, o, mo, mp, p)
 }
 
 // remodelReads counts p's reads again for what training with o under
