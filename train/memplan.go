@@ -846,9 +846,9 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 		Progress: o.Progress, Logger: o.Logger}
 }
 
-// recountForTraining fits the batches' destinations to the room that
-// caches bytes of caches leave, counts p's reads again for the batches training
-// gathers (remodelReads), and, when they differ from the profile's,
+// recountForTraining fits the batches' destinations to the room left
+// beside caches bytes of caches, counts p's reads again for the batches
+// training gathers (remodelReads), and, when they differ from the profile's,
 // re-predicts mp's plan from them with its division kept (repredict). The
 // division itself is made before, on the profile's whole batches, for
 // both a bare --mem and a plan file.
