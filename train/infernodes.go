@@ -107,9 +107,7 @@ func readNodeList(path string, fit func(n int64) error) ([]int64, error) {
 		// np.save writes none: a file edited or appended to by hand.
 		return nil, fmt.Errorf("%s: %d bytes after the %d ids its header declares: want exactly the array (a file appended to?)", path, extra, h.Shape[0])
 	}
-	switch h.DType {
-	case npy.Int64, npy.Uint64, npy.Int32, npy.Uint32, npy.Int16, npy.Uint16, npy.Int8, npy.Uint8:
-	default:
+	if !h.DType.Integer() {
 		return nil, fmt.Errorf("%s: dtype %v, want an integer dtype (int64, int32, ...)", path, h.DType)
 	}
 	if fit != nil {

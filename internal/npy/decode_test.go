@@ -99,3 +99,14 @@ func TestDecodeFloat32(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegerDTypes: Integer holds exactly the dtypes DecodeInt64 reads,
+// bool apart.
+func TestIntegerDTypes(t *testing.T) {
+	for d := Bool; d <= Float64; d++ {
+		err := DecodeInt64(make([]int64, 1), make([]byte, 8), d)
+		if want := err == nil && d != Bool; d.Integer() != want {
+			t.Errorf("%v: Integer %v, DecodeInt64 err %v", d, d.Integer(), err)
+		}
+	}
+}

@@ -128,6 +128,10 @@ func (d DType) Size() int {
 	return 0
 }
 
+// Integer reports whether d is a signed or unsigned integer dtype (not
+// bool): the dtypes a list of ids may have (DecodeInt64 reads them).
+func (d DType) Integer() bool { return d >= Int8 && d <= Uint64 }
+
 // Descr is the NumPy array-protocol descriptor, such as "<f4".
 func (d DType) Descr() string {
 	if int(d) < len(dtypeInfo) {
