@@ -98,6 +98,7 @@ bench-gen:
 # Epoch time and its Sa/Ga/Tr/Co breakdown: random + no cache vs partition +
 # planned caches + history, at 2 and 3 layers (docs/train.md).
 bench-train:
+	$(GO) test -run '^$$' -bench 'Evaluate$$' -benchtime 5x -cpu 1 ./train/
 	$(GO) test -v -run '^$$' -bench 'TrainConfigs' -benchtime 1x -timeout 60m ./train/ -args -bench-nodes 200000 -bench-dir $(BENCH_DIR)
 
 # The out-of-core benchmark (docs/ooc.md): every configuration as a child in

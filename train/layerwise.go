@@ -352,6 +352,21 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 	defer os.RemoveAll(dir)
 	shapes := m.lwShapes()
 	bound := st.ChunkBytes
+	// pos: each chunk's block index of a node (−1 between chunks), when
+	// it takes at most an eighth of the bound, which gives it up: a chunk's
+	// block is then built in time linear in its edges (lwChunker.flush),
+	// else by sorting its neighbour ids and searching them per edge (on
+	// a 50,000-node graph that was as long as the chunk's compute).
+	var pos []int32
+	if 4*n <= bound/8 {
+		pos = make([]int32, n)
+		for i := range pos {
+			pos[i] = -1
+		}
+		bound -= 4 * n
+		memacct.Add(memacct.Inference, 4*n)
+		defer memacct.Add(memacct.Inference, -4*n)
+	}
 	// cur is layer l's transformed input, next layer l+1's.
 	var cur, next *lwStage
 	defer func() {
@@ -402,7 +417,7 @@ func (t *Trainer) layerwise(ctx context.Context, targets []int64, fn func(ids []
 		}
 		bar := t.o.Progress.Start(fmt.Sprintf("layer %d/%d", l+1, L), dsts, progress.Items)
 		c := &lwChunker{t: t, l: l, shape: shape, nextW: nextW, budget: max(bound-cur.heldBytes()-next.heldBytes(), minEvalMemBytes),
-			seen: seen, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn, bar: bar}
+			seen: seen, pos: pos, in: cur, out: next, outDeg: outDeg, idxBytes: idxBytes, st: st, ls: ls, fn: fn, bar: bar}
 		var err error
 		if cur.held == 0 && !cur.gather {
 			err = c.runPasses(ctx, need[l])
@@ -1605,6 +1620,7 @@ type lwChunker struct {
 	nextW    int // width of the next layer's transformed rows (0: last layer)
 	budget   int64
 	seen     bitset // scratch: the current chunk's sources
+	pos      []int32 // scratch: block index by node, −1 outside flush (nil: none)
 	in, out  *lwStage
 	outDeg   []int32
 	idxBytes int64
@@ -1924,23 +1940,14 @@ func (c *lwChunker) flush(ctx context.Context) error {
 		ip[i+1] = int32(len(nbr))
 	}
 	c.st.NeighborBytes += int64(len(nbr)) * c.idxBytes
-	others := slices.Clone(nbr)
-	slices.Sort(others)
-	others = slices.Compact(others)
-	others = slices.DeleteFunc(others, func(u int64) bool {
-		_, in := slices.BinarySearch(dst, u)
-		return in
-	})
-	ns := nd + len(others)
 	idx := make([]int32, len(nbr))
-	for k, u := range nbr {
-		if i, ok := slices.BinarySearch(dst, u); ok {
-			idx[k] = int32(i)
-		} else {
-			j := sort.Search(len(others), func(j int) bool { return others[j] >= u })
-			idx[k] = int32(nd + j)
-		}
+	var others []int64
+	if c.pos != nil {
+		others = blockByPos(c.pos, dst, nbr, idx)
+	} else {
+		others = blockBySearch(dst, nbr, idx)
 	}
+	ns := nd + len(others)
 	kb := &kernels.Block{NumDst: nd, NumSrc: ns, Indptr: ip, Indices: idx}
 	if t.model.cfg.Kind == ModelGAT {
 		kb = withSelfLoops(kb)
@@ -1985,6 +1992,60 @@ func (c *lwChunker) flush(ctx context.Context) error {
 		}
 	}
 	return c.compute(dst, kb, z, self)
+}
+
+// blockBySearch fills idx with the block index of each of nbr, a chunk's
+// neighbour ids, where the block's sources are dst (ascending) and then
+// the other ids of nbr in ascending order, which it returns: by sorting
+// nbr and searching it per edge.
+func blockBySearch(dst, nbr []int64, idx []int32) []int64 {
+	nd := len(dst)
+	others := slices.Clone(nbr)
+	slices.Sort(others)
+	others = slices.Compact(others)
+	others = slices.DeleteFunc(others, func(u int64) bool {
+		_, in := slices.BinarySearch(dst, u)
+		return in
+	})
+	for k, u := range nbr {
+		if i, ok := slices.BinarySearch(dst, u); ok {
+			idx[k] = int32(i)
+		} else {
+			j := sort.Search(len(others), func(j int) bool { return others[j] >= u })
+			idx[k] = int32(nd + j)
+		}
+	}
+	return others
+}
+
+// blockByPos is blockBySearch through pos, a block index per node that is
+// −1 for every node on entry and is left so: it sorts only the distinct
+// other ids, and looks each edge up in one load.
+func blockByPos(pos []int32, dst, nbr []int64, idx []int32) []int64 {
+	for i, v := range dst {
+		pos[v] = int32(i)
+	}
+	var others []int64
+	for _, u := range nbr {
+		if pos[u] == -1 {
+			pos[u] = -2 // seen, not a destination
+			others = append(others, u)
+		}
+	}
+	slices.Sort(others)
+	for j, u := range others {
+		pos[u] = int32(len(dst) + j)
+	}
+	for k, u := range nbr {
+		idx[k] = pos[u]
+	}
+	for _, v := range dst {
+		pos[v] = -1
+	}
+	for _, u := range others {
+		pos[u] = -1
+	}
+	return others
 }
 
 // flushPushed computes a chunk of a pushed layer (lwAcc): each

@@ -1018,3 +1018,42 @@ func TestLayerwiseWithinBound(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockByPosIsBlockBySearch: the two ways of building a chunk's block
+// give the same indices and other sources, and blockByPos leaves its
+// position map as it found it (all −1), on random chunks.
+func TestBlockByPosIsBlockBySearch(t *testing.T) {
+	seed := *seedFlag
+	t.Logf("seed %d (rerun with -seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	const n = 5000
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = -1
+	}
+	for trial := range 200 {
+		var dst []int64
+		lo := rng.Int64N(n)
+		for v := lo; v < n && len(dst) < 1+rng.IntN(300); v += 1 + rng.Int64N(4) {
+			dst = append(dst, v)
+		}
+		nbr := make([]int64, rng.IntN(3000))
+		for k := range nbr {
+			if rng.IntN(4) == 0 {
+				nbr[k] = dst[rng.IntN(len(dst))]
+			} else {
+				nbr[k] = rng.Int64N(n)
+			}
+		}
+		want := make([]int32, len(nbr))
+		wantOthers := blockBySearch(dst, nbr, want)
+		got := make([]int32, len(nbr))
+		gotOthers := blockByPos(pos, dst, nbr, got)
+		if !slices.Equal(got, want) || !slices.Equal(gotOthers, wantOthers) {
+			t.Fatalf("seed %d, trial %d: blockByPos gave %v / %v, blockBySearch %v / %v", seed, trial, got, gotOthers, want, wantOthers)
+		}
+		if i := slices.IndexFunc(pos, func(p int32) bool { return p != -1 }); i >= 0 {
+			t.Fatalf("seed %d, trial %d: pos[%d] = %d after blockByPos", seed, trial, i, pos[i])
+		}
+	}
+}
