@@ -1619,7 +1619,7 @@ type lwChunker struct {
 	shape    lwLayer
 	nextW    int // width of the next layer's transformed rows (0: last layer)
 	budget   int64
-	seen     bitset // scratch: the current chunk's sources
+	seen     bitset  // scratch: the current chunk's sources
 	pos      []int32 // scratch: block index by node, −1 outside flush (nil: none)
 	in, out  *lwStage
 	outDeg   []int32
