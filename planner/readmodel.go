@@ -49,6 +49,13 @@ type ReadModel struct {
 	// when the counts are of micro-batches (Profile.RemodelReads), each
 	// gathered on its own; 0: of whole batches.
 	MicroBatchRows int64 `json:"micro_batch_rows,omitempty"`
+	// CutMicroBatches is, for counts of micro-batches, the micro-batches
+	// an epoch of the profiled batches that were cut (into two or more)
+	// made, as the trainer counts EpochStats.MicroBatches: a history
+	// cache shrinks training's batches, so it cuts fewer, and the rows
+	// micro-batches of one batch share are then gathered fewer times (0:
+	// of whole batches, or a recount written before).
+	CutMicroBatches float64 `json:"cut_micro_batches,omitempty"`
 	// Thinned are the reads and bytes of the same rows thinned: at level
 	// Keep each row stays when a fixed hash of its id falls below Keep
 	// (ThinKeep), as if something removed a random share 1−Keep of every
@@ -344,7 +351,9 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 	}
 	sc := &scanGroup{n: max(scan, 1), count: count}
 	defer sc.close()
-	// epoch runs one epoch's (micro-)batches through sc.
+	// epoch runs one epoch's (micro-)batches through sc; cut counts the
+	// micro-batches of the batches split cut into two or more.
+	var cut int64
 	epoch := func(epoch int, desc string) error {
 		err := eachBatch(ctx, s, epoch, o.Progress, desc,
 			func(b *sample.Batch, plan *sample.Plan) error {
@@ -356,7 +365,14 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 				}
 				macro.see(b, plan)
 				sc.macro = b.Macro
-				split(b, sc.visit)
+				k := int64(0)
+				split(b, func(rows []int64) {
+					k++
+					sc.visit(rows)
+				})
+				if k > 1 {
+					cut += k
+				}
 				return nil
 			})
 		if err != nil {
@@ -370,6 +386,7 @@ func (p *Profile) RemodelReads(ctx context.Context, d *storage.Dataset, parts sa
 			return err
 		}
 	}
+	rc.m.CutMicroBatches = float64(cut) / float64(max(o.PresampleEpochs, 1))
 	if p.FeatHeldOut != nil {
 		// The held-out epoch's counts, cut and scanned the same way.
 		clear(p.FeatHeldOut)

@@ -149,4 +149,12 @@ func TestReadModelOfStreamedCuts(t *testing.T) {
 		t.Errorf("model %d rows in %d reads, %d bytes; training %.0f rows in %.0f reads, %.0f bytes",
 			r.Rows, r.Reads, r.BytesRead, e.Measured.GatherRows, e.Measured.GatherReads, e.Measured.GatherBytesRead)
 	}
+	// The model's cut is training's, counted the same way (cutNote
+	// compares them).
+	if r.CutMicroBatches != float64(e.MicroBatches) {
+		t.Errorf("model cut %g micro-batches an epoch, training %d", r.CutMicroBatches, e.MicroBatches)
+	}
+	if n := cutNote(mp.Plan, rep.Epochs); n != "" {
+		t.Errorf("the cuts agree, but the comparison notes %q", n)
+	}
 }
