@@ -14,6 +14,7 @@
 //
 //	BytesFor(N, C, H) = 4·N            slot table: node → slot (int32, -1 = not a candidate)
 //	                  + C·4·H          embeddings, slot-major
+//	                  + C·8            node table: slot → node (int64, per slot)
 //	                  + C·1            state table (per slot)
 //	                  + C·8            iteration table: iteration of the last push (per slot)
 //

@@ -12,8 +12,11 @@
 // without dataset.json is not a dataset, so a crash at any point leaves
 // nothing that Open accepts (ErrNotDataset; when the directory holds
 // another tool's layout, an export or an OGB or IGB download, the error
-// says which and how to import it). Overwriting needs CreateOptions.Force, which
-// removes the old manifest before anything else.
+// says which and how to import it). Overwriting needs CreateOptions.Force,
+// which writes the new dataset in a staging directory beside the old one
+// and swaps it in, journaled, at Finish: an interrupted or failed run
+// leaves the old dataset whole (replace.go; docs/format.md, "Dataset
+// directory").
 //
 // # Reading
 //

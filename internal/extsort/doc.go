@@ -47,7 +47,7 @@
 // stable, and its Dst is kept beside it): a Sorter starts small (so that tiny inputs stay small) and
 // doubles its buffer only while the old and the new buffer together fit
 // in MemBytes; the last step takes what the old one leaves, so the final
-// buffer holds 2/3 to 5/6 of MemBytes (growCap). The switch to 16-byte
+// buffer holds 1/2 to 2/3 of MemBytes (growCap; TestGrowCapLadder). The switch to 16-byte
 // records converts in memory only when both encodings fit together, and
 // spills first otherwise. The buffer is counted, where it is allocated,
 // in memacct.EdgeSort (TestBufferWithinBudget checks the count's peak).

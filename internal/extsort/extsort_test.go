@@ -683,3 +683,32 @@ func TestBufferWithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowCapLadder holds growCap to the package doc's "Memory bound": the
+// old and the new buffer of a growth step together never exceed the
+// limit, and the ladder from the first capacity ends between 1/2 and 2/3
+// of the limit (or at the first capacity when that is more than half).
+func TestGrowCapLadder(t *testing.T) {
+	for _, limit := range []int{1, 3, 4096, 4097, 8191, 8192, 10000, 12288, 12289, 20000, 65536, 100003, 1 << 20, 3<<20 + 7} {
+		c := min(initialRecords, limit)
+		for {
+			n := growCap(c, limit)
+			if n <= c {
+				break
+			}
+			if c+n > limit {
+				t.Fatalf("limit %d: a step from %d to %d holds %d records", limit, c, n, c+n)
+			}
+			c = n
+		}
+		if 2*min(initialRecords, limit) > limit {
+			if c != min(initialRecords, limit) {
+				t.Errorf("limit %d: grew from the first capacity to %d", limit, c)
+			}
+			continue
+		}
+		if 2*c < limit || 3*c > 2*limit {
+			t.Errorf("limit %d: final capacity %d is not within [1/2, 2/3] of it", limit, c)
+		}
+	}
+}

@@ -94,9 +94,10 @@ func packedBytes(byRow bool) int {
 // doubles while the old and the new buffer together, as a growth step
 // holds them, stay within limit; the last step takes what the old buffer
 // leaves. So the buffer never holds more than limit records, a growth
-// step included, and its final capacity lies between 2/3 and 5/6 of
+// step included, and its final capacity lies between 1/2 and 2/3 of
 // limit (or is the first capacity, min(initialRecords, limit), when that
-// is more than limit/3).
+// is more than limit/2): with old + new ≤ limit and new ≥ old, new is at
+// most 2/3 of it (TestGrowCapLadder).
 func growCap(c, limit int) int {
 	if 3*c <= limit {
 		return 2 * c
