@@ -138,28 +138,7 @@ func (j *job) npyEdges(path string) error {
 	sh := s.h.Shape
 	switch {
 	case len(sh) == 2 && sh[1] == 2:
-		buf := make([]int64, 1<<16)
-		for {
-			start := s.pos
-			n, err := s.int64s(buf)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return s.drain()
-			}
-			for i := 0; i < n; i += 2 {
-				if msg := j.idMsg("source", buf[i]); msg != "" {
-					return elemErr(path, start+int64(i), "edge %d: %s", (start+int64(i))/2, msg)
-				}
-				if msg := j.idMsg("destination", buf[i+1]); msg != "" {
-					return elemErr(path, start+int64(i)+1, "edge %d: %s", (start+int64(i))/2, msg)
-				}
-				if err := j.addEdge(buf[i], buf[i+1]); err != nil {
-					return err
-				}
-			}
-		}
+		return j.addEdgeRows(s)
 	case len(sh) == 2 && sh[0] == 2:
 		numE := sh[1]
 		s.end = numE
@@ -171,4 +150,31 @@ func (j *job) npyEdges(path string) error {
 		return j.addEdgePairs(s, dst, numE)
 	}
 	return fileErr(path, "shape %v, want [num_edges, 2] or [2, num_edges]", sh)
+}
+
+// addEdgeRows streams the rows (src, dst) of an [E, 2] edge array into
+// the sorter. Errors name the element index of the offending id.
+func (j *job) addEdgeRows(s *npyStream) error {
+	buf := make([]int64, 1<<16)
+	for {
+		start := s.pos
+		n, err := s.int64s(buf)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return s.drain()
+		}
+		for i := 0; i < n; i += 2 {
+			if msg := j.idMsg("source", buf[i]); msg != "" {
+				return elemErr(s.name, start+int64(i), "edge %d: %s", (start+int64(i))/2, msg)
+			}
+			if msg := j.idMsg("destination", buf[i+1]); msg != "" {
+				return elemErr(s.name, start+int64(i)+1, "edge %d: %s", (start+int64(i))/2, msg)
+			}
+			if err := j.addEdge(buf[i], buf[i+1]); err != nil {
+				return err
+			}
+		}
+	}
 }

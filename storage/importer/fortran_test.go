@@ -1,0 +1,135 @@
+package importer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// fortranNPY is a .npy file whose header says fortran_order True over
+// the given bytes, as np.save writes a transposed (F-contiguous) array.
+func fortranNPY(t testing.TB, d npy.DType, shape []int64, values any) []byte {
+	t.Helper()
+	b := npyBytes(t, d, shape, values)
+	f := bytes.Replace(b, []byte("'fortran_order': False,"), []byte("'fortran_order': True, "), 1)
+	if bytes.Equal(f, b) {
+		t.Fatal("fortranNPY: no fortran_order in the header")
+	}
+	return f
+}
+
+// TestFortranOrderEdges imports edge arrays that np.save wrote in Fortran
+// order (np.save(p, edge_index.T), torch's edge_index.t().numpy()) in every
+// .npy-reading importer; each must give the same dataset as the edge list.
+// Before, every one was refused ("npy: unsupported array: fortran_order
+// True"). A Fortran-order feature matrix, whose rows are not contiguous, is
+// refused naming the file and the fix.
+func TestFortranOrderEdges(t *testing.T) {
+	const n = 6
+	src := []int64{0, 0, 1, 3, 3, 5, 2, 0, 4}
+	dst := []int64{1, 2, 2, 0, 0, 4, 2, 5, 1}
+	var text strings.Builder
+	var pairs []int64 // the bytes of a C-order (E, 2), or a Fortran-order (2, E)
+	for i := range src {
+		fmt.Fprintf(&text, "%d %d\n", src[i], dst[i])
+		pairs = append(pairs, src[i], dst[i])
+	}
+	rows := append(append([]int64{}, src...), dst...) // C-order (2, E), Fortran-order (E, 2)
+	e := int64(len(src))
+	gbMeta := fmt.Sprintf("graph:\n  nodes:\n    - num: %d\n  edges:\n    - format: numpy\n      path: edges/edges.npy\n", n)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]any{
+		"el/e.txt": text.String(),
+		// np.save(p, a.T) of a C-order [2, E] array: header (E, 2), Fortran.
+		"npyE2/paper__cites__paper/edge_index.npy": fortranNPY(t, npy.Int64, []int64{e, 2}, rows),
+		// np.save(p, a.T) of a C-order [E, 2] array: header (2, E), Fortran.
+		"npy2E/paper__cites__paper/edge_index.npy": fortranNPY(t, npy.Int32, []int64{2, e}, toInt32(pairs)),
+		"ogb/raw/data.npz": zipBytes(t, 0, map[string][]byte{
+			"edge_index.npy":     fortranNPY(t, npy.Int64, []int64{2, e}, pairs),
+			"num_nodes_list.npy": npyBytes(t, npy.Int64, []int64{1}, []int64{n}),
+		}),
+		"ogbdefl/raw/data.npz": zipBytes(t, 8, map[string][]byte{
+			"edge_index.npy":     fortranNPY(t, npy.Int64, []int64{2, e}, pairs),
+			"num_nodes_list.npy": npyBytes(t, npy.Int64, []int64{1}, []int64{n}),
+		}),
+		"gb/edges/edges.npy": fortranNPY(t, npy.Int64, []int64{2, e}, pairs),
+		"gb/metadata.yaml":   gbMeta,
+	})
+	o := func() *Options {
+		return &Options{Directed: true, KeepSelfLoops: true, KeepDuplicates: true, NumNodes: n}
+	}
+	ref := filepath.Join(t.TempDir(), "ref")
+	if _, err := ImportEdgeList(filepath.Join(dir, "el/e.txt"), ref, o()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		imp  func(string, string, *Options) (Report, error)
+	}{
+		{"npyE2", ImportNPY}, {"npy2E", ImportNPY}, {"ogb", ImportOGB}, {"ogbdefl", ImportOGB}, {"gb", ImportGraphBolt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			rep, err := tc.imp(filepath.Join(dir, tc.name), out, o())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.EdgesRead != e {
+				t.Errorf("read %d edges, want %d", rep.EdgesRead, e)
+			}
+			sameArrays(t, ref, out)
+		})
+	}
+}
+
+func toInt32(v []int64) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+// TestFortranOrderOther: arrays with at most one dimension above 1 hold
+// the same bytes in either order and import as C order; a Fortran-order
+// feature matrix is refused naming the file and np.ascontiguousarray.
+func TestFortranOrderOther(t *testing.T) {
+	edges := npyBytes(t, npy.Int64, []int64{3, 2}, []int64{0, 1, 1, 2, 2, 3})
+	feat := []float32{0, 1, 2, 3, 4, 5, 6, 7}
+	label := []int64{0, 1, -1, 1}
+	dirC, dirF, dirBad := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFiles(t, dirC, map[string]any{
+		"paper__cites__paper/edge_index.npy": edges,
+		"paper/node_feat.npy":                npyBytes(t, npy.Float32, []int64{4, 2}, feat),
+		"paper/node_label_19.npy":            npyBytes(t, npy.Int64, []int64{4, 1}, label),
+	})
+	writeFiles(t, dirF, map[string]any{
+		"paper__cites__paper/edge_index.npy": edges,
+		"paper/node_feat.npy":                npyBytes(t, npy.Float32, []int64{4, 2}, feat),
+		"paper/node_label_19.npy":            fortranNPY(t, npy.Int64, []int64{4, 1}, label),
+	})
+	writeFiles(t, dirBad, map[string]any{
+		"paper__cites__paper/edge_index.npy": edges,
+		"paper/node_feat.npy":                fortranNPY(t, npy.Float32, []int64{4, 2}, feat),
+	})
+	outC, outF := t.TempDir(), t.TempDir()
+	if _, err := ImportNPY(dirC, outC, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ImportNPY(dirF, outF, nil); err != nil {
+		t.Fatal(err)
+	}
+	sameArrays(t, outC, outF)
+	outBad := filepath.Join(t.TempDir(), "bad")
+	_, err := ImportNPY(dirBad, outBad, nil)
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "node_feat.npy") || !strings.Contains(err.Error(), "Fortran-order") ||
+		!strings.Contains(err.Error(), "np.ascontiguousarray") {
+		t.Errorf("Fortran-order features: %v, want an ErrFormat naming the file and the fix", err)
+	}
+	assertNoDataset(t, outBad)
+}
