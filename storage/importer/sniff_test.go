@@ -1,0 +1,66 @@
+package importer
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/npy"
+)
+
+// TestEdgeListSniffsNPY: an edge list's feature and label files are .npy
+// arrays by their magic or a .npy suffix in any case, not only by the
+// suffix ".npy". Before, "f.NPY" or a .npy without the suffix was parsed
+// as CSV text ("line 1, column 1: invalid float "\x93NUMPY...""), and an
+// .npz archive (or a .npy given as the edge list) the same way; now the
+// arrays import as "f.npy" does, and the archive is refused naming it.
+func TestEdgeListSniffsNPY(t *testing.T) {
+	feat := npyBytes(t, npy.Float32, []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
+	label := npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, -1})
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]any{
+		"e.txt": "0 1\n1 2\n", "f.npy": feat, "l.npy": label,
+		"f.NPY": feat, "l.Npy": label, "feat.bin": feat, "labels": label,
+		"f.npz":     zipBytes(t, 8, map[string][]byte{"arr_0.npy": feat}),
+		"edges.npy": npyBytes(t, npy.Int64, []int64{2, 2}, []int64{0, 1, 1, 2}),
+	})
+	p := func(name string) string { return filepath.Join(dir, name) }
+	ref := filepath.Join(t.TempDir(), "ref")
+	if _, err := ImportEdgeList(p("e.txt"), ref, &Options{FeatFile: p("f.npy"), LabelFile: p("l.npy")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, edges, feat, label string
+		errFile                  string // "": imports as ref
+	}{
+		{"upper-case suffix", "e.txt", "f.NPY", "l.Npy", ""},
+		{"no suffix", "e.txt", "feat.bin", "labels", ""},
+		{"npz features", "e.txt", "f.npz", "", "f.npz"},
+		{"npz labels", "e.txt", "f.npy", "f.npz", "f.npz"},
+		{"npy edge list", "edges.npy", "", "", "edges.npy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Options{}
+			if tc.feat != "" {
+				o.FeatFile = p(tc.feat)
+			}
+			if tc.label != "" {
+				o.LabelFile = p(tc.label)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := ImportEdgeList(p(tc.edges), out, o)
+			if tc.errFile == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameArrays(t, ref, out)
+				return
+			}
+			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.errFile) || strings.Contains(err.Error(), "invalid") {
+				t.Errorf("got %v, want an ErrFormat naming %s and what it is", err, tc.errFile)
+			}
+			assertNoDataset(t, out)
+		})
+	}
+}
