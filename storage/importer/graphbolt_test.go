@@ -55,8 +55,26 @@ func randomDataset(t *testing.T, dir string, seed uint64, n int) {
 func roundTrip(t *testing.T, src string, o *graphbolt.Options) string {
 	t.Helper()
 	gb := filepath.Join(t.TempDir(), "gb")
-	if _, err := graphbolt.Export(src, gb, o); err != nil {
+	rep, err := graphbolt.Export(src, gb, o)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Seeds with label -1 are counted (DGL's loss fails on them).
+	var want [3]int64
+	if l := load(t, src); l.labels != nil {
+		for k, sp := range l.splits {
+			for _, v := range sp {
+				if l.labels[v] == -1 {
+					want[k]++
+				}
+			}
+		}
+	}
+	if rep.UnlabelledSeeds != want {
+		t.Errorf("UnlabelledSeeds %v, want %v", rep.UnlabelledSeeds, want)
+	}
+	if warned := strings.Contains(rep.String(), "label -1"); warned != (want != [3]int64{}) {
+		t.Errorf("report warns %v with %v unlabelled seeds:\n%s", warned, want, rep)
 	}
 	back := filepath.Join(t.TempDir(), "back")
 	if _, err := ImportGraphBolt(gb, back, asGiven); err != nil {
