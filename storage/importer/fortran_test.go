@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,14 @@ func TestFortranOrderEdges(t *testing.T) {
 		}),
 		"gb/edges/edges.npy": fortranNPY(t, npy.Int64, []int64{2, e}, pairs),
 		"gb/metadata.yaml":   gbMeta,
+		// np.load gives (E, 2) where (2, E) is the format: refused as a
+		// C-order (E, 2) is.
+		"ogbE2/raw/data.npz": zipBytes(t, 0, map[string][]byte{
+			"edge_index.npy":     fortranNPY(t, npy.Int64, []int64{e, 2}, rows),
+			"num_nodes_list.npy": npyBytes(t, npy.Int64, []int64{1}, []int64{n}),
+		}),
+		"gbE2/edges/edges.npy": fortranNPY(t, npy.Int64, []int64{e, 2}, rows),
+		"gbE2/metadata.yaml":   gbMeta,
 	})
 	o := func() *Options {
 		return &Options{Directed: true, KeepSelfLoops: true, KeepDuplicates: true, NumNodes: n}
@@ -84,6 +93,17 @@ func TestFortranOrderEdges(t *testing.T) {
 			}
 			sameArrays(t, ref, out)
 		})
+	}
+	for _, tc := range []struct {
+		name string
+		imp  func(string, string, *Options) (Report, error)
+	}{{"ogbE2", ImportOGB}, {"gbE2", ImportGraphBolt}} {
+		out := filepath.Join(t.TempDir(), "out")
+		_, err := tc.imp(filepath.Join(dir, tc.name), out, o())
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), fmt.Sprintf("shape [%d 2]", e)) {
+			t.Errorf("%s: Fortran-order (E, 2): %v, want the shape refused", tc.name, err)
+		}
+		assertNoDataset(t, out)
 	}
 }
 
@@ -125,6 +145,24 @@ func TestFortranOrderOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameArrays(t, outC, outF)
+	// A 2×2 edge array is [E, 2] to import npy in either order: the
+	// Fortran-order file of np.array([[0, 1], [2, 3]]) holds 0, 2, 1, 3
+	// and means edges 0→1 and 2→3, as its C-order file does.
+	sq, sqF := t.TempDir(), t.TempDir()
+	writeFiles(t, sq, map[string]any{"paper__cites__paper/edge_index.npy": npyBytes(t, npy.Int64, []int64{2, 2}, []int64{0, 1, 2, 3})})
+	writeFiles(t, sqF, map[string]any{"paper__cites__paper/edge_index.npy": fortranNPY(t, npy.Int64, []int64{2, 2}, []int64{0, 2, 1, 3})})
+	outSq, outSqF := t.TempDir(), t.TempDir()
+	if _, err := ImportNPY(sq, outSq, &Options{NumNodes: 4, Directed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ImportNPY(sqF, outSqF, &Options{NumNodes: 4, Directed: true}); err != nil {
+		t.Fatal(err)
+	}
+	sameArrays(t, outSq, outSqF)
+	if l := load(t, outSqF); !slices.Equal(l.indptr, []int64{0, 0, 1, 1, 2}) || !slices.Equal(l.indices, []int64{0, 2}) {
+		t.Errorf("2×2 Fortran edges: CSR %v %v, want edges 0→1, 2→3", l.indptr, l.indices)
+	}
+
 	outBad := filepath.Join(t.TempDir(), "bad")
 	_, err := ImportNPY(dirBad, outBad, nil)
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "node_feat.npy") || !strings.Contains(err.Error(), "Fortran-order") ||

@@ -218,17 +218,14 @@ func (j *job) graphBoltEdges(srcDir string, l *graphbolt.Layout) error {
 	}
 	defer src.Close()
 	j.addBytesIn(size)
-	if src.fortran && len(src.h.Shape) == 2 && src.h.Shape[1] == 2 {
-		// A Fortran-order (2, E), as np.save writes edges.T of an [E, 2]
-		// array and np.load reads back as (2, E): its bytes are the rows
-		// (src, dst) that cOrder's reversed shape names.
+	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
+		return fileErr(path, "shape %v, want (2, num_edges): row 0 sources, row 1 destinations", src.h.Shape)
+	}
+	if src.h.Fortran { // a Fortran-order (2, E), np.save of an [E, 2]'s transpose: (src, dst) pairs
 		if err := j.addEdgeRows(src); err != nil {
 			return err
 		}
 		return j.writeCSR()
-	}
-	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
-		return fileErr(path, "shape %v, want (2, num_edges): row 0 sources, row 1 destinations", src.h.Shape)
 	}
 	numE := src.h.Shape[1]
 	src.end = numE

@@ -137,23 +137,35 @@ func (j *job) npyEdges(path string) error {
 	j.addBytesIn(size)
 	sh := s.h.Shape
 	switch {
-	case len(sh) == 2 && sh[1] == 2:
-		return j.addEdgeRows(s)
-	case len(sh) == 2 && sh[0] == 2:
-		numE := sh[1]
-		s.end = numE
-		dst, err := reopenAt(s, numE)
-		if err != nil {
-			return err
+	case len(sh) == 2 && sh[1] == 2: // [E, 2], also when E is 2
+		if s.h.Fortran { // np.save of a [2, E]'s transpose: E sources, then E destinations
+			return j.addEdgeHalves(s, sh[0])
 		}
-		defer dst.Close()
-		return j.addEdgePairs(s, dst, numE)
+		return j.addEdgeRows(s)
+	case len(sh) == 2 && sh[0] == 2: // [2, E]
+		if s.h.Fortran { // np.save of an [E, 2]'s transpose: (src, dst) pairs
+			return j.addEdgeRows(s)
+		}
+		return j.addEdgeHalves(s, sh[1])
 	}
 	return fileErr(path, "shape %v, want [num_edges, 2] or [2, num_edges]", sh)
 }
 
-// addEdgeRows streams the rows (src, dst) of an [E, 2] edge array into
-// the sorter. Errors name the element index of the offending id.
+// addEdgeHalves streams an edge array file whose data is numE sources
+// followed by numE destinations (a C-order [2, E]), reading both halves in
+// step with a second stream.
+func (j *job) addEdgeHalves(s *npyStream, numE int64) error {
+	s.end = numE
+	dst, err := reopenAt(s, numE)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	return j.addEdgePairs(s, dst, numE)
+}
+
+// addEdgeRows streams an edge array whose data is (src, dst) pairs (a
+// C-order [E, 2], or a Fortran-order [2, E]) into the sorter. Errors name the element index of the offending id.
 func (j *job) addEdgeRows(s *npyStream) error {
 	buf := make([]int64, 1<<16)
 	for {

@@ -155,15 +155,14 @@ func (j *job) ogbBinary(raw string) error {
 		return err
 	}
 	defer src.Close()
-	if src.fortran && len(src.h.Shape) == 2 && src.h.Shape[1] == 2 {
-		// A Fortran-order (2, E) holds (src, dst) pairs (cOrder).
+	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
+		return fileErr(src.name, "shape %v, want [2, num_edges]", src.h.Shape)
+	}
+	if src.h.Fortran { // a Fortran-order [2, E] holds (src, dst) pairs
 		if err := j.addEdgeRows(src); err != nil {
 			return err
 		}
 		return j.ogbBinaryRest(raw, z)
-	}
-	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
-		return fileErr(src.name, "shape %v, want [2, num_edges]", src.h.Shape)
 	}
 	numE := src.h.Shape[1]
 	src.end = numE

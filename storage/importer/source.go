@@ -94,13 +94,10 @@ type npyStream struct {
 	name   string // for errors
 	r      io.Reader
 	closer io.Closer
-	h      npy.Header
-	// fortran: the file's header said Fortran order; h is the C-order
-	// header of the same bytes (cOrder), its shape reversed when 2-D.
-	fortran bool
-	pos     int64 // index of the next element, counted from the array start
-	end     int64 // index one past the last element this stream may read
-	buf     []byte
+	h      npy.Header // h.Fortran only for a 2-D edge array (cOrder)
+	pos    int64      // index of the next element, counted from the array start
+	end    int64      // index one past the last element this stream may read
+	buf    []byte
 }
 
 // Close closes the underlying file or member.
@@ -261,14 +258,12 @@ func openNPYFile(path, role string, spec *RawSpec) (*npyStream, int64, error) {
 
 func newFileStream(f *os.File, size int64, path, role string, spec *RawSpec) (*npyStream, error) {
 	var h npy.Header
-	fortran := false
 	if isNPY(f) {
 		var err error
 		h, err = npy.ReadHeaderAnyOrder(io.NewSectionReader(f, 0, size))
 		if err != nil {
 			return nil, fileErr(path, "%v", err)
 		}
-		fortran = h.Fortran
 		if h, err = cOrder(path, role, h); err != nil {
 			return nil, err
 		}
@@ -289,24 +284,20 @@ func newFileStream(f *os.File, size int64, path, role string, spec *RawSpec) (*n
 	if _, err := f.Seek(h.DataOffset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("importer: %s: %w", path, err)
 	}
-	return &npyStream{name: path, r: bufio.NewReaderSize(f, readBufSize), closer: f, h: h, fortran: fortran, end: h.Len()}, nil
+	return &npyStream{name: path, r: bufio.NewReaderSize(f, readBufSize), closer: f, h: h, end: h.Len()}, nil
 }
 
-// cOrder returns the C-order (row-major) header that reads h's data as
-// it is meant. NumPy saves a transposed array (np.save(p, a.T), torch's
-// edge_index.t().numpy()) in Fortran order: for an array with at most one
-// dimension above 1 the bytes are the same in either order, and a 2-D
-// Fortran-order edge array is the C-order array of the reversed shape,
-// whose rows and columns swap roles: (2, E) in Fortran order holds the
-// (src, dst) pairs of an [E, 2] array, and (E, 2) the source row then the
-// destination row of a [2, E] one. Both layouts mean the same edges, so
-// the edges read are the file's. Any other Fortran-order array (features
-// [N, D]) is refused, naming the fix.
+// cOrder settles a Fortran-order header. NumPy saves a transposed array
+// (np.save(p, a.T), torch's edge_index.t().numpy()) in Fortran order. An
+// array with at most one dimension above 1 has the same bytes in either
+// order: its header is returned as C order. A 2-D edge array keeps its
+// shape, NumPy's, and Fortran set: the edge readers read both orders
+// (addEdgeRows, addEdgeHalves), so its edges are those np.load gives. Any
+// other Fortran-order array (features [N, D]) is refused, naming the fix.
 func cOrder(name, role string, h npy.Header) (npy.Header, error) {
 	if !h.Fortran {
 		return h, nil
 	}
-	h.Fortran = false
 	wide := 0
 	for _, d := range h.Shape {
 		if d > 1 {
@@ -315,9 +306,9 @@ func cOrder(name, role string, h npy.Header) (npy.Header, error) {
 	}
 	switch {
 	case wide <= 1:
+		h.Fortran = false
 		return h, nil
 	case role == RoleEdges && len(h.Shape) == 2:
-		h.Shape = []int64{h.Shape[1], h.Shape[0]}
 		return h, nil
 	}
 	return h, fileErr(name, "Fortran-order (column-major) array of shape %v: its rows are not contiguous; save it in C order, np.save(path, np.ascontiguousarray(a))", h.Shape)
@@ -335,7 +326,7 @@ func reopenAt(s *npyStream, start int64) (*npyStream, error) {
 		f.Close()
 		return nil, fmt.Errorf("importer: %s: %w", s.name, err)
 	}
-	return &npyStream{name: s.name, r: bufio.NewReaderSize(f, readBufSize), closer: f, h: s.h, fortran: s.fortran, pos: start, end: s.h.Len()}, nil
+	return &npyStream{name: s.name, r: bufio.NewReaderSize(f, readBufSize), closer: f, h: s.h, pos: start, end: s.h.Len()}, nil
 }
 
 // npzArchive is an open .npz (zip) file whose members are .npy arrays.
@@ -395,7 +386,6 @@ func (z *npzArchive) open(name string) (*npyStream, error) {
 	if name == npzEdges {
 		role = RoleEdges
 	}
-	fortran := h.Fortran
 	if h, err = cOrder(ename, role, h); err != nil {
 		rc.Close()
 		return nil, err
@@ -404,7 +394,7 @@ func (z *npzArchive) open(name string) (*npyStream, error) {
 		rc.Close()
 		return nil, fileErr(ename, "member is %d bytes, want %d (%d header + %s%v data)", m.UncompressedSize64, want, h.DataOffset, h.DType, h.Shape)
 	}
-	return &npyStream{name: ename, r: br, closer: rc, h: h, fortran: fortran, end: h.Len()}, nil
+	return &npyStream{name: ename, r: br, closer: rc, h: h, end: h.Len()}, nil
 }
 
 // openAt streams member name from element start. A stored member is read
