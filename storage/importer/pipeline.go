@@ -182,6 +182,24 @@ func (j *job) setNumNodes(n int64, from string) {
 	j.rep.Nodes = n
 }
 
+// inferredFrom is where N comes from without a node count.
+const inferredFrom = "the largest edge id + 1"
+
+// nodeCount is N with where it came from, for a feature or label count
+// that does not match it: "3, N from the largest edge id + 1; nodes after
+// the last one with an edge need --num-nodes (Options.NumNodes)". Before,
+// "(3)" alone left a user whose last nodes have no edge to guess why
+// their one-row-per-node file had "more feature rows than nodes".
+func (j *job) nodeCount() string {
+	switch j.numNodesFrom {
+	case "":
+		return fmt.Sprint(j.numNodes)
+	case inferredFrom:
+		return fmt.Sprintf("%d, N from %s; nodes after the last one with an edge need --num-nodes (Options.NumNodes)", j.numNodes, j.numNodesFrom)
+	}
+	return fmt.Sprintf("%d, N from %s", j.numNodes, j.numNodesFrom)
+}
+
 // rangeMsg is "out of range [0, N)" with where N came from.
 func (j *job) rangeMsg() string {
 	if j.numNodesFrom == "" {
@@ -262,11 +280,11 @@ func (j *job) writeCSR() error {
 		if err := checkInferredNodes(j.maxID, j.rep.EdgesRead); err != nil {
 			return err
 		}
-		j.setNumNodes(j.maxID+1, "the largest edge id + 1")
+		j.setNumNodes(j.maxID+1, inferredFrom)
 	}
 	n := j.numNodes
 	if n <= 0 {
-		if j.numNodesFrom != "" && j.numNodesFrom != "the largest edge id + 1" {
+		if j.numNodesFrom != "" && j.numNodesFrom != inferredFrom {
 			return fmt.Errorf("%w: the graph has no nodes: N = %d from %s, and no edges", ErrFormat, n, j.numNodesFrom)
 		}
 		return fmt.Errorf("%w: the graph has no nodes (no edges and no node count)", ErrFormat)
@@ -489,7 +507,7 @@ func (f *featWriter) commit(file string) error {
 	f.j.featBar.Done()
 	f.j.featBar = nil
 	if f.rows != f.j.numNodes {
-		return fileErr(file, "%d feature rows, want one per node (%d)", f.rows, f.j.numNodes)
+		return fileErr(file, "%d feature rows, want one per node (%s)", f.rows, f.j.nodeCount())
 	}
 	if err := f.w.Commit(); err != nil {
 		return err
@@ -519,7 +537,7 @@ func (j *job) copyNPYFeatures(s *npyStream) error {
 		return fileErr(s.name, "features have shape %v, want [num_nodes, dim]", s.h.Shape)
 	}
 	if s.h.Shape[0] != j.numNodes {
-		return fileErr(s.name, "%d feature rows, want one per node (%d)", s.h.Shape[0], j.numNodes)
+		return fileErr(s.name, "%d feature rows, want one per node (%s)", s.h.Shape[0], j.nodeCount())
 	}
 	dim := s.h.Shape[1]
 	fw, err := j.startFeatures(s.name, dim)
@@ -590,7 +608,7 @@ func (j *job) startLabels() (*labelWriter, error) {
 // [0, NumClasses) (or [0, 2^31-1) when NumClasses is inferred).
 func (l *labelWriter) add(x float64) string {
 	if l.n >= l.j.numNodes {
-		return fmt.Sprintf("more labels than nodes (%d)", l.j.numNodes)
+		return fmt.Sprintf("more labels than nodes (%s)", l.j.nodeCount())
 	}
 	v := int32(-1)
 	switch {
@@ -638,7 +656,7 @@ func (l *labelWriter) commit(file string) error {
 		return err
 	}
 	if l.n != l.j.numNodes {
-		return fileErr(file, "%d labels, want one per node (%d)", l.n, l.j.numNodes)
+		return fileErr(file, "%d labels, want one per node (%s)", l.n, l.j.nodeCount())
 	}
 	// Inferred classes beyond the labelled nodes cannot all have an
 	// example: past maxInferredClasses that is a stray label (an id, a
@@ -673,7 +691,7 @@ func (j *job) copyNPYLabels(s *npyStream) error {
 		return fileErr(s.name, "labels have shape %v, want [num_nodes] or [num_nodes, 1]", s.h.Shape)
 	}
 	if s.h.Shape[0] != j.numNodes {
-		return fileErr(s.name, "%d labels, want one per node (%d)", s.h.Shape[0], j.numNodes)
+		return fileErr(s.name, "%d labels, want one per node (%s)", s.h.Shape[0], j.nodeCount())
 	}
 	lw, err := j.startLabels()
 	if err != nil {

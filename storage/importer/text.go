@@ -74,7 +74,7 @@ func (j *job) copyTextFeatures(path string) error {
 			return lineErr(path, r.Line(), "feature row has %d values, want %d (the width of the first row)", nf, width)
 		}
 		if fw.rows >= j.numNodes {
-			return lineErr(path, r.Line(), "more feature rows than nodes (%d)", j.numNodes)
+			return lineErr(path, r.Line(), "more feature rows than nodes (%s)", j.nodeCount())
 		}
 		if row, err = r.Float32sN(row, width); err != nil {
 			return badInput(err)
@@ -91,7 +91,7 @@ func (j *job) copyTextFeatures(path string) error {
 		if j.numNodes == 0 {
 			return nil
 		}
-		return fileErr(path, "no feature rows, want one per node (%d)", j.numNodes)
+		return fileErr(path, "no feature rows, want one per node (%s)", j.nodeCount())
 	}
 	return fw.commit(path)
 }
