@@ -94,6 +94,9 @@
 //
 // # Caveats
 //
+//   - Text sources are plain or gzip (by the .gz suffix or the gzip
+//     magic); a bzip2, xz or zstd file is refused by its magic, naming the
+//     compressor.
 //   - Sort runs are spilled to a fresh subdirectory of Options.TempDir
 //     (default: the output directory), removed when the import ends. A
 //     crashed import leaves a .import-tmp-* directory behind; later imports

@@ -64,3 +64,41 @@ func TestEdgeListSniffsNPY(t *testing.T) {
 		})
 	}
 }
+
+// TestTextRefusesOtherCompressors: a bzip2, xz or zstd file where text is
+// read (edge list, CSV features, OGB files) is refused naming the file and
+// the compressor. Before, it was parsed as text: `line 1, column 1:
+// invalid integer "BZh91AY&SY..."`.
+func TestTextRefusesOtherCompressors(t *testing.T) {
+	for _, tc := range []struct{ name, magic string }{
+		{"bzip2", "BZh91AY&SY\x04\xe6\vT"},
+		{"xz", "\xfd7zXZ\x00\x00\x04\xe6\xd6"},
+		{"zstd", "\x28\xb5\x2f\xfd\x24\x0c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]any{
+				"e.txt": tc.magic, "ok.txt": "0 1\n1 2\n", "f.csv": tc.magic,
+				"ogb/raw/edge.csv": tc.magic, "ogb/raw/num-node-list.csv": "3\n",
+			})
+			for _, c := range []struct {
+				file string
+				run  func(out string) error
+			}{
+				{"e.txt", func(out string) error { _, err := ImportEdgeList(filepath.Join(dir, "e.txt"), out, nil); return err }},
+				{"f.csv", func(out string) error {
+					_, err := ImportEdgeList(filepath.Join(dir, "ok.txt"), out, &Options{FeatFile: filepath.Join(dir, "f.csv")})
+					return err
+				}},
+				{"edge.csv", func(out string) error { _, err := ImportOGB(filepath.Join(dir, "ogb"), out, nil); return err }},
+			} {
+				out := filepath.Join(t.TempDir(), "out")
+				err := c.run(out)
+				if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), c.file+": is "+tc.name+"-compressed") {
+					t.Errorf("%s: got %v, want an ErrFormat naming the file and %s", c.file, err, tc.name)
+				}
+				assertNoDataset(t, out)
+			}
+		})
+	}
+}

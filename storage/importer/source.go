@@ -3,6 +3,7 @@ package importer
 import (
 	"archive/zip"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -47,9 +48,18 @@ func openText(path string) (io.ReadCloser, int64, error) {
 	}
 	br := bufio.NewReaderSize(f, readBufSize)
 	if !strings.HasSuffix(path, ".gz") {
+		m, _ := br.Peek(6)
+		// Other compressors' magic cannot start a text line either;
+		// parsed as text they failed with "invalid integer "BZh91AY&SY..."".
+		for _, c := range otherCompressors {
+			if bytes.HasPrefix(m, []byte(c.magic)) {
+				f.Close()
+				return nil, 0, fileErr(path, "is %s-compressed: only gzip is read; decompress it first (%s)", c.name, c.tool)
+			}
+		}
 		// C6: gzip whose name lacks .gz is read as gzip; its magic
 		// (1f 8b) cannot start a text line.
-		if m, _ := br.Peek(2); len(m) < 2 || m[0] != 0x1f || m[1] != 0x8b {
+		if len(m) < 2 || m[0] != 0x1f || m[1] != 0x8b {
 			return readCloser{br, f}, size, nil
 		}
 	}
@@ -59,6 +69,14 @@ func openText(path string) (io.ReadCloser, int64, error) {
 		return nil, 0, fileErr(path, "not a valid gzip file: %v", err)
 	}
 	return readCloser{zr, multiCloser{zr, f}}, size, nil
+}
+
+// otherCompressors are the compressed formats openText recognises by
+// their magic to refuse them by name.
+var otherCompressors = []struct{ magic, name, tool string }{
+	{"BZh", "bzip2", "bunzip2 -k FILE"},
+	{"\xfd7zXZ\x00", "xz", "unxz -k FILE"},
+	{"\x28\xb5\x2f\xfd", "zstd", "zstd -d FILE"},
 }
 
 // openFile opens path and returns its size. A missing file wraps ErrLayout.
