@@ -452,9 +452,32 @@ func (f *featWriter) write64(v []float64, scratch []float32) error {
 		if err := f.check(x, i); err != nil {
 			return err
 		}
-		scratch[i] = float32(x)
+		if f.f16 {
+			scratch[i] = toFloat32Odd(x)
+		} else {
+			scratch[i] = float32(x)
+		}
 	}
 	return f.store(scratch[:len(v)])
+}
+
+// toFloat32Odd narrows x to float32 rounding to odd: toward zero, with
+// the last mantissa bit set when that is inexact. Rounded again to
+// float16 (11 significant bits, 13 fewer than float32's) it gives the
+// float16 nearest x, ties to even, as NumPy's astype(np.float16) does.
+// float32(x), rounded to nearest, then rounded again to float16 is one
+// float16 ulp off when the first rounding lands on a float16 midpoint:
+// 1 + 2^-11 + 2^-40 became 0x3c00 instead of 0x3c01.
+func toFloat32Odd(x float64) float32 {
+	f := float32(x)
+	if float64(f) == x || math.IsNaN(x) || math.IsInf(float64(f), 0) {
+		return f
+	}
+	b := math.Float32bits(f)
+	if math.Abs(float64(f)) > math.Abs(x) {
+		b-- // rounded away from zero: one step back (sign-magnitude bits)
+	}
+	return math.Float32frombits(b | 1)
 }
 
 func (f *featWriter) store(v []float32) error {
