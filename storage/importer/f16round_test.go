@@ -1,11 +1,13 @@
 package importer
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/x448/float16"
@@ -95,5 +97,72 @@ func TestFloat64ToFloat16Rounding(t *testing.T) {
 		if want := nearestFloat16(vals, bits, x); got != want {
 			t.Errorf("stored feature %d = %v: %#04x, want %#04x", i, x, got, want)
 		}
+	}
+}
+
+// TestFeatureOverflowIsRounding: a feature is refused as overflowing only
+// when it rounds to ±Inf in the stored dtype. Before, any magnitude above
+// the largest finite value was refused ("65510, beyond float16's range
+// (±65504): it would overflow to +Inf"), though it rounds to 65504 (as
+// np.float16(65510) does); likewise float64 values just above float32's
+// largest.
+func TestFeatureOverflowIsRounding(t *testing.T) {
+	maxF32 := float64(math.MaxFloat32)
+	for _, tc := range []struct {
+		name    string
+		f16     bool
+		csv     string    // text features, or
+		f64     []float64 // float64 .npy features
+		refused bool
+		want    uint32 // the stored bits of the second value
+	}{
+		{name: "csv 65519 float16", f16: true, csv: "1\n65519\n", want: 0x7bff},
+		{name: "csv -65510 float16", f16: true, csv: "1\n-65510\n", want: 0xfbff},
+		{name: "csv 65520 float16", f16: true, csv: "1\n65520\n", refused: true},
+		{name: "npy 65519.99999 float16", f16: true, f64: []float64{1, 65519.99999}, want: 0x7bff},
+		{name: "npy 65520 float16", f16: true, f64: []float64{1, 65520}, refused: true},
+		{name: "npy just above float32 max", f64: []float64{1, maxF32 + 0x1p102}, want: math.Float32bits(math.MaxFloat32)},
+		{name: "npy float32 overflow midpoint", f64: []float64{1, maxF32 + 0x1p103}, refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := t.TempDir()
+			files := map[string]any{"e.txt": "0 1\n"}
+			feat := filepath.Join(src, "f.csv")
+			if tc.f64 != nil {
+				feat = filepath.Join(src, "f.npy")
+				files["f.npy"] = npyBytes(t, npy.Float64, []int64{2, 1}, tc.f64)
+			} else {
+				files["f.csv"] = tc.csv
+			}
+			writeFiles(t, src, files)
+			o := &Options{FeatFile: feat}
+			if tc.f16 {
+				o.FeatDType = "float16"
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := ImportEdgeList(filepath.Join(src, "e.txt"), out, o)
+			if tc.refused {
+				if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "overflow to") {
+					t.Fatalf("got %v, want it refused as overflowing", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(out, "features.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got uint32
+			if tc.f16 {
+				got = uint32(b[len(b)-2]) | uint32(b[len(b)-1])<<8
+			} else {
+				got = uint32(b[len(b)-4]) | uint32(b[len(b)-3])<<8 | uint32(b[len(b)-2])<<16 | uint32(b[len(b)-1])<<24
+			}
+			if got != tc.want {
+				t.Errorf("stored %#x, want %#x", got, tc.want)
+			}
+		})
 	}
 }

@@ -406,8 +406,18 @@ type featWriter struct {
 	rows int64
 }
 
-// maxFloat16 is the largest finite float16; larger magnitudes become Inf.
+// maxFloat16 is the largest finite float16.
 const maxFloat16 = 65504
+
+// Magnitudes from overflowFloat16 (overflowFloat32) on round to ±Inf in
+// float16 (float32): the midpoint between the largest finite value and
+// the next power of two, where ties to even go to Inf. Smaller ones round
+// to a finite value (65510 to 65504, as np.float16(65510) does), so they
+// are stored, not refused as overflowing (I8).
+const (
+	overflowFloat16 = 65520
+	overflowFloat32 = 0x1p128 - 0x1p103
+)
 
 // startFeatures starts features.npy with rows of dim values read from
 // file.
@@ -495,12 +505,12 @@ func (f *featWriter) store(v []float32) error {
 // store it as ±Inf. With AllowNonFinite it is counted instead, in
 // Report.NonFiniteFeatures or Report.OverflowFeatures, and stored.
 func (f *featWriter) check(x float64, i int) error {
-	limit, dtype := float64(math.MaxFloat32), "float32"
+	limit, dtype, overflowAt := float64(math.MaxFloat32), "float32", overflowFloat32
 	if f.f16 {
-		limit, dtype = maxFloat16, "float16"
+		limit, dtype, overflowAt = maxFloat16, "float16", overflowFloat16
 	}
 	ax := math.Abs(x)
-	if ax <= limit { // false for NaN
+	if ax < overflowAt { // false for NaN
 		return nil
 	}
 	nonFinite := math.IsNaN(x) || math.IsInf(x, 0)
