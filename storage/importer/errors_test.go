@@ -179,6 +179,16 @@ func TestBadInputs(t *testing.T) {
 		{name: "edge list csv feature width", format: edgeList, opts: Options{FeatFile: "f.csv"},
 			files: map[string]any{"e.txt": "0 1\n1 2\n", "f.csv": "1,2\n3,4\n5\n"},
 			is:    ErrFormat, want: []string{"f.csv: line 3: feature row has 1 values, want 2"}},
+		// Hints on what an edge-list line probably is (fail before: the
+		// errors ended at the parse error).
+		{name: "edge list header line", format: edgeList, files: map[string]any{"e.txt": "src dst\n0 1\n"},
+			is: ErrFormat, want: []string{`e.txt: line 1, column 1: invalid integer "src"; a header line? skip it with --comment (Options.Comment), e.g. --comment src`}},
+		{name: "edge list named nodes", format: edgeList, files: map[string]any{"e.txt": "0 1\nalice bob\n"},
+			is: ErrFormat, want: []string{`e.txt: line 2, column 1: invalid integer "alice"; node ids must be integers`}},
+		{name: "edge list weight column", format: edgeList, files: map[string]any{"e.txt": "0 1 0.5\n"},
+			is: ErrFormat, want: []string{"e.txt: line 1: got 3 fields, want 2; an edge line is \"src dst\"; weights and other columns are not read"}},
+		{name: "edge list csv without --delim", format: edgeList, files: map[string]any{"e.txt": "0,1\r\n"},
+			is: ErrFormat, want: []string{"e.txt: line 1: got 1 fields, want 2; is it ','-separated? pass --delim , (Options.Delim)"}},
 		{name: "edge list feature rows vs inferred N", format: edgeList, opts: Options{FeatFile: "f.csv"},
 			files: map[string]any{"e.txt": "0 1\n", "f.csv": "1,2\n3,4\n5,6\n"},
 			is:    ErrFormat, want: []string{"f.csv: line 3: more feature rows than nodes (2, N from the largest edge id + 1; nodes after the last one with an edge need --num-nodes"}},

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -37,6 +39,9 @@ func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
 	for r.Next() {
 		pair, err = r.Int64sN(pair, 2)
 		if err != nil {
+			if opts != nil { // an edge list: say what the line may be
+				err = edgeListHint(err, r, j.rep.EdgesRead == before)
+			}
 			return 0, badInput(err)
 		}
 		if msg := j.edgeMsg(pair[0], pair[1]); msg != "" {
@@ -51,6 +56,40 @@ func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
 	}
 	return j.rep.EdgesRead - before, nil
 }
+
+// edgeListHint adds to a parse error of an edge-list line what the line
+// probably is, when that is clear: a header line (letters on the first
+// data line), a third column (weights, timestamps), or a whole line read
+// as one field (comma- or semicolon-separated, read with the default
+// whitespace delimiter). Without it the error said only "invalid integer
+// "src"" or "got 3 fields, want 2".
+func edgeListHint(err error, r *csvnum.Reader, first bool) error {
+	var pe *csvnum.ParseError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	hint := ""
+	switch {
+	case errors.Is(err, csvnum.ErrSyntax) && pe.Field != "" && isLetter(pe.Field[0]):
+		if first {
+			hint = "a header line? skip it with --comment (Options.Comment), e.g. --comment " + strings.Fields(pe.Field)[0]
+		} else {
+			hint = "node ids must be integers 0..N-1; map named nodes to integers first"
+		}
+	case errors.Is(err, csvnum.ErrColumns) && r.NumFields() > 2:
+		hint = "an edge line is \"src dst\"; weights and other columns are not read: keep the first two (e.g. cut -f1,2, or awk '{print $1, $2}')"
+	case errors.Is(err, csvnum.ErrColumns) && r.NumFields() == 1:
+		if i := bytes.IndexAny(r.Bytes(), ",;|"); i >= 0 {
+			hint = fmt.Sprintf("is it %q-separated? pass --delim %c (Options.Delim)", r.Bytes()[i], r.Bytes()[i])
+		}
+	}
+	if hint == "" {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, hint)
+}
+
+func isLetter(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
 
 // copyTextFeatures streams comma-separated feature rows, one per node in
 // node order. The first row fixes the width; every later row must match.
