@@ -165,7 +165,8 @@ func (j *job) addEdgeHalves(s *npyStream, numE int64) error {
 }
 
 // addEdgeRows streams an edge array whose data is (src, dst) pairs (a
-// C-order [E, 2], or a Fortran-order [2, E]) into the sorter. Errors name the element index of the offending id.
+// C-order [E, 2], or a Fortran-order [2, E]) into the sorter. Errors name
+// the element index of the offending id.
 func (j *job) addEdgeRows(s *npyStream) error {
 	buf := make([]int64, 1<<16)
 	for {
