@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,8 +153,13 @@ func TestFortranOrderOther(t *testing.T) {
 	writeFiles(t, sq, map[string]any{"paper__cites__paper/edge_index.npy": npyBytes(t, npy.Int64, []int64{2, 2}, []int64{0, 1, 2, 3})})
 	writeFiles(t, sqF, map[string]any{"paper__cites__paper/edge_index.npy": fortranNPY(t, npy.Int64, []int64{2, 2}, []int64{0, 2, 1, 3})})
 	outSq, outSqF := t.TempDir(), t.TempDir()
-	if _, err := ImportNPY(sq, outSq, &Options{NumNodes: 4, Directed: true}); err != nil {
+	var logs bytes.Buffer
+	if _, err := ImportNPY(sq, outSq, &Options{NumNodes: 4, Directed: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
 		t.Fatal(err)
+	}
+	// The shape is ambiguous for two edges: the import says how it read it.
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "2×2, read as [E, 2]") {
+		t.Errorf("a 2×2 edge array imported without a warning; log:\n%s", logs.String())
 	}
 	if _, err := ImportNPY(sqF, outSqF, &Options{NumNodes: 4, Directed: true}); err != nil {
 		t.Fatal(err)

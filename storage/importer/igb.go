@@ -136,6 +136,11 @@ func (j *job) npyEdges(path string) error {
 	defer s.Close()
 	j.addBytesIn(size)
 	sh := s.h.Shape
+	if len(sh) == 2 && sh[0] == 2 && sh[1] == 2 {
+		// Two edges as [E, 2] or as PyG's [2, E]: the shape cannot tell.
+		j.o.Logger.Warn("the edge array is 2×2, read as [E, 2]: each row an edge (src, dst); a [2, E] array of two edges (row 0 sources) must be saved as [E, 2]",
+			"file", path)
+	}
 	switch {
 	case len(sh) == 2 && sh[1] == 2: // [E, 2], also when E is 2
 		if s.h.Fortran { // np.save of a [2, E]'s transpose: E sources, then E destinations
