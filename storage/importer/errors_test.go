@@ -189,6 +189,8 @@ func TestBadInputs(t *testing.T) {
 			is: ErrFormat, want: []string{"e.txt: line 1: got 3 fields, want 2; an edge line is \"src dst\"; weights and other columns are not read"}},
 		{name: "edge list csv without --delim", format: edgeList, files: map[string]any{"e.txt": "0,1\r\n"},
 			is: ErrFormat, want: []string{"e.txt: line 1: got 1 fields, want 2; is it ','-separated? pass --delim , (Options.Delim)"}},
+		{name: "edge list blanks with --delim ,", format: edgeList, opts: Options{Delim: ','}, files: map[string]any{"e.txt": "0 1\n"},
+			is: ErrFormat, want: []string{"e.txt: line 1: got 1 fields, want 2; are its fields separated by blanks? pass --delim whitespace"}},
 		{name: "edge list feature rows vs inferred N", format: edgeList, opts: Options{FeatFile: "f.csv"},
 			files: map[string]any{"e.txt": "0 1\n", "f.csv": "1,2\n3,4\n5,6\n"},
 			is:    ErrFormat, want: []string{"f.csv: line 3: more feature rows than nodes (2, N from the largest edge id + 1; nodes after the last one with an edge need --num-nodes"}},

@@ -40,7 +40,7 @@ func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
 		pair, err = r.Int64sN(pair, 2)
 		if err != nil {
 			if opts != nil { // an edge list: say what the line may be
-				err = edgeListHint(err, r, j.rep.EdgesRead == before)
+				err = edgeListHint(err, r, opts.Delim, j.rep.EdgesRead == before)
 			}
 			return 0, badInput(err)
 		}
@@ -60,10 +60,10 @@ func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
 // edgeListHint adds to a parse error of an edge-list line what the line
 // probably is, when that is clear: a header line (letters on the first
 // data line), a third column (weights, timestamps), or a whole line read
-// as one field (comma- or semicolon-separated, read with the default
-// whitespace delimiter). Without it the error said only "invalid integer
+// as one field (comma- or semicolon-separated, read with another
+// delimiter, or blank-separated read with --delim , or tab). Without it the error said only "invalid integer
 // "src"" or "got 3 fields, want 2".
-func edgeListHint(err error, r *csvnum.Reader, first bool) error {
+func edgeListHint(err error, r *csvnum.Reader, delim byte, first bool) error {
 	var pe *csvnum.ParseError
 	if !errors.As(err, &pe) {
 		return err
@@ -79,8 +79,11 @@ func edgeListHint(err error, r *csvnum.Reader, first bool) error {
 	case errors.Is(err, csvnum.ErrColumns) && r.NumFields() > 2:
 		hint = "an edge line is \"src dst\"; weights and other columns are not read: keep the first two (e.g. cut -f1,2, or awk '{print $1, $2}')"
 	case errors.Is(err, csvnum.ErrColumns) && r.NumFields() == 1:
-		if i := bytes.IndexAny(r.Bytes(), ",;|"); i >= 0 {
-			hint = fmt.Sprintf("is it %q-separated? pass --delim %c (Options.Delim)", r.Bytes()[i], r.Bytes()[i])
+		line := bytes.TrimSpace(r.Bytes())
+		if i := bytes.IndexAny(line, ",;|"); i >= 0 && line[i] != delim {
+			hint = fmt.Sprintf("is it %q-separated? pass --delim %c (Options.Delim)", line[i], line[i])
+		} else if delim != ' ' && delim != 0 && bytes.ContainsAny(line, " \t") {
+			hint = "are its fields separated by blanks? pass --delim whitespace (Options.Delim ' ')"
 		}
 	}
 	if hint == "" {
