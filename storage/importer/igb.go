@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // IGB layout, relative to the source directory.
@@ -26,8 +27,9 @@ const (
 // edges-only directory needs Options.NumNodes.
 // Files without the .npy magic (IGB large/full) are read as raw arrays
 // described by Options.Raw[RoleFeat|RoleLabel|RoleEdges]; every file's
-// size must equal its header (or spec) exactly. IGB has no split, so a
-// random split over labelled nodes is made.
+// size must equal its header (or spec) exactly. An .npz in place of one
+// of these .npy files is refused naming it (ErrLayout). IGB has no split,
+// so a random split over labelled nodes is made.
 func ImportNPY(srcDir, outDir string, opts *Options) (Report, error) {
 	return ImportNPYContext(context.Background(), srcDir, outDir, opts)
 }
@@ -39,6 +41,20 @@ func ImportNPYContext(ctx context.Context, srcDir, outDir string, opts *Options)
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	// An .npz where the layout names a .npy (np.savez output) would be
+	// skipped (features, labels) or reported missing: name it instead.
+	check := []string{igbFeat, igbEdges}
+	switch {
+	case o.LabelFile != "":
+		check = append(check, filepath.Join("paper", o.LabelFile))
+	case !exists(filepath.Join(srcDir, igbLabel)) && !exists(filepath.Join(srcDir, igbLab2K)):
+		check = append(check, igbLabel, igbLab2K)
+	}
+	for _, rel := range check {
+		if err := npzInstead(filepath.Join(srcDir, rel)); err != nil {
+			return Report{}, err
+		}
 	}
 	labelPath := ""
 	switch {
@@ -195,4 +211,19 @@ func (j *job) addEdgeRows(s *npyStream) error {
 			}
 		}
 	}
+}
+
+// npzInstead is an ErrLayout error when the .npy at path is missing and
+// an .npz of the same name is there: the import would have gone on
+// without the features or labels it holds.
+func npzInstead(path string) error {
+	if exists(path) {
+		return nil
+	}
+	npz := strings.TrimSuffix(path, ".npy") + ".npz"
+	if !exists(npz) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is missing but %s is there: import npy reads .npy arrays; save the array with np.save(%q, np.load(npz)[name])",
+		ErrLayout, path, npz, filepath.Base(path))
 }

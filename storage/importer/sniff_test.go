@@ -102,3 +102,42 @@ func TestTextRefusesOtherCompressors(t *testing.T) {
 		})
 	}
 }
+
+// TestNPYNamesNPZInstead: import npy with an .npz (np.savez output) where
+// its layout names a .npy refuses naming both files. Before, an .npz of
+// the features or labels was skipped without a word (the import made a
+// dataset without them), and one of the edges was reported as a missing
+// .npy.
+func TestNPYNamesNPZInstead(t *testing.T) {
+	feat := npyBytes(t, npy.Float32, []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
+	label := npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, -1})
+	edges := npyBytes(t, npy.Int64, []int64{2, 2}, []int64{0, 1, 1, 2})
+	npz := func(b []byte) []byte { return zipBytes(t, 8, map[string][]byte{"arr_0.npy": b}) }
+	for _, tc := range []struct {
+		name  string
+		files map[string]any
+		npz   string // "": imports
+	}{
+		{"features", map[string]any{"paper/node_feat.npz": npz(feat), "paper/node_label_19.npy": label, "paper__cites__paper/edge_index.npy": edges}, "paper/node_feat.npz"},
+		{"labels", map[string]any{"paper/node_feat.npy": feat, "paper/node_label_19.npz": npz(label), "paper__cites__paper/edge_index.npy": edges}, "paper/node_label_19.npz"},
+		{"edges", map[string]any{"paper/node_feat.npy": feat, "paper__cites__paper/edge_index.npz": npz(edges)}, "paper__cites__paper/edge_index.npz"},
+		{"other label file as npz", map[string]any{"paper/node_feat.npy": feat, "paper/node_label_19.npy": label, "paper/node_label_2K.npz": npz(label),
+			"paper__cites__paper/edge_index.npy": edges}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+			writeFiles(t, src, tc.files)
+			_, err := ImportNPY(src, out, nil)
+			if tc.npz == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), filepath.Join(src, tc.npz)+" is there") {
+				t.Errorf("got %v, want an ErrLayout naming %s", err, tc.npz)
+			}
+			assertNoDataset(t, out)
+		})
+	}
+}
