@@ -6,7 +6,9 @@
 //
 //   - Only little-endian and byte-sized dtypes are accepted; a big-endian
 //     descriptor ('>') is rejected with ErrUnsupported.
-//   - Only C (row-major) order is accepted; fortran_order True is rejected.
+//   - Only C (row-major) order is accepted by ReadHeader; fortran_order
+//     True is rejected. ReadHeaderAnyOrder returns it (Header.Fortran) for
+//     the importers, which read transposed edge arrays.
 //   - Writers reserve a fixed header of HeaderSize bytes (or a larger
 //     multiple of 64 chosen by the caller, see NewWriterHeader) so that a
 //     streaming writer can patch the final shape in place once the row
@@ -212,6 +214,9 @@ type Header struct {
 	DataOffset int64
 	// Version is the format major version (1, 2 or 3).
 	Version int
+	// Fortran is the header's fortran_order: the data is column-major.
+	// Only ReadHeaderAnyOrder returns such a header; ReadHeader rejects it.
+	Fortran bool
 }
 
 // Len returns the number of elements (the product of Shape), or -1 on
@@ -238,8 +243,20 @@ func (h Header) DataBytes() int64 {
 }
 
 // ReadHeader reads and parses a header from r, leaving r positioned at the
-// first data byte.
+// first data byte. A Fortran-order array is rejected with ErrUnsupported.
 func ReadHeader(r io.Reader) (Header, error) {
+	h, err := ReadHeaderAnyOrder(r)
+	if err == nil && h.Fortran {
+		return Header{}, fmt.Errorf("%w: fortran_order True", ErrUnsupported)
+	}
+	return h, err
+}
+
+// ReadHeaderAnyOrder is ReadHeader, except that a Fortran-order
+// (column-major) array is returned with Header.Fortran set instead of
+// rejected. NumPy saves a transposed array (a.T, torch's t().numpy()) so;
+// the caller decides what its bytes mean.
+func ReadHeaderAnyOrder(r io.Reader) (Header, error) {
 	var pre [10]byte
 	if _, err := io.ReadFull(r, pre[:8]); err != nil {
 		return Header{}, &HeaderError{0, "file shorter than the magic string: " + err.Error()}
@@ -431,7 +448,7 @@ func parseDict(b []byte, base int64) (Header, error) {
 			switch w := p.word(); w {
 			case "False":
 			case "True":
-				return h, fmt.Errorf("%w: fortran_order True", ErrUnsupported)
+				h.Fortran = true
 			default:
 				return h, p.errf("fortran_order must be True or False, got %q", w)
 			}

@@ -69,6 +69,27 @@ func TestParseHeader(t *testing.T) {
 	}
 }
 
+// TestReadHeaderAnyOrder: ReadHeader refuses fortran_order True, and
+// ReadHeaderAnyOrder returns it with Fortran set (and C order unset).
+func TestReadHeaderAnyOrder(t *testing.T) {
+	for _, c := range []struct {
+		order   string
+		fortran bool
+	}{{"False", false}, {"True", true}} {
+		dict := "{'descr': '<i8', 'fortran_order': " + c.order + ", 'shape': (2, 5), }\n"
+		b := append([]byte(Magic+"\x01\x00"), byte(len(dict)), 0)
+		b = append(b, dict...)
+		h, err := ReadHeaderAnyOrder(bytes.NewReader(b))
+		if err != nil || h.Fortran != c.fortran || h.DType != Int64 || len(h.Shape) != 2 || h.Shape[1] != 5 || h.DataOffset != int64(len(b)) {
+			t.Errorf("fortran_order %s: ReadHeaderAnyOrder = %+v, %v", c.order, h, err)
+		}
+		_, err = ReadHeader(bytes.NewReader(b))
+		if c.fortran != errors.Is(err, ErrUnsupported) {
+			t.Errorf("fortran_order %s: ReadHeader error %v", c.order, err)
+		}
+	}
+}
+
 func TestWriterRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.npy")
 	f, err := os.Create(path)

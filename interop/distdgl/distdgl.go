@@ -189,20 +189,29 @@ type PartitionMeta struct {
 
 // Report describes a finished export.
 type Report struct {
-	Dir          string        `json:"dir"`
-	Nodes        int64         `json:"nodes"`
-	Edges        int64         `json:"edges"`
-	Chunks       int           `json:"chunks"`
-	Parts        int           `json:"parts"`
-	NodeData     []string      `json:"node_data"`
-	BytesWritten int64         `json:"bytes_written"`
-	Wall         time.Duration `json:"wall_ns"`
+	Dir      string   `json:"dir"`
+	Nodes    int64    `json:"nodes"`
+	Edges    int64    `json:"edges"`
+	Chunks   int      `json:"chunks"`
+	Parts    int      `json:"parts"`
+	NodeData []string `json:"node_data"`
+	// UnlabelledMasked counts, per mask (train, val, test), the masked
+	// nodes whose label is -1: the dataset's split holds nodes without a
+	// label (import warns, validate too). Training in ssdgnn skips them;
+	// DGL's cross_entropy fails on a -1 target.
+	UnlabelledMasked [3]int64      `json:"unlabelled_masked"`
+	BytesWritten     int64         `json:"bytes_written"`
+	Wall             time.Duration `json:"wall_ns"`
 }
 
 // String is a short human summary.
 func (r Report) String() string {
-	return fmt.Sprintf("DistDGL chunked graph in %s\n  nodes %d, edges %d, %d chunks, node data %v\n  partition assignment of %d parts in %s\n  %d bytes written in %v",
-		r.Dir, r.Nodes, r.Edges, r.Chunks, r.NodeData, r.Parts, filepath.Join(r.Dir, PartitionsDir), r.BytesWritten, r.Wall.Round(time.Millisecond))
+	warn := ""
+	if u := r.UnlabelledMasked; u != [3]int64{} {
+		warn = fmt.Sprintf("\n  warning: %d train_mask, %d val_mask and %d test_mask nodes have label -1 (no label): DGL's cross_entropy fails on a -1 target; drop them (label >= 0) before training", u[0], u[1], u[2])
+	}
+	return fmt.Sprintf("DistDGL chunked graph in %s\n  nodes %d, edges %d, %d chunks, node data %v%s\n  partition assignment of %d parts in %s\n  %d bytes written in %v",
+		r.Dir, r.Nodes, r.Edges, r.Chunks, r.NodeData, warn, r.Parts, filepath.Join(r.Dir, PartitionsDir), r.BytesWritten, r.Wall.Round(time.Millisecond))
 }
 
 // ChunkSizes splits total items into n chunks whose sizes differ by at
@@ -315,7 +324,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Repor
 		return Report{}, err
 	}
 	rep := Report{Dir: out, Nodes: m.NumNodes, Edges: m.NumEdges, Chunks: o.NumChunks, Parts: pman.K, NodeData: names,
-		BytesWritten: x.written + int64(len(js)), Wall: time.Since(start)}
+		UnlabelledMasked: x.unlabelled, BytesWritten: x.written + int64(len(js)), Wall: time.Since(start)}
 	o.Logger.Info("distdgl export finished", "out", out, "nodes", rep.Nodes, "edges", rep.Edges, "chunks", rep.Chunks, "wall", rep.Wall)
 	return rep, nil
 }
@@ -328,6 +337,8 @@ type exporter struct {
 	m       *storage.Manifest
 	bar     progress.Task
 	written int64
+	// unlabelled counts, per mask, the masked nodes whose label is -1.
+	unlabelled [3]int64
 }
 
 // textOut is one text file being written atomically with a buffer.
@@ -588,6 +599,10 @@ func (x *exporter) nodeData(sizes []int64) (map[string]ChunkFileSpec, []string, 
 		chunk = max(1, min(chunk, x.o.MemBytes/4/rowBytes))
 	}
 	lab := make([]int64, chunk)
+	var labv []int64 // the current batch's labels, for the masks' count of -1
+	if labels != nil {
+		labv = make([]int64, chunk)
+	}
 	var prev [3]int64
 	for k := range prev {
 		prev[k] = -1
@@ -639,6 +654,7 @@ func (x *exporter) nodeData(sizes []int64) (map[string]ChunkFileSpec, []string, 
 						}
 						putInt(b, col.dtype, i, v)
 					}
+					copy(labv, lab[:k])
 				case ColOrigID:
 					if err := orig.Read(lab[:k], node); err != nil {
 						return nil, nil, err
@@ -669,6 +685,9 @@ func (x *exporter) nodeData(sizes []int64) (map[string]ChunkFileSpec, []string, 
 							break
 						}
 						b[v-node] = 1
+						if labv != nil && labv[v-node] == -1 {
+							x.unlabelled[s]++
+						}
 						prev[s] = v
 						splitPos[s]++
 					}

@@ -198,6 +198,9 @@ func TestExportCora(t *testing.T) {
 	}
 	t.Log("\n" + rep.String())
 	check(t, dir, out, "fennel", 4, npy.Int64)
+	if rep.UnlabelledMasked != [3]int64{} {
+		t.Errorf("Cora labels every node, UnlabelledMasked %v", rep.UnlabelledMasked)
+	}
 	// An existing export needs Force.
 	if _, err := Export(dir, out, &Options{Partition: "fennel"}); !errors.Is(err, exportdir.ErrExists) {
 		t.Fatalf("re-export without Force: %v, want ErrExists", err)
@@ -232,10 +235,26 @@ func TestExportRandom(t *testing.T) {
 		partitionIt(t, dir, 1+rng.IntN(min(n, 8)), partition.Random)
 		chunks := 1 + rng.IntN(n)
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := Export(dir, out, &Options{Partition: "random", NumChunks: chunks, MemBytes: MinMemBytes}); err != nil {
+		rep, err := Export(dir, out, &Options{Partition: "random", NumChunks: chunks, MemBytes: MinMemBytes})
+		if err != nil {
 			t.Fatal(err)
 		}
 		check(t, dir, out, "random", chunks, npy.Int64)
+		// Masked nodes with label -1 are counted (DGL's loss fails on them).
+		var want [3]int64
+		for k, sp := range [][]int64{g.Train, g.Valid, g.Test} {
+			for _, v := range sp {
+				if g.Labels[v] == -1 {
+					want[k]++
+				}
+			}
+		}
+		if rep.UnlabelledMasked != want {
+			t.Errorf("n=%d: UnlabelledMasked %v, want %v", n, rep.UnlabelledMasked, want)
+		}
+		if warned := strings.Contains(rep.String(), "label -1"); warned != (want != [3]int64{}) {
+			t.Errorf("n=%d: report warns %v with %v unlabelled:\n%s", n, warned, want, rep)
+		}
 	}
 }
 

@@ -132,6 +132,11 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Repor
 		}
 		*sets[k] = []TVTSet{{Data: data}}
 	}
+	if rep.UnlabelledSeeds = x.unlabelled; rep.UnlabelledSeeds != [3]int64{} {
+		u := rep.UnlabelledSeeds
+		x.o.Logger.Info("set seeds without a label are exported with label -1: DGL's cross_entropy fails on a -1 target (ssdgnn's training skips them); drop them in DGL (labels >= 0)",
+			"train", u[0], "validation", u[1], "test", u[2])
+	}
 	if anySet || m.NumClasses > 0 { // a task with no sets still carries num_classes
 		meta.Tasks = []Task{task}
 		rep.Task = true
@@ -168,6 +173,8 @@ type exporter struct {
 	m       *storage.Manifest
 	written int64
 	enc     []byte
+	// unlabelled counts, per set, the seeds whose label is -1.
+	unlabelled [3]int64
 }
 
 // create starts out/rel with dtype d and trailing dimensions tail. An
@@ -411,6 +418,9 @@ func (x *exporter) set(k int, e *storage.FileEntry, withLabels bool) (int64, err
 				c, err := lr.At(v)
 				if err != nil {
 					return 0, err
+				}
+				if c == -1 {
+					x.unlabelled[k]++
 				}
 				labs = append(labs, c)
 			}

@@ -95,19 +95,25 @@ func (o *Options) chunkEdges() int { return int(min(max(o.MemBytes/4/24, 4096), 
 
 // Report describes a finished export.
 type Report struct {
-	Dir            string        `json:"dir"`
-	Nodes          int64         `json:"nodes"`
-	Edges          int64         `json:"edges"`
-	FeatDim        int64         `json:"feat_dim"`
-	FeaturesLinked bool          `json:"features_linked"` // hard link rather than copy
-	Labels         bool          `json:"labels"`
-	Task           bool          `json:"task"`     // a node_classification task was written
-	OrigIDs        bool          `json:"orig_ids"` // node feature orig_id (a relabelled copy)
-	Train          int64         `json:"train"`
-	Valid          int64         `json:"valid"`
-	Test           int64         `json:"test"`
-	BytesWritten   int64         `json:"bytes_written"` // excluding a hard-linked features file
-	Wall           time.Duration `json:"wall_ns"`
+	Dir            string `json:"dir"`
+	Nodes          int64  `json:"nodes"`
+	Edges          int64  `json:"edges"`
+	FeatDim        int64  `json:"feat_dim"`
+	FeaturesLinked bool   `json:"features_linked"` // hard link rather than copy
+	Labels         bool   `json:"labels"`
+	Task           bool   `json:"task"`     // a node_classification task was written
+	OrigIDs        bool   `json:"orig_ids"` // node feature orig_id (a relabelled copy)
+	Train          int64  `json:"train"`
+	Valid          int64  `json:"valid"`
+	Test           int64  `json:"test"`
+	// UnlabelledSeeds counts, per set (train, validation, test), the
+	// seeds whose label is -1: the dataset's split holds nodes without a
+	// label (import warns, validate too). Training in ssdgnn skips them;
+	// DGL trains on the set's labels as given, and its cross_entropy fails
+	// on a -1 target.
+	UnlabelledSeeds [3]int64      `json:"unlabelled_seeds"`
+	BytesWritten    int64         `json:"bytes_written"` // excluding a hard-linked features file
+	Wall            time.Duration `json:"wall_ns"`
 }
 
 // String is a one-paragraph human summary.
@@ -124,6 +130,9 @@ func (r Report) String() string {
 		s += fmt.Sprintf("\n  node_classification: train %d, validation %d, test %d, labels %v", r.Train, r.Valid, r.Test, r.Labels)
 	} else {
 		s += "\n  no task (the dataset has no splits and no classes)"
+	}
+	if u := r.UnlabelledSeeds; u != [3]int64{} {
+		s += fmt.Sprintf("\n  warning: %d train, %d validation and %d test seeds have label -1 (no label): DGL's cross_entropy fails on a -1 target; drop them (labels >= 0) before training", u[0], u[1], u[2])
 	}
 	if r.OrigIDs {
 		s += "\n  node ids are the relabelled copy's; node feature orig_id holds each node's original id"

@@ -38,9 +38,10 @@
 //   - Self loops are counted once per source edge. Duplicates are counted
 //     after symmetrising, as directed copies: an undirected edge listed as
 //     both (u, v) and (v, u) yields two dropped copies.
-//   - Features must be finite and within the stored dtype's range
-//     (float32's ±3.4e38, which a float64 source may exceed; float16's
-//     ±65504): the first other value is a FormatError naming the node, the
+//   - Features must be finite and round to a finite value of the stored
+//     dtype (below float32's ±(2^128 − 2^103), which a float64 source may
+//     reach; below float16's ±65520, so 65510 is stored as 65504): the
+//     first other value is a FormatError naming the node, the
 //     column and the value as the source has it, unless
 //     Options.AllowNonFinite, which stores NaN/Inf as they are (counted in
 //     Report.NonFiniteFeatures) and out-of-range values as the ±Inf they
@@ -94,6 +95,9 @@
 //
 // # Caveats
 //
+//   - Text sources are plain or gzip (by the .gz suffix or the gzip
+//     magic); a bzip2, xz or zstd file is refused by its magic, naming the
+//     compressor.
 //   - Sort runs are spilled to a fresh subdirectory of Options.TempDir
 //     (default: the output directory), removed when the import ends. A
 //     crashed import leaves a .import-tmp-* directory behind; later imports

@@ -2,9 +2,13 @@ package importer
 
 import (
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/csvnum"
+	"github.com/ssdgnn/ssdgnn/internal/npy"
 )
 
 // ImportEdgeList imports a text edge list, one "src dst" pair per line
@@ -37,7 +41,18 @@ func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *O
 		if j.o.NumNodes > 0 {
 			j.setNumNodes(j.o.NumNodes, "--num-nodes (Options.NumNodes)")
 		}
-		if isNPYPath(j.o.FeatFile) {
+		if k := fileKind(edgeFile); k != "" {
+			return fileErr(edgeFile, "is a %s, not a text edge list; import npy reads an [E, 2] or [2, E] edge array (as SRC/%s)", k, igbEdges)
+		}
+		featNPY, err := isNPYSource(j.o.FeatFile)
+		if err != nil {
+			return err
+		}
+		labelNPY, err := isNPYSource(j.o.LabelFile)
+		if err != nil {
+			return err
+		}
+		if featNPY {
 			s, size, err := openNPYFile(j.o.FeatFile, RoleFeat, rawSpec(j, RoleFeat))
 			if err != nil {
 				return err
@@ -68,7 +83,7 @@ func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *O
 			}
 		}
 		switch {
-		case isNPYPath(j.o.LabelFile):
+		case labelNPY:
 			s, size, err := openNPYFile(j.o.LabelFile, RoleLabel, rawSpec(j, RoleLabel))
 			if err != nil {
 				return err
@@ -87,4 +102,45 @@ func ImportEdgeListContext(ctx context.Context, edgeFile, outDir string, opts *O
 	})
 }
 
-func isNPYPath(p string) bool { return strings.HasSuffix(p, ".npy") }
+// isNPYSource reports whether the feature or label file p is a .npy array
+// (its name ends in .npy, in any case, or it starts with the .npy magic)
+// rather than text. A zip archive (an .npz) is an error naming it: read as
+// text it failed with "invalid float "PK\x03\x04..."", and so did a .npy
+// named .NPY or without the suffix.
+func isNPYSource(p string) (bool, error) {
+	if p == "" {
+		return false, nil
+	}
+	switch fileKind(p) {
+	case npyKind:
+		return true, nil
+	case zipKind:
+		return false, fileErr(p, "is a %s: give the array itself as a .npy file (np.save(path, np.load(npz)[name]))", zipKind)
+	}
+	return strings.EqualFold(filepath.Ext(p), ".npy"), nil
+}
+
+const (
+	npyKind = ".npy array"
+	zipKind = "zip archive (an .npz)"
+)
+
+// fileKind is what the first bytes of path say it is: npyKind, zipKind,
+// or "" for anything else (text, or a file that cannot be read: its
+// reader reports that).
+func fileKind(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var m [6]byte
+	n, _ := io.ReadFull(f, m[:])
+	switch {
+	case n == len(m) && string(m[:]) == npy.Magic:
+		return npyKind
+	case n >= 4 && string(m[:4]) == "PK\x03\x04":
+		return zipKind
+	}
+	return ""
+}

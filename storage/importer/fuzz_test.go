@@ -21,7 +21,7 @@ import (
 // is sorted, in range and, being symmetrised, symmetric.
 func FuzzEdgeList(f *testing.F) {
 	for _, s := range []string{handEdges, "", "0 1\n", "0 1 2\n", "1\t2\r\n#x\n3 0", "-1 2\n", "0 64\n", "a b\n", "0 1\n\xff\n",
-		"9223372036854775807 1\n", "1 1\n1 1\n"} {
+		"9223372036854775807 1\n", "1 1\n1 1\n", "src dst\n0 1\n", "0 1\nx y\n", "0 1 0.5\n", "0,1\n", "0;1\r\n"} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}

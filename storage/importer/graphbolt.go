@@ -221,6 +221,12 @@ func (j *job) graphBoltEdges(srcDir string, l *graphbolt.Layout) error {
 	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
 		return fileErr(path, "shape %v, want (2, num_edges): row 0 sources, row 1 destinations", src.h.Shape)
 	}
+	if src.h.Fortran { // a Fortran-order (2, E), np.save of an [E, 2]'s transpose: (src, dst) pairs
+		if err := j.addEdgeRows(src); err != nil {
+			return err
+		}
+		return j.writeCSR()
+	}
 	numE := src.h.Shape[1]
 	src.end = numE
 	dst, err := reopenAt(src, numE)

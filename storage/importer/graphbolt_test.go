@@ -55,8 +55,26 @@ func randomDataset(t *testing.T, dir string, seed uint64, n int) {
 func roundTrip(t *testing.T, src string, o *graphbolt.Options) string {
 	t.Helper()
 	gb := filepath.Join(t.TempDir(), "gb")
-	if _, err := graphbolt.Export(src, gb, o); err != nil {
+	rep, err := graphbolt.Export(src, gb, o)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Seeds with label -1 are counted (DGL's loss fails on them).
+	var want [3]int64
+	if l := load(t, src); l.labels != nil {
+		for k, sp := range l.splits {
+			for _, v := range sp {
+				if l.labels[v] == -1 {
+					want[k]++
+				}
+			}
+		}
+	}
+	if rep.UnlabelledSeeds != want {
+		t.Errorf("UnlabelledSeeds %v, want %v", rep.UnlabelledSeeds, want)
+	}
+	if warned := strings.Contains(rep.String(), "label -1"); warned != (want != [3]int64{}) {
+		t.Errorf("report warns %v with %v unlabelled seeds:\n%s", warned, want, rep)
 	}
 	back := filepath.Join(t.TempDir(), "back")
 	if _, err := ImportGraphBolt(gb, back, asGiven); err != nil {
@@ -182,13 +200,13 @@ func TestGraphBoltBadInputs(t *testing.T) {
 		}, want: []string{"train_labels.npy: element 0", "label -1 of seed 0", "label.npy says 0"}, isErr: ErrLabelConflict},
 		{name: "label feature length", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{3}, []int64{0, 1, 1})
-		}, want: []string{"label.npy", "3 labels, want one per node (4)"}, isErr: ErrFormat},
+		}, want: []string{"label.npy", "3 labels, want one per node (4, N from ", "metadata.yaml graph.nodes[0].num)"}, isErr: ErrFormat},
 		{name: "label out of range", file: graphbolt.PathLabel, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Int64, []int64{4}, []int64{0, 1, 7, 0})
 		}, want: []string{"label.npy", "element 2", "label 7 out of range"}, isErr: ErrFormat},
 		{name: "features rows", file: graphbolt.PathFeat, data: func(t *testing.T) []byte {
 			return npyBytes(t, npy.Float32, []int64{5, 2}, make([]float32, 10))
-		}, want: []string{"feat.npy", "5 feature rows, want one per node (4)"}, isErr: ErrFormat},
+		}, want: []string{"feat.npy", "5 feature rows, want one per node (4, N from ", "metadata.yaml graph.nodes[0].num)"}, isErr: ErrFormat},
 		{name: "seeds missing", file: seeds, want: []string{"train_seeds.npy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

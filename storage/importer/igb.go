@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // IGB layout, relative to the source directory.
@@ -26,8 +27,9 @@ const (
 // edges-only directory needs Options.NumNodes.
 // Files without the .npy magic (IGB large/full) are read as raw arrays
 // described by Options.Raw[RoleFeat|RoleLabel|RoleEdges]; every file's
-// size must equal its header (or spec) exactly. IGB has no split, so a
-// random split over labelled nodes is made.
+// size must equal its header (or spec) exactly. An .npz in place of one
+// of these .npy files is refused naming it (ErrLayout). IGB has no split,
+// so a random split over labelled nodes is made.
 func ImportNPY(srcDir, outDir string, opts *Options) (Report, error) {
 	return ImportNPYContext(context.Background(), srcDir, outDir, opts)
 }
@@ -39,6 +41,20 @@ func ImportNPYContext(ctx context.Context, srcDir, outDir string, opts *Options)
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	// An .npz where the layout names a .npy (np.savez output) would be
+	// skipped (features, labels) or reported missing: name it instead.
+	check := []string{igbFeat, igbEdges}
+	switch {
+	case o.LabelFile != "":
+		check = append(check, filepath.Join("paper", o.LabelFile))
+	case !exists(filepath.Join(srcDir, igbLabel)) && !exists(filepath.Join(srcDir, igbLab2K)):
+		check = append(check, igbLabel, igbLab2K)
+	}
+	for _, rel := range check {
+		if err := npzInstead(filepath.Join(srcDir, rel)); err != nil {
+			return Report{}, err
+		}
 	}
 	labelPath := ""
 	switch {
@@ -136,39 +152,78 @@ func (j *job) npyEdges(path string) error {
 	defer s.Close()
 	j.addBytesIn(size)
 	sh := s.h.Shape
+	if len(sh) == 2 && sh[0] == 2 && sh[1] == 2 {
+		// Two edges as [E, 2] or as PyG's [2, E]: the shape cannot tell.
+		j.o.Logger.Warn("the edge array is 2×2, read as [E, 2]: each row an edge (src, dst); a [2, E] array of two edges (row 0 sources) must be saved as [E, 2]",
+			"file", path)
+	}
 	switch {
-	case len(sh) == 2 && sh[1] == 2:
-		buf := make([]int64, 1<<16)
-		for {
-			start := s.pos
-			n, err := s.int64s(buf)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return s.drain()
-			}
-			for i := 0; i < n; i += 2 {
-				if msg := j.idMsg("source", buf[i]); msg != "" {
-					return elemErr(path, start+int64(i), "edge %d: %s", (start+int64(i))/2, msg)
-				}
-				if msg := j.idMsg("destination", buf[i+1]); msg != "" {
-					return elemErr(path, start+int64(i)+1, "edge %d: %s", (start+int64(i))/2, msg)
-				}
-				if err := j.addEdge(buf[i], buf[i+1]); err != nil {
-					return err
-				}
-			}
+	case len(sh) == 2 && sh[1] == 2: // [E, 2], also when E is 2
+		if s.h.Fortran { // np.save of a [2, E]'s transpose: E sources, then E destinations
+			return j.addEdgeHalves(s, sh[0])
 		}
-	case len(sh) == 2 && sh[0] == 2:
-		numE := sh[1]
-		s.end = numE
-		dst, err := reopenAt(s, numE)
+		return j.addEdgeRows(s)
+	case len(sh) == 2 && sh[0] == 2: // [2, E]
+		if s.h.Fortran { // np.save of an [E, 2]'s transpose: (src, dst) pairs
+			return j.addEdgeRows(s)
+		}
+		return j.addEdgeHalves(s, sh[1])
+	}
+	return fileErr(path, "shape %v, want [num_edges, 2] or [2, num_edges]", sh)
+}
+
+// addEdgeHalves streams an edge array file whose data is numE sources
+// followed by numE destinations (a C-order [2, E]), reading both halves in
+// step with a second stream.
+func (j *job) addEdgeHalves(s *npyStream, numE int64) error {
+	s.end = numE
+	dst, err := reopenAt(s, numE)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	return j.addEdgePairs(s, dst, numE)
+}
+
+// addEdgeRows streams an edge array whose data is (src, dst) pairs (a
+// C-order [E, 2], or a Fortran-order [2, E]) into the sorter. Errors name
+// the element index of the offending id.
+func (j *job) addEdgeRows(s *npyStream) error {
+	buf := make([]int64, 1<<16)
+	for {
+		start := s.pos
+		n, err := s.int64s(buf)
 		if err != nil {
 			return err
 		}
-		defer dst.Close()
-		return j.addEdgePairs(s, dst, numE)
+		if n == 0 {
+			return s.drain()
+		}
+		for i := 0; i < n; i += 2 {
+			if msg := j.idMsg("source", buf[i]); msg != "" {
+				return elemErr(s.name, start+int64(i), "edge %d: %s", (start+int64(i))/2, msg)
+			}
+			if msg := j.idMsg("destination", buf[i+1]); msg != "" {
+				return elemErr(s.name, start+int64(i)+1, "edge %d: %s", (start+int64(i))/2, msg)
+			}
+			if err := j.addEdge(buf[i], buf[i+1]); err != nil {
+				return err
+			}
+		}
 	}
-	return fileErr(path, "shape %v, want [num_edges, 2] or [2, num_edges]", sh)
+}
+
+// npzInstead is an ErrLayout error when the .npy at path is missing and
+// an .npz of the same name is there: the import would have gone on
+// without the features or labels it holds.
+func npzInstead(path string) error {
+	if exists(path) {
+		return nil
+	}
+	npz := strings.TrimSuffix(path, ".npy") + ".npz"
+	if !exists(npz) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is missing but %s is there: import npy reads .npy arrays; save the array with np.save(%q, np.load(npz)[name])",
+		ErrLayout, path, npz, filepath.Base(path))
 }

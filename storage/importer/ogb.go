@@ -122,6 +122,9 @@ func (j *job) ogbText(raw string) error {
 	return nil
 }
 
+// npzEdges is data.npz's edge array member.
+const npzEdges = "edge_index.npy"
+
 // ogbBinary reads the npz form of ogbn-papers100M.
 func (j *job) ogbBinary(raw string) error {
 	zpath := filepath.Join(raw, "data.npz")
@@ -147,7 +150,7 @@ func (j *job) ogbBinary(raw string) error {
 	}
 	j.setNumNodes(counts[0], ns.name)
 
-	src, err := z.open("edge_index.npy")
+	src, err := z.open(npzEdges)
 	if err != nil {
 		return err
 	}
@@ -155,9 +158,15 @@ func (j *job) ogbBinary(raw string) error {
 	if len(src.h.Shape) != 2 || src.h.Shape[0] != 2 {
 		return fileErr(src.name, "shape %v, want [2, num_edges]", src.h.Shape)
 	}
+	if src.h.Fortran { // a Fortran-order [2, E] holds (src, dst) pairs
+		if err := j.addEdgeRows(src); err != nil {
+			return err
+		}
+		return j.ogbBinaryRest(raw, z)
+	}
 	numE := src.h.Shape[1]
 	src.end = numE
-	dst, err := z.openAt("edge_index.npy", numE)
+	dst, err := z.openAt(npzEdges, numE)
 	if err != nil {
 		return err
 	}
@@ -165,6 +174,12 @@ func (j *job) ogbBinary(raw string) error {
 	if err := j.addEdgePairs(src, dst, numE); err != nil {
 		return err
 	}
+	return j.ogbBinaryRest(raw, z)
+}
+
+// ogbBinaryRest writes the CSR of the edges read, then copies data.npz's
+// features and the labels.
+func (j *job) ogbBinaryRest(raw string, z *npzArchive) error {
 	if err := j.writeCSR(); err != nil {
 		return err
 	}

@@ -206,7 +206,9 @@ type Options struct {
 	// LabelFile is, for ImportNPY, the label file name under paper/
 	// (default DefaultLabelFileIGB, else node_label_2K.npy, whichever
 	// exists), and for ImportEdgeList the path of a label file: one
-	// integer per line (gzip if it ends in .gz), or a .npy array.
+	// integer per line (gzip if it ends in .gz), or a .npy array (a name
+	// ending in .npy, in any case, or a file starting with the .npy magic;
+	// a zip archive, such as an .npz, is refused).
 	LabelFile string
 	// Raw gives dtype and shape of headerless array files, by role
 	// (RoleFeat, RoleLabel, RoleEdges). Used only for files that lack the
@@ -219,8 +221,8 @@ type Options struct {
 	// Comment starts comment lines of an edge list. Default "#".
 	Comment string
 	// FeatFile is the path of the features of an edge-list import: a .npy
-	// array [N, D], or comma-separated rows, one per node (gzip if it ends
-	// in .gz).
+	// array [N, D] (told as LabelFile's is), or comma-separated rows, one
+	// per node (gzip if it ends in .gz).
 	FeatFile string
 	// NumNodes is the number of nodes of an edge-list import (ImportNPY
 	// checks it against the arrays). Default: the largest id in the edge

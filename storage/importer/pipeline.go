@@ -182,6 +182,24 @@ func (j *job) setNumNodes(n int64, from string) {
 	j.rep.Nodes = n
 }
 
+// inferredFrom is where N comes from without a node count.
+const inferredFrom = "the largest edge id + 1"
+
+// nodeCount is N with where it came from, for a feature or label count
+// that does not match it: "3, N from the largest edge id + 1; nodes after
+// the last one with an edge need --num-nodes (Options.NumNodes)". Before,
+// "(3)" alone left a user whose last nodes have no edge to guess why
+// their one-row-per-node file had "more feature rows than nodes".
+func (j *job) nodeCount() string {
+	switch j.numNodesFrom {
+	case "":
+		return fmt.Sprint(j.numNodes)
+	case inferredFrom:
+		return fmt.Sprintf("%d, N from %s; nodes after the last one with an edge need --num-nodes (Options.NumNodes)", j.numNodes, j.numNodesFrom)
+	}
+	return fmt.Sprintf("%d, N from %s", j.numNodes, j.numNodesFrom)
+}
+
 // rangeMsg is "out of range [0, N)" with where N came from.
 func (j *job) rangeMsg() string {
 	if j.numNodesFrom == "" {
@@ -262,11 +280,11 @@ func (j *job) writeCSR() error {
 		if err := checkInferredNodes(j.maxID, j.rep.EdgesRead); err != nil {
 			return err
 		}
-		j.setNumNodes(j.maxID+1, "the largest edge id + 1")
+		j.setNumNodes(j.maxID+1, inferredFrom)
 	}
 	n := j.numNodes
 	if n <= 0 {
-		if j.numNodesFrom != "" && j.numNodesFrom != "the largest edge id + 1" {
+		if j.numNodesFrom != "" && j.numNodesFrom != inferredFrom {
 			return fmt.Errorf("%w: the graph has no nodes: N = %d from %s, and no edges", ErrFormat, n, j.numNodesFrom)
 		}
 		return fmt.Errorf("%w: the graph has no nodes (no edges and no node count)", ErrFormat)
@@ -388,8 +406,18 @@ type featWriter struct {
 	rows int64
 }
 
-// maxFloat16 is the largest finite float16; larger magnitudes become Inf.
+// maxFloat16 is the largest finite float16.
 const maxFloat16 = 65504
+
+// Magnitudes from overflowFloat16 (overflowFloat32) on round to ±Inf in
+// float16 (float32): the midpoint between the largest finite value and
+// the next power of two, where ties to even go to Inf. Smaller ones round
+// to a finite value (65510 to 65504, as np.float16(65510) does), so they
+// are stored, not refused as overflowing (I8).
+const (
+	overflowFloat16 = 65520
+	overflowFloat32 = 0x1p128 - 0x1p103
+)
 
 // startFeatures starts features.npy with rows of dim values read from
 // file.
@@ -434,9 +462,32 @@ func (f *featWriter) write64(v []float64, scratch []float32) error {
 		if err := f.check(x, i); err != nil {
 			return err
 		}
-		scratch[i] = float32(x)
+		if f.f16 {
+			scratch[i] = toFloat32Odd(x)
+		} else {
+			scratch[i] = float32(x)
+		}
 	}
 	return f.store(scratch[:len(v)])
+}
+
+// toFloat32Odd narrows x to float32 rounding to odd: toward zero, with
+// the last mantissa bit set when that is inexact. Rounded again to
+// float16 (11 significant bits, 13 fewer than float32's) it gives the
+// float16 nearest x, ties to even, as NumPy's astype(np.float16) does.
+// float32(x), rounded to nearest, then rounded again to float16 is one
+// float16 ulp off when the first rounding lands on a float16 midpoint:
+// 1 + 2^-11 + 2^-40 became 0x3c00 instead of 0x3c01.
+func toFloat32Odd(x float64) float32 {
+	f := float32(x)
+	if float64(f) == x || math.IsNaN(x) || math.IsInf(float64(f), 0) {
+		return f
+	}
+	b := math.Float32bits(f)
+	if math.Abs(float64(f)) > math.Abs(x) {
+		b-- // rounded away from zero: one step back (sign-magnitude bits)
+	}
+	return math.Float32frombits(b | 1)
 }
 
 func (f *featWriter) store(v []float32) error {
@@ -454,12 +505,12 @@ func (f *featWriter) store(v []float32) error {
 // store it as ±Inf. With AllowNonFinite it is counted instead, in
 // Report.NonFiniteFeatures or Report.OverflowFeatures, and stored.
 func (f *featWriter) check(x float64, i int) error {
-	limit, dtype := float64(math.MaxFloat32), "float32"
+	limit, dtype, overflowAt := float64(math.MaxFloat32), "float32", overflowFloat32
 	if f.f16 {
-		limit, dtype = maxFloat16, "float16"
+		limit, dtype, overflowAt = maxFloat16, "float16", overflowFloat16
 	}
 	ax := math.Abs(x)
-	if ax <= limit { // false for NaN
+	if ax < overflowAt { // false for NaN
 		return nil
 	}
 	nonFinite := math.IsNaN(x) || math.IsInf(x, 0)
@@ -489,7 +540,7 @@ func (f *featWriter) commit(file string) error {
 	f.j.featBar.Done()
 	f.j.featBar = nil
 	if f.rows != f.j.numNodes {
-		return fileErr(file, "%d feature rows, want one per node (%d)", f.rows, f.j.numNodes)
+		return fileErr(file, "%d feature rows, want one per node (%s)", f.rows, f.j.nodeCount())
 	}
 	if err := f.w.Commit(); err != nil {
 		return err
@@ -519,7 +570,7 @@ func (j *job) copyNPYFeatures(s *npyStream) error {
 		return fileErr(s.name, "features have shape %v, want [num_nodes, dim]", s.h.Shape)
 	}
 	if s.h.Shape[0] != j.numNodes {
-		return fileErr(s.name, "%d feature rows, want one per node (%d)", s.h.Shape[0], j.numNodes)
+		return fileErr(s.name, "%d feature rows, want one per node (%s)", s.h.Shape[0], j.nodeCount())
 	}
 	dim := s.h.Shape[1]
 	fw, err := j.startFeatures(s.name, dim)
@@ -590,7 +641,7 @@ func (j *job) startLabels() (*labelWriter, error) {
 // [0, NumClasses) (or [0, 2^31-1) when NumClasses is inferred).
 func (l *labelWriter) add(x float64) string {
 	if l.n >= l.j.numNodes {
-		return fmt.Sprintf("more labels than nodes (%d)", l.j.numNodes)
+		return fmt.Sprintf("more labels than nodes (%s)", l.j.nodeCount())
 	}
 	v := int32(-1)
 	switch {
@@ -638,7 +689,7 @@ func (l *labelWriter) commit(file string) error {
 		return err
 	}
 	if l.n != l.j.numNodes {
-		return fileErr(file, "%d labels, want one per node (%d)", l.n, l.j.numNodes)
+		return fileErr(file, "%d labels, want one per node (%s)", l.n, l.j.nodeCount())
 	}
 	// Inferred classes beyond the labelled nodes cannot all have an
 	// example: past maxInferredClasses that is a stray label (an id, a
@@ -673,7 +724,7 @@ func (j *job) copyNPYLabels(s *npyStream) error {
 		return fileErr(s.name, "labels have shape %v, want [num_nodes] or [num_nodes, 1]", s.h.Shape)
 	}
 	if s.h.Shape[0] != j.numNodes {
-		return fileErr(s.name, "%d labels, want one per node (%d)", s.h.Shape[0], j.numNodes)
+		return fileErr(s.name, "%d labels, want one per node (%s)", s.h.Shape[0], j.nodeCount())
 	}
 	lw, err := j.startLabels()
 	if err != nil {

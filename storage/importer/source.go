@@ -3,6 +3,7 @@ package importer
 import (
 	"archive/zip"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -47,9 +48,18 @@ func openText(path string) (io.ReadCloser, int64, error) {
 	}
 	br := bufio.NewReaderSize(f, readBufSize)
 	if !strings.HasSuffix(path, ".gz") {
+		m, _ := br.Peek(6)
+		// Other compressors' magic cannot start a text line either;
+		// parsed as text they failed with "invalid integer "BZh91AY&SY..."".
+		for _, c := range otherCompressors {
+			if bytes.HasPrefix(m, []byte(c.magic)) {
+				f.Close()
+				return nil, 0, fileErr(path, "is %s-compressed: only gzip is read; decompress it first (%s)", c.name, c.tool)
+			}
+		}
 		// C6: gzip whose name lacks .gz is read as gzip; its magic
 		// (1f 8b) cannot start a text line.
-		if m, _ := br.Peek(2); len(m) < 2 || m[0] != 0x1f || m[1] != 0x8b {
+		if len(m) < 2 || m[0] != 0x1f || m[1] != 0x8b {
 			return readCloser{br, f}, size, nil
 		}
 	}
@@ -59,6 +69,14 @@ func openText(path string) (io.ReadCloser, int64, error) {
 		return nil, 0, fileErr(path, "not a valid gzip file: %v", err)
 	}
 	return readCloser{zr, multiCloser{zr, f}}, size, nil
+}
+
+// otherCompressors are the compressed formats openText recognises by
+// their magic to refuse them by name.
+var otherCompressors = []struct{ magic, name, tool string }{
+	{"BZh", "bzip2", "bunzip2 -k FILE"},
+	{"\xfd7zXZ\x00", "xz", "unxz -k FILE"},
+	{"\x28\xb5\x2f\xfd", "zstd", "zstd -d FILE"},
 }
 
 // openFile opens path and returns its size. A missing file wraps ErrLayout.
@@ -94,9 +112,9 @@ type npyStream struct {
 	name   string // for errors
 	r      io.Reader
 	closer io.Closer
-	h      npy.Header
-	pos    int64 // index of the next element, counted from the array start
-	end    int64 // index one past the last element this stream may read
+	h      npy.Header // h.Fortran only for a 2-D edge array (cOrder)
+	pos    int64      // index of the next element, counted from the array start
+	end    int64      // index one past the last element this stream may read
 	buf    []byte
 }
 
@@ -260,9 +278,12 @@ func newFileStream(f *os.File, size int64, path, role string, spec *RawSpec) (*n
 	var h npy.Header
 	if isNPY(f) {
 		var err error
-		h, err = npy.ReadHeader(io.NewSectionReader(f, 0, size))
+		h, err = npy.ReadHeaderAnyOrder(io.NewSectionReader(f, 0, size))
 		if err != nil {
 			return nil, fileErr(path, "%v", err)
+		}
+		if h, err = cOrder(path, role, h); err != nil {
+			return nil, err
 		}
 	} else {
 		if spec == nil {
@@ -282,6 +303,33 @@ func newFileStream(f *os.File, size int64, path, role string, spec *RawSpec) (*n
 		return nil, fmt.Errorf("importer: %s: %w", path, err)
 	}
 	return &npyStream{name: path, r: bufio.NewReaderSize(f, readBufSize), closer: f, h: h, end: h.Len()}, nil
+}
+
+// cOrder settles a Fortran-order header. NumPy saves a transposed array
+// (np.save(p, a.T), torch's edge_index.t().numpy()) in Fortran order. An
+// array with at most one dimension above 1 has the same bytes in either
+// order: its header is returned as C order. A 2-D edge array keeps its
+// shape, NumPy's, and Fortran set: the edge readers read both orders
+// (addEdgeRows, addEdgeHalves), so its edges are those np.load gives. Any
+// other Fortran-order array (features [N, D]) is refused, naming the fix.
+func cOrder(name, role string, h npy.Header) (npy.Header, error) {
+	if !h.Fortran {
+		return h, nil
+	}
+	wide := 0
+	for _, d := range h.Shape {
+		if d > 1 {
+			wide++
+		}
+	}
+	switch {
+	case wide <= 1:
+		h.Fortran = false
+		return h, nil
+	case role == RoleEdges && len(h.Shape) == 2:
+		return h, nil
+	}
+	return h, fileErr(name, "Fortran-order (column-major) array of shape %v: its rows are not contiguous; save it in C order, np.save(path, np.ascontiguousarray(a))", h.Shape)
 }
 
 // reopenAt opens a second stream of the same file positioned at element
@@ -347,10 +395,18 @@ func (z *npzArchive) open(name string) (*npyStream, error) {
 		return nil, fileErr(ename, "cannot open member: %v", err)
 	}
 	br := bufio.NewReaderSize(rc, readBufSize)
-	h, err := npy.ReadHeader(br)
+	h, err := npy.ReadHeaderAnyOrder(br)
 	if err != nil {
 		rc.Close()
 		return nil, fileErr(ename, "%v", err)
+	}
+	role := ""
+	if name == npzEdges {
+		role = RoleEdges
+	}
+	if h, err = cOrder(ename, role, h); err != nil {
+		rc.Close()
+		return nil, err
 	}
 	if want := h.DataOffset + h.DataBytes(); m.UncompressedSize64 != uint64(want) {
 		rc.Close()

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -37,6 +39,9 @@ func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
 	for r.Next() {
 		pair, err = r.Int64sN(pair, 2)
 		if err != nil {
+			if opts != nil { // an edge list: say what the line may be
+				err = edgeListHint(err, r, opts.Delim, j.rep.EdgesRead == before)
+			}
 			return 0, badInput(err)
 		}
 		if msg := j.edgeMsg(pair[0], pair[1]); msg != "" {
@@ -51,6 +56,43 @@ func (j *job) readTextEdges(path string, opts *csvnum.Options) (int64, error) {
 	}
 	return j.rep.EdgesRead - before, nil
 }
+
+// edgeListHint adds to a parse error of an edge-list line what the line
+// probably is, when that is clear: a header line (letters on the first
+// data line), a third column (weights, timestamps), or a whole line read
+// as one field (comma- or semicolon-separated, read with another
+// delimiter, or blank-separated read with --delim , or tab). Without it the error said only "invalid integer
+// "src"" or "got 3 fields, want 2".
+func edgeListHint(err error, r *csvnum.Reader, delim byte, first bool) error {
+	var pe *csvnum.ParseError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	hint := ""
+	switch {
+	case errors.Is(err, csvnum.ErrSyntax) && pe.Field != "" && isLetter(pe.Field[0]):
+		if first {
+			hint = "a header line? skip it with --comment (Options.Comment), e.g. --comment " + strings.Fields(pe.Field)[0]
+		} else {
+			hint = "node ids must be integers 0..N-1; map named nodes to integers first"
+		}
+	case errors.Is(err, csvnum.ErrColumns) && r.NumFields() > 2:
+		hint = "an edge line is \"src dst\"; weights and other columns are not read: keep the first two (e.g. cut -f1,2, or awk '{print $1, $2}')"
+	case errors.Is(err, csvnum.ErrColumns) && r.NumFields() == 1:
+		line := bytes.TrimSpace(r.Bytes())
+		if i := bytes.IndexAny(line, ",;|"); i >= 0 && line[i] != delim {
+			hint = fmt.Sprintf("is it %q-separated? pass --delim %c (Options.Delim)", line[i], line[i])
+		} else if delim != ' ' && delim != 0 && bytes.ContainsAny(line, " \t") {
+			hint = "are its fields separated by blanks? pass --delim whitespace (Options.Delim ' ')"
+		}
+	}
+	if hint == "" {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, hint)
+}
+
+func isLetter(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
 
 // copyTextFeatures streams comma-separated feature rows, one per node in
 // node order. The first row fixes the width; every later row must match.
@@ -74,7 +116,7 @@ func (j *job) copyTextFeatures(path string) error {
 			return lineErr(path, r.Line(), "feature row has %d values, want %d (the width of the first row)", nf, width)
 		}
 		if fw.rows >= j.numNodes {
-			return lineErr(path, r.Line(), "more feature rows than nodes (%d)", j.numNodes)
+			return lineErr(path, r.Line(), "more feature rows than nodes (%s)", j.nodeCount())
 		}
 		if row, err = r.Float32sN(row, width); err != nil {
 			return badInput(err)
@@ -91,7 +133,7 @@ func (j *job) copyTextFeatures(path string) error {
 		if j.numNodes == 0 {
 			return nil
 		}
-		return fileErr(path, "no feature rows, want one per node (%d)", j.numNodes)
+		return fileErr(path, "no feature rows, want one per node (%s)", j.nodeCount())
 	}
 	return fw.commit(path)
 }
