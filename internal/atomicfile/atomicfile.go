@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // tmpMarker separates the final name from the random suffix.
@@ -36,9 +38,10 @@ var ErrDone = errors.New("atomicfile: file already committed or aborted")
 // File is a file being written atomically. It is not safe for concurrent
 // use.
 type File struct {
-	f     *os.File
-	final string
-	done  bool
+	f        *os.File
+	final    string
+	done     bool
+	deferred bool // Defer: Commit does not fsync
 }
 
 // Create starts writing path. The directory must exist. The file gets
@@ -92,10 +95,12 @@ func (f *File) Commit() error {
 	}
 	f.done = true
 	tmp := f.f.Name()
-	if err := f.f.Sync(); err != nil {
-		f.f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("atomicfile: sync %s: %w", f.final, err)
+	if !f.deferred {
+		if err := f.f.Sync(); err != nil {
+			f.f.Close()
+			os.Remove(tmp)
+			return fmt.Errorf("atomicfile: sync %s: %w", f.final, err)
+		}
 	}
 	if err := f.f.Close(); err != nil {
 		os.Remove(tmp)
@@ -105,7 +110,33 @@ func (f *File) Commit() error {
 		os.Remove(tmp)
 		return fmt.Errorf("atomicfile: %w", err)
 	}
+	if f.deferred {
+		return nil
+	}
 	return SyncDir(filepath.Dir(f.final))
+}
+
+// Defer makes Commit rename the file into place without fsyncing it or
+// its directory: the rename is atomic, but not durable until SyncFS (or
+// a crash may leave the name empty or absent). For writers of many small
+// files that vouch for them all with one file written last (a manifest,
+// an export's metadata): they call SyncFS before writing it. Two fsyncs
+// a file bounded an export of 12,003 files at 317 a second.
+func (f *File) Defer() { f.deferred = true }
+
+// SyncFS makes every write to the file system holding path durable
+// (syncfs(2)): the files committed after Defer among them, with their
+// names.
+func SyncFS(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("atomicfile: syncfs %s: %w", path, err)
+	}
+	return nil
 }
 
 // Abort discards the file. It is a no-op after Commit, so it can be

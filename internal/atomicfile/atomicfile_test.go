@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -117,5 +118,43 @@ func TestModeFollowsUmask(t *testing.T) {
 		if got := int(st.Mode().Perm()); got != c.want {
 			t.Errorf("umask %#o: mode %#o, want %#o", c.umask, got, c.want)
 		}
+	}
+}
+
+// TestDeferredCommit: a deferred Commit puts the content under the final
+// name and leaves no temporary file, like Commit; SyncFS then succeeds on
+// the directory and names a path it cannot open.
+func TestDeferredCommit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chunk.txt")
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Defer()
+	if _, err := f.Write([]byte("0 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "0 1\n" {
+		t.Fatalf("after a deferred Commit %s reads %q, %v", path, got, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 {
+		t.Fatalf("after a deferred Commit the directory holds %d entries, want the file alone", len(ents))
+	}
+	if err := f.Commit(); !errors.Is(err, ErrDone) {
+		t.Errorf("second Commit: %v, want ErrDone", err)
+	}
+	if err := SyncFS(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncFS(filepath.Join(dir, "gone")); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("SyncFS of a missing path: %v, want an error naming it", err)
 	}
 }

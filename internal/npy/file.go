@@ -59,6 +59,10 @@ func (f *File) Commit() (Header, error) {
 	return h, nil
 }
 
+// Defer makes Commit rename without fsyncing (atomicfile.File.Defer): the
+// caller calls atomicfile.SyncFS before whatever vouches for the file.
+func (f *File) Defer() { f.af.Defer() }
+
 // Abort removes the temporary file; after Commit it does nothing.
 func (f *File) Abort() error { return f.af.Abort() }
 
