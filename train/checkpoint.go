@@ -719,7 +719,7 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, ro 
 	if err := ck.match(d, nil); err != nil {
 		return nil, err
 	}
-	o := ck.meta.Options
+	o := asGiven(ck.meta.Options)
 	o.NoHist, o.Resume, o.CheckpointDir = true, "", ""
 	o.Workers, o.Progress, o.Logger = ro.Workers, ro.Progress, ro.Logger
 	o.Selection, o.Partitions = sample.ModeRandom, nil
@@ -756,6 +756,21 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, ro 
 	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
 	return t, nil
+}
+
+// asGiven is o, options with their defaults resolved (a checkpoint's),
+// as New takes them again: a resolved 0 that New reads as "the default"
+// (dropout, weight decay) is written as the explicit "none" (-1). A model
+// trained with --dropout 0 was restored with dropout 0.5, and infer
+// refused its checkpoint as another model's.
+func asGiven(o Options) Options {
+	if o.Dropout == 0 {
+		o.Dropout = -1
+	}
+	if o.WeightDecay == 0 {
+		o.WeightDecay = -1
+	}
+	return o
 }
 
 // datasetSums names d's contents for a checkpoint: its dataset.json

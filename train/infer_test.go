@@ -329,3 +329,39 @@ func TestInferNodesErrNodeList(t *testing.T) {
 		t.Errorf("a list --mem cannot hold: %v, want infer's ErrBudget", err)
 	}
 }
+
+// TestRestoreExplicitZeros: a checkpoint of a training with an option
+// whose 0 New reads as its default (--dropout 0, --weight-decay 0: -1 in
+// Options, stored resolved as 0) restores for inference with that 0, not
+// the default. The model trained with dropout 0 was refused as another
+// model's (dropout 0.5).
+func TestRestoreExplicitZeros(t *testing.T) {
+	d := smallSynth(t)
+	for _, c := range []struct {
+		name string
+		set  func(*Options)
+		get  func(*Options) float64
+	}{
+		{"dropout", func(o *Options) { o.Dropout = -1 }, func(o *Options) float64 { return o.Dropout }},
+		{"weight-decay", func(o *Options) { o.WeightDecay = -1 }, func(o *Options) float64 { return o.WeightDecay }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := synthOpts()
+			o.Epochs, o.CheckpointDir = 1, dir
+			c.set(o)
+			rep := run(t, d, o)
+			if got := c.get(&rep.Options); got != 0 {
+				t.Fatalf("trained with %s %v, want 0", c.name, got)
+			}
+			tr, err := NewFromCheckpoint(context.Background(), d, dir, nil)
+			if err != nil {
+				t.Fatalf("restoring a checkpoint trained with %s 0: %v", c.name, err)
+			}
+			defer tr.Close()
+			if got := c.get(&tr.o); got != 0 {
+				t.Errorf("restored with %s %v, want the checkpoint's 0", c.name, got)
+			}
+		})
+	}
+}
