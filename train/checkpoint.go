@@ -24,6 +24,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/decbuf"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -421,7 +422,7 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 	}
 	if cfg != nil {
 		if ck.meta.Model != *cfg {
-			return fmt.Errorf("%w: %s holds model %+v, options give %+v", ErrMismatch, ck.file, ck.meta.Model, *cfg)
+			return modelMismatch(ck.file, &ck.meta.Model, cfg)
 		}
 		return nil
 	}
@@ -446,6 +447,43 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 			"PARM holds %d parameters, fewer than META's model %+v needs", have, m)}
 	}
 	return nil
+}
+
+// modelMismatch is the error for a checkpoint (file) of model was resumed
+// with options giving model now: each difference as the option that sets
+// it (an opterr.Field, which the CLI names as its flag) or the dataset's
+// shape, with both values. It printed both configurations whole
+// ("holds model {Kind:sage ... Hidden:32 ...}, options give {...}"),
+// naming no flag.
+func modelMismatch(file string, was, now *ModelConfig) error {
+	var parts []string
+	var args []any
+	opt := func(f opterr.Field, w, n any) {
+		if fmt.Sprint(w) != fmt.Sprint(n) {
+			parts = append(parts, "%s %v (checkpoint: %v)")
+			args = append(args, f, n, w)
+		}
+	}
+	data := func(what string, w, n int) {
+		if w != n {
+			parts = append(parts, "the dataset's %s %d (checkpoint: %d)")
+			args = append(args, what, n, w)
+		}
+	}
+	opt("Model", was.Kind, now.Kind)
+	opt("Layers", was.Layers, now.Layers)
+	opt("Hidden", was.Hidden, now.Hidden)
+	if was.Kind == ModelGAT || now.Kind == ModelGAT {
+		opt("Heads", was.Heads, now.Heads)
+	}
+	opt("Dropout", was.Dropout, now.Dropout)
+	data("feature width", was.InDim, now.InDim)
+	data("classes", was.Classes, now.Classes)
+	if len(parts) == 0 { // a field this list lacks: the whole configurations
+		parts, args = []string{"model %+v (checkpoint: %+v)"}, []any{*now, *was}
+	}
+	return opterr.Errorf(ErrMismatch, "%s holds another model: "+strings.Join(parts, ", ")+"; --resume needs the model it was trained with",
+		append([]any{file}, args...)...)
 }
 
 // CheckResume reads and verifies the checkpoint o.Resume names (nil when

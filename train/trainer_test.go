@@ -16,6 +16,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -784,5 +785,43 @@ func TestResumeMissing(t *testing.T) {
 		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--resume %s: %v, want %q", tc.resume, err, tc.want)
 		}
+	}
+}
+
+// TestResumeModelMismatchNamesOption: --resume with a model option other
+// than the checkpoint's is refused naming that option (an opterr.Field,
+// which the CLI names as its flag) with both values. It printed both
+// model configurations whole and named no flag.
+func TestResumeModelMismatchNamesOption(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	for _, c := range []struct {
+		name  string
+		set   func(*Options)
+		field opterr.Field
+		text  string
+	}{
+		{"model", func(o *Options) { o.Model = ModelGCN }, "Model", "Model gcn (checkpoint: sage)"},
+		{"hidden", func(o *Options) { o.Hidden = 32 }, "Hidden", "Hidden 32 (checkpoint: 16)"},
+		{"layers", func(o *Options) { o.Layers, o.Fanouts = 3, []int{5, 5, 5} }, "Layers", "Layers 3 (checkpoint: 2)"},
+		{"dropout", func(o *Options) { o.Dropout = 0.25 }, "Dropout", "Dropout 0.25 (checkpoint: 0.5)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := synthOpts()
+			o.Resume = dir
+			c.set(o)
+			tr, err := New(context.Background(), d, o)
+			if err == nil {
+				tr.Close()
+				t.Fatal("resumed with another model")
+			}
+			var oe *opterr.Error
+			if !errors.Is(err, ErrMismatch) || !errors.As(err, &oe) || oe.Field != c.field || !strings.Contains(err.Error(), c.text) {
+				t.Errorf("error %q: want ErrMismatch naming option %s as %q", err, c.field, c.text)
+			}
+		})
 	}
 }
