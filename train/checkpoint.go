@@ -214,6 +214,23 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	return path, nil
 }
 
+// PlanFile is the memory plan a budgeted training writes beside its
+// checkpoint (train --mem).
+const PlanFile = "plan.json"
+
+// CleanCheckpointDir removes from dir the temporary files of the
+// checkpoint and plan writes that a killed train left (kill -9 while it
+// wrote a checkpoint left checkpoint.ssdc.tmp-N, as large as the
+// checkpoint, which no later run removed), and returns how many. Other
+// files' temporaries stay. The caller must be the directory's only
+// trainer (train holds its lock).
+func CleanCheckpointDir(dir string) (int, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	return atomicfile.CleanTempsOf(dir, CheckpointFile, PlanFile)
+}
+
 // linkFile is os.Link; tests replace it to act as a file system without
 // hard links.
 var linkFile = os.Link

@@ -111,6 +111,11 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer ckLock.Release()
+			if n, err := train.CleanCheckpointDir(o.CheckpointDir); err != nil {
+				return err
+			} else if n > 0 {
+				o.Logger.Info("removed the temporary files of an interrupted checkpoint write", "dir", o.CheckpointDir, "files", n)
+			}
 			be, err := newBackend(t.Device)
 			if err != nil {
 				return err
@@ -437,4 +442,4 @@ func resumeCommand(ck string) string {
 // planOut is where a training with a memory plan writes it: beside the
 // checkpoint. The outputs' check takes it whether or not a plan will be
 // made (a cgroup's limit can make one after the check).
-func planOut(checkpointDir string) string { return filepath.Join(checkpointDir, "plan.json") }
+func planOut(checkpointDir string) string { return filepath.Join(checkpointDir, train.PlanFile) }
