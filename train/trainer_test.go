@@ -825,3 +825,47 @@ func TestResumeModelMismatchNamesOption(t *testing.T) {
 		})
 	}
 }
+
+// TestReportCheckpointEpochs: the report's checkpoint_epochs and
+// checkpoint_batches are what the checkpoint written last holds (its
+// META), after a whole run and after an interruption inside an epoch, and
+// best_valid_epoch is the epoch of best_valid_acc.
+func TestReportCheckpointEpochs(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.CheckpointDir = dir
+	rep := run(t, d, o)
+	info, err := ReadCheckpointInfo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CheckpointEpochs != info.Epoch || rep.CheckpointBatches != info.BatchDone || info.Epoch != o.Epochs {
+		t.Errorf("report holds %d epochs %d batches, checkpoint %d and %d; want %d epochs", rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone, o.Epochs)
+	}
+	if rep.BestEpoch < 0 || rep.BestEpoch >= len(rep.Epochs) {
+		t.Fatalf("best_valid_epoch %d of %d epochs", rep.BestEpoch, len(rep.Epochs))
+	}
+	best := rep.Epochs[rep.BestEpoch]
+	for _, e := range rep.Epochs {
+		if e.ValidAcc > best.ValidAcc {
+			t.Errorf("best_valid_epoch %d (valid %v), epoch %d has %v", rep.BestEpoch, best.ValidAcc, e.Epoch, e.ValidAcc)
+		}
+	}
+	if best.ValidAcc != rep.BestValid || best.TestAcc != rep.TestAtBest {
+		t.Errorf("best_valid_epoch %d has valid %v test %v, report %v %v", rep.BestEpoch, best.ValidAcc, best.TestAcc, rep.BestValid, rep.TestAtBest)
+	}
+	// Interrupted inside epoch 1.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = t.TempDir()
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	rep = runInterrupted(t, ctx, d, o)
+	if info, err = ReadCheckpointInfo(o.CheckpointDir); err != nil {
+		t.Fatal(err)
+	}
+	if rep.CheckpointEpochs != info.Epoch || rep.CheckpointBatches != info.BatchDone || info.Epoch != 1 || info.BatchDone == 0 {
+		t.Errorf("interrupted: report holds %d epochs %d batches, checkpoint %d and %d", rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone)
+	}
+}

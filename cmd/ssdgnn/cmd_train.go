@@ -308,6 +308,9 @@ that mmap reads need. See docs/train.md.`,
 				}
 			} else {
 				fmt.Fprintln(out, train.Summary(rep))
+				if line := train.CheckpointLine(rep); line != "" {
+					fmt.Fprintln(out, line)
+				}
 				if rep.TargetValid > 0 {
 					if rep.ReachedValid {
 						fmt.Fprintf(out, "valid %.2f%% reached after %d epochs, %.1fs\n", 100*rep.TargetValid, rep.EpochsToTarget, rep.SecondsToTarget)
