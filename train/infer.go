@@ -45,6 +45,25 @@ type InferOptions struct {
 	ChunkBytes int64
 }
 
+// Validate checks the options Infer reads before it reads a checkpoint
+// or a node list: the mode, and the budgets' signs. "infer --mode bogus"
+// loaded the checkpoint and the nodes first, then said "eval mode
+// \"bogus\"", naming no flag.
+func (o *InferOptions) Validate() error {
+	switch o.Mode {
+	case "", EvalLayerwise, EvalSampled:
+	default:
+		return opterr.Errorf(ErrInvalidOptions, "%s %q (want %s or %s)", opterr.Field("Mode"), o.Mode, EvalLayerwise, EvalSampled)
+	}
+	if o.MemBytes < 0 {
+		return opterr.Errorf(ErrInvalidOptions, "%s %d is negative (0: none)", opterr.Field("MemBytes"), o.MemBytes)
+	}
+	if o.ChunkBytes < 0 {
+		return opterr.Errorf(ErrInvalidOptions, "%s %d is negative (0: the default)", opterr.Field("ChunkBytes"), o.ChunkBytes)
+	}
+	return nil
+}
+
 // inferArrayBytes is Infer's memory per requested node: the ids it is
 // given (the caller's, held for the whole pass: ssdgnn infer's --nodes
 // list), the sort order, the sorted ids, the predictions and their
@@ -214,6 +233,9 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 	var opt InferOptions
 	if o != nil {
 		opt = *o
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, err
 	}
 	if opt.Mode == "" {
 		opt.Mode = EvalLayerwise

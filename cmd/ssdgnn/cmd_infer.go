@@ -56,6 +56,9 @@ its own ids, so its predictions differ from the original's in a few rows
 			if err := requirePositive(cmd, "mem", "eval-mem"); err != nil {
 				return err
 			}
+			if err := (&train.InferOptions{Mode: mode}).Validate(); err != nil { // before the checkpoint is read
+				return err
+			}
 			if err := cliflags.Inapplicable(cmd.Flags(), mode == train.EvalSampled, "with --mode sampled (it bounds layer-wise chunks)", "eval-mem"); err != nil {
 				return err
 			}
