@@ -121,6 +121,9 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 		p := t.partial
 		meta.Partial = &p
 	}
+	if meta.EpochStats == nil {
+		meta.EpochStats = []EpochStats{} // [], not null, before any epoch
+	}
 	mj, err := json.Marshal(meta)
 	if err != nil {
 		return "", err

@@ -1,6 +1,9 @@
 package train
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -131,5 +134,32 @@ func TestCheckpointLine(t *testing.T) {
 	}
 	if got := CheckpointLine(&Report{}); got != "" {
 		t.Errorf("no checkpoint: %q, want none", got)
+	}
+}
+
+// TestNoEpochsIsEmptyList: a run interrupted before its first epoch ends
+// reports "epochs": [] and writes "epoch_stats": [] in its checkpoint, not
+// null (which readers that iterate the list, jq '.epochs[]', refuse).
+func TestNoEpochsIsEmptyList(t *testing.T) {
+	d := smallSynth(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := synthOpts()
+	o.CheckpointDir = t.TempDir()
+	rep := runInterrupted(t, ctx, d, o)
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"epochs":[]`)) {
+		t.Errorf("report: epochs not an empty list: %.200s", b)
+	}
+	ck, err := readCheckpoint(o.CheckpointDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.close()
+	if ck.meta.EpochStats == nil {
+		t.Error(`checkpoint META: "epoch_stats" is null, want []`)
 	}
 }

@@ -514,7 +514,13 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 }
 
 func (t *Trainer) finish(rep *Report) {
+	// An empty list, not null, before any epoch (interrupted in the
+	// first, or resumed with nothing to do): "epochs": null broke readers
+	// that iterate it (jq '.epochs[]').
 	rep.Epochs = t.epochStats
+	if rep.Epochs == nil {
+		rep.Epochs = []EpochStats{}
+	}
 	rep.Memory = t.mem
 	c := memacct.Read()
 	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true), MaxByPurpose: c.MaxMap(), RuntimeBytes: c.Runtime}
