@@ -813,6 +813,7 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, ro 
 		return nil, err
 	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
+	t.restored.epochs, t.restored.batches = ck.meta.Epoch, ck.meta.BatchDone
 	return t, nil
 }
 

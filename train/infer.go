@@ -224,6 +224,27 @@ type InferReport struct {
 	IOReadBytes int64 `json:"io_read_bytes"`
 	// Layerwise describes the layer-wise pass (nil in sampled mode).
 	Layerwise *LayerwiseStats `json:"layerwise,omitempty"`
+	// CheckpointEpochs and CheckpointBatches are the training the model
+	// had when its checkpoint was written (NewFromCheckpoint): whole
+	// epochs, and batches of the next (a checkpoint of an interrupted
+	// run). Both 0 for a trainer not restored from one.
+	CheckpointEpochs  int `json:"checkpoint_epochs"`
+	CheckpointBatches int `json:"checkpoint_batches"`
+}
+
+// ModelAfter says, as train's table numbers epochs, what training the
+// checkpoint's model had: "epoch 4", "epoch 1 and 3 batches of epoch 2"
+// or "2 batches of epoch 0".
+func ModelAfter(epochs, batches int) string {
+	switch {
+	case batches > 0 && epochs > 0:
+		return fmt.Sprintf("epoch %d and %d batches of epoch %d", epochs-1, batches, epochs)
+	case batches > 0:
+		return fmt.Sprintf("%d batches of epoch 0", batches)
+	case epochs > 0:
+		return fmt.Sprintf("epoch %d", epochs-1)
+	}
+	return "no training"
 }
 
 // Infer predicts the class of every node of nodes (any order, repeats
@@ -298,7 +319,7 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 		}
 		defer lw.abort()
 	}
-	rep := &InferReport{Mode: opt.Mode, Nodes: len(nodes)}
+	rep := &InferReport{Mode: opt.Mode, Nodes: len(nodes), CheckpointEpochs: t.restored.epochs, CheckpointBatches: t.restored.batches}
 	labels := t.d.Labels()
 	st, err := t.logits(ctx, opt.Mode, nodes, opt.Fanouts, func(ids []int64, logp []float32) error {
 		for r, v := range ids {

@@ -365,3 +365,48 @@ func TestRestoreExplicitZeros(t *testing.T) {
 		})
 	}
 }
+
+// TestInferReportsCheckpointPosition: Infer's report says what training
+// the restored model had (the checkpoint's epochs and batches), for a
+// checkpoint of a whole run and one of a run interrupted inside an epoch:
+// infer predicted with a part-trained model without a word.
+func TestInferReportsCheckpointPosition(t *testing.T) {
+	d := smallSynth(t)
+	whole := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 2, whole
+	run(t, d, o)
+	cut := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = cut
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	runInterrupted(t, ctx, d, o)
+	for _, dir := range []string{whole, cut} {
+		info, err := ReadCheckpointInfo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewFromCheckpoint(context.Background(), d, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := tr.Infer(context.Background(), d.TestIdx(), nil)
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.CheckpointEpochs != info.Epoch || rep.CheckpointBatches != info.BatchDone || info.Epoch == 0 {
+			t.Errorf("%s: report says %d epochs %d batches, the checkpoint holds %d and %d", dir, rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone)
+		}
+	}
+	for _, c := range []struct {
+		e, b int
+		want string
+	}{{2, 0, "epoch 1"}, {1, 3, "epoch 0 and 3 batches of epoch 1"}, {0, 2, "2 batches of epoch 0"}} {
+		if got := ModelAfter(c.e, c.b); got != c.want {
+			t.Errorf("ModelAfter(%d, %d) = %q, want %q", c.e, c.b, got, c.want)
+		}
+	}
+}

@@ -105,19 +105,7 @@ func CheckpointLine(rep *Report) string {
 		return ""
 	}
 	n, b := rep.CheckpointEpochs, rep.CheckpointBatches
-	var held string
-	switch {
-	case b > 0:
-		held = fmt.Sprintf("%d batches of epoch %d", b, n)
-		if n > 0 {
-			held = fmt.Sprintf("epoch %d and %s", n-1, held)
-		}
-	case n > 0:
-		held = fmt.Sprintf("epoch %d", n-1)
-	default:
-		held = "no training (epoch 0 not begun)"
-	}
-	line := fmt.Sprintf("checkpoint %s: the model after %s", rep.Checkpoint, held)
+	line := fmt.Sprintf("checkpoint %s: the model after %s", rep.Checkpoint, ModelAfter(n, b))
 	var last *EpochStats
 	for i := range rep.Epochs {
 		if rep.Epochs[i].Epoch == n-1 {

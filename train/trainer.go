@@ -28,11 +28,15 @@ type Trainer struct {
 	trainedOn string
 	// trainedSums are that checkpoint's DatasetSums (OtherData).
 	trainedSums []string
-	d           *storage.Dataset
-	o           Options
-	be          kernels.Backend
-	ownBE       bool
-	beMu        sync.Mutex // serialises backend use between transfer and compute
+	// restored is the training position of the checkpoint
+	// NewFromCheckpoint restored (whole epochs and batches of the next):
+	// the model infer predicts with (InferReport).
+	restored struct{ epochs, batches int }
+	d        *storage.Dataset
+	o        Options
+	be       kernels.Backend
+	ownBE    bool
+	beMu     sync.Mutex // serialises backend use between transfer and compute
 
 	model   *Model
 	sampler *sample.Sampler

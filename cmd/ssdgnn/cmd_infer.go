@@ -120,8 +120,8 @@ its own ids, so its predictions differ from the original's in a few rows
 			if rep.Labelled > 0 {
 				acc = fmt.Sprintf("accuracy on %d labelled nodes %.2f%%", rep.Labelled, 100*rep.Accuracy)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; %s; %s inference %.1fs, %s read (disk %s)\n",
-				rep.Nodes, outPath, acc, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)))
+			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; %s; %s inference %.1fs, %s read (disk %s); the model after %s\n",
+				rep.Nodes, outPath, acc, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)), train.ModelAfter(rep.CheckpointEpochs, rep.CheckpointBatches))
 			return nil
 		},
 	}
