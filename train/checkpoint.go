@@ -42,6 +42,9 @@ const (
 	// checkpoint already in Options.CheckpointDir keeps it when it writes
 	// its own (one generation: an older one is replaced).
 	PrevCheckpointFile = "checkpoint.prev.ssdc"
+	// DefaultCheckpointDir is where train writes its checkpoint and infer
+	// reads it when neither is told (under the dataset's directory).
+	DefaultCheckpointDir = "checkpoints"
 )
 
 // Section tags.
@@ -546,7 +549,7 @@ func openResume(path string) (*checkpoint, error) {
 		// no checkpoint), with the usual place when path is a dataset's
 		// directory holding one.
 		hint := ""
-		if usual := filepath.Join(path, "checkpoints", CheckpointFile); usual != ResolveCheckpoint(path) {
+		if usual := filepath.Join(path, DefaultCheckpointDir, CheckpointFile); usual != ResolveCheckpoint(path) {
 			if _, serr := os.Stat(usual); serr == nil {
 				hint = "; " + usual + " is one"
 			}

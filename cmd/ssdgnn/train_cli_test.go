@@ -727,3 +727,36 @@ func TestTrainCleansCheckpointTemps(t *testing.T) {
 		}
 	}
 }
+
+// TestInferDefaultCheckpoint: infer without --checkpoint reads the one a
+// bare train wrote (DIR/checkpoints), and says, naming --checkpoint, when
+// there is none. --checkpoint was required: a bare train then a bare
+// infer failed.
+func TestInferDefaultCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "4", "--classes", "2"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "p.npy")
+	if _, _, err := run(t, "infer", dir, "--out", out); err == nil || !strings.Contains(err.Error(), "--checkpoint") || !strings.Contains(err.Error(), filepath.Join(dir, train.DefaultCheckpointDir)) {
+		t.Errorf("infer with no checkpoint anywhere: %v, want an error naming --checkpoint and the default directory", err)
+	}
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--hidden", "4", "--fanouts", "3,3"); err != nil {
+		t.Fatal(err)
+	}
+	bare, _, err := run(t, "infer", dir, "--out", out, "--json")
+	if err != nil {
+		t.Fatalf("infer after a bare train: %v", err)
+	}
+	named, _, err := run(t, "infer", dir, "--out", out, "--json", "--checkpoint", filepath.Join(dir, train.DefaultCheckpointDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b train.InferReport
+	if err := errors.Join(json.Unmarshal([]byte(bare), &a), json.Unmarshal([]byte(named), &b)); err != nil {
+		t.Fatal(err)
+	}
+	if a.Correct != b.Correct || a.Nodes != b.Nodes || a.CheckpointEpochs != 1 {
+		t.Errorf("bare infer %+v, with --checkpoint %+v", a, b)
+	}
+}
