@@ -88,7 +88,18 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 // (`train --checkpoint d/cora` on another dataset held cora's lock, and
 // `partition d/cora` was refused as in use). home is the dataset the
 // command works on: the message suggests a directory under it.
+//
+// It also refuses, naming the flag, a dir that exists and is not a
+// directory ("dirlock: open afile/.lock: not a directory" named none) and
+// one in /dev, /proc or /sys: train --checkpoint /dev left /dev/.lock
+// behind before the checkpoint's own check refused it.
 func CheckOutputDir(flag, dir, home string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("%s %s is not a directory: name a directory (made when missing)", flag, dir)
+	}
+	if d := systemDir(filepath.Join(dir, "x")); d != "" {
+		return fmt.Errorf("%s %s lies in %s, a file system of devices or kernel state: name a directory elsewhere", flag, dir, d)
+	}
 	if _, err := os.Stat(filepath.Join(dir, storage.ManifestName)); err == nil {
 		return fmt.Errorf("%w: %s %s is a dataset directory: name another (the default is %s)",
 			outpath.ErrInput, flag, dir, filepath.Join(home, "checkpoints"))

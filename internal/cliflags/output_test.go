@@ -61,6 +61,20 @@ func TestCheckOutputDir(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
+	// A file, and a system directory (checked only: nothing is made).
+	file := filepath.Join(ds, "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{file, "--checkpoint " + file + " is not a directory"},
+		{"/dev", "--checkpoint /dev lies in /dev"},
+		{"/proc/self", "--checkpoint /proc/self lies in /proc"},
+	} {
+		if err := CheckOutputDir("--checkpoint", tc.dir, "d/other"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.dir, err, tc.want)
+		}
+	}
 }
 
 // TestCheckOutputsSpecialFiles: an output replaced atomically (--out,
