@@ -891,6 +891,29 @@ func (t *Trainer) EpochsDone() int {
 	return t.epoch
 }
 
+// NothingToTrain says, for a trainer that resumed a checkpoint holding
+// Options.Epochs epochs or more, that Run has nothing to train (only an
+// interrupted evaluation to run); "" otherwise. A checkpoint cut inside
+// an epoch at or past Options.Epochs counts too: resumed with --epochs 2,
+// a checkpoint of 2 epochs and 4 batches trained nothing and said nothing,
+// and the summary quoted epoch 1's accuracies for a model that had
+// trained 4 batches more.
+func (t *Trainer) NothingToTrain() string {
+	if t.o.Resume == "" || t.epoch < t.o.Epochs {
+		return ""
+	}
+	held := fmt.Sprintf("%d epochs", t.epoch)
+	if t.batchDone > 0 {
+		held += fmt.Sprintf(" and %d batches of epoch %d", t.batchDone, t.epoch)
+	}
+	note := fmt.Sprintf("%s already holds %s (--epochs %d): nothing to train; a larger --epochs continues it",
+		ResolveCheckpoint(t.o.Resume), held, t.o.Epochs)
+	if t.EvalPending() {
+		note += "; its last epoch's evaluation was interrupted: it runs now"
+	}
+	return note
+}
+
 // EvalPending reports whether the last epoch restored from a checkpoint
 // was interrupted in its evaluation, which Run then runs first.
 func (t *Trainer) EvalPending() bool {

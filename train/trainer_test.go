@@ -869,3 +869,48 @@ func TestReportCheckpointEpochs(t *testing.T) {
 		t.Errorf("interrupted: report holds %d epochs %d batches, checkpoint %d and %d", rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone)
 	}
 }
+
+// TestNothingToTrain: a resumed checkpoint that holds --epochs epochs or
+// more, whole or cut inside a later epoch, is said to leave nothing to
+// train; one that holds fewer is not. The cut one (2 epochs and 4
+// batches resumed with --epochs 2) trained nothing and said nothing.
+func TestNothingToTrain(t *testing.T) {
+	d := smallSynth(t)
+	whole := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 2, whole
+	run(t, d, o)
+	cut := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = cut
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	runInterrupted(t, ctx, d, o)
+	for _, tc := range []struct {
+		name   string
+		resume string
+		epochs int
+		want   string // "" for nothing said
+	}{
+		{"whole, as many", whole, 2, "already holds 2 epochs (--epochs 2): nothing to train"},
+		{"whole, fewer", whole, 1, "already holds 2 epochs (--epochs 1)"},
+		{"whole, more", whole, 3, ""},
+		{"cut, at --epochs", cut, 1, "already holds 1 epochs and "},
+		{"cut, more", cut, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := synthOpts()
+			o.Epochs, o.Resume = tc.epochs, tc.resume
+			tr, err := New(context.Background(), d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			got := tr.NothingToTrain()
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}

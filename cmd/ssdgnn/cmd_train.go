@@ -274,13 +274,8 @@ that mmap reads need. See docs/train.md.`,
 			if other := tr.OtherData(); other != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: --resume %s: %s\n", train.ResolveCheckpoint(o.Resume), other)
 			}
-			if n := tr.EpochsDone(); o.Resume != "" && n >= o.Epochs {
-				then := ""
-				if tr.EvalPending() {
-					then = "; its last epoch's evaluation was interrupted: it runs now"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it%s\n",
-					train.ResolveCheckpoint(o.Resume), n, o.Epochs, then)
+			if note := tr.NothingToTrain(); note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			// The header once New has accepted the options and the
 			// checkpoint: a refusal is not printed under it.
