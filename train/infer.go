@@ -81,15 +81,16 @@ func lwFixedBytes(n int64, layers int) int64 {
 // inferChunkBytes is the layer-wise chunk bound for o (see
 // InferOptions.MemBytes) when inferring nodes of the dataset, 0 to keep
 // the trainer's.
+//
+// A ChunkBytes above what MemBytes leaves for chunks is refused: it was
+// taken as given, and infer --mem 64MiB --eval-mem 1GiB in a 64 MiB
+// cgroup was OOM-killed (g400, 400k nodes).
 func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
-	if o.ChunkBytes > 0 {
-		if o.ChunkBytes < minEvalMemBytes {
-			return 0, fmt.Errorf("%w: chunk bound %d bytes (--eval-mem), want at least %d", ErrInvalidOptions, o.ChunkBytes, minEvalMemBytes)
-		}
-		return o.ChunkBytes, nil
+	if o.ChunkBytes > 0 && o.ChunkBytes < minEvalMemBytes {
+		return 0, fmt.Errorf("%w: chunk bound %d bytes (--eval-mem), want at least %d", ErrInvalidOptions, o.ChunkBytes, minEvalMemBytes)
 	}
 	if o.MemBytes <= 0 {
-		return 0, nil
+		return o.ChunkBytes, nil
 	}
 	rest := t.inferRest(nodes)
 	used := RuntimeReserve(o.MemBytes) + rest
@@ -97,6 +98,13 @@ func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
 	if left < minEvalMemBytes {
 		return 0, budgetErrorf("infer", "--mem %s: the runtime reserve, the model, %d nodes' outputs and the pass's per-node state take %s, leaving %s for layer-wise chunks (at least %s); --mem %s is the least",
 			ibytes(o.MemBytes), nodes, ibytes(used), ibytes(max(left, 0)), ibytes(minEvalMemBytes), ibytesUp(inferLeast(rest)))
+	}
+	if o.ChunkBytes > left {
+		return 0, budgetErrorf("infer", "--eval-mem %s exceeds what --mem %s leaves for layer-wise chunks, %s (three quarters of what the runtime reserve, the model, %d nodes' outputs and the pass's per-node state, %s, leave): give --eval-mem %s or less, or a larger --mem",
+			ibytes(o.ChunkBytes), ibytes(o.MemBytes), ibytes(left), nodes, ibytes(used), ibytesDown(left))
+	}
+	if o.ChunkBytes > 0 {
+		return o.ChunkBytes, nil
 	}
 	return left, nil
 }

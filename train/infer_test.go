@@ -124,6 +124,21 @@ func TestInferBudget(t *testing.T) {
 		}
 		t.Logf("%d nodes: least --mem %s (reserve %s)", n, ibytes(least), ibytes(RuntimeReserve(least)))
 	}
+	// An explicit chunk bound (--eval-mem) above what the budget leaves
+	// for chunks is refused, naming both; at it, it is taken. It was
+	// taken as given, and OOM-killed in its cgroup.
+	for _, mem := range []int64{64 << 20, 1 << 30} {
+		left, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: mem, ChunkBytes: left + 1}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--eval-mem "+ibytes(left+1)+" exceeds what --mem "+ibytes(mem)) {
+			t.Errorf("--mem %s, --eval-mem one byte above the %d it leaves: %v, want ErrBudget naming both", ibytes(mem), left, err)
+		}
+		if got, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: mem, ChunkBytes: left}); err != nil || got != left {
+			t.Errorf("--mem %s, --eval-mem %d (what it leaves): %d, %v", ibytes(mem), left, got, err)
+		}
+	}
 	// The budget whose chunk bound is 256 KiB.
 	const huge = 1 << 40
 	left, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: huge})
