@@ -425,3 +425,43 @@ func TestInferReportsCheckpointPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainEvalMemWithinBudget: under a budget, an EvalMemBytes above the
+// chunk bound the budget gives evaluation (three quarters of the working
+// set) is refused by New, naming --eval-mem and the most; at that bound,
+// and without a budget, it is taken. It was taken as given, and train
+// --mem 160MiB --eval-mem 1GiB was OOM-killed in a 160 MiB cgroup.
+func TestTrainEvalMemWithinBudget(t *testing.T) {
+	d := smallSynth(t)
+	mem := roomyBudget(d)
+	o := synthOpts()
+	o.MemBytes = mem
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := tr.mem.WorkingSetBytes * 3 / 4
+	tr.Close()
+	for _, tc := range []struct {
+		name      string
+		mem, eval int64
+		refused   bool
+	}{
+		{"above the bound", mem, 1 << 40, true},
+		{"one byte above", mem, most + 1, true},
+		{"at the bound", mem, most, false},
+		{"no budget", 0, 1 << 40, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := synthOpts()
+			o.MemBytes, o.EvalMemBytes = tc.mem, tc.eval
+			tr, err := New(context.Background(), d, o)
+			if err == nil {
+				tr.Close()
+			}
+			if refused := errors.Is(err, ErrBudget) && strings.Contains(err.Error(), "--eval-mem "+ibytes(tc.eval)+" exceeds"); refused != tc.refused || (!tc.refused && err != nil) {
+				t.Errorf("--eval-mem %d under --mem %d: %v; want refused %v", tc.eval, tc.mem, err, tc.refused)
+			}
+		})
+	}
+}

@@ -142,6 +142,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	if err := checkMemory(t.mem, "planned sizes"); err != nil {
 		return nil, err
 	}
+	if err := checkEvalMem(&o, t.mem); err != nil {
+		return nil, err
+	}
 	if t.model, err = NewModel(t.be, cfg, mixSeed(o.Seed, 1)); err != nil {
 		return nil, err
 	}
