@@ -24,6 +24,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/decbuf"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -41,6 +42,9 @@ const (
 	// checkpoint already in Options.CheckpointDir keeps it when it writes
 	// its own (one generation: an older one is replaced).
 	PrevCheckpointFile = "checkpoint.prev.ssdc"
+	// DefaultCheckpointDir is where train writes its checkpoint and infer
+	// reads it when neither is told (under the dataset's directory).
+	DefaultCheckpointDir = "checkpoints"
 )
 
 // Section tags.
@@ -119,6 +123,9 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	if t.batchDone > 0 {
 		p := t.partial
 		meta.Partial = &p
+	}
+	if meta.EpochStats == nil {
+		meta.EpochStats = []EpochStats{} // [], not null, before any epoch
 	}
 	mj, err := json.Marshal(meta)
 	if err != nil {
@@ -211,6 +218,23 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	}
 	t.keepPrev = false
 	return path, nil
+}
+
+// PlanFile is the memory plan a budgeted training writes beside its
+// checkpoint (train --mem).
+const PlanFile = "plan.json"
+
+// CleanCheckpointDir removes from dir the temporary files of the
+// checkpoint and plan writes that a killed train left (kill -9 while it
+// wrote a checkpoint left checkpoint.ssdc.tmp-N, as large as the
+// checkpoint, which no later run removed), and returns how many. Other
+// files' temporaries stay. The caller must be the directory's only
+// trainer (train holds its lock).
+func CleanCheckpointDir(dir string) (int, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	return atomicfile.CleanTempsOf(dir, CheckpointFile, PlanFile)
 }
 
 // linkFile is os.Link; tests replace it to act as a file system without
@@ -421,7 +445,7 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 	}
 	if cfg != nil {
 		if ck.meta.Model != *cfg {
-			return fmt.Errorf("%w: %s holds model %+v, options give %+v", ErrMismatch, ck.file, ck.meta.Model, *cfg)
+			return modelMismatch(ck.file, &ck.meta.Model, cfg)
 		}
 		return nil
 	}
@@ -446,6 +470,43 @@ func (ck *checkpoint) match(d *storage.Dataset, cfg *ModelConfig) error {
 			"PARM holds %d parameters, fewer than META's model %+v needs", have, m)}
 	}
 	return nil
+}
+
+// modelMismatch is the error for a checkpoint (file) of model was resumed
+// with options giving model now: each difference as the option that sets
+// it (an opterr.Field, which the CLI names as its flag) or the dataset's
+// shape, with both values. It printed both configurations whole
+// ("holds model {Kind:sage ... Hidden:32 ...}, options give {...}"),
+// naming no flag.
+func modelMismatch(file string, was, now *ModelConfig) error {
+	var parts []string
+	var args []any
+	opt := func(f opterr.Field, w, n any) {
+		if fmt.Sprint(w) != fmt.Sprint(n) {
+			parts = append(parts, "%s %v (checkpoint: %v)")
+			args = append(args, f, n, w)
+		}
+	}
+	data := func(what string, w, n int) {
+		if w != n {
+			parts = append(parts, "the dataset's %s %d (checkpoint: %d)")
+			args = append(args, what, n, w)
+		}
+	}
+	opt("Model", was.Kind, now.Kind)
+	opt("Layers", was.Layers, now.Layers)
+	opt("Hidden", was.Hidden, now.Hidden)
+	if was.Kind == ModelGAT || now.Kind == ModelGAT {
+		opt("Heads", was.Heads, now.Heads)
+	}
+	opt("Dropout", was.Dropout, now.Dropout)
+	data("feature width", was.InDim, now.InDim)
+	data("classes", was.Classes, now.Classes)
+	if len(parts) == 0 { // a field this list lacks: the whole configurations
+		parts, args = []string{"model %+v (checkpoint: %+v)"}, []any{*now, *was}
+	}
+	return opterr.Errorf(ErrMismatch, "%s holds another model: "+strings.Join(parts, ", ")+"; --resume needs the model it was trained with",
+		append([]any{file}, args...)...)
 }
 
 // CheckResume reads and verifies the checkpoint o.Resume names (nil when
@@ -488,7 +549,7 @@ func openResume(path string) (*checkpoint, error) {
 		// no checkpoint), with the usual place when path is a dataset's
 		// directory holding one.
 		hint := ""
-		if usual := filepath.Join(path, "checkpoints", CheckpointFile); usual != ResolveCheckpoint(path) {
+		if usual := filepath.Join(path, DefaultCheckpointDir, CheckpointFile); usual != ResolveCheckpoint(path) {
 			if _, serr := os.Stat(usual); serr == nil {
 				hint = "; " + usual + " is one"
 			}
@@ -719,7 +780,7 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, ro 
 	if err := ck.match(d, nil); err != nil {
 		return nil, err
 	}
-	o := ck.meta.Options
+	o := asGiven(ck.meta.Options)
 	o.NoHist, o.Resume, o.CheckpointDir = true, "", ""
 	o.Workers, o.Progress, o.Logger = ro.Workers, ro.Progress, ro.Logger
 	o.Selection, o.Partitions = sample.ModeRandom, nil
@@ -755,7 +816,23 @@ func NewFromCheckpoint(ctx context.Context, d *storage.Dataset, path string, ro 
 		return nil, err
 	}
 	t.trainedOn, t.trainedSums = ck.meta.Dataset, ck.meta.DatasetSums
+	t.restored.epochs, t.restored.batches = ck.meta.Epoch, ck.meta.BatchDone
 	return t, nil
+}
+
+// asGiven is o, options with their defaults resolved (a checkpoint's),
+// as New takes them again: a resolved 0 that New reads as "the default"
+// (dropout, weight decay) is written as the explicit "none" (-1). A model
+// trained with --dropout 0 was restored with dropout 0.5, and infer
+// refused its checkpoint as another model's.
+func asGiven(o Options) Options {
+	if o.Dropout == 0 {
+		o.Dropout = -1
+	}
+	if o.WeightDecay == 0 {
+		o.WeightDecay = -1
+	}
+	return o
 }
 
 // datasetSums names d's contents for a checkpoint: its dataset.json
@@ -812,6 +889,29 @@ func (t *Trainer) EpochsDone() int {
 		return 0
 	}
 	return t.epoch
+}
+
+// NothingToTrain says, for a trainer that resumed a checkpoint holding
+// Options.Epochs epochs or more, that Run has nothing to train (only an
+// interrupted evaluation to run); "" otherwise. A checkpoint cut inside
+// an epoch at or past Options.Epochs counts too: resumed with --epochs 2,
+// a checkpoint of 2 epochs and 4 batches trained nothing and said nothing,
+// and the summary quoted epoch 1's accuracies for a model that had
+// trained 4 batches more.
+func (t *Trainer) NothingToTrain() string {
+	if t.o.Resume == "" || t.epoch < t.o.Epochs {
+		return ""
+	}
+	held := fmt.Sprintf("%d epochs", t.epoch)
+	if t.batchDone > 0 {
+		held += fmt.Sprintf(" and %d batches of epoch %d", t.batchDone, t.epoch)
+	}
+	note := fmt.Sprintf("%s already holds %s (--epochs %d): nothing to train; a larger --epochs continues it",
+		ResolveCheckpoint(t.o.Resume), held, t.o.Epochs)
+	if t.EvalPending() {
+		note += "; its last epoch's evaluation was interrupted: it runs now"
+	}
+	return note
 }
 
 // EvalPending reports whether the last epoch restored from a checkpoint

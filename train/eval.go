@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -169,13 +170,13 @@ func (w *Options) validateEval() error {
 	switch w.EvalMode {
 	case EvalLayerwise, EvalSampled:
 	default:
-		return fmt.Errorf("%w: eval mode %q (want %s or %s)", ErrInvalidOptions, w.EvalMode, EvalLayerwise, EvalSampled)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q (want %s or %s)", opterr.Field("EvalMode"), w.EvalMode, EvalLayerwise, EvalSampled)
 	}
 	if w.EvalMemBytes < 0 || w.EvalMemBytes > 0 && w.EvalMemBytes < minEvalMemBytes {
-		return fmt.Errorf("%w: eval mem %d bytes (want 0 for the default, or at least %d)", ErrInvalidOptions, w.EvalMemBytes, minEvalMemBytes)
+		return opterr.Errorf(ErrInvalidOptions, "%s %d bytes (want 0 for the default, or at least %d)", opterr.Field("EvalMemBytes"), w.EvalMemBytes, minEvalMemBytes)
 	}
 	if w.UntilValid < 0 || w.UntilValid > 1 || w.UntilValid != w.UntilValid {
-		return fmt.Errorf("%w: until-valid %v (want a fraction in (0,1], or 0 for none)", ErrInvalidOptions, w.UntilValid)
+		return opterr.Errorf(ErrInvalidOptions, "%s %v (want a fraction in (0,1], or 0 for none)", opterr.Field("UntilValid"), w.UntilValid)
 	}
 	return nil
 }

@@ -45,6 +45,25 @@ type InferOptions struct {
 	ChunkBytes int64
 }
 
+// Validate checks the options Infer reads before it reads a checkpoint
+// or a node list: the mode, and the budgets' signs. "infer --mode bogus"
+// loaded the checkpoint and the nodes first, then said "eval mode
+// \"bogus\"", naming no flag.
+func (o *InferOptions) Validate() error {
+	switch o.Mode {
+	case "", EvalLayerwise, EvalSampled:
+	default:
+		return opterr.Errorf(ErrInvalidOptions, "%s %q (want %s or %s)", opterr.Field("Mode"), o.Mode, EvalLayerwise, EvalSampled)
+	}
+	if o.MemBytes < 0 {
+		return opterr.Errorf(ErrInvalidOptions, "%s %d is negative (0: none)", opterr.Field("MemBytes"), o.MemBytes)
+	}
+	if o.ChunkBytes < 0 {
+		return opterr.Errorf(ErrInvalidOptions, "%s %d is negative (0: the default)", opterr.Field("ChunkBytes"), o.ChunkBytes)
+	}
+	return nil
+}
+
 // inferArrayBytes is Infer's memory per requested node: the ids it is
 // given (the caller's, held for the whole pass: ssdgnn infer's --nodes
 // list), the sort order, the sorted ids, the predictions and their
@@ -62,15 +81,16 @@ func lwFixedBytes(n int64, layers int) int64 {
 // inferChunkBytes is the layer-wise chunk bound for o (see
 // InferOptions.MemBytes) when inferring nodes of the dataset, 0 to keep
 // the trainer's.
+//
+// A ChunkBytes above what MemBytes leaves for chunks is refused: it was
+// taken as given, and infer --mem 64MiB --eval-mem 1GiB in a 64 MiB
+// cgroup was OOM-killed (g400, 400k nodes).
 func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
-	if o.ChunkBytes > 0 {
-		if o.ChunkBytes < minEvalMemBytes {
-			return 0, fmt.Errorf("%w: chunk bound %d bytes (--eval-mem), want at least %d", ErrInvalidOptions, o.ChunkBytes, minEvalMemBytes)
-		}
-		return o.ChunkBytes, nil
+	if o.ChunkBytes > 0 && o.ChunkBytes < minEvalMemBytes {
+		return 0, fmt.Errorf("%w: chunk bound %d bytes (--eval-mem), want at least %d", ErrInvalidOptions, o.ChunkBytes, minEvalMemBytes)
 	}
 	if o.MemBytes <= 0 {
-		return 0, nil
+		return o.ChunkBytes, nil
 	}
 	rest := t.inferRest(nodes)
 	used := RuntimeReserve(o.MemBytes) + rest
@@ -78,6 +98,13 @@ func (t *Trainer) inferChunkBytes(nodes int, o *InferOptions) (int64, error) {
 	if left < minEvalMemBytes {
 		return 0, budgetErrorf("infer", "--mem %s: the runtime reserve, the model, %d nodes' outputs and the pass's per-node state take %s, leaving %s for layer-wise chunks (at least %s); --mem %s is the least",
 			ibytes(o.MemBytes), nodes, ibytes(used), ibytes(max(left, 0)), ibytes(minEvalMemBytes), ibytesUp(inferLeast(rest)))
+	}
+	if o.ChunkBytes > left {
+		return 0, budgetErrorf("infer", "--eval-mem %s exceeds what --mem %s leaves for layer-wise chunks, %s (three quarters of what the runtime reserve, the model, %d nodes' outputs and the pass's per-node state, %s, leave): give --eval-mem %s or less, or a larger --mem",
+			ibytes(o.ChunkBytes), ibytes(o.MemBytes), ibytes(left), nodes, ibytes(used), ibytesDown(left))
+	}
+	if o.ChunkBytes > 0 {
+		return o.ChunkBytes, nil
 	}
 	return left, nil
 }
@@ -205,6 +232,27 @@ type InferReport struct {
 	IOReadBytes int64 `json:"io_read_bytes"`
 	// Layerwise describes the layer-wise pass (nil in sampled mode).
 	Layerwise *LayerwiseStats `json:"layerwise,omitempty"`
+	// CheckpointEpochs and CheckpointBatches are the training the model
+	// had when its checkpoint was written (NewFromCheckpoint): whole
+	// epochs, and batches of the next (a checkpoint of an interrupted
+	// run). Both 0 for a trainer not restored from one.
+	CheckpointEpochs  int `json:"checkpoint_epochs"`
+	CheckpointBatches int `json:"checkpoint_batches"`
+}
+
+// ModelAfter says, as train's table numbers epochs, what training the
+// checkpoint's model had: "epoch 4", "epoch 1 and 3 batches of epoch 2"
+// or "2 batches of epoch 0".
+func ModelAfter(epochs, batches int) string {
+	switch {
+	case batches > 0 && epochs > 0:
+		return fmt.Sprintf("epoch %d and %d batches of epoch %d", epochs-1, batches, epochs)
+	case batches > 0:
+		return fmt.Sprintf("%d batches of epoch 0", batches)
+	case epochs > 0:
+		return fmt.Sprintf("epoch %d", epochs-1)
+	}
+	return "no training"
 }
 
 // Infer predicts the class of every node of nodes (any order, repeats
@@ -214,6 +262,9 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 	var opt InferOptions
 	if o != nil {
 		opt = *o
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, err
 	}
 	if opt.Mode == "" {
 		opt.Mode = EvalLayerwise
@@ -276,7 +327,7 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 		}
 		defer lw.abort()
 	}
-	rep := &InferReport{Mode: opt.Mode, Nodes: len(nodes)}
+	rep := &InferReport{Mode: opt.Mode, Nodes: len(nodes), CheckpointEpochs: t.restored.epochs, CheckpointBatches: t.restored.batches}
 	labels := t.d.Labels()
 	st, err := t.logits(ctx, opt.Mode, nodes, opt.Fanouts, func(ids []int64, logp []float32) error {
 		for r, v := range ids {

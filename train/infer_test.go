@@ -124,6 +124,21 @@ func TestInferBudget(t *testing.T) {
 		}
 		t.Logf("%d nodes: least --mem %s (reserve %s)", n, ibytes(least), ibytes(RuntimeReserve(least)))
 	}
+	// An explicit chunk bound (--eval-mem) above what the budget leaves
+	// for chunks is refused, naming both; at it, it is taken. It was
+	// taken as given, and OOM-killed in its cgroup.
+	for _, mem := range []int64{64 << 20, 1 << 30} {
+		left, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: mem, ChunkBytes: left + 1}); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "--eval-mem "+ibytes(left+1)+" exceeds what --mem "+ibytes(mem)) {
+			t.Errorf("--mem %s, --eval-mem one byte above the %d it leaves: %v, want ErrBudget naming both", ibytes(mem), left, err)
+		}
+		if got, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: mem, ChunkBytes: left}); err != nil || got != left {
+			t.Errorf("--mem %s, --eval-mem %d (what it leaves): %d, %v", ibytes(mem), left, got, err)
+		}
+	}
 	// The budget whose chunk bound is 256 KiB.
 	const huge = 1 << 40
 	left, err := tr.inferChunkBytes(len(nodes), &InferOptions{MemBytes: huge})
@@ -327,5 +342,126 @@ func TestInferNodesErrNodeList(t *testing.T) {
 	big := write("big.npy", npy.Int64, []int64{1 << 20}, make([]byte, 8<<20))
 	if _, err := tr.InferNodes(big, 1<<20); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "infer: memory budget too small") {
 		t.Errorf("a list --mem cannot hold: %v, want infer's ErrBudget", err)
+	}
+}
+
+// TestRestoreExplicitZeros: a checkpoint of a training with an option
+// whose 0 New reads as its default (--dropout 0, --weight-decay 0: -1 in
+// Options, stored resolved as 0) restores for inference with that 0, not
+// the default. The model trained with dropout 0 was refused as another
+// model's (dropout 0.5).
+func TestRestoreExplicitZeros(t *testing.T) {
+	d := smallSynth(t)
+	for _, c := range []struct {
+		name string
+		set  func(*Options)
+		get  func(*Options) float64
+	}{
+		{"dropout", func(o *Options) { o.Dropout = -1 }, func(o *Options) float64 { return o.Dropout }},
+		{"weight-decay", func(o *Options) { o.WeightDecay = -1 }, func(o *Options) float64 { return o.WeightDecay }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := synthOpts()
+			o.Epochs, o.CheckpointDir = 1, dir
+			c.set(o)
+			rep := run(t, d, o)
+			if got := c.get(&rep.Options); got != 0 {
+				t.Fatalf("trained with %s %v, want 0", c.name, got)
+			}
+			tr, err := NewFromCheckpoint(context.Background(), d, dir, nil)
+			if err != nil {
+				t.Fatalf("restoring a checkpoint trained with %s 0: %v", c.name, err)
+			}
+			defer tr.Close()
+			if got := c.get(&tr.o); got != 0 {
+				t.Errorf("restored with %s %v, want the checkpoint's 0", c.name, got)
+			}
+		})
+	}
+}
+
+// TestInferReportsCheckpointPosition: Infer's report says what training
+// the restored model had (the checkpoint's epochs and batches), for a
+// checkpoint of a whole run and one of a run interrupted inside an epoch:
+// infer predicted with a part-trained model without a word.
+func TestInferReportsCheckpointPosition(t *testing.T) {
+	d := smallSynth(t)
+	whole := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 2, whole
+	run(t, d, o)
+	cut := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = cut
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	runInterrupted(t, ctx, d, o)
+	for _, dir := range []string{whole, cut} {
+		info, err := ReadCheckpointInfo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewFromCheckpoint(context.Background(), d, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := tr.Infer(context.Background(), d.TestIdx(), nil)
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.CheckpointEpochs != info.Epoch || rep.CheckpointBatches != info.BatchDone || info.Epoch == 0 {
+			t.Errorf("%s: report says %d epochs %d batches, the checkpoint holds %d and %d", dir, rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone)
+		}
+	}
+	for _, c := range []struct {
+		e, b int
+		want string
+	}{{2, 0, "epoch 1"}, {1, 3, "epoch 0 and 3 batches of epoch 1"}, {0, 2, "2 batches of epoch 0"}} {
+		if got := ModelAfter(c.e, c.b); got != c.want {
+			t.Errorf("ModelAfter(%d, %d) = %q, want %q", c.e, c.b, got, c.want)
+		}
+	}
+}
+
+// TestTrainEvalMemWithinBudget: under a budget, an EvalMemBytes above the
+// chunk bound the budget gives evaluation (three quarters of the working
+// set) is refused by New, naming --eval-mem and the most; at that bound,
+// and without a budget, it is taken. It was taken as given, and train
+// --mem 160MiB --eval-mem 1GiB was OOM-killed in a 160 MiB cgroup.
+func TestTrainEvalMemWithinBudget(t *testing.T) {
+	d := smallSynth(t)
+	mem := roomyBudget(d)
+	o := synthOpts()
+	o.MemBytes = mem
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := tr.mem.WorkingSetBytes * 3 / 4
+	tr.Close()
+	for _, tc := range []struct {
+		name      string
+		mem, eval int64
+		refused   bool
+	}{
+		{"above the bound", mem, 1 << 40, true},
+		{"one byte above", mem, most + 1, true},
+		{"at the bound", mem, most, false},
+		{"no budget", 0, 1 << 40, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := synthOpts()
+			o.MemBytes, o.EvalMemBytes = tc.mem, tc.eval
+			tr, err := New(context.Background(), d, o)
+			if err == nil {
+				tr.Close()
+			}
+			if refused := errors.Is(err, ErrBudget) && strings.Contains(err.Error(), "--eval-mem "+ibytes(tc.eval)+" exceeds"); refused != tc.refused || (!tc.refused && err != nil) {
+				t.Errorf("--eval-mem %d under --mem %d: %v; want refused %v", tc.eval, tc.mem, err, tc.refused)
+			}
+		})
 	}
 }

@@ -197,6 +197,22 @@ func (t *Trainer) evalChunkBytes() int64 {
 	return max(b, minEvalMemBytes)
 }
 
+// checkEvalMem refuses, under a budget (Options.MemBytes), an
+// Options.EvalMemBytes above the chunk bound the budget gives evaluation
+// (evalChunkBytes' default: three quarters of the training working set,
+// free while evaluating): it was taken as given, and train --mem 160MiB
+// --eval-mem 1GiB in a 160 MiB cgroup was OOM-killed (400k nodes).
+func checkEvalMem(o *Options, m MemoryUse) error {
+	if o.MemBytes <= 0 || o.EvalMemBytes <= 0 {
+		return nil
+	}
+	if most := m.WorkingSetBytes * 3 / 4; o.EvalMemBytes > most {
+		return budgetErrorf("train", "--eval-mem %s exceeds what --mem %s leaves for layer-wise evaluation chunks, %s (three quarters of the training working set %s, free while evaluating): give --eval-mem %s or less, or a larger --mem",
+			ibytes(o.EvalMemBytes), ibytes(o.MemBytes), ibytes(most), ibytes(m.WorkingSetBytes), ibytesDown(most))
+	}
+	return nil
+}
+
 // lwLayer is what layer-wise inference needs to know about a layer's
 // shapes (from ModelConfig.layerSpecs).
 type lwLayer struct {

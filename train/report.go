@@ -94,6 +94,33 @@ func Summary(rep *Report) string {
 		head, 100*rep.FinalValid, 100*rep.FinalTest, 100*rep.BestValid, 100*rep.TestAtBest, rep.ElapsedSec)
 }
 
+// CheckpointLine says what the checkpoint the run wrote last holds, as
+// the table numbers epochs: the model after which epoch (and batches) and
+// its accuracies, and, when the best valid epoch is another, that it is
+// not kept: the checkpoint, which infer and --resume read, holds the last
+// epoch's model, and the summary quoted the best epoch's test accuracy
+// beside it without saying so. "" when no checkpoint was written.
+func CheckpointLine(rep *Report) string {
+	if rep.Checkpoint == "" {
+		return ""
+	}
+	n, b := rep.CheckpointEpochs, rep.CheckpointBatches
+	line := fmt.Sprintf("checkpoint %s: the model after %s", rep.Checkpoint, ModelAfter(n, b))
+	var last *EpochStats
+	for i := range rep.Epochs {
+		if rep.Epochs[i].Epoch == n-1 {
+			last = &rep.Epochs[i]
+		}
+	}
+	if b == 0 && last != nil && last.Evaluated {
+		line += fmt.Sprintf(" (valid %.2f%% test %.2f%%)", 100*last.ValidAcc, 100*last.TestAcc)
+	}
+	if rep.BestEpoch >= 0 && (rep.BestEpoch != n-1 || b > 0) {
+		line += fmt.Sprintf("; the best valid epoch, %d (valid %.2f%% test %.2f%%), is not kept", rep.BestEpoch, 100*rep.BestValid, 100*rep.TestAtBest)
+	}
+	return line
+}
+
 // Plot draws two panels into path (PNG whatever the extension): the
 // training loss against elapsed time, and train/valid/test accuracy in
 // percent (0–100) against elapsed time, the epoch of best valid accuracy

@@ -1,6 +1,9 @@
 package train
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -93,5 +96,70 @@ func TestPlotAccuracyInPercent(t *testing.T) {
 	}
 	if err := Plot(rep, filepath.Join(t.TempDir(), "p.png")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckpointLine: the report says which model the checkpoint holds
+// (the last epoch's, or an interrupted epoch's batches) and, when the
+// best valid epoch is another, that that one is not kept. The summary
+// quoted the best epoch's test accuracy and nothing said the checkpoint
+// infer reads is another epoch's model.
+func TestCheckpointLine(t *testing.T) {
+	ev := func(e int, v, te float64) EpochStats {
+		return EpochStats{Epoch: e, Evaluated: true, ValidAcc: v, TestAcc: te}
+	}
+	for _, tc := range []struct {
+		name            string
+		epochs          []EpochStats
+		ckEpochs, ckBat int
+		best            int
+		want, not       string
+	}{
+		{"last is best", []EpochStats{ev(0, 0.5, 0.4), ev(1, 0.6, 0.55)}, 2, 0, 1,
+			"the model after epoch 1 (valid 60.00% test 55.00%)", "not kept"},
+		{"best earlier", []EpochStats{ev(0, 0.7, 0.65), ev(1, 0.6, 0.55)}, 2, 0, 0,
+			"the model after epoch 1 (valid 60.00% test 55.00%); the best valid epoch, 0 (valid 70.00% test 65.00%), is not kept", ""},
+		{"mid-epoch", []EpochStats{ev(0, 0.7, 0.65)}, 1, 3, 0,
+			"the model after epoch 0 and 3 batches of epoch 1; the best valid epoch, 0 (valid 70.00% test 65.00%), is not kept", "(valid 70.00% test 65.00%);"},
+		{"first epoch cut", nil, 0, 2, -1, "the model after 2 batches of epoch 0", "best"},
+	} {
+		rep := Report{Epochs: tc.epochs, Checkpoint: "ck/" + CheckpointFile, CheckpointEpochs: tc.ckEpochs, CheckpointBatches: tc.ckBat, BestEpoch: tc.best}
+		if tc.best >= 0 {
+			rep.BestValid, rep.TestAtBest = tc.epochs[tc.best].ValidAcc, tc.epochs[tc.best].TestAcc
+		}
+		got := CheckpointLine(&rep)
+		if !strings.HasPrefix(got, "checkpoint ck/"+CheckpointFile+": ") || !strings.Contains(got, tc.want) || (tc.not != "" && strings.Contains(got, tc.not)) {
+			t.Errorf("%s: %q, want it to contain %q (and not %q)", tc.name, got, tc.want, tc.not)
+		}
+	}
+	if got := CheckpointLine(&Report{}); got != "" {
+		t.Errorf("no checkpoint: %q, want none", got)
+	}
+}
+
+// TestNoEpochsIsEmptyList: a run interrupted before its first epoch ends
+// reports "epochs": [] and writes "epoch_stats": [] in its checkpoint, not
+// null (which readers that iterate the list, jq '.epochs[]', refuse).
+func TestNoEpochsIsEmptyList(t *testing.T) {
+	d := smallSynth(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := synthOpts()
+	o.CheckpointDir = t.TempDir()
+	rep := runInterrupted(t, ctx, d, o)
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"epochs":[]`)) {
+		t.Errorf("report: epochs not an empty list: %.200s", b)
+	}
+	ck, err := readCheckpoint(o.CheckpointDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.close()
+	if ck.meta.EpochStats == nil {
+		t.Error(`checkpoint META: "epoch_stats" is null, want []`)
 	}
 }

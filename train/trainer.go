@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -30,11 +29,15 @@ type Trainer struct {
 	trainedOn string
 	// trainedSums are that checkpoint's DatasetSums (OtherData).
 	trainedSums []string
-	d           *storage.Dataset
-	o           Options
-	be          kernels.Backend
-	ownBE       bool
-	beMu        sync.Mutex // serialises backend use between transfer and compute
+	// restored is the training position of the checkpoint
+	// NewFromCheckpoint restored (whole epochs and batches of the next):
+	// the model infer predicts with (InferReport).
+	restored struct{ epochs, batches int }
+	d        *storage.Dataset
+	o        Options
+	be       kernels.Backend
+	ownBE    bool
+	beMu     sync.Mutex // serialises backend use between transfer and compute
 
 	model   *Model
 	sampler *sample.Sampler
@@ -138,6 +141,9 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 	bo := o.buildOptions(cfg.HistWidth())
 	t.mem = estimateMemory(d, &o, bo.Estimate(d))
 	if err := checkMemory(t.mem, "planned sizes"); err != nil {
+		return nil, err
+	}
+	if err := checkEvalMem(&o, t.mem); err != nil {
 		return nil, err
 	}
 	if t.model, err = NewModel(t.be, cfg, mixSeed(o.Seed, 1)); err != nil {
@@ -377,15 +383,18 @@ type EpochStats struct {
 
 // Report is the result of Run.
 type Report struct {
-	Model       ModelConfig  `json:"model"`
-	Params      int          `json:"params"`
-	Options     Options      `json:"options"`
-	Epochs      []EpochStats `json:"epochs"`
-	FinalValid  float64      `json:"final_valid_acc"`
-	FinalTest   float64      `json:"final_test_acc"`
-	BestValid   float64      `json:"best_valid_acc"`
-	TestAtBest  float64      `json:"test_at_best_valid"`
-	Interrupted bool         `json:"interrupted"`
+	Model      ModelConfig  `json:"model"`
+	Params     int          `json:"params"`
+	Options    Options      `json:"options"`
+	Epochs     []EpochStats `json:"epochs"`
+	FinalValid float64      `json:"final_valid_acc"`
+	FinalTest  float64      `json:"final_test_acc"`
+	BestValid  float64      `json:"best_valid_acc"`
+	TestAtBest float64      `json:"test_at_best_valid"`
+	// BestEpoch is the epoch of BestValid (the first of equals); -1
+	// when no epoch was evaluated.
+	BestEpoch   int  `json:"best_valid_epoch"`
+	Interrupted bool `json:"interrupted"`
 	// Memory is the caches' memory (tables included) against MemBytes.
 	Memory MemoryUse `json:"memory"`
 	// Counted is the process's allocations as counted where they were
@@ -397,6 +406,12 @@ type Report struct {
 	Plan           *planner.PlanResult `json:"plan,omitempty"`
 	PlanComparison *planner.Comparison `json:"plan_comparison,omitempty"`
 	Checkpoint     string              `json:"checkpoint,omitempty"`
+	// CheckpointEpochs is the epochs the last checkpoint written holds
+	// (its model is theirs: the last epoch's, not the best valid
+	// epoch's), and CheckpointBatches the batches of the next epoch it
+	// holds too (an interrupted run's). Absent when none was written.
+	CheckpointEpochs  int `json:"checkpoint_epochs,omitempty"`
+	CheckpointBatches int `json:"checkpoint_batches,omitempty"`
 	// ZeroCopy says whether feature-cache hits reached the backend
 	// zero-copy (Options.ZeroCopy) and, if not, why.
 	ZeroCopy ZeroCopyReport `json:"zero_copy"`
@@ -442,10 +457,9 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		if o.CheckpointDir != "" {
 			// The checkpoint keeps the evaluated row, even when no
 			// epoch is left to train.
-			if _, err := t.SaveCheckpoint(o.CheckpointDir); err != nil {
+			if err := t.saveCheckpoint(rep); err != nil {
 				return nil, err
 			}
-			rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
 		}
 		if stop, err := t.untilReached(rep, *es); err != nil {
 			return nil, err
@@ -493,10 +507,9 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		t.epoch++
 		t.batchDone = 0
 		if o.CheckpointDir != "" && ((o.CheckpointEvery > 0 && t.epoch%o.CheckpointEvery == 0) || t.epoch == o.Epochs) {
-			if _, err := t.SaveCheckpoint(o.CheckpointDir); err != nil {
+			if err := t.saveCheckpoint(rep); err != nil {
 				return nil, err
 			}
-			rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
 		}
 		if stop, err := t.untilReached(rep, es); err != nil {
 			return nil, err
@@ -509,7 +522,13 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 }
 
 func (t *Trainer) finish(rep *Report) {
+	// An empty list, not null, before any epoch (interrupted in the
+	// first, or resumed with nothing to do): "epochs": null broke readers
+	// that iterate it (jq '.epochs[]').
 	rep.Epochs = t.epochStats
+	if rep.Epochs == nil {
+		rep.Epochs = []EpochStats{}
+	}
 	rep.Memory = t.mem
 	c := memacct.Read()
 	rep.Counted = CountedMemory{PeakBytes: c.Peak, ByPurpose: c.Map(true), MaxByPurpose: c.MaxMap(), RuntimeBytes: c.Runtime}
@@ -566,7 +585,7 @@ func (t *Trainer) finish(rep *Report) {
 		rep.PlanComparison = &c
 	}
 	rep.ElapsedSec = t.elapsed + time.Since(t.start).Seconds()
-	rep.BestValid, rep.TestAtBest = 0, 0
+	rep.BestValid, rep.TestAtBest, rep.BestEpoch = 0, 0, -1
 	best := false
 	for _, e := range t.epochStats {
 		if !e.Evaluated {
@@ -577,19 +596,29 @@ func (t *Trainer) finish(rep *Report) {
 		// valid accuracy: starting from 0 reported "test 0.00%" at the
 		// best when every valid accuracy was 0 (an empty valid split).
 		if !best || e.ValidAcc > rep.BestValid {
-			rep.BestValid, rep.TestAtBest, best = e.ValidAcc, e.TestAcc, true
+			rep.BestValid, rep.TestAtBest, rep.BestEpoch, best = e.ValidAcc, e.TestAcc, e.Epoch, true
 		}
 	}
+}
+
+// saveCheckpoint writes the checkpoint to Options.CheckpointDir and
+// records in rep where and what it holds.
+func (t *Trainer) saveCheckpoint(rep *Report) error {
+	path, err := t.SaveCheckpoint(t.o.CheckpointDir)
+	if err != nil {
+		return err
+	}
+	rep.Checkpoint, rep.CheckpointEpochs, rep.CheckpointBatches = path, t.epoch, t.batchDone
+	return nil
 }
 
 func (t *Trainer) interrupted(rep *Report) (*Report, error) {
 	rep.Interrupted = true
 	t.finish(rep)
 	if t.o.CheckpointDir != "" {
-		if _, err := t.SaveCheckpoint(t.o.CheckpointDir); err != nil {
+		if err := t.saveCheckpoint(rep); err != nil {
 			return nil, err
 		}
-		rep.Checkpoint = filepath.Join(t.o.CheckpointDir, CheckpointFile)
 	}
 	return rep, nil
 }

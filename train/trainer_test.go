@@ -16,6 +16,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -784,5 +785,132 @@ func TestResumeMissing(t *testing.T) {
 		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--resume %s: %v, want %q", tc.resume, err, tc.want)
 		}
+	}
+}
+
+// TestResumeModelMismatchNamesOption: --resume with a model option other
+// than the checkpoint's is refused naming that option (an opterr.Field,
+// which the CLI names as its flag) with both values. It printed both
+// model configurations whole and named no flag.
+func TestResumeModelMismatchNamesOption(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	for _, c := range []struct {
+		name  string
+		set   func(*Options)
+		field opterr.Field
+		text  string
+	}{
+		{"model", func(o *Options) { o.Model = ModelGCN }, "Model", "Model gcn (checkpoint: sage)"},
+		{"hidden", func(o *Options) { o.Hidden = 32 }, "Hidden", "Hidden 32 (checkpoint: 16)"},
+		{"layers", func(o *Options) { o.Layers, o.Fanouts = 3, []int{5, 5, 5} }, "Layers", "Layers 3 (checkpoint: 2)"},
+		{"dropout", func(o *Options) { o.Dropout = 0.25 }, "Dropout", "Dropout 0.25 (checkpoint: 0.5)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := synthOpts()
+			o.Resume = dir
+			c.set(o)
+			tr, err := New(context.Background(), d, o)
+			if err == nil {
+				tr.Close()
+				t.Fatal("resumed with another model")
+			}
+			var oe *opterr.Error
+			if !errors.Is(err, ErrMismatch) || !errors.As(err, &oe) || oe.Field != c.field || !strings.Contains(err.Error(), c.text) {
+				t.Errorf("error %q: want ErrMismatch naming option %s as %q", err, c.field, c.text)
+			}
+		})
+	}
+}
+
+// TestReportCheckpointEpochs: the report's checkpoint_epochs and
+// checkpoint_batches are what the checkpoint written last holds (its
+// META), after a whole run and after an interruption inside an epoch, and
+// best_valid_epoch is the epoch of best_valid_acc.
+func TestReportCheckpointEpochs(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.CheckpointDir = dir
+	rep := run(t, d, o)
+	info, err := ReadCheckpointInfo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CheckpointEpochs != info.Epoch || rep.CheckpointBatches != info.BatchDone || info.Epoch != o.Epochs {
+		t.Errorf("report holds %d epochs %d batches, checkpoint %d and %d; want %d epochs", rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone, o.Epochs)
+	}
+	if rep.BestEpoch < 0 || rep.BestEpoch >= len(rep.Epochs) {
+		t.Fatalf("best_valid_epoch %d of %d epochs", rep.BestEpoch, len(rep.Epochs))
+	}
+	best := rep.Epochs[rep.BestEpoch]
+	for _, e := range rep.Epochs {
+		if e.ValidAcc > best.ValidAcc {
+			t.Errorf("best_valid_epoch %d (valid %v), epoch %d has %v", rep.BestEpoch, best.ValidAcc, e.Epoch, e.ValidAcc)
+		}
+	}
+	if best.ValidAcc != rep.BestValid || best.TestAcc != rep.TestAtBest {
+		t.Errorf("best_valid_epoch %d has valid %v test %v, report %v %v", rep.BestEpoch, best.ValidAcc, best.TestAcc, rep.BestValid, rep.TestAtBest)
+	}
+	// Interrupted inside epoch 1.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = t.TempDir()
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	rep = runInterrupted(t, ctx, d, o)
+	if info, err = ReadCheckpointInfo(o.CheckpointDir); err != nil {
+		t.Fatal(err)
+	}
+	if rep.CheckpointEpochs != info.Epoch || rep.CheckpointBatches != info.BatchDone || info.Epoch != 1 || info.BatchDone == 0 {
+		t.Errorf("interrupted: report holds %d epochs %d batches, checkpoint %d and %d", rep.CheckpointEpochs, rep.CheckpointBatches, info.Epoch, info.BatchDone)
+	}
+}
+
+// TestNothingToTrain: a resumed checkpoint that holds --epochs epochs or
+// more, whole or cut inside a later epoch, is said to leave nothing to
+// train; one that holds fewer is not. The cut one (2 epochs and 4
+// batches resumed with --epochs 2) trained nothing and said nothing.
+func TestNothingToTrain(t *testing.T) {
+	d := smallSynth(t)
+	whole := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 2, whole
+	run(t, d, o)
+	cut := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = cut
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	runInterrupted(t, ctx, d, o)
+	for _, tc := range []struct {
+		name   string
+		resume string
+		epochs int
+		want   string // "" for nothing said
+	}{
+		{"whole, as many", whole, 2, "already holds 2 epochs (--epochs 2): nothing to train"},
+		{"whole, fewer", whole, 1, "already holds 2 epochs (--epochs 1)"},
+		{"whole, more", whole, 3, ""},
+		{"cut, at --epochs", cut, 1, "already holds 1 epochs and "},
+		{"cut, more", cut, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := synthOpts()
+			o.Epochs, o.Resume = tc.epochs, tc.resume
+			tr, err := New(context.Background(), d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			got := tr.NothingToTrain()
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/ssdgnn/ssdgnn/storage"
 )
@@ -31,10 +30,9 @@ func (t *Trainer) untilReached(rep *Report, es EpochStats) (bool, error) {
 	}
 	rep.ReachedValid, rep.EpochsToTarget, rep.SecondsToTarget = true, es.Epoch+1, es.ElapsedSec
 	if o.CheckpointDir != "" && t.epoch != o.Epochs {
-		if _, err := t.SaveCheckpoint(o.CheckpointDir); err != nil {
+		if err := t.saveCheckpoint(rep); err != nil {
 			return true, err
 		}
-		rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
 	}
 	return true, nil
 }

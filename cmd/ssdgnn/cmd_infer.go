@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -21,10 +23,11 @@ func newInferCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "infer DIR",
 		Short: "Predict classes with a trained checkpoint",
-		Long: `infer loads a checkpoint written by 'ssdgnn train', runs inference on the
-requested nodes and writes the predicted class of each as an int32 .npy (in
-the order of --nodes), and optionally the log-softmax rows as a float32
-[n, classes] .npy. Both are written atomically.
+		Long: `infer loads a checkpoint written by 'ssdgnn train' (--checkpoint, default
+DIR/checkpoints, where train writes it: the last epoch's model), runs
+inference on the requested nodes and writes the predicted class of each as
+an int32 .npy (in the order of --nodes), and optionally the log-softmax
+rows as a float32 [n, classes] .npy. Both are written atomically.
 
 The default --mode layerwise is exact: each layer is computed from full
 neighbourhoods for the nodes the next layer needs, in id-order chunks, its
@@ -47,13 +50,24 @@ the original dataset writes, and layer-wise they hold the same values.
 --mode sampled draws neighbours by their place in lists the copy orders by
 its own ids, so its predictions differ from the original's in a few rows
 (Cora, SAGE: 23 of 1,000), as two seeds would.`,
-		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test`,
-		Args:    exactArgs(1),
+		Example: `  ssdgnn infer demo-data/cora --checkpoint demo-data/cora/checkpoints --out preds.npy --nodes test
+  ssdgnn infer demo-data/cora --out preds.npy   # the checkpoint a bare train wrote`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if ckpt == "" || outPath == "" {
-				return fmt.Errorf("--checkpoint and --out are required")
+			if outPath == "" {
+				return fmt.Errorf("--out is required: the predictions' .npy")
+			}
+			if ckpt == "" {
+				// train's default: a bare train then a bare infer.
+				ckpt = filepath.Join(args[0], train.DefaultCheckpointDir)
+				if _, err := os.Stat(train.ResolveCheckpoint(ckpt)); err != nil {
+					return fmt.Errorf("no --checkpoint, and train's default %s holds none: give --checkpoint FILE|DIR", ckpt)
+				}
 			}
 			if err := requirePositive(cmd, "mem", "eval-mem"); err != nil {
+				return err
+			}
+			if err := (&train.InferOptions{Mode: mode}).Validate(); err != nil { // before the checkpoint is read
 				return err
 			}
 			if err := cliflags.Inapplicable(cmd.Flags(), mode == train.EvalSampled, "with --mode sampled (it bounds layer-wise chunks)", "eval-mem"); err != nil {
@@ -117,13 +131,13 @@ its own ids, so its predictions differ from the original's in a few rows
 			if rep.Labelled > 0 {
 				acc = fmt.Sprintf("accuracy on %d labelled nodes %.2f%%", rep.Labelled, 100*rep.Accuracy)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; %s; %s inference %.1fs, %s read (disk %s)\n",
-				rep.Nodes, outPath, acc, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)))
+			fmt.Fprintf(cmd.OutOrStdout(), "%d predictions written to %s; %s; %s inference %.1fs, %s read (disk %s); the model after %s\n",
+				rep.Nodes, outPath, acc, rep.Mode, rep.Seconds, ibytes(rep.BytesRead), ibytes(max(rep.IOReadBytes, 0)), train.ModelAfter(rep.CheckpointEpochs, rep.CheckpointBatches))
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&ckpt, "checkpoint", "", "checkpoint file or directory (required)")
+	f.StringVar(&ckpt, "checkpoint", "", "checkpoint file or directory (default DIR/checkpoints, where train writes it)")
 	f.StringVar(&outPath, "out", "", "predictions .npy (int32 per node; required)")
 	f.StringVar(&logitsPath, "logits", "", "also write log-softmax rows (float32 [n, classes]) to this .npy")
 	f.StringVar(&nodesArg, "nodes", train.NodesTest, "nodes to predict: test, valid, all, or a .npy of ids (any integer dtype)")

@@ -111,6 +111,11 @@ that mmap reads need. See docs/train.md.`,
 				return err
 			}
 			defer ckLock.Release()
+			if n, err := train.CleanCheckpointDir(o.CheckpointDir); err != nil {
+				return err
+			} else if n > 0 {
+				o.Logger.Info("removed the temporary files of an interrupted checkpoint write", "dir", o.CheckpointDir, "files", n)
+			}
 			be, err := newBackend(t.Device)
 			if err != nil {
 				return err
@@ -269,13 +274,8 @@ that mmap reads need. See docs/train.md.`,
 			if other := tr.OtherData(); other != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: --resume %s: %s\n", train.ResolveCheckpoint(o.Resume), other)
 			}
-			if n := tr.EpochsDone(); o.Resume != "" && n >= o.Epochs {
-				then := ""
-				if tr.EvalPending() {
-					then = "; its last epoch's evaluation was interrupted: it runs now"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s already holds %d epochs (--epochs %d): nothing to train; a larger --epochs continues it%s\n",
-					train.ResolveCheckpoint(o.Resume), n, o.Epochs, then)
+			if note := tr.NothingToTrain(); note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
 			}
 			// The header once New has accepted the options and the
 			// checkpoint: a refusal is not printed under it.
@@ -303,6 +303,9 @@ that mmap reads need. See docs/train.md.`,
 				}
 			} else {
 				fmt.Fprintln(out, train.Summary(rep))
+				if line := train.CheckpointLine(rep); line != "" {
+					fmt.Fprintln(out, line)
+				}
 				if rep.TargetValid > 0 {
 					if rep.ReachedValid {
 						fmt.Fprintf(out, "valid %.2f%% reached after %d epochs, %.1fs\n", 100*rep.TargetValid, rep.EpochsToTarget, rep.SecondsToTarget)
@@ -437,4 +440,4 @@ func resumeCommand(ck string) string {
 // planOut is where a training with a memory plan writes it: beside the
 // checkpoint. The outputs' check takes it whether or not a plan will be
 // made (a cgroup's limit can make one after the check).
-func planOut(checkpointDir string) string { return filepath.Join(checkpointDir, "plan.json") }
+func planOut(checkpointDir string) string { return filepath.Join(checkpointDir, train.PlanFile) }

@@ -43,6 +43,14 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"infer", dir, "--checkpoint", "ck", "--out", out + ".npy", "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"train", dir, "--workers", "100000"}, "--workers 100000: sampling workers, want 0 (one per core) to"},
 		{[]string{"train", dir, "--in-flight", "1000"}, "--in-flight 1000: batches in flight, want 1 to 16"},
+		// The evaluation's options were checked under their Go names
+		// ("eval mode \"bogus\"", "eval mem 1024 bytes"), and infer's
+		// --mode only after the checkpoint and the nodes were read (the
+		// checkpoint "ck" here does not exist).
+		{[]string{"train", dir, "--eval", "bogus"}, `--eval "bogus" (want layerwise or sampled)`},
+		{[]string{"train", dir, "--eval-mem", "1KiB"}, "--eval-mem 1024 bytes (want 0 for the default, or at least 65536)"},
+		{[]string{"train", dir, "--until-valid", "2"}, "--until-valid 2 (want a fraction"},
+		{[]string{"infer", dir, "--checkpoint", "ck", "--out", out + ".npy", "--mode", "bogus"}, `--mode "bogus" (want layerwise or sampled)`},
 		{[]string{"profile", dir, "--selection", "random", "--workers", "100000"}, "--workers 100000, want 0 (one per core) to"},
 		{[]string{"export", "graphbolt", dir, out, "--mem", "0"}, "--mem 0: want a positive value"},
 		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--mem", "0"}, "--mem 0: want a positive value"},

@@ -691,3 +691,72 @@ func TestUntilValidCheckedFirst(t *testing.T) {
 		t.Errorf("%v (want the refusal), stderr %q (want nothing before it)", err, stderr)
 	}
 }
+
+// TestTrainCleansCheckpointTemps: the temporary files of a checkpoint or
+// plan write that a killed train left in the checkpoint directory are
+// removed by the next train there; other files' are kept. kill -9 during
+// a checkpoint write left checkpoint.ssdc.tmp-N (as large as the
+// checkpoint) that no later run removed.
+func TestTrainCleansCheckpointTemps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "4", "--classes", "2"); err != nil {
+		t.Fatal(err)
+	}
+	ck := t.TempDir()
+	files := []struct {
+		name string
+		gone bool
+	}{
+		{"checkpoint.ssdc.tmp-4173227292", true},
+		{"plan.json.tmp-17", true},
+		{"preds.npy.tmp-9", false},
+		{"notes.txt", false},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(ck, f.name), []byte("left"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--hidden", "4", "--fanouts", "3,3", "--checkpoint", ck); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(ck, f.name))
+		if gone := errors.Is(err, os.ErrNotExist); gone != f.gone {
+			t.Errorf("%s: removed %v, want %v", f.name, gone, f.gone)
+		}
+	}
+}
+
+// TestInferDefaultCheckpoint: infer without --checkpoint reads the one a
+// bare train wrote (DIR/checkpoints), and says, naming --checkpoint, when
+// there is none. --checkpoint was required: a bare train then a bare
+// infer failed.
+func TestInferDefaultCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if _, _, err := run(t, "gen", dir, "--nodes", "1000", "--feat-dim", "4", "--classes", "2"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "p.npy")
+	if _, _, err := run(t, "infer", dir, "--out", out); err == nil || !strings.Contains(err.Error(), "--checkpoint") || !strings.Contains(err.Error(), filepath.Join(dir, train.DefaultCheckpointDir)) {
+		t.Errorf("infer with no checkpoint anywhere: %v, want an error naming --checkpoint and the default directory", err)
+	}
+	if _, _, err := run(t, "train", dir, "--epochs", "1", "--hidden", "4", "--fanouts", "3,3"); err != nil {
+		t.Fatal(err)
+	}
+	bare, _, err := run(t, "infer", dir, "--out", out, "--json")
+	if err != nil {
+		t.Fatalf("infer after a bare train: %v", err)
+	}
+	named, _, err := run(t, "infer", dir, "--out", out, "--json", "--checkpoint", filepath.Join(dir, train.DefaultCheckpointDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b train.InferReport
+	if err := errors.Join(json.Unmarshal([]byte(bare), &a), json.Unmarshal([]byte(named), &b)); err != nil {
+		t.Fatal(err)
+	}
+	if a.Correct != b.Correct || a.Nodes != b.Nodes || a.CheckpointEpochs != 1 {
+		t.Errorf("bare infer %+v, with --checkpoint %+v", a, b)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,6 +193,27 @@ func CleanTemps(dir string) (int, error) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
 				n++
 			}
+		}
+	}
+	return n, nil
+}
+
+// CleanTempsOf is CleanTemps for the temporary files of the given final
+// names only (base names in dir): for a directory other writers may share,
+// whose own temporary files must stay.
+func CleanTempsOf(dir string, names ...string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("atomicfile: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		final, _, ok := strings.Cut(e.Name(), tmpMarker)
+		if !ok || !e.Type().IsRegular() || !slices.Contains(names, final) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+			n++
 		}
 	}
 	return n, nil

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -87,7 +88,18 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 // (`train --checkpoint d/cora` on another dataset held cora's lock, and
 // `partition d/cora` was refused as in use). home is the dataset the
 // command works on: the message suggests a directory under it.
+//
+// It also refuses, naming the flag, a dir that exists and is not a
+// directory ("dirlock: open afile/.lock: not a directory" named none) and
+// one in /dev, /proc or /sys: train --checkpoint /dev left /dev/.lock
+// behind before the checkpoint's own check refused it.
 func CheckOutputDir(flag, dir, home string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("%s %s is not a directory: name a directory (made when missing)", flag, dir)
+	}
+	if d := systemDir(filepath.Join(dir, "x")); d != "" {
+		return fmt.Errorf("%s %s lies in %s, a file system of devices or kernel state: name a directory elsewhere", flag, dir, d)
+	}
 	if _, err := os.Stat(filepath.Join(dir, storage.ManifestName)); err == nil {
 		return fmt.Errorf("%w: %s %s is a dataset directory: name another (the default is %s)",
 			outpath.ErrInput, flag, dir, filepath.Join(home, "checkpoints"))
@@ -106,6 +118,19 @@ func writable(o Output) error {
 	if err == nil && st.IsDir() {
 		return fmt.Errorf("%s %s is a directory: name a file", o.Flag, o.Path)
 	}
+	// Replaced atomically, an output is renamed over what the path names:
+	// run as root, infer --out /dev/stdout turned the /dev/stdout link
+	// into a regular file of predictions, for every process on the
+	// machine (--out /dev/null would have done so to /dev/null).
+	if !o.Appends {
+		if d := systemDir(o.Path); d != "" {
+			return fmt.Errorf("%s %s lies in %s, a file system of devices or kernel state: the output is written to a temporary file renamed over the name, which would replace that entry; name a file elsewhere", o.Flag, o.Path, d)
+		}
+		if err == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("%s %s is not a regular file (%s): the output is written to a temporary file renamed over it, which would replace it; name a file",
+				o.Flag, o.Path, kindOf(st.Mode()))
+		}
+	}
 	target := filepath.Dir(o.Path)
 	if o.Appends && err == nil {
 		target = o.Path
@@ -114,6 +139,42 @@ func writable(o Output) error {
 		return fmt.Errorf("%s %s: %s is not writable: %w", o.Flag, o.Path, target, err)
 	}
 	return nil
+}
+
+// systemDir returns the system directory (/dev, /proc, /sys) that path's
+// directory is, or lies in, as written or where links lead; "" when none.
+func systemDir(path string) string {
+	dirs := []string{filepath.Dir(path)}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		dirs = append(dirs, real)
+	}
+	for _, d := range dirs {
+		d, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		for _, sys := range []string{"/dev", "/proc", "/sys"} {
+			if d == sys || strings.HasPrefix(d, sys+"/") {
+				return sys
+			}
+		}
+	}
+	return ""
+}
+
+// kindOf names a file type that is not a regular file or directory.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // otherDataset refuses an output that would replace a file of a dataset

@@ -180,7 +180,7 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 		}
 	}
 	if o.CheckpointDir == "" {
-		o.CheckpointDir = filepath.Join(dir, "checkpoints")
+		o.CheckpointDir = filepath.Join(dir, train.DefaultCheckpointDir)
 	}
 	return o, nil
 }
