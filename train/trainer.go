@@ -99,7 +99,8 @@ type Trainer struct {
 	partial    epochPartial
 	epochStats []EpochStats
 	start      time.Time
-	elapsed    float64 // seconds of training before a resume
+	lastSave   time.Time // the run's start or its last checkpoint (CheckpointInterval)
+	elapsed    float64   // seconds of training before a resume
 }
 
 // New builds a trainer over d: the model, the caches and the sampler. With
@@ -417,6 +418,7 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	t.start = time.Now()
+	t.lastSave = t.start
 	t.firstEpochStat = len(t.epochStats)
 	o := &t.o
 	rep := &Report{Model: t.model.cfg, Params: t.model.NumParams(), Options: *o}
@@ -492,10 +494,12 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		}
 		t.epoch++
 		t.batchDone = 0
-		if o.CheckpointDir != "" && ((o.CheckpointEvery > 0 && t.epoch%o.CheckpointEvery == 0) || t.epoch == o.Epochs) {
+		due := o.CheckpointInterval > 0 && time.Since(t.lastSave) >= o.CheckpointInterval
+		if o.CheckpointDir != "" && ((o.CheckpointEvery > 0 && t.epoch%o.CheckpointEvery == 0) || t.epoch == o.Epochs || due) {
 			if _, err := t.SaveCheckpoint(o.CheckpointDir); err != nil {
 				return nil, err
 			}
+			t.lastSave = time.Now()
 			rep.Checkpoint = filepath.Join(o.CheckpointDir, CheckpointFile)
 		}
 		if stop, err := t.untilReached(rep, es); err != nil {
