@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
@@ -113,6 +114,8 @@ const (
 	// Options.SpillChunk and Options.SpillAhead.
 	DefaultSpillChunk = sample.DefaultSpillChunk
 	DefaultSpillAhead = 1
+	// DefaultCheckpointInterval is Options.CheckpointInterval's default.
+	DefaultCheckpointInterval = 10 * time.Minute
 )
 
 // Options configures a Trainer. A nil *Options means the defaults; zero
@@ -311,6 +314,12 @@ type Options struct {
 	// (0: only at the end and on interruption); empty disables checkpoints.
 	CheckpointDir   string `json:"-"`
 	CheckpointEvery int    `json:"-"`
+	// CheckpointInterval also writes the checkpoint after an epoch when at
+	// least this long has passed since the run started or last wrote one
+	// (0: DefaultCheckpointInterval; negative: never by time), so that a
+	// run killed outright (kill -9, an OOM kill, a power cut), which no
+	// handler sees, loses at most about that long and an epoch.
+	CheckpointInterval time.Duration `json:"-"`
 	// Resume is a checkpoint file (or a directory holding CheckpointFile)
 	// to continue from.
 	Resume string `json:"-"`
@@ -475,6 +484,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.EvalEvery == 0 {
 		r.EvalEvery = 1
+	}
+	if r.CheckpointInterval == 0 {
+		r.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if r.Selection == "" {
 		r.Selection = sample.ModeRandom

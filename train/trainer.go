@@ -102,7 +102,8 @@ type Trainer struct {
 	partial    epochPartial
 	epochStats []EpochStats
 	start      time.Time
-	elapsed    float64 // seconds of training before a resume
+	lastSave   time.Time // the run's start or its last checkpoint (CheckpointInterval)
+	elapsed    float64   // seconds of training before a resume
 }
 
 // New builds a trainer over d: the model, the caches and the sampler. With
@@ -432,6 +433,7 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	t.start = time.Now()
+	t.lastSave = t.start
 	t.firstEpochStat = len(t.epochStats)
 	o := &t.o
 	rep := &Report{Model: t.model.cfg, Params: t.model.NumParams(), Options: *o}
@@ -506,10 +508,12 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 		}
 		t.epoch++
 		t.batchDone = 0
-		if o.CheckpointDir != "" && ((o.CheckpointEvery > 0 && t.epoch%o.CheckpointEvery == 0) || t.epoch == o.Epochs) {
+		due := o.CheckpointInterval > 0 && time.Since(t.lastSave) >= o.CheckpointInterval
+		if o.CheckpointDir != "" && ((o.CheckpointEvery > 0 && t.epoch%o.CheckpointEvery == 0) || t.epoch == o.Epochs || due) {
 			if err := t.saveCheckpoint(rep); err != nil {
 				return nil, err
 			}
+			t.lastSave = time.Now()
 		}
 		if stop, err := t.untilReached(rep, es); err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
@@ -910,6 +911,50 @@ func TestNothingToTrain(t *testing.T) {
 			got := tr.NothingToTrain()
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckpointInterval: with CheckpointInterval due after every epoch
+// (1 ns) and no CheckpointEvery, the checkpoint is there after each epoch,
+// so a run killed outright keeps what it trained; with it negative (never
+// by time) only the end writes one.
+func TestCheckpointInterval(t *testing.T) {
+	d := smallSynth(t)
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     []int // the checkpoint's epochs seen as epochs 1, 2, 3 end (-1: none)
+	}{
+		{"every epoch by time", time.Nanosecond, []int{-1, 1, 2}},
+		{"never by time", -1, []int{-1, -1, -1}},
+		{"default: ten minutes", 0, []int{-1, -1, -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := synthOpts()
+			o.Epochs, o.CheckpointDir, o.NoHist, o.CheckpointInterval = 3, dir, true, tc.interval
+			var got []int
+			o.OnEpoch = func(EpochStats) {
+				// Called before the epoch's own checkpoint: what a kill
+				// at this point would leave.
+				ck, err := ReadCheckpointInfo(filepath.Join(dir, CheckpointFile))
+				switch {
+				case errors.Is(err, os.ErrNotExist):
+					got = append(got, -1)
+				case err != nil:
+					t.Fatal(err)
+				default:
+					got = append(got, ck.Epoch)
+				}
+			}
+			rep := run(t, d, o)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("checkpoint epochs seen after epochs 1-3: %v, want %v", got, tc.want)
+			}
+			if ck, err := ReadCheckpointInfo(rep.Checkpoint); err != nil || ck.Epoch != 3 {
+				t.Errorf("final checkpoint %+v, %v; want epoch 3", ck, err)
 			}
 		})
 	}

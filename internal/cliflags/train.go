@@ -94,7 +94,8 @@ func (t *Train) Register(f *pflag.FlagSet) {
 	f.StringVar(&t.ProfileName, "profile-name", "", "name of the profile --mem plans from under DIR/profile (reused when it matches this training, else profiled and written; default: "+train.DefaultProfileName+", or the one `ssdgnn profile` saved when it matches and "+train.DefaultProfileName+" does not)")
 	f.BoolVar(&t.Reprofile, "reprofile", false, "with --mem and no --plan: run the profiling epoch even when the saved profile matches (new timings, so a new beta)")
 	f.StringVar(&o.CheckpointDir, "checkpoint", "", "checkpoint directory (default DIR/checkpoints)")
-	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "write a checkpoint every N epochs (0: at the end and on interrupt, and by --checkpoint-interval)")
+	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", train.DefaultCheckpointInterval, "also write a checkpoint after an epoch when this long has passed since the last one, so a run killed outright (kill -9, an OOM kill) loses at most about that and an epoch (0: never by time)")
 	f.StringVar(&o.Resume, "resume", "", "continue from this checkpoint (file or directory)")
 	f.BoolVar(&t.JSON, "json", false, "print the final report as JSON instead of the table")
 	f.StringVar(&t.Metrics, "metrics", "", "append one JSON line per epoch to this file (or FIFO, read already)")
@@ -113,6 +114,12 @@ func (t *Train) Parse(f *pflag.FlagSet, dir string) (*train.Options, error) {
 	if err := RequirePositive(f, "epochs", "hidden", "heads", "layers", "batch-size", "in-flight", "staleness",
 		"eval-every", "spill-chunk", "spill-ahead", "scan-batches", "mem", "mem-limit", "eval-mem", "pgrad"); err != nil {
 		return nil, err
+	}
+	switch {
+	case o.CheckpointInterval < 0:
+		return nil, fmt.Errorf("--checkpoint-interval %v: want 0 (never by time) or a positive duration", o.CheckpointInterval)
+	case o.CheckpointInterval == 0:
+		o.CheckpointInterval = -1 // train's zero is the default
 	}
 	var err error
 	if o.Fanouts, err = ParseInts("fanouts", t.Fanouts); err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/sample"
@@ -33,7 +34,21 @@ func TestParseTrain(t *testing.T) {
 			if o.CheckpointDir != filepath.Join("d", "checkpoints") {
 				t.Errorf("checkpoint dir %q", o.CheckpointDir)
 			}
+			if o.CheckpointInterval != train.DefaultCheckpointInterval {
+				t.Errorf("checkpoint interval %v, want %v", o.CheckpointInterval, train.DefaultCheckpointInterval)
+			}
 		}},
+		{name: "checkpoint interval off", args: strings.Fields("d --checkpoint-interval 0"), check: func(t *testing.T, tf *Train, o *train.Options) {
+			if o.CheckpointInterval >= 0 {
+				t.Errorf("checkpoint interval %v, want negative (never by time; train's zero is its default)", o.CheckpointInterval)
+			}
+		}},
+		{name: "checkpoint interval", args: strings.Fields("d --checkpoint-interval 90s"), check: func(t *testing.T, tf *Train, o *train.Options) {
+			if o.CheckpointInterval != 90*time.Second {
+				t.Errorf("checkpoint interval %v, want 1m30s", o.CheckpointInterval)
+			}
+		}},
+		{name: "negative checkpoint interval", args: strings.Fields("d --checkpoint-interval -1s"), err: "--checkpoint-interval -1s"},
 		{name: "bench child", args: strings.Fields("train-dir --model sage --layers 3 --hidden 32 --epochs 1 --batch-size 1000 --fanouts 10,10,10 --seed 7 --json -q -v --metrics m.jsonl --selection partition --partition ooc --feat-read direct --in-flight 1 --source batch"),
 			check: func(t *testing.T, tf *Train, o *train.Options) {
 				if o.Model != train.ModelSAGE || o.Layers != 3 || o.Hidden != 32 || o.BatchSize != 1000 || !slices.Equal(o.Fanouts, []int{10, 10, 10}) ||
