@@ -874,7 +874,7 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
-	bound := trainBound(asTrained(o, b), r)
+	bound := cutBound(asTrained(o, b), b.StreamInput, r)
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
@@ -1669,6 +1669,18 @@ func trainBound(o *Options, rows int64) splitBound {
 		b.dst = int(max(batchDst(o, rows), o.MaxBatchDst))
 	}
 	return b
+}
+
+// cutBound is the bound training cuts its batches by (Trainer.bound): with
+// the streamed input layer, trainBound; without it the input rows alone,
+// since a batch holds its input rows then, whatever its destinations. The
+// plan's recount cuts by it too (remodelReads): it used trainBound either
+// way and cut Cora's whole batches into 4 where training cut none.
+func cutBound(o *Options, streamed bool, rows int64) splitBound {
+	if streamed {
+		return trainBound(o, rows)
+	}
+	return splitBound{rows: int(rows)}
 }
 
 // testNoDstRoom, set by tests, keeps setMaxBatchDst from raising the

@@ -158,3 +158,38 @@ func TestReadModelOfStreamedCuts(t *testing.T) {
 		t.Errorf("the cuts agree, but the comparison notes %q", n)
 	}
 }
+
+// TestRecountCutsAsTraining: the plan's recount cuts the profile's batches
+// as training cuts them. Without the streamed input layer training bounds
+// a micro-batch by its input rows alone; the recount also bounded it by
+// the destination estimate, which on Cora (few neighbours, so most input
+// rows are destinations) is far below the batch's: it cut Cora's whole
+// batches into 4 where training cut none (the review's R6), and the
+// comparison's cut note blamed the history.
+func TestRecountCutsAsTraining(t *testing.T) {
+	d := cora(t)
+	o := synthOpts()
+	o.Epochs, o.EvalEvery, o.BatchSize, o.Fanouts = 1, 100, 140, []int{10, 10}
+	o.StreamInput = StreamInputOff
+	mo := &MemPlanOptions{MemBytes: 1 << 30, ProfileName: "recountcut"}
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp.Apply(o, mo)
+	if mp.Budget.StreamInput {
+		t.Fatalf("the budget streams the input layer")
+	}
+	rep := run(t, d, o)
+	e, r := rep.Epochs[0], mp.Plan.Reads
+	if r == nil {
+		t.Fatal("the plan has no read model")
+	}
+	t.Logf("training cut %d micro-batches; the recount %g (%d rows, micro-batch bound %d)", e.MicroBatches, r.CutMicroBatches, r.Rows, r.MicroBatchRows)
+	if r.CutMicroBatches != float64(e.MicroBatches) {
+		t.Errorf("the recount cut %g micro-batches an epoch, training %d", r.CutMicroBatches, e.MicroBatches)
+	}
+	if float64(r.Rows) != e.Measured.GatherRows {
+		t.Errorf("the recount's rows %d, training gathered %.0f", r.Rows, e.Measured.GatherRows)
+	}
+}
