@@ -865,8 +865,8 @@ func recountForTraining(ctx context.Context, d *storage.Dataset, o *Options, mo 
 // b gathers, when p counted something else: whole batches that b cuts into
 // micro-batches, a feature block b turned off, batches that b's streamed
 // input layer reads in shared scans (trainScan), or may cut by their
-// input-layer destinations (trainBound), which the profile's batch rows
-// do not bound. It reports whether it did. A profile made with other
+// input-layer destinations (trainBound, as the streamed layer does), which
+// the profile's batch rows do not bound. It reports whether it did. A profile made with other
 // batches (seed, size, fanouts, selection) keeps its counts, with a log
 // line: its predictions were off anyway (MemPlan.Warning says why).
 func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
@@ -874,7 +874,12 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
-	bound := trainBound(asTrained(o, b), r)
+	// Training's cut (Trainer.bound): by the input layer's destinations
+	// as well only when it streams that layer.
+	bound := splitBound{rows: int(r)}
+	if b.StreamInput {
+		bound = trainBound(asTrained(o, b), r)
+	}
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)

@@ -158,3 +158,49 @@ func TestReadModelOfStreamedCuts(t *testing.T) {
 		t.Errorf("the cuts agree, but the comparison notes %q", n)
 	}
 }
+
+// TestReadModelOfUnstreamedCuts: without the streamed input layer
+// training cuts batches by their input rows only (Trainer.bound), and so
+// must the recount. Before, the recount cut by the estimate of the input
+// layer's destinations as well (trainBound), as only the streamed layer
+// does: on imported Cora (--hidden 20000 --mem 1650MiB, history on, not
+// streamed) it cut the one batch into 4 micro-batches where training cut
+// none, and the comparison blamed the history for the difference.
+func TestReadModelOfUnstreamedCuts(t *testing.T) {
+	d := smallSynth(t)
+	o := readModelOpts()
+	o.Fanouts = []int{10, 10}
+	o.StreamInput = StreamInputOff
+	mem := MinimumBudget(d, o) + 64*d.NumNodes() + WorkingSet(d, o, nil).Bytes
+	mo := &MemPlanOptions{MemBytes: mem, ProfileName: "unstreamedcut"}
+	mp, err := PlanMemory(context.Background(), d, o, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp.Apply(o, mo)
+	if o.StreamInput == StreamInputOn {
+		t.Fatalf("streaming %q: the test needs the input layer gathered whole", o.StreamInput)
+	}
+	rep := run(t, d, o)
+	e := rep.Epochs[0]
+	if mp.Plan.Reads == nil || !mp.Plan.Recounted {
+		// Nothing to recount: the profile's whole batches are
+		// training's; then no batch may have been cut.
+		if e.MicroBatches != 0 {
+			t.Fatalf("training cut %d micro-batches, but the plan was not recounted", e.MicroBatches)
+		}
+		return
+	}
+	r := mp.Plan.Reads
+	t.Logf("%d batches cut into %d micro-batches; model cut %g, %d rows; training %.0f rows",
+		e.Batches, e.MicroBatches, r.CutMicroBatches, r.Rows, e.Measured.GatherRows)
+	if r.CutMicroBatches != float64(e.MicroBatches) {
+		t.Errorf("model cut %g micro-batches an epoch, training %d", r.CutMicroBatches, e.MicroBatches)
+	}
+	if float64(r.Rows) != e.Measured.GatherRows {
+		t.Errorf("model %d rows, training %.0f", r.Rows, e.Measured.GatherRows)
+	}
+	if n := cutNote(mp.Plan, rep.Epochs); n != "" {
+		t.Errorf("the cuts agree, but the comparison notes %q", n)
+	}
+}
