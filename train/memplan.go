@@ -874,12 +874,7 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
-	// Training's cut (Trainer.bound): by the input layer's destinations
-	// as well only when it streams that layer.
-	bound := splitBound{rows: int(r)}
-	if b.StreamInput {
-		bound = trainBound(asTrained(o, b), r)
-	}
+	bound := trainerBound(asTrained(o, b), r, b.StreamInput) // training's cut
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
@@ -1674,6 +1669,17 @@ func trainBound(o *Options, rows int64) splitBound {
 		b.dst = int(max(batchDst(o, rows), o.MaxBatchDst))
 	}
 	return b
+}
+
+// trainerBound is the cut the Trainer makes (Trainer.bound) for batches of
+// at most rows input rows: by the input layer's destinations as well
+// (trainBound) only when it streams that layer. The plan's recount
+// (remodelReads) cuts the profile's batches with it too.
+func trainerBound(o *Options, rows int64, streamed bool) splitBound {
+	if streamed {
+		return trainBound(o, rows)
+	}
+	return splitBound{rows: int(rows)}
 }
 
 // testNoDstRoom, set by tests, keeps setMaxBatchDst from raising the

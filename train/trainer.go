@@ -191,10 +191,10 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		}
 	}
 	t.depth = ReuseDepth(&o)
-	t.bound = splitBound{rows: int(o.MaxBatchRows)}
-	t.evalBound = t.bound
+	t.bound = trainerBound(&o, o.MaxBatchRows, t.stream != nil)
+	t.evalBound = splitBound{rows: int(o.MaxBatchRows)}
 	if t.stream != nil {
-		t.bound, t.evalBound = trainBound(&o, o.MaxBatchRows), evalBound(d, &o, o.MaxBatchRows)
+		t.evalBound = evalBound(d, &o, o.MaxBatchRows)
 	}
 	if t.hc != nil && o.Staleness <= int64(t.depth) {
 		// Decisions within an epoch see pushes at least D batches old;
