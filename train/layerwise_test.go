@@ -1031,18 +1031,31 @@ func TestBlockByPosIsBlockBySearch(t *testing.T) {
 	for i := range pos {
 		pos[i] = -1
 	}
-	for trial := range 200 {
-		var dst []int64
-		lo := rng.Int64N(n)
-		for v := lo; v < n && len(dst) < 1+rng.IntN(300); v += 1 + rng.Int64N(4) {
-			dst = append(dst, v)
-		}
-		nbr := make([]int64, rng.IntN(3000))
-		for k := range nbr {
-			if rng.IntN(4) == 0 {
-				nbr[k] = dst[rng.IntN(len(dst))]
-			} else {
-				nbr[k] = rng.Int64N(n)
+	// Fixed chunks first: the first and last node as destinations and as
+	// other sources, repeated neighbours, no neighbours, no others.
+	fixed := []struct{ dst, nbr []int64 }{
+		{[]int64{0}, []int64{n - 1, 0, n - 1, 0}},
+		{[]int64{n - 1}, []int64{0, 0, n - 1}},
+		{[]int64{0, n - 1}, []int64{n - 1, 1, n - 2, 0, 1}},
+		{[]int64{0, 1, 2}, nil},
+		{[]int64{3, 4}, []int64{4, 3, 4}},
+	}
+	for trial := range 200 + len(fixed) {
+		var dst, nbr []int64
+		if trial < len(fixed) {
+			dst, nbr = fixed[trial].dst, fixed[trial].nbr
+		} else {
+			lo := rng.Int64N(n)
+			for v := lo; v < n && len(dst) < 1+rng.IntN(300); v += 1 + rng.Int64N(4) {
+				dst = append(dst, v)
+			}
+			nbr = make([]int64, rng.IntN(3000))
+			for k := range nbr {
+				if rng.IntN(4) == 0 {
+					nbr[k] = dst[rng.IntN(len(dst))]
+				} else {
+					nbr[k] = rng.Int64N(n)
+				}
 			}
 		}
 		want := make([]int32, len(nbr))

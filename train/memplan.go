@@ -865,8 +865,8 @@ func recountForTraining(ctx context.Context, d *storage.Dataset, o *Options, mo 
 // b gathers, when p counted something else: whole batches that b cuts into
 // micro-batches, a feature block b turned off, batches that b's streamed
 // input layer reads in shared scans (trainScan), or may cut by their
-// input-layer destinations (trainBound), which the profile's batch rows
-// do not bound. It reports whether it did. A profile made with other
+// input-layer destinations (trainBound, as the streamed layer does), which
+// the profile's batch rows do not bound. It reports whether it did. A profile made with other
 // batches (seed, size, fanouts, selection) keeps its counts, with a log
 // line: its predictions were off anyway (MemPlan.Warning says why).
 func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, p *planner.Profile, b *Budget) (bool, error) {
@@ -874,7 +874,7 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
-	bound := cutBound(asTrained(o, b), b.StreamInput, r)
+	bound := trainerBound(asTrained(o, b), r, b.StreamInput) // training's cut
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
@@ -1671,12 +1671,11 @@ func trainBound(o *Options, rows int64) splitBound {
 	return b
 }
 
-// cutBound is the bound training cuts its batches by (Trainer.bound): with
-// the streamed input layer, trainBound; without it the input rows alone,
-// since a batch holds its input rows then, whatever its destinations. The
-// plan's recount cuts by it too (remodelReads): it used trainBound either
-// way and cut Cora's whole batches into 4 where training cut none.
-func cutBound(o *Options, streamed bool, rows int64) splitBound {
+// trainerBound is the cut the Trainer makes (Trainer.bound) for batches of
+// at most rows input rows: by the input layer's destinations as well
+// (trainBound) only when it streams that layer. The plan's recount
+// (remodelReads) cuts the profile's batches with it too.
+func trainerBound(o *Options, rows int64, streamed bool) splitBound {
 	if streamed {
 		return trainBound(o, rows)
 	}

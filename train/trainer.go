@@ -198,7 +198,7 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		}
 	}
 	t.depth = ReuseDepth(&o)
-	t.bound = cutBound(&o, t.stream != nil, o.MaxBatchRows)
+	t.bound = trainerBound(&o, o.MaxBatchRows, t.stream != nil)
 	t.evalBound = splitBound{rows: int(o.MaxBatchRows)}
 	if t.stream != nil {
 		t.evalBound = evalBound(d, &o, o.MaxBatchRows)
@@ -648,22 +648,34 @@ type CountedMemory struct {
 // gathered and the reads then move with the cut as well as with the caches
 // (docs/planner.md; on a 50,000-node graph at --mem 80MiB the cut went
 // from 28 micro-batches an epoch to 20, and "rows not gathered" measured
-// 3.56 times the prediction). "" when the cuts agree or are unknown.
+// 3.56 times the prediction). "" when the cuts agree or are unknown (no
+// whole epoch: a mid-epoch resume's first epoch is left out).
 func cutNote(plan *planner.PlanResult, es []EpochStats) string {
 	if plan == nil || plan.Reads == nil || !plan.Recounted || len(es) == 0 {
 		return ""
 	}
 	want := plan.Reads.CutMicroBatches
-	var got float64
+	var got, whole float64
 	for _, e := range es {
+		if e.ResumedAt > 0 {
+			continue // a mid-epoch resume's epoch cut only its last batches
+		}
 		got += float64(e.MicroBatches)
+		whole++
 	}
-	got /= float64(len(es))
+	if whole == 0 {
+		return ""
+	}
+	got /= whole
 	if math.Abs(got-want) <= want/10 {
 		return ""
 	}
-	return fmt.Sprintf("training cut its batches into %.0f micro-batches an epoch where the plan's recount cut the profile's into %.0f "+
-		"(the history shrinks batches, so fewer are cut): the rows the micro-batches of one batch share are gathered %s times, "+
+	why, times := "", "more"
+	if got < want {
+		why, times = " (the history shrinks batches, so fewer are cut)", "fewer"
+	}
+	return fmt.Sprintf("training cut its batches into %.0f micro-batches an epoch where the plan's recount cut the profile's into %.0f%s: "+
+		"the rows the micro-batches of one batch share are gathered %s times, "+
 		"so the rows asked, the rows not gathered and the reads differ from the plan's by the cut as well as by the caches",
-		got, want, map[bool]string{true: "fewer", false: "more"}[got < want])
+		got, want, why, times)
 }

@@ -7,6 +7,13 @@
 // directory. Abort, or a crash, leaves only the temporary file, which
 // CleanTemps removes.
 //
+// A File that Defer was called on is the exception: its Commit renames
+// without either fsync, so a crash may leave NAME empty, absent or old
+// even though Commit returned. It is for writers of many files that
+// vouch for them all with one file written after them (an export's
+// metadata): they call SyncFS after the last deferred Commit and before
+// writing that file with a plain Commit (interop/distdgl does).
+//
 // Invariants and caveats: the temporary file lives in the destination
 // directory, so the rename never crosses file systems; every failed Commit
 // removes the temporary file; Commit and Abort are each effective once and

@@ -178,3 +178,23 @@ func parseFloat32(b []byte) (float32, int) {
 	}
 	return float32(f), parseOK
 }
+
+// noFastFloat64 is Float64s' fast path: none (every field goes through
+// parseFloat64).
+func noFastFloat64(_ []byte, i int) (float64, int, bool) { return 0, i, false }
+
+// parseFloat64 parses b as strconv.ParseFloat(string(b), 64) would.
+func parseFloat64(b []byte) (float64, int) {
+	if len(b) == 0 {
+		return 0, parseSyntax
+	}
+	s := unsafe.String(unsafe.SliceData(b), len(b)) // not retained (parseFloat32)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return 0, parseRange
+		}
+		return 0, parseSyntax
+	}
+	return f, parseOK
+}

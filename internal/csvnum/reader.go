@@ -320,7 +320,26 @@ func (r *Reader) Float32sN(dst []float32, n int) ([]float32, error) {
 	return r.Float32s(slices.Grow(dst[:0], n))
 }
 
-// parseFields is the field-splitting loop shared by Int64s and Float32s:
+// Float64s parses every field of the current record as
+// strconv.ParseFloat(field, 64) would and returns them appended to dst[:0]:
+// for a caller that narrows the values itself (a float16 destination,
+// where a float32 parse would round twice). On error it returns the
+// values before the bad field and a *ParseError matching ErrSyntax or
+// ErrRange.
+func (r *Reader) Float64s(dst []float64) ([]float64, error) {
+	return parseFields(r, dst, noFastFloat64, parseFloat64, "float")
+}
+
+// Float64sN is Float64s for a record that must have exactly n fields; any
+// other count gives a *ParseError matching ErrColumns.
+func (r *Reader) Float64sN(dst []float64, n int) ([]float64, error) {
+	if err := r.checkColumns(n); err != nil {
+		return dst[:0], err
+	}
+	return r.Float64s(slices.Grow(dst[:0], n))
+}
+
+// parseFields is the field-splitting loop shared by Int64s, Float32s and Float64s:
 // it parses every field of the current record with parse and appends the
 // values to dst[:0], trying fast first on each field. fast(line, i) parses a
 // value starting at line[i] and returns it with the index just past it; its
@@ -328,7 +347,7 @@ func (r *Reader) Float32sN(dst []float32, n int) ([]float32, error) {
 // separator, otherwise the field is re-parsed by parse, whose result is
 // parseOK, parseRange or anything else for a syntax error. kind names the
 // value type in error messages.
-func parseFields[T int64 | float32](r *Reader, dst []T, fast func([]byte, int) (T, int, bool), parse func([]byte) (T, int), kind string) ([]T, error) {
+func parseFields[T int64 | float32 | float64](r *Reader, dst []T, fast func([]byte, int) (T, int, bool), parse func([]byte) (T, int), kind string) ([]T, error) {
 	dst = dst[:0]
 	line := r.rec
 	if line == nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -183,6 +184,45 @@ func TestFloat32s(t *testing.T) {
 		got, err := readAllFloats(r, tc.n)
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: rows = %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.wantErr == "" {
+			if err != nil {
+				t.Errorf("%s: unexpected error %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != tc.wantErr || !errors.Is(err, tc.is) {
+			t.Errorf("%s: error = %v, want %s (%v)", tc.name, err, tc.wantErr, tc.is)
+		}
+	}
+}
+
+// TestFloat64s: Float64sN keeps the decimal's float64 value (a float32
+// parse would round 1.0004882812509095 to 1 + 2^-11, a float16 midpoint)
+// and reports errors as Float32s does, with float64's range.
+func TestFloat64s(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		n       int
+		want    []float64
+		wantErr string
+		is      error
+	}{
+		{name: "float64 precision", in: "1.0004882812509095,-0.1,1e39\n", n: 3, want: []float64{1.0004882812509095, -0.1, 1e39}},
+		{name: "strconv forms", in: " .5 ,inf,0x1p-2\n", n: 3, want: []float64{.5, math.Inf(1), 0.25}},
+		{name: "non numeric", in: "1.0,abc\n", n: 2, want: []float64{1}, wantErr: "f.csv: line 1, column 2: invalid float \"abc\"", is: ErrSyntax},
+		{name: "empty", in: "1,\n", n: 2, want: []float64{1}, wantErr: "f.csv: line 1, column 2: empty field", is: ErrSyntax},
+		{name: "overflow", in: "1e400\n", n: 1, want: []float64{}, wantErr: "f.csv: line 1, column 1: float out of range \"1e400\"", is: ErrRange},
+		{name: "columns", in: "1,2\n", n: 3, want: []float64{}, wantErr: "f.csv: line 1: got 2 fields, want 3", is: ErrColumns},
+	} {
+		r := NewReader(strings.NewReader(tc.in), "f.csv", nil)
+		if !r.Next() {
+			t.Fatalf("%s: no record: %v", tc.name, r.Err())
+		}
+		got, err := r.Float64sN(nil, tc.n)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: values %v, want %v", tc.name, got, tc.want)
 		}
 		if tc.wantErr == "" {
 			if err != nil {

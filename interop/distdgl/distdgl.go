@@ -227,6 +227,11 @@ func ChunkSizes(total int64, n int) []int64 {
 	return out
 }
 
+// syncFS makes the chunk files, renamed into place without an fsync each
+// (atomicfile.File.Defer), durable before the metadata is written; a
+// variable so that a test can see that it runs, and when.
+var syncFS = atomicfile.SyncFS
+
 // owned are the entries of an export directory besides metadata.json.
 var owned = []string{"edges", "node_data", PartitionsDir}
 
@@ -323,7 +328,7 @@ func ExportContext(ctx context.Context, dir, out string, opts *Options) (_ Repor
 	// The chunk files were renamed into place without an fsync each (two
 	// a file bounded a 12,003-file export at 317 files a second): one
 	// syncfs makes them all durable before the metadata vouches for them.
-	if err := atomicfile.SyncFS(out); err != nil {
+	if err := syncFS(out); err != nil {
 		return Report{}, err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(out, MetadataName), js); err != nil {

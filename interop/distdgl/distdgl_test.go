@@ -265,3 +265,50 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestExportSyncsBeforeMetadata: the chunk files are committed without an
+// fsync each (Defer), so the export must make them durable with one
+// syncfs of OUT after the last of them is in place and before
+// metadata.json vouches for them. Nothing else checks that the call is
+// there: without it every other test passes, and a crash after the
+// metadata's rename could leave a complete-looking export with empty
+// chunk files.
+func TestExportSyncsBeforeMetadata(t *testing.T) {
+	dir := t.TempDir()
+	g := storagetest.Graph{Adj: [][]int64{{1}, {2}, {0}, {}}, FeatDim: 2, Labels: []int32{0, 1, 0, 1}, NumClasses: 2, Train: []int64{0, 1}}
+	storagetest.Write(t, dir, g)
+	partitionIt(t, dir, 2, partition.Random)
+	out := filepath.Join(t.TempDir(), "out")
+	var calls []string
+	orig := syncFS
+	t.Cleanup(func() { syncFS = orig })
+	syncFS = func(path string) error {
+		calls = append(calls, path)
+		if _, err := os.Stat(filepath.Join(out, MetadataName)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("syncfs with %s already written (%v)", MetadataName, err)
+		}
+		var files, temps int
+		err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir():
+			case strings.Contains(d.Name(), ".tmp-"):
+				temps++
+			default:
+				files++
+			}
+			return nil
+		})
+		if err != nil || temps > 0 || files == 0 {
+			t.Errorf("syncfs with %d files and %d temporary files in place (%v), want every chunk file committed", files, temps, err)
+		}
+		return orig(path)
+	}
+	if _, err := Export(dir, out, &Options{Partition: "random", NumChunks: 2, MemBytes: MinMemBytes}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0] != out {
+		t.Errorf("syncfs calls %q, want one of %s", calls, out)
+	}
+}

@@ -127,8 +127,14 @@ const (
 
 // fileKind is what the first bytes of path say it is: npyKind, zipKind,
 // or "" for anything else (text, or a file that cannot be read: its
-// reader reports that).
+// reader reports that). Only a regular file is looked at: the bytes read
+// from a pipe or FIFO (ssdgnn import edgelist <(zcat edges.gz) OUT) are
+// gone for the import that opens it next, which then lost its first edge
+// without a word, or failed on the rest of the line.
 func fileKind(path string) string {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -164,5 +165,55 @@ func TestFeatureOverflowIsRounding(t *testing.T) {
 				t.Errorf("stored %#x, want %#x", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTextFloat16Rounding: text features stored as float16 are the float16
+// nearest the decimal value (ties to even), as np.float16(float(s)) gives.
+// Before, they were parsed as float32 and rounded again to float16: a
+// value that the first rounding put on a float16 midpoint was one ulp off
+// ("1.0004882812500009" stored as 0x3c00, want 0x3c01).
+func TestTextFloat16Rounding(t *testing.T) {
+	var vals []float64
+	var bits []uint16
+	for b := range uint16(0x7c00) {
+		vals, bits = append(vals, float64(float16.Frombits(b).Float32())), append(bits, b)
+	}
+	rng := rand.New(rand.NewPCG(testSeed(t), 17))
+	xs := []float64{1 + 0x1p-11 + 0x1p-40, -(1 + 0x1p-11 + 0x1p-40), 0x1p-14 + 0x1p-25 + 0x1p-50, 1 + 0x1p-11, 65510, 0.1}
+	for range 2000 {
+		i := 1 + rng.IntN(len(vals)-2)
+		mid := (vals[i] + vals[i+1]) / 2
+		eps := math.Ldexp(mid, -25-rng.IntN(28))
+		xs = append(xs, mid+[]float64{-eps, 0, eps}[rng.IntN(3)])
+	}
+	var row strings.Builder
+	for k, x := range xs {
+		if k > 0 {
+			row.WriteByte(',')
+		}
+		row.WriteString(strconv.FormatFloat(x, 'g', -1, 64)) // parses back to x
+	}
+	src, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	writeFiles(t, src, map[string]any{"e.txt": "0 1\n", "f.csv": row.String() + "\n" + row.String() + "\n"})
+	if _, err := ImportEdgeList(filepath.Join(src, "e.txt"), out, &Options{FeatFile: filepath.Join(src, "f.csv"), FeatDType: "float16"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "features.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := b[len(b)-2*len(xs):] // the second row
+	bad := 0
+	for k, x := range xs {
+		got := uint16(data[2*k]) | uint16(data[2*k+1])<<8
+		if want := nearestFloat16(vals, bits, x); got != want {
+			if bad++; bad <= 5 {
+				t.Errorf("feature %d = %s: stored %#04x, want %#04x", k, strconv.FormatFloat(x, 'g', -1, 64), got, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d text features stored other than the nearest float16", bad, len(xs))
 	}
 }

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,6 +140,51 @@ func TestNPYNamesNPZInstead(t *testing.T) {
 				t.Errorf("got %v, want an ErrLayout naming %s", err, tc.npz)
 			}
 			assertNoDataset(t, out)
+		})
+	}
+}
+
+// TestEdgeListFromPipe: an edge list, feature file or label file given as
+// a pipe (the shell's <(zcat edges.gz), /dev/fd/N) imports as the same
+// regular file does. Before, the .npy/zip sniff opened the pipe and read
+// its first 6 bytes, which the import then never saw: "10 11\n" as the
+// first line was an edge dropped without a word (3 nodes, 2 edges instead
+// of 12 and 3), and "0.5,1\n" a feature row.
+func TestEdgeListFromPipe(t *testing.T) {
+	const n = 12
+	var feats, labels strings.Builder
+	for v := range n {
+		fmt.Fprintf(&feats, "0.5,%d\n", v)
+		fmt.Fprintf(&labels, "%d\n", v%3)
+	}
+	files := map[string]string{"e.txt": "10 11\n0 1\n1 2\n", "f.csv": feats.String(), "l.csv": labels.String()}
+	src := t.TempDir()
+	writeFiles(t, src, map[string]any{"e.txt": files["e.txt"], "f.csv": files["f.csv"], "l.csv": files["l.csv"]})
+	want := filepath.Join(t.TempDir(), "want")
+	if _, err := ImportEdgeList(filepath.Join(src, "e.txt"), want, &Options{FeatFile: filepath.Join(src, "f.csv"), LabelFile: filepath.Join(src, "l.csv")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, piped := range []string{"e.txt", "f.csv", "l.csv"} {
+		t.Run(piped, func(t *testing.T) {
+			path := map[string]string{}
+			for name := range files {
+				path[name] = filepath.Join(src, name)
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := w.WriteString(files[piped]); err != nil { // within the pipe's buffer
+				t.Fatal(err)
+			}
+			w.Close()
+			path[piped] = fmt.Sprintf("/dev/fd/%d", r.Fd())
+			out := filepath.Join(t.TempDir(), "out")
+			if _, err := ImportEdgeList(path["e.txt"], out, &Options{FeatFile: path["f.csv"], LabelFile: path["l.csv"]}); err != nil {
+				t.Fatal(err)
+			}
+			sameArrays(t, want, out)
 		})
 	}
 }

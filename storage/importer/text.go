@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -104,6 +105,7 @@ func (j *job) copyTextFeatures(path string) error {
 	defer done()
 	var fw *featWriter
 	var row []float32
+	var row64 []float64 // a float16 destination's rows, parsed at 64 bits
 	var width int
 	for r.Next() {
 		nf := r.NumFields()
@@ -117,6 +119,20 @@ func (j *job) copyTextFeatures(path string) error {
 		}
 		if fw.rows >= j.numNodes {
 			return lineErr(path, r.Line(), "more feature rows than nodes (%s)", j.nodeCount())
+		}
+		if fw.f16 {
+			// Parsed at 64 bits and rounded once to float16 (write64):
+			// a float32 parse rounds twice, and a value that it rounds
+			// onto a float16 midpoint was stored one ulp off.
+			if row64, err = r.Float64sN(row64, width); err != nil {
+				return badInput(err)
+			}
+			row = slices.Grow(row[:0], width)[:width]
+			fw.line = r.Line()
+			if err := fw.write64(row64, row); err != nil {
+				return err
+			}
+			continue
 		}
 		if row, err = r.Float32sN(row, width); err != nil {
 			return badInput(err)
