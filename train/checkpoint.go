@@ -131,14 +131,6 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t.beMu.Lock()
-	parm, err1 := t.downloadParams(func(p *Param) kernels.Tensor { return p.W })
-	m, err2 := t.downloadParams(func(p *Param) kernels.Tensor { return p.M })
-	v, err3 := t.downloadParams(func(p *Param) kernels.Tensor { return p.V })
-	t.beMu.Unlock()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return "", err
-	}
 	f, err := atomicfile.Create(path)
 	if err != nil {
 		return "", err
@@ -176,13 +168,24 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	put := func(b []byte) func(io.Writer) (int64, error) {
 		return func(w io.Writer) (int64, error) { n, err := w.Write(b); return int64(n), err }
 	}
-	for _, s := range []struct {
-		tag string
-		b   []byte
-	}{{secMeta, mj}, {secParm, parm}, {secAdam, append(m, v...)}} {
-		if err := section(s.tag, int64(len(s.b)), put(s.b)); err != nil {
-			return "", err
-		}
+	if err := section(secMeta, int64(len(mj)), put(mj)); err != nil {
+		return "", err
+	}
+	// The parameters and Adam's moments stream into the file a parameter
+	// at a time: downloaded whole, they were five copies of the model
+	// outside every budget (W, M and V, then M and V joined), and
+	// train --hidden 20000 on Cora (57 M parameters) was OOM-killed in a
+	// cgroup of its --mem while writing them (the review's R8).
+	t.beMu.Lock()
+	defer t.beMu.Unlock()
+	buf := make([]float32, t.model.cfg.CheckpointScratchBytes()/4)
+	w1 := func(p *Param) kernels.Tensor { return p.W }
+	if err := section(secParm, t.paramBytes(), t.writeParams(buf, w1)); err != nil {
+		return "", err
+	}
+	mv := t.writeParams(buf, func(p *Param) kernels.Tensor { return p.M }, func(p *Param) kernels.Tensor { return p.V })
+	if err := section(secAdam, 2*t.paramBytes(), mv); err != nil {
+		return "", err
 	}
 	// The history snapshot streams into the file: buffered, it was a
 	// second copy of the cache's embeddings outside every budget (a
@@ -272,19 +275,45 @@ func (t *Trainer) othersCheckpoint() bool {
 	return true
 }
 
-// downloadParams concatenates one tensor of every parameter as float32 LE.
-func (t *Trainer) downloadParams(pick func(*Param) kernels.Tensor) ([]byte, error) {
-	var out []byte
+// paramBytes is one tensor of every parameter as float32: a checkpoint
+// section's share per tensor kind.
+func (t *Trainer) paramBytes() int64 {
+	var n int64
 	for _, p := range t.model.params {
-		buf := make([]float32, p.Rows*p.Cols)
-		if err := t.be.Download(buf, pick(p)); err != nil {
-			return nil, err
-		}
-		for _, x := range buf {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(x))
-		}
+		n += 4 * int64(p.Rows) * int64(p.Cols)
 	}
-	return out, nil
+	return n
+}
+
+// writeParams returns a section body that writes, for each pick in turn,
+// that tensor of every parameter as float32 LE: one parameter's host copy
+// at a time in buf (ModelConfig.CheckpointScratchBytes: room for the
+// largest), encoded through a 64 KiB buffer. The caller holds beMu.
+func (t *Trainer) writeParams(buf []float32, picks ...func(*Param) kernels.Tensor) func(io.Writer) (int64, error) {
+	return func(w io.Writer) (int64, error) {
+		enc := make([]byte, 0, 64<<10)
+		var n int64
+		for _, pick := range picks {
+			for _, p := range t.model.params {
+				buf := buf[:p.Rows*p.Cols]
+				if err := t.be.Download(buf, pick(p)); err != nil {
+					return n, err
+				}
+				for i := 0; i < len(buf); {
+					enc = enc[:0]
+					for ; i < len(buf) && len(enc)+4 <= cap(enc); i++ {
+						enc = binary.LittleEndian.AppendUint32(enc, math.Float32bits(buf[i]))
+					}
+					k, err := w.Write(enc)
+					n += int64(k)
+					if err != nil {
+						return n, err
+					}
+				}
+			}
+		}
+		return n, nil
+	}
 }
 
 // checkpoint is a parsed checkpoint file.

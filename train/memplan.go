@@ -1811,7 +1811,9 @@ type FixedStateEstimate struct {
 	// MemPlan carries only these arrays.
 	ProfileBytes int64 `json:"profile_bytes"`
 	// ModelBytes is the model on its backend: weights, gradients, Adam's
-	// moments and the micro-batch gradient sums (ModelConfig.MemBytes).
+	// moments and the micro-batch gradient sums (ModelConfig.MemBytes),
+	// and the host copy of one parameter a checkpoint write takes
+	// (ModelConfig.CheckpointScratchBytes).
 	ModelBytes int64 `json:"model_bytes"`
 	// GatherSlotBytes is the read slots of the feature cache's read
 	// session (featurecache.GatherSlotBytes: IODepth slots of its largest
@@ -1849,7 +1851,8 @@ func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStat
 		p = o.Profile
 	}
 	fs := fixedState(d.NumNodes(), o.Workers, p != nil)
-	fs.ModelBytes = modelConfig(d, &o).MemBytes(true)
+	mc := modelConfig(d, &o)
+	fs.ModelBytes = mc.MemBytes(true) + mc.CheckpointScratchBytes()
 	fs.GatherSlotBytes = featurecache.GatherSlotBytes(d, o.featureOptions())
 	if o.Model == ModelGCN {
 		fs.DegreeBytes = degreeBytes(d)

@@ -527,6 +527,19 @@ func (c ModelConfig) MemBytes(micro bool) int64 {
 	return 4 * n
 }
 
+// CheckpointScratchBytes is the host memory a checkpoint write takes
+// beside the model: one parameter's float32 copy, the largest
+// (Trainer.writeParams streams the rest).
+func (c ModelConfig) CheckpointScratchBytes() int64 {
+	var n int64
+	for _, ls := range c.layerSpecs() {
+		for _, p := range ls.params {
+			n = max(n, 4*int64(p.rows)*int64(p.cols))
+		}
+	}
+	return n
+}
+
 // NewModel allocates a model on be with Glorot-uniform weights drawn from a
 // generator seeded by seed, zero biases and zero Adam moments.
 func NewModel(be kernels.Backend, cfg ModelConfig, seed uint64) (m *Model, err error) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -957,5 +958,39 @@ func TestCheckpointInterval(t *testing.T) {
 				t.Errorf("final checkpoint %+v, %v; want epoch 3", ck, err)
 			}
 		})
+	}
+}
+
+// TestCheckpointWriteMemory: a checkpoint write allocates about one
+// parameter's host copy (ModelConfig.CheckpointScratchBytes, counted in
+// the budget's model bytes), not copies of the whole model: it downloaded
+// W, M and V whole and joined M and V (five model copies), and train
+// --hidden 20000 on Cora was OOM-killed in a cgroup of its --mem while
+// writing (the review's R8).
+func TestCheckpointWriteMemory(t *testing.T) {
+	d := smallSynth(t)
+	o := synthOpts()
+	o.Hidden, o.Layers, o.Fanouts, o.Epochs, o.NoHist = 1024, 3, []int{5, 5, 5}, 1, true
+	tr, err := New(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	scratch, model := tr.model.cfg.CheckpointScratchBytes(), tr.paramBytes()
+	if 2*scratch > model+model/2 {
+		t.Fatalf("largest parameter %d of %d bytes: the test needs a model of several large parameters", scratch, model)
+	}
+	dir := t.TempDir()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := tr.SaveCheckpoint(dir); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	got := int64(after.TotalAlloc - before.TotalAlloc)
+	t.Logf("checkpoint write allocated %d bytes; largest parameter %d, all parameters %d", got, scratch, model)
+	if limit := scratch + 2<<20; got > limit {
+		t.Errorf("checkpoint write allocated %d bytes, want at most one parameter's copy and 2 MiB (%d)", got, limit)
 	}
 }
