@@ -301,6 +301,15 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 			t.o.EvalMemBytes = b
 		}
 	}
+	// What an infer killed outright (kill -9) left beside the outputs: its
+	// temporary files, as large as what it wrote (the sweep's T8).
+	for _, p := range []string{opt.PredPath, opt.LogitsPath} {
+		if p != "" {
+			if n, err := atomicfile.CleanStale(p); err == nil && n > 0 {
+				t.o.Logger.Info("removed the temporary files of a killed earlier write", "path", p, "files", n)
+			}
+		}
+	}
 	arrays := inferArrayBytes * int64(len(nodes))
 	memacct.Add(memacct.Inference, arrays)
 	defer memacct.Add(memacct.Inference, -arrays)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,12 +40,31 @@ func TestInfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tr.model.cfg.Classes
+	// A killed earlier infer's temporary files beside the outputs (its pid
+	// gone) are removed; the sweep's T8.
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
 	for _, mode := range []string{EvalLayerwise, EvalSampled} {
 		dir := t.TempDir()
 		o := &InferOptions{Mode: mode, Fanouts: []int{-1, -1}, PredPath: filepath.Join(dir, "p.npy"), LogitsPath: filepath.Join(dir, "l.npy")}
+		var stale []string
+		for _, p := range []string{o.PredPath, o.LogitsPath} {
+			s := fmt.Sprintf("%s.tmp-%d-0-1", p, child.Process.Pid)
+			if err := os.WriteFile(s, []byte("partial"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stale = append(stale, s)
+		}
 		rep, err := tr.Infer(context.Background(), nodes, o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, s := range stale {
+			if _, err := os.Stat(s); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: a killed write's temporary file: %v, want it removed", s, err)
+			}
 		}
 		pred := readNpy(t, o.PredPath)
 		logp := npy.AsFloat32(readNpy(t, o.LogitsPath))

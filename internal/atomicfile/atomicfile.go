@@ -3,7 +3,8 @@
 // a path, never a partial file.
 //
 // A File is written under a temporary name in the destination directory
-// (NAME.tmp-RANDOM). Commit fsyncs it, renames it over NAME and fsyncs the
+// (NAME.tmp-PID-START-RANDOM: the writer's pid and start time, see
+// CleanStale). Commit fsyncs it, renames it over NAME and fsyncs the
 // directory. Abort, or a crash, leaves only the temporary file, which
 // CleanTemps removes.
 //
@@ -35,6 +36,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ssdgnn/ssdgnn/internal/pidstamp"
 )
 
 // tmpMarker separates the final name from the random suffix.
@@ -62,7 +65,7 @@ func Create(path string) (*File, error) {
 		dir = "."
 	}
 	for try := 0; ; try++ {
-		name := filepath.Join(dir, base+tmpMarker+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		name := filepath.Join(dir, base+tmpMarker+pidstamp.Stamp()+"-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if errors.Is(err, fs.ErrExist) && try < 10000 {
 			continue
@@ -217,6 +220,36 @@ func CleanTempsOf(dir string, names ...string) (int, error) {
 	for _, e := range ents {
 		final, _, ok := strings.Cut(e.Name(), tmpMarker)
 		if !ok || !e.Type().IsRegular() || !slices.Contains(names, final) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CleanStale removes the temporary files of path (NAME.tmp-…, beside it)
+// whose writer no longer runs: a writer killed outright (kill -9) between
+// Create and Commit leaves its file, as large as what it wrote. The
+// temporary name carries the writer's pid and start time
+// (internal/pidstamp), so a file of a writer still running, in this
+// process or another, stays; so does one named before the stamp (a
+// random number alone), whose writer cannot be told. It returns how many
+// it removed.
+func CleanStale(path string) (int, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("atomicfile: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		final, stamp, ok := strings.Cut(e.Name(), tmpMarker)
+		if !ok || final != base || !e.Type().IsRegular() || !pidstamp.Gone(stamp) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {

@@ -2,7 +2,9 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -156,5 +158,44 @@ func TestDeferredCommit(t *testing.T) {
 	}
 	if err := SyncFS(filepath.Join(dir, "gone")); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("SyncFS of a missing path: %v, want an error naming it", err)
+	}
+}
+
+// TestCleanStale: the temporary files of a writer that no longer runs go;
+// this process's, one named before the stamp and another path's stay.
+func TestCleanStale(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "preds.npy")
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Skipf("no child process to stand for a killed writer: %v", err)
+	}
+	dead := fmt.Sprintf("%d-0-12345", child.Process.Pid)
+	mk := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := mk("preds.npy" + tmpMarker + dead)
+	old := mk("preds.npy" + tmpMarker + "987654321")
+	other := mk("logits.npy" + tmpMarker + dead)
+	live, err := Create(path) // this process's, still being written
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	n, err := CleanStale(path)
+	if err != nil || n != 1 {
+		t.Fatalf("CleanStale removed %d, %v; want the dead writer's one", n, err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s: %v, want it removed", stale, err)
+	}
+	for _, p := range []string{old, other, live.TempName()} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v, want it kept", p, err)
+		}
 	}
 }
