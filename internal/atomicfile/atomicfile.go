@@ -193,40 +193,14 @@ func IsTemp(name string) bool { return strings.Contains(filepath.Base(name), tmp
 // CleanTemps removes temporary files left in dir by crashed writers. It
 // returns how many it removed.
 func CleanTemps(dir string) (int, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, fmt.Errorf("atomicfile: %w", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if e.Type().IsRegular() && IsTemp(e.Name()) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
-				n++
-			}
-		}
-	}
-	return n, nil
+	return removeTemps(dir, func(string, string) bool { return true })
 }
 
 // CleanTempsOf is CleanTemps for the temporary files of the given final
 // names only (base names in dir): for a directory other writers may share,
 // whose own temporary files must stay.
 func CleanTempsOf(dir string, names ...string) (int, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, fmt.Errorf("atomicfile: %w", err)
-	}
-	n := 0
-	for _, e := range ents {
-		final, _, ok := strings.Cut(e.Name(), tmpMarker)
-		if !ok || !e.Type().IsRegular() || !slices.Contains(names, final) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
-			n++
-		}
-	}
-	return n, nil
+	return removeTemps(dir, func(final, _ string) bool { return slices.Contains(names, final) })
 }
 
 // CleanStale removes the temporary files of path (NAME.tmp-…, beside it)
@@ -242,6 +216,12 @@ func CleanStale(path string) (int, error) {
 	if dir == "" {
 		dir = "."
 	}
+	return removeTemps(dir, func(final, stamp string) bool { return final == base && pidstamp.Gone(stamp) })
+}
+
+// removeTemps removes the regular temporary files in dir (FINAL.tmp-STAMP)
+// for which remove(FINAL, STAMP) holds, and returns how many it removed.
+func removeTemps(dir string, remove func(final, stamp string) bool) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, fmt.Errorf("atomicfile: %w", err)
@@ -249,7 +229,7 @@ func CleanStale(path string) (int, error) {
 	n := 0
 	for _, e := range ents {
 		final, stamp, ok := strings.Cut(e.Name(), tmpMarker)
-		if !ok || final != base || !e.Type().IsRegular() || !pidstamp.Gone(stamp) {
+		if !ok || !e.Type().IsRegular() || !remove(final, stamp) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
