@@ -178,13 +178,14 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	// cgroup of its --mem while writing them (the review's R8).
 	t.beMu.Lock()
 	defer t.beMu.Unlock()
-	buf := make([]float32, t.model.cfg.CheckpointScratchBytes()/4)
+	total, largest := t.paramBytes()
+	buf := make([]float32, largest/4) // ModelConfig.CheckpointScratchBytes, counted in the budget
 	w1 := func(p *Param) kernels.Tensor { return p.W }
-	if err := section(secParm, t.paramBytes(), t.writeParams(buf, w1)); err != nil {
+	if err := section(secParm, total, t.writeParams(buf, w1)); err != nil {
 		return "", err
 	}
 	mv := t.writeParams(buf, func(p *Param) kernels.Tensor { return p.M }, func(p *Param) kernels.Tensor { return p.V })
-	if err := section(secAdam, 2*t.paramBytes(), mv); err != nil {
+	if err := section(secAdam, 2*total, mv); err != nil {
 		return "", err
 	}
 	// The history snapshot streams into the file: buffered, it was a
@@ -275,14 +276,16 @@ func (t *Trainer) othersCheckpoint() bool {
 	return true
 }
 
-// paramBytes is one tensor of every parameter as float32: a checkpoint
-// section's share per tensor kind.
-func (t *Trainer) paramBytes() int64 {
-	var n int64
+// paramBytes is one tensor of every parameter as float32 (a checkpoint
+// section's share per tensor kind) and of the largest parameter alone
+// (the host copy writeParams streams through), from the model's own
+// parameters.
+func (t *Trainer) paramBytes() (total, largest int64) {
 	for _, p := range t.model.params {
-		n += 4 * int64(p.Rows) * int64(p.Cols)
+		b := 4 * int64(p.Rows) * int64(p.Cols)
+		total, largest = total+b, max(largest, b)
 	}
-	return n
+	return total, largest
 }
 
 // writeParams returns a section body that writes, for each pick in turn,

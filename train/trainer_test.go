@@ -976,7 +976,11 @@ func TestCheckpointWriteMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	scratch, model := tr.model.cfg.CheckpointScratchBytes(), tr.paramBytes()
+	model, largest := tr.paramBytes()
+	scratch := tr.model.cfg.CheckpointScratchBytes()
+	if scratch != largest {
+		t.Fatalf("the budget counts %d bytes of checkpoint scratch, the largest parameter takes %d", scratch, largest)
+	}
 	if 2*scratch > model+model/2 {
 		t.Fatalf("largest parameter %d of %d bytes: the test needs a model of several large parameters", scratch, model)
 	}
