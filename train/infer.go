@@ -181,11 +181,18 @@ func (t *Trainer) sampledOptions(fanouts []int) Options {
 // batch's, so the predictions do not change), else ErrBudget naming the
 // need of the finest cut (MaxMicroBatches pieces).
 func (t *Trainer) sampledInferBound(nodes int, fanouts []int, mem int64) (splitBound, error) {
-	if need, _ := t.sampledInferNeed(nodes, fanouts, 0); need <= mem {
-		return t.evalBound, nil
-	}
 	o := t.sampledOptions(fanouts)
 	n := t.d.NumNodes()
+	if need, _ := t.sampledInferNeed(nodes, fanouts, 0); need <= mem {
+		// The need assumed the destinations of the estimate for its rows
+		// (batchDst), which a batch at these fanouts may exceed where
+		// degrees are below them: cut to them too.
+		rows := fanoutRows(batchTargets(&o), o.Fanouts, n)
+		if r := int64(t.evalBound.rows); r > 0 {
+			rows = min(rows, r)
+		}
+		return splitBound{rows: t.evalBound.rows, dst: int(batchDst(&o, rows))}, nil
+	}
 	least, whole := fanoutRows(microTargets(&o), o.Fanouts, n), fanoutRows(batchTargets(&o), o.Fanouts, n)
 	fits := func(r int64) bool { need, _ := t.sampledInferNeed(nodes, fanouts, r); return need <= mem }
 	if !fits(least) {
@@ -193,7 +200,8 @@ func (t *Trainer) sampledInferBound(nodes int, fanouts []int, mem int64) (splitB
 		return splitBound{}, budgetErrorf("infer", "--mem %s: sampled inference needs about %s even in micro-batches of %d input rows (%s): raise --mem to %s, or infer layer-wise (the default), which fits a budget by its chunks",
 			ibytes(mem), ibytes(need), least, what, ibytesUp(need))
 	}
-	return splitBound{rows: int(largestFitting(least, whole, fits))}, nil
+	r := largestFitting(least, whole, fits)
+	return splitBound{rows: int(r), dst: int(batchDst(&o, r))}, nil
 }
 
 // inferLeast is the least budget M whose chunk bound (M − reserve −
@@ -286,7 +294,9 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 			return nil, err
 		}
 		if b != t.evalBound {
-			t.o.Logger.Info("sampled inference cut finer to fit --mem", "mem_bytes", opt.MemBytes, "micro_batch_rows", b.rows)
+			if b.rows != t.evalBound.rows {
+				t.o.Logger.Info("sampled inference cut finer to fit --mem", "mem_bytes", opt.MemBytes, "micro_batch_rows", b.rows)
+			}
 			defer func(prev splitBound) { t.evalBound = prev }(t.evalBound)
 			t.evalBound = b
 		}

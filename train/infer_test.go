@@ -17,6 +17,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
 	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
+	"github.com/ssdgnn/ssdgnn/storage"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
@@ -229,9 +230,19 @@ func TestSampledInferMem(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory is not counted")
 	}
-	d := smallSynth(t)
+	t.Run("synth", func(t *testing.T) { testSampledInferMem(t, smallSynth(t), synthOpts()) })
+	// Cora's degrees are below the fanouts: a batch has more input-layer
+	// destinations a row than the estimate's formula, so the cut holds
+	// them to it too.
+	t.Run("cora", func(t *testing.T) {
+		o := synthOpts()
+		o.Fanouts, o.EvalFanouts, o.BatchSize = []int{10, 10}, []int{10, 10}, 140
+		testSampledInferMem(t, cora(t), o)
+	})
+}
+
+func testSampledInferMem(t *testing.T, d *storage.Dataset, o *Options) {
 	dir := t.TempDir()
-	o := synthOpts()
 	o.Epochs, o.CheckpointDir = 1, dir
 	run(t, d, o)
 	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1})

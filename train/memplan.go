@@ -29,6 +29,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/kernels/cpu"
 	"github.com/ssdgnn/ssdgnn/planner"
 	"github.com/ssdgnn/ssdgnn/sample"
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -133,12 +134,12 @@ type Budget struct {
 	// micro-batches the estimate's largest batch needs at least (1:
 	// whole).
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
-	// MaxBatchDst, with the streamed input layer, is the most input-layer
-	// destinations a (micro-)batch of MaxBatchRows rows may have when the
-	// plan leaves part of the caches' share unused (a small graph's caches
-	// hold it all): the estimate (batchDst) raised to what that room holds
-	// in every batch in flight (setMaxBatchDst); 0: the estimate. A batch
-	// with more destinations than its bound is cut (trainBound).
+	// MaxBatchDst is the most input-layer destinations a (micro-)batch of
+	// MaxBatchRows rows may have when the plan leaves part of the caches'
+	// share unused (a small graph's caches hold it all): the estimate
+	// (batchDst) raised to what that room holds in every batch in flight
+	// (setMaxBatchDst); 0: the estimate. A batch with more destinations
+	// than its bound is cut (trainBound).
 	MaxBatchDst  int64 `json:"max_batch_dst,omitempty"`
 	MicroBatches int   `json:"micro_batches"`
 	BatchSize    int   `json:"batch_size"`
@@ -170,9 +171,11 @@ func ibytesDown(b int64) string { return bytefmt.Down(b) }
 
 // RuntimeReserve is the part of a whole-process budget of mem bytes that
 // PlanMemory keeps for what it does not count: the Go runtime and garbage
-// awaiting collection, goroutine stacks, the binary, and the page cache of
-// memory-mapped reads, which a memory cgroup charges too. It is mem/8, at
-// least 24 MiB.
+// awaiting collection, goroutine stacks, the binary, the page cache of
+// memory-mapped reads, which a memory cgroup charges too, and the CPU
+// backend's GEMM packing scratch of each worker beyond the first (262 KiB
+// a core; FixedStateEstimate.BackendScratchBytes). It is mem/8, at least
+// 24 MiB.
 func RuntimeReserve(mem int64) int64 { return max(mem/8, reserveFloor) }
 
 // reserveFloor is RuntimeReserve's least reserve (a variable only so that
@@ -853,6 +856,11 @@ func profileOptions(o *Options, mo *MemPlanOptions, name string) *planner.Profil
 // division itself is made before, on the profile's whole batches, for
 // both a bare --mem and a plan file.
 func recountForTraining(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPlanOptions, mp *MemPlan, p *planner.Profile, b *Budget, caches int64) error {
+	// Training's destination estimate (batchDst) reads the profile it is
+	// given (MemPlan.Apply), so the cut counted here must too.
+	w := *o
+	w.Profile = p
+	o = &w
 	b.setMaxBatchDst(d, o, caches)
 	remodeled, err := remodelReads(ctx, d, o, mo, p, b)
 	if err != nil || !remodeled {
@@ -874,7 +882,7 @@ func remodelReads(ctx context.Context, d *storage.Dataset, o *Options, mo *MemPl
 	if p == nil || p.Meta.Reads == nil || r <= 0 {
 		return false, nil
 	}
-	bound := trainerBound(asTrained(o, b), r, b.StreamInput) // training's cut
+	bound := trainBound(asTrained(o, b), r) // training's cut (Trainer.bound)
 	split := r < p.Meta.MaxBatchRows && p.Meta.Reads.MicroBatchRows != r
 	blockOff := b.NoFeatureBlock && p.Meta.Reads.BlockRows > 0
 	scan := trainScan(o, b)
@@ -1634,17 +1642,22 @@ func backendBytes(d *storage.Dataset, o *Options, rows, dst int64, streamed bool
 }
 
 // batchDst is the input-layer destinations WorkingSet assumes a
-// (micro-)batch of rows input rows has: at most 2·rows/(1+fanout₀)+1. o
-// has its defaults.
+// (micro-)batch of rows input rows has: the profile's measured ratio with
+// a twentieth more when it sampled these batches, else
+// 2·rows/(1+fanout₀)+1; never more than rows. Neither is a bound (the
+// ratio is epoch 0's, and on a graph whose degrees are below fanout₀
+// the formula undershoots: Cora's batches at fanouts 10,10 had 0.45
+// destinations a row against its 0.18), so training cuts a batch with
+// more (trainBound) and the estimate holds. o has its defaults.
 func batchDst(o *Options, rows int64) int64 {
 	dst := rows
-	if f0 := o.Fanouts[0]; f0 > 0 {
-		dst = min(dst, 2*rows/int64(1+f0)+1)
+	if testDstPerRow > 0 {
+		return min(dst, int64(math.Ceil(testDstPerRow*float64(rows)))+1)
 	}
 	if p := o.Profile; p != nil && p.Meta.MaxDstPerRow > 0 && sameBatches(o, p) {
-		// The profile's measured ratio, with a little room: training
-		// cuts a batch with more (trainBound), so the estimate holds.
 		dst = min(dst, int64(math.Ceil(p.Meta.MaxDstPerRow*1.05*float64(rows)))+1)
+	} else if f0 := o.Fanouts[0]; f0 > 0 {
+		dst = min(dst, 2*rows/int64(1+f0)+1)
 	}
 	return dst
 }
@@ -1656,13 +1669,15 @@ func sameBatches(o *Options, p *planner.Profile) bool {
 	return slices.Equal(p.Meta.Fanouts, o.Fanouts) && p.Meta.BatchSize == o.BatchSize
 }
 
-// trainBound is the cut training with o makes for (micro-)batches of at
-// most rows input rows: also at most the input-layer destinations the
-// estimate assumed (batchDst), whose rows a streamed batch holds and
-// whose activations every batch's backend tensors scale with
-// (backendBytes). The bound is not tight for deeper models: with three
-// layers of fanout 10, batches of 185,000 input rows had 48,000 input-layer
-// destinations against batchDst's 33,600. o has its defaults.
+// trainBound is the cut training with o makes (Trainer.bound) for
+// (micro-)batches of at most rows input rows: also at most the input-layer
+// destinations the estimate assumed (batchDst), whose rows a streamed
+// batch holds and whose activations every batch's backend tensors scale
+// with (backendBytes). The plan's recount (remodelReads) cuts the
+// profile's batches with it too. Without a profile of these batches the
+// bound is not tight for deeper models: with three layers of fanout 10,
+// batches of 185,000 input rows had 48,000 input-layer destinations
+// against the formula's 33,600. o has its defaults.
 func trainBound(o *Options, rows int64) splitBound {
 	b := splitBound{rows: int(rows)}
 	if rows > 0 {
@@ -1671,36 +1686,28 @@ func trainBound(o *Options, rows int64) splitBound {
 	return b
 }
 
-// trainerBound is the cut the Trainer makes (Trainer.bound) for batches of
-// at most rows input rows: by the input layer's destinations as well
-// (trainBound) only when it streams that layer. The plan's recount
-// (remodelReads) cuts the profile's batches with it too.
-func trainerBound(o *Options, rows int64, streamed bool) splitBound {
-	if streamed {
-		return trainBound(o, rows)
-	}
-	return splitBound{rows: int(rows)}
-}
+// testDstPerRow, set by tests, replaces batchDst's ratio of destinations
+// to rows, to test the cut that keeps the estimate when it undershoots.
+var testDstPerRow float64
 
 // testNoDstRoom, set by tests, keeps setMaxBatchDst from raising the
 // bound, for tests of the cut the estimate makes.
 var testNoDstRoom bool
 
 // setMaxBatchDst sets b.MaxBatchDst for training with o (its defaults
-// applied) when the plan's caches take planned of b.Caches: with the
-// streamed input layer, the share they leave unused (caches are planned
-// no larger than what they hold) goes to the batches in flight as room for
-// more input-layer destinations than the estimate, so that a batch is not
-// cut into micro-batches when nothing needs the memory. It reports
-// whether the bound changed (the caller then counts the reads of the new
-// cut). Before, under --mem 2GiB on a 50,000-node graph every batch was
+// applied) when the plan's caches take planned of b.Caches: the share
+// they leave unused (caches are planned no larger than what they hold)
+// goes to the batches in flight as room for more input-layer destinations
+// than the estimate, so that a batch is not cut into micro-batches when
+// nothing needs the memory. It reports whether the bound changed (the
+// caller then counts the reads of the new cut). Before, under --mem 2GiB on a 50,000-node graph every batch was
 // cut in two (the estimate 2·rows/(1+fanout₀) undershot its
 // destinations), and training differed from the unbudgeted run.
 func (b *Budget) setMaxBatchDst(d *storage.Dataset, o *Options, planned int64) bool {
 	old := b.MaxBatchDst
 	b.MaxBatchDst = 0
 	left := b.Caches - planned
-	if b.StreamInput && b.MaxBatchRows > 0 && left > 0 && !testNoDstRoom {
+	if b.MaxBatchRows > 0 && left > 0 && !testNoDstRoom {
 		w := asTrained(o, b)
 		rows := b.MaxBatchRows
 		base := batchDst(w, rows)
@@ -1716,16 +1723,18 @@ func (b *Budget) setMaxBatchDst(d *storage.Dataset, o *Options, planned int64) b
 
 // evalBound is the cut sampled evaluation, which gathers whole input
 // rows, makes in the working set planned for training's (micro-)batches
-// of rows input rows: with the streamed input layer, the most rows whose
-// unstreamed estimate fits the streamed one. o has its defaults.
+// of rows input rows: training's cut (trainBound), and with the streamed
+// input layer the most rows whose unstreamed estimate fits the streamed
+// one, with the destinations that estimate assumed. o has its defaults.
 func evalBound(d *storage.Dataset, o *Options, rows int64) splitBound {
 	if !streamOn(o) || rows <= 0 {
-		return splitBound{rows: int(rows)}
+		return trainBound(o, rows)
 	}
 	off := *o
 	off.StreamInput = StreamInputOff
 	limit := batchBytes(d, o, rows) + gatherBytes(d, o, rows)
-	return splitBound{rows: int(largestFitting(1, rows, func(r int64) bool { return batchBytes(d, &off, r)+gatherBytes(d, &off, r) <= limit }))}
+	r := largestFitting(1, rows, func(r int64) bool { return batchBytes(d, &off, r)+gatherBytes(d, &off, r) <= limit })
+	return splitBound{rows: int(r), dst: int(batchDst(&off, r))}
 }
 
 // largestFitting is the largest x in [lo, hi] with fits(x), for fits true
@@ -1825,7 +1834,17 @@ type FixedStateEstimate struct {
 	// per node, 8 when the dataset is not symmetrised), 0 for the other
 	// models.
 	DegreeBytes int64 `json:"degree_bytes,omitempty"`
-	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes + DegreeBytes.
+	// BackendScratchBytes is what the backend keeps beyond its tensors
+	// for one of its workers (backendScratchBytes: the CPU backend's GEMM
+	// packing buffers, 262 KiB, more than the backend took for Cora's
+	// whole streamed SAGE batch, TestBatchDstOfLowDegree). Each further
+	// worker's (one a core) is within the runtime reserve (RuntimeReserve),
+	// so that one budget divides alike, and trains alike with --workers,
+	// on machines with other core counts: counted here, 16 cores' 4 MiB
+	// changed the history cache's share and the losses.
+	BackendScratchBytes int64 `json:"backend_scratch_bytes,omitempty"`
+	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes +
+	// DegreeBytes + BackendScratchBytes.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -1839,7 +1858,7 @@ const (
 // opts (p nil: opts.Profile):
 //
 //	Bytes = 4 · N · Workers  (N ≤ 2^23; else 0)  +  8 · N  (with a profile)  +  model  +  gather slots
-//	        +  4 or 8 · N  (GCN's degrees)
+//	        +  4 or 8 · N  (GCN's degrees)  +  the backend's scratch
 //
 // with Workers defaulting to GOMAXPROCS as the sampler's does. The memory
 // check and --mem reserve it beside the working set. Memory-mapped
@@ -1857,8 +1876,23 @@ func FixedState(d *storage.Dataset, opts *Options, p *planner.Profile) FixedStat
 	if o.Model == ModelGCN {
 		fs.DegreeBytes = degreeBytes(d)
 	}
-	fs.Bytes += fs.ModelBytes + fs.GatherSlotBytes + fs.DegreeBytes
+	fs.BackendScratchBytes = backendScratchBytes(o.Backend)
+	fs.Bytes += fs.ModelBytes + fs.GatherSlotBytes + fs.DegreeBytes + fs.BackendScratchBytes
 	return fs
+}
+
+// backendScratchBytes is what backend be keeps for its life beyond its
+// tensors for one worker (a backend's ScratchBytes, at most one CPU
+// worker's; nil: the CPU backend New makes).
+func backendScratchBytes(be kernels.Backend) int64 {
+	one := cpu.ScratchBytes(&cpu.Options{Workers: 1})
+	if be == nil {
+		return one
+	}
+	if s, ok := be.(interface{ ScratchBytes() int64 }); ok {
+		return min(s.ScratchBytes(), one)
+	}
+	return 0
 }
 
 // modelConfig is the model o trains on d (o with defaults).
@@ -2183,10 +2217,10 @@ func WriteBudget(w io.Writer, b *Budget) error {
 	}
 	_, err := fmt.Fprintf(w, `memory budget --mem %s:
   runtime reserve   %10s  (Go runtime, stacks, binary, page cache)
-  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s%s)
+  fixed state       %10s  (model and optimiser %s, sampler scratch %s, profile %s, feature read slots %s, backend scratch %s%s)
   working set       %10s  (%d in flight × %s; %s; %s)
   caches            %10s  (%s)
-`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes), degrees,
+`, ibytes(b.MemBytes), ibytes(b.Reserve), ibytes(b.Fixed.Bytes), ibytes(b.Fixed.ModelBytes), ibytes(b.Fixed.SamplerBytes), ibytes(b.Fixed.ProfileBytes), ibytes(b.Fixed.GatherSlotBytes), ibytes(b.Fixed.BackendScratchBytes), degrees,
 		ibytes(ws.Bytes), ws.InFlight, ibytes(ws.BatchBytes), batch, terms, ibytes(b.Caches), caches)
 	return err
 }

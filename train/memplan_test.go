@@ -777,12 +777,13 @@ func TestSamplingMinimumCountsNeighborCache(t *testing.T) {
 }
 
 // TestStreamedBatchesWholeWithRoom: with the streamed input layer, a
-// budget whose caches leave part of their share unused keeps batches whole
-// where the destination estimate would cut them (Budget.MaxBatchDst), and
-// the plan's read model predicts the reads of that cut exactly (no cache,
-// no history). Before, under --mem 2GiB on this 50,000-node graph every
-// batch was cut in two, and training differed from the unbudgeted run
-// (sweep 26, T16).
+// budget with room keeps batches whole where 2·rows/(1+fanout₀) would cut
+// them: the destination estimate is the profile's measured ratio
+// (batchDst), and the room the caches leave raises the bound beyond it
+// (Budget.MaxBatchDst); the plan's read model predicts the reads of that
+// cut exactly (no cache, no history). Before, under --mem 2GiB on this
+// 50,000-node graph every batch was cut in two, and training differed
+// from the unbudgeted run (sweep 26, T16).
 func TestStreamedBatchesWholeWithRoom(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and trains a 50,000-node graph")
@@ -791,7 +792,7 @@ func TestStreamedBatchesWholeWithRoom(t *testing.T) {
 		_, err := synth.Generate(dir, synth.Config{Nodes: 50000, Seed: 1}, nil)
 		return err
 	})
-	train := func(noRoom bool) (*MemPlan, EpochStats) {
+	train := func(noRoom bool) (*MemPlan, EpochStats, int64) {
 		testNoDstRoom = noRoom
 		defer func() { testNoDstRoom = false }()
 		opts := func() *Options {
@@ -804,12 +805,19 @@ func TestStreamedBatchesWholeWithRoom(t *testing.T) {
 		}
 		o := opts()
 		mp.Apply(o, nil)
-		return mp, run(t, d, o).Epochs[0]
+		var dst int64
+		defer func() { testBatchDone = nil }()
+		testBatchDone = func(hb *hostBatch, last bool) { dst = max(dst, int64(hb.blocks[0].NumDst)) }
+		return mp, run(t, d, o).Epochs[0], dst
 	}
-	if _, e := train(true); e.MicroBatches == 0 {
-		t.Error("the destination estimate holds on this graph: the test shows nothing")
+	mp, e, dst := train(true)
+	if formula := 2*mp.Budget.MaxBatchRows/11 + 1; dst <= formula {
+		t.Errorf("%d destinations at most, within the formula's %d: the test shows nothing", dst, formula)
 	}
-	mp, e := train(false)
+	if e.MicroBatches != 0 {
+		t.Errorf("without the room: %d micro-batches, want whole batches (the profile's ratio)", e.MicroBatches)
+	}
+	mp, e, _ = train(false)
 	if mp.Budget.MaxBatchDst == 0 || e.MicroBatches != 0 {
 		t.Errorf("room for %d destinations: %d micro-batches, want whole batches", mp.Budget.MaxBatchDst, e.MicroBatches)
 	}

@@ -167,9 +167,8 @@ func (s *splitter) build(m int) microBatch {
 }
 
 // splitBound is what one (micro-)batch may hold: rows input rows (0: no
-// bound) and, with the streamed input layer, dst input-layer
-// destinations (0: no bound), the two figures its working-set estimate
-// was made for.
+// bound) and dst input-layer destinations (0: no bound), the two figures
+// its working-set estimate was made for.
 type splitBound struct{ rows, dst int }
 
 // fits says whether a (micro-)batch of rows input rows and dst

@@ -246,7 +246,7 @@ type Options struct {
 	// that fit (PlanMemory sets it from MemBytes).
 	MaxBatchRows int64 `json:"max_batch_rows,omitempty"`
 	// MaxBatchDst, when positive, raises the input-layer destinations a
-	// streamed (micro-)batch may have above the estimate for MaxBatchRows
+	// (micro-)batch may have above the estimate for MaxBatchRows
 	// rows (MemPlan.Apply sets it from the room the plan's caches leave:
 	// Budget.MaxBatchDst).
 	MaxBatchDst int64 `json:"max_batch_dst,omitempty"`

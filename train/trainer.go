@@ -198,11 +198,8 @@ func New(ctx context.Context, d *storage.Dataset, opts *Options) (_ *Trainer, er
 		}
 	}
 	t.depth = ReuseDepth(&o)
-	t.bound = trainerBound(&o, o.MaxBatchRows, t.stream != nil)
-	t.evalBound = splitBound{rows: int(o.MaxBatchRows)}
-	if t.stream != nil {
-		t.evalBound = evalBound(d, &o, o.MaxBatchRows)
-	}
+	t.bound = trainBound(&o, o.MaxBatchRows)
+	t.evalBound = evalBound(d, &o, o.MaxBatchRows)
 	if t.hc != nil && o.Staleness <= int64(t.depth) {
 		// Decisions within an epoch see pushes at least D batches old;
 		// only an epoch's first batches, decided against the cache the

@@ -58,6 +58,18 @@ type tiledScratch struct {
 // tiledScratchBytes is one tiledScratch's size.
 const tiledScratchBytes = int64(unsafe.Sizeof(tiledScratch{}))
 
+// ScratchBytes is what a backend of opts (nil: the defaults) keeps for its
+// life beyond its tensors: the tiled GEMM's packing buffers, one per
+// worker once the workers have multiplied at once (counted in
+// memacct.Backend as they are made).
+func ScratchBytes(opts *Options) int64 {
+	o := opts.withDefaults()
+	return int64(o.Workers) * tiledScratchBytes
+}
+
+// ScratchBytes is ScratchBytes of b's options.
+func (b *Backend) ScratchBytes() int64 { return ScratchBytes(&b.opts) }
+
 // tiledScratchGet takes a worker's packing buffers from the backend's
 // free list, or makes and counts new ones. One parallel op runs fn on at
 // most Workers goroutines at once; callers on several goroutines may
