@@ -24,6 +24,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/decbuf"
+	"github.com/ssdgnn/ssdgnn/internal/memacct"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/kernels"
@@ -180,6 +181,8 @@ func (t *Trainer) SaveCheckpoint(dir string) (string, error) {
 	defer t.beMu.Unlock()
 	total, largest := t.paramBytes()
 	buf := make([]float32, largest/4) // ModelConfig.CheckpointScratchBytes, counted in the budget
+	memacct.Add(memacct.Checkpoint, largest)
+	defer memacct.Add(memacct.Checkpoint, -largest)
 	w1 := func(p *Param) kernels.Tensor { return p.W }
 	if err := section(secParm, total, t.writeParams(buf, w1)); err != nil {
 		return "", err

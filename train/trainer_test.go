@@ -988,10 +988,15 @@ func TestCheckpointWriteMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	memacct.ResetPeak()
 	if _, err := tr.SaveCheckpoint(dir); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
+	// Counted where it is allocated, under its own purpose.
+	if snap := memacct.Read(); snap.MaxBytes[memacct.Checkpoint] != scratch || snap.Bytes[memacct.Checkpoint] != 0 {
+		t.Errorf("checkpoint scratch counted at most %d, %d after, want %d then 0", snap.MaxBytes[memacct.Checkpoint], snap.Bytes[memacct.Checkpoint], scratch)
+	}
 	got := int64(after.TotalAlloc - before.TotalAlloc)
 	t.Logf("checkpoint write allocated %d bytes; largest parameter %d, all parameters %d", got, scratch, model)
 	if limit := scratch + 2<<20; got > limit {

@@ -70,11 +70,15 @@ const (
 	// EdgeSort: the external edge sorter's in-memory buffer (package
 	// extsort; import, gen).
 	EdgeSort
+	// Checkpoint: the host copy of one parameter a checkpoint write
+	// streams the model through (train's ModelConfig.CheckpointScratchBytes).
+	Checkpoint
 	numPurposes
 )
 
 var names = [numPurposes]string{"feature cache", "history cache", "neighbour cache", "dynamic caches",
-	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference", "graph degrees", "edge sort"}
+	"batch buffers", "backend tensors", "sampler scratch", "profile", "sampled batches", "inference", "graph degrees", "edge sort",
+	"checkpoint"}
 
 // String names the purpose.
 func (p Purpose) String() string {
