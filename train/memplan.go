@@ -73,6 +73,15 @@ type MemPlanOptions struct {
 	Part      []int32
 	Partition string
 	Cross     []int32
+	// SourceAuto says Options.Source is what AutoSource chose for
+	// MemBytes. Where that is not the mapping (batched or pread reads,
+	// whose buffers the budget holds), MemBytes is below its minimum and
+	// the mapping's minimum is lower, PlanMemory plans reads through the
+	// mapping instead (MemPlan.SourceMmap): before, `train --mem 20MiB`
+	// in a 72 MiB cgroup named a minimum of 71.6 MiB (auto chose the
+	// mapping for what 20 MiB leaves the page cache), and at 71.6 MiB
+	// auto chose batched reads and named 94.7 MiB.
+	SourceAuto bool
 }
 
 // MemPlan is PlanMemory's result.
@@ -105,6 +114,10 @@ type MemPlan struct {
 	Warning string
 	// MemBytes is the whole process's budget.
 	MemBytes int64
+	// SourceMmap says the plan reads neighbour lists through the mapping
+	// where Options.Source, chosen by auto, did not fit MemBytes
+	// (MemPlanOptions.SourceAuto); Apply sets Options.Source.
+	SourceMmap bool
 	// Budget is the arithmetic that divided MemBytes (nil for a plan
 	// read from PlanFile with no budget given).
 	Budget *Budget
@@ -442,6 +455,9 @@ func macroBound(o *Options) int64 {
 // follow from MemBytes (GatherDepth, in withDefaults) unless o names them.
 func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	o.Plan, o.Profile, o.MemBytes = mp.Plan, mp.Profile, mp.MemBytes
+	if mp.SourceMmap {
+		o.Source = sample.SourceMmap
+	}
 	if mp.Budget != nil && o.MaxBatchRows == 0 {
 		o.MaxBatchRows = mp.Budget.MaxBatchRows
 		o.MaxBatchDst = mp.Budget.MaxBatchDst
@@ -523,6 +539,24 @@ func PlanMemory(ctx context.Context, d *storage.Dataset, opts *Options, mo *MemP
 		profiling = saved == nil
 	}
 	minMem, withAll, w := acceptedMinimum(d, opts, &least, mo.MemBytes, profiling)
+	if mo.SourceAuto && o.Source != sample.SourceMmap && mo.MemBytes > 0 && mo.MemBytes < minMem {
+		mm := *opts
+		mm.Source = sample.SourceMmap
+		ml := least
+		ml.Source = sample.SourceMmap
+		if m, _, _ := acceptedMinimum(d, &mm, &ml, mo.MemBytes, profiling); m < minMem {
+			// Planned again through the mapping, whose minimum is named
+			// if it does not fit either.
+			o.Logger.Info("neighbour reads: through the mapping: the budget is below the minimum with the reads auto chose", "source", o.Source.String(), "minimum", ibytesUp(minMem), "minimum_mmap", ibytesUp(m))
+			mmo := *mo
+			mmo.SourceAuto = false
+			mp, err := PlanMemory(ctx, d, &mm, &mmo)
+			if mp != nil {
+				mp.SourceMmap = true
+			}
+			return mp, err
+		}
+	}
 	if w > 0 {
 		o.Logger.Info("fewer sampling workers than cores, to fit the budget", "workers", w, "cores", samplingWorkers(0),
 			"minimum_with_all", ibytes(withAll))

@@ -895,3 +895,49 @@ func workersFixture(t *testing.T, name string) (d *storage.Dataset, opts func() 
 	}
 	return d, opts, roomy, p
 }
+
+// TestPlanMemorySourceAuto: a budget below the minimum of the neighbour
+// reads auto chose (batched: their buffers are the budget's) but above the
+// mapping's is planned through the mapping when the source was auto's
+// (MemPlan.SourceMmap, Apply sets it), and refused naming the batched
+// minimum when --source was given; below both, the refusal names the
+// mapping's, the lower, at which auto's choice then fits. Before, in a
+// 72 MiB cgroup `train --mem 20MiB` named 71.6 MiB and `--mem 71.6MiB`
+// named 94.7 MiB (auto chose batched reads for the smaller page-cache room).
+func TestPlanMemorySourceAuto(t *testing.T) {
+	d := smallSynth(t)
+	opts := func(src sample.Source) *Options {
+		o := synthOpts()
+		o.Epochs, o.InFlight, o.Workers, o.Source = 1, 1, 1, src
+		return o
+	}
+	least := func(src sample.Source) int64 {
+		o := opts(src).withDataset(d, nil)
+		return minimumBudgetWith(d, &o, 0, true)
+	}
+	batched, mapped := least(sample.SourceBatch), least(sample.SourceMmap)
+	if mapped >= batched {
+		t.Fatalf("least budget %d through the mapping, %d batched: the test needs batched reads to cost more", mapped, batched)
+	}
+	mem := (mapped + batched) / 2
+	_, err := PlanMemory(context.Background(), d, opts(sample.SourceBatch), &MemPlanOptions{MemBytes: mem, ProfileName: "src-given"})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytesUp(batched)) {
+		t.Errorf("--source batch under %d (batched minimum %d): %v", mem, batched, err)
+	}
+	mp, err := PlanMemory(context.Background(), d, opts(sample.SourceBatch), &MemPlanOptions{MemBytes: mem, ProfileName: "src-auto", SourceAuto: true})
+	if err != nil {
+		t.Fatalf("auto's batched reads under %d (the mapping's minimum %d): %v", mem, mapped, err)
+	}
+	o := opts(sample.SourceBatch)
+	mp.Apply(o, nil)
+	if !mp.SourceMmap || o.Source != sample.SourceMmap {
+		t.Errorf("planned with SourceMmap %v, training reads with %v", mp.SourceMmap, o.Source)
+	}
+	if rep := run(t, d, o); rep.Memory.TotalBytes > mem {
+		t.Errorf("trained at %d bytes, budget %d", rep.Memory.TotalBytes, mem)
+	}
+	_, err = PlanMemory(context.Background(), d, opts(sample.SourceBatch), &MemPlanOptions{MemBytes: mapped - 1, ProfileName: "src-none", SourceAuto: true})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "minimum of "+ibytesUp(mapped)) {
+		t.Errorf("auto under %d (the mapping's minimum %d): %v", mapped-1, mapped, err)
+	}
+}

@@ -205,11 +205,15 @@ that mmap reads need. See docs/train.md.`,
 			if t.Mem > 0 || t.PlanFile != "" {
 				mo.MemBytes, mo.PlanFile, mo.ProfileName, mo.Reprofile = int64(t.Mem), t.PlanFile, t.ProfileName, t.Reprofile
 				mo.PlanOut = planOut(o.CheckpointDir)
+				mo.SourceAuto = t.Source == "auto"
 				mp, err := train.PlanMemory(cmd.Context(), d, o, &mo)
 				if err != nil {
 					return err
 				}
 				mp.Apply(o, &mo)
+				if mp.SourceMmap {
+					fmt.Fprintln(cmd.ErrOrStderr(), "neighbour reads: through the mapping, not batched: the batched reads' buffers do not fit --mem")
+				}
 				how := "read"
 				switch {
 				case mp.Reused:
