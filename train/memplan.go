@@ -172,6 +172,15 @@ type Budget struct {
 	// batches would not fit unstreamed and the model qualifies
 	// (MemPlan.Apply sets it); the working set is then the streamed one.
 	StreamInput bool `json:"stream_input,omitempty"`
+	// DstFromFanouts says the working set did not fit with the profile's
+	// ratio of input-layer destinations to rows, even in the least
+	// micro-batches, and does with 2·rows/(1+fanout₀) destinations, the
+	// estimate the least budget (MinimumBudget, made before profiling)
+	// assumes: training then cuts batches to that many
+	// (Options.DstFromFanouts). On imported Cora (GAT, --hidden 256) the
+	// ratio is 0.45 against the formula's 0.18, and the least budget it
+	// named, 118.7 MiB, was refused after profiling.
+	DstFromFanouts bool `json:"dst_from_fanouts,omitempty"`
 }
 
 // ibytes formats a byte count in IEC units.
@@ -472,6 +481,9 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 	}
 	if mp.Budget != nil && mp.Budget.NoFeatureBlock {
 		o.NoFeatureBlock = true
+	}
+	if mp.Budget != nil && mp.Budget.DstFromFanouts {
+		o.DstFromFanouts = true
 	}
 	if mp.Budget != nil && (o.StreamInput == "" || o.StreamInput == StreamInputAuto) {
 		o.StreamInput = StreamInputOff
@@ -1030,6 +1042,7 @@ func asTrained(o *Options, b *Budget) *Options {
 	w := *o
 	w.InFlight = b.WorkingSet.InFlight
 	w.MaxBatchDst = b.MaxBatchDst
+	w.DstFromFanouts = w.DstFromFanouts || b.DstFromFanouts
 	w.StreamInput = StreamInputOff
 	if b.StreamInput {
 		w.StreamInput = StreamInputOn
@@ -1329,6 +1342,17 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 			if fits {
 				nb.BlockMicroBatches = b.MicroBatches
 			}
+			return nb, nil
+		}
+	}
+	if !fits && !o.DstFromFanouts && p != nil && o.MaxBatchRows == 0 {
+		// The least budget assumed the formula's destinations: cut to
+		// them (more micro-batches, each within the estimate) rather
+		// than refuse the budget it named.
+		w := *given
+		w.DstFromFanouts = true
+		if nb, err := divide(d, &w, p, mem); err == nil {
+			nb.DstFromFanouts = true
 			return nb, nil
 		}
 	}
@@ -1688,7 +1712,7 @@ func batchDst(o *Options, rows int64) int64 {
 	if testDstPerRow > 0 {
 		return min(dst, int64(math.Ceil(testDstPerRow*float64(rows)))+1)
 	}
-	if p := o.Profile; p != nil && p.Meta.MaxDstPerRow > 0 && sameBatches(o, p) {
+	if p := o.Profile; p != nil && p.Meta.MaxDstPerRow > 0 && sameBatches(o, p) && !o.DstFromFanouts {
 		dst = min(dst, int64(math.Ceil(p.Meta.MaxDstPerRow*1.05*float64(rows)))+1)
 	} else if f0 := o.Fanouts[0]; f0 > 0 {
 		dst = min(dst, 2*rows/int64(1+f0)+1)
