@@ -116,7 +116,7 @@ func (o *RelabelOptions) Validate() error {
 	case o.MemBytes < 0:
 		return opterr.Errorf(ErrOptions, "relabel: %s %d, want >= 0 (0: the default)", opterr.Field("MemBytes"), o.MemBytes)
 	case !slices.Contains(RelabelOrders, order):
-		return fmt.Errorf("%w: relabel: unknown order %q (want one of %v)", ErrOptions, o.Order, RelabelOrders)
+		return opterr.Errorf(ErrOptions, "relabel: unknown %s %q (want one of %v)", opterr.Field("Order"), o.Order, RelabelOrders)
 	case (order == RelabelByHeat) != (o.Heat != nil):
 		return fmt.Errorf("%w: relabel: order %q with %d heat values: heat is given exactly for order %q", ErrOptions, order, len(o.Heat), RelabelByHeat)
 	}

@@ -32,7 +32,7 @@ func TestRelabelCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--order", "bogus"}, `unknown order "bogus"`},
+		{[]string{"--order", "bogus"}, `unknown --order "bogus"`},
 		{[]string{"--order", "heat"}, "--heat-profile goes with --order heat"},
 		{[]string{"--heat-profile", "p"}, "--heat-profile goes with --order heat"},
 		{[]string{"--order", "heat", "--heat-profile", "nope"}, "run 'ssdgnn profile' first"},
