@@ -2,8 +2,10 @@ package ooc
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -225,6 +227,26 @@ func TestEndToEnd(t *testing.T) {
 	o.Configs, o.OutDir, o.MemLimit = []string{"ssdgnn"}, filepath.Join(tmp, "out3"), 24<<20
 	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--mem-limit 24 MiB cannot train the ssdgnn configuration") {
 		t.Errorf("--mem-limit 24 MiB: %v, want it named", err)
+	}
+	// Caches a child cannot hold beside its working set are refused
+	// before any configuration runs, naming the configuration and a
+	// --cache-budget that fits: dual-cache is given the whole cache
+	// budget (the plan, for this small graph, far less). Before, only
+	// the ssdgnn configuration's own share was checked, and never a
+	// --cache-budget: the other children were started and refused their
+	// --mem.
+	o.Configs, o.OutDir, o.MemLimit, o.CacheBudget = []string{"mmap-baseline", "dual-cache", "ssdgnn"}, filepath.Join(tmp, "out4"), 384<<20, 340<<20
+	_, err = Run(context.Background(), o)
+	if err == nil || !errors.Is(err, train.ErrBudget) {
+		t.Fatalf("--cache-budget 340 MiB under --mem-limit 384 MiB (48 MiB of runtime reserve alone): %v, want a refusal", err)
+	}
+	for _, want := range []string{"cannot train 1 of the configurations", "dual-cache (given 340 MiB", "give --cache-budget"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q lacks %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.OutDir, "runs")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a configuration ran before the refusal: %v", err)
 	}
 }
 
