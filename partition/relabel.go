@@ -22,6 +22,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -246,8 +247,10 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		return nil, err
 	}
 	if need := RelabelMinMemFor(d, p, opt.Order); opt.MemBytes < need {
-		return nil, fmt.Errorf("%w: %d nodes in order %q need at least %d bytes (%d MiB) for the id map, sort keys and buffers, given %d",
-			ErrRelabelMem, n, opt.Order, need, (need+1<<20-1)>>20, opt.MemBytes)
+		// Naming the option (--mem on the command line), in units: the
+		// refusal read "given 1048576" and named no flag.
+		return nil, opterr.Errorf(ErrRelabelMem, "%d nodes in order %q need at least %d bytes (%s) for the id map, sort keys and buffers; %s is %s",
+			n, opt.Order, need, bytefmt.Up(need), opterr.Field("MemBytes"), bytefmt.Down(opt.MemBytes))
 	}
 	if err := outpath.CheckDir("OUT", out, d.Dir()); err != nil {
 		return nil, fmt.Errorf("partition: relabel never writes in place: %w", err)
