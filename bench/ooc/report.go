@@ -462,6 +462,12 @@ func (r *Report) WriteFiles(dir string) error {
 func (r *Report) names() []string {
 	var n []string
 	for _, c := range r.Configs {
+		if len(c.Epochs) == 0 {
+			// Its bars are zeros that were never measured: the axis says
+			// so (the charts drew "0 GiB" under the bare name).
+			n = append(n, c.Name+" (no epoch)")
+			continue
+		}
 		n = append(n, c.Name)
 	}
 	return n

@@ -353,6 +353,10 @@ func TestReportRefusedConfig(t *testing.T) {
 	if !strings.Contains(rows[2], "| at most 162 MiB |") {
 		t.Errorf("whole-child row, max RSS at the runner's peak: %s", rows[2])
 	}
+	// The charts' axis marks its zero bars as unmeasured.
+	if n := r.names(); n[1] != "dual-cache (no epoch)" || n[2] != "ssdgnn" {
+		t.Errorf("chart names %q", n)
+	}
 	for _, tg := range r.Targets {
 		if strings.HasPrefix(tg.Name, "every configuration ends at") {
 			if tg.Met != "no" || !strings.Contains(tg.Value, "failed: dual-cache") || strings.Contains(tg.Value, "(dual-cache)") {
