@@ -221,6 +221,22 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("%s: the child's budget lines lack %q:\n%s", name, want, b)
 		}
 	}
+	// A reused dataset whose partitioning is gone (removed by hand, as
+	// the marker cannot know) is partitioned again; before, the run
+	// failed with "no partitioning \"ooc\" ...: run 'ssdgnn partition
+	// DIR' first", which makes "fennel", not the partitioning it needs.
+	if err := os.RemoveAll(filepath.Join(o.Dir, "partitions", PartitionName)); err != nil {
+		t.Fatal(err)
+	}
+	o.Configs, o.OutDir = []string{"ssdgnn"}, filepath.Join(tmp, "out-repart")
+	if rep, err = Run(context.Background(), o); err != nil {
+		t.Fatalf("a run over a removed partitioning: %v", err)
+	}
+	if p, err := partition.Open(o.Dir, PartitionName); err != nil || p.K() != rep.Dataset.Parts || !rep.Configs[0].OK() {
+		t.Errorf("after a run over a removed partitioning: %v, %+v", err, rep.Configs)
+	} else {
+		p.Close()
+	}
 	// A limit train cannot use is named as bench ooc's own flag, with the
 	// flags that change it; before, the error quoted only train's --mem
 	// (sweep 26, P10).
