@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -246,6 +248,13 @@ func (o *Options) Validate() error {
 	switch {
 	case r.Bin == "" || r.Dir == "" || r.OutDir == "":
 		return bad("%s, %s and OutDir are required", opterr.Field("Bin"), opterr.Field("Dir"))
+	case outpath.Within(r.Dir, r.OutDir) || outpath.Within(filepath.Clean(r.Dir)+"-pm", r.OutDir):
+		// The report, logs, plans and checkpoints would land among the
+		// dataset's files (--out D --dir D ran, writing D/logs, D/runs
+		// and D/plan.json), and a later `gen --force` of the dataset
+		// would take them with it.
+		return bad("%s %s is, or lies inside, the dataset directory %s %s (or its partition-major copy): name another directory",
+			opterr.Field("OutDir"), r.OutDir, opterr.Field("Dir"), r.Dir)
 	case r.DataSize < 0 || r.MemLimit < 0 || r.CacheBudget < 0:
 		return bad("negative size (data %d, mem limit %d, cache budget %d)", r.DataSize, r.MemLimit, r.CacheBudget)
 	case r.CacheBudget >= r.MemLimit:
