@@ -22,6 +22,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/memstat"
 	"github.com/ssdgnn/ssdgnn/internal/npy"
@@ -116,7 +117,7 @@ func (o *RelabelOptions) Validate() error {
 	case o.MemBytes < 0:
 		return opterr.Errorf(ErrOptions, "relabel: %s %d, want >= 0 (0: the default)", opterr.Field("MemBytes"), o.MemBytes)
 	case !slices.Contains(RelabelOrders, order):
-		return fmt.Errorf("%w: relabel: unknown order %q (want one of %v)", ErrOptions, o.Order, RelabelOrders)
+		return opterr.Errorf(ErrOptions, "relabel: unknown %s %q (want one of %v)", opterr.Field("Order"), o.Order, RelabelOrders)
 	case (order == RelabelByHeat) != (o.Heat != nil):
 		return fmt.Errorf("%w: relabel: order %q with %d heat values: heat is given exactly for order %q", ErrOptions, order, len(o.Heat), RelabelByHeat)
 	}
@@ -246,8 +247,10 @@ func Relabel(ctx context.Context, d *storage.Dataset, p *Partitioning, out strin
 		return nil, err
 	}
 	if need := RelabelMinMemFor(d, p, opt.Order); opt.MemBytes < need {
-		return nil, fmt.Errorf("%w: %d nodes in order %q need at least %d bytes (%d MiB) for the id map, sort keys and buffers, given %d",
-			ErrRelabelMem, n, opt.Order, need, (need+1<<20-1)>>20, opt.MemBytes)
+		// Naming the option (--mem on the command line), in units: the
+		// refusal read "given 1048576" and named no flag.
+		return nil, opterr.Errorf(ErrRelabelMem, "%d nodes in order %q need at least %d bytes (%s) for the id map, sort keys and buffers; %s is %s",
+			n, opt.Order, need, bytefmt.Up(need), opterr.Field("MemBytes"), bytefmt.Down(opt.MemBytes))
 	}
 	if err := outpath.CheckDir("OUT", out, d.Dir()); err != nil {
 		return nil, fmt.Errorf("partition: relabel never writes in place: %w", err)

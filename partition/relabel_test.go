@@ -381,7 +381,7 @@ func TestRelabelRefuses(t *testing.T) {
 		o    RelabelOptions
 		want string
 	}{
-		{RelabelOptions{Order: "bfs"}, `unknown order "bfs"`},
+		{RelabelOptions{Order: "bfs"}, `unknown Order "bfs"`},
 		{RelabelOptions{Order: RelabelByHeat}, "heat is given exactly for order"},
 		{RelabelOptions{Order: RelabelByDegree, Heat: make([]uint32, 200)}, "heat is given exactly for order"},
 		{RelabelOptions{Order: RelabelByHeat, Heat: make([]uint32, 199)}, "199 heat values for 200 nodes"},

@@ -382,7 +382,12 @@ func (b Bitmap) Contains(v int64) bool {
 }
 
 // TopDegree returns the ceil(frac·N) highest-degree nodes of d (ties by
-// ascending id): OUTRE's historical-embedding reuse candidates (§3.3).
+// ascending id, on a relabelled dataset by ascending original id, as the
+// trainer's history cache takes them): OUTRE's historical-embedding reuse
+// candidates (§3.3). Ties went by the copy's own ids until 2026-11-29, so
+// rr's partition+hist row on a relabelled Cora (--order id) reused other
+// nodes than on the source (RR 5.92 against 5.94) while training reused
+// the same.
 func TopDegree(d *storage.Dataset, frac float64) Bitmap {
 	n := d.NumNodes()
 	b := NewBitmap(n)
@@ -390,8 +395,13 @@ func TopDegree(d *storage.Dataset, frac float64) Bitmap {
 	if want <= 0 {
 		return b
 	}
+	var tie func(v int64) int64
+	if m := d.IDMap(); m != nil {
+		orig := m.OrigIDs()
+		tie = func(v int64) int64 { return orig[v] }
+	}
 	// degree+1 keeps isolated nodes selectable (topk skips scores <= 0).
-	for _, v := range topk.Select(n, min(want, n), func(v int64) int64 { return d.Degree(v) + 1 }) {
+	for _, v := range topk.SelectTies(n, min(want, n), func(v int64) int64 { return d.Degree(v) + 1 }, tie) {
 		b.Set(v)
 	}
 	return b

@@ -179,3 +179,19 @@ func TestProbeShortDuration(t *testing.T) {
 		t.Fatalf("cancelled: %v, want context.Canceled", err)
 	}
 }
+
+// TestProbeDeviceSmallFile: a features file smaller than one sequential
+// read is read whole by every call (but the first, from a random row),
+// and the profile records that size as
+// seq_read_bytes, not the size asked for (before: 64 KiB recorded for
+// reads of 5 KiB).
+func TestProbeDeviceSmallFile(t *testing.T) {
+	d := scatterDataset(t, 10, 128) // 10 rows of 512 bytes
+	p, err := d.ProbeDevice(context.Background(), &storage.ProbeOptions{Duration: 10 * time.Millisecond, Depth: 2, GatherDepth: 2, SeqReadBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SeqReadBytes != 10*512 || p.SeqBytes <= 0 {
+		t.Fatalf("seq_read_bytes %d, seq_bytes %d: want reads of (at most) the whole 5120-byte file", p.SeqReadBytes, p.SeqBytes)
+	}
+}

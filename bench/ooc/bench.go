@@ -59,6 +59,9 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 	}
 	rep.Dataset = ds
 	rep.CacheBudget = ds.CacheBudget
+	if err := h.checkConfigsFit(ds); err != nil {
+		return nil, err
+	}
 	rep.Machine = describeMachine(h.o.Dir, rep.CgroupVersion)
 	if !h.o.NoDiskCheck {
 		rep.Disk = &DiskCheck{Before: h.probeDisk(ctx, "before")}

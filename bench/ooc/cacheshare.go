@@ -1,7 +1,10 @@
 package ooc
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
@@ -123,4 +126,93 @@ func (h *harness) shareArgs(ds *Dataset) []string {
 	unplanned.Plan = new(Plan)
 	_, flags := h.configFlags("ssdgnn", &unplanned)
 	return append(h.trainArgs(ds.Dir, h.o.Epochs, "", "")[1:], flags...)
+}
+
+// configShare is what `ssdgnn train` with configuration name's flags on
+// ds, under --mem MemLimit, leaves its caches (train.CacheShare, tables
+// included), and the cache bytes the configuration's flags give it (0
+// for one without caches).
+func (h *harness) configShare(name string, ds *Dataset) (share, given int64, err error) {
+	_, flags := h.configFlags(name, ds)
+	t, dir, err := cliflags.ParseTrain(append(h.trainArgs(ds.Dir, h.o.Epochs, "", "")[1:], flags...))
+	if err != nil {
+		return 0, 0, fmt.Errorf("ooc: configuration %s's flags: %w", name, err)
+	}
+	to := &t.Options
+	given = to.FeatCacheBytes + to.HistCacheBytes + to.NeighborCacheBytes
+	if given == 0 {
+		return 0, 0, nil
+	}
+	to.FeatCacheBytes, to.HistCacheBytes, to.NeighborCacheBytes = 0, 0, 0
+	d, err := storage.Open(dir, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ooc: %w", err)
+	}
+	defer d.Close()
+	t.Mem = cliflags.ByteSize(h.o.MemLimit)
+	var room int64
+	if h.loc != nil {
+		room = h.o.MemLimit
+	}
+	res, err := t.Resolve(d, dir, room)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ooc: configuration %s: %w", name, err)
+	}
+	defer res.Close()
+	p, err := planner.LoadProfile(dir, ProfileName)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ooc: %w", err)
+	}
+	share, err = train.CacheShare(d, to, p, h.o.MemLimit)
+	return share, given, err
+}
+
+// checkConfigsFit refuses, before the first configuration runs, a run in
+// which a configuration's training child would refuse the caches it is
+// given under --mem MemLimit ("memory budget too small: planned sizes"):
+// the plan is sized by the ssdgnn configuration's share (or
+// --cache-budget), and a configuration whose batches, reads or neighbour
+// source hold more leaves its caches less. It names each such
+// configuration and a --cache-budget under which all of them train.
+// Before, only the ssdgnn configuration was checked (trainCacheShare,
+// and only without --cache-budget): under --mem-limit 110 MiB (330 MiB
+// of data, --batch-size 300 --fanouts 5,5,5) six of ten children were
+// refused after up to 14 s each, short by 0.7 KiB to 23 MiB, and their
+// rows read FAILED.
+func (h *harness) checkConfigsFit(ds *Dataset) error {
+	var short []string
+	least := int64(math.MaxInt64)
+	for _, name := range h.o.Configs {
+		cds := ds
+		if partitionMajor(name) {
+			cds = ds.PM
+		}
+		if cds == nil || cds.Plan == nil {
+			continue
+		}
+		share, given, err := h.configShare(name, cds)
+		if errors.Is(err, train.ErrBudget) {
+			short = append(short, fmt.Sprintf("%s (%v)", name, err))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if given <= 0 { // no caches (mmap-baseline)
+			continue
+		}
+		least = min(least, share)
+		if share < given {
+			short = append(short, fmt.Sprintf("%s (given %s of caches, it leaves them %s less)", name, bytefmt.Up(given), bytefmt.Up(given-share)))
+		}
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	fix := "raise --mem-limit"
+	if least > 0 && least < math.MaxInt64 {
+		fix += ", give --cache-budget " + bytefmt.Down(least) + " or less"
+	}
+	return fmt.Errorf("ooc: --mem-limit %s cannot train %d of the configurations with the caches this run gives them (their training children would refuse their --mem): %s; %s, or leave them out of --configs: %w",
+		bytefmt.Down(h.o.MemLimit), len(short), strings.Join(short, "; "), fix, train.ErrBudget)
 }

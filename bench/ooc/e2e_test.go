@@ -2,8 +2,10 @@ package ooc
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -219,12 +221,48 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("%s: the child's budget lines lack %q:\n%s", name, want, b)
 		}
 	}
+	// A reused dataset whose partitioning is gone (removed by hand, as
+	// the marker cannot know) is partitioned again; before, the run
+	// failed with "no partitioning \"ooc\" ...: run 'ssdgnn partition
+	// DIR' first", which makes "fennel", not the partitioning it needs.
+	if err := os.RemoveAll(filepath.Join(o.Dir, "partitions", PartitionName)); err != nil {
+		t.Fatal(err)
+	}
+	o.Configs, o.OutDir = []string{"ssdgnn"}, filepath.Join(tmp, "out-repart")
+	if rep, err = Run(context.Background(), o); err != nil {
+		t.Fatalf("a run over a removed partitioning: %v", err)
+	}
+	if p, err := partition.Open(o.Dir, PartitionName); err != nil || p.K() != rep.Dataset.Parts || !rep.Configs[0].OK() {
+		t.Errorf("after a run over a removed partitioning: %v, %+v", err, rep.Configs)
+	} else {
+		p.Close()
+	}
 	// A limit train cannot use is named as bench ooc's own flag, with the
 	// flags that change it; before, the error quoted only train's --mem
 	// (sweep 26, P10).
 	o.Configs, o.OutDir, o.MemLimit = []string{"ssdgnn"}, filepath.Join(tmp, "out3"), 24<<20
 	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--mem-limit 24 MiB cannot train the ssdgnn configuration") {
 		t.Errorf("--mem-limit 24 MiB: %v, want it named", err)
+	}
+	// Caches a child cannot hold beside its working set are refused
+	// before any configuration runs, naming the configuration and a
+	// --cache-budget that fits: dual-cache is given the whole cache
+	// budget (the plan, for this small graph, far less). Before, only
+	// the ssdgnn configuration's own share was checked, and never a
+	// --cache-budget: the other children were started and refused their
+	// --mem.
+	o.Configs, o.OutDir, o.MemLimit, o.CacheBudget = []string{"mmap-baseline", "dual-cache", "ssdgnn"}, filepath.Join(tmp, "out4"), 384<<20, 340<<20
+	_, err = Run(context.Background(), o)
+	if err == nil || !errors.Is(err, train.ErrBudget) {
+		t.Fatalf("--cache-budget 340 MiB under --mem-limit 384 MiB (48 MiB of runtime reserve alone): %v, want a refusal", err)
+	}
+	for _, want := range []string{"cannot train 1 of the configurations", "dual-cache (given 340 MiB", "give --cache-budget"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q lacks %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.OutDir, "runs")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a configuration ran before the refusal: %v", err)
 	}
 }
 

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
+	"github.com/ssdgnn/ssdgnn/internal/outpath"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -245,12 +248,21 @@ func (o *Options) Validate() error {
 	switch {
 	case r.Bin == "" || r.Dir == "" || r.OutDir == "":
 		return bad("%s, %s and OutDir are required", opterr.Field("Bin"), opterr.Field("Dir"))
+	case outpath.Within(r.Dir, r.OutDir) || outpath.Within(filepath.Clean(r.Dir)+"-pm", r.OutDir):
+		// The report, logs, plans and checkpoints would land among the
+		// dataset's files (--out D --dir D ran, writing D/logs, D/runs
+		// and D/plan.json), and a later `gen --force` of the dataset
+		// would take them with it.
+		return bad("%s %s is, or lies inside, the dataset directory %s %s (or its partition-major copy): name another directory",
+			opterr.Field("OutDir"), r.OutDir, opterr.Field("Dir"), r.Dir)
 	case r.DataSize < 0 || r.MemLimit < 0 || r.CacheBudget < 0:
 		return bad("negative size (data %d, mem limit %d, cache budget %d)", r.DataSize, r.MemLimit, r.CacheBudget)
 	case r.CacheBudget >= r.MemLimit:
-		return bad("cache budget %d must be below the memory limit %d", r.CacheBudget, r.MemLimit)
-	case !(r.CacheFrac >= 0 && r.CacheFrac < 1) || !(r.NeighborFrac > 0 && r.NeighborFrac < 1):
-		return bad("CacheFrac %g must be in [0,1) and NeighborFrac %g in (0,1)", r.CacheFrac, r.NeighborFrac)
+		return bad("%s %s must be below %s %s", opterr.Field("CacheBudget"), bytefmt.Up(r.CacheBudget), opterr.Field("MemLimit"), bytefmt.Down(r.MemLimit))
+	case !(r.NeighborFrac > 0 && r.NeighborFrac < 1):
+		return bad("%s %g, want a share in (0,1)", opterr.Field("NeighborFrac"), r.NeighborFrac)
+	case !(r.CacheFrac >= 0 && r.CacheFrac < 1):
+		return bad("%s %g, want a share in [0,1)", opterr.Field("CacheFrac"), r.CacheFrac)
 	case !(r.TrainFrac > 0 && r.TrainFrac < 0.9):
 		return bad("%s %g must be in (0,0.9)", opterr.Field("TrainFrac"), r.TrainFrac)
 	case !(r.AvgDegree >= 0) || math.IsInf(r.AvgDegree, 0):

@@ -185,7 +185,7 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 	}
 	ds.NumTrain, ds.BytesOnDisk = info.NumTrain, info.BytesOnDisk
 	ds.Parts = max(1, int(ds.NumTrain)/o.TrainPerPart)
-	if want.Parts != ds.Parts {
+	if want.Parts != ds.Parts || !partitionedInto(o.Dir, ds.Parts) {
 		h.log.Info("partitioning", "parts", ds.Parts)
 		if _, err := h.setup(ctx, "partition", "partition", o.Dir, "--parts", strconv.Itoa(ds.Parts), "--name", PartitionName,
 			"--seed", strconv.FormatInt(o.Seed, 10), "--force", "-q", "--json"); err != nil {
@@ -220,6 +220,20 @@ func (h *harness) prepare(ctx context.Context) (*Dataset, error) {
 		}
 	}
 	return ds, nil
+}
+
+// partitionedInto reports whether dir holds the benchmark's partitioning
+// (PartitionName) in k parts. The marker records what the harness made;
+// the partitioning may since have been removed or replaced by hand: a
+// reused dataset whose partitions/ooc was gone failed with "run 'ssdgnn
+// partition DIR' first", advice that makes another partitioning.
+func partitionedInto(dir string, k int) bool {
+	p, err := partition.Open(dir, PartitionName)
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	return p.K() == k
 }
 
 // preparePM relabels ds partition-major into o.Dir+"-pm" (reused while its

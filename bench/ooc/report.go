@@ -183,13 +183,28 @@ func accuracyTargets(r *Report, ours *ConfigResult) []Target {
 	chance := r.Dataset.Chance()
 	t5 := fmt.Sprintf("every configuration ends at >= 3x chance valid accuracy (chance %s)", pct(chance))
 	if chance > 0 && len(r.Configs) > 0 {
+		// A configuration that failed ends at no accuracy: it is named,
+		// not counted as 0 % (before, a refused dual-cache read "lowest
+		// 0.0% (dual-cache), 0.0x chance").
 		worst, name := math.Inf(1), ""
+		var failed []string
 		for _, c := range r.Configs {
+			if !c.OK() {
+				failed = append(failed, c.Name)
+				continue
+			}
 			if c.FinalValid < worst {
 				worst, name = c.FinalValid, c.Name
 			}
 		}
-		ts = append(ts, Target{t5, fmt.Sprintf("lowest %s (%s), %.1fx chance", pct(worst), name, worst/chance), yesNo(worst >= 3*chance)})
+		var v string
+		if name != "" {
+			v = fmt.Sprintf("lowest %s (%s), %.1fx chance", pct(worst), name, worst/chance)
+		}
+		if len(failed) > 0 {
+			v = strings.TrimPrefix(v+"; failed: "+strings.Join(failed, ", "), "; ")
+		}
+		ts = append(ts, Target{t5, v, yesNo(len(failed) == 0 && worst >= 3*chance)})
 	} else {
 		ts = append(ts, Target{t5, "class count unknown", "n/a"})
 	}
@@ -290,6 +305,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if !c.Capped {
 			status += " (uncapped)"
 		}
+		if len(c.Epochs) == 0 {
+			// Nothing was measured: dashes, not zeros that read as
+			// figures (a refused child's row read 0.00 s and 0.0 %).
+			p("| %s |%s %s | %s | %s | %s |\n", c.Name, strings.Repeat(" - |", 14), peak, hits, yesNo(c.OOMKilled()), status)
+			continue
+		}
 		toTarget := "not reached"
 		if c.SecondsToTarget >= 0 && c.EpochsToTarget > 0 {
 			toTarget = fmt.Sprintf("%.1fs (%d ep)", c.SecondsToTarget, c.EpochsToTarget)
@@ -353,6 +374,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		return fmt.Sprintf("%.2f", a/b)
 	}
 	for _, c := range r.Configs {
+		if len(c.Epochs) == 0 {
+			p("| %s |%s\n", c.Name, strings.Repeat(" - |", 9))
+			continue
+		}
 		now := "-"
 		if c.GatherLimitNowSec > 0 {
 			now = fmt.Sprintf("%.2f", c.GatherLimitNowSec)
@@ -371,7 +396,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if ch.Signal != "" {
 			exit = ch.Signal
 		}
-		p("| %s | %.1f | %s | %s | %s | %s |\n", c.Name, ch.WallSec, ib(float64(ch.ReadBytes)), ib(float64(ch.InblockBytes)), ib(float64(ch.MaxRSSBytes)), exit)
+		// At or below the runner's own peak, ru_maxrss is the runner's
+		// memory the child shared until exec (child.Result.MaxRSSBytes):
+		// the child's own peak is only bounded by it. Every row read the
+		// harness's 162 MiB, in a 110 MiB cgroup, before this said so.
+		rss := ib(float64(ch.MaxRSSBytes))
+		if ch.MaxRSSBytes > 0 && ch.MaxRSSBytes <= ch.RunnerPeakBytes {
+			rss = "at most " + rss
+		}
+		p("| %s | %.1f | %s | %s | %s | %s |\n", c.Name, ch.WallSec, ib(float64(ch.ReadBytes)), ib(float64(ch.InblockBytes)), rss, exit)
 	}
 	p("\n## Configurations\n\n")
 	for _, c := range r.Configs {
@@ -429,6 +462,12 @@ func (r *Report) WriteFiles(dir string) error {
 func (r *Report) names() []string {
 	var n []string
 	for _, c := range r.Configs {
+		if len(c.Epochs) == 0 {
+			// Its bars are zeros that were never measured: the axis says
+			// so (the charts drew "0 GiB" under the bare name).
+			n = append(n, c.Name+" (no epoch)")
+			continue
+		}
 		n = append(n, c.Name)
 	}
 	return n

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,6 +308,60 @@ func TestDiskCheckLimitNow(t *testing.T) {
 	} {
 		if got := tc.d.limitNow(c); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: limit now %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReportRefusedConfig: a configuration whose child was refused before
+// its first epoch has nothing measured: its rows read dashes, not 0.00 s
+// and 0.0 %, the accuracy target names it as failed instead of counting
+// its 0 % as the lowest accuracy, and a max RSS no higher than the
+// runner's own peak (which ru_maxrss includes) reads "at most". Before,
+// a run of ten configurations under 110 MiB, seven refused, read "lowest
+// 0.0% (dual-cache), 0.0x chance" and "max RSS 162 MiB" in every row.
+func TestReportRefusedConfig(t *testing.T) {
+	r := cannedReport(t)
+	r.Dataset.Classes = 16
+	c := &r.Configs[1] // dual-cache, as runConfig leaves a child refused before its first epoch
+	*c = ConfigResult{Name: c.Name, Description: c.Description, Capped: true, CacheDrop: "dropped",
+		Error: "exit 1 : ssdgnn: train: memory budget too small",
+		Child: &ChildResult{ExitCode: 1, WallSec: 0.7, MaxRSSBytes: 162 << 20, RunnerPeakBytes: 162 << 20,
+			Cgroup: &cgroup.Stats{PeakBytes: 100 << 20}}}
+	c.summarize(r.Dataset.NumTrain, r.Dataset.Device)
+	c.GatherLimitNowSec = r.Disk.limitNow(c)
+	r.Targets = evaluateTargets(r)
+	var buf bytes.Buffer
+	if err := r.WriteMarkdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	var rows []string
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| dual-cache |") {
+			rows = append(rows, line)
+		}
+	}
+	if len(rows) != 3 {
+		t.Fatalf("want 3 dual-cache rows (per epoch, gather, whole child), got %q", rows)
+	}
+	if !strings.HasPrefix(rows[0], "| dual-cache |"+strings.Repeat(" - |", 14)) || strings.Contains(rows[0], "0.00") {
+		t.Errorf("per-epoch row of a refused child: %s", rows[0])
+	}
+	if rows[1] != "| dual-cache |"+strings.Repeat(" - |", 9) {
+		t.Errorf("gather row of a refused child: %s", rows[1])
+	}
+	if !strings.Contains(rows[2], "| at most 162 MiB |") {
+		t.Errorf("whole-child row, max RSS at the runner's peak: %s", rows[2])
+	}
+	// The charts' axis marks its zero bars as unmeasured.
+	if n := r.names(); n[1] != "dual-cache (no epoch)" || n[2] != "ssdgnn" {
+		t.Errorf("chart names %q", n)
+	}
+	for _, tg := range r.Targets {
+		if strings.HasPrefix(tg.Name, "every configuration ends at") {
+			if tg.Met != "no" || !strings.Contains(tg.Value, "failed: dual-cache") || strings.Contains(tg.Value, "(dual-cache)") {
+				t.Errorf("accuracy target with a refused configuration: %+v", tg)
+			}
 		}
 	}
 }

@@ -17,7 +17,16 @@ func TestBenchOOCFlags(t *testing.T) {
 		want string
 	}{
 		{"unknown config", []string{"--configs", "ssdgnn,pyg"}, "unknown configuration"},
-		{"cache budget over limit", []string{"--mem-limit", "256MiB", "--cache-budget", "1GiB"}, "cache budget"},
+		// Flags named as typed (before: "cache budget 1073741824 must be
+		// below the memory limit 268435456", "CacheFrac 0 must be in
+		// [0,1) and NeighborFrac 1.5 in (0,1)").
+		{"cache budget over limit", []string{"--mem-limit", "256MiB", "--cache-budget", "1GiB"}, "--cache-budget 1 GiB must be below --mem-limit 256 MiB"},
+		{"neighbour share", []string{"--dual-neighbor-frac", "1.5"}, "--dual-neighbor-frac 1.5, want a share in (0,1)"},
+		// --out inside --dir (or its -pm copy) would write logs, plans and
+		// checkpoints among the dataset's files; before, it ran.
+		{"out is the dataset", []string{"--out", filepath.Join(tmp, "d")}, "is, or lies inside, the dataset directory --dir"},
+		{"out inside the dataset", []string{"--out", filepath.Join(tmp, "d", "r")}, "--out " + filepath.Join(tmp, "d", "r") + " is, or lies inside"},
+		{"out inside the pm copy", []string{"--out", filepath.Join(tmp, "d-pm", "r")}, "partition-major copy"},
 		{"bad size", []string{"--data-size", "lots"}, "size"},
 		{"tiny data", []string{"--data-size", "1KiB"}, "at least 1000"},
 		{"missing binary", []string{"--uncapped", "--data-size", "2MiB", "--mem-limit", "64MiB"}, "/nonexistent/ssdgnn"},

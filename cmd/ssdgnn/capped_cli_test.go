@@ -71,6 +71,43 @@ func TestBenchCapped(t *testing.T) {
 	}
 }
 
+// TestBenchCappedReportRefused: a --report that names a directory, a
+// file of a dataset or the command itself is refused before the command
+// runs, naming --report, and leaves that file as it was. Before, only the
+// report's directory was checked: --report d/dataset.json ran the command
+// and then replaced the manifest, and --report DIR failed after the run.
+func TestBenchCappedReportRefused(t *testing.T) {
+	bin := ssdgnnBinary(t)
+	dir := genSmall(t)
+	tmp := t.TempDir()
+	self := filepath.Join(tmp, "cmd.sh")
+	if err := os.WriteFile(self, []byte("#!/bin/sh\ntouch \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, report, want string }{
+		{"directory", tmp, "is a directory"},
+		{"manifest", filepath.Join(dir, storage.ManifestName), "a file of dataset"},
+		{"features", filepath.Join(dir, storage.FileFeatures), "a file of dataset"},
+		{"command", self, "COMMAND"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tc.report)
+			marker := filepath.Join(tmp, tc.name+".ran")
+			out, err := exec.Command(bin, "bench", "capped", "--limit", "256MiB", "--allow-uncapped", "--report", tc.report,
+				"--", self, marker).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "--report") || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("want a refusal naming --report and %q, got %v: %s", tc.want, err, out)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("the command ran before the refusal: %s", out)
+			}
+			if after, _ := os.ReadFile(tc.report); string(after) != string(before) {
+				t.Fatalf("%s changed", tc.report)
+			}
+		})
+	}
+}
+
 // TestMemAboveCgroupRefused: under a memory cgroup, an explicit --mem
 // above its limit is refused before any work (the kernel would kill the
 // process first), for train and infer.

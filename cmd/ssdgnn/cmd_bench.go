@@ -32,13 +32,17 @@ func newBenchOOCCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "ooc",
-		Short: "Out-of-core benchmark: five configurations under a real memory limit",
+		Short: "Out-of-core benchmark: ten training configurations under a real memory limit",
 		Long: `bench ooc generates (or reuses) a dataset --data-size bytes large in --dir,
 at least 3x --mem-limit; partitions, profiles and plans it once; then runs
-'ssdgnn train' once per configuration (mmap-baseline, dual-cache, ssdgnn,
-ssdgnn-no-partition, ssdgnn-no-hist) as a child process inside a fresh
+'ssdgnn train' once per configuration (--configs, default all ten: the
+baselines mmap-baseline and dual-cache, ssdgnn, its ablations
+ssdgnn-no-partition and ssdgnn-no-hist, ssdgnn without one of its read paths
+each: ssdgnn-rowwise, ssdgnn-uring, ssdgnn-nbr-mmap, ssdgnn-nostream, and
+ssdgnn-pm on a partition-major copy) as a child process inside a fresh
 memory cgroup limited to --mem-limit (page cache included), dropping the page
-cache before each. It writes report.md, report.json, stages.png and
+cache before each. A run in which a configuration's child would refuse its
+--mem is refused before the first, naming the configurations. It writes report.md, report.json, stages.png and
 bytes.png to --out. Needs root and a cgroup memory controller to cap the
 runs; without them every result is marked uncapped. See docs/ooc.md.`,
 		Example: `  ssdgnn bench ooc                                   # 6 GiB against 2 GiB, 2 epochs

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 	"github.com/ssdgnn/ssdgnn/internal/cgroup"
 	"github.com/ssdgnn/ssdgnn/internal/child"
+	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 )
 
 func newBenchCappedCmd(g *globals) *cobra.Command {
@@ -38,11 +39,15 @@ so). The bench harness (bench ooc) caps its children the same way.`,
 			if limit <= 0 {
 				return fmt.Errorf("--limit is required and must be positive")
 			}
-			if report != "" {
-				// Refuse before the command runs, not after.
-				if st, err := os.Stat(filepath.Dir(report)); err != nil || !st.IsDir() {
-					return fmt.Errorf("--report %s: its directory does not exist", report)
-				}
+			// Refuse a --report that could not be written, or would replace
+			// a device, a dataset's file or the command itself, before the
+			// command runs, not after.
+			var inputs []cliflags.Input
+			if strings.ContainsRune(args[0], '/') {
+				inputs = append(inputs, cliflags.Input{Flag: "COMMAND", Path: args[0]})
+			}
+			if err := cliflags.CheckOutputFiles(inputs, cliflags.Output{Flag: "--report", Path: report}); err != nil {
+				return err
 			}
 			spec := child.Spec{Name: args[0], Argv: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 			loc, err := cgroup.Parent("/sys/fs/cgroup", "/proc/self/cgroup", g.logger())

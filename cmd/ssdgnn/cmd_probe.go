@@ -77,7 +77,11 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 				fmt.Fprintf(out, "random %s rows at the gather's depth: %.0f reads/s at depth %d\n",
 					humanize.IBytes(uint64(p.RowBytes)), p.GatherReadsPerSec, p.GatherDepth)
 			}
-			fmt.Fprintf(out, "sequential %s reads: %s/s\n", humanize.IBytes(uint64(p.SeqReadBytes)), humanize.IBytes(uint64(p.SeqBytesPerSec)))
+			whole := ""
+			if p.SeqReadBytes < int64(seqBytes) {
+				whole = fmt.Sprintf(" (the whole features file, smaller than --seq-read %s: the rate is as much the calls' cost as the disk's)", humanize.IBytes(uint64(seqBytes)))
+			}
+			fmt.Fprintf(out, "sequential %s reads%s: %s/s\n", humanize.IBytes(uint64(p.SeqReadBytes)), whole, humanize.IBytes(uint64(p.SeqBytesPerSec)))
 			fmt.Fprintf(out, "merge gap: %d rows\n", p.GapRows(p.RowBytes))
 			if !dryRun {
 				fmt.Fprintf(out, "wrote %s/%s\n", args[0], storage.FileDevice)

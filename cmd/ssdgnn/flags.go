@@ -23,7 +23,7 @@ func requirePositive(cmd *cobra.Command, names ...string) error {
 // optionAliases are option fields whose flag is not their kebab-case
 // name.
 var optionAliases = map[opterr.Field]string{"MemBytes": "mem", "NumChunks": "chunks", "NumClasses": "num-classes", "SeqReadBytes": "seq-read", "FeatIODepth": "io-depth",
-	"EvalMode": "eval", "EvalMemBytes": "eval-mem", "ChunkBytes": "eval-mem"}
+	"EvalMode": "eval", "EvalMemBytes": "eval-mem", "ChunkBytes": "eval-mem", "NeighborFrac": "dual-neighbor-frac", "OutDir": "out"}
 
 // flagNamed names, in an option error (*opterr.Error) of the command that
 // ran, the options it names (Go fields: "FirstLevel", "AvgDegree",

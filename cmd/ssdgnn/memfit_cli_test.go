@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/internal/bytefmt"
 	"github.com/ssdgnn/ssdgnn/interop/distdgl"
 	"github.com/ssdgnn/ssdgnn/interop/graphbolt"
 	"github.com/ssdgnn/ssdgnn/partition"
@@ -47,7 +48,7 @@ func TestWritersLeastMem(t *testing.T) {
 		{"gen", synth.MinMemBytes, func(out string) []string { return []string{"gen", out, "--nodes", "2000", "--feat-dim", "8"} }, "want at least"},
 		{"import", importer.MinMemBytes, func(out string) []string { return []string{"import", "edgelist", edges, out} }, "want at least"},
 		{"relabel", relabelLeast, func(out string) []string { return []string{"relabel", dir, out, "--partition", "p4"} },
-			fmt.Sprintf("need at least %d bytes", relabelLeast)},
+			fmt.Sprintf("need at least %d bytes (%s) for the id map, sort keys and buffers; --mem is", relabelLeast, bytefmt.Up(relabelLeast))},
 		{"export graphbolt", graphbolt.MinMemBytes, func(out string) []string { return []string{"export", "graphbolt", dir, out} }, "want at least 32 MiB"},
 		{"export distdgl", distdgl.MinMemBytes, func(out string) []string { return []string{"export", "distdgl", dir, out, "--partition", "p4"} }, "want at least 48 MiB"},
 	} {

@@ -39,6 +39,22 @@ type Input struct {
 // of inputs (files the command reads, such as a checkpoint or a list of
 // nodes), and no two flags name the same file.
 func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Output) error {
+	return checkOutputs(dir, m, inputs, outs)
+}
+
+// CheckOutputFiles is CheckOutputs for a command that works on no
+// dataset (bench capped --report): every dataset's files are refused as
+// another dataset's are. Before it, bench capped --report checked only
+// that the report's directory existed, and run as root --report
+// /dev/null turned /dev/null into a regular file, --report d/dataset.json
+// replaced a dataset's manifest, and --report DIR failed after the
+// command had run.
+func CheckOutputFiles(inputs []Input, outs ...Output) error {
+	return checkOutputs("", nil, inputs, outs)
+}
+
+// checkOutputs is CheckOutputs; dir "" is no dataset of the command's own.
+func checkOutputs(dir string, m *storage.Manifest, inputs []Input, outs []Output) error {
 	for i, o := range outs {
 		if o.Path == "" {
 			continue
@@ -49,8 +65,10 @@ func CheckOutputs(dir string, m *storage.Manifest, inputs []Input, outs ...Outpu
 		if err := writable(o); err != nil {
 			return err
 		}
-		if err := storage.CheckOutput(dir, m, o.Flag, o.Path); err != nil {
-			return err
+		if dir != "" {
+			if err := storage.CheckOutput(dir, m, o.Flag, o.Path); err != nil {
+				return err
+			}
 		}
 		if err := otherDataset(dir, o); err != nil {
 			return err
@@ -192,7 +210,7 @@ func otherDataset(dir string, o Output) error {
 	}
 	for _, d := range starts {
 		for range 3 {
-			if _, err := os.Stat(filepath.Join(d, storage.ManifestName)); err == nil && !outpath.Same(d, dir) {
+			if _, err := os.Stat(filepath.Join(d, storage.ManifestName)); err == nil && (dir == "" || !outpath.Same(d, dir)) {
 				m, err := storage.LoadManifest(d)
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					m = nil // a damaged manifest: its fixed names are still protected
