@@ -42,8 +42,16 @@ func WriteProfileSummary(w io.Writer, p *Profile) error {
 	}
 	if r := m.Reads; r != nil {
 		k := float64(max(m.PresampleEpochs, 1))
-		fmt.Fprintf(tw, "reads per epoch\t%.0f rows from storage (%.0f from the feature block) in %.0f reads (%.0f of one row), %s read for %s of rows; gap %d rows, cap %gx, %s\n",
-			float64(r.Rows)/k, float64(r.BlockRows)/k, float64(r.Reads)/k, float64(r.SingleReads)/k,
+		// The feature block's rows are not among Rows, and its loads
+		// (sequential reads of whole macro batches) are in neither the
+		// reads nor the device time: say so rather than print them as a
+		// part of the rows read.
+		block := ""
+		if r.BlockRows > 0 {
+			block = fmt.Sprintf(" and %.0f from the feature block (its loads not counted here)", float64(r.BlockRows)/k)
+		}
+		fmt.Fprintf(tw, "reads per epoch\t%.0f rows from storage%s in %.0f reads (%.0f of one row), %s read for %s of rows; gap %d rows, cap %gx, %s\n",
+			float64(r.Rows)/k, block, float64(r.Reads)/k, float64(r.SingleReads)/k,
 			fmtBytes(float64(r.BytesRead)/k), fmtBytes(float64(r.Rows)*float64(m.FeatRowBytes)/k), r.GapRows, r.MaxAmplification, r.Mode)
 		fmt.Fprintf(tw, "device time per epoch\t%.2fs at %.0f random reads/s and %s/s sequential (%s)\n",
 			r.Seconds(float64(r.Reads)/k, float64(r.BytesRead)/k), r.RandomReadsPerSec, fmtBytes(r.SeqBytesPerSec), r.CostSource)

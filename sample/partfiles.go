@@ -138,7 +138,9 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 			return err
 		}
 		pf.stage.Request(int64(a.Len()), a.FileBytes)
-		pf.stage.Read(a.FileBytes)
+		if a.FileBytes > 0 { // an empty list range issues no pread (os.File.ReadAt)
+			pf.stage.Read(a.FileBytes)
+		}
 	}
 	return nil
 }

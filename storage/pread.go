@@ -213,11 +213,16 @@ func (r *RowReader) ReadRows(ids []int64, dst []byte) error {
 
 // ReadRange reads n consecutive rows starting at row first into dst.
 func (r *RowReader) ReadRange(first, n int64, dst []byte) error {
+	return r.readRange(first, n, dst, n)
+}
+
+// readRange is ReadRange counting requests requests of the range's bytes.
+func (r *RowReader) readRange(first, n int64, dst []byte, requests int64) error {
 	want := n * r.rowBytes
 	if first < 0 || n < 0 || r.dataOff+(first+n)*r.rowBytes > r.dataEnd {
 		return fmt.Errorf("storage: %s: rows [%d,%d) out of range", r.name, first, first+n)
 	}
-	r.stage.Request(n, want)
+	r.stage.Request(requests, want)
 	return r.readAt(dst[:want], first*r.rowBytes)
 }
 
@@ -263,7 +268,9 @@ func (r *RowReader) alignedBuf(n int) *[]byte {
 
 // ReadNeighbors reads v's neighbour list with r, a reader of indices.npy,
 // into buf, and returns a view of it. The indptr lookup uses the mapping;
-// only the list itself is read with pread.
+// only the list itself is read with pread. r's stage counts the list as
+// one request of its bytes (an empty list too, with no read), as the
+// mapping and batch sources count lists, not their ids.
 func (d *Dataset) ReadNeighbors(r *RowReader, v int64, buf []byte) (NodeList, []byte, error) {
 	lo, hi := d.indptr[v], d.indptr[v+1]
 	n := hi - lo
@@ -273,9 +280,10 @@ func (d *Dataset) ReadNeighbors(r *RowReader, v int64, buf []byte) (NodeList, []
 	}
 	buf = buf[:need]
 	if n == 0 {
+		r.stage.Request(1, 0)
 		return NodeList{}, buf, nil
 	}
-	if err := r.ReadRange(lo, n, buf); err != nil {
+	if err := r.readRange(lo, n, buf, 1); err != nil {
 		return NodeList{}, buf, err
 	}
 	if r.rowBytes == 4 {

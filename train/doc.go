@@ -203,9 +203,12 @@
 // from the sizes before building anything (planner.BuildOptions.Estimate)
 // and again from the built caches (planner.Caches.Counted, their memacct
 // counts), failing with ErrBudget. Each epoch's Measured savings are compared with the plan's
-// prediction in Report.PlanComparison. Measured.HistGatherRows is not an
-// exact count (the pruned subtrees are never sampled): it is the hop-2
-// neighbours not drawn below reused nodes, Σ min(fanout, degree).
+// prediction in Report.PlanComparison. Measured.HistGatherRows is no
+// count of rows (the pruned subtrees are never sampled): it is the hop-2
+// neighbours not drawn below reused nodes, Σ min(fanout, degree), draws
+// of nodes the batch may hold anyway, so no bound on the rows not
+// gathered either way; Measured.FeatureBytesSaved is the feature cache's
+// hit bytes alone.
 // Measured.GatherRows, the rows asked of the feature cache, is exact; the
 // comparison measures the history's rows not gathered as the plan's
 // rows an epoch without history less it.

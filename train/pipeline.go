@@ -657,8 +657,11 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	if t.d.Indices32() == nil {
 		idBytes = 8
 	}
+	// FeatureBytesSaved is the feature cache's hit bytes alone: the
+	// history's rows not gathered are not countable per epoch, and
+	// histEdges (draws, duplicates included) is no count of rows.
 	es.Measured = planner.Measured{FeatRows: float64(fc1.Hits - fc0.Hits), HistGatherRows: float64(histEdges), HistReusedNodes: float64(histReused),
-		FeatureBytesSaved:  float64((fc1.BytesRequested-fc1.BytesMissed)-(fc0.BytesRequested-fc0.BytesMissed)) + float64(histEdges*t.d.FeatRowBytes()),
+		FeatureBytesSaved:  float64((fc1.BytesRequested - fc1.BytesMissed) - (fc0.BytesRequested - fc0.BytesMissed)),
 		NeighborBytesSaved: float64(ls.Global.BytesSaved + histEdges*idBytes)}
 	g := gatherStage(es.Storage)
 	es.Measured.GatherReads, es.Measured.GatherBytesRead = float64(g.ReadCalls), float64(g.BytesRead)

@@ -30,11 +30,12 @@ func WriteEpochRow(w io.Writer, e EpochStats) error {
 		}
 		return fmt.Sprintf("%.2f%%", 100*x)
 	}
+	// Every stage of the epoch's accounting delta: its "load" stage holds
+	// only what the epoch itself loaded (macro batches' neighbour lists,
+	// the feature block's rows), read from storage like the rest; the
+	// one-off cache fills happen before the first epoch's delta starts.
 	var rows, bytesRead int64
 	for _, s := range e.Storage {
-		if s.Stage == "load" {
-			continue
-		}
 		rows += s.Rows
 		bytesRead += s.BytesRead
 	}

@@ -60,7 +60,10 @@ type Epoch struct {
 }
 
 // BytesRequested sums the storage requests of the sample and gather
-// stages (the one-off "load" stage excluded).
+// stages. The "load" stage is excluded not because it is one-off (within
+// an epoch it holds the macro batches' list loads and the feature block's
+// fills, every epoch) but because what it loads is requested again, and
+// counted, where the sample and gather stages are served from it.
 func (e *Epoch) BytesRequested() int64 {
 	var n int64
 	for _, s := range e.Storage {
