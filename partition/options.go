@@ -8,6 +8,7 @@ import (
 
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Method names a partitioning algorithm.
@@ -57,7 +58,14 @@ const (
 
 // Defaults.
 const (
-	DefaultParts      = 10000
+	// DefaultParts is the most parts a partitioning takes by default
+	// (DefaultPartsFor), OUTRE's count for ogbn-papers100M.
+	DefaultParts = 10000
+	// TrainNodesPerPart is the training nodes a part holds by default
+	// (DefaultPartsFor): a macro batch of sample.DefaultPartsPerBatch (20)
+	// parts then holds train's default batch of 1,000 training nodes
+	// (TestDefaultPartsHoldABatch in package train keeps them together).
+	TrainNodesPerPart = 50
 	DefaultGamma      = 1.5
 	DefaultAlphaScale = 1.0
 	DefaultEpsilon    = 0.1
@@ -77,7 +85,8 @@ const (
 // Options configures Run. A nil *Options means the defaults; zero fields
 // take their defaults.
 type Options struct {
-	// Parts is the requested number of partitions k (default 10,000).
+	// Parts is the requested number of partitions k (default:
+	// DefaultPartsFor the dataset).
 	Parts int
 	// FirstLevel is k1, the number of first-level parts; each is split into
 	// k2 = Parts/k1 second-level parts, so k1 must divide Parts and the
@@ -213,6 +222,33 @@ func (o *Options) withDefaults() Options {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// DefaultPartsFor is the parts a partitioning of d takes by default: one
+// per TrainNodesPerPart of its training nodes, rounded up (without a
+// training split, one per ten times that of its nodes), at most
+// DefaultParts and d's nodes. A fixed 10,000 made parts of 5 nodes on a
+// 50,000-node graph, whose partition batches then read as much as random
+// ones (RR +0.1 %; 100 parts: −12.5 %), and refused Cora's 2,708 nodes.
+func DefaultPartsFor(d *storage.Dataset) int {
+	n := d.NumNodes()
+	k := (int64(len(d.TrainIdx())) + TrainNodesPerPart - 1) / TrainNodesPerPart
+	if k == 0 {
+		k = (n + 10*TrainNodesPerPart - 1) / (10 * TrainNodesPerPart)
+	}
+	return int(max(min(k, DefaultParts, n), 1))
+}
+
+// withDataset is withDefaults with Parts 0 taken as DefaultPartsFor d.
+func (o *Options) withDataset(d *storage.Dataset) Options {
+	var w Options
+	if o != nil {
+		w = *o
+	}
+	if w.Parts == 0 {
+		w.Parts = DefaultPartsFor(d)
+	}
+	return w.withDefaults()
 }
 
 // Validate reports the first invalid field, after filling defaults.

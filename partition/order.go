@@ -35,7 +35,7 @@ const runtimeBytes = 28 << 20
 // against a MinMemory of 94 MiB (the read-ahead is 12.5 MiB there; it
 // ran in a cgroup of 94 MiB).
 func MinMemory(d *storage.Dataset, o *Options) int64 {
-	c := o.withDefaults()
+	c := o.withDataset(d)
 	n := d.NumNodes()
 	switch c.Method {
 	case Fennel, FennelExact:
@@ -85,7 +85,7 @@ func extraWorkersBytes(n int64, c *Options) int64 {
 // holds: stateBytesPerNode a node and its level-1 read-ahead. why says
 // which and with what numbers.
 func AutoOrder(d *storage.Dataset, o *Options) (order, why string) {
-	c := o.withDefaults()
+	c := o.withDataset(d)
 	room, _ := cgroup.SelfMemoryRoom()
 	return autoOrder(d.CSRBytes(), d.NumNodes(), c.readAheadBytes(d.NumNodes()), room)
 }

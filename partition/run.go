@@ -52,7 +52,7 @@ func Run(d *storage.Dataset, opts *Options) (Stats, error) {
 // manifest, so nothing of an older partitioning) and returns an error
 // wrapping ctx.Err().
 func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, error) {
-	o := opts.withDefaults()
+	o := opts.withDataset(d)
 	o.ctx = ctx
 	if err := o.validate(); err != nil {
 		return Stats{}, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -101,5 +102,15 @@ func TestBudgetError(t *testing.T) {
 	var be *BudgetError
 	if !errors.As(fmt.Errorf("wrapped: %w", err), &be) || be.Cmd != "rr" {
 		t.Errorf("errors.As through a wrap: %v", be)
+	}
+}
+
+// TestDefaultPartsHoldABatch: a default partitioning's parts
+// (partition.TrainNodesPerPart training nodes each) make a macro batch of
+// sample.DefaultPartsPerBatch parts one batch of train's default size.
+func TestDefaultPartsHoldABatch(t *testing.T) {
+	if got := partition.TrainNodesPerPart * sample.DefaultPartsPerBatch; got != DefaultBatchSize {
+		t.Errorf("%d training nodes a part × %d parts a macro batch = %d, train's default batch %d",
+			partition.TrainNodesPerPart, sample.DefaultPartsPerBatch, got, DefaultBatchSize)
 	}
 }

@@ -110,7 +110,7 @@ atomically with a manifest; see docs/format.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.Parts, "parts", partition.DefaultParts, "number of parts k")
+	f.IntVar(&o.Parts, "parts", 0, fmt.Sprintf("number of parts k (default: one per %d training nodes, at most %d and the nodes)", partition.TrainNodesPerPart, partition.DefaultParts))
 	f.IntVar(&o.FirstLevel, "first-level", 0, "fennel methods: first-level parts k1, a divisor of --parts (0: the divisor closest to sqrt(parts)); equal to --parts means one level")
 	f.StringVar(&method, "method", string(partition.Fennel), "fennel, fennel-exact, random or metis")
 	f.StringVar(&o.Name, "name", "", "output name under DIR/partitions (default: the method)")

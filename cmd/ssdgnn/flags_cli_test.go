@@ -59,7 +59,7 @@ func TestRejectedFlagValues(t *testing.T) {
 		{[]string{"export", "distdgl", dir, out, "--partition", "fennel", "--mem", "32MiB"}, "--mem 32 MiB: want at least 48 MiB"},
 		{[]string{"export", "graphbolt", dir, filepath.Join(dir, "dataset.json"), "--force"}, "is a file, not a directory"},
 		{[]string{"plan", dir, "--mem", "0"}, "--mem 0: want a positive budget to divide"},
-		{[]string{"partition", dir, "--parts", "0"}, "--parts 0: want a positive value (omit the flag for the default, 10000)"},
+		{[]string{"partition", dir, "--parts", "0"}, "--parts 0: want a positive value (omit the flag for the default)"},
 		{[]string{"partition", dir, "--parts", "-3"}, "--parts -3"},
 		{[]string{"validate", dir, "--max-problems", "0"}, "--max-problems 0"},
 		{[]string{"profile", dir, "--batch-size", "0"}, "--batch-size 0"},
