@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -264,6 +265,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	// Sample: deliver sampled batches (the sampler has applied the reuse
 	// decision: reused nodes were not expanded) and convert them.
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toGather)
 		defer it.Close()
@@ -388,6 +390,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		scanN = scanBatches(o)
 	}
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toTransfer)
 		var group []*job // the jobs in hand
@@ -515,6 +518,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}()
 	// Transfer: upload to the backend.
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toCompute)
 		for j := range toTransfer {
