@@ -73,6 +73,18 @@ func checkArrayFile(f *os.File, path string, e *FileEntry) error {
 // DataBytes is the size of the data section.
 func (a *ArrayFile) DataBytes() int64 { return a.Entry.Bytes - a.Entry.DataOffset }
 
+// ShortRead is err, from a ReadAt of bytes a manifest says are there, with
+// an io.EOF (the file ended first: another program truncated it under the
+// reader) made io.ErrUnexpectedEOF: wrapped, an io.EOF would read as the
+// end of an iteration to a caller testing errors.Is(err, io.EOF) (a
+// truncated adjacency file ended training's epoch early and hung it).
+func ShortRead(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
 // ReadDataAt reads len(p) bytes of the data section at offset off. It
 // fails (io.ErrUnexpectedEOF) when fewer bytes are there.
 func (a *ArrayFile) ReadDataAt(p []byte, off int64) error {
@@ -81,7 +93,7 @@ func (a *ArrayFile) ReadDataAt(p []byte, off int64) error {
 			a.Path, len(p), off, a.DataBytes(), io.ErrUnexpectedEOF)
 	}
 	if _, err := a.f.ReadAt(p, a.Entry.DataOffset+off); err != nil {
-		return fmt.Errorf("storage: read %s: %w", a.Path, err)
+		return fmt.Errorf("storage: read %s: %w", a.Path, ShortRead(err))
 	}
 	return nil
 }

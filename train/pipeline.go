@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -271,7 +270,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		defer it.Close()
 		for i, iter := 0, step0; ; i++ {
 			b, err := it.Next()
-			if errors.Is(err, io.EOF) {
+			if err == io.EOF { // the end; a wrapped io.EOF is a failed read
 				return
 			}
 			if err != nil {
