@@ -375,12 +375,14 @@ func readCheckpoint(path string) (*checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: map %s: %w", path, err)
 	}
+	untrack := storage.TrackMapping(b, path) // a truncation under the reader: a named error (storage.CatchFault)
 	ck, err := parseCheckpoint(b, path)
 	if err != nil {
+		untrack()
 		_ = unix.Munmap(b)
 		return nil, err
 	}
-	ck.release = func() { _ = unix.Munmap(b) }
+	ck.release = func() { untrack(); _ = unix.Munmap(b) }
 	return ck, nil
 }
 
