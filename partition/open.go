@@ -157,6 +157,9 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 	}
 	dir := committedDir(datasetDir, name)
 	mpath := filepath.Join(dir, ManifestName)
+	if err := storage.CheckRegular(mpath); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(mpath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no partitioning %q in %s (%s): run 'ssdgnn partition %s' first", ErrNotFound, name, datasetDir, dir, datasetDir)

@@ -359,6 +359,9 @@ func ResolveCheckpoint(path string) string {
 // The caller closes the checkpoint when done with its sections.
 func readCheckpoint(path string) (*checkpoint, error) {
 	path = ResolveCheckpoint(path)
+	if err := storage.CheckRegular(path); err != nil { // a named pipe would block the open
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
