@@ -1,8 +1,11 @@
 package partition
 
 import (
+	"runtime/debug"
 	"sync"
 	"unsafe"
+
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Read-ahead for a first-level stream. Placing a node has two halves.
@@ -100,6 +103,7 @@ func (s *streamer) runAhead(passes int) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		s.readAhead(passes, full, free, stop)
 	}()

@@ -3,6 +3,7 @@ package partition
 import (
 	"math"
 	"math/bits"
+	"runtime/debug"
 	"sync"
 
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -418,6 +419,7 @@ func (s *streamer) countParallel(body func(lo, hi int, cnt []int32, touch func(i
 		lo, hi := i*n/w, (i+1)*n/w
 		wg.Add(1)
 		go func() {
+			defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 			defer wg.Done()
 			cnt := make([]int32, s.spec.k)
 			var touched []int32

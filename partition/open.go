@@ -111,10 +111,16 @@ func Exists(datasetDir, name string) bool {
 	return hasManifest(committedDir(datasetDir, name))
 }
 
+// maxNameBytes is the longest partitioning name: --force stages it as
+// ".NAME.new" and moves the old one to ".NAME.old", 5 bytes more, within
+// the 255 a file system allows a name.
+const maxNameBytes = 255 - 5
+
 // plainName reports whether name may name a partitioning: one directory
-// under DIR/partitions, not hidden (the writer's staging directories).
+// under DIR/partitions, not hidden (the writer's staging directories),
+// short enough for its staging names (maxNameBytes).
 func plainName(name string) bool {
-	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
+	return name != "" && len(name) <= maxNameBytes && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
 }
 
 // Names lists the committed partitionings of the dataset in datasetDir
@@ -151,6 +157,9 @@ func Open(datasetDir, name string) (*Partitioning, error) {
 	}
 	dir := committedDir(datasetDir, name)
 	mpath := filepath.Join(dir, ManifestName)
+	if err := storage.CheckRegular(mpath); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(mpath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no partitioning %q in %s (%s): run 'ssdgnn partition %s' first", ErrNotFound, name, datasetDir, dir, datasetDir)

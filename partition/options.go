@@ -276,7 +276,7 @@ func (c *Options) validate() error {
 		return bad("Method", "unknown method %q (want one of %v)", c.Method, Methods)
 	}
 	if !plainName(c.Name) {
-		return bad("Name", "%q is not a plain directory name not starting with '.'", c.Name)
+		return bad("Name", "%q is not a plain directory name of at most %d bytes not starting with '.'", c.Name, maxNameBytes)
 	}
 	if !(c.Gamma > 1) || math.IsInf(c.Gamma, 0) {
 		return bad("Gamma", "%v must be > 1", c.Gamma)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -354,6 +355,7 @@ func runFennel(d *storage.Dataset, o *Options, isTrain func(int64) bool) (result
 	for range workers {
 		wg.Add(1)
 		go func() {
+			defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 			defer wg.Done()
 			var done, seen []uint64 // N-bit scratch, reused across parts
 			for {

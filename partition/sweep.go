@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"runtime/debug"
 	"sync"
 
 	"github.com/ssdgnn/ssdgnn/storage"
@@ -36,6 +37,7 @@ func level2Sweep(d *storage.Dataset, o *Options, part1 []int32, k1, workers int,
 	for w := range workers {
 		wg.Add(1)
 		go func() {
+			defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 			defer wg.Done()
 			out := &outs[w]
 			out.errPart = k1

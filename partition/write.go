@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 	"unsafe"
@@ -308,6 +309,7 @@ func sweepRanges(n int64, workers int, fn func(w int, lo, hi int64)) {
 		lo, hi := n*int64(w)/int64(workers), n*int64(w+1)/int64(workers)
 		wg.Add(1)
 		go func() {
+			defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 			defer wg.Done()
 			fn(w, lo, hi)
 		}()

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -22,7 +21,7 @@ func eachBatch(ctx context.Context, s *sample.Sampler, epoch int, rep progress.R
 	plan := it.Plan()
 	for {
 		b, err := it.Next()
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // the end; a wrapped io.EOF is a failed read
 			return nil
 		}
 		if err != nil {

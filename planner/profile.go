@@ -93,7 +93,7 @@ func (o *ProfileOptions) Validate() error {
 		return opterr.Errorf(ErrInvalidOptions, "%s %d, want >= 1", opterr.Field("PresampleEpochs"), o.PresampleEpochs)
 	}
 	if o.Name != "" && !validName(o.Name) {
-		return opterr.Errorf(ErrInvalidOptions, "%s %q: want letters, digits, '-', '_' or '.'", opterr.Field("Name"), o.Name)
+		return opterr.Errorf(ErrInvalidOptions, "%s %q: want at most %d letters, digits, '-', '_' or '.', not starting with '.'", opterr.Field("Name"), o.Name, maxNameBytes)
 	}
 	so := o.samplerOptions()
 	if err := so.Validate(); err != nil {
@@ -102,8 +102,13 @@ func (o *ProfileOptions) Validate() error {
 	return nil
 }
 
+// maxNameBytes is the longest profile name: saving one stages it as
+// ".NAME.new" (and the old one as ".NAME.old"), 5 bytes more, within the
+// 255 a file system allows a name.
+const maxNameBytes = 255 - 5
+
 func validName(s string) bool {
-	if s == "" || s[0] == '.' { // ".", "..", and the swap's ".NAME.new"/".NAME.old"
+	if s == "" || s[0] == '.' || len(s) > maxNameBytes { // ".", "..", the swap's ".NAME.new"/".NAME.old", and names those would not fit
 		return false
 	}
 	for _, r := range s {

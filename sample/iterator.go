@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // macroState is one macro batch's dynamic cache, loaded by the first
@@ -176,6 +178,11 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 	for range s.o.Workers {
 		go func() {
 			defer it.wg.Done()
+			// A mapped file (the CSR, a partitioning's adjacency) that
+			// another program truncates faults on its next read: with
+			// this, the batch's error names it (storage.CatchFault)
+			// instead of the process dying of SIGBUS.
+			debug.SetPanicOnFault(true)
 			w := s.newWorker()
 			defer w.release()
 			for j := range jobs {
@@ -183,12 +190,18 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int) *Iterator {
 					j.out <- result{err: ctx.Err()}
 					continue
 				}
-				b, err := w.run(ctx, plan, macros, &it.spare, j.i)
+				b, err := w.runCatching(ctx, plan, macros, &it.spare, j.i)
 				j.out <- result{b, err}
 			}
 		}()
 	}
 	return it
+}
+
+// runCatching is run with a fault in a mapped file as its error.
+func (w *worker) runCatching(ctx context.Context, plan *Plan, macros []*macroState, spare *spareCache, i int) (b *Batch, err error) {
+	defer storage.CatchFault(&err)
+	return w.run(ctx, plan, macros, spare, i)
 }
 
 // run samples batch i of plan, loading its macro batch's cache if needed.
@@ -201,6 +214,7 @@ func (w *worker) run(ctx context.Context, plan *Plan, macros []*macroState, spar
 	if m >= 0 {
 		ms = macros[m]
 		ms.once.Do(func() {
+			defer storage.CatchFault(&ms.err) // the macro batch's error for every worker
 			c, carried := spare.take(w.s.wide)
 			if err := w.s.parts.LoadAdjacency(plan.MacroParts[m], c); err != nil {
 				memacct.Add(memacct.DynamicCache, -carried)

@@ -130,7 +130,7 @@ func (pf *PartitionFiles) LoadAdjacency(ps []int, dst *DynamicCache) error {
 				return fmt.Errorf("sample: %s: partition %d: %d index bytes at byte %d, its offsets span %d", pf.p.AdjacencyPath(), q, a.FileBytes, a.FileOffset, len(b))
 			}
 			if _, err := pf.f.ReadAt(b, a.FileOffset); err != nil {
-				return fmt.Errorf("sample: read %s at byte %d: %w", pf.p.AdjacencyPath(), a.FileOffset, err)
+				return fmt.Errorf("sample: read %s at byte %d: %w", pf.p.AdjacencyPath(), a.FileOffset, storage.ShortRead(err))
 			}
 			return nil
 		})

@@ -332,3 +332,58 @@ func TestPartitionFilesReadCalls(t *testing.T) {
 		t.Fatalf("load stage counted %d read calls for %d partitions with list bytes (%d without)", got.ReadCalls, withBytes, without)
 	}
 }
+
+// TestAdjacencyTruncated: an adjacency file that another program
+// truncates after the partitioning was opened fails the batch whose macro
+// batch reads past its end with an error naming the file, and that error
+// is not the end of the epoch. Before, the read's io.EOF, wrapped, read as
+// the end (errors.Is(err, io.EOF)): rr reported the partition selection
+// over the batches before it (0 batches, RR 0.00, exit 0), a training
+// epoch ended early (with history on, train hung waiting for the next
+// batch's reuse request).
+func TestAdjacencyTruncated(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 19))
+	adj, _, train := communityGraph(r, 8, 40, 8, 2, 2)
+	for _, tc := range []struct {
+		name string
+		run  func(d *storage.Dataset, pf *sample.PartitionFiles) error
+	}{
+		{"epoch", func(d *storage.Dataset, pf *sample.PartitionFiles) error {
+			s, err := sample.New(d, pf, &sample.Options{Fanouts: []int{3, 3}, BatchSize: 20, Mode: sample.ModePartition, PartsPerBatch: 1, Seed: seed, Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			it := s.Epoch(context.Background(), 0)
+			defer it.Close()
+			for {
+				b, err := it.Next()
+				if err != nil {
+					return err
+				}
+				b.Release()
+			}
+		}},
+		{"rr", func(d *storage.Dataset, pf *sample.PartitionFiles) error {
+			_, err := sample.RRReport(context.Background(), d, pf, &sample.RROptions{Fanouts: []int{3, 3}, BatchSize: 20, PartsPerBatch: 1, NoHist: true, Seed: seed})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := writeDataset(t, adj, train, 0)
+			pf := partitionFiles(t, d, 8, seed)
+			path := pf.Partitioning().AdjacencyPath()
+			if err := os.Truncate(path, 200); err != nil {
+				t.Fatal(err)
+			}
+			err := tc.run(d, pf)
+			if err == nil || errors.Is(err, io.EOF) {
+				t.Fatalf("truncated %s: %v, want a read error that is not io.EOF", path, err)
+			}
+			if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), path) {
+				t.Errorf("truncated %s: %v, want io.ErrUnexpectedEOF naming the file", path, err)
+			}
+		})
+	}
+}

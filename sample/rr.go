@@ -3,7 +3,6 @@ package sample
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -267,7 +266,7 @@ func rrRow(ctx context.Context, d *storage.Dataset, p Partitions, so *Options, e
 		it := s.Epoch(ctx, e)
 		for {
 			b, err := it.Next()
-			if errors.Is(err, io.EOF) {
+			if err == io.EOF { // the end; a wrapped io.EOF is a failed read
 				break
 			}
 			if err != nil {

@@ -248,7 +248,7 @@ func (s *Sampler) spillWrite(ctx context.Context, epoch int, sw *SpillWriter, ch
 	}
 	for {
 		b, err := it.Next()
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // the end; a wrapped io.EOF is a failed read
 			break
 		}
 		if err != nil {

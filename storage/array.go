@@ -9,12 +9,15 @@ import (
 
 // Array is one .npy file mapped read-only after its size and header were
 // checked against a manifest entry. Data aliases the mapping: it is
-// read-only and valid until Close.
+// read-only and valid until Close. A read of Data that faults because
+// another program truncated the file is a *ChangedError in a goroutine
+// that catches faults (CatchFault).
 type Array struct {
-	Entry *FileEntry
-	Data  []byte // the data section; nil for an empty array
-	path  string
-	m     mmap.MMap
+	Entry   *FileEntry
+	Data    []byte // the data section; nil for an empty array
+	path    string
+	m       mmap.MMap
+	untrack func()
 }
 
 // MapArray maps dir/e.Name after checking that the file exists, has
@@ -35,6 +38,7 @@ func MapArray(dir string, e *FileEntry) (*Array, error) {
 			return nil, fmt.Errorf("storage: mmap %s (%d bytes): %w", path, e.Bytes, err)
 		}
 		a.Data = a.m[e.DataOffset:]
+		a.untrack = TrackMapping(a.m, path)
 	}
 	return a, nil
 }
@@ -59,6 +63,7 @@ func (a *Array) Close() error {
 	if a.m == nil {
 		return nil
 	}
+	a.untrack()
 	err := a.m.Unmap()
 	a.m, a.Data = nil, nil
 	if err != nil {

@@ -36,6 +36,9 @@ func OpenArrayFile(dir string, e *FileEntry) (*ArrayFile, error) {
 // the caller closes the file.
 func openChecked(dir string, e *FileEntry) (*os.File, string, error) {
 	path := filepath.Join(dir, e.Name)
+	if err := CheckRegular(path); err != nil {
+		return nil, path, err
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, path, fmt.Errorf("%w: %s: listed in the manifest but missing", ErrMismatch, path)
@@ -48,6 +51,36 @@ func openChecked(dir string, e *FileEntry) (*os.File, string, error) {
 		return nil, path, err
 	}
 	return f, path, nil
+}
+
+// CheckRegular refuses a path (followed if a symlink) that exists but is
+// not a regular file (ErrMismatch, naming it and its kind), before a
+// reader opens it: a named pipe would block the open until a writer
+// came, past SIGINT and SIGTERM (info hung so), and a directory or device
+// was reported by the size it happened to have ("size 4096 bytes").
+func CheckRegular(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() {
+		return nil // a missing file is the open's error to report
+	}
+	return fmt.Errorf("%w: %s: not a regular file but %s", ErrMismatch, path, fileKind(st.Mode()))
+}
+
+// fileKind names the kind of file mode m is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "mode " + m.String()
 }
 
 // checkArrayFile checks f's size and .npy header against e.
@@ -73,6 +106,18 @@ func checkArrayFile(f *os.File, path string, e *FileEntry) error {
 // DataBytes is the size of the data section.
 func (a *ArrayFile) DataBytes() int64 { return a.Entry.Bytes - a.Entry.DataOffset }
 
+// ShortRead is err, from a ReadAt of bytes a manifest says are there, with
+// an io.EOF (the file ended first: another program truncated it under the
+// reader) made io.ErrUnexpectedEOF: wrapped, an io.EOF would read as the
+// end of an iteration to a caller testing errors.Is(err, io.EOF) (a
+// truncated adjacency file ended training's epoch early and hung it).
+func ShortRead(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
 // ReadDataAt reads len(p) bytes of the data section at offset off. It
 // fails (io.ErrUnexpectedEOF) when fewer bytes are there.
 func (a *ArrayFile) ReadDataAt(p []byte, off int64) error {
@@ -81,7 +126,7 @@ func (a *ArrayFile) ReadDataAt(p []byte, off int64) error {
 			a.Path, len(p), off, a.DataBytes(), io.ErrUnexpectedEOF)
 	}
 	if _, err := a.f.ReadAt(p, a.Entry.DataOffset+off); err != nil {
-		return fmt.Errorf("storage: read %s: %w", a.Path, err)
+		return fmt.Errorf("storage: read %s: %w", a.Path, ShortRead(err))
 	}
 	return nil
 }

@@ -255,6 +255,9 @@ func ManifestUnchanged(dir, sum string) error {
 // ("xxhash64:…", as Relabelling.ManifestChecksum records a source's).
 func loadManifest(dir string) (*Manifest, string, error) {
 	path := filepath.Join(dir, ManifestName)
+	if err := CheckRegular(path); err != nil {
+		return nil, "", err
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", fmt.Errorf("%w: %s", ErrNotDataset, dir)

@@ -231,7 +231,7 @@ func (r *RowReader) readAt(dst []byte, off int64) error {
 	pos := r.dataOff + off
 	if r.mode == ReadBuffered {
 		if _, err := r.f.ReadAt(dst, pos); err != nil {
-			return fmt.Errorf("storage: read %s at byte %d: %w", r.name, pos, err)
+			return fmt.Errorf("storage: read %s at byte %d: %w", r.name, pos, ShortRead(err))
 		}
 		r.stage.Read(int64(len(dst)))
 		return nil
@@ -247,7 +247,7 @@ func (r *RowReader) readAt(dst []byte, off int64) error {
 		if err == nil {
 			err = fmt.Errorf("short read")
 		}
-		return fmt.Errorf("storage: read %s at byte %d: %w", r.name, pos, err)
+		return fmt.Errorf("storage: read %s at byte %d: %w", r.name, pos, ShortRead(err))
 	}
 	r.stage.Read(int64(got))
 	copy(dst, b[pos-start:])

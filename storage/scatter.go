@@ -569,7 +569,7 @@ func (r *RowReader) preadExtent(x readplan.Extent, reqs []RangeReq, buf []byte) 
 		if err == nil {
 			err = errors.New("short read")
 		}
-		return fmt.Errorf("storage: read %s: %d bytes at byte %d: %w", r.name, x.Len, x.Off, err)
+		return fmt.Errorf("storage: read %s: %d bytes at byte %d: %w", r.name, x.Len, x.Off, ShortRead(err))
 	}
 	r.stage.Read(int64(got))
 	return nil

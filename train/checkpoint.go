@@ -362,6 +362,9 @@ func ResolveCheckpoint(path string) string {
 // The caller closes the checkpoint when done with its sections.
 func readCheckpoint(path string) (*checkpoint, error) {
 	path = ResolveCheckpoint(path)
+	if err := storage.CheckRegular(path); err != nil { // a named pipe would block the open
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -378,12 +381,14 @@ func readCheckpoint(path string) (*checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: map %s: %w", path, err)
 	}
+	untrack := storage.TrackMapping(b, path) // a truncation under the reader: a named error (storage.CatchFault)
 	ck, err := parseCheckpoint(b, path)
 	if err != nil {
+		untrack()
 		_ = unix.Munmap(b)
 		return nil, err
 	}
-	ck.release = func() { _ = unix.Munmap(b) }
+	ck.release = func() { untrack(); _ = unix.Munmap(b) }
 	return ck, nil
 }
 

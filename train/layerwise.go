@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -1210,6 +1211,7 @@ func lwEachPart(parts []lwDestRange, fn func(j int, r lwDestRange)) {
 	for j := 1; j < len(parts); j++ {
 		wg.Add(1)
 		go func() {
+			defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 			defer wg.Done()
 			fn(j, parts[j])
 		}()
@@ -1320,6 +1322,7 @@ func (a *lwAcc) pushEdges(b int64, rows []float32) {
 		}
 		wg.Add(1)
 		go func(part []uint64) {
+			defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 			defer wg.Done()
 			a.pushRange(b, rows, part)
 		}(es[lo:hi])
@@ -1861,6 +1864,7 @@ func lwReadAhead(ctx context.Context, set bitset, n, size int64, width int,
 	}
 	done := make(chan error, 1)
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer close(full)
 		b := <-free
 		var run int64

@@ -5,9 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/ssdgnn/ssdgnn/kernels"
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // Model kinds.
@@ -808,7 +810,10 @@ func hostDropout(x []float32, p float32, seed uint64) {
 	var wg sync.WaitGroup
 	chunk := (len(x) + w - 1) / w
 	for lo := 0; lo < len(x); lo += chunk {
-		wg.Go(func() { part(lo, min(lo+chunk, len(x))) })
+		wg.Go(func() {
+			defer storage.HandleFault(debug.SetPanicOnFault(true))
+			part(lo, min(lo+chunk, len(x)))
+		})
 	}
 	wg.Wait()
 }

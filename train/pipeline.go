@@ -2,11 +2,11 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -264,12 +264,13 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	// Sample: deliver sampled batches (the sampler has applied the reuse
 	// decision: reused nodes were not expanded) and convert them.
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toGather)
 		defer it.Close()
 		for i, iter := 0, step0; ; i++ {
 			b, err := it.Next()
-			if errors.Is(err, io.EOF) {
+			if err == io.EOF { // the end; a wrapped io.EOF is a failed read
 				return
 			}
 			if err != nil {
@@ -388,6 +389,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		scanN = scanBatches(o)
 	}
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toTransfer)
 		var group []*job // the jobs in hand
@@ -515,6 +517,7 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}()
 	// Transfer: upload to the backend.
 	go func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toCompute)
 		for j := range toTransfer {

@@ -3,6 +3,7 @@ package train
 import (
 	"cmp"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"unsafe"
@@ -297,6 +298,7 @@ func (s *streamer) startGroup(in []streamInput, gather func(ids []int64, dst []f
 	s.cur = r
 	dim := s.dim
 	r.wg.Go(func() {
+		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer close(r.full)
 		for lo := 0; lo < n; lo += s.chunk {
 			var sl *streamSlot

@@ -8,7 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ssdgnn/ssdgnn/storage"
 )
 
 // errProblems marks a command that ran but found problems (validate); the
@@ -25,7 +30,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: a closed terminal or a dropped ssh session stops as Ctrl-C does (train writes its checkpoint)
 	defer stop()
 	root := newRootCmd()
-	if ran, err := root.ExecuteContextC(ctx); err != nil {
+	if ran, err := execute(ctx, root); err != nil {
 		err = flagNamed(ran, err)
 		var status exitStatus
 		if errors.As(err, &status) {
@@ -42,4 +47,18 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// execute runs the command line. A read of a mapped dataset file that
+// another program truncated meanwhile faults: on this goroutine (and on
+// the library's worker goroutines, which do the same) it is an error
+// naming the file, not a SIGBUS crash.
+func execute(ctx context.Context, root *cobra.Command) (ran *cobra.Command, err error) {
+	storage.OnFault(func(err error) { // a worker goroutine's fault: no error path to return it by
+		fmt.Fprintln(os.Stderr, "ssdgnn:", err)
+		os.Exit(1)
+	})
+	debug.SetPanicOnFault(true)
+	defer storage.CatchFault(&err)
+	return root.ExecuteContextC(ctx)
 }

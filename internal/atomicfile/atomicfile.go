@@ -43,6 +43,14 @@ import (
 // tmpMarker separates the final name from the random suffix.
 const tmpMarker = ".tmp-"
 
+// MaxNameBytes is the longest final name (base name, in bytes) whose
+// temporary name fits the 255 bytes a Linux file system allows a name:
+// the suffix is ".tmp-" (5), the stamp "PID-START" (at most 7 + 1 + 20)
+// and "-RANDOM" (at most 11), 44 bytes in all. A longer name fails at
+// Create with ENAMETOOLONG, which for a command's output comes after all
+// its work: check it up front (outpath.CheckParent does).
+const MaxNameBytes = 255 - 44
+
 // ErrDone is returned when a committed or aborted File is used again.
 var ErrDone = errors.New("atomicfile: file already committed or aborted")
 

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 )
 
 // ErrInput is wrapped by every refusal.
@@ -99,9 +101,14 @@ func CheckFile(flag, out, what string, inputs []string, dirs ...string) error {
 }
 
 // CheckParent refuses an output file path (the value of flag) whose
-// directory does not exist or is not a directory, so that a command fails
-// before its work rather than after it.
+// directory does not exist or is not a directory, or whose name is too
+// long to be written under a temporary name (atomicfile.MaxNameBytes), so
+// that a command fails before its work rather than after it.
 func CheckParent(flag, path string) error {
+	if n := len(filepath.Base(path)); n > atomicfile.MaxNameBytes {
+		return fmt.Errorf("%s %s: the file name has %d bytes, at most %d can be written (its temporary name while it is written adds up to %d to the 255 a file system allows)",
+			flag, path, n, atomicfile.MaxNameBytes, 255-atomicfile.MaxNameBytes)
+	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	switch {

@@ -2,10 +2,13 @@ package outpath
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ssdgnn/ssdgnn/internal/atomicfile"
 )
 
 func TestCheckDir(t *testing.T) {
@@ -83,5 +86,37 @@ func TestCheckFile(t *testing.T) {
 	}
 	if !Same(in, soft) || !Same(in, hard) || !Same(filepath.Join(dir, "a"), dir+"/./a") || Same(in, filepath.Join(dir, "new.npy")) {
 		t.Error("Same")
+	}
+}
+
+// TestCheckParentNameLength: an output name too long for its temporary
+// name (atomicfile.MaxNameBytes) is refused up front naming the flag;
+// before, infer --out with a 244-byte name ran the whole inference and
+// then failed with "file name too long" on the temporary file. The
+// longest name allowed is written.
+func TestCheckParentNameLength(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{
+		{atomicfile.MaxNameBytes, true},
+		{atomicfile.MaxNameBytes + 1, false},
+		{255, false},
+	} {
+		path := filepath.Join(dir, strings.Repeat("p", tc.n))
+		err := CheckParent("--out", path)
+		if (err == nil) != tc.ok {
+			t.Fatalf("%d-byte name: %v, want ok %v", tc.n, err, tc.ok)
+		}
+		if !tc.ok {
+			if !strings.Contains(err.Error(), "--out") || !strings.Contains(err.Error(), fmt.Sprint(atomicfile.MaxNameBytes)) {
+				t.Errorf("%d-byte name: %v, want the flag and the limit named", tc.n, err)
+			}
+			continue
+		}
+		if err := atomicfile.WriteFile(path, []byte("x")); err != nil {
+			t.Errorf("%d-byte name allowed but not writable: %v", tc.n, err)
+		}
 	}
 }

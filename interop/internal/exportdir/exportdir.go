@@ -121,9 +121,16 @@ func Abandon(out, meta string, owned []string) {
 // LinkOrCopy makes dst a file with the content of src: a hard link when
 // src and dst share a file system (linked is true), else a streaming copy.
 // Either way dst appears atomically (temporary name, fsync, rename).
+// A src that is a symbolic link (a dataset sharing another's features)
+// is followed: link(2) would link the symlink itself, and a relative one
+// would then name nothing from dst's directory.
 func LinkOrCopy(ctx context.Context, src, dst string) (linked bool, err error) {
+	target, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return false, fmt.Errorf("export: %w", err)
+	}
 	tmp := dst + ".tmp-link" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if err := os.Link(src, tmp); err == nil {
+	if err := os.Link(target, tmp); err == nil {
 		if err := os.Rename(tmp, dst); err != nil {
 			os.Remove(tmp)
 			return false, fmt.Errorf("export: %w", err)

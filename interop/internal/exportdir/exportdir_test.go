@@ -84,6 +84,56 @@ func TestLinkOrCopy(t *testing.T) {
 	}
 }
 
+// TestLinkOrCopySymlink: a src that is a symbolic link, absolute or
+// relative to its own directory (a dataset sharing another's
+// features.npy), gives dst a hard link of the file it names, readable
+// from dst's directory.
+func TestLinkOrCopySymlink(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target func(dir string) string
+	}{
+		{"relative", func(string) string { return filepath.Join("..", "real", "a") }},
+		{"absolute", func(dir string) string { return filepath.Join(dir, "real", "a") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, d := range []string{"real", "ds", "out/node_data"} {
+				if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			real := filepath.Join(dir, "real", "a")
+			if err := os.WriteFile(real, []byte("data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			src := filepath.Join(dir, "ds", "a")
+			if err := os.Symlink(tc.target(dir), src); err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(dir, "out", "node_data", "b")
+			linked, err := LinkOrCopy(context.Background(), src, dst)
+			if err != nil || !linked {
+				t.Fatalf("linked %v, %v", linked, err)
+			}
+			if b, err := os.ReadFile(dst); err != nil || string(b) != "data" {
+				t.Fatalf("dst reads %q, %v", b, err)
+			}
+			l, err := os.Lstat(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Mode()&os.ModeSymlink != 0 {
+				t.Fatalf("dst has mode %v: a copy of the symlink, not a link of the file", l.Mode())
+			}
+			a, _ := os.Stat(real)
+			if !os.SameFile(a, l) {
+				t.Error("dst is not a hard link of the file src names")
+			}
+		})
+	}
+}
+
 // TestPrepareRefusesDataset: an OUT that is an ssdgnn dataset is refused
 // even with force, and keeps the entries an export owns by the same
 // names (a DistDGL export's partitions/ removed the dataset's
