@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,42 @@ type DeviceProfile struct {
 	SeqReadBytes   int64   `json:"seq_read_bytes"`
 	SeqBytes       int64   `json:"seq_bytes"`
 	SeqBytesPerSec float64 `json:"seq_bytes_per_s"`
+	// Rounds is how many times each phase ran, the phases interleaved
+	// (ProbeOptions.Rounds); the rates above are the medians of the
+	// rounds' rates, which the *Rounds fields list in order (absent in
+	// profiles written before rounds existed: one round). On a disk
+	// shared with other work, three probes a few seconds apart read
+	// 11,707, 22,863 and 29,118 random reads/s, and whichever wrote
+	// device.json last set train's merge gap (135, 61 or 38 rows).
+	Rounds            int       `json:"rounds,omitempty"`
+	RandomRoundsPerS  []float64 `json:"random_reads_per_s_rounds,omitempty"`
+	GatherRoundsPerS  []float64 `json:"gather_reads_per_s_rounds,omitempty"`
+	SeqRoundsBytesPer []float64 `json:"seq_bytes_per_s_rounds,omitempty"`
+}
+
+// Spread is the largest of the rounds' rates over the smallest, over
+// every phase (1 with one round): how much the device's rate moved while
+// it was probed.
+func (p *DeviceProfile) Spread() float64 {
+	s := 1.0
+	for _, r := range [][]float64{p.RandomRoundsPerS, p.GatherRoundsPerS, p.SeqRoundsBytesPer} {
+		if len(r) > 1 {
+			s = max(s, slices.Max(r)/slices.Min(r))
+		}
+	}
+	return s
+}
+
+// median is the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // DefaultDeviceProfile stands for a dataset without device.json: the
@@ -95,6 +132,23 @@ func (p *DeviceProfile) Validate() error {
 		return fmt.Errorf("seq_read_bytes %d, want 1 to %d", p.SeqReadBytes, 1<<30)
 	case !rate(p.SeqBytesPerSec, 1<<10, 1e13):
 		return fmt.Errorf("seq_bytes_per_s %g, want a rate from 1 KiB/s to 1e13", p.SeqBytesPerSec)
+	case p.Rounds < 0 || p.Rounds > maxRounds:
+		return fmt.Errorf("rounds %d, want 0 (one) to %d", p.Rounds, maxRounds)
+	}
+	for _, f := range []struct {
+		name   string
+		rs     []float64
+		lo, hi float64
+	}{{"random_reads_per_s_rounds", p.RandomRoundsPerS, 1, 1e10}, {"gather_reads_per_s_rounds", p.GatherRoundsPerS, 1, 1e10},
+		{"seq_bytes_per_s_rounds", p.SeqRoundsBytesPer, 1 << 10, 1e13}} {
+		if len(f.rs) > max(p.Rounds, 1) {
+			return fmt.Errorf("%s has %d entries, rounds %d", f.name, len(f.rs), p.Rounds)
+		}
+		for i, x := range f.rs {
+			if !rate(x, f.lo, f.hi) {
+				return fmt.Errorf("%s[%d] %g, want a rate from %g to %g", f.name, i, x, f.lo, f.hi)
+			}
+		}
 	}
 	return nil
 }
@@ -210,7 +264,16 @@ type ProbeOptions struct {
 	Buffered bool
 	// Seed picks the random rows and the sequential start.
 	Seed uint64
+	// Rounds is how many times each phase runs, for Duration/Rounds
+	// each, the phases interleaved, so that a device whose rate moves
+	// (other work on a shared disk) is sampled at several moments: the
+	// profile keeps each phase's median and the rounds' rates. Default
+	// 3, at most maxRounds.
+	Rounds int
 }
+
+// maxRounds bounds ProbeOptions.Rounds.
+const maxRounds = 100
 
 // seqDepth is the sequential reads in flight of ProbeDevice.
 const seqDepth = 4
@@ -245,7 +308,12 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 	if opt.SeqReadBytes <= 0 {
 		opt.SeqReadBytes = 1 << 20
 	}
+	if opt.Rounds <= 0 {
+		opt.Rounds = 3
+	}
 	switch {
+	case opt.Rounds > maxRounds:
+		return nil, opterr.Errorf(ErrInvalidOptions, "%s %d: want at most %d", opterr.Field("Rounds"), opt.Rounds, maxRounds)
 	case opt.Depth > MaxIODepth:
 		return nil, opterr.Errorf(ErrInvalidOptions, "%s %d: want at most %d reads in flight", opterr.Field("Depth"), opt.Depth, MaxIODepth)
 	case opt.GatherDepth > MaxIODepth:
@@ -272,8 +340,9 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 
 	// run calls read from depth goroutines until the phase ends; read
 	// returns the bytes it read.
+	phase := max(opt.Duration/time.Duration(opt.Rounds), time.Nanosecond)
 	run := func(depth int, read func(rng *rand.Rand, buf []byte) (int64, error)) (n, bytes int64, sec float64, err error) {
-		pctx, cancel := context.WithTimeout(ctx, opt.Duration)
+		pctx, cancel := context.WithTimeout(ctx, phase)
 		defer cancel()
 		var calls, total atomic.Int64
 		errs := make([]error, depth)
@@ -332,16 +401,6 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 		}
 		return float64(n*batch) / sec, n * batch, nil
 	}
-	if p.RandomReadsPerSec, p.RandomReads, err = random(opt.Depth); err != nil {
-		return nil, err
-	}
-	p.GatherDepth, p.GatherReadsPerSec = opt.Depth, p.RandomReadsPerSec
-	if opt.GatherDepth != opt.Depth {
-		p.GatherDepth = opt.GatherDepth
-		if p.GatherReadsPerSec, _, err = random(opt.GatherDepth); err != nil {
-			return nil, err
-		}
-	}
 
 	// Sequential: seqDepth readers walking the file together in
 	// SeqReadBytes steps, as merged extents are read a few at a time.
@@ -355,18 +414,49 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 	}
 	var cursor atomic.Int64
 	cursor.Store(rand.New(rand.NewPCG(opt.Seed, 99)).Int64N(rows))
-	_, bytes, sec, err := run(p.SeqDepth, func(_ *rand.Rand, buf []byte) (int64, error) {
-		first := cursor.Add(perRead) - perRead
-		if first >= rows {
-			first = 0
-			cursor.Store(perRead)
+	sequential := func() (float64, int64, error) {
+		_, bytes, sec, err := run(p.SeqDepth, func(_ *rand.Rand, buf []byte) (int64, error) {
+			first := cursor.Add(perRead) - perRead
+			if first >= rows {
+				first = 0
+				cursor.Store(perRead)
+			}
+			k := min(perRead, rows-first)
+			return k * r.rowBytes, r.ReadRange(first, k, buf[:k*r.rowBytes])
+		})
+		if err != nil {
+			return 0, 0, fmt.Errorf("storage: probe sequential reads: %w", err)
 		}
-		k := min(perRead, rows-first)
-		return k * r.rowBytes, r.ReadRange(first, k, buf[:k*r.rowBytes])
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storage: probe sequential reads: %w", err)
+		return float64(bytes) / sec, bytes, nil
 	}
-	p.SeqBytes, p.SeqBytesPerSec = bytes, float64(bytes)/sec
+
+	p.Rounds = opt.Rounds
+	p.GatherDepth = opt.Depth
+	if opt.GatherDepth != opt.Depth {
+		p.GatherDepth = opt.GatherDepth
+	}
+	for range opt.Rounds {
+		rate, n, err := random(opt.Depth)
+		if err != nil {
+			return nil, err
+		}
+		p.RandomRoundsPerS, p.RandomReads = append(p.RandomRoundsPerS, rate), p.RandomReads+n
+		if opt.GatherDepth != opt.Depth {
+			if rate, _, err = random(opt.GatherDepth); err != nil {
+				return nil, err
+			}
+			p.GatherRoundsPerS = append(p.GatherRoundsPerS, rate)
+		}
+		rate, bytes, err := sequential()
+		if err != nil {
+			return nil, err
+		}
+		p.SeqRoundsBytesPer, p.SeqBytes = append(p.SeqRoundsBytesPer, rate), p.SeqBytes+bytes
+	}
+	p.RandomReadsPerSec, p.SeqBytesPerSec = median(p.RandomRoundsPerS), median(p.SeqRoundsBytesPer)
+	p.GatherReadsPerSec = p.RandomReadsPerSec
+	if len(p.GatherRoundsPerS) > 0 {
+		p.GatherReadsPerSec = median(p.GatherRoundsPerS)
+	}
 	return p, p.Validate()
 }

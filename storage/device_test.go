@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +43,7 @@ func TestProbeDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *q != *p {
+	if !reflect.DeepEqual(q, p) {
 		t.Fatalf("read back %+v, wrote %+v", q, p)
 	}
 	// The dataset still opens: device.json is not part of the manifest.
@@ -195,3 +197,44 @@ func TestProbeDeviceSmallFile(t *testing.T) {
 		t.Fatalf("seq_read_bytes %d, seq_bytes %d: want reads of (at most) the whole 5120-byte file", p.SeqReadBytes, p.SeqBytes)
 	}
 }
+
+// TestProbeRounds: every phase runs Rounds times, interleaved, and the
+// profile keeps each round's rate and their median (on a shared disk
+// three single probes a few seconds apart read 11,707, 22,863 and 29,118
+// random reads/s, and the last one written set train's merge gap); a
+// profile whose rounds are not rates is refused by name.
+func TestProbeRounds(t *testing.T) {
+	d := scatterDataset(t, 5000, 128)
+	p, err := d.ProbeDevice(context.Background(), &storage.ProbeOptions{Duration: 60 * time.Millisecond, Depth: 2, SeqReadBytes: 64 << 10, Rounds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rounds: random %v, gather %v, sequential %v; spread %.2f", p.RandomRoundsPerS, p.GatherRoundsPerS, p.SeqRoundsBytesPer, p.Spread())
+	for _, f := range []struct {
+		name   string
+		rounds []float64
+		median float64
+	}{{"random", p.RandomRoundsPerS, p.RandomReadsPerSec}, {"gather", p.GatherRoundsPerS, p.GatherReadsPerSec}, {"sequential", p.SeqRoundsBytesPer, p.SeqBytesPerSec}} {
+		if p.Rounds != 3 || len(f.rounds) != 3 {
+			t.Fatalf("%s: %d rounds listed, Rounds %d, want 3", f.name, len(f.rounds), p.Rounds)
+		}
+		s := slices.Clone(f.rounds)
+		slices.Sort(s)
+		if f.median != s[1] {
+			t.Errorf("%s: %v, want the median of %v", f.name, f.median, f.rounds)
+		}
+	}
+	if sp := p.Spread(); sp < 1 || sp != max(ratio(p.RandomRoundsPerS), ratio(p.GatherRoundsPerS), ratio(p.SeqRoundsBytesPer)) {
+		t.Errorf("spread %v", sp)
+	}
+	bad := *p
+	bad.RandomRoundsPerS = []float64{p.RandomReadsPerSec, 0, p.RandomReadsPerSec}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "random_reads_per_s_rounds[1]") {
+		t.Errorf("a round of 0 reads/s: %v", err)
+	}
+	if _, err := d.ProbeDevice(context.Background(), &storage.ProbeOptions{Rounds: 101}); !errors.Is(err, storage.ErrInvalidOptions) {
+		t.Errorf("101 rounds: %v", err)
+	}
+}
+
+func ratio(xs []float64) float64 { return slices.Max(xs) / slices.Min(xs) }

@@ -18,7 +18,7 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "merge gap:") {
+	if !strings.Contains(out, "merge gap:") || !strings.Contains(out, "(median of 3 rounds, ") {
 		t.Fatalf("output %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, storage.FileDevice)); !os.IsNotExist(err) {
