@@ -374,6 +374,17 @@ func (t *Trainer) Infer(ctx context.Context, nodes []int64, o *InferOptions) (*I
 		return nil, err
 	}
 	rep.Accuracy = ratio(int64(rep.Correct), int64(rep.Labelled))
+	// The logits are written out and made durable before the predictions
+	// are committed, and renamed after them: a full disk or a failing
+	// device leaves both outputs as they were. Before, the predictions
+	// were committed first, and a logits write that failed (ENOSPC)
+	// left this run's predictions beside an earlier run's logits (the
+	// file-system sweep's F6). A kill between the two renames still can.
+	if lw != nil {
+		if err := lw.finish(); err != nil {
+			return nil, err
+		}
+	}
 	if opt.PredPath != "" {
 		if err := writeInt32Npy(opt.PredPath, pred); err != nil {
 			return nil, err
@@ -459,13 +470,30 @@ func (w *logitsWriter) row(pos int, row []float32) error {
 	return nil
 }
 
+// testLogitsFlush, set by tests, is called before each logitsWriter write
+// (a full disk there).
+var testLogitsFlush func() error
+
 func (w *logitsWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
+	if testLogitsFlush != nil {
+		if err := testLogitsFlush(); err != nil {
+			return err
+		}
+	}
 	_, err := w.f.WriteAt(w.buf, w.off+int64(w.start)*int64(4*w.c))
 	w.buf = w.buf[:0]
 	return err
+}
+
+// finish writes the pending rows and makes the file durable, uncommitted.
+func (w *logitsWriter) finish() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.f.Sync()
 }
 
 func (w *logitsWriter) commit() error {

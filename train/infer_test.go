@@ -497,3 +497,45 @@ func TestTrainEvalMemWithinBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestInferOutputsTogether: a logits write that fails at the end (a full
+// disk) leaves both outputs of an earlier infer as they were. Before, the
+// predictions were committed first: this run's preds.npy beside the
+// earlier run's logits (the file-system sweep's F6, on a full tmpfs).
+func TestInferOutputsTogether(t *testing.T) {
+	d := smallSynth(t)
+	dir := t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	out := t.TempDir()
+	opt := &InferOptions{PredPath: filepath.Join(out, "preds.npy"), LogitsPath: filepath.Join(out, "logits.npy")}
+	// An earlier run's pair, for other nodes.
+	if _, err := tr.Infer(context.Background(), d.TestIdx()[:10], opt); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]byte{}
+	for _, p := range []string{opt.PredPath, opt.LogitsPath} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[p] = b
+	}
+	full := errors.New("no space left on device")
+	testLogitsFlush = func() error { return full }
+	defer func() { testLogitsFlush = nil }()
+	if _, err := tr.Infer(context.Background(), d.TestIdx(), opt); !errors.Is(err, full) {
+		t.Fatalf("a failing logits write: %v", err)
+	}
+	for p, b := range before {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s changed (%d bytes, was %d; %v): the outputs are no longer a pair", filepath.Base(p), len(got), len(b), err)
+		}
+	}
+}

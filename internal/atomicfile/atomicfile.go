@@ -107,6 +107,19 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	return f.f.WriteAt(p, off)
 }
 
+// Sync makes what was written durable before Commit, so that a writer of
+// several files learns of a full disk or a failing device before it
+// commits any of them (Commit's own fsync then has little left to do).
+func (f *File) Sync() error {
+	if f.done {
+		return ErrDone
+	}
+	if err := f.f.Sync(); err != nil {
+		return fmt.Errorf("atomicfile: sync %s: %w", f.final, err)
+	}
+	return nil
+}
+
 // Commit makes the written content visible under the final name.
 func (f *File) Commit() error {
 	if f.done {
