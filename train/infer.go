@@ -152,10 +152,7 @@ func (t *Trainer) sampledInferNeed(nodes int, fanouts []int, rows int64) (need i
 	workers := int64(samplingWorkers(o.Workers))
 	sampler := workers * (sample.IDMapBytes(n) + sample.WorkerBytesBound(batchTargets(&o), o.Fanouts, n, d.NumEdges(), o.Source))
 	if rows <= 0 {
-		rows = fanoutRows(batchTargets(&o), o.Fanouts, n)
-		if r := int64(t.evalBound.rows); r > 0 {
-			rows = min(rows, r)
-		}
+		rows = t.evalCutRows(&o)
 	}
 	batch := batchBytes(d, &o, rows) + gatherBytes(d, &o, rows)
 	// The feature reads' slots, made at the first gather and kept
@@ -166,6 +163,17 @@ func (t *Trainer) sampledInferNeed(nodes int, fanouts []int, rows int64) (need i
 	need = max(rest+RuntimeReserve(0), (rest*8+6)/7) // rest + RuntimeReserve(need) <= need
 	return need, fmt.Sprintf("model and state %s, %d sampling workers %s, one batch of up to %d input rows %s, feature read slots %s, runtime reserve %s",
 		ibytes(counted), workers, ibytes(sampler), rows, ibytes(batch), ibytes(slots), ibytes(RuntimeReserve(need)))
+}
+
+// evalCutRows is the input rows of the largest (micro-)batch sampled
+// inference with o makes under the evaluation cut: the fanouts' bound,
+// at most the cut's rows.
+func (t *Trainer) evalCutRows(o *Options) int64 {
+	rows := fanoutRows(batchTargets(o), o.Fanouts, t.d.NumNodes())
+	if r := int64(t.evalBound.rows); r > 0 {
+		rows = min(rows, r)
+	}
+	return rows
 }
 
 // sampledOptions is t's options for sampled inference at fanouts.
@@ -187,11 +195,7 @@ func (t *Trainer) sampledInferBound(nodes int, fanouts []int, mem int64) (splitB
 		// The need assumed the destinations of the estimate for its rows
 		// (batchDst), which a batch at these fanouts may exceed where
 		// degrees are below them: cut to them too.
-		rows := fanoutRows(batchTargets(&o), o.Fanouts, n)
-		if r := int64(t.evalBound.rows); r > 0 {
-			rows = min(rows, r)
-		}
-		return splitBound{rows: t.evalBound.rows, dst: int(batchDst(&o, rows))}, nil
+		return splitBound{rows: t.evalBound.rows, dst: int(batchDst(&o, t.evalCutRows(&o)))}, nil
 	}
 	least, whole := fanoutRows(microTargets(&o), o.Fanouts, n), fanoutRows(batchTargets(&o), o.Fanouts, n)
 	fits := func(r int64) bool { need, _ := t.sampledInferNeed(nodes, fanouts, r); return need <= mem }
