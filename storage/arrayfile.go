@@ -63,11 +63,12 @@ func CheckRegular(path string) error {
 	if err != nil || st.Mode().IsRegular() {
 		return nil // a missing file is the open's error to report
 	}
-	return fmt.Errorf("%w: %s: not a regular file but %s", ErrMismatch, path, fileKind(st.Mode()))
+	return fmt.Errorf("%w: %s: not a regular file but %s", ErrMismatch, path, FileKind(st.Mode()))
 }
 
-// fileKind names the kind of file mode m is.
-func fileKind(m fs.FileMode) string {
+// FileKind names the kind of file, other than a regular one, mode m is
+// ("a named pipe", "a directory"), for errors that refuse it.
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"

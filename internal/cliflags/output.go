@@ -146,7 +146,7 @@ func writable(o Output) error {
 		}
 		if err == nil && !st.Mode().IsRegular() {
 			return fmt.Errorf("%s %s is not a regular file (%s): the output is written to a temporary file renamed over it, which would replace it; name a file",
-				o.Flag, o.Path, kindOf(st.Mode()))
+				o.Flag, o.Path, storage.FileKind(st.Mode()))
 		}
 	}
 	target := filepath.Dir(o.Path)
@@ -178,21 +178,6 @@ func systemDir(path string) string {
 		}
 	}
 	return ""
-}
-
-// kindOf names a file type that is not a regular file or directory.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
 }
 
 // otherDataset refuses an output that would replace a file of a dataset

@@ -98,7 +98,7 @@ func TestCheckOutputsSpecialFiles(t *testing.T) {
 		out  Output
 		want string // "" for accepted
 	}{
-		{"out FIFO", Output{Flag: "--out", Path: fifo}, "--out " + fifo + " is not a regular file (a FIFO)"},
+		{"out FIFO", Output{Flag: "--out", Path: fifo}, "--out " + fifo + " is not a regular file (a named pipe)"},
 		{"out device", Output{Flag: "--out", Path: "/dev/null"}, "--out /dev/null lies in /dev"},
 		// A link to the process's descriptor: a regular file when
 		// stdout is redirected to one, and the link was replaced.
