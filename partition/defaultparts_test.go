@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestDefaultParts(t *testing.T) {
 		run  func() (Stats, error)
 		want int
 	}{
-		{"cora", func() (Stats, error) { return Run(cora, &Options{Seed: 1}) }, 3},    // 140 training nodes
+		{"cora", func() (Stats, error) { return Run(cora, &Options{Seed: 1}) }, 2},    // 140 training nodes: 3, in two levels 2
 		{"synth50k", func() (Stats, error) { return Run(g, &Options{Seed: 1}) }, 100}, // 4,975
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,5 +44,30 @@ func TestDefaultParts(t *testing.T) {
 	}
 	if got := DefaultPartsFor(g); got != (len(g.TrainIdx())+TrainNodesPerPart-1)/TrainNodesPerPart {
 		t.Errorf("DefaultPartsFor %d for %d training nodes", got, len(g.TrainIdx()))
+	}
+}
+
+// TestDefaultPartsTwoLevel: the default count splits into two levels of
+// about its square root each, and its parts keep at least
+// TrainNodesPerPart training nodes. Before, a prime count (401 for a
+// 200,000-node generated graph's training nodes; 7 here) took the first
+// level 1 × k: one first-level part, whose second level ran on one
+// worker (1.7× the time and 1.8× the peak RSS of 400 = 20 × 20).
+func TestDefaultPartsTwoLevel(t *testing.T) {
+	for k := int64(1); k <= DefaultParts; k++ {
+		got := twoLevelParts(k)
+		if got < 1 || got > k || 2*(k-got) > 2*int64(math.Sqrt(float64(k)))+2 {
+			t.Fatalf("twoLevelParts(%d) = %d: want at most k, less by at most its square root", k, got)
+		}
+		if f := int64(defaultFirstLevel(int(got))); k >= 4 && 4*f*f < got {
+			t.Fatalf("twoLevelParts(%d) = %d splits as %d x %d", k, got, f, got/f)
+		}
+	}
+	g := storagetest.Generate(t, synth.Config{Nodes: 2000, FeatDim: 4, Classes: 4, Seed: 1, TrainFrac: 0.17}, nil)
+	plain := (len(g.TrainIdx()) + TrainNodesPerPart - 1) / TrainNodesPerPart
+	k := DefaultPartsFor(g)
+	t.Logf("%d training nodes: %d parts (%d before rounding)", len(g.TrainIdx()), k, plain)
+	if f := defaultFirstLevel(k); 4*f*f < k || k > plain || len(g.TrainIdx()) < k*TrainNodesPerPart {
+		t.Errorf("%d training nodes: %d parts, %d x %d; want at most %d, in two levels", len(g.TrainIdx()), k, f, k/f, plain)
 	}
 }

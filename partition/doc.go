@@ -25,7 +25,9 @@
 // then k2 = k/k1 parts inside each first-level part (k1 divides k), ignoring
 // neighbours outside it and counting training load locally. The final id
 // of second-level part q of first-level part P is P·k2+q, so K = k1·k2 = k
-// (10,000 = 100×100 by default). Second-level parts run on a pool of
+// (by default k is DefaultPartsFor the dataset: one part per
+// TrainNodesPerPart training nodes, at most DefaultParts = 10,000 =
+// 100×100, OUTRE's count for ogbn-papers100M). Second-level parts run on a pool of
 // Workers goroutines; each is a pure function of its inputs and of the
 // seed, so part.npy is identical for any worker count. α for a
 // second-level part uses that part's own n and its own m (the undirected

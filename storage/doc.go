@@ -28,6 +28,17 @@
 // default, so kernel readahead does not inflate the bytes read by random
 // access; Advise changes it.
 //
+// A mapped file that another program truncates under a running reader
+// faults on the next read past its new end (SIGBUS). Every mapping is
+// registered (TrackMapping); a goroutine that reads mappings calls
+// runtime/debug.SetPanicOnFault(true) and defers CatchFault (an error to
+// return), FailFault (a pipeline stage's fail function) or HandleFault
+// (no error path: the OnFault function, the command line's exit), which
+// turn a fault inside a registered mapping into a *ChangedError naming
+// the file. A goroutine that reads a mapping without them still dies of
+// SIGBUS with the process. Files read with pread report such a
+// truncation as io.ErrUnexpectedEOF (ShortRead), never a bare io.EOF.
+//
 // # Checked at open
 //
 // Open reads every array a reader indexes with once, before returning,

@@ -165,7 +165,11 @@ func OnFault(f func(error)) { faultHook.Store(&f) }
 // compute worker over mapped arrays): a fault inside a tracked mapping
 // is handed to the OnFault function, which is not expected to return.
 // Defer it first thing in the goroutine, with the call that makes faults
-// panics as its argument (evaluated at once):
+// panics as its argument (evaluated at once). It runs after the
+// goroutine's other deferred calls: none of them may wait on another
+// goroutine (a stage draining its input channel hung training for good
+// instead of exiting); a goroutine with such cleanup and a way to fail
+// defers FailFault instead.
 //
 //	go func() {
 //		defer storage.HandleFault(debug.SetPanicOnFault(true))
@@ -180,6 +184,32 @@ func HandleFault(bool) {
 		if h := faultHook.Load(); h != nil && *h != nil {
 			(*h)(err)
 		}
+	}
+	panic(r)
+}
+
+// FailFault is CatchFault for a goroutine that fails through a function
+// rather than a returned error (a pipeline stage): a fault inside a
+// tracked mapping is handed to fail, and the goroutine then returns as
+// from an ordinary failure, its other deferred calls run after fail (which
+// stops the goroutines they may wait on). Defer it after the goroutine's
+// other deferred calls, so that it runs before them, with the call that
+// makes faults panics as its argument:
+//
+//	go func() {
+//		defer wg.Done()
+//		defer drain(in) // waits for the producer, which fail stops
+//		defer storage.FailFault(fail, debug.SetPanicOnFault(true))
+//		...
+//	}()
+func FailFault(fail func(error), _ bool) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if err := FaultError(r); err != nil {
+		fail(err)
+		return
 	}
 	panic(r)
 }

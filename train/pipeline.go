@@ -264,10 +264,10 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	// Sample: deliver sampled batches (the sampler has applied the reuse
 	// decision: reused nodes were not expanded) and convert them.
 	go func() {
-		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toGather)
 		defer it.Close()
+		defer storage.FailFault(fail, debug.SetPanicOnFault(true)) // a truncated mapped file: the epoch's error, not SIGBUS
 		for i, iter := 0, step0; ; i++ {
 			b, err := it.Next()
 			if err == io.EOF { // the end; a wrapped io.EOF is a failed read
@@ -389,7 +389,6 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 		scanN = scanBatches(o)
 	}
 	go func() {
-		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toTransfer)
 		var group []*job // the jobs in hand
@@ -409,6 +408,18 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 				t.releaseBatch(j)
 			}
 		}()
+		// A truncated mapped file (labels.npy, read by gatherLabels) is
+		// the epoch's error, not SIGBUS. Deferred last, it runs before the
+		// drain above, which waits for the sample stage that fail stops:
+		// deferred first (HandleFault), the drain ran first and training
+		// hung for good (TestEpochLabelsTruncated).
+		defer storage.FailFault(func(err error) {
+			for _, j := range group {
+				ring.put(j.buf)
+				j.buf, j.feats, j.ring = nil, nil, nil
+			}
+			fail(err)
+		}, debug.SetPanicOnFault(true))
 		for {
 			group = group[:0]
 			if pending != nil {
@@ -517,9 +528,9 @@ func (t *Trainer) trainEpoch(parent context.Context) (EpochStats, error) {
 	}()
 	// Transfer: upload to the backend.
 	go func() {
-		defer storage.HandleFault(debug.SetPanicOnFault(true)) // a truncated mapped file: a named error, not SIGBUS
 		defer wg.Done()
 		defer close(toCompute)
+		defer storage.FailFault(fail, debug.SetPanicOnFault(true)) // a truncated mapped file: the epoch's error, not SIGBUS
 		for j := range toTransfer {
 			t0 := time.Now()
 			err := t.upload(j)
