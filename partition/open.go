@@ -111,10 +111,8 @@ func Exists(datasetDir, name string) bool {
 	return hasManifest(committedDir(datasetDir, name))
 }
 
-// maxNameBytes is the longest partitioning name: --force stages it as
-// ".NAME.new" and moves the old one to ".NAME.old", 5 bytes more, within
-// the 255 a file system allows a name.
-const maxNameBytes = 255 - 5
+// maxNameBytes is the longest partitioning name (--force stages it).
+const maxNameBytes = namedir.MaxNameBytes
 
 // plainName reports whether name may name a partitioning: one directory
 // under DIR/partitions, not hidden (the writer's staging directories),

@@ -15,6 +15,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/featurecache"
 	"github.com/ssdgnn/ssdgnn/histcache"
 	"github.com/ssdgnn/ssdgnn/internal/memacct"
+	"github.com/ssdgnn/ssdgnn/internal/namedir"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/progress"
 	"github.com/ssdgnn/ssdgnn/neighborcache"
@@ -102,10 +103,8 @@ func (o *ProfileOptions) Validate() error {
 	return nil
 }
 
-// maxNameBytes is the longest profile name: saving one stages it as
-// ".NAME.new" (and the old one as ".NAME.old"), 5 bytes more, within the
-// 255 a file system allows a name.
-const maxNameBytes = 255 - 5
+// maxNameBytes is the longest profile name (saving one stages it).
+const maxNameBytes = namedir.MaxNameBytes
 
 func validName(s string) bool {
 	if s == "" || s[0] == '.' || len(s) > maxNameBytes { // ".", "..", the swap's ".NAME.new"/".NAME.old", and names those would not fit

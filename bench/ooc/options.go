@@ -14,6 +14,7 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/cliflags"
 	"github.com/ssdgnn/ssdgnn/internal/opterr"
 	"github.com/ssdgnn/ssdgnn/internal/outpath"
+	"github.com/ssdgnn/ssdgnn/partition"
 	"github.com/ssdgnn/ssdgnn/sample"
 )
 
@@ -44,7 +45,7 @@ const (
 	DefaultHidden       = 32
 	DefaultBatchSize    = 1000
 	DefaultFanouts      = "10,10,10"
-	DefaultTrainPerPart = 50
+	DefaultTrainPerPart = partition.TrainNodesPerPart // rounded down, uncapped: earlier runs' datasets keep their parts (prepare)
 	// DefaultLR and DefaultDropout let the 3-layer SAGE learn the
 	// generated graph (features: class signal ±1 under noise about 8.5 per
 	// dimension) within two epochs: with the trainer's defaults (0.01,

@@ -18,6 +18,11 @@ import (
 	"strings"
 )
 
+// MaxNameBytes is the longest artefact name: a replacement is staged as
+// ".NAME.new" and the old one moved to ".NAME.old", 5 bytes more, within
+// the 255 a file system allows a name.
+const MaxNameBytes = 255 - 5
+
 // List names the subdirectories of dir/sub that hold file, in name order.
 // A missing dir/sub lists nothing.
 func List(dir, sub, file string) ([]string, error) {
