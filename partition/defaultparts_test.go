@@ -1,8 +1,10 @@
 package partition
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ssdgnn/ssdgnn/storage/importer"
@@ -69,5 +71,25 @@ func TestDefaultPartsTwoLevel(t *testing.T) {
 	t.Logf("%d training nodes: %d parts (%d before rounding)", len(g.TrainIdx()), k, plain)
 	if f := defaultFirstLevel(k); 4*f*f < k || k > plain || len(g.TrainIdx()) < k*TrainNodesPerPart {
 		t.Errorf("%d training nodes: %d parts, %d x %d; want at most %d, in two levels", len(g.TrainIdx()), k, f, k/f, plain)
+	}
+}
+
+// TestDefaultPartsNamedInErrors: an option that does not fit the default
+// part count says the count was the dataset's default, not given (the
+// review's R5: "--first-level: 16 not in [1, --parts=3]" with no --parts).
+func TestDefaultPartsNamedInErrors(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "cora")
+	if _, err := importer.ImportOGB("../testdata/cora", src, nil); err != nil {
+		t.Fatal(err)
+	}
+	cora := openDataset(t, src)
+	defer cora.Close()
+	_, err := Run(cora, &Options{FirstLevel: 16, Seed: 1})
+	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "no part count was given: 2 is the default for this dataset's 140 training nodes") {
+		t.Errorf("--first-level 16 on Cora's default parts: %v", err)
+	}
+	if _, err := Run(cora, &Options{Parts: 4, FirstLevel: 16, Seed: 1}); err == nil || strings.Contains(err.Error(), "no part count was given") {
+		t.Errorf("--parts 4 --first-level 16: %v", err)
 	}
 }

@@ -56,6 +56,13 @@ func RunContext(ctx context.Context, d *storage.Dataset, opts *Options) (Stats, 
 	o := opts.withDataset(d)
 	o.ctx = ctx
 	if err := o.validate(); err != nil {
+		if opts == nil || opts.Parts == 0 {
+			// The part count was not given: say where it came from
+			// (before, "--first-level: 4 not in [1, --parts=2]" named a
+			// --parts no one gave; the review's R5).
+			return Stats{}, fmt.Errorf("%w (no part count was given: %d is the default for this dataset's %d training nodes, about one part per %d)",
+				err, o.Parts, len(d.TrainIdx()), TrainNodesPerPart)
+		}
 		return Stats{}, err
 	}
 	if err := ctx.Err(); err != nil {
