@@ -177,7 +177,7 @@ type Budget struct {
 	// micro-batches, and does with 2·rows/(1+fanout₀) destinations, the
 	// estimate the least budget (MinimumBudget, made before profiling)
 	// assumes: training then cuts batches to that many
-	// (Options.DstFromFanouts). On imported Cora (GAT, --hidden 256) the
+	// (Options.dstFromFanouts). On imported Cora (GAT, --hidden 256) the
 	// ratio is 0.45 against the formula's 0.18, and the least budget it
 	// named, 118.7 MiB, was refused after profiling.
 	DstFromFanouts bool `json:"dst_from_fanouts,omitempty"`
@@ -483,7 +483,7 @@ func (mp *MemPlan) Apply(o *Options, mo *MemPlanOptions) {
 		o.NoFeatureBlock = true
 	}
 	if mp.Budget != nil && mp.Budget.DstFromFanouts {
-		o.DstFromFanouts = true
+		o.dstFromFanouts = true
 	}
 	if mp.Budget != nil && (o.StreamInput == "" || o.StreamInput == StreamInputAuto) {
 		o.StreamInput = StreamInputOff
@@ -1042,7 +1042,7 @@ func asTrained(o *Options, b *Budget) *Options {
 	w := *o
 	w.InFlight = b.WorkingSet.InFlight
 	w.MaxBatchDst = b.MaxBatchDst
-	w.DstFromFanouts = w.DstFromFanouts || b.DstFromFanouts
+	w.dstFromFanouts = w.dstFromFanouts || b.DstFromFanouts
 	w.StreamInput = StreamInputOff
 	if b.StreamInput {
 		w.StreamInput = StreamInputOn
@@ -1345,12 +1345,12 @@ func divide(d *storage.Dataset, o *Options, p *planner.Profile, mem int64) (*Bud
 			return nb, nil
 		}
 	}
-	if !fits && !o.DstFromFanouts && p != nil && o.MaxBatchRows == 0 {
+	if !fits && !o.dstFromFanouts && p != nil && o.MaxBatchRows == 0 {
 		// The least budget assumed the formula's destinations: cut to
 		// them (more micro-batches, each within the estimate) rather
 		// than refuse the budget it named.
 		w := *given
-		w.DstFromFanouts = true
+		w.dstFromFanouts = true
 		if nb, err := divide(d, &w, p, mem); err == nil {
 			nb.DstFromFanouts = true
 			return nb, nil
@@ -1712,7 +1712,7 @@ func batchDst(o *Options, rows int64) int64 {
 	if testDstPerRow > 0 {
 		return min(dst, int64(math.Ceil(testDstPerRow*float64(rows)))+1)
 	}
-	if p := o.Profile; p != nil && p.Meta.MaxDstPerRow > 0 && sameBatches(o, p) && !o.DstFromFanouts {
+	if p := o.Profile; p != nil && p.Meta.MaxDstPerRow > 0 && sameBatches(o, p) && !o.dstFromFanouts {
 		dst = min(dst, int64(math.Ceil(p.Meta.MaxDstPerRow*1.05*float64(rows)))+1)
 	} else if f0 := o.Fanouts[0]; f0 > 0 {
 		dst = min(dst, 2*rows/int64(1+f0)+1)
@@ -1894,12 +1894,14 @@ type FixedStateEstimate struct {
 	DegreeBytes int64 `json:"degree_bytes,omitempty"`
 	// BackendScratchBytes is what the backend keeps beyond its tensors
 	// for one of its workers (backendScratchBytes: the CPU backend's GEMM
-	// packing buffers, 262 KiB, more than the backend took for Cora's
-	// whole streamed SAGE batch, TestBatchDstOfLowDegree). Each further
-	// worker's (one a core) is within the runtime reserve (RuntimeReserve),
-	// so that one budget divides alike, and trains alike with --workers,
-	// on machines with other core counts: counted here, 16 cores' 4 MiB
-	// changed the history cache's share and the losses.
+	// packing buffers, 262 KiB; Cora's whole streamed SAGE batch peaked at
+	// 0.50 MiB of backend memory, two workers' buffers included,
+	// TestBatchDstOfLowDegree). Each further worker's (one a core) is
+	// within the runtime reserve (RuntimeReserve), so that one budget
+	// divides alike, and trains alike with --workers, on machines with
+	// other core counts: counted here, GOMAXPROCS 4's 1 MiB changed the
+	// history cache's share and the losses of a --workers 2 run on the
+	// 50,000-node graph against GOMAXPROCS 1 and 2.
 	BackendScratchBytes int64 `json:"backend_scratch_bytes,omitempty"`
 	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes +
 	// DegreeBytes + BackendScratchBytes.

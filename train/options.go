@@ -250,13 +250,14 @@ type Options struct {
 	// rows (MemPlan.Apply sets it from the room the plan's caches leave:
 	// Budget.MaxBatchDst).
 	MaxBatchDst int64 `json:"max_batch_dst,omitempty"`
-	// DstFromFanouts estimates a (micro-)batch's input-layer destinations
+	// dstFromFanouts estimates a (micro-)batch's input-layer destinations
 	// as 2·rows/(1+fanout₀)+1 even with a profile of these batches (whose
 	// measured ratio the estimate takes otherwise), so that training cuts
-	// batches to that many (MemPlan.Apply sets it from
+	// batches to that many. Only MemPlan.Apply sets it (from
 	// Budget.DstFromFanouts: the least budget, computed before profiling,
-	// assumes it).
-	DstFromFanouts bool `json:"dst_from_fanouts,omitempty"`
+	// assumes it); unexported, it is not saved with a checkpoint's
+	// options, and a resumed run's plan decides it again.
+	dstFromFanouts bool
 	// Spill decouples the sample stage (OUTRE §4.1): each epoch's batches
 	// are sampled ahead into a spill file (sample.Sampler.SpillEpoch) in
 	// chunks of SpillChunk batches (default 16), at most SpillAhead written
