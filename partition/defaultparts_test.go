@@ -3,11 +3,9 @@ package partition
 import (
 	"errors"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ssdgnn/ssdgnn/storage/importer"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 	"github.com/ssdgnn/ssdgnn/storage/synth"
 )
@@ -18,12 +16,7 @@ import (
 // empty"), and a 50,000-node graph got parts of 5 nodes, whose partition
 // batches read as much as random ones.
 func TestDefaultParts(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "cora")
-	if _, err := importer.ImportOGB("../testdata/cora", src, nil); err != nil {
-		t.Fatal(err)
-	}
-	cora := openDataset(t, src)
+	cora := importCora(t, t.TempDir(), "cora")
 	defer cora.Close()
 	g := storagetest.Generate(t, synth.Config{Nodes: 50000, FeatDim: 4, Classes: 4, Seed: 1}, nil)
 	for _, c := range []struct {
@@ -78,12 +71,7 @@ func TestDefaultPartsTwoLevel(t *testing.T) {
 // part count says the count was the dataset's default, not given (the
 // review's R5: "--first-level: 16 not in [1, --parts=3]" with no --parts).
 func TestDefaultPartsNamedInErrors(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "cora")
-	if _, err := importer.ImportOGB("../testdata/cora", src, nil); err != nil {
-		t.Fatal(err)
-	}
-	cora := openDataset(t, src)
+	cora := importCora(t, t.TempDir(), "cora")
 	defer cora.Close()
 	_, err := Run(cora, &Options{FirstLevel: 16, Seed: 1})
 	if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "no part count was given: 2 is the default for this dataset's 140 training nodes") {

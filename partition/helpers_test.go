@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ssdgnn/ssdgnn/storage"
+	"github.com/ssdgnn/ssdgnn/storage/importer"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
@@ -144,4 +145,15 @@ func readPart(t testing.TB, dir, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// importCora imports the bundled Cora (testdata/cora) into dir/name and
+// opens it; the caller closes it.
+func importCora(t testing.TB, dir, name string) *storage.Dataset {
+	t.Helper()
+	src := filepath.Join(dir, name)
+	if _, err := importer.ImportOGB("../testdata/cora", src, nil); err != nil {
+		t.Fatal(err)
+	}
+	return openDataset(t, src)
 }

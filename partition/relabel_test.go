@@ -20,7 +20,6 @@ import (
 	"github.com/ssdgnn/ssdgnn/internal/membudget"
 	"github.com/ssdgnn/ssdgnn/internal/progress/progresstest"
 	"github.com/ssdgnn/ssdgnn/storage"
-	"github.com/ssdgnn/ssdgnn/storage/importer"
 	"github.com/ssdgnn/ssdgnn/storage/storagetest"
 )
 
@@ -279,11 +278,7 @@ func TestRelabelTwice(t *testing.T) {
 
 func TestRelabelCora(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join(dir, "cora")
-	if _, err := importer.ImportOGB("../testdata/cora", src, nil); err != nil {
-		t.Fatal(err)
-	}
-	d := openDataset(t, src)
+	d := importCora(t, dir, "cora")
 	defer d.Close()
 	if _, err := Run(d, &Options{Parts: 20, Seed: 1, Workers: 2}); err != nil {
 		t.Fatal(err)

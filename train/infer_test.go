@@ -242,14 +242,7 @@ func TestSampledInferMem(t *testing.T) {
 }
 
 func testSampledInferMem(t *testing.T, d *storage.Dataset, o *Options) {
-	dir := t.TempDir()
-	o.Epochs, o.CheckpointDir = 1, dir
-	run(t, d, o)
-	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := restoredAfterOneEpoch(t, d, o)
 	nodes, fan := d.TestIdx(), tr.o.EvalFanouts
 	whole, what := tr.sampledInferNeed(len(nodes), fan, 0)
 	so := tr.sampledOptions(fan)
@@ -419,17 +412,7 @@ func TestRestoreExplicitZeros(t *testing.T) {
 // infer predicted with a part-trained model without a word.
 func TestInferReportsCheckpointPosition(t *testing.T) {
 	d := smallSynth(t)
-	whole := t.TempDir()
-	o := synthOpts()
-	o.Epochs, o.CheckpointDir = 2, whole
-	run(t, d, o)
-	cut := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	o = synthOpts()
-	o.CheckpointDir = cut
-	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
-	runInterrupted(t, ctx, d, o)
+	whole, cut := wholeAndCutCheckpoints(t, d)
 	for _, dir := range []string{whole, cut} {
 		info, err := ReadCheckpointInfo(dir)
 		if err != nil {
@@ -504,15 +487,7 @@ func TestTrainEvalMemWithinBudget(t *testing.T) {
 // earlier run's logits (the file-system sweep's F6, on a full tmpfs).
 func TestInferOutputsTogether(t *testing.T) {
 	d := smallSynth(t)
-	dir := t.TempDir()
-	o := synthOpts()
-	o.Epochs, o.CheckpointDir = 1, dir
-	run(t, d, o)
-	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := restoredAfterOneEpoch(t, d, synthOpts())
 	out := t.TempDir()
 	opt := &InferOptions{PredPath: filepath.Join(out, "preds.npy"), LogitsPath: filepath.Join(out, "logits.npy")}
 	// An earlier run's pair, for other nodes.
@@ -538,4 +513,20 @@ func TestInferOutputsTogether(t *testing.T) {
 			t.Errorf("%s changed (%d bytes, was %d; %v): the outputs are no longer a pair", filepath.Base(p), len(got), len(b), err)
 		}
 	}
+}
+
+// restoredAfterOneEpoch trains d with o for one epoch into a temporary
+// checkpoint directory and restores a trainer from it (one sampling
+// worker), closed when the test ends.
+func restoredAfterOneEpoch(t *testing.T, d *storage.Dataset, o *Options) *Trainer {
+	t.Helper()
+	dir := t.TempDir()
+	o.Epochs, o.CheckpointDir = 1, dir
+	run(t, d, o)
+	tr, err := NewFromCheckpoint(context.Background(), d, dir, &RestoreOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }

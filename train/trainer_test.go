@@ -878,17 +878,7 @@ func TestReportCheckpointEpochs(t *testing.T) {
 // batches resumed with --epochs 2) trained nothing and said nothing.
 func TestNothingToTrain(t *testing.T) {
 	d := smallSynth(t)
-	whole := t.TempDir()
-	o := synthOpts()
-	o.Epochs, o.CheckpointDir = 2, whole
-	run(t, d, o)
-	cut := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	o = synthOpts()
-	o.CheckpointDir = cut
-	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
-	runInterrupted(t, ctx, d, o)
+	whole, cut := wholeAndCutCheckpoints(t, d)
 	for _, tc := range []struct {
 		name   string
 		resume string
@@ -1002,4 +992,23 @@ func TestCheckpointWriteMemory(t *testing.T) {
 	if limit := scratch + 2<<20; got > limit {
 		t.Errorf("checkpoint write allocated %d bytes, want at most one parameter's copy and 2 MiB (%d)", got, limit)
 	}
+}
+
+// wholeAndCutCheckpoints trains d twice: whole holds the checkpoint of 2
+// whole epochs, cut that of a run interrupted after 4 batches of its
+// second epoch (epoch 1).
+func wholeAndCutCheckpoints(t *testing.T, d *storage.Dataset) (whole, cut string) {
+	t.Helper()
+	whole = t.TempDir()
+	o := synthOpts()
+	o.Epochs, o.CheckpointDir = 2, whole
+	run(t, d, o)
+	cut = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = synthOpts()
+	o.CheckpointDir = cut
+	o.Progress = cancelIn{desc: "epoch 1", at: 4, fn: cancel}
+	runInterrupted(t, ctx, d, o)
+	return whole, cut
 }
