@@ -70,7 +70,7 @@ type DeviceProfile struct {
 	Rounds            int       `json:"rounds,omitempty"`
 	RandomRoundsPerS  []float64 `json:"random_reads_per_s_rounds,omitempty"`
 	GatherRoundsPerS  []float64 `json:"gather_reads_per_s_rounds,omitempty"`
-	SeqRoundsBytesPer []float64 `json:"seq_bytes_per_s_rounds,omitempty"`
+	SeqRoundsBytesPerS []float64 `json:"seq_bytes_per_s_rounds,omitempty"`
 }
 
 // Spread is the largest of the rounds' rates over the smallest, over
@@ -78,7 +78,7 @@ type DeviceProfile struct {
 // it was probed.
 func (p *DeviceProfile) Spread() float64 {
 	s := 1.0
-	for _, r := range [][]float64{p.RandomRoundsPerS, p.GatherRoundsPerS, p.SeqRoundsBytesPer} {
+	for _, r := range [][]float64{p.RandomRoundsPerS, p.GatherRoundsPerS, p.SeqRoundsBytesPerS} {
 		if len(r) > 1 {
 			s = max(s, slices.Max(r)/slices.Min(r))
 		}
@@ -140,7 +140,7 @@ func (p *DeviceProfile) Validate() error {
 		rs     []float64
 		lo, hi float64
 	}{{"random_reads_per_s_rounds", p.RandomRoundsPerS, 1, 1e10}, {"gather_reads_per_s_rounds", p.GatherRoundsPerS, 1, 1e10},
-		{"seq_bytes_per_s_rounds", p.SeqRoundsBytesPer, 1 << 10, 1e13}} {
+		{"seq_bytes_per_s_rounds", p.SeqRoundsBytesPerS, 1 << 10, 1e13}} {
 		if len(f.rs) > max(p.Rounds, 1) {
 			return fmt.Errorf("%s has %d entries, rounds %d", f.name, len(f.rs), p.Rounds)
 		}
@@ -451,9 +451,9 @@ func (d *Dataset) ProbeDevice(ctx context.Context, o *ProbeOptions) (*DeviceProf
 		if err != nil {
 			return nil, err
 		}
-		p.SeqRoundsBytesPer, p.SeqBytes = append(p.SeqRoundsBytesPer, rate), p.SeqBytes+bytes
+		p.SeqRoundsBytesPerS, p.SeqBytes = append(p.SeqRoundsBytesPerS, rate), p.SeqBytes+bytes
 	}
-	p.RandomReadsPerSec, p.SeqBytesPerSec = median(p.RandomRoundsPerS), median(p.SeqRoundsBytesPer)
+	p.RandomReadsPerSec, p.SeqBytesPerSec = median(p.RandomRoundsPerS), median(p.SeqRoundsBytesPerS)
 	p.GatherReadsPerSec = p.RandomReadsPerSec
 	if len(p.GatherRoundsPerS) > 0 {
 		p.GatherReadsPerSec = median(p.GatherRoundsPerS)

@@ -209,12 +209,12 @@ func TestProbeRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("rounds: random %v, gather %v, sequential %v; spread %.2f", p.RandomRoundsPerS, p.GatherRoundsPerS, p.SeqRoundsBytesPer, p.Spread())
+	t.Logf("rounds: random %v, gather %v, sequential %v; spread %.2f", p.RandomRoundsPerS, p.GatherRoundsPerS, p.SeqRoundsBytesPerS, p.Spread())
 	for _, f := range []struct {
 		name   string
 		rounds []float64
 		median float64
-	}{{"random", p.RandomRoundsPerS, p.RandomReadsPerSec}, {"gather", p.GatherRoundsPerS, p.GatherReadsPerSec}, {"sequential", p.SeqRoundsBytesPer, p.SeqBytesPerSec}} {
+	}{{"random", p.RandomRoundsPerS, p.RandomReadsPerSec}, {"gather", p.GatherRoundsPerS, p.GatherReadsPerSec}, {"sequential", p.SeqRoundsBytesPerS, p.SeqBytesPerSec}} {
 		if p.Rounds != 3 || len(f.rounds) != 3 {
 			t.Fatalf("%s: %d rounds listed, Rounds %d, want 3", f.name, len(f.rounds), p.Rounds)
 		}
@@ -224,7 +224,7 @@ func TestProbeRounds(t *testing.T) {
 			t.Errorf("%s: %v, want the median of %v", f.name, f.median, f.rounds)
 		}
 	}
-	if sp := p.Spread(); sp < 1 || sp != max(ratio(p.RandomRoundsPerS), ratio(p.GatherRoundsPerS), ratio(p.SeqRoundsBytesPer)) {
+	if sp := p.Spread(); sp < 1 || sp != max(ratio(p.RandomRoundsPerS), ratio(p.GatherRoundsPerS), ratio(p.SeqRoundsBytesPerS)) {
 		t.Errorf("spread %v", sp)
 	}
 	bad := *p

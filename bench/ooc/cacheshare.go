@@ -24,36 +24,12 @@ import (
 // configuration changes the share as it changes the child's budget.
 func (h *harness) trainCacheShare(ds *Dataset) (int64, error) {
 	o := &h.o
-	args := h.shareArgs(ds)
-	t, dir, err := cliflags.ParseTrain(args)
+	c, err := h.openChild(h.shareArgs(ds), "the ssdgnn child's flags", nil)
 	if err != nil {
-		return 0, fmt.Errorf("ooc: the ssdgnn child's flags: %w", err)
+		return 0, err
 	}
-	to := &t.Options
-	// The caches are what the share sizes: a bare train --mem sets none.
-	to.FeatCacheBytes, to.HistCacheBytes, to.NeighborCacheBytes = 0, 0, 0
-	d, err := storage.Open(dir, nil)
-	if err != nil {
-		return 0, fmt.Errorf("ooc: %w", err)
-	}
-	defer d.Close()
-	// What the child resolves with the dataset open, as `ssdgnn train`
-	// resolves it (Train.Resolve), for the child's budget and, when it
-	// runs in a memory cgroup, that cgroup's limit.
-	t.Mem = cliflags.ByteSize(o.MemLimit)
-	var room int64
-	if h.loc != nil {
-		room = o.MemLimit
-	}
-	res, err := t.Resolve(d, dir, room)
-	if err != nil {
-		return 0, fmt.Errorf("ooc: %w", err)
-	}
-	defer res.Close()
-	p, err := planner.LoadProfile(dir, ProfileName)
-	if err != nil {
-		return 0, fmt.Errorf("ooc: %w", err)
-	}
+	defer c.close()
+	d, to, p := c.d, c.to, c.p
 	cb, err := train.CacheShare(d, to, p, o.MemLimit)
 	if err == nil {
 		// The share can fit where the child, which judges --mem by
@@ -132,39 +108,73 @@ func (h *harness) shareArgs(ds *Dataset) []string {
 // ds, under --mem MemLimit, leaves its caches (train.CacheShare, tables
 // included), and the cache bytes the configuration's flags give it (0
 // for one without caches).
-func (h *harness) configShare(name string, ds *Dataset) (share, given int64, err error) {
+func (h *harness) configShare(name string, ds *Dataset, profiles map[string]*planner.Profile) (share, given int64, err error) {
 	_, flags := h.configFlags(name, ds)
-	t, dir, err := cliflags.ParseTrain(append(h.trainArgs(ds.Dir, h.o.Epochs, "", "")[1:], flags...))
+	c, err := h.openChild(append(h.trainArgs(ds.Dir, h.o.Epochs, "", "")[1:], flags...), "configuration "+name+"'s flags", profiles)
 	if err != nil {
-		return 0, 0, fmt.Errorf("ooc: configuration %s's flags: %w", name, err)
+		return 0, 0, err
 	}
-	to := &t.Options
-	given = to.FeatCacheBytes + to.HistCacheBytes + to.NeighborCacheBytes
-	if given == 0 {
+	defer c.close()
+	if c.given == 0 {
 		return 0, 0, nil
 	}
-	to.FeatCacheBytes, to.HistCacheBytes, to.NeighborCacheBytes = 0, 0, 0
-	d, err := storage.Open(dir, nil)
+	share, err = train.CacheShare(c.d, c.to, c.p, h.o.MemLimit)
+	return share, c.given, err
+}
+
+// childSetup is a training child's options as `ssdgnn train` resolves them
+// with its dataset open, under --mem MemLimit and, when it runs in a
+// memory cgroup, that cgroup's limit (Train.Resolve), with the caches it
+// was given (given, their sum) cleared, as a bare train --mem sets none;
+// and the benchmark's profile, which must exist. close releases it.
+type childSetup struct {
+	d     *storage.Dataset
+	res   *cliflags.Resolved
+	to    *train.Options
+	p     *planner.Profile
+	given int64
+}
+
+// openChild parses args (after "train") with train's flag set
+// (cliflags.ParseTrain), so a flag added to a configuration changes what
+// it is given as it changes the child's budget; what names args in an
+// error. The profile is read from profiles when it holds the dataset's
+// (nil: always read), and kept there.
+func (h *harness) openChild(args []string, what string, profiles map[string]*planner.Profile) (*childSetup, error) {
+	t, dir, err := cliflags.ParseTrain(args)
 	if err != nil {
-		return 0, 0, fmt.Errorf("ooc: %w", err)
+		return nil, fmt.Errorf("ooc: %s: %w", what, err)
 	}
-	defer d.Close()
+	c := &childSetup{to: &t.Options}
+	c.given = c.to.FeatCacheBytes + c.to.HistCacheBytes + c.to.NeighborCacheBytes
+	c.to.FeatCacheBytes, c.to.HistCacheBytes, c.to.NeighborCacheBytes = 0, 0, 0
+	if c.d, err = storage.Open(dir, nil); err != nil {
+		return nil, fmt.Errorf("ooc: %w", err)
+	}
 	t.Mem = cliflags.ByteSize(h.o.MemLimit)
 	var room int64
 	if h.loc != nil {
 		room = h.o.MemLimit
 	}
-	res, err := t.Resolve(d, dir, room)
-	if err != nil {
-		return 0, 0, fmt.Errorf("ooc: configuration %s: %w", name, err)
+	if c.res, err = t.Resolve(c.d, dir, room); err != nil {
+		c.d.Close()
+		return nil, fmt.Errorf("ooc: %s: %w", what, err)
 	}
-	defer res.Close()
-	p, err := planner.LoadProfile(dir, ProfileName)
-	if err != nil {
-		return 0, 0, fmt.Errorf("ooc: %w", err)
+	if c.p = profiles[dir]; c.p == nil {
+		if c.p, err = planner.LoadProfile(dir, ProfileName); err != nil {
+			c.close()
+			return nil, fmt.Errorf("ooc: %w", err)
+		}
+		if profiles != nil {
+			profiles[dir] = c.p
+		}
 	}
-	share, err = train.CacheShare(d, to, p, h.o.MemLimit)
-	return share, given, err
+	return c, nil
+}
+
+func (c *childSetup) close() {
+	c.res.Close()
+	c.d.Close()
 }
 
 // checkConfigsFit refuses, before the first configuration runs, a run in
@@ -182,6 +192,7 @@ func (h *harness) configShare(name string, ds *Dataset) (share, given int64, err
 func (h *harness) checkConfigsFit(ds *Dataset) error {
 	var short []string
 	least := int64(math.MaxInt64)
+	profiles := map[string]*planner.Profile{} // one read per dataset, not per configuration
 	for _, name := range h.o.Configs {
 		cds := ds
 		if partitionMajor(name) {
@@ -190,7 +201,7 @@ func (h *harness) checkConfigsFit(ds *Dataset) error {
 		if cds == nil || cds.Plan == nil {
 			continue
 		}
-		share, given, err := h.configShare(name, cds)
+		share, given, err := h.configShare(name, cds, profiles)
 		if errors.Is(err, train.ErrBudget) {
 			short = append(short, fmt.Sprintf("%s (%v)", name, err))
 			continue

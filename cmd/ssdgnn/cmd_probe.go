@@ -92,7 +92,7 @@ rows may lie and still be read with one call (--coalesce-gap overrides).`,
 				whole = fmt.Sprintf(" (the whole features file, smaller than --seq-read %s: the rate is as much the calls' cost as the disk's)", humanize.IBytes(uint64(seqBytes)))
 			}
 			fmt.Fprintf(out, "sequential %s reads%s: %s/s%s\n", humanize.IBytes(uint64(p.SeqReadBytes)), whole, humanize.IBytes(uint64(p.SeqBytesPerSec)),
-				span(p.SeqRoundsBytesPer, func(x float64) string { return humanize.IBytes(uint64(x)) + "/s" }))
+				span(p.SeqRoundsBytesPerS, func(x float64) string { return humanize.IBytes(uint64(x)) + "/s" }))
 			fmt.Fprintf(out, "merge gap: %d rows\n", p.GapRows(p.RowBytes))
 			if sp := p.Spread(); sp > probeSpreadWarn {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the device's rate moved %.1f× between rounds (other I/O on the device?): probe again when it is idle, or with more --rounds\n", sp)
