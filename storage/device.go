@@ -67,9 +67,9 @@ type DeviceProfile struct {
 	// shared with other work, three probes a few seconds apart read
 	// 11,707, 22,863 and 29,118 random reads/s, and whichever wrote
 	// device.json last set train's merge gap (135, 61 or 38 rows).
-	Rounds            int       `json:"rounds,omitempty"`
-	RandomRoundsPerS  []float64 `json:"random_reads_per_s_rounds,omitempty"`
-	GatherRoundsPerS  []float64 `json:"gather_reads_per_s_rounds,omitempty"`
+	Rounds             int       `json:"rounds,omitempty"`
+	RandomRoundsPerS   []float64 `json:"random_reads_per_s_rounds,omitempty"`
+	GatherRoundsPerS   []float64 `json:"gather_reads_per_s_rounds,omitempty"`
 	SeqRoundsBytesPerS []float64 `json:"seq_bytes_per_s_rounds,omitempty"`
 }
 
