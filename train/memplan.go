@@ -1899,9 +1899,9 @@ type FixedStateEstimate struct {
 	// TestBatchDstOfLowDegree). Each further worker's (one a core) is
 	// within the runtime reserve (RuntimeReserve), so that one budget
 	// divides alike, and trains alike with --workers, on machines with
-	// other core counts: counted here, GOMAXPROCS 4's 1 MiB changed the
-	// history cache's share and the losses of a --workers 2 run on the
-	// 50,000-node graph against GOMAXPROCS 1 and 2.
+	// other core counts: counted here, every worker's changed the history
+	// cache's share and the losses of a --workers 2 run on the 50,000-node
+	// graph between GOMAXPROCS 1, 2 and 4 (0.26, 0.5 and 1 MiB).
 	BackendScratchBytes int64 `json:"backend_scratch_bytes,omitempty"`
 	// Bytes = SamplerBytes + ProfileBytes + ModelBytes + GatherSlotBytes +
 	// DegreeBytes + BackendScratchBytes.
